@@ -1,0 +1,163 @@
+//! EIP-712 messages signed by owners, session keys and token holders.
+//!
+//! The structs give off-chain code `eip712_signing_hash`; the `*_TYPEHASH` constants give the
+//! contracts the same type hashes without hashing type strings at run time (a test checks that
+//! each constant equals the struct's `eip712_type_hash`).
+
+use alloy_primitives::B256;
+
+use crate::keccak;
+
+alloy_sol_types::sol! {
+    #![sol(all_derives)]
+    /// A payment signed by a session key and submitted by anyone.
+    struct PaymentIntent {
+        uint256 session;
+        address to;
+        uint256 amount;
+        bytes32 purpose;
+        uint256 nonce;
+        uint256 deadline;
+    }
+
+    /// An owner's authorisation to open a session on their behalf (`openSessionWithSig`).
+    struct OpenSession {
+        address owner;
+        address sessionKey;
+        address guardian;
+        address token;
+        uint256 deposit;
+        uint256 perPaymentCap;
+        uint256 periodBudget;
+        uint64 periodSeconds;
+        uint256 coSignThreshold;
+        uint64 validAfter;
+        uint64 expiresAt;
+        uint64 leaseSeconds;
+        uint256 allowlistId;
+        bytes32 metadata;
+        uint256 nonce;
+        uint256 deadline;
+    }
+
+    /// An owner's decision on a pending payment (`decidePendingWithSig`).
+    struct PendingDecision {
+        uint256 pendingId;
+        bool approve;
+        uint256 nonce;
+        uint256 deadline;
+    }
+
+    /// A session key's renewal of its session's lease (`renewLease`).
+    struct LeaseRenewal {
+        uint256 session;
+        uint256 nonce;
+        uint256 deadline;
+    }
+
+    /// A provenance record signed by a session key (`recordProvenance`).
+    struct ProvenanceRecord {
+        uint256 session;
+        bytes32 subject;
+        bytes32 inputs;
+        bytes32 runtime;
+        bytes32 policy;
+        bytes32 uri;
+        uint256[] parents;
+        uint256 nonce;
+        uint256 deadline;
+    }
+
+    /// EIP-2612 permit of the test token.
+    struct Permit {
+        address owner;
+        address spender;
+        uint256 value;
+        uint256 nonce;
+        uint256 deadline;
+    }
+}
+
+pub const PAYMENT_INTENT_TYPEHASH: B256 = keccak(
+    b"PaymentIntent(uint256 session,address to,uint256 amount,bytes32 purpose,uint256 nonce,uint256 deadline)",
+);
+pub const OPEN_SESSION_TYPEHASH: B256 = keccak(
+    b"OpenSession(address owner,address sessionKey,address guardian,address token,uint256 deposit,uint256 perPaymentCap,uint256 periodBudget,uint64 periodSeconds,uint256 coSignThreshold,uint64 validAfter,uint64 expiresAt,uint64 leaseSeconds,uint256 allowlistId,bytes32 metadata,uint256 nonce,uint256 deadline)",
+);
+pub const PENDING_DECISION_TYPEHASH: B256 =
+    keccak(b"PendingDecision(uint256 pendingId,bool approve,uint256 nonce,uint256 deadline)");
+pub const LEASE_RENEWAL_TYPEHASH: B256 =
+    keccak(b"LeaseRenewal(uint256 session,uint256 nonce,uint256 deadline)");
+pub const PROVENANCE_RECORD_TYPEHASH: B256 = keccak(
+    b"ProvenanceRecord(uint256 session,bytes32 subject,bytes32 inputs,bytes32 runtime,bytes32 policy,bytes32 uri,uint256[] parents,uint256 nonce,uint256 deadline)",
+);
+pub const PERMIT_TYPEHASH: B256 = keccak(
+    b"Permit(address owner,address spender,uint256 value,uint256 nonce,uint256 deadline)",
+);
+
+/// EIP-712 domain of a Bursar contract: `name`, `version` and the hashes the contracts use.
+pub struct Domain {
+    pub name: &'static str,
+    pub version: &'static str,
+    pub name_hash: B256,
+    pub version_hash: B256,
+}
+
+const fn domain(name: &'static str, version: &'static str) -> Domain {
+    Domain {
+        name,
+        version,
+        name_hash: keccak(name.as_bytes()),
+        version_hash: keccak(version.as_bytes()),
+    }
+}
+
+pub const SESSION_WALLET_DOMAIN: Domain = domain("Bursar Session Wallet", "1");
+pub const RECEIPT_REGISTRY_DOMAIN: Domain = domain("Bursar Receipt Registry", "1");
+pub const TEST_TOKEN_DOMAIN: Domain = domain("Bursar Test USD", "1");
+
+impl Domain {
+    /// The full EIP-712 domain for this contract at `verifying_contract` on `chain_id`.
+    pub fn at(
+        &self,
+        chain_id: u64,
+        verifying_contract: alloy_primitives::Address,
+    ) -> alloy_sol_types::Eip712Domain {
+        alloy_sol_types::Eip712Domain::new(
+            Some(alloc::borrow::Cow::Borrowed(self.name)),
+            Some(alloc::borrow::Cow::Borrowed(self.version)),
+            Some(alloy_primitives::U256::from(chain_id)),
+            Some(verifying_contract),
+            None,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloy_sol_types::SolStruct;
+
+    #[test]
+    fn typehash_constants_match_the_structs() {
+        let cases: [(alloc::borrow::Cow<'static, str>, B256); 6] = [
+            (PaymentIntent::eip712_encode_type(), PAYMENT_INTENT_TYPEHASH),
+            (OpenSession::eip712_encode_type(), OPEN_SESSION_TYPEHASH),
+            (PendingDecision::eip712_encode_type(), PENDING_DECISION_TYPEHASH),
+            (LeaseRenewal::eip712_encode_type(), LEASE_RENEWAL_TYPEHASH),
+            (ProvenanceRecord::eip712_encode_type(), PROVENANCE_RECORD_TYPEHASH),
+            (Permit::eip712_encode_type(), PERMIT_TYPEHASH),
+        ];
+        for (encoded, constant) in cases {
+            assert_eq!(alloy_primitives::keccak256(encoded.as_bytes()), constant, "{encoded}");
+        }
+    }
+
+    #[test]
+    fn domain_hashes_match_names() {
+        for d in [SESSION_WALLET_DOMAIN, RECEIPT_REGISTRY_DOMAIN, TEST_TOKEN_DOMAIN] {
+            assert_eq!(alloy_primitives::keccak256(d.name), d.name_hash);
+            assert_eq!(alloy_primitives::keccak256(d.version), d.version_hash);
+        }
+    }
+}

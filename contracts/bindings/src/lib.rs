@@ -1,0 +1,21 @@
+//! The one Solidity ABI definition of the Bursar contracts.
+//!
+//! Contracts take their events, errors and EIP-712 type hashes from here; off-chain code
+//! (relayer, indexer, devnet tests, deploy tooling) encodes calls and decodes logs and reverts
+//! with the same types. Nobody copies a selector by hand: a test compares these definitions with
+//! the interfaces the contracts export (`contracts/abi/`).
+#![no_std]
+
+extern crate alloc;
+
+pub mod counterparty;
+pub mod eip712;
+pub mod erc;
+pub mod receipts;
+pub mod token;
+pub mod wallet;
+
+/// `keccak256` at compile time, for type hashes and domain names.
+pub(crate) const fn keccak(input: &[u8]) -> alloy_primitives::B256 {
+    alloy_primitives::B256::new(keccak_const::Keccak256::new().update(input).finalize())
+}

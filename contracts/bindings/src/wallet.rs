@@ -1,0 +1,129 @@
+//! SessionWallet: escrowed, policy-bound sessions whose keys sign payment intents.
+
+alloy_sol_types::sol! {
+    #![sol(all_derives)]
+    /// The external interface of SessionWallet (see `contracts/session-wallet`).
+    ///
+    /// Conventions: `token == address(0)` is the native currency; `perPaymentCap == 0`,
+    /// `coSignThreshold == 0` and `periodSeconds == 0` switch that rule off; `validAfter == 0`
+    /// means at once; `leaseSeconds == 0` means no lease.
+    interface ISessionWallet {
+        // ---- lifecycle -------------------------------------------------------------------
+        function openSession(address sessionKey, address guardian, address token, uint256 deposit, uint256 perPaymentCap, uint256 periodBudget, uint64 periodSeconds, uint256 coSignThreshold, uint64 validAfter, uint64 expiresAt, uint64 leaseSeconds, uint256 allowlistId, bytes32 metadata) external payable returns (uint256);
+        function openSessionWithSig(address owner, address sessionKey, address guardian, address token, uint256 deposit, uint256 perPaymentCap, uint256 periodBudget, uint64 periodSeconds, uint256 coSignThreshold, uint64 validAfter, uint64 expiresAt, uint64 leaseSeconds, uint256 allowlistId, bytes32 metadata, uint256 nonce, uint256 deadline, bytes ownerSignature, bytes permitSignature) external returns (uint256);
+        function pay(uint256 sessionId, address to, uint256 amount, bytes32 purpose, uint256 nonce, uint256 deadline, bytes signature) external returns (bool, uint256);
+        function approvePending(uint256 pendingId) external returns (uint256);
+        function rejectPending(uint256 pendingId) external;
+        function decidePendingWithSig(uint256 pendingId, bool approve, uint256 nonce, uint256 deadline, bytes signature) external;
+        function topUp(uint256 sessionId, uint256 amount) external payable;
+        function revoke(uint256 sessionId) external;
+        function close(uint256 sessionId) external returns (uint256);
+        function renewLease(uint256 sessionId, uint256 nonce, uint256 deadline, bytes signature) external returns (uint64);
+
+        // ---- views -----------------------------------------------------------------------
+        function sessionTerms(uint256 sessionId) external view returns (address, address, address, address, uint256, uint256, uint64, uint256, uint64, uint64, uint64, uint256, bytes32);
+        function sessionState(uint256 sessionId) external view returns (uint8, uint256, uint256, uint256, uint256, uint64, uint64);
+        function sessionAuthority(uint256 sessionId) external view returns (address, address, bool);
+        function remainingDeposit(uint256 sessionId) external view returns (uint256);
+        function remainingPeriodBudget(uint256 sessionId) external view returns (uint256);
+        function pendingPayment(uint256 pendingId) external view returns (uint256, address, uint256, bytes32, uint256, uint64, uint8);
+        function isNonceUsed(uint256 sessionId, uint256 nonce) external view returns (bool);
+        function isOwnerNonceUsed(address owner, uint256 nonce) external view returns (bool);
+        function domainSeparator() external view returns (bytes32);
+        function counterpartyRegistry() external view returns (address);
+        function receiptRegistry() external view returns (address);
+        function sessionCount() external view returns (uint256);
+        function pendingTtl() external pure returns (uint64);
+
+        // ---- events ----------------------------------------------------------------------
+        event SessionOpened(uint256 indexed sessionId, address indexed owner, address indexed sessionKey, address guardian, address token, uint256 deposit, uint256 perPaymentCap, uint256 periodBudget, uint64 periodSeconds, uint256 coSignThreshold, uint64 validAfter, uint64 expiresAt, uint64 leaseSeconds, uint256 allowlistId, bytes32 metadata);
+        event SessionToppedUp(uint256 indexed sessionId, address indexed from, uint256 amount, uint256 deposit);
+        event PaymentExecuted(uint256 indexed sessionId, address indexed to, uint256 indexed receiptId, uint256 amount, bytes32 purpose, uint256 nonce);
+        event PaymentPending(uint256 indexed sessionId, address indexed to, uint256 indexed pendingId, uint256 amount, bytes32 purpose, uint256 nonce, uint64 expiresAt);
+        event PaymentApproved(uint256 indexed sessionId, uint256 indexed pendingId, address indexed by);
+        event PaymentRejected(uint256 indexed sessionId, uint256 indexed pendingId, address indexed by);
+        event SessionRevoked(uint256 indexed sessionId, address indexed by);
+        event SessionClosed(uint256 indexed sessionId, address indexed by, uint256 spent, uint256 refund);
+        event LeaseRenewed(uint256 indexed sessionId, uint64 leaseExpiresAt);
+
+        // ---- errors ----------------------------------------------------------------------
+        error WalletUnauthorized(address caller);
+        error WalletUnknownSession(uint256 sessionId);
+        error WalletInvalidParameter(uint8 parameter);
+        error WalletInvalidSignature();
+        error WalletWrongSigner(address signer, address expected);
+        error WalletNonceUsed(uint256 nonce);
+        error WalletDeadlinePassed(uint256 deadline);
+        error WalletSessionNotYetValid(uint256 sessionId, uint64 validAfter);
+        error WalletSessionExpired(uint256 sessionId, uint64 expiresAt);
+        error WalletLeaseLapsed(uint256 sessionId, uint64 leaseExpiresAt);
+        error WalletSessionRevoked(uint256 sessionId);
+        error WalletSessionClosed(uint256 sessionId);
+        error WalletSessionStillActive(uint256 sessionId);
+        error WalletCounterpartyNotAllowed(uint256 listId, address counterparty, uint256 amount);
+        error WalletPaymentCapExceeded(uint256 amount, uint256 cap);
+        error WalletPeriodBudgetExceeded(uint256 amount, uint256 available);
+        error WalletInsufficientDeposit(uint256 amount, uint256 available);
+        error WalletValueMismatch(uint256 sent, uint256 expected);
+        error WalletTransferFailed(address token, address to, uint256 amount);
+        error WalletRegistryCallFailed(address registry, bytes reason);
+        error WalletUnknownPending(uint256 pendingId);
+        error WalletPendingExpired(uint256 pendingId, uint64 expiresAt);
+        error WalletPendingResolved(uint256 pendingId, uint8 status);
+        error WalletNoLease(uint256 sessionId);
+    }
+}
+
+/// `status` of a session as returned by `sessionState`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum SessionStatus {
+    None = 0,
+    Active = 1,
+    Revoked = 2,
+    Closed = 3,
+}
+
+/// `status` of a pending payment as returned by `pendingPayment`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum PendingStatus {
+    None = 0,
+    Pending = 1,
+    Approved = 2,
+    Rejected = 3,
+}
+
+/// The `parameter` of `WalletInvalidParameter`: which argument of `openSession` is unusable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum InvalidParameter {
+    /// The session key is the zero address.
+    SessionKey = 0,
+    /// The deposit is zero.
+    Deposit = 1,
+    /// `expiresAt` is not after `validAfter` and the current time.
+    ExpiresAt = 2,
+    /// A period budget without a period length, or the other way round.
+    Period = 3,
+    /// The owner is the zero address (`openSessionWithSig`).
+    Owner = 4,
+    /// Native currency cannot be pulled with a signature (`openSessionWithSig`).
+    Token = 5,
+    /// A zero amount (payment or top-up).
+    Amount = 6,
+    /// A registry address of zero (constructor).
+    Registry = 7,
+}
+
+impl InvalidParameter {
+    /// Decodes the error's `parameter` byte.
+    pub fn from_code(code: u8) -> Option<Self> {
+        use InvalidParameter::*;
+        [
+            SessionKey, Deposit, ExpiresAt, Period, Owner, Token, Amount, Registry,
+        ]
+            .into_iter()
+            .find(|p| *p as u8 == code)
+    }
+}

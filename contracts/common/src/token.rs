@@ -1,0 +1,88 @@
+//! Moving funds: ERC-20 tokens with the SafeERC20 conventions, or native value when the token
+//! is the zero address.
+
+use alloy_primitives::{Address, U256};
+use alloy_sol_types::SolCall;
+use bursar_bindings::erc::{IERC20, IERC20Permit};
+use stylus_sdk::{call::RawCall, stylus_core::Host};
+
+use crate::{calldata::encode, eip712::word};
+
+/// The zero address stands for the chain's native currency.
+pub const NATIVE: Address = Address::ZERO;
+
+/// Calls `token` and applies SafeERC20's rule: success means the call did not revert and
+/// returned either nothing or `true`.
+fn call_token<H: Host + ?Sized>(vm: &H, token: Address, data: &[u8]) -> bool {
+    // Storage is flushed and the cache cleared first: the token may call back into us.
+    match unsafe { RawCall::new(vm).clear_storage_cache().call(token, data) } {
+        Ok(out) => out.is_empty() || (out.len() == 32 && out[..] == word(true)[..]),
+        Err(_) => false,
+    }
+}
+
+/// Pays `amount` of `token` (native value when `token` is [`NATIVE`]) from this contract to `to`.
+pub fn send<H: Host + ?Sized>(vm: &H, token: Address, to: Address, amount: U256) -> bool {
+    if token == NATIVE {
+        return unsafe {
+            RawCall::new_with_value(vm, amount)
+                .clear_storage_cache()
+                .skip_return_data()
+                .call(to, &[])
+        }
+        .is_ok();
+    }
+    call_token(
+        vm,
+        token,
+        &encode(IERC20::transferCall::SELECTOR, &[word(to), word(amount)]),
+    )
+}
+
+/// Pulls `amount` of `token` from `from` into this contract (needs an allowance).
+pub fn pull<H: Host + ?Sized>(vm: &H, token: Address, from: Address, amount: U256) -> bool {
+    call_token(
+        vm,
+        token,
+        &encode(
+            IERC20::transferFromCall::SELECTOR,
+            &[word(from), word(vm.contract_address()), word(amount)],
+        ),
+    )
+}
+
+/// Submits an EIP-2612 permit (`r ‖ s ‖ v`) letting this contract spend `value` of `owner`'s
+/// tokens. Its outcome is deliberately ignored: a permit that was front-run has already set the
+/// allowance, and a missing allowance makes the following [`pull`] fail with a clear error.
+pub fn permit<H: Host + ?Sized>(
+    vm: &H,
+    token: Address,
+    owner: Address,
+    value: U256,
+    deadline: U256,
+    signature: &[u8],
+) {
+    if signature.len() != 65 {
+        return;
+    }
+    let mut r = [0u8; 32];
+    let mut s = [0u8; 32];
+    r.copy_from_slice(&signature[..32]);
+    s.copy_from_slice(&signature[32..64]);
+    let data = encode(
+        IERC20Permit::permitCall::SELECTOR,
+        &[
+            word(owner),
+            word(vm.contract_address()),
+            word(value),
+            word(deadline),
+            word(U256::from(match signature[64] {
+                v @ (0 | 1) => v + 27,
+                v => v,
+            })),
+            r,
+            s,
+        ],
+    );
+    call_token(vm, token, &data);
+}

@@ -1,0 +1,1003 @@
+//! # SessionWallet
+//!
+//! A singleton escrow of *sessions*. An owner opens a session for one sandbox session: a deposit
+//! (ERC-20 or native), a session key that signs EIP-712 payment intents, and a policy —
+//! per-payment cap, refilling period budget, co-sign threshold, valid window, lease, counterparty
+//! allowlist. Anyone (normally the relayer) submits intents; the wallet checks every rule, pays,
+//! and has the ReceiptRegistry write a receipt. Sessions pay; they never make arbitrary calls.
+//!
+//! The ABI, events and errors are declared once in `bursar_bindings::wallet`.
+#![cfg_attr(not(any(test, feature = "export-abi")), no_main)]
+#![cfg_attr(not(any(test, feature = "export-abi")), no_std)]
+
+#[macro_use]
+extern crate alloc;
+
+pub mod error;
+pub mod pending;
+pub mod session;
+
+use alloc::vec::Vec;
+
+use alloy_primitives::{Address, B256, U256, U64, U8};
+use alloy_sol_types::SolCall;
+use bursar_bindings::{
+    counterparty::ICounterpartyRegistry,
+    eip712::{
+        LEASE_RENEWAL_TYPEHASH, OPEN_SESSION_TYPEHASH, PAYMENT_INTENT_TYPEHASH,
+        PENDING_DECISION_TYPEHASH, SESSION_WALLET_DOMAIN,
+    },
+    receipts::IReceiptRegistry,
+    wallet::{ISessionWallet::*, PendingStatus, SessionStatus},
+};
+use bursar_contract_common::{
+    calldata,
+    eip712::{domain_separator, hash_words, typed_data_hash},
+    nonce, signature, token, word,
+};
+use stylus_sdk::{abi::Bytes, call::RawCall, prelude::*, storage::*};
+
+pub use error::{InvalidParameter, WalletError};
+pub use pending::PENDING_TTL;
+use pending::Pending;
+use session::{Session, Terms};
+
+type Result<T, E = WalletError> = core::result::Result<T, E>;
+
+#[storage]
+#[entrypoint]
+pub struct SessionWallet {
+    counterparty_registry: StorageAddress,
+    receipt_registry: StorageAddress,
+    session_count: StorageU256,
+    pending_count: StorageU256,
+    sessions: StorageMap<U256, Session>,
+    pendings: StorageMap<U256, Pending>,
+    /// Owner nonces (`openSessionWithSig`, `decidePendingWithSig`): an unordered bitmap each.
+    owner_nonces: StorageMap<Address, StorageMap<U256, StorageU256>>,
+}
+
+#[public]
+impl SessionWallet {
+    /// Wires the wallet to its registries (deployed through StylusDeployer).
+    ///
+    /// # Errors
+    /// * `WalletInvalidParameter(Registry)` — either address is zero.
+    #[constructor]
+    pub fn constructor(
+        &mut self,
+        counterparty_registry: Address,
+        receipt_registry: Address,
+    ) -> Result<()> {
+        if counterparty_registry.is_zero() || receipt_registry.is_zero() {
+            return Err(WalletError::invalid(InvalidParameter::Registry));
+        }
+        self.counterparty_registry.set(counterparty_registry);
+        self.receipt_registry.set(receipt_registry);
+        Ok(())
+    }
+
+    /// Opens a session owned by the caller and escrows `deposit`: `msg.value` for the native
+    /// currency (`token == 0`), otherwise pulled with `transferFrom` (approve first).
+    /// Returns the new session id.
+    ///
+    /// # Errors
+    /// * `WalletInvalidParameter` — zero session key or deposit, `expiresAt` not in the future
+    ///   or not after `validAfter`, a period budget without a period length or vice versa.
+    /// * `WalletValueMismatch` — `msg.value` differs from `deposit` (native) or is non-zero (ERC-20).
+    /// * `WalletTransferFailed` — the token refused `transferFrom`.
+    ///
+    /// # Events
+    /// `SessionOpened`.
+    #[payable]
+    #[allow(clippy::too_many_arguments)]
+    pub fn open_session(
+        &mut self,
+        session_key: Address,
+        guardian: Address,
+        token: Address,
+        deposit: U256,
+        per_payment_cap: U256,
+        period_budget: U256,
+        period_seconds: u64,
+        co_sign_threshold: U256,
+        valid_after: u64,
+        expires_at: u64,
+        lease_seconds: u64,
+        allowlist_id: U256,
+        metadata: B256,
+    ) -> Result<U256> {
+        let terms = Terms {
+            session_key,
+            guardian,
+            token,
+            deposit,
+            per_payment_cap,
+            period_budget,
+            period_seconds,
+            co_sign_threshold,
+            valid_after,
+            expires_at,
+            lease_seconds,
+            allowlist_id,
+            metadata,
+        };
+        let owner = self.vm().msg_sender();
+        let value = self.vm().msg_value();
+        let expected = if token == token::NATIVE {
+            deposit
+        } else {
+            U256::ZERO
+        };
+        if value != expected {
+            return Err(WalletValueMismatch {
+                sent: value,
+                expected,
+            }
+            .into());
+        }
+        self.open(owner, &terms)
+    }
+
+    /// Opens a session for `owner` on the strength of the owner's EIP-712 `OpenSession`
+    /// signature (EOA or ERC-1271), submitted by anyone. The ERC-20 deposit is pulled from the
+    /// owner; `permitSignature` (`r ‖ s ‖ v`, may be empty) is an EIP-2612 permit for exactly
+    /// `deposit` with the same `deadline`, submitted first.
+    ///
+    /// # Errors
+    /// * `WalletInvalidParameter` — as `openSession`, plus a zero owner or the native token.
+    /// * `WalletDeadlinePassed`, `WalletNonceUsed` (owner nonce), `WalletInvalidSignature`.
+    /// * `WalletTransferFailed` — no allowance (or permit) covering the deposit.
+    ///
+    /// # Events
+    /// `SessionOpened`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn open_session_with_sig(
+        &mut self,
+        owner: Address,
+        session_key: Address,
+        guardian: Address,
+        token: Address,
+        deposit: U256,
+        per_payment_cap: U256,
+        period_budget: U256,
+        period_seconds: u64,
+        co_sign_threshold: U256,
+        valid_after: u64,
+        expires_at: u64,
+        lease_seconds: u64,
+        allowlist_id: U256,
+        metadata: B256,
+        nonce: U256,
+        deadline: U256,
+        owner_signature: Bytes,
+        permit_signature: Bytes,
+    ) -> Result<U256> {
+        if owner.is_zero() {
+            return Err(WalletError::invalid(InvalidParameter::Owner));
+        }
+        if token == token::NATIVE {
+            return Err(WalletError::invalid(InvalidParameter::Token));
+        }
+        self.check_deadline(deadline)?;
+        let digest = self.digest(&[
+            word(OPEN_SESSION_TYPEHASH),
+            word(owner),
+            word(session_key),
+            word(guardian),
+            word(token),
+            word(deposit),
+            word(per_payment_cap),
+            word(period_budget),
+            word(period_seconds),
+            word(co_sign_threshold),
+            word(valid_after),
+            word(expires_at),
+            word(lease_seconds),
+            word(allowlist_id),
+            word(metadata),
+            word(nonce),
+            word(deadline),
+        ]);
+        self.consume_owner_nonce(owner, nonce)?;
+        if !signature::is_valid(self.vm(), owner, digest, &owner_signature) {
+            return Err(WalletInvalidSignature {}.into());
+        }
+        if !permit_signature.is_empty() {
+            token::permit(self.vm(), token, owner, deposit, deadline, &permit_signature);
+        }
+        let terms = Terms {
+            session_key,
+            guardian,
+            token,
+            deposit,
+            per_payment_cap,
+            period_budget,
+            period_seconds,
+            co_sign_threshold,
+            valid_after,
+            expires_at,
+            lease_seconds,
+            allowlist_id,
+            metadata,
+        };
+        self.open(owner, &terms)
+    }
+
+    /// Executes a `PaymentIntent` signed by the session key, submitted by anyone. Above the
+    /// co-sign threshold the payment is reserved and waits for the owner instead.
+    /// Returns `(true, receiptId)` when paid, `(false, pendingId)` when pending.
+    ///
+    /// # Errors
+    /// * `WalletDeadlinePassed`, `WalletInvalidSignature`, `WalletWrongSigner`, `WalletNonceUsed`.
+    /// * `WalletUnknownSession`, `WalletSessionRevoked`, `WalletSessionClosed`,
+    ///   `WalletSessionNotYetValid`, `WalletSessionExpired`, `WalletLeaseLapsed`.
+    /// * `WalletInvalidParameter(Amount)` — zero amount.
+    /// * `WalletPaymentCapExceeded`, `WalletInsufficientDeposit`, `WalletCounterpartyNotAllowed`,
+    ///   `WalletPeriodBudgetExceeded`.
+    /// * `WalletTransferFailed`, `WalletRegistryCallFailed`.
+    ///
+    /// # Events
+    /// `PaymentExecuted` (and the registry's `ReceiptRecorded`), or `PaymentPending`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn pay(
+        &mut self,
+        session_id: U256,
+        to: Address,
+        amount: U256,
+        purpose: B256,
+        nonce: U256,
+        deadline: U256,
+        signature: Bytes,
+    ) -> Result<(bool, U256)> {
+        self.check_deadline(deadline)?;
+        let now = self.vm().block_timestamp();
+        let digest = self.digest(&[
+            word(PAYMENT_INTENT_TYPEHASH),
+            word(session_id),
+            word(to),
+            word(amount),
+            word(purpose),
+            word(nonce),
+            word(deadline),
+        ]);
+        let (cap, threshold, list) = {
+            let session = self.sessions.getter(session_id);
+            session.ensure_live(session_id, now, true)?;
+            (
+                session.per_payment_cap.get(),
+                session.co_sign_threshold.get(),
+                session.allowlist_id.get(),
+            )
+        };
+        self.check_session_key(session_id, digest, &signature)?;
+        self.consume_session_nonce(session_id, nonce)?;
+        if amount.is_zero() {
+            return Err(WalletError::invalid(InvalidParameter::Amount));
+        }
+        if !cap.is_zero() && amount > cap {
+            return Err(WalletPaymentCapExceeded { amount, cap }.into());
+        }
+        let available = self.sessions.getter(session_id).available();
+        if amount > available {
+            return Err(WalletInsufficientDeposit { amount, available }.into());
+        }
+        self.check_counterparty(list, to, amount)?;
+
+        if !threshold.is_zero() && amount > threshold {
+            let pending_id = self.pending_count.get() + U256::from(1);
+            self.pending_count.set(pending_id);
+            let expires_at = {
+                let mut session = self.sessions.setter(session_id);
+                let reserved = session.reserved.get() + amount;
+                session.reserved.set(reserved);
+                let session_end = session.expires_at.get().to::<u64>();
+                session_end.min(now.saturating_add(PENDING_TTL))
+            };
+            let mut pending = self.pendings.setter(pending_id);
+            pending.session_id.set(session_id);
+            pending.to.set(to);
+            pending.status.set(U8::from(PendingStatus::Pending as u8));
+            pending.expires_at.set(U64::from(expires_at));
+            pending.amount.set(amount);
+            pending.purpose.set(purpose);
+            pending.nonce.set(nonce);
+            self.vm().log(PaymentPending {
+                sessionId: session_id,
+                to,
+                pendingId: pending_id,
+                amount,
+                purpose,
+                nonce,
+                expiresAt: expires_at,
+            });
+            return Ok((false, pending_id));
+        }
+        let receipt = self.execute(session_id, to, amount, purpose, nonce, now)?;
+        Ok((true, receipt))
+    }
+
+    /// The owner approves a pending payment: it is executed now, against the current period
+    /// budget and allowlist. Returns the receipt id.
+    ///
+    /// # Errors
+    /// * `WalletUnknownPending`, `WalletPendingResolved`, `WalletPendingExpired`.
+    /// * `WalletUnauthorized` — the caller is not the session owner.
+    /// * Session state and policy errors as in `pay`.
+    ///
+    /// # Events
+    /// `PaymentApproved`, then `PaymentExecuted`.
+    pub fn approve_pending(&mut self, pending_id: U256) -> Result<U256> {
+        let caller = self.vm().msg_sender();
+        self.decide(pending_id, true, caller, true)
+            .map(|receipt| receipt.unwrap_or_default())
+    }
+
+    /// Rejects a pending payment and releases its reservation. The owner may reject at any
+    /// time; anyone may clear a pending payment that has expired.
+    ///
+    /// # Errors
+    /// * `WalletUnknownPending`, `WalletPendingResolved`, `WalletUnauthorized`.
+    ///
+    /// # Events
+    /// `PaymentRejected`.
+    pub fn reject_pending(&mut self, pending_id: U256) -> Result<()> {
+        let caller = self.vm().msg_sender();
+        self.decide(pending_id, false, caller, true).map(|_| ())
+    }
+
+    /// Approves or rejects a pending payment with the owner's EIP-712 `PendingDecision`
+    /// signature, submitted by anyone.
+    ///
+    /// # Errors
+    /// * `WalletDeadlinePassed`, `WalletNonceUsed` (owner nonce), `WalletInvalidSignature`.
+    /// * As `approvePending` / `rejectPending`.
+    ///
+    /// # Events
+    /// As `approvePending` / `rejectPending`.
+    pub fn decide_pending_with_sig(
+        &mut self,
+        pending_id: U256,
+        approve: bool,
+        nonce: U256,
+        deadline: U256,
+        signature: Bytes,
+    ) -> Result<()> {
+        self.check_deadline(deadline)?;
+        let session_id = self.pendings.getter(pending_id).session_id.get();
+        let owner = self.sessions.getter(session_id).owner.get();
+        if owner.is_zero() {
+            return Err(WalletUnknownPending {
+                pendingId: pending_id,
+            }
+            .into());
+        }
+        let digest = self.digest(&[
+            word(PENDING_DECISION_TYPEHASH),
+            word(pending_id),
+            word(approve),
+            word(nonce),
+            word(deadline),
+        ]);
+        self.consume_owner_nonce(owner, nonce)?;
+        if !signature::is_valid(self.vm(), owner, digest, &signature) {
+            return Err(WalletInvalidSignature {}.into());
+        }
+        self.decide(pending_id, approve, owner, false).map(|_| ())
+    }
+
+    /// Adds `amount` to a live session's deposit: `msg.value` for native sessions, otherwise
+    /// pulled from the caller with `transferFrom`. Anyone may top up; refunds go to the owner.
+    ///
+    /// # Errors
+    /// * `WalletInvalidParameter(Amount)` — zero amount, or the deposit would overflow.
+    /// * Session state errors as in `pay` (a session that has not started may be topped up).
+    /// * `WalletValueMismatch`, `WalletTransferFailed`.
+    ///
+    /// # Events
+    /// `SessionToppedUp`.
+    #[payable]
+    pub fn top_up(&mut self, session_id: U256, amount: U256) -> Result<()> {
+        let now = self.vm().block_timestamp();
+        let from = self.vm().msg_sender();
+        let value = self.vm().msg_value();
+        let token = {
+            let session = self.sessions.getter(session_id);
+            session.ensure_live(session_id, now, false)?;
+            session.token.get()
+        };
+        if amount.is_zero() {
+            return Err(WalletError::invalid(InvalidParameter::Amount));
+        }
+        self.receive_funds(token, from, amount, value)?;
+        let mut session = self.sessions.setter(session_id);
+        let deposit = session
+            .deposit
+            .get()
+            .checked_add(amount)
+            .ok_or(WalletError::invalid(InvalidParameter::Amount))?;
+        session.deposit.set(deposit);
+        self.vm().log(SessionToppedUp {
+            sessionId: session_id,
+            from,
+            amount,
+            deposit,
+        });
+        Ok(())
+    }
+
+    /// Revokes a session at once: no further payment, approval or renewal. Callable by the
+    /// owner, the guardian or the session key itself.
+    ///
+    /// # Errors
+    /// * `WalletUnknownSession`, `WalletSessionRevoked`, `WalletSessionClosed`.
+    /// * `WalletUnauthorized`.
+    ///
+    /// # Events
+    /// `SessionRevoked`.
+    pub fn revoke(&mut self, session_id: U256) -> Result<()> {
+        let caller = self.vm().msg_sender();
+        let mut session = self.sessions.setter(session_id);
+        session.ensure_open(session_id)?;
+        let guardian = session.guardian.get();
+        if caller != session.owner.get()
+            && caller != session.session_key.get()
+            && (guardian.is_zero() || caller != guardian)
+        {
+            return Err(WalletUnauthorized { caller }.into());
+        }
+        session
+            .status
+            .set(U8::from(SessionStatus::Revoked as u8));
+        self.vm().log(SessionRevoked {
+            sessionId: session_id,
+            by: caller,
+        });
+        Ok(())
+    }
+
+    /// Closes a session and refunds what was not spent to the owner. The owner may close at any
+    /// time; anyone may close once the session is revoked, expired or its lease has lapsed.
+    /// Pending payments die with the session. Returns the refund.
+    ///
+    /// # Errors
+    /// * `WalletUnknownSession`, `WalletSessionClosed`.
+    /// * `WalletSessionStillActive` — a non-owner tried to close a live session.
+    /// * `WalletTransferFailed` — the refund could not be paid.
+    ///
+    /// # Events
+    /// `SessionClosed`.
+    pub fn close(&mut self, session_id: U256) -> Result<U256> {
+        let caller = self.vm().msg_sender();
+        let now = self.vm().block_timestamp();
+        let (owner, token, spent, refund) = {
+            let mut session = self.sessions.setter(session_id);
+            let status = session.status();
+            if status != SessionStatus::Revoked as u8 {
+                session.ensure_open(session_id)?;
+            }
+            let owner = session.owner.get();
+            if caller != owner && !session.closable_by_anyone(now) {
+                return Err(WalletSessionStillActive {
+                    sessionId: session_id,
+                }
+                .into());
+            }
+            let spent = session.spent.get();
+            let refund = session.deposit.get().saturating_sub(spent);
+            session.status.set(U8::from(SessionStatus::Closed as u8));
+            (owner, session.token.get(), spent, refund)
+        };
+        if !refund.is_zero() {
+            self.send(token, owner, refund)?;
+        }
+        self.vm().log(SessionClosed {
+            sessionId: session_id,
+            by: caller,
+            spent,
+            refund,
+        });
+        Ok(refund)
+    }
+
+    /// Extends a session's lease to `now + leaseSeconds`. The owner or session key may call it
+    /// directly (empty signature); anyone may submit the session key's EIP-712 `LeaseRenewal`.
+    /// A lease that has lapsed cannot be revived. Returns the new lease expiry.
+    ///
+    /// # Errors
+    /// * Session state errors as in `pay` (including `WalletLeaseLapsed`).
+    /// * `WalletNoLease` — the session has no lease.
+    /// * `WalletDeadlinePassed`, `WalletInvalidSignature`, `WalletWrongSigner`, `WalletNonceUsed`.
+    ///
+    /// # Events
+    /// `LeaseRenewed`.
+    pub fn renew_lease(
+        &mut self,
+        session_id: U256,
+        nonce: U256,
+        deadline: U256,
+        signature: Bytes,
+    ) -> Result<u64> {
+        let now = self.vm().block_timestamp();
+        let caller = self.vm().msg_sender();
+        let (direct, lease_seconds) = {
+            let session = self.sessions.getter(session_id);
+            session.ensure_live(session_id, now, false)?;
+            (
+                caller == session.owner.get() || caller == session.session_key.get(),
+                session.lease_seconds.get().to::<u64>(),
+            )
+        };
+        if lease_seconds == 0 {
+            return Err(WalletNoLease {
+                sessionId: session_id,
+            }
+            .into());
+        }
+        if !direct {
+            self.check_deadline(deadline)?;
+            let digest = self.digest(&[
+                word(LEASE_RENEWAL_TYPEHASH),
+                word(session_id),
+                word(nonce),
+                word(deadline),
+            ]);
+            self.check_session_key(session_id, digest, &signature)?;
+            self.consume_session_nonce(session_id, nonce)?;
+        }
+        let lease_expires_at = now.saturating_add(lease_seconds);
+        self.sessions
+            .setter(session_id)
+            .lease_expires_at
+            .set(U64::from(lease_expires_at));
+        self.vm().log(LeaseRenewed {
+            sessionId: session_id,
+            leaseExpiresAt: lease_expires_at,
+        });
+        Ok(lease_expires_at)
+    }
+
+    /// The terms a session was opened with: `(owner, sessionKey, guardian, token,
+    /// perPaymentCap, periodBudget, periodSeconds, coSignThreshold, validAfter, expiresAt,
+    /// leaseSeconds, allowlistId, metadata)`. All zero for an unknown id.
+    #[allow(clippy::type_complexity)]
+    pub fn session_terms(
+        &self,
+        session_id: U256,
+    ) -> (
+        Address,
+        Address,
+        Address,
+        Address,
+        U256,
+        U256,
+        u64,
+        U256,
+        u64,
+        u64,
+        u64,
+        U256,
+        B256,
+    ) {
+        let s = self.sessions.getter(session_id);
+        (
+            s.owner.get(),
+            s.session_key.get(),
+            s.guardian.get(),
+            s.token.get(),
+            s.per_payment_cap.get(),
+            s.period_budget.get(),
+            s.period_seconds.get().to(),
+            s.co_sign_threshold.get(),
+            s.valid_after.get().to(),
+            s.expires_at.get().to(),
+            s.lease_seconds.get().to(),
+            s.allowlist_id.get(),
+            s.metadata.get(),
+        )
+    }
+
+    /// A session's state now: `(status, deposit, spent, reserved, periodSpent, periodStart,
+    /// leaseExpiresAt)`, with the period rolled forward to the current time. Status is
+    /// 0 unknown, 1 active, 2 revoked, 3 closed.
+    pub fn session_state(&self, session_id: U256) -> (u8, U256, U256, U256, U256, u64, u64) {
+        let now = self.vm().block_timestamp();
+        let s = self.sessions.getter(session_id);
+        let (period_start, period_spent) = s.current_period(now);
+        (
+            s.status(),
+            s.deposit.get(),
+            s.spent.get(),
+            s.reserved.get(),
+            period_spent,
+            period_start,
+            s.lease_expires_at.get().to(),
+        )
+    }
+
+    /// `(owner, sessionKey, active)`: who controls a session and whether it can act now (open,
+    /// started, not expired, lease current). The ReceiptRegistry asks this for provenance.
+    pub fn session_authority(&self, session_id: U256) -> (Address, Address, bool) {
+        let now = self.vm().block_timestamp();
+        let s = self.sessions.getter(session_id);
+        (
+            s.owner.get(),
+            s.session_key.get(),
+            s.ensure_live(session_id, now, true).is_ok(),
+        )
+    }
+
+    /// Deposit neither spent nor reserved for pending payments (0 once closed).
+    pub fn remaining_deposit(&self, session_id: U256) -> U256 {
+        self.sessions.getter(session_id).available()
+    }
+
+    /// What may still be spent in the current period; `type(uint256).max` without a budget.
+    pub fn remaining_period_budget(&self, session_id: U256) -> U256 {
+        let now = self.vm().block_timestamp();
+        self.sessions.getter(session_id).period_available(now)
+    }
+
+    /// A pending payment: `(sessionId, to, amount, purpose, nonce, expiresAt, status)`, status
+    /// 0 unknown, 1 pending, 2 approved, 3 rejected.
+    pub fn pending_payment(&self, pending_id: U256) -> (U256, Address, U256, B256, U256, u64, u8) {
+        let p = self.pendings.getter(pending_id);
+        (
+            p.session_id.get(),
+            p.to.get(),
+            p.amount.get(),
+            p.purpose.get(),
+            p.nonce.get(),
+            p.expires_at.get().to(),
+            p.status.get().to(),
+        )
+    }
+
+    /// Whether the session key has used `nonce`.
+    pub fn is_nonce_used(&self, session_id: U256, nonce: U256) -> bool {
+        nonce::is_used(&self.sessions.getter(session_id).nonces, nonce)
+    }
+
+    /// Whether `owner` has used `nonce` (owner signatures).
+    pub fn is_owner_nonce_used(&self, owner: Address, nonce: U256) -> bool {
+        nonce::is_used(&self.owner_nonces.getter(owner), nonce)
+    }
+
+    /// The EIP-712 domain separator ("Bursar Session Wallet", "1", chain id, this address).
+    pub fn domain_separator(&self) -> B256 {
+        domain_separator(
+            self.vm(),
+            SESSION_WALLET_DOMAIN.name_hash,
+            SESSION_WALLET_DOMAIN.version_hash,
+        )
+    }
+
+    pub fn counterparty_registry(&self) -> Address {
+        self.counterparty_registry.get()
+    }
+
+    pub fn receipt_registry(&self) -> Address {
+        self.receipt_registry.get()
+    }
+
+    /// Number of sessions opened; ids run from 1 to this.
+    pub fn session_count(&self) -> U256 {
+        self.session_count.get()
+    }
+
+    /// Seconds a pending payment waits for the owner before it expires.
+    pub fn pending_ttl() -> u64 {
+        PENDING_TTL
+    }
+}
+
+// Internal machinery, not part of the ABI.
+impl SessionWallet {
+    fn open(&mut self, owner: Address, t: &Terms) -> Result<U256> {
+        let now = self.vm().block_timestamp();
+        if t.session_key.is_zero() {
+            return Err(WalletError::invalid(InvalidParameter::SessionKey));
+        }
+        if t.deposit.is_zero() {
+            return Err(WalletError::invalid(InvalidParameter::Deposit));
+        }
+        let start = now.max(t.valid_after);
+        if t.expires_at <= start {
+            return Err(WalletError::invalid(InvalidParameter::ExpiresAt));
+        }
+        if (t.period_seconds == 0) != t.period_budget.is_zero() {
+            return Err(WalletError::invalid(InvalidParameter::Period));
+        }
+        if t.token != token::NATIVE && !token::pull(self.vm(), t.token, owner, t.deposit) {
+            return Err(WalletTransferFailed {
+                token: t.token,
+                to: self.vm().contract_address(),
+                amount: t.deposit,
+            }
+            .into());
+        }
+        let id = self.session_count.get() + U256::from(1);
+        self.session_count.set(id);
+        let mut s = self.sessions.setter(id);
+        s.owner.set(owner);
+        s.status.set(U8::from(SessionStatus::Active as u8));
+        s.session_key.set(t.session_key);
+        s.guardian.set(t.guardian);
+        s.token.set(t.token);
+        s.deposit.set(t.deposit);
+        s.per_payment_cap.set(t.per_payment_cap);
+        s.period_budget.set(t.period_budget);
+        s.period_seconds.set(U64::from(t.period_seconds));
+        s.period_start.set(U64::from(start));
+        s.co_sign_threshold.set(t.co_sign_threshold);
+        s.valid_after.set(U64::from(t.valid_after));
+        s.expires_at.set(U64::from(t.expires_at));
+        s.lease_seconds.set(U64::from(t.lease_seconds));
+        s.lease_expires_at
+            .set(U64::from(start.saturating_add(t.lease_seconds)));
+        s.allowlist_id.set(t.allowlist_id);
+        s.metadata.set(t.metadata);
+        self.vm().log(SessionOpened {
+            sessionId: id,
+            owner,
+            sessionKey: t.session_key,
+            guardian: t.guardian,
+            token: t.token,
+            deposit: t.deposit,
+            perPaymentCap: t.per_payment_cap,
+            periodBudget: t.period_budget,
+            periodSeconds: t.period_seconds,
+            coSignThreshold: t.co_sign_threshold,
+            validAfter: t.valid_after,
+            expiresAt: t.expires_at,
+            leaseSeconds: t.lease_seconds,
+            allowlistId: t.allowlist_id,
+            metadata: t.metadata,
+        });
+        Ok(id)
+    }
+
+    /// Approves or rejects pending payment `id` on behalf of `by`. `check_caller` is false when
+    /// the owner's signature was already verified. Returns the receipt id of an approval.
+    fn decide(
+        &mut self,
+        pending_id: U256,
+        approve: bool,
+        by: Address,
+        check_caller: bool,
+    ) -> Result<Option<U256>> {
+        let now = self.vm().block_timestamp();
+        let (session_id, to, amount, purpose, nonce, expires_at) = {
+            let p = self.pendings.getter(pending_id);
+            let status = p.status.get().to::<u8>();
+            if status == PendingStatus::None as u8 {
+                return Err(WalletUnknownPending {
+                    pendingId: pending_id,
+                }
+                .into());
+            }
+            if status != PendingStatus::Pending as u8 {
+                return Err(WalletPendingResolved {
+                    pendingId: pending_id,
+                    status,
+                }
+                .into());
+            }
+            (
+                p.session_id.get(),
+                p.to.get(),
+                p.amount.get(),
+                p.purpose.get(),
+                p.nonce.get(),
+                p.expires_at.get().to::<u64>(),
+            )
+        };
+        let (owner, list) = {
+            let s = self.sessions.getter(session_id);
+            (s.owner.get(), s.allowlist_id.get())
+        };
+        let expired = now >= expires_at;
+        // Expired requests are litter anyone may clear; deciding live ones is the owner's.
+        if check_caller && by != owner && (approve || !expired) {
+            return Err(WalletUnauthorized { caller: by }.into());
+        }
+        if approve && expired {
+            return Err(WalletPendingExpired {
+                pendingId: pending_id,
+                expiresAt: expires_at,
+            }
+            .into());
+        }
+        {
+            let mut s = self.sessions.setter(session_id);
+            let reserved = s.reserved.get().saturating_sub(amount);
+            s.reserved.set(reserved);
+        }
+        let new_status = if approve {
+            PendingStatus::Approved
+        } else {
+            PendingStatus::Rejected
+        };
+        self.pendings
+            .setter(pending_id)
+            .status
+            .set(U8::from(new_status as u8));
+        if !approve {
+            self.vm().log(PaymentRejected {
+                sessionId: session_id,
+                pendingId: pending_id,
+                by,
+            });
+            return Ok(None);
+        }
+        self.sessions
+            .getter(session_id)
+            .ensure_live(session_id, now, true)?;
+        self.check_counterparty(list, to, amount)?;
+        self.vm().log(PaymentApproved {
+            sessionId: session_id,
+            pendingId: pending_id,
+            by,
+        });
+        self.execute(session_id, to, amount, purpose, nonce, now)
+            .map(Some)
+    }
+
+    /// Spends `amount` from the session (period budget permitting), pays `to` and records the
+    /// receipt. The caller has already checked the deposit.
+    fn execute(
+        &mut self,
+        session_id: U256,
+        to: Address,
+        amount: U256,
+        purpose: B256,
+        nonce: U256,
+        now: u64,
+    ) -> Result<U256> {
+        let (owner, token) = {
+            let mut s = self.sessions.setter(session_id);
+            let available = s.period_available(now);
+            if amount > available {
+                return Err(WalletPeriodBudgetExceeded { amount, available }.into());
+            }
+            let (period_start, period_spent) = s.current_period(now);
+            s.period_start.set(U64::from(period_start));
+            s.period_spent.set(period_spent + amount);
+            let spent = s.spent.get() + amount;
+            s.spent.set(spent);
+            (s.owner.get(), s.token.get())
+        };
+        self.send(token, to, amount)?;
+        let registry = self.receipt_registry.get();
+        let data = calldata::encode(
+            IReceiptRegistry::recordReceiptCall::SELECTOR,
+            &[
+                word(session_id),
+                word(owner),
+                word(to),
+                word(token),
+                word(amount),
+                word(purpose),
+            ],
+        );
+        let out = unsafe { RawCall::new(self.vm()).clear_storage_cache().call(registry, &data) }
+            .map_err(|reason| registry_failed(registry, reason))?;
+        let receipt_id = calldata::decode_word(&out).unwrap_or_default();
+        self.vm().log(PaymentExecuted {
+            sessionId: session_id,
+            to,
+            receiptId: receipt_id,
+            amount,
+            purpose,
+            nonce,
+        });
+        Ok(receipt_id)
+    }
+
+    fn check_counterparty(&self, list: U256, to: Address, amount: U256) -> Result<()> {
+        let registry = self.counterparty_registry.get();
+        let data = calldata::encode(
+            ICounterpartyRegistry::isAllowedCall::SELECTOR,
+            &[word(list), word(to), word(amount)],
+        );
+        let out = unsafe {
+            RawCall::new_static(self.vm())
+                .flush_storage_cache()
+                .call(registry, &data)
+        }
+        .map_err(|reason| registry_failed(registry, reason))?;
+        if calldata::decode_word(&out) != Some(U256::from(1)) {
+            return Err(WalletCounterpartyNotAllowed {
+                listId: list,
+                counterparty: to,
+                amount,
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Takes `amount` of `token` from `from` into escrow, given the call's `value`.
+    fn receive_funds(
+        &mut self,
+        token: Address,
+        from: Address,
+        amount: U256,
+        value: U256,
+    ) -> Result<()> {
+        let expected = if token == token::NATIVE {
+            amount
+        } else {
+            U256::ZERO
+        };
+        if value != expected {
+            return Err(WalletValueMismatch {
+                sent: value,
+                expected,
+            }
+            .into());
+        }
+        if token != token::NATIVE && !token::pull(self.vm(), token, from, amount) {
+            return Err(WalletTransferFailed {
+                token,
+                to: self.vm().contract_address(),
+                amount,
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, token: Address, to: Address, amount: U256) -> Result<()> {
+        if !token::send(self.vm(), token, to, amount) {
+            return Err(WalletTransferFailed { token, to, amount }.into());
+        }
+        Ok(())
+    }
+
+    fn digest(&self, words: &[bursar_contract_common::Word]) -> B256 {
+        typed_data_hash(self.domain_separator(), hash_words(words))
+    }
+
+    fn check_deadline(&self, deadline: U256) -> Result<()> {
+        if U256::from(self.vm().block_timestamp()) > deadline {
+            return Err(WalletDeadlinePassed { deadline }.into());
+        }
+        Ok(())
+    }
+
+    /// Fails unless `signature` is the session key's signature of `digest`.
+    fn check_session_key(&self, session_id: U256, digest: B256, signature: &[u8]) -> Result<()> {
+        let expected = self.sessions.getter(session_id).session_key.get();
+        let signer =
+            signature::recover(self.vm(), digest, signature).ok_or(WalletInvalidSignature {})?;
+        if signer != expected {
+            return Err(WalletWrongSigner { signer, expected }.into());
+        }
+        Ok(())
+    }
+
+    fn consume_session_nonce(&mut self, session_id: U256, n: U256) -> Result<()> {
+        let mut session = self.sessions.setter(session_id);
+        if !nonce::consume(&mut session.nonces, n) {
+            return Err(WalletNonceUsed { nonce: n }.into());
+        }
+        Ok(())
+    }
+
+    fn consume_owner_nonce(&mut self, owner: Address, n: U256) -> Result<()> {
+        let mut bitmap = self.owner_nonces.setter(owner);
+        if !nonce::consume(&mut bitmap, n) {
+            return Err(WalletNonceUsed { nonce: n }.into());
+        }
+        Ok(())
+    }
+}
+
+fn registry_failed(registry: Address, reason: Vec<u8>) -> WalletError {
+    WalletRegistryCallFailed {
+        registry,
+        reason: reason.into(),
+    }
+    .into()
+}

@@ -1,0 +1,146 @@
+//! A session's stored terms and state, and the policy checks that read them.
+
+use alloy_primitives::{Address, B256, U256};
+use bursar_bindings::wallet::{ISessionWallet::*, SessionStatus};
+use alloc::vec::Vec;
+use stylus_sdk::{prelude::*, storage::*};
+
+use crate::error::WalletError;
+
+/// One session. Small fields sit next to addresses so that they share storage slots.
+#[storage]
+pub struct Session {
+    pub owner: StorageAddress,
+    pub status: StorageU8,
+    pub period_seconds: StorageU64,
+    pub session_key: StorageAddress,
+    pub valid_after: StorageU64,
+    pub guardian: StorageAddress,
+    pub expires_at: StorageU64,
+    pub token: StorageAddress,
+    pub lease_seconds: StorageU64,
+    pub lease_expires_at: StorageU64,
+    pub period_start: StorageU64,
+    pub deposit: StorageU256,
+    pub spent: StorageU256,
+    /// Held back for pending payments until they are approved or rejected.
+    pub reserved: StorageU256,
+    pub per_payment_cap: StorageU256,
+    pub period_budget: StorageU256,
+    pub period_spent: StorageU256,
+    pub co_sign_threshold: StorageU256,
+    pub allowlist_id: StorageU256,
+    pub metadata: StorageB256,
+    /// Session-key nonces (payment intents, lease renewals): an unordered bitmap.
+    pub nonces: StorageMap<U256, StorageU256>,
+}
+
+/// The policy an owner chooses when opening a session (the `openSession` arguments).
+pub struct Terms {
+    pub session_key: Address,
+    pub guardian: Address,
+    pub token: Address,
+    pub deposit: U256,
+    pub per_payment_cap: U256,
+    pub period_budget: U256,
+    pub period_seconds: u64,
+    pub co_sign_threshold: U256,
+    pub valid_after: u64,
+    pub expires_at: u64,
+    pub lease_seconds: u64,
+    pub allowlist_id: U256,
+    pub metadata: B256,
+}
+
+impl Session {
+    pub fn status(&self) -> u8 {
+        self.status.get().to::<u8>()
+    }
+
+    /// Fails unless the session exists and is neither revoked nor closed.
+    pub fn ensure_open(&self, id: U256) -> Result<(), WalletError> {
+        match self.status() {
+            s if s == SessionStatus::Active as u8 => Ok(()),
+            s if s == SessionStatus::Revoked as u8 => {
+                Err(WalletSessionRevoked { sessionId: id }.into())
+            }
+            s if s == SessionStatus::Closed as u8 => {
+                Err(WalletSessionClosed { sessionId: id }.into())
+            }
+            _ => Err(WalletUnknownSession { sessionId: id }.into()),
+        }
+    }
+
+    /// Fails unless the session is open, not expired and its lease (if any) is current.
+    /// `check_start` also requires `validAfter` to have passed (payments do; top-ups don't).
+    pub fn ensure_live(&self, id: U256, now: u64, check_start: bool) -> Result<(), WalletError> {
+        self.ensure_open(id)?;
+        let valid_after = self.valid_after.get().to::<u64>();
+        if check_start && now < valid_after {
+            return Err(WalletSessionNotYetValid {
+                sessionId: id,
+                validAfter: valid_after,
+            }
+            .into());
+        }
+        let expires_at = self.expires_at.get().to::<u64>();
+        if now >= expires_at {
+            return Err(WalletSessionExpired {
+                sessionId: id,
+                expiresAt: expires_at,
+            }
+            .into());
+        }
+        if self.lease_lapsed(now) {
+            return Err(WalletLeaseLapsed {
+                sessionId: id,
+                leaseExpiresAt: self.lease_expires_at.get().to::<u64>(),
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    pub fn lease_lapsed(&self, now: u64) -> bool {
+        self.lease_seconds.get().to::<u64>() != 0 && now >= self.lease_expires_at.get().to::<u64>()
+    }
+
+    /// Whether anyone (not just the owner) may close the session now.
+    pub fn closable_by_anyone(&self, now: u64) -> bool {
+        self.status() == SessionStatus::Revoked as u8
+            || now >= self.expires_at.get().to::<u64>()
+            || self.lease_lapsed(now)
+    }
+
+    /// Deposit not yet spent nor held for pending payments.
+    pub fn available(&self) -> U256 {
+        if self.status() == SessionStatus::Closed as u8 {
+            return U256::ZERO;
+        }
+        // spent + reserved <= deposit always holds (property-tested); saturate rather than wrap.
+        self.deposit
+            .get()
+            .saturating_sub(self.spent.get())
+            .saturating_sub(self.reserved.get())
+    }
+
+    /// Start of the period that contains `now` and the amount spent in it so far.
+    pub fn current_period(&self, now: u64) -> (u64, U256) {
+        let length = self.period_seconds.get().to::<u64>();
+        let start = self.period_start.get().to::<u64>();
+        if length == 0 || now < start.saturating_add(length) {
+            return (start, self.period_spent.get());
+        }
+        (now - (now - start) % length, U256::ZERO)
+    }
+
+    /// What may still be spent in the current period (`type(uint256).max` without a budget).
+    pub fn period_available(&self, now: u64) -> U256 {
+        if self.period_seconds.get().to::<u64>() == 0 {
+            return U256::MAX;
+        }
+        self.period_budget
+            .get()
+            .saturating_sub(self.current_period(now).1)
+    }
+}
