@@ -91,9 +91,8 @@ pub const LEASE_RENEWAL_TYPEHASH: B256 =
 pub const PROVENANCE_RECORD_TYPEHASH: B256 = keccak(
     b"ProvenanceRecord(uint256 session,bytes32 subject,bytes32 inputs,bytes32 runtime,bytes32 policy,bytes32 uri,uint256[] parents,uint256 nonce,uint256 deadline)",
 );
-pub const PERMIT_TYPEHASH: B256 = keccak(
-    b"Permit(address owner,address spender,uint256 value,uint256 nonce,uint256 deadline)",
-);
+pub const PERMIT_TYPEHASH: B256 =
+    keccak(b"Permit(address owner,address spender,uint256 value,uint256 nonce,uint256 deadline)");
 
 /// EIP-712 domain of a Bursar contract: `name`, `version` and the hashes the contracts use.
 pub struct Domain {
@@ -143,19 +142,33 @@ mod tests {
         let cases: [(alloc::borrow::Cow<'static, str>, B256); 6] = [
             (PaymentIntent::eip712_encode_type(), PAYMENT_INTENT_TYPEHASH),
             (OpenSession::eip712_encode_type(), OPEN_SESSION_TYPEHASH),
-            (PendingDecision::eip712_encode_type(), PENDING_DECISION_TYPEHASH),
+            (
+                PendingDecision::eip712_encode_type(),
+                PENDING_DECISION_TYPEHASH,
+            ),
             (LeaseRenewal::eip712_encode_type(), LEASE_RENEWAL_TYPEHASH),
-            (ProvenanceRecord::eip712_encode_type(), PROVENANCE_RECORD_TYPEHASH),
+            (
+                ProvenanceRecord::eip712_encode_type(),
+                PROVENANCE_RECORD_TYPEHASH,
+            ),
             (Permit::eip712_encode_type(), PERMIT_TYPEHASH),
         ];
         for (encoded, constant) in cases {
-            assert_eq!(alloy_primitives::keccak256(encoded.as_bytes()), constant, "{encoded}");
+            assert_eq!(
+                alloy_primitives::keccak256(encoded.as_bytes()),
+                constant,
+                "{encoded}"
+            );
         }
     }
 
     #[test]
     fn domain_hashes_match_names() {
-        for d in [SESSION_WALLET_DOMAIN, RECEIPT_REGISTRY_DOMAIN, TEST_TOKEN_DOMAIN] {
+        for d in [
+            SESSION_WALLET_DOMAIN,
+            RECEIPT_REGISTRY_DOMAIN,
+            TEST_TOKEN_DOMAIN,
+        ] {
             assert_eq!(alloy_primitives::keccak256(d.name), d.name_hash);
             assert_eq!(alloy_primitives::keccak256(d.version), d.version_hash);
         }

@@ -123,7 +123,7 @@ impl InvalidParameter {
         [
             SessionKey, Deposit, ExpiresAt, Period, Owner, Token, Amount, Registry,
         ]
-            .into_iter()
-            .find(|p| *p as u8 == code)
+        .into_iter()
+        .find(|p| *p as u8 == code)
     }
 }

@@ -62,8 +62,11 @@ pub fn is_valid<H: Host + ?Sized>(vm: &H, signer: Address, hash: B256, signature
     data.extend_from_slice(&word(U256::from(signature.len())));
     data.extend_from_slice(signature);
     data.resize(4 + 96 + padded, 0);
-    let Ok(out) = (unsafe { RawCall::new_static(vm).flush_storage_cache().call(signer, &data) })
-    else {
+    let Ok(out) = (unsafe {
+        RawCall::new_static(vm)
+            .flush_storage_cache()
+            .call(signer, &data)
+    }) else {
         return false;
     };
     let mut magic: Word = [0u8; 32];

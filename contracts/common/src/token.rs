@@ -3,7 +3,7 @@
 
 use alloy_primitives::{Address, U256};
 use alloy_sol_types::SolCall;
-use bursar_bindings::erc::{IERC20, IERC20Permit};
+use bursar_bindings::erc::{IERC20Permit, IERC20};
 use stylus_sdk::{call::RawCall, stylus_core::Host};
 
 use crate::{calldata::encode, eip712::word};

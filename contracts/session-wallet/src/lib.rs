@@ -38,8 +38,8 @@ use bursar_contract_common::{
 use stylus_sdk::{abi::Bytes, call::RawCall, prelude::*, storage::*};
 
 pub use error::{InvalidParameter, WalletError};
-pub use pending::PENDING_TTL;
 use pending::Pending;
+pub use pending::PENDING_TTL;
 use session::{Session, Terms};
 
 type Result<T, E = WalletError> = core::result::Result<T, E>;
@@ -204,7 +204,14 @@ impl SessionWallet {
             return Err(WalletInvalidSignature {}.into());
         }
         if !permit_signature.is_empty() {
-            token::permit(self.vm(), token, owner, deposit, deadline, &permit_signature);
+            token::permit(
+                self.vm(),
+                token,
+                owner,
+                deposit,
+                deadline,
+                &permit_signature,
+            );
         }
         let terms = Terms {
             session_key,
@@ -271,7 +278,6 @@ impl SessionWallet {
             )
         };
         self.check_session_key(session_id, digest, &signature)?;
-        self.consume_session_nonce(session_id, nonce)?;
         if amount.is_zero() {
             return Err(WalletError::invalid(InvalidParameter::Amount));
         }
@@ -283,6 +289,7 @@ impl SessionWallet {
             return Err(WalletInsufficientDeposit { amount, available }.into());
         }
         self.check_counterparty(list, to, amount)?;
+        self.consume_session_nonce(session_id, nonce)?;
 
         if !threshold.is_zero() && amount > threshold {
             let pending_id = self.pending_count.get() + U256::from(1);
@@ -446,9 +453,7 @@ impl SessionWallet {
         {
             return Err(WalletUnauthorized { caller }.into());
         }
-        session
-            .status
-            .set(U8::from(SessionStatus::Revoked as u8));
+        session.status.set(U8::from(SessionStatus::Revoked as u8));
         self.vm().log(SessionRevoked {
             sessionId: session_id,
             by: caller,
@@ -801,12 +806,18 @@ impl SessionWallet {
         if check_caller && by != owner && (approve || !expired) {
             return Err(WalletUnauthorized { caller: by }.into());
         }
-        if approve && expired {
-            return Err(WalletPendingExpired {
-                pendingId: pending_id,
-                expiresAt: expires_at,
+        if approve {
+            if expired {
+                return Err(WalletPendingExpired {
+                    pendingId: pending_id,
+                    expiresAt: expires_at,
+                }
+                .into());
             }
-            .into());
+            self.sessions
+                .getter(session_id)
+                .ensure_live(session_id, now, true)?;
+            self.check_counterparty(list, to, amount)?;
         }
         {
             let mut s = self.sessions.setter(session_id);
@@ -830,10 +841,6 @@ impl SessionWallet {
             });
             return Ok(None);
         }
-        self.sessions
-            .getter(session_id)
-            .ensure_live(session_id, now, true)?;
-        self.check_counterparty(list, to, amount)?;
         self.vm().log(PaymentApproved {
             sessionId: session_id,
             pendingId: pending_id,
@@ -880,8 +887,12 @@ impl SessionWallet {
                 word(purpose),
             ],
         );
-        let out = unsafe { RawCall::new(self.vm()).clear_storage_cache().call(registry, &data) }
-            .map_err(|reason| registry_failed(registry, reason))?;
+        let out = unsafe {
+            RawCall::new(self.vm())
+                .clear_storage_cache()
+                .call(registry, &data)
+        }
+        .map_err(|reason| registry_failed(registry, reason))?;
         let receipt_id = calldata::decode_word(&out).unwrap_or_default();
         self.vm().log(PaymentExecuted {
             sessionId: session_id,

@@ -1,8 +1,8 @@
 //! A session's stored terms and state, and the policy checks that read them.
 
+use alloc::vec::Vec;
 use alloy_primitives::{Address, B256, U256};
 use bursar_bindings::wallet::{ISessionWallet::*, SessionStatus};
-use alloc::vec::Vec;
 use stylus_sdk::{prelude::*, storage::*};
 
 use crate::error::WalletError;

@@ -10,7 +10,9 @@
 //!   accounts without code (success, no data);
 //! - value sent with a call moves between accounts in a native-balance ledger.
 //!
-//! Every call is recorded for assertions.
+//! Every call is recorded for assertions. Native tests get no EVM rollback, so
+//! [`MockHost::checkpoint`] / [`MockHost::revert_to`] let a harness undo the storage, logs and
+//! balances of a call that failed, as the chain would.
 
 use std::{cell::RefCell, collections::HashMap, rc::Rc};
 
@@ -19,8 +21,8 @@ use k256::ecdsa::{RecoveryId, Signature, SigningKey, VerifyingKey};
 use stylus_sdk::{
     stylus_core::{
         AccountAccess, BlockAccess, CalldataAccess, ChainAccess, CryptographyAccess, Host,
-        MemoryAccess, MessageAccess, MeteringAccess, RawLogAccess, StorageAccess,
-        UnsafeCallAccess, UnsafeDeploymentAccess,
+        MemoryAccess, MessageAccess, MeteringAccess, RawLogAccess, StorageAccess, UnsafeCallAccess,
+        UnsafeDeploymentAccess,
     },
     testing::TestVM,
 };
@@ -54,6 +56,13 @@ struct World {
     handlers: HashMap<Address, Handler>,
     return_data: Vec<u8>,
     calls: Vec<CallRecord>,
+    balances: HashMap<Address, U256>,
+}
+
+/// Storage, logs and native balances at one moment (see [`MockHost::revert_to`]).
+pub struct Checkpoint {
+    storage: HashMap<U256, B256>,
+    logs: Vec<(Vec<B256>, Vec<u8>)>,
     balances: HashMap<Address, U256>,
 }
 
@@ -125,9 +134,35 @@ impl MockHost {
             let this = self.vm.contract_address();
             let mut world = self.world.borrow_mut();
             let from = world.balances.entry(sender).or_default();
-            *from = from.checked_sub(value).expect("sender lacks native balance");
+            *from = from
+                .checked_sub(value)
+                .expect("sender lacks native balance");
             *world.balances.entry(this).or_default() += value;
         }
+    }
+
+    pub fn checkpoint(&self) -> Checkpoint {
+        let state = self.vm.snapshot();
+        Checkpoint {
+            storage: state.storage,
+            logs: state.emitted_logs,
+            balances: self.world.borrow().balances.clone(),
+        }
+    }
+
+    /// Undoes everything since `checkpoint` in storage, logs and native balances (the record
+    /// of calls is kept).
+    pub fn revert_to(&self, checkpoint: Checkpoint) {
+        self.vm.clear_storage();
+        for (key, value) in checkpoint.storage {
+            self.vm.set_storage(key, value);
+        }
+        // TestVM can only clear logs together with its own mocks, which this host doesn't use.
+        self.vm.clear_mocks();
+        for (topics, data) in checkpoint.logs {
+            self.vm.raw_log(&topics, &data).expect("log");
+        }
+        self.world.borrow_mut().balances = checkpoint.balances;
     }
 
     fn dispatch(&self, kind: CallKind, to: Address, data: &[u8], value: U256) -> (u8, usize) {
