@@ -1,0 +1,256 @@
+//! Property tests: random sequences of wallet operations keep the architecture's invariants.
+//!
+//! - spent ≤ deposit (and spent + reserved ≤ deposit while open);
+//! - what is spent in any period ≤ the period budget;
+//! - the wallet holds exactly Σ(deposit − spent − refunded), per currency;
+//! - nothing moves after revoke, close or expiry except the refund to the owner;
+//! - a nonce is used at most once.
+
+mod fixture;
+
+use std::collections::{HashMap, HashSet};
+
+use alloy_primitives::{Address, U256};
+use bursar_bindings::wallet::{ISessionWallet::ISessionWalletEvents, SessionStatus};
+use fixture::*;
+use proptest::prelude::*;
+
+#[derive(Clone, Debug)]
+enum Op {
+    Pay {
+        session: usize,
+        payee: usize,
+        amount: u64,
+        nonce: u64,
+    },
+    Advance(u64),
+    TopUp {
+        session: usize,
+        amount: u64,
+    },
+    Approve(usize),
+    Reject {
+        pending: usize,
+        by_owner: bool,
+    },
+    Revoke(usize),
+    Close {
+        session: usize,
+        by_owner: bool,
+    },
+    Toggle(usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        12 => (0..2usize, 0..3usize, 1..45u64, 0..12u64)
+            .prop_map(|(session, payee, amount, nonce)| Op::Pay { session, payee, amount, nonce }),
+        2 => (0..3 * DAY).prop_map(Op::Advance),
+        1 => (0..2usize, 1..30u64).prop_map(|(session, amount)| Op::TopUp { session, amount }),
+        2 => (0..6usize).prop_map(Op::Approve),
+        1 => (0..6usize, any::<bool>()).prop_map(|(pending, by_owner)| Op::Reject { pending, by_owner }),
+        1 => (0..2usize).prop_map(Op::Revoke),
+        1 => (0..2usize, any::<bool>()).prop_map(|(session, by_owner)| Op::Close { session, by_owner }),
+        1 => (0..3usize).prop_map(Op::Toggle),
+    ]
+}
+
+const PAYEES: [Address; 3] = [VENDOR_A, VENDOR_B, VENDOR_X];
+const BUDGET: U256 = alloy_primitives::uint!(45_000_000_U256);
+
+struct Model {
+    ids: Vec<U256>,
+    native: Vec<bool>,
+    refunded: HashMap<U256, U256>,
+    period_spend: HashMap<(U256, u64), U256>,
+    nonces: HashSet<(U256, U256)>,
+    pendings: Vec<U256>,
+    allowed: [bool; 3],
+    seen_events: usize,
+}
+
+fn held(f: &Fixture, m: &Model, native: bool) -> U256 {
+    m.ids
+        .iter()
+        .zip(&m.native)
+        .filter(|(_, n)| **n == native)
+        .map(|(id, _)| {
+            let s = f.state(*id);
+            s._1 - s._2 - m.refunded.get(id).copied().unwrap_or_default()
+        })
+        .fold(U256::ZERO, |a, b| a + b)
+}
+
+/// Whether session `id` can no longer move funds except for the refund.
+fn dead(f: &Fixture, id: U256) -> bool {
+    let s = f.state(id);
+    s._0 != SessionStatus::Active as u8 || !f.wallet.session_authority(id).2
+}
+
+fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let mut f = Fixture::new();
+    let mut terms = f.terms();
+    terms.deposit = usd(120);
+    terms.period_budget = BUDGET;
+    terms.expires_at = T0 + 5 * DAY;
+    let token_session = f.open_with(&terms, U256::ZERO).unwrap();
+    terms.token = Address::ZERO;
+    terms.lease_seconds = 0;
+    let native_session = f.open_with(&terms, usd(120)).unwrap();
+    let mut m = Model {
+        ids: vec![token_session, native_session],
+        native: vec![false, true],
+        refunded: HashMap::new(),
+        period_spend: HashMap::new(),
+        nonces: HashSet::new(),
+        pendings: Vec::new(),
+        allowed: [true, true, false],
+        seen_events: f.events().len(),
+    };
+    f.fund(STRANGER, usd(1_000));
+    f.host.set_native_balance(STRANGER, usd(1_000));
+
+    for op in ops {
+        let before: Vec<(bool, U256, U256)> = m
+            .ids
+            .iter()
+            .map(|id| (dead(&f, *id), f.state(*id)._1, f.state(*id)._2))
+            .collect();
+        let payee_balances: Vec<U256> = PAYEES
+            .iter()
+            .map(|p| f.token_balance(*p) + f.host.native_balance(*p))
+            .collect();
+
+        let _ = match op.clone() {
+            Op::Pay {
+                session,
+                payee,
+                amount,
+                nonce,
+            } => {
+                let mut intent = f.intent(m.ids[session], PAYEES[payee], usd(amount));
+                intent.nonce = U256::from(nonce);
+                let key = f.key.clone();
+                f.submit(&intent, &key).map(|_| ())
+            }
+            Op::Advance(secs) => {
+                f.advance(secs);
+                Ok(())
+            }
+            Op::TopUp { session, amount } => {
+                let id = m.ids[session];
+                let value = if m.native[session] {
+                    usd(amount)
+                } else {
+                    U256::ZERO
+                };
+                f.call_with_value(STRANGER, value, |w| w.top_up(id, usd(amount)))
+            }
+            Op::Approve(i) => match m.pendings.get(i).copied() {
+                Some(p) => {
+                    f.as_caller(OWNER);
+                    f.call(|w| w.approve_pending(p)).map(|_| ())
+                }
+                None => Ok(()),
+            },
+            Op::Reject { pending, by_owner } => match m.pendings.get(pending).copied() {
+                Some(p) => {
+                    f.as_caller(if by_owner { OWNER } else { STRANGER });
+                    f.call(|w| w.reject_pending(p))
+                }
+                None => Ok(()),
+            },
+            Op::Revoke(session) => {
+                let id = m.ids[session];
+                f.as_caller(GUARDIAN);
+                f.call(|w| w.revoke(id))
+            }
+            Op::Close { session, by_owner } => {
+                let id = m.ids[session];
+                f.as_caller(if by_owner { OWNER } else { STRANGER });
+                f.call(|w| w.close(id)).map(|_| ())
+            }
+            Op::Toggle(payee) => {
+                m.allowed[payee] = !m.allowed[payee];
+                if m.allowed[payee] {
+                    f.allow(PAYEES[payee], U256::ZERO);
+                } else {
+                    f.disallow(PAYEES[payee]);
+                }
+                Ok(())
+            }
+        };
+
+        // Fold the new events into the model, checking nonces and period spend.
+        let events = f.events();
+        let mut moved_to_payees = U256::ZERO;
+        let mut approving = false;
+        for event in &events[m.seen_events..] {
+            match event {
+                ISessionWalletEvents::PaymentExecuted(e) => {
+                    let i = m.ids.iter().position(|id| *id == e.sessionId).unwrap();
+                    prop_assert!(!before[i].0, "payment from a dead session: {op:?}");
+                    let window = (f.now() - T0) / DAY;
+                    let spend = m.period_spend.entry((e.sessionId, window)).or_default();
+                    *spend += e.amount;
+                    prop_assert!(*spend <= BUDGET, "period budget broken");
+                    moved_to_payees += e.amount;
+                    // An approval executes a nonce already used by its pending request.
+                    if !std::mem::take(&mut approving) {
+                        prop_assert!(m.nonces.insert((e.sessionId, e.nonce)), "nonce reused");
+                    }
+                }
+                ISessionWalletEvents::PaymentPending(e) => {
+                    prop_assert!(m.nonces.insert((e.sessionId, e.nonce)), "nonce reused");
+                    m.pendings.push(e.pendingId);
+                }
+                ISessionWalletEvents::PaymentApproved(_) => approving = true,
+                ISessionWalletEvents::SessionClosed(e) => {
+                    m.refunded.insert(e.sessionId, e.refund);
+                }
+                _ => {}
+            }
+        }
+        m.seen_events = events.len();
+
+        for (i, id) in m.ids.iter().enumerate() {
+            let s = f.state(*id);
+            prop_assert!(s._2 <= s._1, "spent > deposit");
+            if s._0 == SessionStatus::Active as u8 || s._0 == SessionStatus::Revoked as u8 {
+                prop_assert!(s._2 + s._3 <= s._1, "spent + reserved > deposit");
+            }
+            if before[i].0 {
+                prop_assert_eq!(
+                    (s._1, s._2),
+                    (before[i].1, before[i].2),
+                    "dead session moved"
+                );
+            }
+        }
+        let paid_now: U256 = PAYEES
+            .iter()
+            .map(|p| f.token_balance(*p) + f.host.native_balance(*p))
+            .fold(U256::ZERO, |a, b| a + b);
+        let paid_before = payee_balances.iter().fold(U256::ZERO, |a, b| a + *b);
+        prop_assert_eq!(
+            paid_now - paid_before,
+            moved_to_payees,
+            "payees got unrecorded funds"
+        );
+        prop_assert_eq!(f.token_balance(f.wallet_address()), held(&f, &m, false));
+        prop_assert_eq!(
+            f.host.native_balance(f.wallet_address()),
+            held(&f, &m, true)
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn wallet_invariants_hold(ops in proptest::collection::vec(op(), 1..60)) {
+        run(ops)?;
+    }
+}
