@@ -5,6 +5,8 @@
 //! with the same types. Nobody copies a selector by hand: a test compares these definitions with
 //! the interfaces the contracts export (`contracts/abi/`).
 #![no_std]
+// `sol!` expands every interface function into a Rust fn with one argument per parameter.
+#![allow(clippy::too_many_arguments)]
 
 extern crate alloc;
 

@@ -118,7 +118,8 @@ fn open_session_with_native_value() {
 fn open_session_validates_its_terms() {
     let mut f = Fixture::new();
     let base = f.terms();
-    let cases: Vec<(Box<dyn Fn(&mut Terms)>, InvalidParameter)> = vec![
+    type Change = Box<dyn Fn(&mut Terms)>;
+    let cases: Vec<(Change, InvalidParameter)> = vec![
         (
             Box::new(|t| t.session_key = Address::ZERO),
             InvalidParameter::SessionKey,
@@ -714,9 +715,7 @@ fn decide_pending_with_owner_signature() {
 
     let submit = |f: &mut Fixture, d: &bursar_bindings::eip712::PendingDecision, sig: Bytes| {
         f.as_caller(STRANGER);
-        f.call(|w| {
-            w.decide_pending_with_sig(d.pendingId, d.approve, d.nonce, d.deadline, sig.into())
-        })
+        f.call(|w| w.decide_pending_with_sig(d.pendingId, d.approve, d.nonce, d.deadline, sig))
     };
     let d = f.decision(first, true, 2);
     let wrong = f.sign(&TestKey::from_seed(71), &d);
@@ -981,7 +980,7 @@ fn renew_lease_directly_or_by_session_key_signature() {
     f.advance(300);
     f.as_caller(OWNER);
     assert_eq!(
-        f.call(|w| w.renew_lease(id, U256::ZERO, U256::ZERO, Bytes::new().into()))
+        f.call(|w| w.renew_lease(id, U256::ZERO, U256::ZERO, Bytes::new()))
             .unwrap(),
         T0 + 900
     );
@@ -991,7 +990,7 @@ fn renew_lease_directly_or_by_session_key_signature() {
 
     let renew = |f: &mut Fixture, r: &bursar_bindings::eip712::LeaseRenewal, sig: Bytes| {
         f.as_caller(STRANGER);
-        f.call(|w| w.renew_lease(r.session, r.nonce, r.deadline, sig.into()))
+        f.call(|w| w.renew_lease(r.session, r.nonce, r.deadline, sig))
     };
     f.advance(300);
     let r = f.renewal(id, 500);
@@ -1039,7 +1038,7 @@ fn renew_lease_directly_or_by_session_key_signature() {
     let plain = f.open();
     f.as_caller(OWNER);
     assert_revert(
-        f.call(|w| w.renew_lease(plain, U256::ZERO, U256::ZERO, Bytes::new().into())),
+        f.call(|w| w.renew_lease(plain, U256::ZERO, U256::ZERO, Bytes::new())),
         WalletNoLease { sessionId: plain },
     );
 }

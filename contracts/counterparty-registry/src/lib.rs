@@ -1,0 +1,311 @@
+//! # CounterpartyRegistry
+//!
+//! Allowlists of payees, each owned by an owner or an org and shared by many sessions. An entry
+//! maps a counterparty to `{allowed, maxPerPayment, label}`; the owner and the admins it appoints
+//! edit entries, and a change (removal included) takes effect at once for every session that
+//! references the list. The SessionWallet asks `isAllowed(list, counterparty, amount)` before
+//! each payment: unknown lists and unknown counterparties are denied, and that view never
+//! reverts.
+//!
+//! Every check runs before the first storage write, so a call that fails changes nothing even
+//! where nothing rolls it back (the unit-test VM).
+//!
+//! The ABI, events and errors are declared once in `bursar_bindings::counterparty`.
+#![cfg_attr(not(any(test, feature = "export-abi")), no_main)]
+#![cfg_attr(not(any(test, feature = "export-abi")), no_std)]
+
+#[macro_use]
+extern crate alloc;
+
+pub mod error;
+pub mod list;
+#[cfg(test)]
+mod tests;
+
+use alloc::vec::Vec;
+
+use alloy_primitives::{Address, B256, U256};
+use bursar_bindings::counterparty::ICounterpartyRegistry::*;
+use stylus_sdk::{prelude::*, storage::*};
+
+pub use error::RegistryError;
+use list::List;
+
+type Result<T, E = RegistryError> = core::result::Result<T, E>;
+
+#[storage]
+#[entrypoint]
+pub struct CounterpartyRegistry {
+    list_count: StorageU256,
+    lists: StorageMap<U256, List>,
+}
+
+#[public]
+impl CounterpartyRegistry {
+    /// Creates an empty list owned by the caller. Returns its id; ids run from 1.
+    ///
+    /// # Errors
+    /// * `CounterpartyUnknownList(0)` — no id is left (after 2^256 − 1 lists: unreachable).
+    ///
+    /// # Events
+    /// `ListCreated`.
+    pub fn create_list(&mut self) -> Result<U256> {
+        let owner = self.vm().msg_sender();
+        let id = self
+            .list_count
+            .get()
+            .checked_add(U256::from(1))
+            .ok_or(CounterpartyUnknownList { listId: U256::ZERO })?;
+        self.list_count.set(id);
+        self.lists.setter(id).owner.set(owner);
+        self.vm().log(ListCreated { listId: id, owner });
+        Ok(id)
+    }
+
+    /// Hands a list to `new_owner` (owner only). Admins stay appointed.
+    ///
+    /// # Errors
+    /// * `CounterpartyUnknownList`, `CounterpartyUnauthorized` — the caller is not the owner.
+    /// * `CounterpartyInvalidAddress(0)` — `new_owner` is the zero address.
+    ///
+    /// # Events
+    /// `ListOwnershipTransferred`.
+    pub fn transfer_list_ownership(&mut self, list_id: U256, new_owner: Address) -> Result<()> {
+        let previous_owner = self.only_owner(list_id)?;
+        non_zero(new_owner)?;
+        self.lists.setter(list_id).owner.set(new_owner);
+        self.vm().log(ListOwnershipTransferred {
+            listId: list_id,
+            previousOwner: previous_owner,
+            newOwner: new_owner,
+        });
+        Ok(())
+    }
+
+    /// Appoints (`enabled`) or dismisses an admin, who may edit entries (owner only).
+    ///
+    /// # Errors
+    /// * `CounterpartyUnknownList`, `CounterpartyUnauthorized` — the caller is not the owner.
+    /// * `CounterpartyInvalidAddress(0)` — `admin` is the zero address.
+    ///
+    /// # Events
+    /// `ListAdminSet`.
+    pub fn set_admin(&mut self, list_id: U256, admin: Address, enabled: bool) -> Result<()> {
+        self.only_owner(list_id)?;
+        non_zero(admin)?;
+        self.lists.setter(list_id).admins.setter(admin).set(enabled);
+        self.vm().log(ListAdminSet {
+            listId: list_id,
+            admin,
+            enabled,
+        });
+        Ok(())
+    }
+
+    /// Adds or replaces `counterparty`'s entry (owner or admin). `allowed == false` keeps the
+    /// entry as an explicit denial; `maxPerPayment == 0` means no cap.
+    ///
+    /// # Errors
+    /// * `CounterpartyUnknownList`, `CounterpartyUnauthorized` — neither owner nor admin.
+    /// * `CounterpartyInvalidAddress(0)` — `counterparty` is the zero address.
+    ///
+    /// # Events
+    /// `EntrySet` (with `by`, the caller).
+    pub fn set_entry(
+        &mut self,
+        list_id: U256,
+        counterparty: Address,
+        allowed: bool,
+        max_per_payment: U256,
+        label: B256,
+    ) -> Result<()> {
+        let by = self.only_editor(list_id)?;
+        non_zero(counterparty)?;
+        self.write_entry(list_id, counterparty, allowed, max_per_payment, label, by);
+        Ok(())
+    }
+
+    /// `setEntry` for many counterparties at once (owner or admin); all four arrays have one
+    /// element per entry. Either every entry is written or none.
+    ///
+    /// # Errors
+    /// * `CounterpartyUnknownList`, `CounterpartyUnauthorized` — neither owner nor admin.
+    /// * `CounterpartyLengthMismatch(counterparties.length, other.length)` — the first array
+    ///   (`allowed`, `maxPerPayment`, `labels`, in that order) of another length.
+    /// * `CounterpartyInvalidAddress(0)` — a counterparty is the zero address.
+    ///
+    /// # Events
+    /// `EntrySet` per entry, in order.
+    pub fn set_entries(
+        &mut self,
+        list_id: U256,
+        counterparties: Vec<Address>,
+        allowed: Vec<bool>,
+        max_per_payment: Vec<U256>,
+        labels: Vec<B256>,
+    ) -> Result<()> {
+        let by = self.only_editor(list_id)?;
+        let n = counterparties.len();
+        for other in [allowed.len(), max_per_payment.len(), labels.len()] {
+            if other != n {
+                return Err(CounterpartyLengthMismatch {
+                    counterparties: U256::from(n),
+                    other: U256::from(other),
+                }
+                .into());
+            }
+        }
+        for &counterparty in &counterparties {
+            non_zero(counterparty)?;
+        }
+        for (i, &counterparty) in counterparties.iter().enumerate() {
+            self.write_entry(
+                list_id,
+                counterparty,
+                allowed[i],
+                max_per_payment[i],
+                labels[i],
+                by,
+            );
+        }
+        Ok(())
+    }
+
+    /// Deletes `counterparty`'s entry (owner or admin): payments to it are denied at once.
+    ///
+    /// # Errors
+    /// * `CounterpartyUnknownList`, `CounterpartyUnauthorized` — neither owner nor admin.
+    /// * `CounterpartyUnknownEntry` — the list has no entry for `counterparty`.
+    ///
+    /// # Events
+    /// `EntryRemoved` (with `by`, the caller).
+    pub fn remove_entry(&mut self, list_id: U256, counterparty: Address) -> Result<()> {
+        let by = self.only_editor(list_id)?;
+        let mut list = self.lists.setter(list_id);
+        let mut entry = list.entries.setter(counterparty);
+        if !entry.exists.get() {
+            return Err(CounterpartyUnknownEntry {
+                listId: list_id,
+                counterparty,
+            }
+            .into());
+        }
+        entry.erase();
+        self.vm().log(EntryRemoved {
+            listId: list_id,
+            counterparty,
+            by,
+        });
+        Ok(())
+    }
+
+    /// Whether one payment of `amount` to `counterparty` is allowed by list `list_id`: the
+    /// entry exists, is allowed, and `amount` is within its cap (`maxPerPayment == 0`: none).
+    /// Unknown lists and counterparties give `false`; never reverts.
+    pub fn is_allowed(&self, list_id: U256, counterparty: Address, amount: U256) -> bool {
+        // Entries are only ever written to existing lists: an unknown list has none.
+        self.lists
+            .getter(list_id)
+            .entries
+            .getter(counterparty)
+            .allows(amount)
+    }
+
+    /// `(exists, allowed, maxPerPayment, label)` of `counterparty`'s entry; all zero if none.
+    pub fn get_entry(&self, list_id: U256, counterparty: Address) -> (bool, bool, U256, B256) {
+        let list = self.lists.getter(list_id);
+        let entry = list.entries.getter(counterparty);
+        (
+            entry.exists.get(),
+            entry.allowed.get(),
+            entry.max_per_payment.get(),
+            entry.label.get(),
+        )
+    }
+
+    /// The owner of a list; zero for an unknown id.
+    pub fn list_owner(&self, list_id: U256) -> Address {
+        self.lists.getter(list_id).owner.get()
+    }
+
+    /// Whether `account` is an admin of the list (the owner is not, unless appointed).
+    pub fn is_admin(&self, list_id: U256, account: Address) -> bool {
+        self.lists.getter(list_id).admins.get(account)
+    }
+
+    /// Number of lists created; ids run from 1 to this.
+    pub fn list_count(&self) -> U256 {
+        self.list_count.get()
+    }
+}
+
+// Internal machinery, not part of the ABI.
+impl CounterpartyRegistry {
+    fn ensure_list(&self, list_id: U256) -> Result<()> {
+        if list_id.is_zero() || list_id > self.list_count.get() {
+            return Err(CounterpartyUnknownList { listId: list_id }.into());
+        }
+        Ok(())
+    }
+
+    /// Fails unless the list exists and the caller owns it; returns the caller.
+    fn only_owner(&self, list_id: U256) -> Result<Address> {
+        self.ensure_list(list_id)?;
+        let caller = self.vm().msg_sender();
+        if caller != self.lists.getter(list_id).owner.get() {
+            return Err(CounterpartyUnauthorized {
+                listId: list_id,
+                caller,
+            }
+            .into());
+        }
+        Ok(caller)
+    }
+
+    /// Fails unless the list exists and the caller owns it or is its admin; returns the caller.
+    fn only_editor(&self, list_id: U256) -> Result<Address> {
+        self.ensure_list(list_id)?;
+        let caller = self.vm().msg_sender();
+        let list = self.lists.getter(list_id);
+        if caller != list.owner.get() && !list.admins.get(caller) {
+            return Err(CounterpartyUnauthorized {
+                listId: list_id,
+                caller,
+            }
+            .into());
+        }
+        Ok(caller)
+    }
+
+    fn write_entry(
+        &mut self,
+        list_id: U256,
+        counterparty: Address,
+        allowed: bool,
+        max_per_payment: U256,
+        label: B256,
+        by: Address,
+    ) {
+        let mut list = self.lists.setter(list_id);
+        let mut entry = list.entries.setter(counterparty);
+        entry.exists.set(true);
+        entry.allowed.set(allowed);
+        entry.max_per_payment.set(max_per_payment);
+        entry.label.set(label);
+        self.vm().log(EntrySet {
+            listId: list_id,
+            counterparty,
+            by,
+            allowed,
+            maxPerPayment: max_per_payment,
+            label,
+        });
+    }
+}
+
+fn non_zero(account: Address) -> Result<()> {
+    if account.is_zero() {
+        return Err(CounterpartyInvalidAddress { account }.into());
+    }
+    Ok(())
+}

@@ -1,0 +1,37 @@
+//! A list's stored owner, admins and entries, and the rule that reads an entry.
+
+use alloc::vec::Vec;
+use alloy_primitives::{Address, U256};
+use stylus_sdk::{prelude::*, storage::*};
+
+/// One counterparty on a list. `exists` and `allowed` share a storage slot.
+#[storage]
+#[derive(Erase)]
+pub struct Entry {
+    pub exists: StorageBool,
+    pub allowed: StorageBool,
+    /// Largest single payment allowed; 0 means no cap.
+    pub max_per_payment: StorageU256,
+    pub label: StorageB256,
+}
+
+impl Entry {
+    /// Whether one payment of `amount` to this counterparty is allowed: the entry exists, is
+    /// allowed, and `amount` is within its cap (if any).
+    pub fn allows(&self, amount: U256) -> bool {
+        if !self.exists.get() || !self.allowed.get() {
+            return false;
+        }
+        let max = self.max_per_payment.get();
+        max.is_zero() || amount <= max
+    }
+}
+
+/// One allowlist.
+#[storage]
+pub struct List {
+    pub owner: StorageAddress,
+    /// Accounts that may edit entries (but not admins or ownership).
+    pub admins: StorageMap<Address, StorageBool>,
+    pub entries: StorageMap<Address, Entry>,
+}
