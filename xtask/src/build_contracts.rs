@@ -1,0 +1,225 @@
+//! `cargo xtask build-contracts`: build every contract crate to wasm, post-process, validate,
+//! write `target/contracts/` and report sizes.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+use crate::report::{self, Outcome, Row};
+use crate::toolchain::{self, Preference, Toolchain, WASM_TARGET};
+use crate::wasm;
+
+/// Contract crates, in build order. Crates that are not workspace members yet are skipped.
+pub const CONTRACTS: &[&str] = &[
+    "session-wallet",
+    "counterparty-registry",
+    "receipt-registry",
+    "test-token",
+];
+
+/// Env var overriding where the wasm builds go (CI keeps it outside the clone for caching).
+pub const WASM_TARGET_DIR_ENV: &str = "BURSAR_WASM_TARGET_DIR";
+
+#[derive(Args, Debug)]
+pub struct BuildArgs {
+    /// Build only these contracts (crate names, e.g. session-wallet); repeatable.
+    #[arg(short = 'p', long = "contract", value_name = "CRATE")]
+    pub contracts: Vec<String>,
+    /// Which compiler to use.
+    #[arg(long, value_enum, default_value_t = Preference::Auto)]
+    pub toolchain: Preference,
+    /// Never run apt-get; fail if the Debian toolchain or wasm-opt is missing.
+    #[arg(long)]
+    pub no_install: bool,
+}
+
+pub fn run(args: &BuildArgs) -> Result<()> {
+    let workspace = workspace_root();
+    for name in &args.contracts {
+        if !CONTRACTS.contains(&name.as_str()) {
+            bail!(
+                "unknown contract {name:?}; known contracts: {}",
+                CONTRACTS.join(", ")
+            );
+        }
+    }
+    let selected: Vec<&str> = CONTRACTS
+        .iter()
+        .copied()
+        .filter(|c| args.contracts.is_empty() || args.contracts.iter().any(|a| a == c))
+        .collect();
+
+    let members = workspace_members(&workspace)?;
+    let mut to_build = Vec::new();
+    for krate in selected {
+        if members.iter().any(|m| m == krate) {
+            to_build.push(krate);
+        } else {
+            println!(
+                "skipping {krate}: not a workspace member yet (add \"contracts/{krate}\" to \
+                 [workspace].members in Cargo.toml)"
+            );
+        }
+    }
+    if to_build.is_empty() {
+        println!("no contracts to build");
+        return Ok(());
+    }
+
+    let toolchain = Toolchain::detect(args.toolchain, !args.no_install)?;
+    if !toolchain.builds_std() {
+        println!(
+            "warning: {} is not nightly: std is not rebuilt with size flags and panics keep \
+             their formatting machinery, so contracts will be larger than with nightly or \
+             Debian rustc-web (--toolchain debian)",
+            toolchain.describe()
+        );
+    }
+    let wasm_opt_version = toolchain::ensure_wasm_opt(!args.no_install)?;
+
+    let target_dir = wasm_target_dir(&workspace)?;
+    let out_dir = workspace.join("target").join("contracts");
+    fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+
+    let mut rows = Vec::new();
+    for krate in to_build {
+        rows.push(build_one(
+            &workspace,
+            &toolchain,
+            &wasm_opt_version,
+            &target_dir,
+            &out_dir,
+            krate,
+        ));
+    }
+
+    println!();
+    report::print_table(&rows);
+    let sizes = out_dir.join("sizes.json");
+    report::write_json(&sizes, &rows, &toolchain.describe(), &wasm_opt_version)?;
+    println!("wrote {}", sizes.display());
+
+    let failures: Vec<String> = rows
+        .iter()
+        .filter_map(|r| r.failure().map(|f| format!("  {}: {f}", r.contract)))
+        .collect();
+    if !failures.is_empty() {
+        bail!(
+            "{} contract(s) failed:\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
+    }
+    Ok(())
+}
+
+fn build_one(
+    workspace: &Path,
+    toolchain: &Toolchain,
+    wasm_opt_version: &str,
+    target_dir: &Path,
+    out_dir: &Path,
+    krate: &str,
+) -> Row {
+    let file = krate.replace('-', "_");
+    println!(
+        "building {krate} (wasm32, {})... [target dir {}]",
+        toolchain.describe(),
+        target_dir.display()
+    );
+    let status = toolchain
+        .cargo_build(workspace, target_dir, krate)
+        .status()
+        .with_context(|| format!("failed to start cargo for {krate}"));
+    let raw = target_dir
+        .join(WASM_TARGET)
+        .join("contract")
+        .join(format!("{file}.wasm"));
+    let outcome = match status {
+        Err(e) => Outcome::BuildFailed(format!("{e:#}")),
+        Ok(s) if !s.success() => Outcome::BuildFailed(format!("cargo build exited with {s}")),
+        Ok(_) if !raw.exists() => Outcome::BuildFailed(format!(
+            "cargo succeeded but {} is missing (is crate-type cdylib set?)",
+            raw.display()
+        )),
+        Ok(_) => {
+            println!(
+                "optimizing {krate} ({wasm_opt_version}, {})...",
+                wasm::WASM_OPT_FLAGS.join(" ")
+            );
+            let wasm_out = out_dir.join(format!("{file}.wasm"));
+            let code_out = out_dir.join(format!("{file}.code"));
+            match wasm::process(&raw, &wasm_out, &code_out) {
+                Ok(p) => Outcome::Processed(p),
+                Err(e) => Outcome::BuildFailed(format!("{e:#}")),
+            }
+        }
+    };
+    let row = Row {
+        contract: krate.to_string(),
+        file,
+        outcome,
+    };
+    match &row.outcome {
+        Outcome::Processed(p) => match &p.validation {
+            Ok(info) => println!(
+                "{krate}: passes activation checks ({} functions, {} host imports, {} initial \
+                 pages); code {} bytes",
+                info.functions,
+                info.imports.len(),
+                info.initial_pages,
+                p.code_bytes()
+            ),
+            Err(e) => println!("{krate}: FAILS activation: {e}"),
+        },
+        Outcome::BuildFailed(e) => println!("{krate}: build failed: {e}"),
+    }
+    row
+}
+
+/// The workspace root (parent of the xtask crate).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives inside the workspace")
+        .to_path_buf()
+}
+
+/// Where the wasm32 cargo builds go: `$BURSAR_WASM_TARGET_DIR` or `target/wasm`.
+fn wasm_target_dir(workspace: &Path) -> Result<PathBuf> {
+    Ok(match std::env::var_os(WASM_TARGET_DIR_ENV) {
+        Some(dir) if !dir.is_empty() => {
+            let dir = PathBuf::from(dir);
+            if dir.is_absolute() {
+                dir
+            } else {
+                std::env::current_dir()?.join(dir)
+            }
+        }
+        _ => workspace.join("target").join("wasm"),
+    })
+}
+
+/// Package names of the workspace members (`cargo metadata --no-deps`).
+fn workspace_members(workspace: &Path) -> Result<Vec<String>> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = toolchain::command_output(Command::new(cargo).current_dir(workspace).args([
+        "metadata",
+        "--no-deps",
+        "--format-version",
+        "1",
+    ]))
+    .context("listing workspace members")?;
+    let meta: serde_json::Value =
+        serde_json::from_str(&out).context("parsing cargo metadata output")?;
+    let packages = meta["packages"]
+        .as_array()
+        .context("cargo metadata: no packages array")?;
+    Ok(packages
+        .iter()
+        .filter_map(|p| p["name"].as_str().map(str::to_string))
+        .collect())
+}

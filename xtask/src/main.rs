@@ -1,0 +1,45 @@
+//! Bursar build tasks. Run through the cargo alias in `.cargo/config.toml`:
+//!
+//! ```text
+//! cargo xtask build-contracts                      # all contracts -> target/contracts/
+//! cargo xtask build-contracts -p session-wallet    # just one
+//! BURSAR_WASM_TARGET_DIR=/cache/wasm cargo xtask build-contracts
+//! ```
+
+mod build_contracts;
+mod report;
+mod toolchain;
+mod wasm;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(name = "xtask", about = "Bursar build tasks")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Build every Stylus contract to target/contracts/<crate>.wasm (+ .code), check the
+    /// activation rules and the 24,576-byte code limit, and print a size table.
+    BuildContracts(build_contracts::BuildArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Cmd::BuildContracts(args) => build_contracts::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // `{:#}` prints the whole context chain on one line, without a backtrace.
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
