@@ -4,10 +4,12 @@
 //! cargo xtask build-contracts                      # all contracts -> target/contracts/
 //! cargo xtask build-contracts -p session-wallet    # just one
 //! BURSAR_WASM_TARGET_DIR=/cache/wasm cargo xtask build-contracts
+//! cargo xtask test                                 # fmt, clippy, all tests, contract build
 //! ```
 
 mod build_contracts;
 mod report;
+mod test;
 mod toolchain;
 mod wasm;
 
@@ -27,12 +29,16 @@ enum Cmd {
     /// Build every Stylus contract to target/contracts/<crate>.wasm (+ .code), check the
     /// activation rules and the 24,576-byte code limit, and print a size table.
     BuildContracts(build_contracts::BuildArgs),
+    /// Run everything CI runs: `cargo fmt --check`, `cargo clippy -D warnings`, the whole
+    /// workspace's tests, then `build-contracts`.
+    Test(build_contracts::BuildArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Cmd::BuildContracts(args) => build_contracts::run(args),
+        Cmd::Test(args) => test::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
