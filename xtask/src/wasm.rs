@@ -102,13 +102,13 @@ mod tests {
         dir
     }
 
-    /// End to end through wasm-opt (skipped when binaryen is not installed).
+    /// End to end through wasm-opt (binaryen must be installed, as .ci/run does).
     #[test]
     fn process_reports_rule_and_withholds_code() {
-        if crate::toolchain::which("wasm-opt").is_none() {
-            eprintln!("wasm-opt not installed; skipping");
-            return;
-        }
+        assert!(
+            crate::toolchain::which("wasm-opt").is_some(),
+            "wasm-opt (binaryen) is required for this test: run .ci/run"
+        );
         let dir = scratch("float");
         let raw = dir.join("raw.wasm");
         let wasm = wat::parse_str(
@@ -135,10 +135,10 @@ mod tests {
 
     #[test]
     fn process_accepts_valid_program() {
-        if crate::toolchain::which("wasm-opt").is_none() {
-            eprintln!("wasm-opt not installed; skipping");
-            return;
-        }
+        assert!(
+            crate::toolchain::which("wasm-opt").is_some(),
+            "wasm-opt (binaryen) is required for this test: run .ci/run"
+        );
         let dir = scratch("ok");
         let raw = dir.join("raw.wasm");
         let wasm = wat::parse_str(
