@@ -15,6 +15,7 @@ use crate::wasm;
 /// Contract crates, in build order. Crates that are not workspace members yet are skipped.
 pub const CONTRACTS: &[&str] = &[
     "session-wallet",
+    "session-gateway",
     "counterparty-registry",
     "receipt-registry",
     "test-token",

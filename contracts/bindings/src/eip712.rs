@@ -20,7 +20,8 @@ alloy_sol_types::sol! {
         uint256 deadline;
     }
 
-    /// An owner's authorisation to open a session on their behalf (`openSessionWithSig`).
+    /// An owner's authorisation to open a session on their behalf (SessionGateway's
+    /// `openSessionWithSig`).
     struct OpenSession {
         address owner;
         address sessionKey;
@@ -40,7 +41,7 @@ alloy_sol_types::sol! {
         uint256 deadline;
     }
 
-    /// An owner's decision on a pending payment (`decidePendingWithSig`).
+    /// An owner's decision on a pending payment (SessionGateway's `decidePendingWithSig`).
     struct PendingDecision {
         uint256 pendingId;
         bool approve;
@@ -112,6 +113,7 @@ const fn domain(name: &'static str, version: &'static str) -> Domain {
 }
 
 pub const SESSION_WALLET_DOMAIN: Domain = domain("Bursar Session Wallet", "1");
+pub const SESSION_GATEWAY_DOMAIN: Domain = domain("Bursar Session Gateway", "1");
 pub const RECEIPT_REGISTRY_DOMAIN: Domain = domain("Bursar Receipt Registry", "1");
 pub const TEST_TOKEN_DOMAIN: Domain = domain("Bursar Test USD", "1");
 

@@ -13,6 +13,7 @@ extern crate alloc;
 pub mod counterparty;
 pub mod eip712;
 pub mod erc;
+pub mod gateway;
 pub mod receipts;
 pub mod token;
 pub mod wallet;

@@ -4,17 +4,20 @@ alloy_sol_types::sol! {
     #![sol(all_derives)]
     /// The external interface of SessionWallet (see `contracts/session-wallet`).
     ///
+    /// Owner-signed entry points (`openSessionWithSig`, `decidePendingWithSig`) live in
+    /// SessionGateway, the only caller allowed to open sessions or decide pending payments on an
+    /// owner's behalf (`openSession` with `owner != msg.sender`, `decidePendingFor`).
+    ///
     /// Conventions: `token == address(0)` is the native currency; `perPaymentCap == 0`,
     /// `coSignThreshold == 0` and `periodSeconds == 0` switch that rule off; `validAfter == 0`
     /// means at once; `leaseSeconds == 0` means no lease.
     interface ISessionWallet {
         // ---- lifecycle -------------------------------------------------------------------
-        function openSession(address sessionKey, address guardian, address token, uint256 deposit, uint256 perPaymentCap, uint256 periodBudget, uint64 periodSeconds, uint256 coSignThreshold, uint64 validAfter, uint64 expiresAt, uint64 leaseSeconds, uint256 allowlistId, bytes32 metadata) external payable returns (uint256);
-        function openSessionWithSig(address owner, address sessionKey, address guardian, address token, uint256 deposit, uint256 perPaymentCap, uint256 periodBudget, uint64 periodSeconds, uint256 coSignThreshold, uint64 validAfter, uint64 expiresAt, uint64 leaseSeconds, uint256 allowlistId, bytes32 metadata, uint256 nonce, uint256 deadline, bytes ownerSignature, bytes permitSignature) external returns (uint256);
+        function openSession(address owner, address sessionKey, address guardian, address token, uint256 deposit, uint256 perPaymentCap, uint256 periodBudget, uint64 periodSeconds, uint256 coSignThreshold, uint64 validAfter, uint64 expiresAt, uint64 leaseSeconds, uint256 allowlistId, bytes32 metadata) external payable returns (uint256);
         function pay(uint256 sessionId, address to, uint256 amount, bytes32 purpose, uint256 nonce, uint256 deadline, bytes signature) external returns (bool, uint256);
         function approvePending(uint256 pendingId) external returns (uint256);
         function rejectPending(uint256 pendingId) external;
-        function decidePendingWithSig(uint256 pendingId, bool approve, uint256 nonce, uint256 deadline, bytes signature) external;
+        function decidePendingFor(uint256 pendingId, bool approve, address owner) external returns (uint256);
         function topUp(uint256 sessionId, uint256 amount) external payable;
         function revoke(uint256 sessionId) external;
         function close(uint256 sessionId) external returns (uint256);
@@ -28,10 +31,10 @@ alloy_sol_types::sol! {
         function remainingPeriodBudget(uint256 sessionId) external view returns (uint256);
         function pendingPayment(uint256 pendingId) external view returns (uint256, address, uint256, bytes32, uint256, uint64, uint8);
         function isNonceUsed(uint256 sessionId, uint256 nonce) external view returns (bool);
-        function isOwnerNonceUsed(address owner, uint256 nonce) external view returns (bool);
         function domainSeparator() external view returns (bytes32);
         function counterpartyRegistry() external view returns (address);
         function receiptRegistry() external view returns (address);
+        function gateway() external view returns (address);
         function sessionCount() external view returns (uint256);
         function pendingTtl() external pure returns (uint64);
 
@@ -66,7 +69,7 @@ alloy_sol_types::sol! {
         error WalletInsufficientDeposit(uint256 amount, uint256 available);
         error WalletValueMismatch(uint256 sent, uint256 expected);
         error WalletTransferFailed(address token, address to, uint256 amount);
-        error WalletRegistryCallFailed(address registry, bytes reason);
+        error WalletCallFailed(address target, bytes reason);
         error WalletUnknownPending(uint256 pendingId);
         error WalletPendingExpired(uint256 pendingId, uint64 expiresAt);
         error WalletPendingResolved(uint256 pendingId, uint8 status);
@@ -106,13 +109,13 @@ pub enum InvalidParameter {
     ExpiresAt = 2,
     /// A period budget without a period length, or the other way round.
     Period = 3,
-    /// The owner is the zero address (`openSessionWithSig`).
+    /// The owner is the zero address.
     Owner = 4,
     /// Native currency cannot be pulled with a signature (`openSessionWithSig`).
     Token = 5,
     /// A zero amount (payment or top-up).
     Amount = 6,
-    /// A registry address of zero (constructor).
+    /// A registry or gateway address of zero (constructor).
     Registry = 7,
 }
 

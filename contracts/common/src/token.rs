@@ -51,13 +51,14 @@ pub fn pull<H: Host + ?Sized>(vm: &H, token: Address, from: Address, amount: U25
     )
 }
 
-/// Submits an EIP-2612 permit (`r ‖ s ‖ v`) letting this contract spend `value` of `owner`'s
+/// Submits an EIP-2612 permit (`r ‖ s ‖ v`) letting `spender` spend `value` of `owner`'s
 /// tokens. Its outcome is deliberately ignored: a permit that was front-run has already set the
 /// allowance, and a missing allowance makes the following [`pull`] fail with a clear error.
 pub fn permit<H: Host + ?Sized>(
     vm: &H,
     token: Address,
     owner: Address,
+    spender: Address,
     value: U256,
     deadline: U256,
     signature: &[u8],
@@ -73,7 +74,7 @@ pub fn permit<H: Host + ?Sized>(
         IERC20Permit::permitCall::SELECTOR,
         &[
             word(owner),
-            word(vm.contract_address()),
+            word(spender),
             word(value),
             word(deadline),
             word(U256::from(match signature[64] {

@@ -26,7 +26,7 @@ pub enum WalletError {
     InsufficientDeposit(WalletInsufficientDeposit),
     ValueMismatch(WalletValueMismatch),
     TransferFailed(WalletTransferFailed),
-    RegistryCallFailed(WalletRegistryCallFailed),
+    CallFailed(WalletCallFailed),
     UnknownPending(WalletUnknownPending),
     PendingExpired(WalletPendingExpired),
     PendingResolved(WalletPendingResolved),

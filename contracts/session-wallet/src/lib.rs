@@ -23,10 +23,8 @@ use alloy_primitives::{Address, B256, U256, U64, U8};
 use alloy_sol_types::SolCall;
 use bursar_bindings::{
     counterparty::ICounterpartyRegistry,
-    eip712::{
-        LEASE_RENEWAL_TYPEHASH, OPEN_SESSION_TYPEHASH, PAYMENT_INTENT_TYPEHASH,
-        PENDING_DECISION_TYPEHASH, SESSION_WALLET_DOMAIN,
-    },
+    eip712::{LEASE_RENEWAL_TYPEHASH, PAYMENT_INTENT_TYPEHASH, SESSION_WALLET_DOMAIN},
+    gateway::ISessionGateway,
     receipts::IReceiptRegistry,
     wallet::{ISessionWallet::*, PendingStatus, SessionStatus},
 };
@@ -49,41 +47,55 @@ type Result<T, E = WalletError> = core::result::Result<T, E>;
 pub struct SessionWallet {
     counterparty_registry: StorageAddress,
     receipt_registry: StorageAddress,
+    /// SessionGateway: may open sessions and decide pending payments for owners who signed.
+    gateway: StorageAddress,
     session_count: StorageU256,
     pending_count: StorageU256,
     sessions: StorageMap<U256, Session>,
     pendings: StorageMap<U256, Pending>,
-    /// Owner nonces (`openSessionWithSig`, `decidePendingWithSig`): an unordered bitmap each.
-    owner_nonces: StorageMap<Address, StorageMap<U256, StorageU256>>,
 }
 
 #[public]
 impl SessionWallet {
-    /// Wires the wallet to its registries (deployed through StylusDeployer).
+    /// Wires the wallet to its registries and its gateway (deployed through StylusDeployer),
+    /// and binds the gateway to this wallet (`SessionGateway.bind`), so that a gateway serves
+    /// exactly one wallet.
     ///
     /// # Errors
-    /// * `WalletInvalidParameter(Registry)` — either address is zero.
+    /// * `WalletInvalidParameter(Registry)` — an address is zero.
+    /// * `WalletCallFailed` — the gateway refused to bind (already bound elsewhere).
     #[constructor]
     pub fn constructor(
         &mut self,
         counterparty_registry: Address,
         receipt_registry: Address,
+        gateway: Address,
     ) -> Result<()> {
-        if counterparty_registry.is_zero() || receipt_registry.is_zero() {
+        if counterparty_registry.is_zero() || receipt_registry.is_zero() || gateway.is_zero() {
             return Err(WalletError::invalid(InvalidParameter::Registry));
         }
         self.counterparty_registry.set(counterparty_registry);
         self.receipt_registry.set(receipt_registry);
+        self.gateway.set(gateway);
+        let data = calldata::encode(ISessionGateway::bindCall::SELECTOR, &[]);
+        unsafe {
+            RawCall::new(self.vm())
+                .clear_storage_cache()
+                .call(gateway, &data)
+        }
+        .map_err(|reason| call_failed(gateway, reason))?;
         Ok(())
     }
 
-    /// Opens a session owned by the caller and escrows `deposit`: `msg.value` for the native
-    /// currency (`token == 0`), otherwise pulled with `transferFrom` (approve first).
-    /// Returns the new session id.
+    /// Opens a session owned by `owner` and escrows `deposit`: `msg.value` for the native
+    /// currency (`token == 0`), otherwise pulled from `owner` with `transferFrom` (approve or
+    /// permit first). The caller is the owner, or SessionGateway acting on the owner's signed
+    /// `OpenSession`. Returns the new session id.
     ///
     /// # Errors
-    /// * `WalletInvalidParameter` — zero session key or deposit, `expiresAt` not in the future
-    ///   or not after `validAfter`, a period budget without a period length or vice versa.
+    /// * `WalletUnauthorized` — the caller is neither `owner` nor the gateway.
+    /// * `WalletInvalidParameter` — zero owner, session key or deposit, `expiresAt` not in the
+    ///   future or not after `validAfter`, a period budget without a period length or vice versa.
     /// * `WalletValueMismatch` — `msg.value` differs from `deposit` (native) or is non-zero (ERC-20).
     /// * `WalletTransferFailed` — the token refused `transferFrom`.
     ///
@@ -93,6 +105,7 @@ impl SessionWallet {
     #[allow(clippy::too_many_arguments)]
     pub fn open_session(
         &mut self,
+        owner: Address,
         session_key: Address,
         guardian: Address,
         token: Address,
@@ -107,6 +120,13 @@ impl SessionWallet {
         allowlist_id: U256,
         metadata: B256,
     ) -> Result<U256> {
+        let caller = self.vm().msg_sender();
+        if caller != owner && caller != self.gateway.get() {
+            return Err(WalletUnauthorized { caller }.into());
+        }
+        if owner.is_zero() {
+            return Err(WalletError::invalid(InvalidParameter::Owner));
+        }
         let terms = Terms {
             session_key,
             guardian,
@@ -122,7 +142,6 @@ impl SessionWallet {
             allowlist_id,
             metadata,
         };
-        let owner = self.vm().msg_sender();
         let value = self.vm().msg_value();
         let expected = if token == token::NATIVE {
             deposit
@@ -139,98 +158,6 @@ impl SessionWallet {
         self.open(owner, &terms)
     }
 
-    /// Opens a session for `owner` on the strength of the owner's EIP-712 `OpenSession`
-    /// signature (EOA or ERC-1271), submitted by anyone. The ERC-20 deposit is pulled from the
-    /// owner; `permitSignature` (`r ‖ s ‖ v`, may be empty) is an EIP-2612 permit for exactly
-    /// `deposit` with the same `deadline`, submitted first.
-    ///
-    /// # Errors
-    /// * `WalletInvalidParameter` — as `openSession`, plus a zero owner or the native token.
-    /// * `WalletDeadlinePassed`, `WalletNonceUsed` (owner nonce), `WalletInvalidSignature`.
-    /// * `WalletTransferFailed` — no allowance (or permit) covering the deposit.
-    ///
-    /// # Events
-    /// `SessionOpened`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn open_session_with_sig(
-        &mut self,
-        owner: Address,
-        session_key: Address,
-        guardian: Address,
-        token: Address,
-        deposit: U256,
-        per_payment_cap: U256,
-        period_budget: U256,
-        period_seconds: u64,
-        co_sign_threshold: U256,
-        valid_after: u64,
-        expires_at: u64,
-        lease_seconds: u64,
-        allowlist_id: U256,
-        metadata: B256,
-        nonce: U256,
-        deadline: U256,
-        owner_signature: Bytes,
-        permit_signature: Bytes,
-    ) -> Result<U256> {
-        if owner.is_zero() {
-            return Err(WalletError::invalid(InvalidParameter::Owner));
-        }
-        if token == token::NATIVE {
-            return Err(WalletError::invalid(InvalidParameter::Token));
-        }
-        self.check_deadline(deadline)?;
-        let digest = self.digest(&[
-            word(OPEN_SESSION_TYPEHASH),
-            word(owner),
-            word(session_key),
-            word(guardian),
-            word(token),
-            word(deposit),
-            word(per_payment_cap),
-            word(period_budget),
-            word(period_seconds),
-            word(co_sign_threshold),
-            word(valid_after),
-            word(expires_at),
-            word(lease_seconds),
-            word(allowlist_id),
-            word(metadata),
-            word(nonce),
-            word(deadline),
-        ]);
-        self.consume_owner_nonce(owner, nonce)?;
-        if !signature::is_valid(self.vm(), owner, digest, &owner_signature) {
-            return Err(WalletInvalidSignature {}.into());
-        }
-        if !permit_signature.is_empty() {
-            token::permit(
-                self.vm(),
-                token,
-                owner,
-                deposit,
-                deadline,
-                &permit_signature,
-            );
-        }
-        let terms = Terms {
-            session_key,
-            guardian,
-            token,
-            deposit,
-            per_payment_cap,
-            period_budget,
-            period_seconds,
-            co_sign_threshold,
-            valid_after,
-            expires_at,
-            lease_seconds,
-            allowlist_id,
-            metadata,
-        };
-        self.open(owner, &terms)
-    }
-
     /// Executes a `PaymentIntent` signed by the session key, submitted by anyone. Above the
     /// co-sign threshold the payment is reserved and waits for the owner instead.
     /// Returns `(true, receiptId)` when paid, `(false, pendingId)` when pending.
@@ -242,7 +169,7 @@ impl SessionWallet {
     /// * `WalletInvalidParameter(Amount)` — zero amount.
     /// * `WalletPaymentCapExceeded`, `WalletInsufficientDeposit`, `WalletCounterpartyNotAllowed`,
     ///   `WalletPeriodBudgetExceeded`.
-    /// * `WalletTransferFailed`, `WalletRegistryCallFailed`.
+    /// * `WalletTransferFailed`, `WalletCallFailed` (a registry failed).
     ///
     /// # Events
     /// `PaymentExecuted` (and the registry's `ReceiptRecorded`), or `PaymentPending`.
@@ -336,8 +263,8 @@ impl SessionWallet {
     /// `PaymentApproved`, then `PaymentExecuted`.
     pub fn approve_pending(&mut self, pending_id: U256) -> Result<U256> {
         let caller = self.vm().msg_sender();
-        self.decide(pending_id, true, caller, true)
-            .map(|receipt| receipt.unwrap_or_default())
+        self.decide(pending_id, true, caller)
+            .map(Option::unwrap_or_default)
     }
 
     /// Rejects a pending payment and releases its reservation. The owner may reject at any
@@ -350,47 +277,30 @@ impl SessionWallet {
     /// `PaymentRejected`.
     pub fn reject_pending(&mut self, pending_id: U256) -> Result<()> {
         let caller = self.vm().msg_sender();
-        self.decide(pending_id, false, caller, true).map(|_| ())
+        self.decide(pending_id, false, caller).map(|_| ())
     }
 
-    /// Approves or rejects a pending payment with the owner's EIP-712 `PendingDecision`
-    /// signature, submitted by anyone.
+    /// Approves or rejects a pending payment for `owner`, whose signature SessionGateway has
+    /// verified. Returns the receipt id of an approval (0 for a rejection).
     ///
     /// # Errors
-    /// * `WalletDeadlinePassed`, `WalletNonceUsed` (owner nonce), `WalletInvalidSignature`.
+    /// * `WalletUnauthorized` — the caller is not the gateway, or `owner` is not the session's.
     /// * As `approvePending` / `rejectPending`.
     ///
     /// # Events
     /// As `approvePending` / `rejectPending`.
-    pub fn decide_pending_with_sig(
+    pub fn decide_pending_for(
         &mut self,
         pending_id: U256,
         approve: bool,
-        nonce: U256,
-        deadline: U256,
-        signature: Bytes,
-    ) -> Result<()> {
-        self.check_deadline(deadline)?;
-        let session_id = self.pendings.getter(pending_id).session_id.get();
-        let owner = self.sessions.getter(session_id).owner.get();
-        if owner.is_zero() {
-            return Err(WalletUnknownPending {
-                pendingId: pending_id,
-            }
-            .into());
+        owner: Address,
+    ) -> Result<U256> {
+        let caller = self.vm().msg_sender();
+        if caller != self.gateway.get() {
+            return Err(WalletUnauthorized { caller }.into());
         }
-        let digest = self.digest(&[
-            word(PENDING_DECISION_TYPEHASH),
-            word(pending_id),
-            word(approve),
-            word(nonce),
-            word(deadline),
-        ]);
-        self.consume_owner_nonce(owner, nonce)?;
-        if !signature::is_valid(self.vm(), owner, digest, &signature) {
-            return Err(WalletInvalidSignature {}.into());
-        }
-        self.decide(pending_id, approve, owner, false).map(|_| ())
+        self.decide(pending_id, approve, owner)
+            .map(Option::unwrap_or_default)
     }
 
     /// Adds `amount` to a live session's deposit: `msg.value` for native sessions, otherwise
@@ -663,11 +573,6 @@ impl SessionWallet {
         nonce::is_used(&self.sessions.getter(session_id).nonces, nonce)
     }
 
-    /// Whether `owner` has used `nonce` (owner signatures).
-    pub fn is_owner_nonce_used(&self, owner: Address, nonce: U256) -> bool {
-        nonce::is_used(&self.owner_nonces.getter(owner), nonce)
-    }
-
     /// The EIP-712 domain separator ("Bursar Session Wallet", "1", chain id, this address).
     pub fn domain_separator(&self) -> B256 {
         domain_separator(
@@ -683,6 +588,10 @@ impl SessionWallet {
 
     pub fn receipt_registry(&self) -> Address {
         self.receipt_registry.get()
+    }
+
+    pub fn gateway(&self) -> Address {
+        self.gateway.get()
     }
 
     /// Number of sessions opened; ids run from 1 to this.
@@ -762,15 +671,9 @@ impl SessionWallet {
         Ok(id)
     }
 
-    /// Approves or rejects pending payment `id` on behalf of `by`. `check_caller` is false when
-    /// the owner's signature was already verified. Returns the receipt id of an approval.
-    fn decide(
-        &mut self,
-        pending_id: U256,
-        approve: bool,
-        by: Address,
-        check_caller: bool,
-    ) -> Result<Option<U256>> {
+    /// Approves or rejects pending payment `id` on behalf of `by` (the caller, or the owner the
+    /// gateway vouches for). Returns the receipt id of an approval.
+    fn decide(&mut self, pending_id: U256, approve: bool, by: Address) -> Result<Option<U256>> {
         let now = self.vm().block_timestamp();
         let (session_id, to, amount, purpose, nonce, expires_at) = {
             let p = self.pendings.getter(pending_id);
@@ -803,7 +706,7 @@ impl SessionWallet {
         };
         let expired = now >= expires_at;
         // Expired requests are litter anyone may clear; deciding live ones is the owner's.
-        if check_caller && by != owner && (approve || !expired) {
+        if by != owner && (approve || !expired) {
             return Err(WalletUnauthorized { caller: by }.into());
         }
         if approve {
@@ -892,7 +795,7 @@ impl SessionWallet {
                 .clear_storage_cache()
                 .call(registry, &data)
         }
-        .map_err(|reason| registry_failed(registry, reason))?;
+        .map_err(|reason| call_failed(registry, reason))?;
         let receipt_id = calldata::decode_word(&out).unwrap_or_default();
         self.vm().log(PaymentExecuted {
             sessionId: session_id,
@@ -916,7 +819,7 @@ impl SessionWallet {
                 .flush_storage_cache()
                 .call(registry, &data)
         }
-        .map_err(|reason| registry_failed(registry, reason))?;
+        .map_err(|reason| call_failed(registry, reason))?;
         if calldata::decode_word(&out) != Some(U256::from(1)) {
             return Err(WalletCounterpartyNotAllowed {
                 listId: list,
@@ -995,19 +898,11 @@ impl SessionWallet {
         }
         Ok(())
     }
-
-    fn consume_owner_nonce(&mut self, owner: Address, n: U256) -> Result<()> {
-        let mut bitmap = self.owner_nonces.setter(owner);
-        if !nonce::consume(&mut bitmap, n) {
-            return Err(WalletNonceUsed { nonce: n }.into());
-        }
-        Ok(())
-    }
 }
 
-fn registry_failed(registry: Address, reason: Vec<u8>) -> WalletError {
-    WalletRegistryCallFailed {
-        registry,
+fn call_failed(target: Address, reason: Vec<u8>) -> WalletError {
+    WalletCallFailed {
+        target,
         reason: reason.into(),
     }
     .into()

@@ -4,7 +4,8 @@
 mod fixture;
 
 use alloy_primitives::{Address, Bytes, B256, U256};
-use alloy_sol_types::SolStruct;
+use alloy_sol_types::{SolCall, SolError, SolStruct};
+use bursar_bindings::gateway::ISessionGateway;
 use bursar_bindings::wallet::{ISessionWallet::*, InvalidParameter, PendingStatus, SessionStatus};
 use bursar_contract_testing::{CallKind, TestKey};
 use fixture::*;
@@ -24,15 +25,37 @@ fn constructor_rejects_zero_registries_and_wires_addresses() {
     assert_eq!(f.wallet.session_count(), U256::ZERO);
     assert_eq!(SessionWallet::pending_ttl(), PENDING_TTL);
 
+    assert_eq!(f.wallet.gateway(), GATEWAY);
+    let bind = &f.host.calls()[0];
+    assert_eq!((bind.to, bind.kind), (GATEWAY, CallKind::Call));
+    assert_eq!(bind.data, ISessionGateway::bindCall {}.abi_encode());
+
     let host = bursar_contract_testing::MockHost::new();
     let mut w = SessionWallet::from(&host);
+    for (a, b, c) in [
+        (Address::ZERO, RECEIPTS, GATEWAY),
+        (REGISTRY, Address::ZERO, GATEWAY),
+        (REGISTRY, RECEIPTS, Address::ZERO),
+    ] {
+        assert_revert(
+            w.constructor(a, b, c).map_err(Vec::from),
+            invalid(InvalidParameter::Registry),
+        );
+    }
+    // A gateway already bound to another wallet refuses, and so does the constructor.
+    let refusal = ISessionGateway::GatewayAlreadyBound {
+        wallet: Address::repeat_byte(9),
+    }
+    .abi_encode();
+    let answer = refusal.clone();
+    host.on_call(GATEWAY, move |_| Err(answer.clone()));
     assert_revert(
-        w.constructor(Address::ZERO, RECEIPTS).map_err(Vec::from),
-        invalid(InvalidParameter::Registry),
-    );
-    assert_revert(
-        w.constructor(REGISTRY, Address::ZERO).map_err(Vec::from),
-        invalid(InvalidParameter::Registry),
+        w.constructor(REGISTRY, RECEIPTS, GATEWAY)
+            .map_err(Vec::from),
+        WalletCallFailed {
+            target: GATEWAY,
+            reason: refusal.into(),
+        },
     );
 }
 
@@ -46,13 +69,6 @@ fn domain_separator_and_digests_match_alloy() {
     let intent = f.intent(id, VENDOR_A, usd(5));
     let sig = f.sign(&f.key.clone(), &intent);
     assert!(f.submit_sig(&intent, sig).is_ok());
-    // Same for the other three messages (each call below verifies a signature).
-    let t = f.terms();
-    let owner = TestKey::from_seed(50);
-    f.fund(owner.address(), usd(100));
-    let m = f.open_session_message(owner.address(), &t, 1);
-    let sig = f.sign(&owner, &m);
-    assert!(f.open_with_sig(&m, sig, Bytes::new()).is_ok());
 }
 
 // ---- openSession -------------------------------------------------------------------------
@@ -181,131 +197,64 @@ fn open_session_checks_value_and_transfer() {
     );
 }
 
-// ---- openSessionWithSig ------------------------------------------------------------------
+// ---- opening on an owner's behalf (SessionGateway) -----------------------------------------
 
 #[test]
-fn open_session_with_sig_uses_permit_and_records_the_signer_as_owner() {
+fn only_the_owner_or_the_gateway_opens_for_an_owner() {
     let mut f = Fixture::new();
-    let owner = TestKey::from_seed(60);
-    f.fund(owner.address(), usd(100));
-    f.ledger
-        .borrow_mut()
-        .allowances
-        .remove(&(owner.address(), f.wallet_address()));
     let t = f.terms();
-    let m = f.open_session_message(owner.address(), &t, 9);
-    let sig = f.sign(&owner, &m);
-    let permit = Bytes::from(vec![7u8; 65]);
-    let id = f.open_with_sig(&m, sig.clone(), permit).unwrap();
-    let p = f.ledger.borrow().permits[0].clone();
-    assert_eq!(p.owner, owner.address());
-    assert_eq!(p.spender, f.wallet_address());
-    assert_eq!(p.value, t.deposit);
-    assert_eq!(p.deadline, m.deadline);
-    assert_eq!(
-        (p.v, p.r, p.s),
-        (7, B256::repeat_byte(7), B256::repeat_byte(7))
-    );
-    assert_eq!(f.wallet.session_terms(id).0, owner.address());
-    assert_eq!(f.token_balance(owner.address()), U256::ZERO);
-    assert!(f.wallet.is_owner_nonce_used(owner.address(), U256::from(9)));
-    // Replaying the same authorisation fails on the nonce.
     assert_revert(
-        f.open_with_sig(&m, sig, Bytes::new()),
-        WalletNonceUsed {
-            nonce: U256::from(9),
-        },
+        f.open_as(STRANGER, OWNER, &t, U256::ZERO),
+        WalletUnauthorized { caller: STRANGER },
     );
-}
-
-#[test]
-fn open_session_with_sig_rejects_bad_authorisations() {
-    let mut f = Fixture::new();
-    let owner = TestKey::from_seed(61);
-    f.fund(owner.address(), usd(100));
-    let t = f.terms();
-
-    let m = f.open_session_message(Address::ZERO, &t, 1);
     assert_revert(
-        f.open_with_sig(&m, Bytes::new(), Bytes::new()),
+        f.open_as(GATEWAY, Address::ZERO, &t, U256::ZERO),
         invalid(InvalidParameter::Owner),
     );
-
-    let mut native = t.clone();
-    native.token = Address::ZERO;
-    let m = f.open_session_message(owner.address(), &native, 1);
-    let sig = f.sign(&owner, &m);
-    assert_revert(
-        f.open_with_sig(&m, sig, Bytes::new()),
-        invalid(InvalidParameter::Token),
-    );
-
-    let mut m = f.open_session_message(owner.address(), &t, 2);
-    m.deadline = U256::from(T0 - 1);
-    let sig = f.sign(&owner, &m);
-    assert_revert(
-        f.open_with_sig(&m, sig, Bytes::new()),
-        WalletDeadlinePassed {
-            deadline: U256::from(T0 - 1),
-        },
-    );
-
-    let m = f.open_session_message(owner.address(), &t, 3);
-    let sig = f.sign(&TestKey::from_seed(99), &m);
-    assert_revert(
-        f.open_with_sig(&m, sig, Bytes::new()),
-        WalletInvalidSignature {},
-    );
-
-    // A tampered field invalidates the signature.
-    let m = f.open_session_message(owner.address(), &t, 4);
-    let sig = f.sign(&owner, &m);
-    let mut tampered = m.clone();
-    tampered.perPaymentCap = usd(1_000);
-    assert_revert(
-        f.open_with_sig(&tampered, sig, Bytes::new()),
-        WalletInvalidSignature {},
-    );
-
-    let poor = TestKey::from_seed(62);
-    let m = f.open_session_message(poor.address(), &t, 5);
-    let sig = f.sign(&poor, &m);
-    assert_revert(
-        f.open_with_sig(&m, sig, Bytes::new()),
-        WalletTransferFailed {
-            token: TOKEN,
-            to: f.wallet_address(),
-            amount: t.deposit,
-        },
-    );
+    // The gateway (having checked the owner's signature) opens for the owner; the deposit comes
+    // from the owner, who controls the session.
+    let id = f.open_as(GATEWAY, OWNER, &t, U256::ZERO).unwrap();
+    assert_eq!(f.wallet.session_terms(id).0, OWNER);
+    assert_eq!(f.token_balance(OWNER), usd(900));
+    assert!(matches!(f.last_event(), ISessionWalletEvents::SessionOpened(e) if e.owner == OWNER));
 }
 
 #[test]
-fn open_session_with_sig_accepts_erc1271_owners() {
+fn decide_pending_for_only_by_the_gateway_for_the_owner() {
     let mut f = Fixture::new();
-    let safe = Address::repeat_byte(0x5a);
-    f.fund(safe, usd(100));
-    f.contract_owner_accepting(safe, true);
-    let t = f.terms();
-    let m = f.open_session_message(safe, &t, 1);
-    let id = f
-        .open_with_sig(&m, Bytes::from(vec![1, 2, 3]), Bytes::new())
-        .unwrap();
-    assert_eq!(f.wallet.session_terms(id).0, safe);
-    let check = f
-        .host
-        .calls()
-        .into_iter()
-        .find(|c| c.to == safe)
-        .expect("asked the owner contract");
-    assert_eq!(check.kind, CallKind::Static);
-
-    f.contract_owner_accepting(safe, false);
-    let m = f.open_session_message(safe, &t, 2);
+    let id = f.open();
+    let (_, first) = f.pay(id, VENDOR_A, usd(35)).unwrap();
+    let (_, second) = f.pay(id, VENDOR_A, usd(31)).unwrap();
+    f.as_caller(OWNER);
     assert_revert(
-        f.open_with_sig(&m, Bytes::from(vec![1, 2, 3]), Bytes::new()),
-        WalletInvalidSignature {},
+        f.call(|w| w.decide_pending_for(first, true, OWNER)),
+        WalletUnauthorized { caller: OWNER },
     );
+    f.as_caller(GATEWAY);
+    assert_revert(
+        f.call(|w| w.decide_pending_for(first, true, STRANGER)),
+        WalletUnauthorized { caller: STRANGER },
+    );
+    assert_eq!(
+        f.call(|w| w.decide_pending_for(first, true, OWNER))
+            .unwrap(),
+        U256::from(1)
+    );
+    assert_eq!(f.token_balance(VENDOR_A), usd(35));
+    let events = f.events();
+    assert!(
+        matches!(&events[events.len() - 2], ISessionWalletEvents::PaymentApproved(e) if e.by == OWNER)
+    );
+    assert_eq!(
+        f.call(|w| w.decide_pending_for(second, false, OWNER))
+            .unwrap(),
+        U256::ZERO
+    );
+    assert_eq!(
+        f.wallet.pending_payment(second).6,
+        PendingStatus::Rejected as u8
+    );
+    assert_eq!(f.state(id)._3, U256::ZERO);
 }
 
 // ---- pay ---------------------------------------------------------------------------------
@@ -543,8 +492,8 @@ fn pay_surfaces_transfer_and_registry_failures() {
     };
     assert_revert(
         f.pay(id, VENDOR_A, usd(5)),
-        WalletRegistryCallFailed {
-            registry: RECEIPTS,
+        WalletCallFailed {
+            target: RECEIPTS,
             reason: alloy_sol_types::SolError::abi_encode(&reason).into(),
         },
     );
@@ -697,66 +646,6 @@ fn reject_pending_by_owner_only_while_live() {
         WalletPendingResolved {
             pendingId: pending,
             status: PendingStatus::Rejected as u8,
-        },
-    );
-}
-
-#[test]
-fn decide_pending_with_owner_signature() {
-    let mut f = Fixture::new();
-    let owner = TestKey::from_seed(70);
-    f.fund(owner.address(), usd(100));
-    let t = f.terms();
-    let m = f.open_session_message(owner.address(), &t, 1);
-    let sig = f.sign(&owner, &m);
-    let id = f.open_with_sig(&m, sig, Bytes::new()).unwrap();
-    let (_, first) = f.pay(id, VENDOR_A, usd(35)).unwrap();
-    let (_, second) = f.pay(id, VENDOR_A, usd(31)).unwrap();
-
-    let submit = |f: &mut Fixture, d: &bursar_bindings::eip712::PendingDecision, sig: Bytes| {
-        f.as_caller(STRANGER);
-        f.call(|w| w.decide_pending_with_sig(d.pendingId, d.approve, d.nonce, d.deadline, sig))
-    };
-    let d = f.decision(first, true, 2);
-    let wrong = f.sign(&TestKey::from_seed(71), &d);
-    assert_revert(submit(&mut f, &d, wrong), WalletInvalidSignature {});
-    let d = f.decision(first, true, 3);
-    let sig = f.sign(&owner, &d);
-    submit(&mut f, &d, sig.clone()).unwrap();
-    assert_eq!(f.token_balance(VENDOR_A), usd(35));
-    assert!(
-        matches!(&f.events()[f.events().len() - 2], ISessionWalletEvents::PaymentApproved(e) if e.by == owner.address())
-    );
-    assert_revert(
-        submit(&mut f, &d, sig),
-        WalletNonceUsed {
-            nonce: U256::from(3),
-        },
-    );
-
-    let d = f.decision(second, false, 4);
-    let sig = f.sign(&owner, &d);
-    submit(&mut f, &d, sig).unwrap();
-    assert_eq!(
-        f.wallet.pending_payment(second).6,
-        PendingStatus::Rejected as u8
-    );
-
-    let mut d = f.decision(second, false, 5);
-    d.deadline = U256::from(T0 - 1);
-    let sig = f.sign(&owner, &d);
-    assert_revert(
-        submit(&mut f, &d, sig),
-        WalletDeadlinePassed {
-            deadline: d.deadline,
-        },
-    );
-    let d = f.decision(U256::from(99), true, 6);
-    let sig = f.sign(&owner, &d);
-    assert_revert(
-        submit(&mut f, &d, sig),
-        WalletUnknownPending {
-            pendingId: U256::from(99),
         },
     );
 }
@@ -1066,7 +955,6 @@ fn views_of_unknown_ids_are_zero_and_budgetless_sessions_report_max() {
     t.period_seconds = 0;
     let id = f.open_with(&t, U256::ZERO).unwrap();
     assert_eq!(f.wallet.remaining_period_budget(id), U256::MAX);
-    assert!(!f.wallet.is_owner_nonce_used(OWNER, U256::ZERO));
 }
 
 #[test]

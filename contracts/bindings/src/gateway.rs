@@ -1,0 +1,31 @@
+//! SessionGateway: owner-signed entry points into SessionWallet (EIP-712, ERC-1271, permit).
+
+alloy_sol_types::sol! {
+    #![sol(all_derives)]
+
+    /// The external interface of SessionGateway (see `contracts/session-gateway`).
+    ///
+    /// Verifies owners' EIP-712 signatures (`OpenSession`, `PendingDecision`; EOAs or ERC-1271
+    /// contracts) and forwards to the SessionWallet it is bound to. The wallet binds itself once,
+    /// from its constructor. Failures inside the wallet come back as
+    /// `GatewayWalletCallFailed(reason)`, `reason` being the wallet's own custom error.
+    interface ISessionGateway {
+        function bind() external;
+        function openSessionWithSig(address owner, address sessionKey, address guardian, address token, uint256 deposit, uint256 perPaymentCap, uint256 periodBudget, uint64 periodSeconds, uint256 coSignThreshold, uint64 validAfter, uint64 expiresAt, uint64 leaseSeconds, uint256 allowlistId, bytes32 metadata, uint256 nonce, uint256 deadline, bytes ownerSignature, bytes permitSignature) external returns (uint256);
+        function decidePendingWithSig(uint256 pendingId, bool approve, uint256 nonce, uint256 deadline, bytes signature) external returns (uint256);
+        function wallet() external view returns (address);
+        function isOwnerNonceUsed(address owner, uint256 nonce) external view returns (bool);
+        function domainSeparator() external view returns (bytes32);
+
+        event GatewayBound(address indexed wallet);
+
+        error GatewayAlreadyBound(address wallet);
+        error GatewayNotBound();
+        error GatewayInvalidParameter(uint8 parameter);
+        error GatewayDeadlinePassed(uint256 deadline);
+        error GatewayNonceUsed(uint256 nonce);
+        error GatewayInvalidSignature();
+        error GatewayUnknownPending(uint256 pendingId);
+        error GatewayWalletCallFailed(bytes reason);
+    }
+}

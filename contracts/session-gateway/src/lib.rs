@@ -1,0 +1,302 @@
+//! # SessionGateway
+//!
+//! Owner-signed entry points into SessionWallet. An owner (an EOA, or a contract wallet through
+//! ERC-1271) signs an EIP-712 `OpenSession` or `PendingDecision`; anyone submits it here; the
+//! gateway checks the signature, deadline and nonce, submits the owner's EIP-2612 permit, and
+//! forwards to the one SessionWallet it is bound to, which trusts it as the owner's agent.
+//!
+//! It is a separate contract so that SessionWallet stays far from Stylus's 24 KiB code limit:
+//! ERC-1271, the owner nonces and the two wide signed messages live here.
+//!
+//! The ABI, events and errors are declared once in `bursar_bindings::gateway`.
+#![cfg_attr(not(any(test, feature = "export-abi")), no_main)]
+#![cfg_attr(not(any(test, feature = "export-abi")), no_std)]
+
+#[macro_use]
+extern crate alloc;
+
+pub mod error;
+
+use alloc::vec::Vec;
+
+use alloy_primitives::{Address, B256, U256};
+use alloy_sol_types::SolCall;
+use bursar_bindings::{
+    eip712::{OPEN_SESSION_TYPEHASH, PENDING_DECISION_TYPEHASH, SESSION_GATEWAY_DOMAIN},
+    gateway::ISessionGateway::*,
+    wallet::{ISessionWallet, InvalidParameter},
+};
+use bursar_contract_common::{
+    calldata,
+    eip712::{domain_separator, hash_words, typed_data_hash},
+    nonce, signature, token, word, Word,
+};
+use stylus_sdk::{abi::Bytes, call::RawCall, prelude::*, storage::*};
+
+pub use error::GatewayError;
+
+type Result<T, E = GatewayError> = core::result::Result<T, E>;
+
+#[storage]
+#[entrypoint]
+pub struct SessionGateway {
+    wallet: StorageAddress,
+    /// Owner nonces: an unordered bitmap each.
+    nonces: StorageMap<Address, StorageMap<U256, StorageU256>>,
+}
+
+#[public]
+impl SessionGateway {
+    /// Binds the gateway to the calling SessionWallet, once. The wallet calls this from its
+    /// constructor, so a wallet never trusts a gateway that serves another wallet.
+    ///
+    /// # Errors
+    /// * `GatewayAlreadyBound` — bound before.
+    ///
+    /// # Events
+    /// `GatewayBound`.
+    pub fn bind(&mut self) -> Result<()> {
+        let bound = self.wallet.get();
+        if !bound.is_zero() {
+            return Err(GatewayAlreadyBound { wallet: bound }.into());
+        }
+        let wallet = self.vm().msg_sender();
+        self.wallet.set(wallet);
+        self.vm().log(GatewayBound { wallet });
+        Ok(())
+    }
+
+    /// Opens a SessionWallet session for `owner` on the strength of the owner's EIP-712
+    /// `OpenSession` signature, submitted by anyone. The ERC-20 deposit is pulled from the owner
+    /// by the wallet; `permitSignature` (`r ‖ s ‖ v`, may be empty) is an EIP-2612 permit for
+    /// exactly `deposit` to the wallet with the same `deadline`, submitted first.
+    /// Returns the session id.
+    ///
+    /// # Errors
+    /// * `GatewayInvalidParameter` — zero owner (`Owner`) or the native token (`Token`).
+    /// * `GatewayDeadlinePassed`, `GatewayNonceUsed`, `GatewayInvalidSignature`, `GatewayNotBound`.
+    /// * `GatewayWalletCallFailed` — the wallet refused, with its custom error as `reason`
+    ///   (e.g. `WalletTransferFailed` without allowance, `WalletInvalidParameter`).
+    ///
+    /// # Events
+    /// The wallet's `SessionOpened`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn open_session_with_sig(
+        &mut self,
+        owner: Address,
+        session_key: Address,
+        guardian: Address,
+        token: Address,
+        deposit: U256,
+        per_payment_cap: U256,
+        period_budget: U256,
+        period_seconds: u64,
+        co_sign_threshold: U256,
+        valid_after: u64,
+        expires_at: u64,
+        lease_seconds: u64,
+        allowlist_id: U256,
+        metadata: B256,
+        nonce: U256,
+        deadline: U256,
+        owner_signature: Bytes,
+        permit_signature: Bytes,
+    ) -> Result<U256> {
+        if owner.is_zero() {
+            return Err(invalid(InvalidParameter::Owner));
+        }
+        if token == token::NATIVE {
+            return Err(invalid(InvalidParameter::Token));
+        }
+        let wallet = self.bound_wallet()?;
+        // The session's terms, word for word: the tail of the signed struct and the wallet call.
+        let terms: [Word; 14] = [
+            word(owner),
+            word(session_key),
+            word(guardian),
+            word(token),
+            word(deposit),
+            word(per_payment_cap),
+            word(period_budget),
+            word(period_seconds),
+            word(co_sign_threshold),
+            word(valid_after),
+            word(expires_at),
+            word(lease_seconds),
+            word(allowlist_id),
+            word(metadata),
+        ];
+        let mut message = [[0u8; 32]; 17];
+        message[0] = word(OPEN_SESSION_TYPEHASH);
+        message[1..15].copy_from_slice(&terms);
+        message[15] = word(nonce);
+        message[16] = word(deadline);
+        self.authorize(owner, &message, nonce, deadline, &owner_signature)?;
+        if !permit_signature.is_empty() {
+            token::permit(
+                self.vm(),
+                token,
+                owner,
+                wallet,
+                deposit,
+                deadline,
+                &permit_signature,
+            );
+        }
+        let data = calldata::encode(ISessionWallet::openSessionCall::SELECTOR, &terms);
+        let out = self.call_wallet(wallet, &data)?;
+        Ok(calldata::decode_word(&out).unwrap_or_default())
+    }
+
+    /// Approves or rejects a pending SessionWallet payment with the session owner's EIP-712
+    /// `PendingDecision` signature, submitted by anyone. Returns the receipt id of an approval
+    /// (0 for a rejection).
+    ///
+    /// # Errors
+    /// * `GatewayUnknownPending`, `GatewayNotBound`.
+    /// * `GatewayDeadlinePassed`, `GatewayNonceUsed`, `GatewayInvalidSignature`.
+    /// * `GatewayWalletCallFailed` — the wallet refused, with its custom error as `reason`
+    ///   (e.g. `WalletPendingExpired`, `WalletPeriodBudgetExceeded`).
+    ///
+    /// # Events
+    /// The wallet's `PaymentApproved` and `PaymentExecuted`, or `PaymentRejected`.
+    pub fn decide_pending_with_sig(
+        &mut self,
+        pending_id: U256,
+        approve: bool,
+        nonce: U256,
+        deadline: U256,
+        signature: Bytes,
+    ) -> Result<U256> {
+        let wallet = self.bound_wallet()?;
+        let owner = self.pending_owner(wallet, pending_id)?;
+        self.authorize(
+            owner,
+            &[
+                word(PENDING_DECISION_TYPEHASH),
+                word(pending_id),
+                word(approve),
+                word(nonce),
+                word(deadline),
+            ],
+            nonce,
+            deadline,
+            &signature,
+        )?;
+        let data = calldata::encode(
+            ISessionWallet::decidePendingForCall::SELECTOR,
+            &[word(pending_id), word(approve), word(owner)],
+        );
+        let out = self.call_wallet(wallet, &data)?;
+        Ok(calldata::decode_word(&out).unwrap_or_default())
+    }
+
+    /// The SessionWallet this gateway serves (zero until bound).
+    pub fn wallet(&self) -> Address {
+        self.wallet.get()
+    }
+
+    /// Whether `owner` has used `nonce`.
+    pub fn is_owner_nonce_used(&self, owner: Address, nonce: U256) -> bool {
+        nonce::is_used(&self.nonces.getter(owner), nonce)
+    }
+
+    /// The EIP-712 domain separator ("Bursar Session Gateway", "1", chain id, this address).
+    pub fn domain_separator(&self) -> B256 {
+        domain_separator(
+            self.vm(),
+            SESSION_GATEWAY_DOMAIN.name_hash,
+            SESSION_GATEWAY_DOMAIN.version_hash,
+        )
+    }
+}
+
+impl SessionGateway {
+    fn bound_wallet(&self) -> Result<Address> {
+        let wallet = self.wallet.get();
+        if wallet.is_zero() {
+            return Err(GatewayNotBound {}.into());
+        }
+        Ok(wallet)
+    }
+
+    /// Checks the deadline, uses the owner's nonce and verifies the owner's signature of the
+    /// struct whose words (typehash first) are `message`.
+    fn authorize(
+        &mut self,
+        owner: Address,
+        message: &[Word],
+        n: U256,
+        deadline: U256,
+        signature: &[u8],
+    ) -> Result<()> {
+        if U256::from(self.vm().block_timestamp()) > deadline {
+            return Err(GatewayDeadlinePassed { deadline }.into());
+        }
+        if !nonce::consume(&mut self.nonces.setter(owner), n) {
+            return Err(GatewayNonceUsed { nonce: n }.into());
+        }
+        let digest = typed_data_hash(self.domain_separator(), hash_words(message));
+        if !signature::is_valid(self.vm(), owner, digest, signature) {
+            return Err(GatewayInvalidSignature {}.into());
+        }
+        Ok(())
+    }
+
+    /// The owner of the session a pending payment belongs to, asked of the wallet.
+    fn pending_owner(&self, wallet: Address, pending_id: U256) -> Result<Address> {
+        let pending = self.view(
+            wallet,
+            &calldata::encode(
+                ISessionWallet::pendingPaymentCall::SELECTOR,
+                &[word(pending_id)],
+            ),
+        );
+        // (sessionId, to, amount, purpose, nonce, expiresAt, status): status 0 = unknown.
+        if pending.len() != 7 * 32 || pending[7 * 32 - 1] == 0 {
+            return Err(GatewayUnknownPending {
+                pendingId: pending_id,
+            }
+            .into());
+        }
+        let authority = self.view(
+            wallet,
+            &calldata::encode(
+                ISessionWallet::sessionAuthorityCall::SELECTOR,
+                &[pending[..32].try_into().expect("32 bytes")],
+            ),
+        );
+        if authority.len() < 32 {
+            return Err(GatewayUnknownPending {
+                pendingId: pending_id,
+            }
+            .into());
+        }
+        Ok(Address::from_slice(&authority[12..32]))
+    }
+
+    fn view(&self, wallet: Address, data: &[u8]) -> Vec<u8> {
+        unsafe { RawCall::new_static(self.vm()).call(wallet, data) }.unwrap_or_default()
+    }
+
+    fn call_wallet(&mut self, wallet: Address, data: &[u8]) -> Result<Vec<u8>> {
+        unsafe {
+            RawCall::new(self.vm())
+                .clear_storage_cache()
+                .call(wallet, data)
+        }
+        .map_err(|reason| {
+            GatewayWalletCallFailed {
+                reason: reason.into(),
+            }
+            .into()
+        })
+    }
+}
+
+fn invalid(parameter: InvalidParameter) -> GatewayError {
+    GatewayInvalidParameter {
+        parameter: parameter as u8,
+    }
+    .into()
+}
