@@ -18,8 +18,11 @@ pub const WASM_TARGET: &str = "wasm32-unknown-unknown";
 /// Flags every contract build gets (they also reach build-std's std/core/alloc).
 const BASE_RUSTFLAGS: &str =
     "-C target-cpu=mvp -C target-feature=+bulk-memory -C link-arg=-zstack-size=32768";
-/// Extra flags that need a nightly-capable compiler: abort without any panic machinery.
-const UNSTABLE_RUSTFLAGS: &str = "-Zunstable-options -Cpanic=immediate-abort";
+/// Extra flags that need a nightly-capable compiler: abort without any panic machinery, and
+/// keep no source paths (which would differ between builders and change the code hash) nor
+/// `Debug` formatting in the binary.
+const UNSTABLE_RUSTFLAGS: &str =
+    "-Zunstable-options -Cpanic=immediate-abort -Zlocation-detail=none -Zfmt-debug=none";
 /// The `std` crates rebuilt with `-Zbuild-std`.
 const BUILD_STD: &str = "-Zbuild-std=core,alloc,std,panic_abort";
 
