@@ -4,7 +4,7 @@
 use std::{cell::RefCell, collections::HashMap, rc::Rc};
 
 use alloy_primitives::{address, Address, Bytes, B256, U256};
-use alloy_sol_types::{SolCall, SolError, SolEventInterface, SolInterface, SolStruct, SolValue};
+use alloy_sol_types::{SolCall, SolError, SolEventInterface, SolStruct, SolValue};
 use bursar_bindings::{
     eip712::{ProvenanceRecord, RECEIPT_REGISTRY_DOMAIN},
     receipts::{IReceiptRegistry::*, MAX_PARENTS},
@@ -132,14 +132,11 @@ impl Fixture {
 }
 
 #[track_caller]
-fn assert_revert<T: std::fmt::Debug, E: SolError + std::fmt::Debug>(r: Result<T, Vec<u8>>, e: E) {
-    match r {
-        Ok(v) => panic!("expected {e:?}, got Ok({v:?})"),
-        Err(data) => {
-            let got = IReceiptRegistryErrors::abi_decode(&data).map(|e| format!("{e:?}"));
-            assert_eq!(data, e.abi_encode(), "expected {e:?}, got {got:?}");
-        }
-    }
+fn assert_revert<T: std::fmt::Debug, E: SolError + std::fmt::Debug>(
+    result: Result<T, Vec<u8>>,
+    expected: E,
+) {
+    bursar_contract_testing::assert_revert::<IReceiptRegistryErrors>(result, expected)
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use std::{cell::RefCell, rc::Rc};
 
 use alloy_primitives::{address, Address, Bytes, FixedBytes, B256, U256};
-use alloy_sol_types::{SolCall, SolError, SolEventInterface, SolInterface, SolStruct, SolValue};
+use alloy_sol_types::{SolCall, SolError, SolEventInterface, SolStruct, SolValue};
 use bursar_bindings::{
     eip712::{OpenSession, PendingDecision, SESSION_GATEWAY_DOMAIN},
     erc::{IERC20Permit, IERC1271},
@@ -219,14 +219,11 @@ impl Fixture {
 }
 
 #[track_caller]
-fn assert_revert<T: std::fmt::Debug, E: SolError + std::fmt::Debug>(r: Result<T, Vec<u8>>, e: E) {
-    match r {
-        Ok(v) => panic!("expected {e:?}, got Ok({v:?})"),
-        Err(data) => {
-            let got = ISessionGatewayErrors::abi_decode(&data).map(|e| format!("{e:?}"));
-            assert_eq!(data, e.abi_encode(), "expected {e:?}, got {got:?}");
-        }
-    }
+fn assert_revert<T: std::fmt::Debug, E: SolError + std::fmt::Debug>(
+    result: Result<T, Vec<u8>>,
+    expected: E,
+) {
+    bursar_contract_testing::assert_revert::<ISessionGatewayErrors>(result, expected)
 }
 
 fn invalid(p: InvalidParameter) -> GatewayInvalidParameter {

@@ -259,6 +259,28 @@ impl TestKey {
     }
 }
 
+/// Asserts that `result` failed with exactly `expected`'s revert data; on a mismatch the
+/// message shows what came back, decoded with the contract's error set `Errors` when it can be.
+#[track_caller]
+pub fn assert_revert<Errors: alloy_sol_types::SolInterface + std::fmt::Debug>(
+    result: Result<impl std::fmt::Debug, Vec<u8>>,
+    expected: impl alloy_sol_types::SolError + std::fmt::Debug,
+) {
+    match result {
+        Ok(v) => panic!("expected {expected:?}, got Ok({v:?})"),
+        Err(data) => {
+            let got = Errors::abi_decode(&data)
+                .map(|e| format!("{e:?}"))
+                .unwrap_or_else(|_| alloy_primitives::hex::encode(&data));
+            assert_eq!(
+                data,
+                expected.abi_encode(),
+                "expected {expected:?}, got {got}"
+            );
+        }
+    }
+}
+
 impl Host for MockHost {}
 
 impl CryptographyAccess for MockHost {
