@@ -8,7 +8,7 @@ use core::fmt::Debug;
 use std::collections::HashMap;
 
 use alloy_primitives::{address, Address, B256, U256};
-use alloy_sol_types::{SolError, SolEvent};
+use alloy_sol_types::SolError;
 use bursar_bindings::counterparty::ICounterpartyRegistry as I;
 use proptest::prelude::*;
 use stylus_sdk::testing::*;
@@ -23,20 +23,24 @@ const PAYEE: Address = address!("00000000000000000000000000000000000000b1");
 const PAYEE2: Address = address!("00000000000000000000000000000000000000b2");
 const PAYEE3: Address = address!("00000000000000000000000000000000000000b3");
 
-type RawLog = (Vec<B256>, Vec<u8>);
+use bursar_contract_testing::{decode_log as decode, raw_log as event, LogCursor, RawLog};
 
-/// A deployed registry, the VM it runs on and how many of the VM's logs the test has seen.
+/// A deployed registry, the VM it runs on and the logs the test has not read yet.
 struct Env {
     vm: TestVM,
     reg: CounterpartyRegistry,
-    seen: usize,
+    logs: LogCursor,
 }
 
 impl Env {
     fn new() -> Self {
         let vm = TestVM::default();
         let reg = CounterpartyRegistry::from(&vm);
-        Env { vm, reg, seen: 0 }
+        Env {
+            vm,
+            reg,
+            logs: LogCursor::default(),
+        }
     }
 
     /// A registry with list 1 owned by `OWNER`, `ADMIN` appointed, log drained.
@@ -56,10 +60,7 @@ impl Env {
 
     /// Logs emitted since the last call.
     fn events(&mut self) -> Vec<RawLog> {
-        let all = self.vm.get_emitted_logs();
-        let new = all[self.seen..].to_vec();
-        self.seen = all.len();
-        new
+        self.logs.take(&self.vm)
     }
 
     fn expect_events(&mut self, expected: &[RawLog]) {
@@ -69,15 +70,6 @@ impl Env {
     fn expect_no_events(&mut self) {
         self.expect_events(&[]);
     }
-}
-
-fn event<E: SolEvent>(e: E) -> RawLog {
-    let data = e.encode_log_data();
-    (data.topics().to_vec(), data.data.to_vec())
-}
-
-fn decode<E: SolEvent>(log: &RawLog) -> E {
-    E::decode_raw_log_validate(log.0.iter().copied(), &log.1).unwrap()
 }
 
 #[track_caller]

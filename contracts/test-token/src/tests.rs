@@ -18,7 +18,7 @@ use core::fmt::Debug;
 use std::collections::HashMap;
 
 use alloy_primitives::{address, keccak256, Address, B256, U256};
-use alloy_sol_types::{SolError, SolEvent, SolStruct};
+use alloy_sol_types::{SolError, SolStruct};
 use bursar_bindings::{
     eip712::{Permit, TEST_TOKEN_DOMAIN},
     token::ITestToken,
@@ -35,13 +35,13 @@ const BOB: Address = address!("00000000000000000000000000000000000000c3");
 const CAROL: Address = address!("00000000000000000000000000000000000000d4");
 const ECRECOVER: Address = address!("0000000000000000000000000000000000000001");
 
-type RawLog = (Vec<B256>, Vec<u8>);
+use bursar_contract_testing::{decode_log as decode, raw_log as event, LogCursor, RawLog};
 
-/// A deployed token, the VM it runs on and how many of the VM's logs the test has seen.
+/// A deployed token, the VM it runs on and the logs the test has not read yet.
 struct Env {
     vm: TestVM,
     token: TestToken,
-    seen: usize,
+    logs: LogCursor,
 }
 
 impl Env {
@@ -53,7 +53,11 @@ impl Env {
     fn with_vm(vm: TestVM) -> Self {
         let mut token = TestToken::from(&vm);
         token.constructor(OWNER).unwrap();
-        let mut env = Env { vm, token, seen: 0 };
+        let mut env = Env {
+            vm,
+            token,
+            logs: LogCursor::default(),
+        };
         env.expect_events(&[event(ITestToken::OwnershipTransferred {
             previousOwner: Address::ZERO,
             newOwner: OWNER,
@@ -69,10 +73,7 @@ impl Env {
 
     /// Logs emitted since the last call.
     fn events(&mut self) -> Vec<RawLog> {
-        let all = self.vm.get_emitted_logs();
-        let new = all[self.seen..].to_vec();
-        self.seen = all.len();
-        new
+        self.logs.take(&self.vm)
     }
 
     fn expect_events(&mut self, expected: &[RawLog]) {
@@ -121,15 +122,6 @@ impl Env {
         self.by(CAROL)
             .permit(owner, spender, value, deadline, v, r, s)
     }
-}
-
-fn event<E: SolEvent>(e: E) -> RawLog {
-    let data = e.encode_log_data();
-    (data.topics().to_vec(), data.data.to_vec())
-}
-
-fn decode<E: SolEvent>(log: &RawLog) -> E {
-    E::decode_raw_log_validate(log.0.iter().copied(), &log.1).unwrap()
 }
 
 #[track_caller]

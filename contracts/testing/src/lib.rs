@@ -259,6 +259,35 @@ impl TestKey {
     }
 }
 
+/// A log as TestVM records it: topics, then data.
+pub type RawLog = (Vec<B256>, Vec<u8>);
+
+/// Hands out the logs a [`TestVM`] emitted since the last time it was asked.
+#[derive(Debug, Default)]
+pub struct LogCursor {
+    seen: usize,
+}
+
+impl LogCursor {
+    pub fn take(&mut self, vm: &TestVM) -> Vec<RawLog> {
+        let all = vm.get_emitted_logs();
+        let new = all[self.seen.min(all.len())..].to_vec();
+        self.seen = all.len();
+        new
+    }
+}
+
+/// `event` as the log a contract would emit for it.
+pub fn raw_log<E: alloy_sol_types::SolEvent>(event: E) -> RawLog {
+    let data = event.encode_log_data();
+    (data.topics().to_vec(), data.data.to_vec())
+}
+
+/// Decodes `log` as event `E` (panics when it is not one).
+pub fn decode_log<E: alloy_sol_types::SolEvent>(log: &RawLog) -> E {
+    E::decode_raw_log_validate(log.0.iter().copied(), &log.1).expect("log decodes as the event")
+}
+
 /// Asserts that `result` failed with exactly `expected`'s revert data; on a mismatch the
 /// message shows what came back, decoded with the contract's error set `Errors` when it can be.
 #[track_caller]
