@@ -143,19 +143,7 @@ impl SessionWallet {
             metadata,
         };
         let value = self.vm().msg_value();
-        let expected = if token == token::NATIVE {
-            deposit
-        } else {
-            U256::ZERO
-        };
-        if value != expected {
-            return Err(WalletValueMismatch {
-                sent: value,
-                expected,
-            }
-            .into());
-        }
-        self.open(owner, &terms)
+        self.open(owner, &terms, value)
     }
 
     /// Executes a `PaymentIntent` signed by the session key, submitted by anyone. Above the
@@ -607,7 +595,9 @@ impl SessionWallet {
 
 // Internal machinery, not part of the ABI.
 impl SessionWallet {
-    fn open(&mut self, owner: Address, t: &Terms) -> Result<U256> {
+    /// Validates `t`, escrows the deposit (`value` for native sessions, else pulled from
+    /// `owner`) and records the session.
+    fn open(&mut self, owner: Address, t: &Terms, value: U256) -> Result<U256> {
         let now = self.vm().block_timestamp();
         if t.session_key.is_zero() {
             return Err(WalletError::invalid(InvalidParameter::SessionKey));
@@ -622,14 +612,7 @@ impl SessionWallet {
         if (t.period_seconds == 0) != t.period_budget.is_zero() {
             return Err(WalletError::invalid(InvalidParameter::Period));
         }
-        if t.token != token::NATIVE && !token::pull(self.vm(), t.token, owner, t.deposit) {
-            return Err(WalletTransferFailed {
-                token: t.token,
-                to: self.vm().contract_address(),
-                amount: t.deposit,
-            }
-            .into());
-        }
+        self.receive_funds(t.token, owner, t.deposit, value)?;
         let id = self.session_count.get() + U256::from(1);
         self.session_count.set(id);
         let mut s = self.sessions.setter(id);
