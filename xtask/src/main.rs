@@ -4,7 +4,7 @@
 //! cargo xtask build-contracts                      # all contracts -> target/contracts/
 //! cargo xtask build-contracts -p session-wallet    # just one
 //! BURSAR_WASM_TARGET_DIR=/cache/wasm cargo xtask build-contracts
-//! cargo xtask test                                 # fmt, clippy, all tests, contract build
+//! cargo xtask test                                 # fmt, clippy, contract build, all tests
 //! ```
 
 mod build_contracts;
@@ -29,8 +29,8 @@ enum Cmd {
     /// Build every Stylus contract to target/contracts/<crate>.wasm (+ .code), check the
     /// activation rules and the 24,576-byte code limit, and print a size table.
     BuildContracts(build_contracts::BuildArgs),
-    /// Run everything CI runs: `cargo fmt --check`, `cargo clippy -D warnings`, the whole
-    /// workspace's tests, then `build-contracts`.
+    /// Run everything CI runs: `cargo fmt --check`, `cargo clippy -D warnings`,
+    /// `build-contracts`, then the whole workspace's tests.
     Test(build_contracts::BuildArgs),
 }
 

@@ -6,34 +6,35 @@ use anyhow::{bail, Context, Result};
 
 use crate::build_contracts::{self, BuildArgs};
 
-/// Formatting, lints, every workspace test, then the contracts as deployable WASM (which
-/// enforces the activation rules and the code-size limit).
+/// Formatting and lints, then the contracts as deployable WASM (which enforces the activation
+/// rules and the code-size limit, and gives the devnet tests fresh artifacts), then every
+/// workspace test.
 pub fn run(build: &BuildArgs) -> Result<()> {
-    let steps: [(&str, &[&str]); 3] = [
-        ("format", &["fmt", "--all", "--", "--check"]),
-        (
-            "lints",
-            &[
-                "clippy",
-                "--workspace",
-                "--all-targets",
-                "--",
-                "-D",
-                "warnings",
-            ],
-        ),
-        ("tests", &["test", "--workspace"]),
-    ];
-    for (name, args) in steps {
-        eprintln!("==> {name}: cargo {}", args.join(" "));
-        let status = Command::new(env!("CARGO"))
-            .args(args)
-            .status()
-            .with_context(|| format!("running cargo {}", args[0]))?;
-        if !status.success() {
-            bail!("{name} failed (cargo {})", args.join(" "));
-        }
-    }
+    cargo("format", &["fmt", "--all", "--", "--check"])?;
+    cargo(
+        "lints",
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    )?;
     eprintln!("==> contracts: build-contracts");
-    build_contracts::run(build)
+    build_contracts::run(build)?;
+    cargo("tests", &["test", "--workspace"])
+}
+
+fn cargo(step: &str, args: &[&str]) -> Result<()> {
+    eprintln!("==> {step}: cargo {}", args.join(" "));
+    let status = Command::new(env!("CARGO"))
+        .args(args)
+        .status()
+        .with_context(|| format!("running cargo {}", args[0]))?;
+    if !status.success() {
+        bail!("{step} failed (cargo {})", args.join(" "));
+    }
+    Ok(())
 }

@@ -1,0 +1,470 @@
+//! The executor: message calls through precompiles, plain accounts and Stylus programs.
+//!
+//! A call frame runs a program in its own wasmi [`Store`]. The store *owns* the world
+//! ([`World`], boxed) for the duration of the frame; a nested call made from a hostio takes the
+//! world out of the caller's store, runs the callee frame with it and puts it back. That keeps
+//! everything safe Rust with no shared-ownership cells, and `Executor` stays `Send`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use alloy_primitives::{Address, Bytes, B256, U256};
+use wasmi::{Linker, Store, TrapCode};
+
+use crate::host::{self, Ctx, Escape, Frame};
+use crate::meter::{self, INK_PER_FUEL, INK_PRICE};
+use crate::precompiles;
+use crate::state::{Log, State};
+use crate::stylus::{is_stylus_program, ActivationError, ProgramInfo, Programs};
+
+/// Chain id of nitro's dev node.
+pub const DEFAULT_CHAIN_ID: u64 = 412_346;
+
+/// Block values visible to programs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockEnv {
+    pub number: u64,
+    pub timestamp: u64,
+    pub chain_id: u64,
+    pub basefee: U256,
+    pub coinbase: Address,
+    pub gas_limit: u64,
+}
+
+impl Default for BlockEnv {
+    fn default() -> Self {
+        BlockEnv {
+            number: 1,
+            timestamp: 1_700_000_000,
+            chain_id: DEFAULT_CHAIN_ID,
+            basefee: U256::from(100_000_000u64),
+            coinbase: Address::ZERO,
+            gas_limit: 1 << 50,
+        }
+    }
+}
+
+/// Transaction values visible to programs (`tx_origin` is the top-level caller).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TxEnv {
+    pub origin: Address,
+    pub gas_price: U256,
+}
+
+/// How a call ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallStatus {
+    Success,
+    /// Reverted: explicit revert, a trap or a program failure. Unused gas is returned.
+    Revert,
+    /// Out of gas/ink: all gas consumed.
+    OutOfGas,
+}
+
+/// The result of [`Executor::call`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallOutcome {
+    pub success: bool,
+    pub status: CallStatus,
+    /// Return data on success, revert data on revert, empty on out-of-gas.
+    pub return_data: Bytes,
+    /// Gas consumed, before refunds.
+    pub gas_used: u64,
+    /// EIP-3529 refund counter at the end (the transaction layer caps it at `gas_used / 5`).
+    pub gas_refund: u64,
+    /// Logs of the call (empty unless it succeeded).
+    pub logs: Vec<Log>,
+}
+
+/// The result of [`Executor::create`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CreateOutcome {
+    /// The new contract, `None` if the creation failed.
+    pub address: Option<Address>,
+    /// Revert data when the initcode reverted.
+    pub revert_data: Bytes,
+    pub gas_used: u64,
+}
+
+/// The kind of message call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CallKind {
+    Call,
+    StaticCall,
+    DelegateCall,
+}
+
+/// A message to execute.
+#[derive(Clone, Debug)]
+pub(crate) struct Message {
+    pub kind: CallKind,
+    /// `msg.sender` seen by the callee.
+    pub caller: Address,
+    /// The account whose storage, balance and address the code acts on.
+    pub address: Address,
+    /// The account whose code runs (differs from `address` for delegate calls).
+    pub code_address: Address,
+    /// `msg.value` seen by the callee.
+    pub value: U256,
+    /// Value actually moved from `caller` to `address` (zero for delegate/static calls).
+    pub transfer: U256,
+    pub input: Bytes,
+    pub gas: u64,
+    pub is_static: bool,
+    pub depth: usize,
+}
+
+/// A frame's result.
+#[derive(Debug)]
+pub(crate) struct FrameResult {
+    pub status: CallStatus,
+    pub output: Bytes,
+    pub gas_left: u64,
+}
+
+impl FrameResult {
+    fn revert(output: Bytes, gas_left: u64) -> Self {
+        FrameResult {
+            status: CallStatus::Revert,
+            output,
+            gas_left,
+        }
+    }
+    fn out_of_gas() -> Self {
+        FrameResult {
+            status: CallStatus::OutOfGas,
+            output: Bytes::new(),
+            gas_left: 0,
+        }
+    }
+}
+
+/// Everything a frame can reach: state, programs, environment and per-tx counters.
+pub(crate) struct World {
+    pub state: State,
+    pub programs: Programs,
+    pub linker: Arc<Linker<Ctx>>,
+    pub block: BlockEnv,
+    pub tx: TxEnv,
+    /// Open non-delegate frames per acting address (`msg_reentrant`).
+    pub open_frames: HashMap<Address, u32>,
+    /// Wasm pages open now / ever in this transaction (memory model).
+    pub open_pages: u16,
+    pub ever_pages: u16,
+}
+
+impl World {
+    /// Resets the per-transaction state for a transaction sent by `origin` to `to`.
+    fn begin_tx(&mut self, origin: Address, to: Option<Address>) {
+        self.tx.origin = origin;
+        self.open_frames.clear();
+        self.open_pages = 0;
+        self.ever_pages = 0;
+        // EIP-2929: sender, recipient and precompiles start warm; EIP-3651: so does coinbase.
+        let warm = [origin, self.block.coinbase].into_iter().chain(to);
+        self.state.begin_tx(warm.chain(precompiles::ALL));
+    }
+}
+
+/// Executes message calls against a world state.
+///
+/// `Executor` is `Send`, so the chain layer can keep it behind a mutex shared by tasks.
+pub struct Executor {
+    /// Always `Some` between calls; taken while a frame runs (see the module docs).
+    world: Option<Box<World>>,
+}
+
+impl Default for Executor {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Executor {
+    pub fn new() -> Self {
+        let programs = Programs::new();
+        let linker = Arc::new(host::linker(programs.engine()));
+        Executor {
+            world: Some(Box::new(World {
+                state: State::new(),
+                programs,
+                linker,
+                block: BlockEnv::default(),
+                tx: TxEnv::default(),
+                open_frames: HashMap::new(),
+                open_pages: 0,
+                ever_pages: 0,
+            })),
+        }
+    }
+
+    fn world(&self) -> &World {
+        self.world.as_deref().expect("world present between calls")
+    }
+
+    fn world_mut(&mut self) -> &mut World {
+        self.world
+            .as_deref_mut()
+            .expect("world present between calls")
+    }
+
+    pub fn state(&self) -> &State {
+        &self.world().state
+    }
+
+    /// Direct state access (genesis, cheats). Changes made here are not journaled into a call.
+    pub fn state_mut(&mut self) -> &mut State {
+        &mut self.world_mut().state
+    }
+
+    pub fn block(&self) -> &BlockEnv {
+        &self.world().block
+    }
+
+    pub fn block_mut(&mut self) -> &mut BlockEnv {
+        &mut self.world_mut().block
+    }
+
+    pub fn tx_env_mut(&mut self) -> &mut TxEnv {
+        &mut self.world_mut().tx
+    }
+
+    pub fn programs(&self) -> &Programs {
+        &self.world().programs
+    }
+
+    /// Activates `code` (as stored on chain). See [`Programs::activate`].
+    pub fn activate(&mut self, code: &[u8]) -> Result<ProgramInfo, ActivationError> {
+        self.world_mut().programs.activate(code)
+    }
+
+    /// Activates the code installed at `address`.
+    pub fn activate_at(&mut self, address: Address) -> Result<ProgramInfo, ActivationError> {
+        let code = self.state().code(address);
+        self.activate(&code)
+    }
+
+    /// Installs `code` at `address` and activates it (a deploy + `activateProgram` shortcut).
+    pub fn deploy_program(
+        &mut self,
+        address: Address,
+        code: &[u8],
+    ) -> Result<ProgramInfo, ActivationError> {
+        let info = self.activate(code)?;
+        self.state_mut()
+            .set_code(address, Bytes::copy_from_slice(code));
+        Ok(info)
+    }
+
+    /// Runs one message call as a transaction of its own: `from` is `tx.origin`, access lists
+    /// and transient storage start fresh, and everything is undone unless it succeeds. No
+    /// intrinsic gas, nonce or fee handling — that belongs to the transaction layer.
+    /// `is_static` runs a STATICCALL (any `value` is then ignored).
+    pub fn call(
+        &mut self,
+        from: Address,
+        to: Address,
+        value: U256,
+        calldata: &[u8],
+        gas: u64,
+        is_static: bool,
+    ) -> CallOutcome {
+        let mut world = self.world.take().expect("world present between calls");
+        world.begin_tx(from, Some(to));
+        let cp = world.state.checkpoint();
+        let msg = Message {
+            kind: if is_static {
+                CallKind::StaticCall
+            } else {
+                CallKind::Call
+            },
+            caller: from,
+            address: to,
+            code_address: to,
+            value: if is_static { U256::ZERO } else { value },
+            transfer: if is_static { U256::ZERO } else { value },
+            input: Bytes::copy_from_slice(calldata),
+            gas,
+            is_static,
+            depth: 0,
+        };
+        let (mut world, result) = call_frame(world, msg);
+        if result.status != CallStatus::Success {
+            world.state.revert(cp);
+        }
+        let (logs, refund) = world.state.end_tx();
+        self.world = Some(world);
+        CallOutcome {
+            success: result.status == CallStatus::Success,
+            status: result.status,
+            return_data: result.output,
+            gas_used: gas - result.gas_left,
+            gas_refund: u64::try_from(refund).unwrap_or(0),
+            logs,
+        }
+    }
+}
+
+impl Executor {
+    /// Runs a contract creation as a transaction of its own (CREATE semantics: the address
+    /// comes from `from`'s current nonce, which is bumped — as geth does for creation
+    /// transactions, so the transaction layer must not bump it again). The initcode runs in
+    /// the minimal interpreter of [`crate::create`]. No intrinsic gas or fees.
+    pub fn create(
+        &mut self,
+        from: Address,
+        value: U256,
+        initcode: &[u8],
+        gas: u64,
+    ) -> CreateOutcome {
+        let mut world = self.world.take().expect("world present between calls");
+        world.begin_tx(from, None);
+        let (mut world, result) =
+            crate::create::create(world, from, value, initcode.to_vec(), None, gas, 0);
+        world.state.end_tx();
+        self.world = Some(world);
+        CreateOutcome {
+            address: result.address,
+            revert_data: result.revert_data,
+            gas_used: gas - result.gas_left,
+        }
+    }
+}
+
+/// Executes `msg`, reverting its state changes unless it succeeds.
+pub(crate) fn call_frame(mut world: Box<World>, msg: Message) -> (Box<World>, FrameResult) {
+    if msg.depth > meter::MAX_CALL_DEPTH {
+        return (world, FrameResult::revert(Bytes::new(), msg.gas));
+    }
+    let cp = world.state.checkpoint();
+    if !msg.transfer.is_zero()
+        && world
+            .state
+            .transfer(msg.caller, msg.address, msg.transfer)
+            .is_err()
+    {
+        return (world, FrameResult::revert(Bytes::new(), msg.gas));
+    }
+
+    let result = if let Some(pre) = precompiles::run(msg.code_address, &msg.input) {
+        if pre.gas > msg.gas {
+            FrameResult::out_of_gas()
+        } else {
+            FrameResult {
+                status: CallStatus::Success,
+                output: pre.output.into(),
+                gas_left: msg.gas - pre.gas,
+            }
+        }
+    } else {
+        let code = world.state.code(msg.code_address);
+        if code.is_empty() {
+            // A plain account: the call succeeds, the value (if any) has moved.
+            FrameResult {
+                status: CallStatus::Success,
+                output: Bytes::new(),
+                gas_left: msg.gas,
+            }
+        } else if is_stylus_program(&code) {
+            let code_hash = world
+                .state
+                .account(msg.code_address)
+                .map(|a| a.code_hash)
+                .unwrap_or_default();
+            let (w, r) = run_program(world, code_hash, msg);
+            world = w;
+            r
+        } else {
+            // EVM bytecode is not executed by this devnet (only the deploy prelude is, at
+            // create time); calling it reverts with empty data.
+            FrameResult::revert(Bytes::new(), msg.gas)
+        }
+    };
+
+    if result.status == CallStatus::Success {
+        world.state.commit(cp);
+    } else {
+        world.state.revert(cp);
+    }
+    (world, result)
+}
+
+/// Runs the Stylus program with `code_hash` for `msg`.
+fn run_program(mut world: Box<World>, code_hash: B256, msg: Message) -> (Box<World>, FrameResult) {
+    let Some(program) = world.programs.get(code_hash).cloned() else {
+        // Deployed but never activated: reverts with empty data, as on Arbitrum.
+        return (world, FrameResult::revert(Bytes::new(), msg.gas));
+    };
+    // Program init and memory footprint are paid before the program runs.
+    let footprint = program.info.footprint;
+    let upfront =
+        meter::PROGRAM_INIT_GAS + meter::memory_gas(footprint, world.open_pages, world.ever_pages);
+    if upfront > msg.gas || world.open_pages.saturating_add(footprint) > meter::PAGE_LIMIT {
+        return (world, FrameResult::out_of_gas());
+    }
+    world.open_pages += footprint;
+    world.ever_pages = world.ever_pages.max(world.open_pages);
+    let gas = msg.gas - upfront;
+
+    let counts_as_open = msg.kind != CallKind::DelegateCall;
+    if counts_as_open {
+        *world.open_frames.entry(msg.address).or_default() += 1;
+    }
+
+    let engine = world.programs.engine().clone();
+    let linker = Arc::clone(&world.linker);
+    let input_len = msg.input.len() as i32;
+    let mut store = Store::new(&engine, Ctx::new(world, Frame::new(msg, footprint)));
+    store.limiter(|ctx| &mut ctx.limiter);
+    // Ink beyond what fuel can express is irrelevant: u64 fuel × 100 ink covers any gas limit.
+    let fuel = gas.saturating_mul(INK_PRICE) / INK_PER_FUEL;
+    store.set_fuel(fuel).expect("fuel metering is enabled");
+
+    let outcome = linker
+        .instantiate_and_start(&mut store, &program.module)
+        .and_then(|instance| {
+            let memory = instance.get_memory(&store, "memory");
+            store.data_mut().memory = memory;
+            let entry = instance.get_typed_func::<i32, i32>(&store, "user_entrypoint")?;
+            entry.call(&mut store, input_len)
+        });
+    // Memory grown through `memory.grow` since the last hostio is paid now (see `meter`).
+    let grown_ok = host::settle_memory_growth(&mut store).is_ok();
+    let fuel_left = store.get_fuel().expect("fuel metering is enabled");
+    let ctx = store.into_data();
+    let gas_left = fuel_left * INK_PER_FUEL / INK_PRICE;
+    let mut world = ctx.world.expect("world returned by nested calls");
+    // The frame's pages (footprint and growth) close with it.
+    world.open_pages = world.open_pages.saturating_sub(ctx.frame.open_pages);
+    if counts_as_open {
+        if let Some(n) = world.open_frames.get_mut(&ctx.frame.msg.address) {
+            *n -= 1;
+        }
+    }
+    let result = ctx.frame.result;
+
+    let frame_result = match outcome {
+        _ if !grown_ok => FrameResult::out_of_gas(),
+        Ok(0) => FrameResult {
+            status: CallStatus::Success,
+            output: result.into(),
+            gas_left,
+        },
+        Ok(_) => FrameResult::revert(result.into(), gas_left),
+        Err(err) => match err.downcast_ref::<Escape>() {
+            Some(Escape::Exit(0)) => FrameResult {
+                status: CallStatus::Success,
+                output: result.into(),
+                gas_left,
+            },
+            Some(Escape::Exit(_)) => FrameResult::revert(result.into(), gas_left),
+            Some(Escape::OutOfInk) => FrameResult::out_of_gas(),
+            Some(Escape::Failure(_)) => FrameResult::revert(Bytes::new(), gas_left),
+            None if err.as_trap_code() == Some(TrapCode::OutOfFuel) => FrameResult::out_of_gas(),
+            // Any other trap (unreachable, out-of-bounds, stack exhaustion...) is a program
+            // failure: revert with empty data, unused gas returned.
+            None => FrameResult::revert(Bytes::new(), gas_left),
+        },
+    };
+    (world, frame_result)
+}

@@ -1,0 +1,26 @@
+//! Bursar devnet: the Stylus execution core of a local chain.
+//!
+//! * [`state`] — world state with a journal (checkpoint / revert / commit), EIP-2929 warm sets,
+//!   EIP-2200 original values, transient storage and logs.
+//! * [`stylus`] — program activation (prefix, brotli, the nitro activation rules from
+//!   `stylus-activation`, wasmi compilation) and the compiled-module cache.
+//! * `host` — the 42 `vm_hooks` imports a program links against.
+//! * [`exec`] — [`Executor`]: message calls through precompiles, plain accounts and programs.
+//! * [`create`] — CREATE/CREATE2 with the minimal initcode interpreter for the deploy prelude.
+//! * [`meter`] — the gas/ink model and where it differs from Arbitrum.
+//!
+//! The transaction and JSON-RPC layers are meant to sit on top of [`Executor`].
+
+pub mod create;
+pub mod exec;
+mod host;
+pub mod meter;
+pub mod precompiles;
+pub mod state;
+pub mod stylus;
+
+pub use exec::{
+    BlockEnv, CallOutcome, CallStatus, CreateOutcome, Executor, TxEnv, DEFAULT_CHAIN_ID,
+};
+pub use state::{Account, Checkpoint, Log, State};
+pub use stylus::{ActivationError, ProgramInfo, Programs};

@@ -1,0 +1,441 @@
+//! World state: accounts, storage, transient storage and logs, with a journal.
+//!
+//! Every mutation goes through a method that records how to undo it, so a call frame that
+//! reverts can roll the world back to a [`Checkpoint`] — storage writes, balance transfers,
+//! nonce bumps, account creations and logs included. Per-transaction bookkeeping (EIP-2929 warm
+//! sets, EIP-2200 original values, transient storage, the refund counter) lives here too,
+//! because it must be undone with the same journal (a reverted frame's accesses become cold
+//! again, as in geth).
+
+use std::collections::{HashMap, HashSet};
+
+use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
+
+/// `keccak256("")`: the code hash of an account without code.
+pub const KECCAK_EMPTY: B256 =
+    alloy_primitives::b256!("c5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470");
+
+/// One account.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Account {
+    pub balance: U256,
+    pub nonce: u64,
+    pub code: Bytes,
+    /// `keccak256(code)`, kept alongside so `EXTCODEHASH` and the program cache need no rehash.
+    pub code_hash: B256,
+}
+
+impl Default for Account {
+    fn default() -> Self {
+        Account {
+            balance: U256::ZERO,
+            nonce: 0,
+            code: Bytes::new(),
+            code_hash: KECCAK_EMPTY,
+        }
+    }
+}
+
+impl Account {
+    /// EIP-161 emptiness: no code, zero nonce, zero balance.
+    pub fn is_empty(&self) -> bool {
+        self.code.is_empty() && self.nonce == 0 && self.balance.is_zero()
+    }
+}
+
+/// An event emitted by a contract.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Log {
+    pub address: Address,
+    pub topics: Vec<B256>,
+    pub data: Bytes,
+}
+
+/// A position in the journal to revert to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Checkpoint {
+    journal: usize,
+    logs: usize,
+}
+
+/// Error when a transfer cannot be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("insufficient balance: {from} has {have}, needs {need}")]
+pub struct InsufficientBalance {
+    pub from: Address,
+    pub have: U256,
+    pub need: U256,
+}
+
+/// How to undo one mutation.
+#[derive(Clone, Debug)]
+enum Undo {
+    /// The account did not exist before; remove it.
+    AccountCreated(Address),
+    Balance(Address, U256),
+    Nonce(Address, u64),
+    Code(Address, Bytes, B256),
+    Storage(Address, B256, B256),
+    Transient(Address, B256, B256),
+    WarmAccount(Address),
+    WarmSlot(Address, B256),
+    Refund(i64),
+}
+
+/// The world state plus per-transaction bookkeeping. `Clone` gives whole-state snapshots (for
+/// dev methods such as `evm_snapshot`) between transactions.
+#[derive(Clone, Debug, Default)]
+pub struct State {
+    accounts: HashMap<Address, Account>,
+    storage: HashMap<Address, HashMap<B256, B256>>,
+    transient: HashMap<(Address, B256), B256>,
+    logs: Vec<Log>,
+    journal: Vec<Undo>,
+    warm_accounts: HashSet<Address>,
+    warm_slots: HashSet<(Address, B256)>,
+    /// EIP-2200 "original value": the slot's value at the start of the transaction.
+    originals: HashMap<(Address, B256), B256>,
+    /// EIP-3529 refund counter (may go negative within a tx, as in geth's accounting).
+    refund: i64,
+}
+
+impl State {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    // ----- transaction boundaries -----------------------------------------------------------
+
+    /// Starts a transaction: clears the journal, logs, warm sets, originals, transient storage
+    /// and refund counter. `sender` and `to` (and precompiles, by the caller) start warm.
+    pub fn begin_tx(&mut self, warm: impl IntoIterator<Item = Address>) {
+        self.journal.clear();
+        self.logs.clear();
+        self.warm_accounts.clear();
+        self.warm_slots.clear();
+        self.originals.clear();
+        self.transient.clear();
+        self.refund = 0;
+        self.warm_accounts.extend(warm);
+    }
+
+    /// Ends a transaction: returns its logs and refund counter and drops the journal (nothing
+    /// before this point can be reverted any more).
+    pub fn end_tx(&mut self) -> (Vec<Log>, i64) {
+        self.journal.clear();
+        self.transient.clear();
+        (
+            std::mem::take(&mut self.logs),
+            std::mem::replace(&mut self.refund, 0),
+        )
+    }
+
+    // ----- journal ----------------------------------------------------------------------------
+
+    pub fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            journal: self.journal.len(),
+            logs: self.logs.len(),
+        }
+    }
+
+    /// Undoes everything recorded since `cp`, newest first.
+    pub fn revert(&mut self, cp: Checkpoint) {
+        while self.journal.len() > cp.journal {
+            match self.journal.pop().expect("length checked") {
+                Undo::AccountCreated(a) => {
+                    self.accounts.remove(&a);
+                }
+                Undo::Balance(a, v) => self.account_mut_raw(a).balance = v,
+                Undo::Nonce(a, v) => self.account_mut_raw(a).nonce = v,
+                Undo::Code(a, code, hash) => {
+                    let acc = self.account_mut_raw(a);
+                    acc.code = code;
+                    acc.code_hash = hash;
+                }
+                Undo::Storage(a, k, v) => self.write_slot_raw(a, k, v),
+                Undo::Transient(a, k, v) => {
+                    self.transient.insert((a, k), v);
+                }
+                Undo::WarmAccount(a) => {
+                    self.warm_accounts.remove(&a);
+                }
+                Undo::WarmSlot(a, k) => {
+                    self.warm_slots.remove(&(a, k));
+                }
+                Undo::Refund(r) => self.refund = r,
+            }
+        }
+        self.logs.truncate(cp.logs);
+    }
+
+    /// Keeps everything since `cp`. The journal is flat, so this only exists to make frame
+    /// code read symmetrically; entries stay until the transaction ends so an outer revert
+    /// still undoes them.
+    pub fn commit(&mut self, _cp: Checkpoint) {}
+
+    // ----- accounts ---------------------------------------------------------------------------
+
+    pub fn account(&self, address: Address) -> Option<&Account> {
+        self.accounts.get(&address)
+    }
+
+    /// Every account (for dumps and state files).
+    pub fn accounts(&self) -> impl Iterator<Item = (&Address, &Account)> {
+        self.accounts.iter()
+    }
+
+    pub fn exists(&self, address: Address) -> bool {
+        self.accounts.contains_key(&address)
+    }
+
+    pub fn balance(&self, address: Address) -> U256 {
+        self.accounts
+            .get(&address)
+            .map_or(U256::ZERO, |a| a.balance)
+    }
+
+    pub fn nonce(&self, address: Address) -> u64 {
+        self.accounts.get(&address).map_or(0, |a| a.nonce)
+    }
+
+    pub fn code(&self, address: Address) -> Bytes {
+        self.accounts
+            .get(&address)
+            .map_or_else(Bytes::new, |a| a.code.clone())
+    }
+
+    /// `EXTCODEHASH`: zero for a non-existent (or EIP-161 empty) account.
+    pub fn code_hash(&self, address: Address) -> B256 {
+        match self.accounts.get(&address) {
+            Some(a) if !a.is_empty() => a.code_hash,
+            _ => B256::ZERO,
+        }
+    }
+
+    /// The account, created (journaled) if missing.
+    fn account_mut(&mut self, address: Address) -> &mut Account {
+        if !self.accounts.contains_key(&address) {
+            self.journal.push(Undo::AccountCreated(address));
+        }
+        self.accounts.entry(address).or_default()
+    }
+
+    /// The account for undo application, never journaled.
+    fn account_mut_raw(&mut self, address: Address) -> &mut Account {
+        self.accounts.entry(address).or_default()
+    }
+
+    /// Creates `address` if it does not exist (journaled).
+    pub fn touch(&mut self, address: Address) {
+        self.account_mut(address);
+    }
+
+    pub fn set_balance(&mut self, address: Address, balance: U256) {
+        let acc = self.account_mut(address);
+        let old = std::mem::replace(&mut acc.balance, balance);
+        self.journal.push(Undo::Balance(address, old));
+    }
+
+    pub fn set_nonce(&mut self, address: Address, nonce: u64) {
+        let acc = self.account_mut(address);
+        let old = std::mem::replace(&mut acc.nonce, nonce);
+        self.journal.push(Undo::Nonce(address, old));
+    }
+
+    pub fn increment_nonce(&mut self, address: Address) -> u64 {
+        let old = self.nonce(address);
+        self.set_nonce(address, old + 1);
+        old
+    }
+
+    pub fn set_code(&mut self, address: Address, code: Bytes) {
+        let hash = if code.is_empty() {
+            KECCAK_EMPTY
+        } else {
+            keccak256(&code)
+        };
+        let acc = self.account_mut(address);
+        let old_code = std::mem::replace(&mut acc.code, code);
+        let old_hash = std::mem::replace(&mut acc.code_hash, hash);
+        self.journal.push(Undo::Code(address, old_code, old_hash));
+    }
+
+    /// Moves `value` from `from` to `to` (creating `to`), or fails without changing anything.
+    pub fn transfer(
+        &mut self,
+        from: Address,
+        to: Address,
+        value: U256,
+    ) -> Result<(), InsufficientBalance> {
+        let have = self.balance(from);
+        if have < value {
+            return Err(InsufficientBalance {
+                from,
+                have,
+                need: value,
+            });
+        }
+        self.touch(to);
+        if value.is_zero() || from == to {
+            return Ok(());
+        }
+        self.set_balance(from, have - value);
+        let to_balance = self.balance(to);
+        self.set_balance(to, to_balance + value);
+        Ok(())
+    }
+
+    // ----- storage ----------------------------------------------------------------------------
+
+    pub fn storage(&self, address: Address, slot: B256) -> B256 {
+        self.storage
+            .get(&address)
+            .and_then(|s| s.get(&slot))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// The value `slot` had when the transaction began (EIP-2200).
+    pub fn original_storage(&self, address: Address, slot: B256) -> B256 {
+        self.originals
+            .get(&(address, slot))
+            .copied()
+            .unwrap_or_else(|| self.storage(address, slot))
+    }
+
+    /// Writes a slot (journaled), remembering its original value for EIP-2200 pricing.
+    pub fn set_storage(&mut self, address: Address, slot: B256, value: B256) {
+        let old = self.storage(address, slot);
+        self.originals.entry((address, slot)).or_insert(old);
+        self.journal.push(Undo::Storage(address, slot, old));
+        self.write_slot_raw(address, slot, value);
+    }
+
+    fn write_slot_raw(&mut self, address: Address, slot: B256, value: B256) {
+        let slots = self.storage.entry(address).or_default();
+        if value.is_zero() {
+            slots.remove(&slot);
+        } else {
+            slots.insert(slot, value);
+        }
+    }
+
+    /// All non-zero slots of `address` (for dumps and tests).
+    pub fn storage_of(&self, address: Address) -> impl Iterator<Item = (&B256, &B256)> {
+        self.storage.get(&address).into_iter().flatten()
+    }
+
+    // ----- transient storage (EIP-1153) -------------------------------------------------------
+
+    pub fn transient(&self, address: Address, slot: B256) -> B256 {
+        self.transient
+            .get(&(address, slot))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    pub fn set_transient(&mut self, address: Address, slot: B256, value: B256) {
+        let old = self
+            .transient
+            .insert((address, slot), value)
+            .unwrap_or_default();
+        self.journal.push(Undo::Transient(address, slot, old));
+    }
+
+    // ----- EIP-2929 access sets ---------------------------------------------------------------
+
+    /// Marks `address` warm; returns whether it was cold.
+    pub fn warm_account(&mut self, address: Address) -> bool {
+        let cold = self.warm_accounts.insert(address);
+        if cold {
+            self.journal.push(Undo::WarmAccount(address));
+        }
+        cold
+    }
+
+    /// Marks a slot warm; returns whether it was cold.
+    pub fn warm_slot(&mut self, address: Address, slot: B256) -> bool {
+        let cold = self.warm_slots.insert((address, slot));
+        if cold {
+            self.journal.push(Undo::WarmSlot(address, slot));
+        }
+        cold
+    }
+
+    // ----- refunds and logs -------------------------------------------------------------------
+
+    pub fn refund(&self) -> i64 {
+        self.refund
+    }
+
+    pub fn add_refund(&mut self, delta: i64) {
+        if delta != 0 {
+            self.journal.push(Undo::Refund(self.refund));
+            self.refund += delta;
+        }
+    }
+
+    pub fn push_log(&mut self, log: Log) {
+        self.logs.push(log);
+    }
+
+    /// Logs emitted so far in the current transaction (reverted frames excluded).
+    pub fn logs(&self) -> &[Log] {
+        &self.logs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(n: u8) -> Address {
+        Address::repeat_byte(n)
+    }
+
+    #[test]
+    fn revert_undoes_storage_balances_creations_and_logs() {
+        let mut s = State::new();
+        s.set_balance(addr(1), U256::from(100));
+        s.begin_tx([]);
+        let cp = s.checkpoint();
+        s.set_storage(addr(1), B256::with_last_byte(1), B256::with_last_byte(7));
+        s.transfer(addr(1), addr(2), U256::from(40)).unwrap();
+        s.push_log(Log {
+            address: addr(1),
+            topics: vec![],
+            data: Bytes::new(),
+        });
+        assert!(s.warm_slot(addr(1), B256::ZERO));
+        s.revert(cp);
+        assert_eq!(s.storage(addr(1), B256::with_last_byte(1)), B256::ZERO);
+        assert_eq!(s.balance(addr(1)), U256::from(100));
+        assert!(!s.exists(addr(2)));
+        assert!(s.logs().is_empty());
+        assert!(
+            s.warm_slot(addr(1), B256::ZERO),
+            "reverted access is cold again"
+        );
+    }
+
+    #[test]
+    fn original_value_is_the_value_at_tx_start() {
+        let mut s = State::new();
+        let k = B256::with_last_byte(1);
+        s.set_storage(addr(1), k, B256::with_last_byte(1));
+        s.begin_tx([]);
+        s.set_storage(addr(1), k, B256::with_last_byte(2));
+        s.set_storage(addr(1), k, B256::with_last_byte(3));
+        assert_eq!(s.original_storage(addr(1), k), B256::with_last_byte(1));
+        assert_eq!(s.storage(addr(1), k), B256::with_last_byte(3));
+    }
+
+    #[test]
+    fn transfer_fails_without_funds() {
+        let mut s = State::new();
+        let err = s.transfer(addr(1), addr(2), U256::from(1)).unwrap_err();
+        assert_eq!(err.need, U256::from(1));
+        assert!(!s.exists(addr(2)));
+    }
+}

@@ -1,0 +1,167 @@
+//! Shared test harness: the real contract artifacts and a thin typed layer over `Executor`.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use alloy_primitives::{Address, Bytes, U256};
+use alloy_sol_types::{SolCall, SolEventInterface, SolInterface};
+use bursar_devnet::{CallOutcome, Executor, Log};
+
+/// The contracts the tests deploy (artifact stem names).
+pub const CONTRACTS: [&str; 5] = [
+    "counterparty_registry",
+    "receipt_registry",
+    "session_gateway",
+    "session_wallet",
+    "test_token",
+];
+
+/// Selector of `stylus_constructor()`, fixed whatever the constructor's arguments.
+pub const CONSTRUCTOR_SELECTOR: [u8; 4] = [0x55, 0x85, 0x25, 0x8d];
+
+pub const GAS: u64 = 30_000_000;
+
+/// Where the artifacts are: `$BURSAR_CONTRACTS_DIR`, else `<workspace>/target/contracts`,
+/// built with `cargo xtask build-contracts` (once per test run) if any is missing.
+pub fn artifacts_dir() -> &'static PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        if let Ok(dir) = std::env::var("BURSAR_CONTRACTS_DIR") {
+            return PathBuf::from(dir);
+        }
+        let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("devnet/ is inside the workspace")
+            .to_path_buf();
+        let dir = workspace.join("target").join("contracts");
+        let missing = CONTRACTS.iter().any(|c| {
+            !dir.join(format!("{c}.wasm")).exists() || !dir.join(format!("{c}.code")).exists()
+        });
+        if missing {
+            let status = Command::new(env!("CARGO"))
+                .args(["xtask", "build-contracts"])
+                .current_dir(&workspace)
+                .status()
+                .expect("run cargo xtask build-contracts");
+            assert!(status.success(), "cargo xtask build-contracts failed");
+        }
+        dir
+    })
+}
+
+/// The on-chain code (`EFF00000 || brotli(wasm)`) of a contract.
+pub fn code(name: &str) -> Vec<u8> {
+    let path = artifacts_dir().join(format!("{name}.code"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+}
+
+pub fn addr(n: u64) -> Address {
+    let mut a = [0u8; 20];
+    a[12..].copy_from_slice(&n.to_be_bytes());
+    Address::from(a)
+}
+
+/// A typed call result.
+pub struct Called<R> {
+    pub outcome: CallOutcome,
+    pub value: Result<R, Bytes>,
+}
+
+/// An executor with helpers to deploy the artifacts and call them through the bindings.
+pub struct Chain {
+    pub exec: Executor,
+}
+
+impl Chain {
+    pub fn new() -> Self {
+        Chain {
+            exec: Executor::new(),
+        }
+    }
+
+    /// Installs and activates a contract's code at `at`.
+    pub fn deploy(&mut self, name: &str, at: Address) {
+        self.exec
+            .deploy_program(at, &code(name))
+            .unwrap_or_else(|e| panic!("activate {name}: {e}"));
+    }
+
+    /// Calls `stylus_constructor()` with abi-encoded `args` (as StylusDeployer does).
+    pub fn construct(&mut self, deployer: Address, at: Address, args: &[u8]) -> CallOutcome {
+        let mut data = CONSTRUCTOR_SELECTOR.to_vec();
+        data.extend_from_slice(args);
+        self.exec.call(deployer, at, U256::ZERO, &data, GAS, false)
+    }
+
+    pub fn send<C: SolCall>(&mut self, from: Address, to: Address, call: C) -> Called<C::Return> {
+        self.send_value(from, to, U256::ZERO, call)
+    }
+
+    pub fn send_value<C: SolCall>(
+        &mut self,
+        from: Address,
+        to: Address,
+        value: U256,
+        call: C,
+    ) -> Called<C::Return> {
+        let outcome = self
+            .exec
+            .call(from, to, value, &call.abi_encode(), GAS, false);
+        decode::<C>(outcome)
+    }
+
+    pub fn view<C: SolCall>(&mut self, to: Address, call: C) -> C::Return {
+        let outcome = self
+            .exec
+            .call(Address::ZERO, to, U256::ZERO, &call.abi_encode(), GAS, true);
+        decode::<C>(outcome)
+            .value
+            .unwrap_or_else(|e| panic!("view reverted: {e}"))
+    }
+}
+
+impl<R> Called<R> {
+    /// The revert data; panics if the call succeeded.
+    pub fn reverted(self) -> Bytes {
+        match self.value {
+            Ok(_) => panic!("call succeeded, expected a revert"),
+            Err(data) => data,
+        }
+    }
+
+    /// The return value; panics with the outcome if the call failed.
+    pub fn ok(self) -> R {
+        match self.value {
+            Ok(v) => v,
+            Err(_) => panic!("call failed: {:?}", self.outcome),
+        }
+    }
+}
+
+fn decode<C: SolCall>(outcome: CallOutcome) -> Called<C::Return> {
+    let value = if outcome.success {
+        Ok(C::abi_decode_returns(&outcome.return_data)
+            .unwrap_or_else(|e| panic!("decode {} returns: {e}", C::SIGNATURE)))
+    } else {
+        Err(outcome.return_data.clone())
+    };
+    Called { outcome, value }
+}
+
+/// Decodes revert data as one of `E`'s custom errors.
+pub fn revert_as<E: SolInterface>(data: &Bytes) -> E {
+    E::abi_decode(data).unwrap_or_else(|e| panic!("revert data {data} is not {}: {e}", E::NAME))
+}
+
+/// Decodes the logs emitted by `address` as events of `E` (others skipped).
+pub fn events<E: SolEventInterface>(logs: &[Log], address: Address) -> Vec<E> {
+    logs.iter()
+        .filter(|l| l.address == address)
+        .map(|l| {
+            E::decode_raw_log(&l.topics, &l.data)
+                .unwrap_or_else(|e| panic!("log of {address} is not {}: {e}", E::NAME))
+        })
+        .collect()
+}
