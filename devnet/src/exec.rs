@@ -233,6 +233,16 @@ impl Executor {
         &self.world().programs
     }
 
+    /// A copy of the activated programs, for chain snapshots (activations are chain state).
+    pub fn programs_snapshot(&self) -> Programs {
+        self.world().programs.clone()
+    }
+
+    /// Restores activations taken with [`Executor::programs_snapshot`].
+    pub fn restore_programs(&mut self, programs: Programs) {
+        self.world_mut().programs = programs;
+    }
+
     /// Activates `code` (as stored on chain). See [`Programs::activate`].
     pub fn activate(&mut self, code: &[u8]) -> Result<ProgramInfo, ActivationError> {
         self.world_mut().programs.activate(code)

@@ -9,18 +9,28 @@
 //! * [`create`] — CREATE/CREATE2 with the minimal initcode interpreter for the deploy prelude.
 //! * [`meter`] — the gas/ink model and where it differs from Arbitrum.
 //!
-//! The transaction and JSON-RPC layers are meant to sit on top of [`Executor`].
+//! * [`chain`] — [`Chain`]: signed transactions, validation, fees, receipts, blocks, dev
+//!   controls (automine, time, snapshots) over [`Executor`].
+//! * [`arbwasm`] — ArbWasm (0x71) activation and version queries, native.
+//! * [`rpc`] — JSON-RPC 2.0 over HTTP (axum): `spawn(RpcConfig) -> Handle`.
+//! * [`accounts`] — the ten prefunded accounts of the standard test mnemonic.
 
+pub mod accounts;
+pub mod arbwasm;
+pub mod chain;
 pub mod create;
 pub mod exec;
 mod host;
 pub mod meter;
 pub mod precompiles;
+pub mod rpc;
 pub mod state;
 pub mod stylus;
 
+pub use chain::{Chain, ChainConfig, TxError};
 pub use exec::{
     BlockEnv, CallOutcome, CallStatus, CreateOutcome, Executor, TxEnv, DEFAULT_CHAIN_ID,
 };
+pub use rpc::{spawn, Handle, RpcConfig};
 pub use state::{Account, Checkpoint, Log, State};
 pub use stylus::{ActivationError, ProgramInfo, Programs};

@@ -53,7 +53,9 @@ pub(crate) struct Program {
     pub module: Module,
 }
 
-/// Activated programs and the wasmi engine they are compiled for.
+/// Activated programs and the wasmi engine they are compiled for. `Clone` is cheap (modules
+/// are reference-counted), so the chain can snapshot activations together with the state.
+#[derive(Clone)]
 pub struct Programs {
     engine: Engine,
     by_hash: HashMap<B256, Program>,

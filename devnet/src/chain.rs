@@ -1,0 +1,991 @@
+//! The chain: signed transactions, validation, fees, receipts and blocks over [`Executor`].
+//!
+//! Choices a client may notice (all deliberate, for a dev chain):
+//! * The base fee is constant ([`ChainConfig::base_fee`], default 0.1 gwei — Arbitrum's floor);
+//!   nitro's dev node also sits at its minimum, so there is no EIP-1559 update.
+//! * `transactionsRoot` is `keccak256(concat(tx hashes))` and `receiptsRoot` the same over
+//!   receipt-log-blooms+status; `stateRoot` is zero. Block hashes are real header hashes
+//!   (`keccak256(rlp(header))`) over those fields, so `parentHash` chains.
+//! * Automine (a block per transaction) is on by default; with it off, transactions wait in
+//!   a pool (in arrival order) until [`Chain::mine`].
+//! * The state after every block is kept (cloned) so that block tags/numbers can query
+//!   history; fine for a dev chain's size. Activations are not versioned: a historical
+//!   `eth_call` sees today's activated programs.
+//! * A pooled transaction whose sender can no longer pay when its block is built (e.g. after
+//!   `anvil_setBalance`) is dropped without a receipt.
+//! * Priority fees are accepted and paid to the coinbase (zero address), but the node asks for
+//!   none (`eth_maxPriorityFeePerGas` = 0), as Arbitrum ignores tips.
+
+use std::collections::HashMap;
+
+use alloy_consensus::transaction::SignerRecoverable;
+use alloy_consensus::{Header, Transaction, TxEnvelope};
+use alloy_eips::eip2718::Decodable2718;
+use alloy_primitives::{keccak256, Address, Bloom, BloomInput, Bytes, B256, U256};
+
+use crate::accounts::dev_accounts;
+use crate::arbwasm::{self, ARBWASM_ADDRESS};
+use crate::exec::{BlockEnv, Executor, DEFAULT_CHAIN_ID};
+use crate::state::{Log, State};
+use crate::stylus::Programs;
+
+/// Chain parameters.
+#[derive(Clone, Debug)]
+pub struct ChainConfig {
+    pub chain_id: u64,
+    /// Constant base fee in wei (see the module docs).
+    pub base_fee: u64,
+    pub block_gas_limit: u64,
+    /// Balance of each prefunded dev account.
+    pub dev_balance: U256,
+    /// Genesis timestamp; `None` = now.
+    pub genesis_timestamp: Option<u64>,
+}
+
+impl Default for ChainConfig {
+    fn default() -> Self {
+        ChainConfig {
+            chain_id: DEFAULT_CHAIN_ID,
+            base_fee: 100_000_000,
+            block_gas_limit: 30_000_000,
+            // 10,000 ETH, as anvil.
+            dev_balance: U256::from(10_000u64) * U256::from(10u64).pow(U256::from(18u64)),
+            genesis_timestamp: None,
+        }
+    }
+}
+
+/// Why a transaction was refused. Messages are geth's, which clients match on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TxError {
+    #[error("rlp: {0}")]
+    Decode(String),
+    #[error("invalid sender: {0}")]
+    InvalidSignature(String),
+    #[error("invalid chain id for signer: have {have} want {want}")]
+    WrongChainId { have: u64, want: u64 },
+    #[error("nonce too low: next nonce {state}, tx nonce {tx}")]
+    NonceTooLow { state: u64, tx: u64 },
+    #[error("nonce too high: next nonce {state}, tx nonce {tx}")]
+    NonceTooHigh { state: u64, tx: u64 },
+    #[error("insufficient funds for gas * price + value: have {have} want {want}")]
+    InsufficientFunds { have: U256, want: U256 },
+    #[error("intrinsic gas too low: have {have}, want {want}")]
+    IntrinsicGasTooLow { have: u64, want: u64 },
+    #[error(
+        "max fee per gas less than block base fee: maxFeePerGas: {max_fee}, baseFee: {base_fee}"
+    )]
+    FeeCapTooLow { max_fee: u128, base_fee: u64 },
+    #[error("max priority fee per gas higher than max fee per gas")]
+    TipAboveFeeCap,
+    #[error("exceeds block gas limit")]
+    GasLimitExceeded,
+    #[error("transaction type not supported")]
+    UnsupportedType,
+    #[error("already known")]
+    AlreadyKnown,
+}
+
+/// A log as stored in a receipt, with its position.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReceiptLog {
+    pub log: Log,
+    /// Index of the log in its block.
+    pub log_index: u64,
+}
+
+/// A transaction receipt.
+#[derive(Clone, Debug)]
+pub struct Receipt {
+    pub status: bool,
+    pub cumulative_gas_used: u64,
+    pub gas_used: u64,
+    pub effective_gas_price: u128,
+    pub logs: Vec<ReceiptLog>,
+    pub logs_bloom: Bloom,
+    pub contract_address: Option<Address>,
+    /// Revert data of a failed transaction (not part of the Ethereum receipt; for debugging).
+    pub revert_data: Bytes,
+}
+
+/// A mined transaction with its receipt and position.
+#[derive(Clone, Debug)]
+pub struct MinedTx {
+    pub envelope: TxEnvelope,
+    pub hash: B256,
+    pub from: Address,
+    pub block_number: u64,
+    pub block_hash: B256,
+    pub index: u64,
+    pub receipt: Receipt,
+}
+
+/// A mined block.
+#[derive(Clone, Debug)]
+pub struct Block {
+    pub header: Header,
+    pub hash: B256,
+    pub transactions: Vec<B256>,
+}
+
+impl Block {
+    pub fn number(&self) -> u64 {
+        self.header.number
+    }
+}
+
+/// A transaction waiting for the next block.
+#[derive(Clone, Debug)]
+struct PendingTx {
+    envelope: TxEnvelope,
+    hash: B256,
+    from: Address,
+}
+
+/// A message to simulate (`eth_call` / `eth_estimateGas`).
+#[derive(Clone, Debug, Default)]
+pub struct CallRequest {
+    pub from: Option<Address>,
+    /// `None` = contract creation.
+    pub to: Option<Address>,
+    pub gas: Option<u64>,
+    pub value: U256,
+    pub data: Bytes,
+}
+
+/// The result of a simulated message.
+#[derive(Clone, Debug)]
+pub struct SimOutcome {
+    pub success: bool,
+    pub output: Bytes,
+    /// Gas used including intrinsic gas, before refunds.
+    pub gas_used: u64,
+    pub logs: Vec<Log>,
+}
+
+/// Everything [`Chain::snapshot`] saves.
+struct Snapshot {
+    state: State,
+    programs: Programs,
+    block_env: BlockEnv,
+    blocks: Vec<Block>,
+    history: Vec<State>,
+    txs: HashMap<B256, MinedTx>,
+    pending: Vec<PendingTx>,
+    time_offset: i64,
+    next_timestamp: Option<u64>,
+}
+
+/// The dev chain.
+pub struct Chain {
+    config: ChainConfig,
+    exec: Executor,
+    blocks: Vec<Block>,
+    /// State after each block, indexed by block number.
+    history: Vec<State>,
+    txs: HashMap<B256, MinedTx>,
+    pending: Vec<PendingTx>,
+    automine: bool,
+    /// Seconds added to the wall clock (`evm_increaseTime`).
+    time_offset: i64,
+    next_timestamp: Option<u64>,
+    snapshots: Vec<Option<Snapshot>>,
+}
+
+/// Intrinsic gas: 21000, +32000 for a creation, 4/16 per zero/non-zero calldata byte,
+/// 2400 per access-list address and 1900 per storage key (EIP-2930).
+pub fn intrinsic_gas(tx: &TxEnvelope) -> u64 {
+    let data = tx.input();
+    let zeros = data.iter().filter(|b| **b == 0).count() as u64;
+    let mut gas = 21_000 + zeros * 4 + (data.len() as u64 - zeros) * 16;
+    if tx.is_create() {
+        gas += 32_000;
+    }
+    if let Some(list) = tx.access_list() {
+        for item in list.iter() {
+            gas += 2_400 + 1_900 * item.storage_keys.len() as u64;
+        }
+    }
+    gas
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn calldata_gas(data: &[u8]) -> u64 {
+    let zeros = data.iter().filter(|b| **b == 0).count() as u64;
+    zeros * 4 + (data.len() as u64 - zeros) * 16
+}
+
+impl Default for Chain {
+    fn default() -> Self {
+        Self::new(ChainConfig::default())
+    }
+}
+
+impl Chain {
+    /// A chain with the genesis block and the ten prefunded dev accounts.
+    pub fn new(config: ChainConfig) -> Self {
+        let mut exec = Executor::new();
+        for account in dev_accounts() {
+            exec.state_mut()
+                .set_balance(account.address, config.dev_balance);
+        }
+        {
+            let b = exec.block_mut();
+            b.chain_id = config.chain_id;
+            b.basefee = U256::from(config.base_fee);
+            b.gas_limit = config.block_gas_limit;
+        }
+        let mut chain = Chain {
+            config,
+            exec,
+            blocks: vec![],
+            history: vec![],
+            txs: HashMap::new(),
+            pending: vec![],
+            automine: true,
+            time_offset: 0,
+            next_timestamp: None,
+            snapshots: vec![],
+        };
+        let ts = chain.config.genesis_timestamp.unwrap_or_else(now);
+        chain.seal_block(0, ts, vec![]);
+        chain
+    }
+
+    pub fn config(&self) -> &ChainConfig {
+        &self.config
+    }
+
+    pub fn chain_id(&self) -> u64 {
+        self.config.chain_id
+    }
+
+    pub fn base_fee(&self) -> u64 {
+        self.config.base_fee
+    }
+
+    /// The executor (read access to state, programs, environment).
+    pub fn executor(&self) -> &Executor {
+        &self.exec
+    }
+
+    /// Mutable executor access (tests, cheats). Not snapshotted into history until the next block.
+    pub fn executor_mut(&mut self) -> &mut Executor {
+        &mut self.exec
+    }
+
+    pub fn state(&self) -> &State {
+        self.exec.state()
+    }
+
+    /// The state after block `number` (the current state for the latest block).
+    pub fn state_at(&self, number: u64) -> Option<&State> {
+        if number == self.block_number() {
+            Some(self.exec.state())
+        } else {
+            self.history.get(number as usize)
+        }
+    }
+
+    pub fn block_number(&self) -> u64 {
+        self.blocks.len() as u64 - 1
+    }
+
+    pub fn latest_block(&self) -> &Block {
+        self.blocks.last().expect("genesis exists")
+    }
+
+    pub fn block_by_number(&self, number: u64) -> Option<&Block> {
+        self.blocks.get(usize::try_from(number).ok()?)
+    }
+
+    pub fn block_by_hash(&self, hash: B256) -> Option<&Block> {
+        self.blocks.iter().rev().find(|b| b.hash == hash)
+    }
+
+    pub fn blocks(&self) -> &[Block] {
+        &self.blocks
+    }
+
+    pub fn transaction(&self, hash: B256) -> Option<&MinedTx> {
+        self.txs.get(&hash)
+    }
+
+    /// A transaction waiting in the pool (automine off): its envelope and sender.
+    pub fn pending_transaction(&self, hash: B256) -> Option<(&TxEnvelope, Address)> {
+        self.pending
+            .iter()
+            .find(|p| p.hash == hash)
+            .map(|p| (&p.envelope, p.from))
+    }
+
+    pub fn automine(&self) -> bool {
+        self.automine
+    }
+
+    pub fn set_automine(&mut self, on: bool) {
+        self.automine = on;
+    }
+
+    pub fn set_balance(&mut self, address: Address, balance: U256) {
+        self.exec.state_mut().set_balance(address, balance);
+    }
+
+    /// The timestamp the next block gets (`evm_setNextBlockTimestamp`).
+    pub fn set_next_timestamp(&mut self, ts: u64) {
+        self.next_timestamp = Some(ts);
+    }
+
+    /// Moves the clock forward by `seconds` (`evm_increaseTime`); returns the total offset.
+    pub fn increase_time(&mut self, seconds: u64) -> i64 {
+        self.time_offset += seconds as i64;
+        self.time_offset
+    }
+
+    /// Next nonce of `address` counting pool transactions (`pending` tag).
+    pub fn pending_nonce(&self, address: Address) -> u64 {
+        let pooled = self.pending.iter().filter(|p| p.from == address).count() as u64;
+        self.exec.state().nonce(address) + pooled
+    }
+
+    /// Saves the whole chain; returns the snapshot id (`evm_snapshot`).
+    pub fn snapshot(&mut self) -> u64 {
+        self.snapshots.push(Some(Snapshot {
+            state: self.exec.state().clone(),
+            programs: self.exec.programs_snapshot(),
+            block_env: self.exec.block().clone(),
+            blocks: self.blocks.clone(),
+            history: self.history.clone(),
+            txs: self.txs.clone(),
+            pending: self.pending.clone(),
+            time_offset: self.time_offset,
+            next_timestamp: self.next_timestamp,
+        }));
+        self.snapshots.len() as u64 - 1
+    }
+
+    /// Restores snapshot `id`; later snapshots are dropped, and `id` itself is consumed (as in
+    /// anvil/ganache). Returns false for an unknown id.
+    pub fn revert_to(&mut self, id: u64) -> bool {
+        let Some(Some(snap)) = self.snapshots.get_mut(id as usize).map(Option::take) else {
+            return false;
+        };
+        self.snapshots.truncate(id as usize);
+        *self.exec.state_mut() = snap.state;
+        self.exec.restore_programs(snap.programs);
+        *self.exec.block_mut() = snap.block_env;
+        self.blocks = snap.blocks;
+        self.history = snap.history;
+        self.txs = snap.txs;
+        self.pending = snap.pending;
+        self.time_offset = snap.time_offset;
+        self.next_timestamp = snap.next_timestamp;
+        true
+    }
+
+    // ----- transactions -----------------------------------------------------------------------
+
+    /// Decodes, validates and queues a raw signed transaction (EIP-2718 envelope or legacy RLP);
+    /// with automine, mines it at once. Returns the transaction hash.
+    pub fn send_raw_transaction(&mut self, raw: &[u8]) -> Result<B256, TxError> {
+        let envelope =
+            TxEnvelope::decode_2718(&mut &raw[..]).map_err(|e| TxError::Decode(e.to_string()))?;
+        self.send_transaction(envelope)
+    }
+
+    /// Validates and queues a decoded signed transaction (see [`Chain::send_raw_transaction`]).
+    pub fn send_transaction(&mut self, envelope: TxEnvelope) -> Result<B256, TxError> {
+        if !matches!(
+            envelope,
+            TxEnvelope::Legacy(_) | TxEnvelope::Eip2930(_) | TxEnvelope::Eip1559(_)
+        ) {
+            return Err(TxError::UnsupportedType);
+        }
+        let hash = *envelope.tx_hash();
+        if self.txs.contains_key(&hash) || self.pending.iter().any(|p| p.hash == hash) {
+            return Err(TxError::AlreadyKnown);
+        }
+        // Pre-EIP-155 legacy transactions carry no chain id; they are accepted (as geth does
+        // with --rpc.allow-unprotected-txs), since some deploy tools still produce them.
+        if let Some(have) = envelope.chain_id() {
+            if have != self.config.chain_id {
+                return Err(TxError::WrongChainId {
+                    have,
+                    want: self.config.chain_id,
+                });
+            }
+        }
+        let from = envelope
+            .recover_signer()
+            .map_err(|e| TxError::InvalidSignature(e.to_string()))?;
+        let expected = self.pending_nonce(from);
+        let nonce = envelope.nonce();
+        if nonce < expected {
+            return Err(TxError::NonceTooLow {
+                state: expected,
+                tx: nonce,
+            });
+        }
+        if nonce > expected {
+            // No queue for future nonces: a dev chain reports the gap at once.
+            return Err(TxError::NonceTooHigh {
+                state: expected,
+                tx: nonce,
+            });
+        }
+        if envelope.gas_limit() > self.config.block_gas_limit {
+            return Err(TxError::GasLimitExceeded);
+        }
+        let want = intrinsic_gas(&envelope);
+        if envelope.gas_limit() < want {
+            return Err(TxError::IntrinsicGasTooLow {
+                have: envelope.gas_limit(),
+                want,
+            });
+        }
+        let max_fee = envelope.max_fee_per_gas();
+        if let Some(tip) = envelope.max_priority_fee_per_gas() {
+            if tip > max_fee {
+                return Err(TxError::TipAboveFeeCap);
+            }
+        }
+        if max_fee < u128::from(self.config.base_fee) {
+            return Err(TxError::FeeCapTooLow {
+                max_fee,
+                base_fee: self.config.base_fee,
+            });
+        }
+        let cost = U256::from(envelope.gas_limit()) * U256::from(max_fee) + envelope.value();
+        let have = self.exec.state().balance(from);
+        if have < cost {
+            return Err(TxError::InsufficientFunds { have, want: cost });
+        }
+        self.pending.push(PendingTx {
+            envelope,
+            hash,
+            from,
+        });
+        if self.automine {
+            self.mine(1);
+        }
+        Ok(hash)
+    }
+
+    /// Mines `n` blocks; the first takes every pooled transaction (the pool holds only
+    /// transactions that passed validation, so none is dropped unless a sender's balance
+    /// changed meanwhile — such a transaction is then skipped).
+    pub fn mine(&mut self, n: u64) {
+        for _ in 0..n {
+            let number = self.block_number() + 1;
+            let parent_ts = self.latest_block().header.timestamp;
+            let ts = match self.next_timestamp.take() {
+                Some(ts) => ts,
+                None => (now() as i64 + self.time_offset).max(0) as u64,
+            }
+            .max(parent_ts + 1);
+            {
+                let b = self.exec.block_mut();
+                b.number = number;
+                b.timestamp = ts;
+                b.basefee = U256::from(self.config.base_fee);
+                b.gas_limit = self.config.block_gas_limit;
+            }
+            let pending = std::mem::take(&mut self.pending);
+            let mut mined = Vec::new();
+            let mut cumulative = 0u64;
+            let mut log_index = 0u64;
+            for tx in pending {
+                if cumulative + tx.envelope.gas_limit() > self.config.block_gas_limit {
+                    // Does not fit: waits for the next block.
+                    self.pending.push(tx);
+                    continue;
+                }
+                let Some(mut receipt) = self.execute(&tx) else {
+                    continue;
+                };
+                cumulative += receipt.gas_used;
+                receipt.cumulative_gas_used = cumulative;
+                for l in &mut receipt.logs {
+                    l.log_index = log_index;
+                    log_index += 1;
+                }
+                mined.push((tx, receipt));
+            }
+            self.seal_block(number, ts, mined);
+        }
+    }
+
+    /// Builds the header for `number`, records the block and its transactions.
+    fn seal_block(&mut self, number: u64, timestamp: u64, mined: Vec<(PendingTx, Receipt)>) {
+        let parent_hash = self.blocks.last().map_or(B256::ZERO, |b| b.hash);
+        let mut bloom = Bloom::default();
+        let mut tx_hashes = Vec::new();
+        let mut receipt_bytes = Vec::new();
+        for (tx, r) in &mined {
+            bloom.accrue_bloom(&r.logs_bloom);
+            tx_hashes.extend_from_slice(tx.hash.as_slice());
+            receipt_bytes.push(u8::from(r.status));
+            receipt_bytes.extend_from_slice(r.logs_bloom.as_slice());
+        }
+        let gas_used = mined.last().map_or(0, |(_, r)| r.cumulative_gas_used);
+        let header = Header {
+            parent_hash,
+            ommers_hash: alloy_consensus::EMPTY_OMMER_ROOT_HASH,
+            beneficiary: self.exec.block().coinbase,
+            state_root: B256::ZERO,
+            transactions_root: if mined.is_empty() {
+                alloy_consensus::EMPTY_ROOT_HASH
+            } else {
+                keccak256(&tx_hashes)
+            },
+            receipts_root: if mined.is_empty() {
+                alloy_consensus::EMPTY_ROOT_HASH
+            } else {
+                keccak256(&receipt_bytes)
+            },
+            logs_bloom: bloom,
+            difficulty: U256::ZERO,
+            number,
+            gas_limit: self.config.block_gas_limit,
+            gas_used,
+            timestamp,
+            extra_data: Bytes::new(),
+            mix_hash: B256::ZERO,
+            nonce: Default::default(),
+            base_fee_per_gas: Some(self.config.base_fee),
+            ..Default::default()
+        };
+        let hash = header.hash_slow();
+        let mut transactions = Vec::new();
+        for (index, (tx, receipt)) in mined.into_iter().enumerate() {
+            transactions.push(tx.hash);
+            self.txs.insert(
+                tx.hash,
+                MinedTx {
+                    envelope: tx.envelope,
+                    hash: tx.hash,
+                    from: tx.from,
+                    block_number: number,
+                    block_hash: hash,
+                    index: index as u64,
+                    receipt,
+                },
+            );
+        }
+        self.blocks.push(Block {
+            header,
+            hash,
+            transactions,
+        });
+        self.history.push(self.exec.state().clone());
+    }
+
+    /// Executes a validated transaction in the current block environment: buys gas, runs the
+    /// message (ArbWasm natively), refunds (capped at gas_used / 5, EIP-3529), burns the base
+    /// fee and pays the tip to the coinbase. `None` if the sender can no longer pay.
+    fn execute(&mut self, tx: &PendingTx) -> Option<Receipt> {
+        let env = &tx.envelope;
+        let base_fee = self.config.base_fee;
+        let price = env.effective_gas_price(Some(base_fee));
+        let gas_limit = env.gas_limit();
+        let state = self.exec.state_mut();
+        let upfront = U256::from(gas_limit) * U256::from(price);
+        let balance = state.balance(tx.from);
+        if balance < upfront + env.value() || state.nonce(tx.from) != env.nonce() {
+            return None;
+        }
+        state.set_balance(tx.from, balance - upfront);
+        self.exec.tx_env_mut().gas_price = U256::from(price);
+        let intrinsic = intrinsic_gas(env);
+        let gas = gas_limit - intrinsic;
+
+        let (success, output, exec_gas, refund, logs, contract) = match env.to() {
+            None => {
+                // `Executor::create` bumps the nonce itself.
+                let out = self.exec.create(tx.from, env.value(), env.input(), gas);
+                let ok = out.address.is_some();
+                (ok, out.revert_data, out.gas_used, 0, vec![], out.address)
+            }
+            Some(to) => {
+                self.exec.state_mut().increment_nonce(tx.from);
+                let r = self.message(tx.from, to, env.value(), env.input(), gas, false);
+                (r.0, r.1, r.2, r.3, r.4, None)
+            }
+        };
+        let used = intrinsic + exec_gas;
+        let gas_used = used - refund.min(used / 5);
+        let state = self.exec.state_mut();
+        let back = U256::from(gas_limit - gas_used) * U256::from(price);
+        let b = state.balance(tx.from);
+        state.set_balance(tx.from, b + back);
+        // The base fee is burnt; only the tip reaches the coinbase.
+        let tip = U256::from(gas_used) * U256::from(price - u128::from(base_fee));
+        let coinbase = self.exec.block().coinbase;
+        if !tip.is_zero() {
+            let state = self.exec.state_mut();
+            let c = state.balance(coinbase);
+            state.set_balance(coinbase, c + tip);
+        }
+        let mut logs_bloom = Bloom::default();
+        for log in &logs {
+            logs_bloom.accrue(BloomInput::Raw(log.address.as_slice()));
+            for t in &log.topics {
+                logs_bloom.accrue(BloomInput::Raw(t.as_slice()));
+            }
+        }
+        Some(Receipt {
+            status: success,
+            cumulative_gas_used: 0,
+            gas_used,
+            effective_gas_price: price,
+            logs: logs
+                .into_iter()
+                .map(|log| ReceiptLog { log, log_index: 0 })
+                .collect(),
+            logs_bloom,
+            contract_address: contract,
+            revert_data: if success { Bytes::new() } else { output },
+        })
+    }
+
+    /// One message call, routing ArbWasm to its native implementation.
+    /// Returns (success, output, gas used, refund, logs).
+    fn message(
+        &mut self,
+        from: Address,
+        to: Address,
+        value: U256,
+        data: &[u8],
+        gas: u64,
+        is_static: bool,
+    ) -> (bool, Bytes, u64, u64, Vec<Log>) {
+        if to == ARBWASM_ADDRESS {
+            let r = arbwasm::call(&mut self.exec, data, gas, is_static);
+            return (r.success, r.output, r.gas_used, 0, r.logs);
+        }
+        let r = self.exec.call(from, to, value, data, gas, is_static);
+        (r.success, r.return_data, r.gas_used, r.gas_refund, r.logs)
+    }
+
+    // ----- simulation -------------------------------------------------------------------------
+
+    /// Runs `req` against the state after block `number` (or the current state) in the next
+    /// block's environment, with `state_override` applied first, and leaves nothing behind.
+    /// No nonce, fee or balance-for-gas checks (as `eth_call`); the gas limit defaults to the
+    /// block gas limit.
+    pub fn simulate(
+        &mut self,
+        req: &CallRequest,
+        at: Option<u64>,
+        state_override: impl FnOnce(&mut State),
+    ) -> SimOutcome {
+        let mut base = match at {
+            Some(n) if n != self.block_number() => match self.history.get(n as usize) {
+                Some(s) => s.clone(),
+                None => self.exec.state().clone(),
+            },
+            _ => self.exec.state().clone(),
+        };
+        state_override(&mut base);
+        let saved_state = std::mem::replace(self.exec.state_mut(), base);
+        let saved_programs = self.exec.programs_snapshot();
+        let saved_env = self.exec.block().clone();
+        {
+            let next_ts = self
+                .next_timestamp
+                .unwrap_or_else(|| (now() as i64 + self.time_offset).max(0) as u64)
+                .max(self.latest_block().header.timestamp + 1);
+            let number = self.block_number() + 1;
+            let b = self.exec.block_mut();
+            b.number = number;
+            b.timestamp = next_ts;
+        }
+        self.exec.tx_env_mut().gas_price = U256::ZERO;
+        let from = req.from.unwrap_or_default();
+        let gas_limit = req.gas.unwrap_or(self.config.block_gas_limit);
+        let intrinsic =
+            21_000 + calldata_gas(&req.data) + if req.to.is_none() { 32_000 } else { 0 };
+        let out = if gas_limit < intrinsic {
+            SimOutcome {
+                success: false,
+                output: Bytes::new(),
+                gas_used: gas_limit,
+                logs: vec![],
+            }
+        } else {
+            let gas = gas_limit - intrinsic;
+            match req.to {
+                None => {
+                    let c = self.exec.create(from, req.value, &req.data, gas);
+                    SimOutcome {
+                        success: c.address.is_some(),
+                        output: c
+                            .address
+                            .map_or(c.revert_data, |a| self.exec.state().code(a)),
+                        gas_used: intrinsic + c.gas_used,
+                        logs: vec![],
+                    }
+                }
+                Some(to) => {
+                    let (success, output, used, _, logs) =
+                        self.message(from, to, req.value, &req.data, gas, false);
+                    SimOutcome {
+                        success,
+                        output,
+                        gas_used: intrinsic + used,
+                        logs,
+                    }
+                }
+            }
+        };
+        *self.exec.state_mut() = saved_state;
+        self.exec.restore_programs(saved_programs);
+        *self.exec.block_mut() = saved_env;
+        out
+    }
+
+    /// The smallest gas limit (to within 1/64) with which `req` succeeds, found by binary
+    /// search between the gas used at the cap and the cap (the 63/64 rule means gas used is
+    /// not always enough). `Err` carries the failing outcome at the cap.
+    pub fn estimate_gas(
+        &mut self,
+        req: &CallRequest,
+        state_override: impl Fn(&mut State),
+    ) -> Result<u64, SimOutcome> {
+        let cap = req.gas.unwrap_or(self.config.block_gas_limit);
+        let mut r = req.clone();
+        r.gas = Some(cap);
+        let first = self.simulate(&r, None, &state_override);
+        if !first.success {
+            return Err(first);
+        }
+        r.gas = Some(first.gas_used);
+        if self.simulate(&r, None, &state_override).success {
+            return Ok(first.gas_used);
+        }
+        // Invariant: fails at `lo`, succeeds at `hi`.
+        let (mut lo, mut hi) = (first.gas_used, cap);
+        while hi - lo > 1 && (hi - lo) * 64 > hi {
+            let mid = lo + (hi - lo) / 2;
+            r.gas = Some(mid);
+            if self.simulate(&r, None, &state_override).success {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        Ok(hi)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloy_consensus::{SignableTransaction, TxEip1559, TxLegacy};
+    use alloy_primitives::{Signature, TxKind};
+
+    fn sign<T: SignableTransaction<Signature>>(tx: T, key: usize) -> TxEnvelope
+    where
+        TxEnvelope: From<alloy_consensus::Signed<T>>,
+    {
+        let sk = dev_accounts()[key].signing_key();
+        let (sig, recid) = sk
+            .sign_prehash_recoverable(tx.signature_hash().as_slice())
+            .unwrap();
+        let sig = Signature::from_signature_and_parity(sig, recid.is_y_odd());
+        tx.into_signed(sig).into()
+    }
+
+    fn transfer(nonce: u64, to: Address, value: u64) -> TxEip1559 {
+        TxEip1559 {
+            chain_id: DEFAULT_CHAIN_ID,
+            nonce,
+            gas_limit: 21_000,
+            max_fee_per_gas: 2_000_000_000,
+            max_priority_fee_per_gas: 1_000_000_000,
+            to: TxKind::Call(to),
+            value: U256::from(value),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn transfer_charges_fees_and_chains_blocks() {
+        let mut chain = Chain::default();
+        let a = dev_accounts()[0].address;
+        let to = Address::repeat_byte(0x42);
+        let before = chain.state().balance(a);
+        let hash = chain.send_transaction(sign(transfer(0, to, 5), 0)).unwrap();
+        let tx = chain.transaction(hash).unwrap();
+        assert!(tx.receipt.status);
+        assert_eq!(tx.receipt.gas_used, 21_000);
+        // effective price = min(max fee, base fee + tip) = 0.1 + 1 gwei.
+        assert_eq!(tx.receipt.effective_gas_price, 1_100_000_000);
+        assert_eq!(chain.state().balance(to), U256::from(5));
+        assert_eq!(
+            chain.state().balance(a),
+            before - U256::from(5) - U256::from(21_000u64 * 1_100_000_000)
+        );
+        assert_eq!(chain.block_number(), 1);
+        assert_eq!(
+            chain.latest_block().header.parent_hash,
+            chain.blocks()[0].hash
+        );
+        assert_eq!(chain.state().nonce(a), 1);
+    }
+
+    #[test]
+    fn validation_errors() {
+        let mut chain = Chain::default();
+        let to = Address::repeat_byte(1);
+        chain.send_transaction(sign(transfer(0, to, 1), 0)).unwrap();
+        assert!(matches!(
+            chain.send_transaction(sign(transfer(0, to, 2), 0)),
+            Err(TxError::NonceTooLow { .. })
+        ));
+        assert!(matches!(
+            chain.send_transaction(sign(transfer(5, to, 2), 0)),
+            Err(TxError::NonceTooHigh { .. })
+        ));
+        let mut t = transfer(1, to, 1);
+        t.chain_id = 1;
+        assert!(matches!(
+            chain.send_transaction(sign(t, 0)),
+            Err(TxError::WrongChainId { .. })
+        ));
+        let mut t = transfer(1, to, 1);
+        t.gas_limit = 20_000;
+        assert!(matches!(
+            chain.send_transaction(sign(t, 0)),
+            Err(TxError::IntrinsicGasTooLow { .. })
+        ));
+        let mut t = transfer(1, to, 1);
+        t.max_fee_per_gas = 1;
+        t.max_priority_fee_per_gas = 1;
+        assert!(matches!(
+            chain.send_transaction(sign(t, 0)),
+            Err(TxError::FeeCapTooLow { .. })
+        ));
+        let mut t = transfer(1, to, 1);
+        t.gas_limit = 40_000_000;
+        assert_eq!(
+            chain.send_transaction(sign(t, 0)),
+            Err(TxError::GasLimitExceeded)
+        );
+        let t = transfer(1, to, u64::MAX);
+        chain.set_balance(dev_accounts()[0].address, U256::from(1_000u64));
+        assert!(matches!(
+            chain.send_transaction(sign(t, 0)),
+            Err(TxError::InsufficientFunds { .. })
+        ));
+    }
+
+    #[test]
+    fn legacy_eip155_and_manual_mining_and_snapshots() {
+        let mut chain = Chain::default();
+        chain.set_automine(false);
+        let to = Address::repeat_byte(2);
+        let legacy = TxLegacy {
+            chain_id: Some(DEFAULT_CHAIN_ID),
+            nonce: 0,
+            gas_price: 1_000_000_000,
+            gas_limit: 21_000,
+            to: TxKind::Call(to),
+            value: U256::from(7),
+            input: Bytes::new(),
+        };
+        let snap = chain.snapshot();
+        let h1 = chain.send_transaction(sign(legacy, 1)).unwrap();
+        let h2 = chain.send_transaction(sign(transfer(1, to, 1), 1)).unwrap();
+        assert!(chain.transaction(h1).is_none());
+        chain.mine(1);
+        let block = chain.latest_block().clone();
+        assert_eq!(block.transactions, vec![h1, h2]);
+        assert_eq!(
+            chain.transaction(h2).unwrap().receipt.cumulative_gas_used,
+            42_000
+        );
+        assert_eq!(chain.state().balance(to), U256::from(8));
+        assert!(chain.revert_to(snap));
+        assert_eq!(chain.block_number(), 0);
+        assert_eq!(chain.state().balance(to), U256::ZERO);
+        assert!(chain.transaction(h1).is_none());
+        assert!(!chain.revert_to(snap), "a snapshot is used up by revert");
+    }
+
+    #[test]
+    fn access_lists_cost_intrinsic_gas_and_estimates_succeed() {
+        use alloy_eips::eip2930::{AccessList, AccessListItem};
+        let mut chain = Chain::default();
+        let to = Address::repeat_byte(3);
+        let tx = alloy_consensus::TxEip2930 {
+            chain_id: DEFAULT_CHAIN_ID,
+            nonce: 0,
+            gas_price: 100_000_000,
+            gas_limit: 21_000 + 2_400 + 1_900,
+            to: TxKind::Call(to),
+            value: U256::from(1),
+            access_list: AccessList(vec![AccessListItem {
+                address: to,
+                storage_keys: vec![B256::ZERO],
+            }]),
+            input: Bytes::new(),
+        };
+        let mut short = tx.clone();
+        short.gas_limit -= 1;
+        assert_eq!(
+            chain.send_transaction(sign(short, 2)),
+            Err(TxError::IntrinsicGasTooLow {
+                have: 25_299,
+                want: 25_300
+            })
+        );
+        let h = chain.send_transaction(sign(tx, 2)).unwrap();
+        let r = &chain.transaction(h).unwrap().receipt;
+        assert!(r.status);
+        assert_eq!(r.gas_used, 25_300);
+        // Base fee only: nothing for the coinbase.
+        assert_eq!(chain.state().balance(Address::ZERO), U256::ZERO);
+
+        let req = CallRequest {
+            to: Some(to),
+            data: Bytes::from(vec![1, 0]),
+            ..Default::default()
+        };
+        assert_eq!(chain.estimate_gas(&req, |_| {}).unwrap(), 21_000 + 16 + 4);
+    }
+
+    #[test]
+    fn unrecoverable_signatures_are_refused() {
+        let mut chain = Chain::default();
+        let tx = transfer(0, Address::repeat_byte(1), 1);
+        let bogus = Signature::new(U256::ZERO, U256::from(1), false);
+        let env: TxEnvelope = tx.into_signed(bogus).into();
+        assert!(matches!(
+            chain.send_transaction(env),
+            Err(TxError::InvalidSignature(_))
+        ));
+        assert!(matches!(
+            chain.send_raw_transaction(&[0xc0]),
+            Err(TxError::Decode(_))
+        ));
+    }
+
+    #[test]
+    fn time_controls() {
+        let mut chain = Chain::default();
+        chain.set_next_timestamp(2_000_000_000);
+        chain.mine(1);
+        assert_eq!(chain.latest_block().header.timestamp, 2_000_000_000);
+        chain.mine(1);
+        assert!(chain.latest_block().header.timestamp > 2_000_000_000);
+        chain.increase_time(100_000_000_000);
+        chain.mine(1);
+        assert!(chain.latest_block().header.timestamp >= now() + 100_000_000_000 - 10);
+    }
+}

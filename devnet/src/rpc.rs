@@ -1,0 +1,873 @@
+//! Ethereum JSON-RPC 2.0 over HTTP (axum), batches included, with anvil's dev method names.
+//!
+//! Error codes follow what clients (ethers, alloy, viem, web3.py) expect: -32700 parse error,
+//! -32600 invalid request, -32601 method not found, -32602 invalid params, -32000 for
+//! transaction validation (geth's messages, e.g. "nonce too low: …") and unknown blocks,
+//! 3 "execution reverted" with the revert data hex in `data`.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use alloy_consensus::{Transaction, TxEnvelope};
+use alloy_primitives::{Address, Bytes, B256, U256};
+use axum::extract::State as AxState;
+use axum::routing::post;
+use axum::Router;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Map, Value};
+
+use crate::chain::{Block, CallRequest, Chain, ChainConfig, MinedTx, TxError};
+use crate::state::State;
+
+/// `web3_clientVersion`.
+pub const CLIENT_VERSION: &str = concat!("bursar-devnet/v", env!("CARGO_PKG_VERSION"));
+
+/// A JSON-RPC error object.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    fn new(code: i64, message: impl Into<String>) -> Self {
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+    pub fn parse() -> Self {
+        Self::new(-32700, "parse error")
+    }
+    pub fn invalid_request() -> Self {
+        Self::new(-32600, "invalid request")
+    }
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(
+            -32601,
+            format!("the method {method} does not exist/is not available"),
+        )
+    }
+    pub fn invalid_params(why: impl std::fmt::Display) -> Self {
+        Self::new(-32602, format!("invalid params: {why}"))
+    }
+    pub fn server(message: impl Into<String>) -> Self {
+        Self::new(-32000, message)
+    }
+    pub fn reverted(data: &Bytes) -> Self {
+        RpcError {
+            code: 3,
+            message: "execution reverted".into(),
+            data: Some(json!(data)),
+        }
+    }
+    fn to_json(&self) -> Value {
+        let mut e = json!({ "code": self.code, "message": self.message });
+        if let Some(d) = &self.data {
+            e["data"] = d.clone();
+        }
+        e
+    }
+}
+
+impl From<TxError> for RpcError {
+    fn from(e: TxError) -> Self {
+        RpcError::server(e.to_string())
+    }
+}
+
+type Shared = Arc<Mutex<Chain>>;
+
+/// Server settings.
+#[derive(Clone, Debug)]
+pub struct RpcConfig {
+    /// Where to listen; port 0 picks a free port.
+    pub addr: SocketAddr,
+    pub chain: ChainConfig,
+}
+
+impl Default for RpcConfig {
+    fn default() -> Self {
+        RpcConfig {
+            addr: SocketAddr::from(([127, 0, 0, 1], 8547)),
+            chain: ChainConfig::default(),
+        }
+    }
+}
+
+/// A running server.
+pub struct Handle {
+    /// `http://ip:port`.
+    pub url: String,
+    pub addr: SocketAddr,
+    /// The chain the server runs (shared, for in-process inspection).
+    pub chain: Arc<Mutex<Chain>>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Handle {
+    /// Stops the server and waits for it to finish.
+    pub async fn shutdown(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
+}
+
+/// Binds `config.addr` and serves in a background task (must be called inside a Tokio runtime).
+pub async fn spawn(config: RpcConfig) -> std::io::Result<Handle> {
+    let listener = tokio::net::TcpListener::bind(config.addr).await?;
+    let addr = listener.local_addr()?;
+    let chain = Arc::new(Mutex::new(Chain::new(config.chain)));
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let app = router(Arc::clone(&chain));
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = rx.await;
+            })
+            .await;
+    });
+    Ok(Handle {
+        url: format!("http://{addr}"),
+        addr,
+        chain,
+        shutdown: Some(tx),
+        task,
+    })
+}
+
+/// The axum router answering JSON-RPC at `/`.
+pub fn router(chain: Arc<Mutex<Chain>>) -> Router {
+    Router::new()
+        .route("/", post(http_handler))
+        .with_state(chain)
+}
+
+async fn http_handler(
+    AxState(chain): AxState<Shared>,
+    body: axum::body::Bytes,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let reply = handle_body(&chain, &body);
+    let mut resp = reply.into_response();
+    resp.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+/// Answers a raw request body (single request or batch).
+pub fn handle_body(chain: &Shared, body: &[u8]) -> String {
+    let value: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(_) => return error_response(Value::Null, &RpcError::parse()).to_string(),
+    };
+    match value {
+        Value::Array(items) if items.is_empty() => {
+            error_response(Value::Null, &RpcError::invalid_request()).to_string()
+        }
+        Value::Array(items) => {
+            let out: Vec<Value> = items.iter().map(|r| handle_request(chain, r)).collect();
+            Value::Array(out).to_string()
+        }
+        other => handle_request(chain, &other).to_string(),
+    }
+}
+
+fn error_response(id: Value, e: &RpcError) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "error": e.to_json() })
+}
+
+fn handle_request(chain: &Shared, req: &Value) -> Value {
+    let Some(obj) = req.as_object() else {
+        return error_response(Value::Null, &RpcError::invalid_request());
+    };
+    let id = obj.get("id").cloned().unwrap_or(Value::Null);
+    let Some(method) = obj.get("method").and_then(Value::as_str) else {
+        return error_response(id, &RpcError::invalid_request());
+    };
+    let params = match obj.get("params") {
+        None | Some(Value::Null) => vec![],
+        Some(Value::Array(a)) => a.clone(),
+        Some(_) => return error_response(id, &RpcError::invalid_params("params must be an array")),
+    };
+    // A poisoned lock only means an earlier request panicked; the chain itself is consistent
+    // between requests, so keep serving.
+    let mut chain = chain.lock().unwrap_or_else(|e| e.into_inner());
+    match dispatch(&mut chain, method, &Params(params)) {
+        Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+        Err(e) => error_response(id, &e),
+    }
+}
+
+/// Positional params with typed access.
+struct Params(Vec<Value>);
+
+impl Params {
+    fn get<T: DeserializeOwned>(&self, i: usize) -> Result<T, RpcError> {
+        let v = self
+            .0
+            .get(i)
+            .ok_or_else(|| RpcError::invalid_params(format!("missing value for param {i}")))?;
+        serde_json::from_value(v.clone()).map_err(|e| RpcError::invalid_params(e.to_string()))
+    }
+    fn opt<T: DeserializeOwned>(&self, i: usize) -> Result<Option<T>, RpcError> {
+        match self.0.get(i) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.get(i).map(Some),
+        }
+    }
+    fn raw(&self, i: usize) -> Option<&Value> {
+        self.0.get(i).filter(|v| !v.is_null())
+    }
+}
+
+fn q(n: impl Into<u128>) -> Value {
+    Value::String(format!("{:#x}", n.into()))
+}
+
+fn qu(n: U256) -> Value {
+    Value::String(format!("{n:#x}"))
+}
+
+/// Parses a quantity given as hex string or JSON number.
+fn quantity(v: &Value) -> Result<u64, RpcError> {
+    match v {
+        Value::Number(n) => n
+            .as_u64()
+            .ok_or_else(|| RpcError::invalid_params("invalid quantity")),
+        Value::String(s) => {
+            let hex = s
+                .strip_prefix("0x")
+                .ok_or_else(|| RpcError::invalid_params(format!("invalid quantity {s}")))?;
+            u64::from_str_radix(hex, 16)
+                .map_err(|_| RpcError::invalid_params(format!("invalid quantity {s}")))
+        }
+        _ => Err(RpcError::invalid_params("invalid quantity")),
+    }
+}
+
+/// Resolves a block tag / number / EIP-1898 object to a block number (missing = latest).
+fn block_number(chain: &Chain, v: Option<&Value>) -> Result<u64, RpcError> {
+    let latest = chain.block_number();
+    let n = match v {
+        None | Some(Value::Null) => latest,
+        Some(Value::String(s)) => match s.as_str() {
+            // No reorgs happen on their own here, so every block is final.
+            "latest" | "pending" | "safe" | "finalized" => latest,
+            "earliest" => 0,
+            _ => quantity(&Value::String(s.clone()))?,
+        },
+        Some(Value::Object(o)) => {
+            if let Some(h) = o.get("blockHash") {
+                let hash: B256 = serde_json::from_value(h.clone())
+                    .map_err(|e| RpcError::invalid_params(e.to_string()))?;
+                return chain
+                    .block_by_hash(hash)
+                    .map(Block::number)
+                    .ok_or_else(|| RpcError::server(format!("header for hash {hash} not found")));
+            }
+            match o.get("blockNumber") {
+                Some(n) => return block_number(chain, Some(n)),
+                None => return Err(RpcError::invalid_params("invalid block selector")),
+            }
+        }
+        Some(other) => quantity(other)?,
+    };
+    if n > latest {
+        return Err(RpcError::server("header not found"));
+    }
+    Ok(n)
+}
+
+fn state_at<'a>(chain: &'a Chain, p: &Params, i: usize) -> Result<&'a State, RpcError> {
+    let n = block_number(chain, p.raw(i))?;
+    chain
+        .state_at(n)
+        .ok_or_else(|| RpcError::server("header not found"))
+}
+
+fn dispatch(chain: &mut Chain, method: &str, p: &Params) -> Result<Value, RpcError> {
+    Ok(match method {
+        "web3_clientVersion" => json!(CLIENT_VERSION),
+        "eth_chainId" => q(chain.chain_id()),
+        "net_version" => json!(chain.chain_id().to_string()),
+        "net_listening" => json!(true),
+        "eth_syncing" => json!(false),
+        "eth_accounts" => json!(crate::accounts::dev_accounts()
+            .iter()
+            .map(|a| a.address)
+            .collect::<Vec<_>>()),
+        "eth_blockNumber" => q(chain.block_number()),
+        "eth_gasPrice" => q(chain.base_fee()),
+        // Arbitrum ignores tips; the devnet accepts them (they go to the coinbase) but does
+        // not ask for any.
+        "eth_maxPriorityFeePerGas" => q(0u64),
+        "eth_feeHistory" => fee_history(chain, p)?,
+        "eth_getBalance" => {
+            let a: Address = p.get(0)?;
+            qu(state_at(chain, p, 1)?.balance(a))
+        }
+        "eth_getTransactionCount" => {
+            let a: Address = p.get(0)?;
+            if p.raw(1).and_then(Value::as_str) == Some("pending") {
+                q(chain.pending_nonce(a))
+            } else {
+                q(state_at(chain, p, 1)?.nonce(a))
+            }
+        }
+        "eth_getCode" => {
+            let a: Address = p.get(0)?;
+            json!(state_at(chain, p, 1)?.code(a))
+        }
+        "eth_getStorageAt" => {
+            let a: Address = p.get(0)?;
+            let slot: U256 = p.get(1)?;
+            json!(state_at(chain, p, 2)?.storage(a, B256::from(slot)))
+        }
+        "eth_call" => {
+            let req = call_request(p.raw(0))?;
+            let at = block_number(chain, p.raw(1))?;
+            let over = StateOverride::parse(p.raw(2))?;
+            let out = chain.simulate(&req, Some(at), |s| over.apply(s));
+            if out.success {
+                json!(out.output)
+            } else {
+                return Err(RpcError::reverted(&out.output));
+            }
+        }
+        "eth_estimateGas" => {
+            let req = call_request(p.raw(0))?;
+            let over = StateOverride::parse(p.raw(2))?;
+            match chain.estimate_gas(&req, |s| over.apply(s)) {
+                Ok(gas) => q(gas),
+                Err(out)
+                    if out.output.is_empty()
+                        && out.gas_used >= req.gas.unwrap_or(chain.config().block_gas_limit) =>
+                {
+                    return Err(RpcError::server("gas required exceeds allowance"))
+                }
+                Err(out) => return Err(RpcError::reverted(&out.output)),
+            }
+        }
+        "eth_sendRawTransaction" => {
+            let raw: Bytes = p.get(0)?;
+            json!(chain.send_raw_transaction(&raw)?)
+        }
+        "eth_getTransactionByHash" => {
+            let h: B256 = p.get(0)?;
+            match (chain.transaction(h), chain.pending_transaction(h)) {
+                (Some(tx), _) => tx_json(tx),
+                (None, Some((env, from))) => envelope_json(env, from, None, env.max_fee_per_gas()),
+                (None, None) => Value::Null,
+            }
+        }
+        "eth_getTransactionReceipt" => {
+            let h: B256 = p.get(0)?;
+            chain.transaction(h).map_or(Value::Null, receipt_json)
+        }
+        "eth_getBlockByNumber" => {
+            let full: bool = p.opt(1)?.unwrap_or(false);
+            match block_number(chain, p.raw(0)) {
+                Ok(n) => chain
+                    .block_by_number(n)
+                    .map_or(Value::Null, |b| block_json(chain, b, full)),
+                // Unknown future blocks are `null`, as geth answers.
+                Err(e) if e.code == -32000 => Value::Null,
+                Err(e) => return Err(e),
+            }
+        }
+        "eth_getBlockByHash" => {
+            let h: B256 = p.get(0)?;
+            let full: bool = p.opt(1)?.unwrap_or(false);
+            chain
+                .block_by_hash(h)
+                .map_or(Value::Null, |b| block_json(chain, b, full))
+        }
+        "eth_getLogs" => get_logs(chain, p.raw(0))?,
+        // ----- dev methods (anvil names) -----
+        "evm_mine" => {
+            if let Some(ts) = p.raw(0) {
+                let ts = match ts {
+                    Value::Object(o) => o.get("timestamp").map(quantity).transpose()?,
+                    other => Some(quantity(other)?),
+                };
+                if let Some(ts) = ts {
+                    chain.set_next_timestamp(ts);
+                }
+            }
+            chain.mine(1);
+            json!("0x0")
+        }
+        "anvil_mine" | "hardhat_mine" => {
+            let n = p.raw(0).map(quantity).transpose()?.unwrap_or(1);
+            let interval = p.raw(1).map(quantity).transpose()?;
+            for _ in 0..n {
+                if let Some(i) = interval {
+                    let ts = chain.latest_block().header.timestamp + i;
+                    chain.set_next_timestamp(ts);
+                }
+                chain.mine(1);
+            }
+            Value::Null
+        }
+        "evm_setAutomine" | "anvil_setAutomine" => {
+            let on: bool = p.get(0)?;
+            chain.set_automine(on);
+            Value::Null
+        }
+        "anvil_getAutomine" => json!(chain.automine()),
+        "evm_setNextBlockTimestamp" | "anvil_setNextBlockTimestamp" => {
+            let ts = quantity(
+                p.raw(0)
+                    .ok_or_else(|| RpcError::invalid_params("missing timestamp"))?,
+            )?;
+            chain.set_next_timestamp(ts);
+            Value::Null
+        }
+        "evm_increaseTime" | "anvil_increaseTime" => {
+            let s = quantity(
+                p.raw(0)
+                    .ok_or_else(|| RpcError::invalid_params("missing seconds"))?,
+            )?;
+            json!(chain.increase_time(s))
+        }
+        "evm_snapshot" | "anvil_snapshot" => q(chain.snapshot()),
+        "evm_revert" | "anvil_revert" => {
+            let id = quantity(
+                p.raw(0)
+                    .ok_or_else(|| RpcError::invalid_params("missing id"))?,
+            )?;
+            json!(chain.revert_to(id))
+        }
+        "anvil_setBalance" | "hardhat_setBalance" => {
+            let a: Address = p.get(0)?;
+            let v: U256 = p.get(1)?;
+            chain.set_balance(a, v);
+            Value::Null
+        }
+        _ => return Err(RpcError::method_not_found(method)),
+    })
+}
+
+fn call_request(v: Option<&Value>) -> Result<CallRequest, RpcError> {
+    let Some(Value::Object(o)) = v else {
+        return Err(RpcError::invalid_params("missing call object"));
+    };
+    fn field<T: DeserializeOwned>(o: &Map<String, Value>, k: &str) -> Result<Option<T>, RpcError> {
+        match o.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => serde_json::from_value(v.clone())
+                .map(Some)
+                .map_err(|e| RpcError::invalid_params(format!("{k}: {e}"))),
+        }
+    }
+    Ok(CallRequest {
+        from: field(o, "from")?,
+        to: field(o, "to")?,
+        gas: o
+            .get("gas")
+            .filter(|v| !v.is_null())
+            .map(quantity)
+            .transpose()?,
+        value: field(o, "value")?.unwrap_or_default(),
+        data: match field::<Bytes>(o, "input")? {
+            Some(d) => d,
+            None => field(o, "data")?.unwrap_or_default(),
+        },
+    })
+}
+
+/// `eth_call` / `eth_estimateGas` state overrides (geth's format).
+#[derive(Default)]
+struct StateOverride(Vec<(Address, AccountOverride)>);
+
+#[derive(Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct AccountOverride {
+    balance: Option<U256>,
+    nonce: Option<U256>,
+    code: Option<Bytes>,
+    state: Option<std::collections::HashMap<B256, B256>>,
+    state_diff: Option<std::collections::HashMap<B256, B256>>,
+}
+
+impl StateOverride {
+    fn parse(v: Option<&Value>) -> Result<Self, RpcError> {
+        let Some(v) = v else {
+            return Ok(Self::default());
+        };
+        let map: std::collections::HashMap<Address, AccountOverride> =
+            serde_json::from_value(v.clone())
+                .map_err(|e| RpcError::invalid_params(format!("state override: {e}")))?;
+        Ok(StateOverride(map.into_iter().collect()))
+    }
+
+    fn apply(&self, s: &mut State) {
+        for (a, o) in &self.0 {
+            if let Some(b) = o.balance {
+                s.set_balance(*a, b);
+            }
+            if let Some(n) = o.nonce {
+                s.set_nonce(*a, n.saturating_to());
+            }
+            if let Some(c) = &o.code {
+                s.set_code(*a, c.clone());
+            }
+            if let Some(full) = &o.state {
+                let old: Vec<B256> = s.storage_of(*a).map(|(k, _)| *k).collect();
+                for k in old {
+                    s.set_storage(*a, k, B256::ZERO);
+                }
+                for (k, v) in full {
+                    s.set_storage(*a, *k, *v);
+                }
+            }
+            if let Some(diff) = &o.state_diff {
+                for (k, v) in diff {
+                    s.set_storage(*a, *k, *v);
+                }
+            }
+        }
+    }
+}
+
+fn fee_history(chain: &Chain, p: &Params) -> Result<Value, RpcError> {
+    let count = quantity(
+        p.raw(0)
+            .ok_or_else(|| RpcError::invalid_params("missing blockCount"))?,
+    )?
+    .clamp(1, 1024);
+    let newest = block_number(chain, p.raw(1))?;
+    let percentiles: Vec<f64> = p.opt(2)?.unwrap_or_default();
+    let oldest = newest.saturating_sub(count - 1);
+    let mut base = vec![];
+    let mut ratio = vec![];
+    let mut reward = vec![];
+    for n in oldest..=newest {
+        let b = chain.block_by_number(n).expect("within range");
+        base.push(q(b.header.base_fee_per_gas.unwrap_or_default()));
+        ratio.push(json!(b.header.gas_used as f64 / b.header.gas_limit as f64));
+        reward.push(json!(percentiles
+            .iter()
+            .map(|_| q(0u64))
+            .collect::<Vec<_>>()));
+    }
+    // The constant base fee is also the next block's.
+    base.push(q(chain.base_fee()));
+    let mut out = json!({
+        "oldestBlock": q(oldest),
+        "baseFeePerGas": base,
+        "gasUsedRatio": ratio,
+    });
+    if !percentiles.is_empty() {
+        out["reward"] = json!(reward);
+    }
+    Ok(out)
+}
+
+fn tx_json(tx: &MinedTx) -> Value {
+    envelope_json(
+        &tx.envelope,
+        tx.from,
+        Some(tx),
+        tx.receipt.effective_gas_price,
+    )
+}
+
+/// A transaction object; block fields are `null` while it is pending.
+fn envelope_json(env: &TxEnvelope, from: Address, mined: Option<&MinedTx>, price: u128) -> Value {
+    let sig = env.signature();
+    let mut v = json!({
+        "hash": env.tx_hash(),
+        "nonce": q(env.nonce()),
+        "blockHash": mined.map(|t| t.block_hash),
+        "blockNumber": mined.map(|t| q(t.block_number)),
+        "transactionIndex": mined.map(|t| q(t.index)),
+        "from": from,
+        "to": env.to(),
+        "value": qu(env.value()),
+        "gas": q(env.gas_limit()),
+        "input": env.input(),
+        "r": qu(sig.r()),
+        "s": qu(sig.s()),
+        "type": q(env.tx_type() as u8),
+        "gasPrice": q(price),
+    });
+    match env {
+        TxEnvelope::Legacy(t) => {
+            v["v"] = q(alloy_consensus::transaction::to_eip155_value(
+                sig.v(),
+                t.tx().chain_id,
+            ));
+            if let Some(id) = t.tx().chain_id {
+                v["chainId"] = q(id);
+            }
+        }
+        _ => {
+            v["v"] = q(u8::from(sig.v()));
+            v["yParity"] = q(u8::from(sig.v()));
+            v["chainId"] = q(env.chain_id().unwrap_or_default());
+            v["accessList"] = json!(env.access_list().map(|l| l.0.clone()).unwrap_or_default());
+            if env.is_dynamic_fee() {
+                v["maxFeePerGas"] = q(env.max_fee_per_gas());
+                v["maxPriorityFeePerGas"] = q(env.max_priority_fee_per_gas().unwrap_or_default());
+            }
+        }
+    }
+    v
+}
+
+fn log_json(tx: &MinedTx, l: &crate::chain::ReceiptLog) -> Value {
+    json!({
+        "address": l.log.address,
+        "topics": l.log.topics,
+        "data": l.log.data,
+        "blockHash": tx.block_hash,
+        "blockNumber": q(tx.block_number),
+        "transactionHash": tx.hash,
+        "transactionIndex": q(tx.index),
+        "logIndex": q(l.log_index),
+        "removed": false,
+    })
+}
+
+fn receipt_json(tx: &MinedTx) -> Value {
+    let r = &tx.receipt;
+    json!({
+        "transactionHash": tx.hash,
+        "transactionIndex": q(tx.index),
+        "blockHash": tx.block_hash,
+        "blockNumber": q(tx.block_number),
+        "from": tx.from,
+        "to": tx.envelope.to(),
+        "cumulativeGasUsed": q(r.cumulative_gas_used),
+        "gasUsed": q(r.gas_used),
+        "effectiveGasPrice": q(r.effective_gas_price),
+        "contractAddress": r.contract_address,
+        "logs": r.logs.iter().map(|l| log_json(tx, l)).collect::<Vec<_>>(),
+        "logsBloom": r.logs_bloom,
+        "status": q(u8::from(r.status)),
+        "type": q(tx.envelope.tx_type() as u8),
+    })
+}
+
+fn block_json(chain: &Chain, b: &Block, full: bool) -> Value {
+    let h = &b.header;
+    let txs: Vec<Value> = if full {
+        b.transactions
+            .iter()
+            .filter_map(|t| chain.transaction(*t).map(tx_json))
+            .collect()
+    } else {
+        b.transactions.iter().map(|t| json!(t)).collect()
+    };
+    json!({
+        "number": q(h.number),
+        "hash": b.hash,
+        "parentHash": h.parent_hash,
+        "nonce": h.nonce,
+        "sha3Uncles": h.ommers_hash,
+        "logsBloom": h.logs_bloom,
+        "transactionsRoot": h.transactions_root,
+        "stateRoot": h.state_root,
+        "receiptsRoot": h.receipts_root,
+        "miner": h.beneficiary,
+        "difficulty": qu(h.difficulty),
+        "totalDifficulty": "0x0",
+        "extraData": h.extra_data,
+        "size": q(alloy_rlp::Encodable::length(h) as u64),
+        "gasLimit": q(h.gas_limit),
+        "gasUsed": q(h.gas_used),
+        "timestamp": q(h.timestamp),
+        "baseFeePerGas": q(h.base_fee_per_gas.unwrap_or_default()),
+        "mixHash": h.mix_hash,
+        "transactions": txs,
+        "uncles": [],
+    })
+}
+
+/// `eth_getLogs`: block range or `blockHash`, `address` (one or many), `topics` (positional;
+/// `null` = any, an array = one of).
+fn get_logs(chain: &Chain, filter: Option<&Value>) -> Result<Value, RpcError> {
+    let f = match filter {
+        Some(Value::Object(o)) => o,
+        None => return Err(RpcError::invalid_params("missing filter")),
+        Some(_) => return Err(RpcError::invalid_params("filter must be an object")),
+    };
+    let (from, to) = if let Some(h) = f.get("blockHash").filter(|v| !v.is_null()) {
+        if f.contains_key("fromBlock") || f.contains_key("toBlock") {
+            return Err(RpcError::invalid_params(
+                "cannot specify both BlockHash and FromBlock/ToBlock, choose one or the other",
+            ));
+        }
+        let hash: B256 = serde_json::from_value(h.clone())
+            .map_err(|e| RpcError::invalid_params(e.to_string()))?;
+        let n = chain
+            .block_by_hash(hash)
+            .map(Block::number)
+            .ok_or_else(|| RpcError::server("unknown block"))?;
+        (n, n)
+    } else {
+        let latest = chain.block_number();
+        let tag = |k: &str| -> Result<u64, RpcError> {
+            match f.get(k).filter(|v| !v.is_null()) {
+                None => Ok(latest),
+                // A range past the head is clipped rather than refused, as geth does.
+                Some(v) => match block_number(chain, Some(v)) {
+                    Err(e) if e.code == -32000 => Ok(latest + 1),
+                    r => r,
+                },
+            }
+        };
+        (tag("fromBlock")?, tag("toBlock")?.min(latest))
+    };
+    if from > to && from <= chain.block_number() {
+        return Err(RpcError::invalid_params("invalid block range params"));
+    }
+    let addresses: Vec<Address> = match f.get("address") {
+        None | Some(Value::Null) => vec![],
+        Some(Value::Array(a)) => serde_json::from_value(Value::Array(a.clone()))
+            .map_err(|e| RpcError::invalid_params(e.to_string()))?,
+        Some(v) => vec![serde_json::from_value(v.clone())
+            .map_err(|e| RpcError::invalid_params(e.to_string()))?],
+    };
+    let topics: Vec<Option<Vec<B256>>> = match f.get("topics") {
+        None | Some(Value::Null) => vec![],
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|t| match t {
+                Value::Null => Ok(None),
+                Value::Array(alts) => serde_json::from_value(Value::Array(alts.clone()))
+                    .map(|v: Vec<B256>| if v.is_empty() { None } else { Some(v) }),
+                v => serde_json::from_value(v.clone()).map(|h: B256| Some(vec![h])),
+            })
+            .collect::<Result<_, _>>()
+            .map_err(|e| RpcError::invalid_params(e.to_string()))?,
+        Some(_) => return Err(RpcError::invalid_params("topics must be an array")),
+    };
+    let mut out = vec![];
+    for n in from..=to {
+        let Some(block) = chain.block_by_number(n) else {
+            break;
+        };
+        for h in &block.transactions {
+            let tx = chain.transaction(*h).expect("mined txs are indexed");
+            for l in &tx.receipt.logs {
+                if !addresses.is_empty() && !addresses.contains(&l.log.address) {
+                    continue;
+                }
+                let topics_match = topics.iter().enumerate().all(|(i, want)| match want {
+                    None => true,
+                    Some(alts) => l.log.topics.get(i).is_some_and(|t| alts.contains(t)),
+                });
+                if topics_match {
+                    out.push(log_json(tx, l));
+                }
+            }
+        }
+    }
+    Ok(Value::Array(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared() -> Shared {
+        Arc::new(Mutex::new(Chain::default()))
+    }
+
+    fn call(chain: &Shared, body: &str) -> Value {
+        serde_json::from_str(&handle_body(chain, body.as_bytes())).unwrap()
+    }
+
+    #[test]
+    fn protocol_errors() {
+        let c = shared();
+        assert_eq!(call(&c, "{not json")["error"]["code"], -32700);
+        assert_eq!(call(&c, "[]")["error"]["code"], -32600);
+        assert_eq!(call(&c, "42")["error"]["code"], -32600);
+        assert_eq!(
+            call(&c, r#"{"jsonrpc":"2.0","id":1,"method":"eth_nope"}"#)["error"]["code"],
+            -32601
+        );
+        assert_eq!(
+            call(
+                &c,
+                r#"{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0x12"]}"#
+            )["error"]["code"],
+            -32602
+        );
+        let batch = call(
+            &c,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"eth_chainId"},{"jsonrpc":"2.0","id":2,"method":"net_version"},5]"#,
+        );
+        assert_eq!(batch[0]["result"], "0x64aba");
+        assert_eq!(batch[1]["result"], "412346");
+        assert_eq!(batch[2]["error"]["code"], -32600);
+        let rlp = call(
+            &c,
+            r#"{"jsonrpc":"2.0","id":1,"method":"eth_sendRawTransaction","params":["0x02c0ffee"]}"#,
+        );
+        assert_eq!(rlp["error"]["code"], -32000);
+    }
+
+    #[test]
+    fn state_override_fee_history_and_unknown_blocks() {
+        let c = shared();
+        let poor = "0x7777777777777777777777777777777777777777";
+        let req = |over: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{{"from":"{poor}","to":"0x5555555555555555555555555555555555555555","value":"0x10"}},"latest"{over}]}}"#
+            )
+        };
+        // Without funds the value transfer fails: the call reverts with empty data.
+        let r = call(&c, &req(""));
+        assert_eq!(r["error"]["code"], 3, "{r}");
+        assert_eq!(r["error"]["data"], "0x");
+        let r = call(&c, &req(&format!(r#",{{"{poor}":{{"balance":"0x10"}}}}"#)));
+        assert_eq!(r["result"], "0x", "{r}");
+        // Overrides do not persist.
+        let r = call(
+            &c,
+            &format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["{poor}","latest"]}}"#
+            ),
+        );
+        assert_eq!(r["result"], "0x0");
+        let r = call(&c, &req(r#",{"0x12":{}}"#));
+        assert_eq!(r["error"]["code"], -32602);
+
+        let r = call(
+            &c,
+            r#"{"jsonrpc":"2.0","id":1,"method":"eth_feeHistory","params":["0x4","latest",[50]]}"#,
+        );
+        assert_eq!(r["result"]["oldestBlock"], "0x0");
+        assert_eq!(r["result"]["baseFeePerGas"].as_array().unwrap().len(), 2);
+        assert_eq!(r["result"]["reward"][0][0], "0x0");
+
+        let r = call(
+            &c,
+            r#"{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0x10",false]}"#,
+        );
+        assert_eq!(r["result"], Value::Null);
+        let r = call(
+            &c,
+            r#"{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0x5555555555555555555555555555555555555555","0x10"]}"#,
+        );
+        assert_eq!(r["error"]["code"], -32000);
+        let r = call(
+            &c,
+            r#"{"jsonrpc":"2.0","id":1,"method":"eth_estimateGas","params":[{"to":"0x5555555555555555555555555555555555555555"}]}"#,
+        );
+        assert_eq!(r["result"], "0x5208");
+    }
+}

@@ -1,0 +1,529 @@
+//! The JSON-RPC server driven by an independent client (`ethers-providers`): deploy the real
+//! counterparty registry through the prelude + ArbWasm activation flow with signed
+//! transactions, use it, read receipts and logs, and check the error codes clients rely on.
+
+mod common;
+
+use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope, TxLegacy};
+use alloy_eips::eip2718::Encodable2718;
+use alloy_primitives::{Address, Bytes, Signature, TxKind, B256, U256};
+use alloy_sol_types::{SolCall, SolEvent, SolInterface};
+use bursar_bindings::counterparty::ICounterpartyRegistry::{
+    self as reg, ICounterpartyRegistryErrors as Errors,
+};
+use bursar_devnet::accounts::dev_accounts;
+use bursar_devnet::arbwasm::{IArbWasm, ARBWASM_ADDRESS};
+use bursar_devnet::{spawn, Handle, RpcConfig};
+use ethers_core::types as et;
+use ethers_providers::{Http, Middleware, Provider, ProviderError, RpcError as _};
+use k256::ecdsa::SigningKey;
+use serde_json::{json, Value};
+
+const CHAIN_ID: u64 = 412_346;
+
+async fn start() -> (Handle, Provider<Http>) {
+    let handle = spawn(RpcConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        ..Default::default()
+    })
+    .await
+    .expect("bind a free port");
+    let provider = Provider::<Http>::try_from(handle.url.as_str()).unwrap();
+    (handle, provider)
+}
+
+fn h256(b: B256) -> et::H256 {
+    et::H256::from_slice(b.as_slice())
+}
+
+fn h160(a: Address) -> et::H160 {
+    et::H160::from_slice(a.as_slice())
+}
+
+fn sign_1559(tx: TxEip1559, key: &SigningKey) -> et::Bytes {
+    let (sig, recid) = key
+        .sign_prehash_recoverable(tx.signature_hash().as_slice())
+        .unwrap();
+    let signed = tx.into_signed(Signature::from_signature_and_parity(sig, recid.is_y_odd()));
+    TxEnvelope::from(signed).encoded_2718().into()
+}
+
+fn sign_legacy(tx: TxLegacy, key: &SigningKey) -> et::Bytes {
+    let (sig, recid) = key
+        .sign_prehash_recoverable(tx.signature_hash().as_slice())
+        .unwrap();
+    let signed = tx.into_signed(Signature::from_signature_and_parity(sig, recid.is_y_odd()));
+    TxEnvelope::from(signed).encoded_2718().into()
+}
+
+/// A client-side sender: tracks its nonce, estimates gas through the node.
+struct Sender {
+    key: SigningKey,
+    address: Address,
+    nonce: u64,
+}
+
+impl Sender {
+    fn dev(i: usize) -> Self {
+        Sender {
+            key: dev_accounts()[i].signing_key(),
+            address: dev_accounts()[i].address,
+            nonce: 0,
+        }
+    }
+
+    fn tx(&self, to: Option<Address>, data: Vec<u8>, gas: u64) -> TxEip1559 {
+        TxEip1559 {
+            chain_id: CHAIN_ID,
+            nonce: self.nonce,
+            gas_limit: gas,
+            max_fee_per_gas: 1_000_000_000,
+            max_priority_fee_per_gas: 0,
+            to: to.map_or(TxKind::Create, TxKind::Call),
+            value: U256::ZERO,
+            input: data.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Estimates, signs, sends and returns the receipt (automine).
+    async fn send(
+        &mut self,
+        p: &Provider<Http>,
+        to: Option<Address>,
+        data: Vec<u8>,
+    ) -> et::TransactionReceipt {
+        let mut req = json!({ "from": self.address, "data": Bytes::from(data.clone()) });
+        if let Some(to) = to {
+            req["to"] = json!(to);
+        }
+        let gas: et::U256 = p.request("eth_estimateGas", [req]).await.unwrap();
+        let raw = sign_1559(self.tx(to, data, gas.as_u64()), &self.key);
+        let pending = p.send_raw_transaction(raw).await.unwrap();
+        self.nonce += 1;
+        p.get_transaction_receipt(pending.tx_hash())
+            .await
+            .unwrap()
+            .expect("automined")
+    }
+}
+
+fn rpc_error(e: ProviderError) -> ethers_providers::JsonRpcError {
+    e.as_error_response()
+        .cloned()
+        .unwrap_or_else(|| panic!("not a JSON-RPC error: {e:?}"))
+}
+
+fn topics(l: &et::Log) -> Vec<B256> {
+    l.topics.iter().map(|t| B256::from(t.0)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deploy_activate_and_use_the_registry_over_json_rpc() {
+    let (handle, p) = start().await;
+    assert_eq!(p.get_chainid().await.unwrap(), CHAIN_ID.into());
+    assert_eq!(p.get_block_number().await.unwrap(), 0.into());
+    let mut owner = Sender::dev(0);
+    assert_eq!(
+        p.get_balance(h160(owner.address), None).await.unwrap(),
+        et::U256::exp10(22)
+    );
+
+    // Deploy: a plain creation tx with the 43-byte prelude initcode.
+    let code = common::code("counterparty_registry");
+    let initcode = stylus_activation::deploy_initcode(&code);
+    let receipt = owner.send(&p, None, initcode).await;
+    assert_eq!(receipt.status, Some(1.into()));
+    let registry = Address::from(receipt.contract_address.expect("contract address").0);
+    let deployed = p.get_code(h160(registry), None).await.unwrap();
+    assert_eq!(deployed.as_ref(), &code[..]);
+
+    // Not activated yet: a call reverts (empty data), and ArbWasm says so.
+    let list_count = reg::listCountCall {}.abi_encode();
+    let err = p
+        .request::<_, et::Bytes>(
+            "eth_call",
+            (
+                json!({ "to": registry, "data": Bytes::from(list_count.clone()) }),
+                "latest",
+            ),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(rpc_error(err).code, 3);
+    let codehash = alloy_primitives::keccak256(&code);
+    let err = p
+        .request::<_, et::Bytes>(
+            "eth_call",
+            (json!({ "to": ARBWASM_ADDRESS, "data": Bytes::from(IArbWasm::codehashVersionCall { codehash }.abi_encode()) }),),
+        )
+        .await
+        .unwrap_err();
+    let e = rpc_error(err);
+    assert_eq!(e.code, 3);
+    assert_eq!(e.data, Some(json!("0x6f809c4e")), "ProgramNotActivated()");
+
+    // Activate through ArbWasm.
+    let activate = IArbWasm::activateProgramCall { program: registry }.abi_encode();
+    let receipt = owner
+        .send(&p, Some(ARBWASM_ADDRESS), activate.clone())
+        .await;
+    assert_eq!(receipt.status, Some(1.into()));
+    let log = &receipt.logs[0];
+    let ev = IArbWasm::ProgramActivated::decode_raw_log(topics(log), &log.data).unwrap();
+    assert_eq!(
+        (ev.codehash, ev.program, ev.version),
+        (codehash, registry, 2)
+    );
+    // Activating again reverts with ProgramUpToDate().
+    let err = p
+        .request::<_, et::Bytes>(
+            "eth_call",
+            (json!({ "from": owner.address, "to": ARBWASM_ADDRESS, "data": Bytes::from(activate) }),),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(rpc_error(err).data, Some(json!("0xcc944bf2")));
+
+    // createList / setEntry through signed transactions; events decoded by the bindings.
+    let receipt = owner
+        .send(&p, Some(registry), reg::createListCall {}.abi_encode())
+        .await;
+    assert_eq!(receipt.status, Some(1.into()));
+    assert_eq!(receipt.logs.len(), 1);
+    let created =
+        reg::ListCreated::decode_raw_log(topics(&receipt.logs[0]), &receipt.logs[0].data).unwrap();
+    assert_eq!(created.owner, owner.address);
+    let list_id = created.listId;
+    let created_block = receipt.block_number.unwrap();
+
+    let payee = Address::repeat_byte(0xbe);
+    let set = reg::setEntryCall {
+        listId: list_id,
+        counterparty: payee,
+        allowed: true,
+        maxPerPayment: U256::from(500),
+        label: B256::repeat_byte(0x11),
+    };
+    let receipt = owner.send(&p, Some(registry), set.abi_encode()).await;
+    assert_eq!(receipt.status, Some(1.into()));
+    assert!(receipt.gas_used.unwrap() > 21_000.into());
+    assert_eq!(receipt.effective_gas_price, Some(100_000_000u64.into()));
+    assert_eq!(receipt.logs[0].log_index, Some(0.into()));
+    let entry =
+        reg::EntrySet::decode_raw_log(topics(&receipt.logs[0]), &receipt.logs[0].data).unwrap();
+    assert_eq!((entry.counterparty, entry.by), (payee, owner.address));
+
+    // isAllowed through eth_call.
+    let allowed = |amount: u64| {
+        let data = reg::isAllowedCall {
+            listId: list_id,
+            counterparty: payee,
+            amount: U256::from(amount),
+        }
+        .abi_encode();
+        let tx: et::transaction::eip2718::TypedTransaction = et::TransactionRequest::new()
+            .to(h160(registry))
+            .data(data)
+            .into();
+        let p = p.clone();
+        async move {
+            let out = p.call(&tx, None).await.unwrap();
+            reg::isAllowedCall::abi_decode_returns(&out).unwrap()
+        }
+    };
+    assert!(allowed(500).await);
+    assert!(!allowed(501).await);
+
+    // State override: the same (activated) code at a fresh address has fresh storage.
+    let elsewhere = Address::repeat_byte(0x99);
+    let out: Bytes = p
+        .request(
+            "eth_call",
+            (
+                json!({ "to": elsewhere, "data": Bytes::from(list_count.clone()) }),
+                "latest",
+                json!({ elsewhere.to_string(): { "code": Bytes::from(code.clone()) } }),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        reg::listCountCall::abi_decode_returns(&out).unwrap(),
+        U256::ZERO
+    );
+    let out: Bytes = p
+        .request(
+            "eth_call",
+            (
+                json!({ "to": registry, "data": Bytes::from(list_count.clone()) }),
+                "latest",
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        reg::listCountCall::abi_decode_returns(&out).unwrap(),
+        U256::from(1)
+    );
+
+    // Blocks chain by parentHash; full and hash-only bodies.
+    let head = p
+        .get_block_with_txs(receipt.block_number.unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(head.transactions[0].hash, receipt.transaction_hash);
+    let parent = p
+        .get_block(head.number.unwrap() - 1)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(head.parent_hash, parent.hash.unwrap());
+    let by_hash = p.get_block(head.hash.unwrap()).await.unwrap().unwrap();
+    assert_eq!(by_hash.transactions, vec![receipt.transaction_hash]);
+    let tx = p
+        .get_transaction(receipt.transaction_hash)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(tx.from, h160(owner.address));
+
+    // eth_getLogs: by address, by topic, by range, by block hash.
+    let all = p
+        .get_logs(&et::Filter::new().address(h160(registry)).from_block(0))
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 2);
+    let only_entries = p
+        .get_logs(
+            &et::Filter::new()
+                .from_block(0)
+                .topic0(h256(reg::EntrySet::SIGNATURE_HASH)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(only_entries.len(), 1);
+    let by_payee = p
+        .get_logs(
+            &et::Filter::new()
+                .from_block(0)
+                .topic2(h256(B256::left_padding_from(payee.as_slice()))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(by_payee.len(), 1);
+    let in_range = p
+        .get_logs(
+            &et::Filter::new()
+                .from_block(created_block)
+                .to_block(created_block),
+        )
+        .await
+        .unwrap();
+    assert_eq!(in_range.len(), 1);
+    let by_hash = p
+        .get_logs(&et::Filter::new().at_block_hash(receipt.block_hash.unwrap()))
+        .await
+        .unwrap();
+    assert_eq!(by_hash.len(), 1);
+    let none = p
+        .get_logs(
+            &et::Filter::new()
+                .from_block(0)
+                .address(h160(Address::repeat_byte(9))),
+        )
+        .await
+        .unwrap();
+    assert!(none.is_empty());
+
+    // A revert surfaces as code 3 with the custom error in `data`.
+    let stranger = Address::repeat_byte(0x77);
+    let err = p
+        .request::<_, et::Bytes>(
+            "eth_call",
+            (
+                json!({ "from": stranger, "to": registry, "data": Bytes::from(set.abi_encode()) }),
+                "latest",
+            ),
+        )
+        .await
+        .unwrap_err();
+    let e = rpc_error(err);
+    assert_eq!((e.code, e.message.as_str()), (3, "execution reverted"));
+    let data: Bytes = serde_json::from_value(e.data.unwrap()).unwrap();
+    assert!(matches!(
+        Errors::abi_decode(&data).unwrap(),
+        Errors::CounterpartyUnauthorized(u) if u.caller == stranger
+    ));
+    // estimateGas reports the same revert.
+    let err = p
+        .request::<_, et::U256>(
+            "eth_estimateGas",
+            [json!({ "from": stranger, "to": registry, "data": Bytes::from(set.abi_encode()) })],
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(rpc_error(err).code, 3);
+
+    // A reverting transaction is mined with status 0.
+    owner.nonce = p
+        .get_transaction_count(h160(owner.address), None)
+        .await
+        .unwrap()
+        .as_u64();
+    let bad = reg::setEntryCall {
+        listId: U256::from(99),
+        ..set.clone()
+    };
+    let raw = sign_1559(
+        owner.tx(Some(registry), bad.abi_encode(), 500_000),
+        &owner.key,
+    );
+    let pending = p.send_raw_transaction(raw).await.unwrap();
+    let r = p
+        .get_transaction_receipt(pending.tx_hash())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(r.status, Some(0.into()));
+    assert!(r.logs.is_empty());
+
+    // Validation errors.
+    let stale = sign_1559(owner.tx(Some(registry), vec![], 50_000), &owner.key);
+    let e = rpc_error(p.send_raw_transaction(stale).await.unwrap_err());
+    assert_eq!(e.code, -32000);
+    assert!(e.message.starts_with("nonce too low"), "{}", e.message);
+    let poor = SigningKey::from_bytes(&[7u8; 32].into()).unwrap();
+    let raw = sign_legacy(
+        TxLegacy {
+            chain_id: Some(CHAIN_ID),
+            nonce: 0,
+            gas_price: 100_000_000,
+            gas_limit: 21_000,
+            to: TxKind::Call(payee),
+            value: U256::from(1),
+            input: Bytes::new(),
+        },
+        &poor,
+    );
+    let e = rpc_error(p.send_raw_transaction(raw).await.unwrap_err());
+    assert_eq!(e.code, -32000);
+    assert!(
+        e.message
+            .starts_with("insufficient funds for gas * price + value"),
+        "{}",
+        e.message
+    );
+
+    handle.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dev_methods_and_protocol_errors() {
+    let (handle, p) = start().await;
+    let sender = Sender::dev(1);
+    let to = Address::repeat_byte(0x55);
+    let transfer = |nonce: u64, value: u64| {
+        let mut tx = sender.tx(Some(to), vec![], 21_000);
+        tx.nonce = nonce;
+        tx.value = U256::from(value);
+        sign_1559(tx, &sender.key)
+    };
+
+    // Snapshot / revert.
+    let snap: et::U256 = p.request("evm_snapshot", ()).await.unwrap();
+    p.send_raw_transaction(transfer(0, 5)).await.unwrap();
+    assert_eq!(p.get_balance(h160(to), None).await.unwrap(), 5.into());
+    assert_eq!(p.get_block_number().await.unwrap(), 1.into());
+    let reverted: bool = p.request("evm_revert", [snap]).await.unwrap();
+    assert!(reverted);
+    assert_eq!(p.get_balance(h160(to), None).await.unwrap(), 0.into());
+    assert_eq!(p.get_block_number().await.unwrap(), 0.into());
+
+    // Time travel.
+    let t0 = p.get_block(0).await.unwrap().unwrap().timestamp;
+    let _: Value = p.request("evm_increaseTime", [3600]).await.unwrap();
+    let _: Value = p.request("evm_mine", ()).await.unwrap();
+    let t1 = p.get_block(1).await.unwrap().unwrap().timestamp;
+    assert!(t1 >= t0 + 3600, "{t0} -> {t1}");
+    let _: Value = p
+        .request("evm_setNextBlockTimestamp", [t1.as_u64() + 10_000])
+        .await
+        .unwrap();
+    let _: Value = p.request("anvil_mine", [json!("0x2")]).await.unwrap();
+    assert_eq!(p.get_block_number().await.unwrap(), 3.into());
+    assert_eq!(
+        p.get_block(2).await.unwrap().unwrap().timestamp,
+        t1 + 10_000
+    );
+
+    // Manual mining: transactions wait for evm_mine.
+    let _: Value = p.request("evm_setAutomine", [false]).await.unwrap();
+    let pending = p.send_raw_transaction(transfer(0, 1)).await.unwrap();
+    assert!(p
+        .get_transaction_receipt(pending.tx_hash())
+        .await
+        .unwrap()
+        .is_none());
+    let n: et::U256 = p
+        .request("eth_getTransactionCount", (h160(sender.address), "pending"))
+        .await
+        .unwrap();
+    assert_eq!(n, 1.into());
+    let _: Value = p.request("evm_mine", ()).await.unwrap();
+    assert!(p
+        .get_transaction_receipt(pending.tx_hash())
+        .await
+        .unwrap()
+        .is_some());
+
+    // anvil_setBalance.
+    let _: Value = p
+        .request("anvil_setBalance", (h160(to), "0x100"))
+        .await
+        .unwrap();
+    assert_eq!(p.get_balance(h160(to), None).await.unwrap(), 0x100.into());
+
+    // Raw protocol errors.
+    let http = reqwest::Client::new();
+    let post = |body: &'static str| {
+        let http = http.clone();
+        let url = handle.url.clone();
+        async move {
+            http.post(url)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(post("{\"jsonrpc\":").await["error"]["code"], -32700);
+    assert_eq!(
+        post(r#"{"jsonrpc":"2.0","id":1,"method":"eth_foo","params":[]}"#).await["error"]["code"],
+        -32601
+    );
+    assert_eq!(
+        post(r#"{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":[1]}"#).await["error"]
+            ["code"],
+        -32602
+    );
+    let rlp = post(
+        r#"{"jsonrpc":"2.0","id":1,"method":"eth_sendRawTransaction","params":["0xf8deadbeef"]}"#,
+    )
+    .await;
+    assert_eq!(rlp["error"]["code"], -32000, "{rlp}");
+    let batch = post(
+        r#"[{"jsonrpc":"2.0","id":7,"method":"eth_blockNumber"},{"jsonrpc":"2.0","id":8,"method":"nope"}]"#,
+    )
+    .await;
+    assert_eq!(batch[0]["id"], 7);
+    assert_eq!(batch[0]["result"], "0x4");
+    assert_eq!(batch[1]["error"]["code"], -32601);
+
+    handle.shutdown().await;
+}
