@@ -13,6 +13,14 @@
 //!   `eth_call` sees today's activated programs.
 //! * A pooled transaction whose sender can no longer pay when its block is built (e.g. after
 //!   `anvil_setBalance`) is dropped without a receipt.
+//! * Every change of the canonical chain is recorded as a [`ChainEvent`] (a block added, or a
+//!   block removed by a reorg or a snapshot revert, with its logs); filters
+//!   ([`Chain::new_filter`]) and WebSocket subscriptions read that record from a cursor, so
+//!   removed logs are reported again with `removed: true`, as geth does.
+//! * [`Chain::reorg`] replaces the last N blocks: the state and activations at the fork point
+//!   are restored from history and the new blocks' transactions re-executed against them.
+//!   Replacement blocks keep the old timestamps but carry `extraData = "bursar-reorg-<k>"`,
+//!   so their hashes always differ from the blocks they replace.
 //! * Priority fees are accepted and paid to the coinbase (zero address), but the node asks for
 //!   none (`eth_maxPriorityFeePerGas` = 0), as Arbitrum ignores tips.
 
@@ -163,6 +171,103 @@ pub struct SimOutcome {
     pub logs: Vec<Log>,
 }
 
+/// A log with its position in the chain, as filters and subscriptions report it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChainLog {
+    pub log: Log,
+    pub log_index: u64,
+    pub block_number: u64,
+    pub block_hash: B256,
+    pub tx_hash: B256,
+    pub tx_index: u64,
+    /// True when the block holding the log left the canonical chain (reorg, revert).
+    pub removed: bool,
+}
+
+/// One change of the canonical chain: a block added or removed, with its logs.
+#[derive(Clone, Debug)]
+pub struct ChainEvent {
+    pub block: Block,
+    pub removed: bool,
+    pub logs: Vec<ChainLog>,
+}
+
+/// Log criteria of `eth_getLogs`, `eth_newFilter` and `logs` subscriptions.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LogFilter {
+    /// `None` = the head at the time of the query (`latest` and friends).
+    pub from_block: Option<u64>,
+    pub to_block: Option<u64>,
+    /// Only the block with this hash (exclusive with the range).
+    pub block_hash: Option<B256>,
+    /// Any of these emitters (empty = any).
+    pub addresses: Vec<Address>,
+    /// Positional topics: `None` = any, `Some(alts)` = one of `alts`.
+    pub topics: Vec<Option<Vec<B256>>>,
+}
+
+impl LogFilter {
+    /// Address and topic criteria.
+    pub fn matches_log(&self, log: &Log) -> bool {
+        (self.addresses.is_empty() || self.addresses.contains(&log.address))
+            && self.topics.iter().enumerate().all(|(i, want)| match want {
+                None => true,
+                Some(alts) => log.topics.get(i).is_some_and(|t| alts.contains(t)),
+            })
+    }
+
+    /// All criteria, with tags (`None` bounds) treated as open, as geth does for filter changes.
+    pub fn matches(&self, l: &ChainLog) -> bool {
+        if let Some(h) = self.block_hash {
+            if l.block_hash != h {
+                return false;
+            }
+        }
+        self.from_block.is_none_or(|f| l.block_number >= f)
+            && self.to_block.is_none_or(|t| l.block_number <= t)
+            && self.matches_log(&l.log)
+    }
+}
+
+/// What a filter watches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FilterKind {
+    Logs(LogFilter),
+    Blocks,
+}
+
+/// What [`Chain::filter_changes`] reports.
+#[derive(Clone, Debug)]
+pub enum FilterChanges {
+    Logs(Vec<ChainLog>),
+    Blocks(Vec<B256>),
+}
+
+struct Filter {
+    kind: FilterKind,
+    /// Position in the event record up to which changes were reported.
+    cursor: usize,
+}
+
+/// Why [`Chain::reorg`] refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReorgError {
+    #[error("reorg depth must be between 1 and the chain height {head}, got {depth}")]
+    Depth { depth: u64, head: u64 },
+    #[error(transparent)]
+    Tx(#[from] TxError),
+}
+
+/// The result of [`Chain::reorg`].
+#[derive(Clone, Debug, Default)]
+pub struct ReorgOutcome {
+    /// Hashes of the replacement blocks, oldest first.
+    pub blocks: Vec<B256>,
+    /// Transactions given for the new blocks but not included (nonce or balance no longer
+    /// valid, or no room); they are discarded, not returned to the pool.
+    pub excluded: Vec<B256>,
+}
+
 /// Everything [`Chain::snapshot`] saves.
 struct Snapshot {
     state: State,
@@ -170,6 +275,7 @@ struct Snapshot {
     block_env: BlockEnv,
     blocks: Vec<Block>,
     history: Vec<State>,
+    program_history: Vec<Programs>,
     txs: HashMap<B256, MinedTx>,
     pending: Vec<PendingTx>,
     time_offset: i64,
@@ -183,6 +289,8 @@ pub struct Chain {
     blocks: Vec<Block>,
     /// State after each block, indexed by block number.
     history: Vec<State>,
+    /// Activated programs after each block (for reorgs).
+    program_history: Vec<Programs>,
     txs: HashMap<B256, MinedTx>,
     pending: Vec<PendingTx>,
     automine: bool,
@@ -190,6 +298,13 @@ pub struct Chain {
     time_offset: i64,
     next_timestamp: Option<u64>,
     snapshots: Vec<Option<Snapshot>>,
+    /// Every change of the canonical chain, in order (see [`ChainEvent`]).
+    events: Vec<ChainEvent>,
+    /// Called with the new event count whenever events are recorded.
+    on_event: Option<Box<dyn Fn(usize) + Send>>,
+    filters: HashMap<u64, Filter>,
+    next_filter_id: u64,
+    reorgs: u64,
 }
 
 /// Intrinsic gas: 21000, +32000 for a creation, 4/16 per zero/non-zero calldata byte,
@@ -245,15 +360,21 @@ impl Chain {
             exec,
             blocks: vec![],
             history: vec![],
+            program_history: vec![],
             txs: HashMap::new(),
             pending: vec![],
             automine: true,
             time_offset: 0,
             next_timestamp: None,
             snapshots: vec![],
+            events: vec![],
+            on_event: None,
+            filters: HashMap::new(),
+            next_filter_id: 1,
+            reorgs: 0,
         };
         let ts = chain.config.genesis_timestamp.unwrap_or_else(now);
-        chain.seal_block(0, ts, vec![]);
+        chain.seal_block(0, ts, vec![], Bytes::new());
         chain
     }
 
@@ -361,6 +482,7 @@ impl Chain {
             block_env: self.exec.block().clone(),
             blocks: self.blocks.clone(),
             history: self.history.clone(),
+            program_history: self.program_history.clone(),
             txs: self.txs.clone(),
             pending: self.pending.clone(),
             time_offset: self.time_offset,
@@ -376,12 +498,28 @@ impl Chain {
             return false;
         };
         self.snapshots.truncate(id as usize);
+        // Blocks after the common prefix leave the chain; the snapshot's come back.
+        let common = self
+            .blocks
+            .iter()
+            .zip(&snap.blocks)
+            .take_while(|(a, b)| a.hash == b.hash)
+            .count();
+        for n in (common..self.blocks.len()).rev() {
+            let block = self.blocks[n].clone();
+            self.record(block, true);
+        }
         *self.exec.state_mut() = snap.state;
         self.exec.restore_programs(snap.programs);
         *self.exec.block_mut() = snap.block_env;
         self.blocks = snap.blocks;
         self.history = snap.history;
+        self.program_history = snap.program_history;
         self.txs = snap.txs;
+        for n in common..self.blocks.len() {
+            let block = self.blocks[n].clone();
+            self.record(block, false);
+        }
         self.pending = snap.pending;
         self.time_offset = snap.time_offset;
         self.next_timestamp = snap.next_timestamp;
@@ -488,40 +626,64 @@ impl Chain {
                 None => (now() as i64 + self.time_offset).max(0) as u64,
             }
             .max(parent_ts + 1);
-            {
-                let b = self.exec.block_mut();
-                b.number = number;
-                b.timestamp = ts;
-                b.basefee = U256::from(self.config.base_fee);
-                b.gas_limit = self.config.block_gas_limit;
-            }
             let pending = std::mem::take(&mut self.pending);
-            let mut mined = Vec::new();
-            let mut cumulative = 0u64;
-            let mut log_index = 0u64;
-            for tx in pending {
-                if cumulative + tx.envelope.gas_limit() > self.config.block_gas_limit {
-                    // Does not fit: waits for the next block.
-                    self.pending.push(tx);
-                    continue;
-                }
-                let Some(mut receipt) = self.execute(&tx) else {
-                    continue;
-                };
-                cumulative += receipt.gas_used;
-                receipt.cumulative_gas_used = cumulative;
-                for l in &mut receipt.logs {
-                    l.log_index = log_index;
-                    log_index += 1;
-                }
-                mined.push((tx, receipt));
-            }
-            self.seal_block(number, ts, mined);
+            // Those that do not fit wait for the next block.
+            let (leftover, _) = self.build_block(number, ts, pending, Bytes::new());
+            self.pending = leftover;
         }
     }
 
+    /// Executes `txs` in order as block `number` (skipping those whose sender can no longer
+    /// pay or whose nonce is stale) and seals it. Returns the transactions that did not fit
+    /// and the hashes of those skipped.
+    fn build_block(
+        &mut self,
+        number: u64,
+        ts: u64,
+        txs: Vec<PendingTx>,
+        extra_data: Bytes,
+    ) -> (Vec<PendingTx>, Vec<B256>) {
+        {
+            let b = self.exec.block_mut();
+            b.number = number;
+            b.timestamp = ts;
+            b.basefee = U256::from(self.config.base_fee);
+            b.gas_limit = self.config.block_gas_limit;
+        }
+        let mut leftover = Vec::new();
+        let mut skipped = Vec::new();
+        let mut mined = Vec::new();
+        let mut cumulative = 0u64;
+        let mut log_index = 0u64;
+        for tx in txs {
+            if cumulative + tx.envelope.gas_limit() > self.config.block_gas_limit {
+                leftover.push(tx);
+                continue;
+            }
+            let Some(mut receipt) = self.execute(&tx) else {
+                skipped.push(tx.hash);
+                continue;
+            };
+            cumulative += receipt.gas_used;
+            receipt.cumulative_gas_used = cumulative;
+            for l in &mut receipt.logs {
+                l.log_index = log_index;
+                log_index += 1;
+            }
+            mined.push((tx, receipt));
+        }
+        self.seal_block(number, ts, mined, extra_data);
+        (leftover, skipped)
+    }
+
     /// Builds the header for `number`, records the block and its transactions.
-    fn seal_block(&mut self, number: u64, timestamp: u64, mined: Vec<(PendingTx, Receipt)>) {
+    fn seal_block(
+        &mut self,
+        number: u64,
+        timestamp: u64,
+        mined: Vec<(PendingTx, Receipt)>,
+        extra_data: Bytes,
+    ) {
         let parent_hash = self.blocks.last().map_or(B256::ZERO, |b| b.hash);
         let mut bloom = Bloom::default();
         let mut tx_hashes = Vec::new();
@@ -554,7 +716,7 @@ impl Chain {
             gas_limit: self.config.block_gas_limit,
             gas_used,
             timestamp,
-            extra_data: Bytes::new(),
+            extra_data,
             mix_hash: B256::ZERO,
             nonce: Default::default(),
             base_fee_per_gas: Some(self.config.base_fee),
@@ -577,12 +739,214 @@ impl Chain {
                 },
             );
         }
-        self.blocks.push(Block {
+        let block = Block {
             header,
             hash,
             transactions,
-        });
+        };
+        self.blocks.push(block.clone());
         self.history.push(self.exec.state().clone());
+        self.program_history.push(self.exec.programs_snapshot());
+        self.record(block, false);
+    }
+
+    // ----- chain events, filters, reorgs -----------------------------------------------------
+
+    /// The logs of a block (its transactions must be indexed).
+    fn block_logs(&self, block: &Block, removed: bool) -> Vec<ChainLog> {
+        let mut out = vec![];
+        for (i, h) in block.transactions.iter().enumerate() {
+            let Some(tx) = self.txs.get(h) else { continue };
+            for l in &tx.receipt.logs {
+                out.push(ChainLog {
+                    log: l.log.clone(),
+                    log_index: l.log_index,
+                    block_number: block.number(),
+                    block_hash: block.hash,
+                    tx_hash: *h,
+                    tx_index: i as u64,
+                    removed,
+                });
+            }
+        }
+        out
+    }
+
+    fn record(&mut self, block: Block, removed: bool) {
+        let logs = self.block_logs(&block, removed);
+        self.events.push(ChainEvent {
+            block,
+            removed,
+            logs,
+        });
+        if let Some(f) = &self.on_event {
+            f(self.events.len());
+        }
+    }
+
+    /// Registers a callback run with the new event count whenever the chain records events
+    /// (blocks added or removed). Used by the WebSocket server to wake subscribers.
+    pub fn set_event_hook(&mut self, hook: impl Fn(usize) + Send + 'static) {
+        self.on_event = Some(Box::new(hook));
+    }
+
+    /// Number of events recorded so far (a cursor for [`Chain::events_since`]).
+    pub fn event_count(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Events recorded at or after `cursor`.
+    pub fn events_since(&self, cursor: usize) -> &[ChainEvent] {
+        self.events.get(cursor..).unwrap_or(&[])
+    }
+
+    /// Installs a filter that reports changes from now on; returns its id.
+    pub fn new_filter(&mut self, kind: FilterKind) -> u64 {
+        let id = self.next_filter_id;
+        self.next_filter_id += 1;
+        self.filters.insert(
+            id,
+            Filter {
+                kind,
+                cursor: self.events.len(),
+            },
+        );
+        id
+    }
+
+    pub fn filter(&self, id: u64) -> Option<&FilterKind> {
+        self.filters.get(&id).map(|f| &f.kind)
+    }
+
+    pub fn uninstall_filter(&mut self, id: u64) -> bool {
+        self.filters.remove(&id).is_some()
+    }
+
+    /// Changes since the last poll: new block hashes, or matching logs (removed ones with
+    /// `removed: true`). `None` for an unknown id.
+    pub fn filter_changes(&mut self, id: u64) -> Option<FilterChanges> {
+        let f = self.filters.get(&id)?;
+        let events = self.events.get(f.cursor..).unwrap_or(&[]);
+        let out = match &f.kind {
+            FilterKind::Blocks => FilterChanges::Blocks(
+                events
+                    .iter()
+                    .filter(|e| !e.removed)
+                    .map(|e| e.block.hash)
+                    .collect(),
+            ),
+            FilterKind::Logs(lf) => FilterChanges::Logs(
+                events
+                    .iter()
+                    .flat_map(|e| e.logs.iter().filter(|l| lf.matches(l)).cloned())
+                    .collect(),
+            ),
+        };
+        let end = self.events.len();
+        self.filters.get_mut(&id).expect("present").cursor = end;
+        Some(out)
+    }
+
+    /// Logs of the canonical chain matching `f` (`eth_getLogs`); open bounds are the head.
+    pub fn logs(&self, f: &LogFilter) -> Vec<ChainLog> {
+        let latest = self.block_number();
+        let (from, to) = match f.block_hash {
+            Some(h) => match self.block_by_hash(h) {
+                Some(b) => (b.number(), b.number()),
+                None => return vec![],
+            },
+            None => (
+                f.from_block.unwrap_or(latest),
+                f.to_block.unwrap_or(latest).min(latest),
+            ),
+        };
+        let mut out = vec![];
+        for n in from..=to {
+            let Some(block) = self.blocks.get(n as usize) else {
+                break;
+            };
+            if !block.header.logs_bloom.is_zero() {
+                out.extend(
+                    self.block_logs(block, false)
+                        .into_iter()
+                        .filter(|l| f.matches_log(&l.log)),
+                );
+            }
+        }
+        out
+    }
+
+    /// Replaces the last `blocks.len()` blocks with new ones: block `i` of the replacement
+    /// executes `blocks[i]` in order against the state (and activations) after the fork
+    /// point. Removed blocks' logs are reported to filters/subscribers as removed, then the
+    /// new blocks as added. Transactions of the old blocks not given again are gone (not
+    /// returned to the pool); pool transactions included in the new blocks leave the pool.
+    pub fn reorg(&mut self, blocks: Vec<Vec<TxEnvelope>>) -> Result<ReorgOutcome, ReorgError> {
+        let depth = blocks.len() as u64;
+        let head = self.block_number();
+        if depth == 0 || depth > head {
+            return Err(ReorgError::Depth { depth, head });
+        }
+        let mut plan = Vec::with_capacity(blocks.len());
+        for txs in blocks {
+            let mut b = Vec::with_capacity(txs.len());
+            for envelope in txs {
+                let from = envelope
+                    .recover_signer()
+                    .map_err(|e| TxError::InvalidSignature(e.to_string()))?;
+                b.push(PendingTx {
+                    hash: *envelope.tx_hash(),
+                    envelope,
+                    from,
+                });
+            }
+            plan.push(b);
+        }
+        let fork = (head - depth) as usize;
+        for n in (fork + 1..=head as usize).rev() {
+            let block = self.blocks[n].clone();
+            self.record(block, true);
+        }
+        let old: Vec<Block> = self.blocks.drain(fork + 1..).collect();
+        for b in &old {
+            for h in &b.transactions {
+                self.txs.remove(h);
+            }
+        }
+        self.history.truncate(fork + 1);
+        self.program_history.truncate(fork + 1);
+        *self.exec.state_mut() = self.history[fork].clone();
+        self.exec
+            .restore_programs(self.program_history[fork].clone());
+        self.reorgs += 1;
+        let extra = Bytes::from(format!("bursar-reorg-{}", self.reorgs).into_bytes());
+        let mut out = ReorgOutcome::default();
+        for (old_block, txs) in old.iter().zip(plan) {
+            let number = self.block_number() + 1;
+            let ts = old_block
+                .header
+                .timestamp
+                .max(self.latest_block().header.timestamp + 1);
+            let (leftover, skipped) = self.build_block(number, ts, txs, extra.clone());
+            out.blocks.push(self.latest_block().hash);
+            out.excluded.extend(skipped);
+            out.excluded.extend(leftover.into_iter().map(|t| t.hash));
+        }
+        let txs = &self.txs;
+        self.pending.retain(|p| !txs.contains_key(&p.hash));
+        Ok(out)
+    }
+
+    /// The transactions of block `number` (in order).
+    pub fn block_envelopes(&self, number: u64) -> Vec<TxEnvelope> {
+        self.block_by_number(number)
+            .map(|b| {
+                b.transactions
+                    .iter()
+                    .filter_map(|h| self.txs.get(h).map(|t| t.envelope.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Executes a validated transaction in the current block environment: buys gas, runs the
@@ -974,6 +1338,70 @@ mod tests {
             chain.send_raw_transaction(&[0xc0]),
             Err(TxError::Decode(_))
         ));
+    }
+
+    #[test]
+    fn reorg_rewinds_state_history_and_records_events() {
+        let mut chain = Chain::default();
+        let to = Address::repeat_byte(9);
+        let h1 = chain.send_transaction(sign(transfer(0, to, 1), 0)).unwrap();
+        let h2 = chain.send_transaction(sign(transfer(1, to, 2), 0)).unwrap();
+        let h3 = chain.send_transaction(sign(transfer(0, to, 4), 1)).unwrap();
+        let old: Vec<B256> = chain.blocks().iter().map(|b| b.hash).collect();
+        let filter = chain.new_filter(FilterKind::Blocks);
+        let cursor = chain.event_count();
+        // Replace blocks 2 and 3 with: block 2 = [h3], block 3 = [h2] — h2 still valid.
+        let e2 = chain.transaction(h2).unwrap().envelope.clone();
+        let e3 = chain.transaction(h3).unwrap().envelope.clone();
+        let out = chain.reorg(vec![vec![e3], vec![e2]]).unwrap();
+        assert!(out.excluded.is_empty());
+        assert_eq!(chain.block_number(), 3);
+        assert_eq!(chain.blocks()[1].hash, old[1]);
+        assert_ne!(chain.blocks()[2].hash, old[2]);
+        assert_eq!(chain.blocks()[2].header.parent_hash, old[1]);
+        assert_eq!(chain.transaction(h1).unwrap().block_number, 1);
+        assert_eq!(chain.transaction(h3).unwrap().block_number, 2);
+        assert_eq!(chain.transaction(h2).unwrap().block_number, 3);
+        assert_eq!(chain.state_at(1).unwrap().balance(to), U256::from(1));
+        assert_eq!(chain.state_at(2).unwrap().balance(to), U256::from(5));
+        assert_eq!(chain.state().balance(to), U256::from(7));
+        let evs = chain.events_since(cursor);
+        assert_eq!(
+            evs.iter()
+                .map(|e| (e.block.number(), e.removed))
+                .collect::<Vec<_>>(),
+            vec![(3, true), (2, true), (2, false), (3, false)]
+        );
+        let Some(FilterChanges::Blocks(hashes)) = chain.filter_changes(filter) else {
+            panic!("block filter");
+        };
+        assert_eq!(hashes, out.blocks);
+        // Dropping h1 makes h2 (same sender, next nonce) invalid: excluded.
+        let e2 = chain.transaction(h2).unwrap().envelope.clone();
+        let out = chain.reorg(vec![vec![], vec![], vec![e2]]).unwrap();
+        assert_eq!(out.excluded, vec![h2]);
+        assert!(chain.transaction(h1).is_none());
+        assert_eq!(chain.state().balance(to), U256::ZERO);
+        assert!(matches!(
+            chain.reorg(vec![vec![]; 4]),
+            Err(ReorgError::Depth { depth: 4, head: 3 })
+        ));
+    }
+
+    #[test]
+    fn snapshot_revert_reports_removed_blocks() {
+        let mut chain = Chain::default();
+        let snap = chain.snapshot();
+        chain.mine(2);
+        let cursor = chain.event_count();
+        assert!(chain.revert_to(snap));
+        let evs = chain.events_since(cursor);
+        assert_eq!(
+            evs.iter()
+                .map(|e| (e.block.number(), e.removed))
+                .collect::<Vec<_>>(),
+            vec![(2, true), (1, true)]
+        );
     }
 
     #[test]

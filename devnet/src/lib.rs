@@ -12,7 +12,8 @@
 //! * [`chain`] — [`Chain`]: signed transactions, validation, fees, receipts, blocks, dev
 //!   controls (automine, time, snapshots) over [`Executor`].
 //! * [`arbwasm`] — ArbWasm (0x71) activation and version queries, native.
-//! * [`rpc`] — JSON-RPC 2.0 over HTTP (axum): `spawn(RpcConfig) -> Handle`.
+//! * [`rpc`] — JSON-RPC 2.0 over HTTP and WebSocket (axum; filters, `eth_subscribe`, reorg
+//!   dev methods): `spawn(RpcConfig) -> Handle`.
 //! * [`accounts`] — the ten prefunded accounts of the standard test mnemonic.
 
 pub mod accounts;

@@ -4,6 +4,11 @@
 //! -32600 invalid request, -32601 method not found, -32602 invalid params, -32000 for
 //! transaction validation (geth's messages, e.g. "nonce too low: …") and unknown blocks,
 //! 3 "execution reverted" with the revert data hex in `data`.
+//!
+//! WebSocket on the same port (a GET with `Upgrade: websocket`): the same methods plus
+//! `eth_subscribe` (`newHeads`, `logs`) and `eth_unsubscribe`. Subscriptions and filters read
+//! the chain's event record ([`crate::chain::ChainEvent`]), so after a reorg `logs`
+//! subscribers first get the removed logs (`removed: true`), then the new ones.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -16,7 +21,12 @@ use axum::Router;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
-use crate::chain::{Block, CallRequest, Chain, ChainConfig, MinedTx, TxError};
+use alloy_eips::eip2718::Decodable2718;
+
+use crate::chain::{
+    Block, CallRequest, Chain, ChainConfig, ChainLog, FilterChanges, FilterKind, LogFilter,
+    MinedTx, ReorgError, ReorgOutcome, TxError,
+};
 use crate::state::State;
 
 /// `web3_clientVersion`.
@@ -102,6 +112,8 @@ impl Default for RpcConfig {
 pub struct Handle {
     /// `http://ip:port`.
     pub url: String,
+    /// `ws://ip:port` (the same server, WebSocket upgrade).
+    pub ws_url: String,
     pub addr: SocketAddr,
     /// The chain the server runs (shared, for in-process inspection).
     pub chain: Arc<Mutex<Chain>>,
@@ -135,6 +147,7 @@ pub async fn spawn(config: RpcConfig) -> std::io::Result<Handle> {
     });
     Ok(Handle {
         url: format!("http://{addr}"),
+        ws_url: format!("ws://{addr}"),
         addr,
         chain,
         shutdown: Some(tx),
@@ -142,19 +155,37 @@ pub async fn spawn(config: RpcConfig) -> std::io::Result<Handle> {
     })
 }
 
-/// The axum router answering JSON-RPC at `/`.
+/// What the handlers share: the chain and a watch on its event count (wakes WS subscribers).
+#[derive(Clone)]
+struct App {
+    chain: Shared,
+    events: tokio::sync::watch::Receiver<usize>,
+}
+
+/// The axum router answering JSON-RPC at `/` (HTTP POST, or WebSocket on GET + upgrade).
+/// Installs the chain's event hook (see [`Chain::set_event_hook`]).
 pub fn router(chain: Arc<Mutex<Chain>>) -> Router {
+    let (tx, rx) = {
+        let mut c = chain.lock().unwrap_or_else(|e| e.into_inner());
+        let (tx, rx) = tokio::sync::watch::channel(c.event_count());
+        let hook_tx = tx.clone();
+        c.set_event_hook(move |n| {
+            hook_tx.send_replace(n);
+        });
+        (tx, rx)
+    };
+    drop(tx);
     Router::new()
-        .route("/", post(http_handler))
-        .with_state(chain)
+        .route("/", post(http_handler).get(ws_handler))
+        .with_state(App { chain, events: rx })
 }
 
 async fn http_handler(
-    AxState(chain): AxState<Shared>,
+    AxState(app): AxState<App>,
     body: axum::body::Bytes,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let reply = handle_body(&chain, &body);
+    let reply = handle_body(&app.chain, &body);
     let mut resp = reply.into_response();
     resp.headers_mut().insert(
         axum::http::header::CONTENT_TYPE,
@@ -165,6 +196,10 @@ async fn http_handler(
 
 /// Answers a raw request body (single request or batch).
 pub fn handle_body(chain: &Shared, body: &[u8]) -> String {
+    handle_body_with(body, |r| handle_request(chain, r))
+}
+
+fn handle_body_with(body: &[u8], mut one: impl FnMut(&Value) -> Value) -> String {
     let value: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
         Err(_) => return error_response(Value::Null, &RpcError::parse()).to_string(),
@@ -174,11 +209,170 @@ pub fn handle_body(chain: &Shared, body: &[u8]) -> String {
             error_response(Value::Null, &RpcError::invalid_request()).to_string()
         }
         Value::Array(items) => {
-            let out: Vec<Value> = items.iter().map(|r| handle_request(chain, r)).collect();
+            let out: Vec<Value> = items.iter().map(&mut one).collect();
             Value::Array(out).to_string()
         }
-        other => handle_request(chain, &other).to_string(),
+        other => one(&other).to_string(),
     }
+}
+
+// ----- WebSocket ------------------------------------------------------------------------------
+
+enum SubKind {
+    Heads,
+    Logs(LogFilter),
+}
+
+struct Subscription {
+    kind: SubKind,
+    /// Position in the chain's event record up to which notifications were sent.
+    cursor: usize,
+}
+
+static NEXT_SUBSCRIPTION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+async fn ws_handler(
+    ws: axum::extract::ws::WebSocketUpgrade,
+    AxState(app): AxState<App>,
+) -> axum::response::Response {
+    ws.on_upgrade(move |socket| ws_session(socket, app))
+}
+
+async fn ws_session(mut socket: axum::extract::ws::WebSocket, app: App) {
+    use axum::extract::ws::Message;
+    let mut events = app.events.clone();
+    let mut subs: std::collections::BTreeMap<u64, Subscription> = Default::default();
+    loop {
+        tokio::select! {
+            msg = socket.recv() => {
+                let text = match msg {
+                    Some(Ok(Message::Text(t))) => t.as_str().as_bytes().to_vec(),
+                    Some(Ok(Message::Binary(b))) => b.to_vec(),
+                    Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+                    Some(Ok(_)) => continue,
+                };
+                let reply = handle_body_with(&text, |r| ws_request(&app.chain, &mut subs, r));
+                if socket.send(Message::Text(reply.into())).await.is_err() {
+                    break;
+                }
+            }
+            changed = events.changed() => {
+                if changed.is_err() {
+                    break;
+                }
+            }
+        }
+        for note in notifications(&app.chain, &mut subs) {
+            if socket.send(Message::Text(note.into())).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// One WS request: subscriptions here, everything else as over HTTP.
+fn ws_request(
+    chain: &Shared,
+    subs: &mut std::collections::BTreeMap<u64, Subscription>,
+    req: &Value,
+) -> Value {
+    let method = req.get("method").and_then(Value::as_str);
+    if !matches!(method, Some("eth_subscribe" | "eth_unsubscribe")) {
+        return handle_request(chain, req);
+    }
+    let id = req.get("id").cloned().unwrap_or(Value::Null);
+    let params = match req.get("params") {
+        None | Some(Value::Null) => Params(vec![]),
+        Some(Value::Array(a)) => Params(a.clone()),
+        // ethers-providers' Ws sends `eth_unsubscribe` with the bare id as params.
+        Some(v @ Value::String(_)) => Params(vec![v.clone()]),
+        Some(_) => return error_response(id, &RpcError::invalid_params("params must be an array")),
+    };
+    let result = (|| -> Result<Value, RpcError> {
+        if method == Some("eth_unsubscribe") {
+            let sub = quantity(
+                params
+                    .raw(0)
+                    .ok_or_else(|| RpcError::invalid_params("missing subscription id"))?,
+            )
+            .unwrap_or(0);
+            return Ok(json!(subs.remove(&sub).is_some()));
+        }
+        let c = chain.lock().unwrap_or_else(|e| e.into_inner());
+        let kind: String = params.get(0)?;
+        let kind = match kind.as_str() {
+            "newHeads" => SubKind::Heads,
+            "logs" => SubKind::Logs(match params.raw(1) {
+                None => LogFilter::default(),
+                v => parse_log_filter(&c, v)?,
+            }),
+            other => {
+                return Err(RpcError::invalid_params(format!(
+                    "unsupported subscription type {other}"
+                )))
+            }
+        };
+        let sub = NEXT_SUBSCRIPTION.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        subs.insert(
+            sub,
+            Subscription {
+                kind,
+                cursor: c.event_count(),
+            },
+        );
+        Ok(q(sub))
+    })();
+    match result {
+        Ok(r) => json!({ "jsonrpc": "2.0", "id": id, "result": r }),
+        Err(e) => error_response(id, &e),
+    }
+}
+
+/// Notifications owed to `subs` since their cursors (heads of added blocks; matching logs of
+/// removed blocks with `removed: true`, then of added ones, in chain-event order).
+fn notifications(
+    chain: &Shared,
+    subs: &mut std::collections::BTreeMap<u64, Subscription>,
+) -> Vec<String> {
+    if subs.is_empty() {
+        return vec![];
+    }
+    let c = chain.lock().unwrap_or_else(|e| e.into_inner());
+    let end = c.event_count();
+    let mut out = vec![];
+    for (id, sub) in subs.iter_mut() {
+        for ev in c.events_since(sub.cursor) {
+            let results: Vec<Value> = match &sub.kind {
+                SubKind::Heads if ev.removed => vec![],
+                SubKind::Heads => {
+                    let mut h = block_json(&c, &ev.block, false);
+                    if let Some(o) = h.as_object_mut() {
+                        o.remove("transactions");
+                        o.remove("uncles");
+                    }
+                    vec![h]
+                }
+                SubKind::Logs(f) => ev
+                    .logs
+                    .iter()
+                    .filter(|l| f.matches(l))
+                    .map(chain_log_json)
+                    .collect(),
+            };
+            for r in results {
+                out.push(
+                    json!({
+                        "jsonrpc": "2.0",
+                        "method": "eth_subscription",
+                        "params": { "subscription": q(*id), "result": r },
+                    })
+                    .to_string(),
+                );
+            }
+        }
+        sub.cursor = end;
+    }
+    out
 }
 
 fn error_response(id: Value, e: &RpcError) -> Value {
@@ -391,7 +585,32 @@ fn dispatch(chain: &mut Chain, method: &str, p: &Params) -> Result<Value, RpcErr
                 .block_by_hash(h)
                 .map_or(Value::Null, |b| block_json(chain, b, full))
         }
-        "eth_getLogs" => get_logs(chain, p.raw(0))?,
+        "eth_getLogs" => {
+            let f = parse_log_filter(chain, p.raw(0))?;
+            logs_json(chain, &f)?
+        }
+        "eth_newFilter" => {
+            let f = parse_log_filter(chain, p.raw(0))?;
+            q(chain.new_filter(FilterKind::Logs(f)))
+        }
+        "eth_newBlockFilter" => q(chain.new_filter(FilterKind::Blocks)),
+        "eth_getFilterChanges" => match chain.filter_changes(filter_id(p)?) {
+            Some(FilterChanges::Blocks(hashes)) => json!(hashes),
+            Some(FilterChanges::Logs(logs)) => {
+                Value::Array(logs.iter().map(chain_log_json).collect())
+            }
+            None => return Err(filter_not_found()),
+        },
+        "eth_getFilterLogs" => match chain.filter(filter_id(p)?) {
+            Some(FilterKind::Logs(f)) => {
+                let f = f.clone();
+                logs_json(chain, &f)?
+            }
+            _ => return Err(filter_not_found()),
+        },
+        "eth_uninstallFilter" => json!(chain.uninstall_filter(filter_id(p)?)),
+        "anvil_reorg" => anvil_reorg(chain, p)?,
+        "bursar_reorg" => bursar_reorg(chain, p)?,
         // ----- dev methods (anvil names) -----
         "evm_mine" => {
             if let Some(ts) = p.raw(0) {
@@ -694,52 +913,54 @@ fn block_json(chain: &Chain, b: &Block, full: bool) -> Value {
     })
 }
 
-/// `eth_getLogs`: block range or `blockHash`, `address` (one or many), `topics` (positional;
-/// `null` = any, an array = one of).
-fn get_logs(chain: &Chain, filter: Option<&Value>) -> Result<Value, RpcError> {
+/// Parses an `eth_getLogs` / `eth_newFilter` / `logs` subscription filter object: block range
+/// (tags kept open, resolved at query time) or `blockHash`, `address` (one or many), `topics`
+/// (positional; `null` = any, an array = one of).
+pub(crate) fn parse_log_filter(
+    chain: &Chain,
+    filter: Option<&Value>,
+) -> Result<LogFilter, RpcError> {
     let f = match filter {
         Some(Value::Object(o)) => o,
         None => return Err(RpcError::invalid_params("missing filter")),
         Some(_) => return Err(RpcError::invalid_params("filter must be an object")),
     };
-    let (from, to) = if let Some(h) = f.get("blockHash").filter(|v| !v.is_null()) {
+    let mut out = LogFilter::default();
+    if let Some(h) = f.get("blockHash").filter(|v| !v.is_null()) {
         if f.contains_key("fromBlock") || f.contains_key("toBlock") {
             return Err(RpcError::invalid_params(
                 "cannot specify both BlockHash and FromBlock/ToBlock, choose one or the other",
             ));
         }
-        let hash: B256 = serde_json::from_value(h.clone())
-            .map_err(|e| RpcError::invalid_params(e.to_string()))?;
-        let n = chain
-            .block_by_hash(hash)
-            .map(Block::number)
-            .ok_or_else(|| RpcError::server("unknown block"))?;
-        (n, n)
+        out.block_hash = Some(
+            serde_json::from_value(h.clone())
+                .map_err(|e| RpcError::invalid_params(e.to_string()))?,
+        );
     } else {
-        let latest = chain.block_number();
-        let tag = |k: &str| -> Result<u64, RpcError> {
+        let bound = |k: &str| -> Result<Option<u64>, RpcError> {
             match f.get(k).filter(|v| !v.is_null()) {
-                None => Ok(latest),
-                // A range past the head is clipped rather than refused, as geth does.
-                Some(v) => match block_number(chain, Some(v)) {
-                    Err(e) if e.code == -32000 => Ok(latest + 1),
-                    r => r,
-                },
+                None => Ok(None),
+                Some(Value::String(s))
+                    if matches!(s.as_str(), "latest" | "pending" | "safe" | "finalized") =>
+                {
+                    Ok(None)
+                }
+                Some(Value::String(s)) if s == "earliest" => Ok(Some(0)),
+                Some(v @ Value::Object(_)) => block_number(chain, Some(v)).map(Some),
+                Some(v) => quantity(v).map(Some),
             }
         };
-        (tag("fromBlock")?, tag("toBlock")?.min(latest))
-    };
-    if from > to && from <= chain.block_number() {
-        return Err(RpcError::invalid_params("invalid block range params"));
+        out.from_block = bound("fromBlock")?;
+        out.to_block = bound("toBlock")?;
     }
-    let addresses: Vec<Address> = match f.get("address") {
+    out.addresses = match f.get("address") {
         None | Some(Value::Null) => vec![],
         Some(Value::Array(a)) => serde_json::from_value(Value::Array(a.clone()))
             .map_err(|e| RpcError::invalid_params(e.to_string()))?,
         Some(v) => vec![serde_json::from_value(v.clone())
             .map_err(|e| RpcError::invalid_params(e.to_string()))?],
     };
-    let topics: Vec<Option<Vec<B256>>> = match f.get("topics") {
+    out.topics = match f.get("topics") {
         None | Some(Value::Null) => vec![],
         Some(Value::Array(a)) => a
             .iter()
@@ -753,28 +974,127 @@ fn get_logs(chain: &Chain, filter: Option<&Value>) -> Result<Value, RpcError> {
             .map_err(|e| RpcError::invalid_params(e.to_string()))?,
         Some(_) => return Err(RpcError::invalid_params("topics must be an array")),
     };
-    let mut out = vec![];
-    for n in from..=to {
-        let Some(block) = chain.block_by_number(n) else {
-            break;
-        };
-        for h in &block.transactions {
-            let tx = chain.transaction(*h).expect("mined txs are indexed");
-            for l in &tx.receipt.logs {
-                if !addresses.is_empty() && !addresses.contains(&l.log.address) {
-                    continue;
-                }
-                let topics_match = topics.iter().enumerate().all(|(i, want)| match want {
-                    None => true,
-                    Some(alts) => l.log.topics.get(i).is_some_and(|t| alts.contains(t)),
-                });
-                if topics_match {
-                    out.push(log_json(tx, l));
-                }
-            }
+    Ok(out)
+}
+
+/// `eth_getLogs` (and `eth_getFilterLogs`) over the canonical chain.
+fn logs_json(chain: &Chain, f: &LogFilter) -> Result<Value, RpcError> {
+    if let Some(h) = f.block_hash {
+        if chain.block_by_hash(h).is_none() {
+            return Err(RpcError::server("unknown block"));
         }
     }
-    Ok(Value::Array(out))
+    let latest = chain.block_number();
+    if let (Some(from), Some(to)) = (f.from_block, f.to_block) {
+        if from > to && from <= latest {
+            return Err(RpcError::invalid_params("invalid block range params"));
+        }
+    }
+    Ok(Value::Array(
+        chain.logs(f).iter().map(chain_log_json).collect(),
+    ))
+}
+
+pub(crate) fn chain_log_json(l: &ChainLog) -> Value {
+    json!({
+        "address": l.log.address,
+        "topics": l.log.topics,
+        "data": l.log.data,
+        "blockHash": l.block_hash,
+        "blockNumber": q(l.block_number),
+        "transactionHash": l.tx_hash,
+        "transactionIndex": q(l.tx_index),
+        "logIndex": q(l.log_index),
+        "removed": l.removed,
+    })
+}
+
+/// Filter ids are quantities; anything unparseable is simply not a known filter.
+fn filter_id(p: &Params) -> Result<u64, RpcError> {
+    let v = p
+        .raw(0)
+        .ok_or_else(|| RpcError::invalid_params("missing filter id"))?;
+    quantity(v).map_err(|_| filter_not_found())
+}
+
+fn filter_not_found() -> RpcError {
+    RpcError::server("filter not found")
+}
+
+/// `bursar_reorg` parameters.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BursarReorg {
+    depth: Value,
+    #[serde(default)]
+    drop: Vec<B256>,
+    #[serde(default)]
+    reorder: bool,
+}
+
+fn reorg_depth(chain: &Chain, v: &Value) -> Result<u64, RpcError> {
+    let depth = quantity(v)?;
+    if depth == 0 || depth > chain.block_number() {
+        return Err(RpcError::invalid_params(format!(
+            "reorg depth must be between 1 and the chain height {}, got {depth}",
+            chain.block_number()
+        )));
+    }
+    Ok(depth)
+}
+
+fn reorg_result(chain: &mut Chain, blocks: Vec<Vec<TxEnvelope>>) -> Result<ReorgOutcome, RpcError> {
+    chain.reorg(blocks).map_err(|e| match e {
+        ReorgError::Depth { .. } => RpcError::invalid_params(e.to_string()),
+        ReorgError::Tx(t) => t.into(),
+    })
+}
+
+/// `anvil_reorg [depth, [[rawTx, blockOffset], ...]]`.
+fn anvil_reorg(chain: &mut Chain, p: &Params) -> Result<Value, RpcError> {
+    let depth = reorg_depth(
+        chain,
+        p.raw(0)
+            .ok_or_else(|| RpcError::invalid_params("missing depth"))?,
+    )?;
+    let txs: Vec<(Bytes, Value)> = p.opt(1)?.unwrap_or_default();
+    let mut blocks = vec![vec![]; depth as usize];
+    for (raw, offset) in txs {
+        let offset = quantity(&offset)?;
+        if offset >= depth {
+            return Err(RpcError::invalid_params(format!(
+                "block offset {offset} must be below the depth {depth}"
+            )));
+        }
+        let env = TxEnvelope::decode_2718(&mut &raw[..])
+            .map_err(|e| RpcError::from(TxError::Decode(e.to_string())))?;
+        blocks[offset as usize].push(env);
+    }
+    reorg_result(chain, blocks)?;
+    Ok(Value::Null)
+}
+
+/// `bursar_reorg {depth, drop, reorder}`: rebuilds the last `depth` blocks from their own
+/// transactions minus `drop` (reversed within each block if `reorder`).
+fn bursar_reorg(chain: &mut Chain, p: &Params) -> Result<Value, RpcError> {
+    let req: BursarReorg = p.get(0)?;
+    let depth = reorg_depth(chain, &req.depth)?;
+    let head = chain.block_number();
+    let blocks: Vec<Vec<TxEnvelope>> = (head - depth + 1..=head)
+        .map(|n| {
+            let mut txs: Vec<TxEnvelope> = chain
+                .block_envelopes(n)
+                .into_iter()
+                .filter(|t| !req.drop.contains(t.tx_hash()))
+                .collect();
+            if req.reorder {
+                txs.reverse();
+            }
+            txs
+        })
+        .collect();
+    let out = reorg_result(chain, blocks)?;
+    Ok(json!({ "blocks": out.blocks, "excluded": out.excluded }))
 }
 
 #[cfg(test)]

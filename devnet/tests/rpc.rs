@@ -4,119 +4,19 @@
 
 mod common;
 
-use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope, TxLegacy};
-use alloy_eips::eip2718::Encodable2718;
-use alloy_primitives::{Address, Bytes, Signature, TxKind, B256, U256};
+use common::rpc_client::*;
+
+use alloy_consensus::TxLegacy;
+use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
 use alloy_sol_types::{SolCall, SolEvent, SolInterface};
 use bursar_bindings::counterparty::ICounterpartyRegistry::{
     self as reg, ICounterpartyRegistryErrors as Errors,
 };
-use bursar_devnet::accounts::dev_accounts;
 use bursar_devnet::arbwasm::{IArbWasm, ARBWASM_ADDRESS};
-use bursar_devnet::{spawn, Handle, RpcConfig};
 use ethers_core::types as et;
-use ethers_providers::{Http, Middleware, Provider, ProviderError, RpcError as _};
+use ethers_providers::Middleware;
 use k256::ecdsa::SigningKey;
 use serde_json::{json, Value};
-
-const CHAIN_ID: u64 = 412_346;
-
-async fn start() -> (Handle, Provider<Http>) {
-    let handle = spawn(RpcConfig {
-        addr: "127.0.0.1:0".parse().unwrap(),
-        ..Default::default()
-    })
-    .await
-    .expect("bind a free port");
-    let provider = Provider::<Http>::try_from(handle.url.as_str()).unwrap();
-    (handle, provider)
-}
-
-fn h256(b: B256) -> et::H256 {
-    et::H256::from_slice(b.as_slice())
-}
-
-fn h160(a: Address) -> et::H160 {
-    et::H160::from_slice(a.as_slice())
-}
-
-fn sign_1559(tx: TxEip1559, key: &SigningKey) -> et::Bytes {
-    let (sig, recid) = key
-        .sign_prehash_recoverable(tx.signature_hash().as_slice())
-        .unwrap();
-    let signed = tx.into_signed(Signature::from_signature_and_parity(sig, recid.is_y_odd()));
-    TxEnvelope::from(signed).encoded_2718().into()
-}
-
-fn sign_legacy(tx: TxLegacy, key: &SigningKey) -> et::Bytes {
-    let (sig, recid) = key
-        .sign_prehash_recoverable(tx.signature_hash().as_slice())
-        .unwrap();
-    let signed = tx.into_signed(Signature::from_signature_and_parity(sig, recid.is_y_odd()));
-    TxEnvelope::from(signed).encoded_2718().into()
-}
-
-/// A client-side sender: tracks its nonce, estimates gas through the node.
-struct Sender {
-    key: SigningKey,
-    address: Address,
-    nonce: u64,
-}
-
-impl Sender {
-    fn dev(i: usize) -> Self {
-        Sender {
-            key: dev_accounts()[i].signing_key(),
-            address: dev_accounts()[i].address,
-            nonce: 0,
-        }
-    }
-
-    fn tx(&self, to: Option<Address>, data: Vec<u8>, gas: u64) -> TxEip1559 {
-        TxEip1559 {
-            chain_id: CHAIN_ID,
-            nonce: self.nonce,
-            gas_limit: gas,
-            max_fee_per_gas: 1_000_000_000,
-            max_priority_fee_per_gas: 0,
-            to: to.map_or(TxKind::Create, TxKind::Call),
-            value: U256::ZERO,
-            input: data.into(),
-            ..Default::default()
-        }
-    }
-
-    /// Estimates, signs, sends and returns the receipt (automine).
-    async fn send(
-        &mut self,
-        p: &Provider<Http>,
-        to: Option<Address>,
-        data: Vec<u8>,
-    ) -> et::TransactionReceipt {
-        let mut req = json!({ "from": self.address, "data": Bytes::from(data.clone()) });
-        if let Some(to) = to {
-            req["to"] = json!(to);
-        }
-        let gas: et::U256 = p.request("eth_estimateGas", [req]).await.unwrap();
-        let raw = sign_1559(self.tx(to, data, gas.as_u64()), &self.key);
-        let pending = p.send_raw_transaction(raw).await.unwrap();
-        self.nonce += 1;
-        p.get_transaction_receipt(pending.tx_hash())
-            .await
-            .unwrap()
-            .expect("automined")
-    }
-}
-
-fn rpc_error(e: ProviderError) -> ethers_providers::JsonRpcError {
-    e.as_error_response()
-        .cloned()
-        .unwrap_or_else(|| panic!("not a JSON-RPC error: {e:?}"))
-}
-
-fn topics(l: &et::Log) -> Vec<B256> {
-    l.topics.iter().map(|t| B256::from(t.0)).collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deploy_activate_and_use_the_registry_over_json_rpc() {

@@ -9,6 +9,8 @@ use alloy_primitives::{Address, Bytes, U256};
 use alloy_sol_types::{SolCall, SolEventInterface, SolInterface};
 use bursar_devnet::{CallOutcome, Executor, Log};
 
+pub mod rpc_client;
+
 /// The contracts the tests deploy (artifact stem names).
 pub const CONTRACTS: [&str; 5] = [
     "counterparty_registry",

@@ -1,0 +1,126 @@
+//! Shared JSON-RPC client helpers (ethers-providers): start a server, sign and send.
+
+use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope, TxLegacy};
+use alloy_eips::eip2718::Encodable2718;
+use alloy_primitives::{Address, Bytes, Signature, TxKind, B256, U256};
+use alloy_sol_types::SolCall;
+use bursar_devnet::accounts::dev_accounts;
+use bursar_devnet::arbwasm::{IArbWasm, ARBWASM_ADDRESS};
+use bursar_devnet::{spawn, Handle, RpcConfig};
+use ethers_core::types as et;
+use ethers_providers::{Http, JsonRpcClient, Middleware, Provider, ProviderError, RpcError as _};
+use k256::ecdsa::SigningKey;
+use serde_json::json;
+
+pub const CHAIN_ID: u64 = 412_346;
+
+pub async fn start() -> (Handle, Provider<Http>) {
+    let handle = spawn(RpcConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        ..Default::default()
+    })
+    .await
+    .expect("bind a free port");
+    let provider = Provider::<Http>::try_from(handle.url.as_str()).unwrap();
+    (handle, provider)
+}
+
+pub fn h256(b: B256) -> et::H256 {
+    et::H256::from_slice(b.as_slice())
+}
+
+pub fn h160(a: Address) -> et::H160 {
+    et::H160::from_slice(a.as_slice())
+}
+
+pub fn sign_1559(tx: TxEip1559, key: &SigningKey) -> et::Bytes {
+    let (sig, recid) = key
+        .sign_prehash_recoverable(tx.signature_hash().as_slice())
+        .unwrap();
+    let signed = tx.into_signed(Signature::from_signature_and_parity(sig, recid.is_y_odd()));
+    TxEnvelope::from(signed).encoded_2718().into()
+}
+
+pub fn sign_legacy(tx: TxLegacy, key: &SigningKey) -> et::Bytes {
+    let (sig, recid) = key
+        .sign_prehash_recoverable(tx.signature_hash().as_slice())
+        .unwrap();
+    let signed = tx.into_signed(Signature::from_signature_and_parity(sig, recid.is_y_odd()));
+    TxEnvelope::from(signed).encoded_2718().into()
+}
+
+/// A client-side sender: tracks its nonce, estimates gas through the node.
+pub struct Sender {
+    pub key: SigningKey,
+    pub address: Address,
+    pub nonce: u64,
+}
+
+impl Sender {
+    pub fn dev(i: usize) -> Self {
+        Sender {
+            key: dev_accounts()[i].signing_key(),
+            address: dev_accounts()[i].address,
+            nonce: 0,
+        }
+    }
+
+    pub fn tx(&self, to: Option<Address>, data: Vec<u8>, gas: u64) -> TxEip1559 {
+        TxEip1559 {
+            chain_id: CHAIN_ID,
+            nonce: self.nonce,
+            gas_limit: gas,
+            max_fee_per_gas: 1_000_000_000,
+            max_priority_fee_per_gas: 0,
+            to: to.map_or(TxKind::Create, TxKind::Call),
+            value: U256::ZERO,
+            input: data.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Estimates, signs, sends and returns the receipt (automine).
+    pub async fn send<P: JsonRpcClient>(
+        &mut self,
+        p: &Provider<P>,
+        to: Option<Address>,
+        data: Vec<u8>,
+    ) -> et::TransactionReceipt {
+        let mut req = json!({ "from": self.address, "data": Bytes::from(data.clone()) });
+        if let Some(to) = to {
+            req["to"] = json!(to);
+        }
+        let gas: et::U256 = p.request("eth_estimateGas", [req]).await.unwrap();
+        let raw = sign_1559(self.tx(to, data, gas.as_u64()), &self.key);
+        let pending = p.send_raw_transaction(raw).await.unwrap();
+        self.nonce += 1;
+        p.get_transaction_receipt(pending.tx_hash())
+            .await
+            .unwrap()
+            .expect("automined")
+    }
+}
+
+pub fn rpc_error(e: ProviderError) -> ethers_providers::JsonRpcError {
+    e.as_error_response()
+        .cloned()
+        .unwrap_or_else(|| panic!("not a JSON-RPC error: {e:?}"))
+}
+
+pub fn topics(l: &et::Log) -> Vec<B256> {
+    l.topics.iter().map(|t| B256::from(t.0)).collect()
+}
+
+/// Deploys (prelude initcode) and activates the counterparty registry; returns its address.
+pub async fn deploy_registry<P: JsonRpcClient>(p: &Provider<P>, owner: &mut Sender) -> Address {
+    let code = super::code("counterparty_registry");
+    let receipt = owner
+        .send(p, None, stylus_activation::deploy_initcode(&code))
+        .await;
+    assert_eq!(receipt.status, Some(1.into()));
+    let registry = Address::from(receipt.contract_address.expect("contract address").0);
+    let activate = IArbWasm::activateProgramCall { program: registry }.abi_encode();
+    let receipt = owner.send(p, Some(ARBWASM_ADDRESS), activate).await;
+    assert_eq!(receipt.status, Some(1.into()));
+    registry
+}
