@@ -1,0 +1,156 @@
+//! `bursar devnet`: runs [`bursar_devnet`]'s chain and JSON-RPC server until Ctrl-C / SIGTERM.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bursar_devnet::accounts::{dev_accounts, TEST_MNEMONIC};
+use bursar_devnet::{Chain, ChainConfig, RpcConfig};
+
+#[derive(clap::Args, Debug)]
+pub struct DevnetArgs {
+    /// Address to listen on.
+    #[arg(long, env = "BURSAR_DEVNET_HOST", default_value = "127.0.0.1")]
+    host: IpAddr,
+    /// Port to listen on (0 = any free port; the bound address is printed).
+    #[arg(long, env = "BURSAR_DEVNET_PORT", default_value_t = 8547)]
+    port: u16,
+    /// Chain id.
+    #[arg(long, env = "BURSAR_DEVNET_CHAIN_ID", default_value_t = bursar_devnet::DEFAULT_CHAIN_ID)]
+    chain_id: u64,
+    /// Interval mining: turn automine off and mine a block every N seconds.
+    #[arg(long, env = "BURSAR_DEVNET_BLOCK_TIME", value_name = "SECONDS",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    block_time: Option<u64>,
+    /// State file to load on start and save on exit (not supported yet).
+    #[arg(long, env = "BURSAR_DEVNET_STATE", value_name = "FILE")]
+    state: Option<PathBuf>,
+}
+
+pub fn run(args: DevnetArgs) -> Result<(), String> {
+    if args.state.is_some() {
+        // The chain (executor, compiled programs, per-block state history) has no serialized
+        // form yet; refuse rather than silently start from genesis.
+        return Err("--state is not supported yet".into());
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    rt.block_on(serve(args))
+}
+
+async fn serve(args: DevnetArgs) -> Result<(), String> {
+    let config = RpcConfig {
+        addr: SocketAddr::new(args.host, args.port),
+        chain: ChainConfig {
+            chain_id: args.chain_id,
+            ..ChainConfig::default()
+        },
+    };
+    let handle = bursar_devnet::spawn(config)
+        .await
+        .map_err(|e| format!("cannot listen on {}:{}: {e}", args.host, args.port))?;
+    let miner = args
+        .block_time
+        .map(|secs| spawn_interval_miner(Arc::clone(&handle.chain), Duration::from_secs(secs)));
+    print_banner(args.chain_id, handle.addr, args.block_time);
+    tracing::info!(addr = %handle.addr, chain_id = args.chain_id, block_time = ?args.block_time, "devnet started");
+
+    let signal = shutdown_signal().await;
+    tracing::info!(signal, "shutting down");
+    if let Some(m) = miner {
+        m.abort();
+    }
+    handle.shutdown().await;
+    tracing::info!("devnet stopped");
+    Ok(())
+}
+
+/// Interval mining: turns automine off, then mines one block every `period` (the first one
+/// `period` after the call) until the task is aborted.
+pub fn spawn_interval_miner(
+    chain: Arc<Mutex<Chain>>,
+    period: Duration,
+) -> tokio::task::JoinHandle<()> {
+    chain
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .set_automine(false);
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            let mut c = chain.lock().unwrap_or_else(|e| e.into_inner());
+            c.mine(1);
+            tracing::debug!(number = c.block_number(), "interval block mined");
+        }
+    })
+}
+
+fn print_banner(chain_id: u64, addr: SocketAddr, block_time: Option<u64>) {
+    let accounts = dev_accounts();
+    let mut out = String::from("\nbursar devnet\n\nAvailable Accounts\n==================\n");
+    for (i, a) in accounts.iter().enumerate() {
+        out += &format!("({i}) {} (10000 ETH)\n", a.address);
+    }
+    out += "\nPrivate Keys\n==================\n";
+    for (i, a) in accounts.iter().enumerate() {
+        out += &format!("({i}) {}\n", a.private_key);
+    }
+    out += &format!(
+        "\nWallet\n==================\nMnemonic:          {TEST_MNEMONIC}\nDerivation path:   m/44'/60'/0'/0/\n\n"
+    );
+    out += &format!("Chain ID\n==================\n{chain_id}\n\n");
+    match block_time {
+        Some(s) => out += &format!("Mining: a block every {s}s (automine off)\n\n"),
+        None => out += "Mining: automine\n\n",
+    }
+    out += &format!("Listening on http://{addr} (ws on the same port)");
+    // Stdout is line-buffered: the final line is flushed by `println!`.
+    println!("{out}");
+}
+
+/// Waits for Ctrl-C or (on Unix) SIGTERM; returns the signal's name.
+async fn shutdown_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => tokio::select! {
+                _ = tokio::signal::ctrl_c() => "SIGINT",
+                _ = term.recv() => "SIGTERM",
+            },
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch SIGTERM; Ctrl-C only");
+                let _ = tokio::signal::ctrl_c().await;
+                "SIGINT"
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        "Ctrl-C"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn interval_miner_mines_without_transactions() {
+        let chain = Arc::new(Mutex::new(Chain::new(ChainConfig::default())));
+        let miner = spawn_interval_miner(Arc::clone(&chain), Duration::from_millis(20));
+        assert!(!chain.lock().unwrap().automine());
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while chain.lock().unwrap().block_number() < 3 {
+            assert!(tokio::time::Instant::now() < deadline, "no blocks mined");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        miner.abort();
+    }
+}

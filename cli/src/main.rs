@@ -1,0 +1,42 @@
+//! `bursar`: the project's command-line tool.
+
+use clap::{Parser, Subcommand};
+
+mod devnet;
+
+#[derive(Parser)]
+#[command(name = "bursar", version, about = "Bursar command-line tool")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a local Stylus development chain (JSON-RPC over HTTP and WebSocket).
+    Devnet(devnet::DevnetArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    // Structured log lines on stderr (stdout carries the banner); level from RUST_LOG.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Devnet(args) => devnet::run(args),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "bursar failed");
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! Runs the built `bursar` binary: `bursar devnet --port 0`, waits for its "Listening" line and
+//! talks JSON-RPC to it over plain HTTP.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `bursar devnet`; killed on drop.
+struct Devnet {
+    child: Child,
+    /// `host:port` from the "Listening on http://host:port" line.
+    addr: String,
+}
+
+impl Devnet {
+    fn start(extra: &[&str]) -> Devnet {
+        Self::start_with_env(extra, &[])
+    }
+
+    fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Devnet {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_bursar"))
+            .args(["devnet", "--port", "0"])
+            .args(extra)
+            .env_remove("BURSAR_DEVNET_HOST")
+            .env_remove("BURSAR_DEVNET_PORT")
+            .env_remove("BURSAR_DEVNET_CHAIN_ID")
+            .env_remove("BURSAR_DEVNET_BLOCK_TIME")
+            .env_remove("BURSAR_DEVNET_STATE")
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn bursar");
+        let stdout = child.stdout.take().unwrap();
+        let mut banner = String::new();
+        let mut addr = None;
+        for line in BufReader::new(stdout).lines() {
+            let line = line.expect("read stdout");
+            banner += &line;
+            banner.push('\n');
+            if let Some(rest) = line.strip_prefix("Listening on http://") {
+                addr = Some(rest.split_whitespace().next().unwrap().to_string());
+                break;
+            }
+        }
+        let Some(addr) = addr else {
+            let _ = child.kill();
+            panic!("no Listening line; stdout was:\n{banner}");
+        };
+        assert!(
+            banner.contains("0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"),
+            "{banner}"
+        );
+        assert!(
+            banner.contains("0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"),
+            "{banner}"
+        );
+        assert!(banner.contains("test test test test test test test test test test test junk"));
+        Devnet { child, addr }
+    }
+
+    /// One JSON-RPC call over HTTP/1.1 (`Connection: close`); returns the response body.
+    fn rpc(&self, method: &str, params: &str) -> String {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}"#);
+        let mut s = TcpStream::connect(&self.addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(
+            s,
+            "POST / HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )
+        .unwrap();
+        let mut resp = String::new();
+        s.read_to_string(&mut resp).expect("read response");
+        assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+        resp.split_once("\r\n\r\n").unwrap().1.to_string()
+    }
+
+    /// The `result` string of a call (the devnet's results here are all strings or arrays).
+    fn result(&self, method: &str, params: &str) -> String {
+        let body = self.rpc(method, params);
+        let start = body
+            .find(r#""result":"#)
+            .unwrap_or_else(|| panic!("{body}"))
+            + 9;
+        body[start..].trim_end_matches('}').to_string()
+    }
+}
+
+impl Drop for Devnet {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn devnet_serves_chain_id_and_accounts() {
+    let dn = Devnet::start(&[]);
+    assert_eq!(dn.result("eth_chainId", "[]"), r#""0x64aba""#); // 412346
+    let accounts = dn.result("eth_accounts", "[]").to_lowercase();
+    assert!(
+        accounts.starts_with(r#"["0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266""#),
+        "{accounts}"
+    );
+    // Automine by default: no blocks without transactions.
+    assert_eq!(dn.result("eth_blockNumber", "[]"), r#""0x0""#);
+}
+
+#[test]
+fn chain_id_flag_is_honoured() {
+    let dn = Devnet::start(&["--chain-id", "1234"]);
+    assert_eq!(dn.result("eth_chainId", "[]"), r#""0x4d2""#);
+    assert_eq!(dn.result("net_version", "[]"), r#""1234""#);
+}
+
+#[test]
+fn chain_id_from_env() {
+    let dn = Devnet::start_with_env(&[], &[("BURSAR_DEVNET_CHAIN_ID", "777")]);
+    assert_eq!(dn.result("eth_chainId", "[]"), r#""0x309""#);
+}
+
+#[test]
+fn block_time_mines_without_transactions() {
+    let dn = Devnet::start(&["--block-time", "1"]);
+    assert_eq!(dn.result("anvil_getAutomine", "[]"), "false");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let n = dn.result("eth_blockNumber", "[]");
+        let n = u64::from_str_radix(n.trim_matches('"').trim_start_matches("0x"), 16).unwrap();
+        if n >= 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "block number still {n}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn sigterm_shuts_down_cleanly() {
+    let mut dn = Devnet::start(&[]);
+    let pid = dn.child.id().to_string();
+    let ok = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(ok.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = dn.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "still running after SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status}");
+}
+
+#[test]
+fn state_flag_fails_clearly() {
+    let out = Command::new(env!("CARGO_BIN_EXE_bursar"))
+        .args(["devnet", "--port", "0", "--state", "/tmp/bursar-state.json"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--state is not supported yet"), "{err}");
+}
