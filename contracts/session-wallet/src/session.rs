@@ -36,6 +36,7 @@ pub struct Session {
 }
 
 /// The policy an owner chooses when opening a session (the `openSession` arguments).
+#[derive(Clone, Debug)]
 pub struct Terms {
     pub session_key: Address,
     pub guardian: Address,
