@@ -52,6 +52,8 @@ pub enum Error {
         first: PathBuf,
         second: PathBuf,
     },
+    #[error("{}: {message}", path.display())]
+    Bindings { path: PathBuf, message: String },
     #[error("writing {}: {source}", path.display())]
     Json {
         path: PathBuf,

@@ -13,9 +13,14 @@
 //! (`tests/export_matches_committed.rs`) and when the `sol!` bindings (`bursar-bindings`)
 //! disagree with the committed interfaces (`tests/bindings_match_export.rs`).
 //!
-//! The binary `bursar-abi` rewrites the committed files (`export`) and writes the JSON ABI
-//! artifacts (`compile --out target/contracts/abi`).
+//! [`bindings`] compiles the `sol!` bindings themselves (which, unlike the export, declare the
+//! events) into the full JSON ABI committed under `contracts/abi/json/` — what deploy records
+//! and indexers use; `tests/json_matches_bindings.rs` keeps it current.
+//!
+//! The binary `bursar-abi` rewrites the committed files (`export`, `json`) and writes the JSON
+//! ABI of the exports (`compile --out target/contracts/abi`).
 
+pub mod bindings;
 pub mod compile;
 pub mod export;
 

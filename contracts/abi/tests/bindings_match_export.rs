@@ -26,7 +26,7 @@ use std::{
     sync::OnceLock,
 };
 
-use alloy_json_abi::{Error as AbiError, Event, Function, JsonAbi, StateMutability};
+use alloy_json_abi::{Error as AbiError, Event, Function, JsonAbi};
 use alloy_primitives::{keccak256, B256};
 
 /// What one interface's generated `sol!` types carry.
@@ -338,103 +338,9 @@ fn hex(bytes: &[u8]) -> String {
 /// The JSON ABI of `bindings.interface` as written in its `sol!` source
 /// (`contracts/bindings/src/<file>`), read with syn-solidity.
 fn source_abi(bindings: &Bindings) -> Result<JsonAbi, String> {
-    let path = format!(
-        "{}/../bindings/src/{}",
-        env!("CARGO_MANIFEST_DIR"),
-        bindings.source
-    );
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
-    let file = syn::parse_file(&text).map_err(|e| format!("{path}: {e}"))?;
-    let contract = file
-        .items
-        .iter()
-        .filter_map(|item| match item {
-            syn::Item::Macro(m) if m.mac.path.segments.last().is_some_and(|s| s.ident == "sol") => {
-                Some(m)
-            }
-            _ => None,
-        })
-        .map(|m| {
-            syn::parse2::<syn_solidity::File>(m.mac.tokens.clone())
-                .map_err(|e| format!("{path}: parsing sol!: {e}"))
-        })
-        .collect::<Result<Vec<_>, _>>()?
-        .into_iter()
-        .flat_map(|f| f.items)
-        .find_map(|item| match item {
-            syn_solidity::Item::Contract(c) if c.name == bindings.interface => Some(c),
-            _ => None,
-        })
-        .ok_or_else(|| {
-            format!(
-                "{path}: no `interface {}` in a sol! block",
-                bindings.interface
-            )
-        })?;
-
-    let mut abi = JsonAbi::new();
-    for item in &contract.body {
-        let types = |list: &syn_solidity::ParameterList| {
-            list.iter()
-                .map(|p| p.ty.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        };
-        match item {
-            syn_solidity::Item::Function(f) => {
-                let mutability = match f.attributes.mutability() {
-                    None => StateMutability::NonPayable,
-                    Some(syn_solidity::Mutability::Pure(_)) => StateMutability::Pure,
-                    Some(
-                        syn_solidity::Mutability::View(_) | syn_solidity::Mutability::Constant(_),
-                    ) => StateMutability::View,
-                    Some(syn_solidity::Mutability::Payable(_)) => StateMutability::Payable,
-                };
-                let outputs = f
-                    .returns
-                    .as_ref()
-                    .map(|r| types(&r.returns))
-                    .unwrap_or_default();
-                let text = format!(
-                    "function {}({}) returns ({outputs})",
-                    f.name(),
-                    types(&f.parameters)
-                );
-                let mut function =
-                    Function::parse(&text).map_err(|e| format!("{path}: `{text}`: {e}"))?;
-                function.state_mutability = mutability;
-                abi.functions
-                    .entry(function.name.clone())
-                    .or_default()
-                    .push(function);
-            }
-            syn_solidity::Item::Error(e) => {
-                let text = format!("error {}({})", e.name, types(&e.parameters));
-                let error =
-                    AbiError::parse(&text).map_err(|err| format!("{path}: `{text}`: {err}"))?;
-                abi.errors
-                    .entry(error.name.clone())
-                    .or_default()
-                    .push(error);
-            }
-            syn_solidity::Item::Event(e) => {
-                let text = e.to_string();
-                let text = text.trim_end_matches(';');
-                let event = Event::parse(text).map_err(|err| format!("{path}: `{text}`: {err}"))?;
-                abi.events
-                    .entry(event.name.clone())
-                    .or_default()
-                    .push(event);
-            }
-            other => {
-                return Err(format!(
-                    "{path}: `{}` in `interface {}` is not a function, event or error; \
-                     teach this test about it",
-                    other.name().map(|n| n.to_string()).unwrap_or_default(),
-                    bindings.interface
-                ))
-            }
-        }
-    }
-    Ok(abi)
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../bindings/src")
+        .join(bindings.source);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    bursar_abi::bindings::abi_of(&text, &path, bindings.interface).map_err(|e| e.to_string())
 }
