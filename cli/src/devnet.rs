@@ -23,17 +23,13 @@ pub struct DevnetArgs {
     #[arg(long, env = "BURSAR_DEVNET_BLOCK_TIME", value_name = "SECONDS",
           value_parser = clap::value_parser!(u64).range(1..))]
     block_time: Option<u64>,
-    /// State file to load on start and save on exit (not supported yet).
+    /// State file: loaded on start if it exists, written (atomically) on exit, like anvil's
+    /// `--state`. Holds the accounts, program activations, blocks, transactions and receipts.
     #[arg(long, env = "BURSAR_DEVNET_STATE", value_name = "FILE")]
     state: Option<PathBuf>,
 }
 
 pub fn run(args: DevnetArgs) -> Result<(), String> {
-    if args.state.is_some() {
-        // The chain (executor, compiled programs, per-block state history) has no serialized
-        // form yet; refuse rather than silently start from genesis.
-        return Err("--state is not supported yet".into());
-    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -52,6 +48,15 @@ async fn serve(args: DevnetArgs) -> Result<(), String> {
     let handle = bursar_devnet::spawn(config)
         .await
         .map_err(|e| format!("cannot listen on {}:{}: {e}", args.host, args.port))?;
+    if let Some(path) = args.state.as_deref().filter(|p| p.exists()) {
+        let loaded = lock(&handle.chain).load_state(path);
+        if let Err(e) = loaded {
+            handle.shutdown().await;
+            return Err(format!("cannot load the state file: {e}"));
+        }
+        let head = lock(&handle.chain).block_number();
+        tracing::info!(path = %path.display(), head, "state loaded");
+    }
     let miner = args
         .block_time
         .map(|secs| spawn_interval_miner(Arc::clone(&handle.chain), Duration::from_secs(secs)));
@@ -63,9 +68,21 @@ async fn serve(args: DevnetArgs) -> Result<(), String> {
     if let Some(m) = miner {
         m.abort();
     }
+    let chain = Arc::clone(&handle.chain);
     handle.shutdown().await;
+    if let Some(path) = &args.state {
+        lock(&chain)
+            .save_state(path)
+            .map_err(|e| format!("cannot save the state file: {e}"))?;
+        tracing::info!(path = %path.display(), "state saved");
+    }
     tracing::info!("devnet stopped");
     Ok(())
+}
+
+/// The chain, even if a request handler panicked while holding it.
+fn lock(chain: &Mutex<Chain>) -> std::sync::MutexGuard<'_, Chain> {
+    chain.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Interval mining: turns automine off, then mines one block every `period` (the first one

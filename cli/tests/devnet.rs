@@ -87,6 +87,21 @@ impl Devnet {
             + 9;
         body[start..].trim_end_matches('}').to_string()
     }
+
+    /// Sends SIGTERM and waits (up to 10 s) for the exit status.
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        let ok = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(ok.success());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "still running after SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 impl Drop for Devnet {
@@ -141,27 +156,40 @@ fn block_time_mines_without_transactions() {
 #[test]
 fn sigterm_shuts_down_cleanly() {
     let mut dn = Devnet::start(&[]);
-    let pid = dn.child.id().to_string();
-    let ok = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    assert!(ok.success());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(s) = dn.child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "still running after SIGTERM");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = dn.terminate();
     assert!(status.success(), "{status}");
 }
 
 #[test]
-fn state_flag_fails_clearly() {
+fn state_file_is_saved_on_exit_and_loaded_on_start() {
+    let dir = std::env::temp_dir().join(format!("bursar-cli-state-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("state.json");
+    let state = path.to_str().unwrap();
+
+    let mut dn = Devnet::start(&["--state", state]);
+    dn.rpc("evm_mine", "[]");
+    dn.rpc("evm_mine", "[]");
+    let block = dn.rpc("eth_getBlockByNumber", r#"["0x2", false]"#);
+    assert!(dn.terminate().success());
+    assert!(path.exists(), "written on SIGTERM");
+
+    let mut dn = Devnet::start(&["--state", state]);
+    assert_eq!(dn.result("eth_blockNumber", "[]"), r#""0x2""#);
+    assert_eq!(dn.rpc("eth_getBlockByNumber", r#"["0x2", false]"#), block);
+    assert!(dn.terminate().success());
+
+    // A file of another chain: refused, with both chain ids in the message.
     let out = Command::new(env!("CARGO_BIN_EXE_bursar"))
-        .args(["devnet", "--port", "0", "--state", "/tmp/bursar-state.json"])
+        .args(["devnet", "--port", "0", "--chain-id", "1", "--state", state])
+        .env_remove("BURSAR_DEVNET_CHAIN_ID")
         .output()
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--state is not supported yet"), "{err}");
+    assert!(
+        err.contains("chain id 412346") && err.contains("is 1"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -9,20 +9,26 @@
 //! * Automine (a block per transaction) is on by default; with it off, transactions wait in
 //!   a pool (in arrival order) until [`Chain::mine`].
 //! * The state after every block is kept (cloned) so that block tags/numbers can query
-//!   history; fine for a dev chain's size. Activations are not versioned: a historical
-//!   `eth_call` sees today's activated programs.
+//!   history; fine for a dev chain's size. Program activations are part of that state (ArbWasm
+//!   storage), so a historical `eth_call` sees the activations of its block.
 //! * A pooled transaction whose sender can no longer pay when its block is built (e.g. after
 //!   `anvil_setBalance`) is dropped without a receipt.
 //! * Every change of the canonical chain is recorded as a [`ChainEvent`] (a block added, or a
 //!   block removed by a reorg or a snapshot revert, with its logs); filters
 //!   ([`Chain::new_filter`]) and WebSocket subscriptions read that record from a cursor, so
 //!   removed logs are reported again with `removed: true`, as geth does.
-//! * [`Chain::reorg`] replaces the last N blocks: the state and activations at the fork point
-//!   are restored from history and the new blocks' transactions re-executed against them.
+//! * [`Chain::reorg`] replaces the last N blocks: the state at the fork point is restored from
+//!   history and the new blocks' transactions re-executed against it.
 //!   Replacement blocks keep the old timestamps but carry `extraData = "bursar-reorg-<k>"`,
 //!   so their hashes always differ from the blocks they replace.
 //! * Priority fees are accepted and paid to the coinbase (zero address), but the node asks for
 //!   none (`eth_maxPriorityFeePerGas` = 0), as Arbitrum ignores tips.
+//! * [`Chain::save_state`] / [`Chain::load_state`] write and read the chain as JSON (see
+//!   [`crate::state_file`]): the current world state and every block with its transactions and
+//!   receipts. Per-block states are not saved: after a load, state queries (`state_at`) for
+//!   blocks before the loaded head return `None` (`header not found` over JSON-RPC), an
+//!   `eth_call` at such a block runs against the loaded state, and a reorg cannot fork below
+//!   the loaded head.
 
 use std::collections::HashMap;
 
@@ -32,10 +38,9 @@ use alloy_eips::eip2718::Decodable2718;
 use alloy_primitives::{keccak256, Address, Bloom, BloomInput, Bytes, B256, U256};
 
 use crate::accounts::dev_accounts;
-use crate::arbwasm::{self, ARBWASM_ADDRESS};
 use crate::exec::{BlockEnv, Executor, DEFAULT_CHAIN_ID};
 use crate::state::{Log, State};
-use crate::stylus::Programs;
+use crate::state_file::{StateFile, StateFileError};
 
 /// Chain parameters.
 #[derive(Clone, Debug)]
@@ -254,6 +259,9 @@ struct Filter {
 pub enum ReorgError {
     #[error("reorg depth must be between 1 and the chain height {head}, got {depth}")]
     Depth { depth: u64, head: u64 },
+    /// The fork point is older than the kept history (the chain was loaded from a state file).
+    #[error("the state at block {fork} is not kept (history starts at block {first})")]
+    NoHistory { fork: u64, first: u64 },
     #[error(transparent)]
     Tx(#[from] TxError),
 }
@@ -271,11 +279,9 @@ pub struct ReorgOutcome {
 /// Everything [`Chain::snapshot`] saves.
 struct Snapshot {
     state: State,
-    programs: Programs,
     block_env: BlockEnv,
     blocks: Vec<Block>,
-    history: Vec<State>,
-    program_history: Vec<Programs>,
+    history: History,
     txs: HashMap<B256, MinedTx>,
     pending: Vec<PendingTx>,
     time_offset: i64,
@@ -287,10 +293,8 @@ pub struct Chain {
     config: ChainConfig,
     exec: Executor,
     blocks: Vec<Block>,
-    /// State after each block, indexed by block number.
-    history: Vec<State>,
-    /// Activated programs after each block (for reorgs).
-    program_history: Vec<Programs>,
+    /// State after each block (activations included).
+    history: History,
     txs: HashMap<B256, MinedTx>,
     pending: Vec<PendingTx>,
     automine: bool,
@@ -305,6 +309,28 @@ pub struct Chain {
     filters: HashMap<u64, Filter>,
     next_filter_id: u64,
     reorgs: u64,
+}
+
+/// The state after each block from `first` on (block 0, unless the chain was loaded from a
+/// state file, which keeps only the state of its head).
+#[derive(Clone, Default)]
+struct History {
+    first: u64,
+    states: Vec<State>,
+}
+
+impl History {
+    fn get(&self, number: u64) -> Option<&State> {
+        let i = number.checked_sub(self.first)?;
+        self.states.get(usize::try_from(i).ok()?)
+    }
+
+    /// Forgets the states after block `number`.
+    fn truncate_after(&mut self, number: u64) {
+        let keep = (number + 1).saturating_sub(self.first);
+        self.states
+            .truncate(usize::try_from(keep).unwrap_or(usize::MAX));
+    }
 }
 
 /// Intrinsic gas: 21000, +32000 for a creation, 4/16 per zero/non-zero calldata byte,
@@ -359,8 +385,7 @@ impl Chain {
             config,
             exec,
             blocks: vec![],
-            history: vec![],
-            program_history: vec![],
+            history: History::default(),
             txs: HashMap::new(),
             pending: vec![],
             automine: true,
@@ -409,7 +434,7 @@ impl Chain {
         if number == self.block_number() {
             Some(self.exec.state())
         } else {
-            self.history.get(number as usize)
+            self.history.get(number)
         }
     }
 
@@ -478,11 +503,9 @@ impl Chain {
     pub fn snapshot(&mut self) -> u64 {
         self.snapshots.push(Some(Snapshot {
             state: self.exec.state().clone(),
-            programs: self.exec.programs_snapshot(),
             block_env: self.exec.block().clone(),
             blocks: self.blocks.clone(),
             history: self.history.clone(),
-            program_history: self.program_history.clone(),
             txs: self.txs.clone(),
             pending: self.pending.clone(),
             time_offset: self.time_offset,
@@ -498,32 +521,72 @@ impl Chain {
             return false;
         };
         self.snapshots.truncate(id as usize);
-        // Blocks after the common prefix leave the chain; the snapshot's come back.
+        *self.exec.state_mut() = snap.state;
+        *self.exec.block_mut() = snap.block_env;
+        self.history = snap.history;
+        self.replace_blocks(snap.blocks, snap.txs);
+        self.pending = snap.pending;
+        self.time_offset = snap.time_offset;
+        self.next_timestamp = snap.next_timestamp;
+        true
+    }
+
+    /// Makes `blocks` (with their transactions `txs`) the canonical chain, recording the blocks
+    /// after the common prefix as removed (newest first), then the new ones as added.
+    fn replace_blocks(&mut self, blocks: Vec<Block>, txs: HashMap<B256, MinedTx>) {
         let common = self
             .blocks
             .iter()
-            .zip(&snap.blocks)
+            .zip(&blocks)
             .take_while(|(a, b)| a.hash == b.hash)
             .count();
         for n in (common..self.blocks.len()).rev() {
             let block = self.blocks[n].clone();
             self.record(block, true);
         }
-        *self.exec.state_mut() = snap.state;
-        self.exec.restore_programs(snap.programs);
-        *self.exec.block_mut() = snap.block_env;
-        self.blocks = snap.blocks;
-        self.history = snap.history;
-        self.program_history = snap.program_history;
-        self.txs = snap.txs;
+        self.blocks = blocks;
+        self.txs = txs;
         for n in common..self.blocks.len() {
             let block = self.blocks[n].clone();
             self.record(block, false);
         }
-        self.pending = snap.pending;
-        self.time_offset = snap.time_offset;
-        self.next_timestamp = snap.next_timestamp;
-        true
+    }
+
+    // ----- state file -------------------------------------------------------------------------
+
+    /// Writes the chain to `path` as JSON (the current world state, blocks, transactions and
+    /// receipts; see [`crate::state_file`]), atomically: a temporary file next to it, then a
+    /// rename. Pool transactions, snapshots, filters and per-block states are not saved.
+    pub fn save_state(&self, path: &std::path::Path) -> Result<(), StateFileError> {
+        let blocks = self.blocks.iter().map(|b| {
+            let txs = b.transactions.iter().map(|h| &self.txs[h]).collect();
+            (b, txs)
+        });
+        StateFile::new(self.config.chain_id, self.exec.state(), blocks).write(path)
+    }
+
+    /// Replaces this chain's blocks, transactions and world state with those saved in `path`
+    /// by [`Chain::save_state`]; the chain then mines on top of the loaded head. Refuses a file
+    /// of another format version or chain id. The pool and snapshots are cleared; filters and
+    /// subscribers see the old blocks removed and the loaded ones added. History: see the
+    /// module docs.
+    pub fn load_state(&mut self, path: &std::path::Path) -> Result<(), StateFileError> {
+        let loaded = StateFile::read(path)?.into_chain(self.config.chain_id)?;
+        let head = loaded
+            .blocks
+            .last()
+            .expect("a state file has blocks")
+            .number();
+        *self.exec.state_mut() = loaded.state.clone();
+        self.history = History {
+            first: head,
+            states: vec![loaded.state],
+        };
+        let txs = loaded.txs.into_iter().map(|t| (t.hash, t)).collect();
+        self.replace_blocks(loaded.blocks, txs);
+        self.pending.clear();
+        self.snapshots.clear();
+        Ok(())
     }
 
     // ----- transactions -----------------------------------------------------------------------
@@ -745,8 +808,7 @@ impl Chain {
             transactions,
         };
         self.blocks.push(block.clone());
-        self.history.push(self.exec.state().clone());
-        self.program_history.push(self.exec.programs_snapshot());
+        self.history.states.push(self.exec.state().clone());
         self.record(block, false);
     }
 
@@ -877,9 +939,8 @@ impl Chain {
     }
 
     /// Replaces the last `blocks.len()` blocks with new ones: block `i` of the replacement
-    /// executes `blocks[i]` in order against the state (and activations) after the fork
-    /// point. Removed blocks' logs are reported to filters/subscribers as removed, then the
-    /// new blocks as added. Transactions of the old blocks not given again are gone (not
+    /// executes `blocks[i]` in order against the state after the fork point. Removed blocks'
+    /// logs are reported to filters/subscribers as removed, then the new blocks as added. Transactions of the old blocks not given again are gone (not
     /// returned to the pool); pool transactions included in the new blocks leave the pool.
     pub fn reorg(&mut self, blocks: Vec<Vec<TxEnvelope>>) -> Result<ReorgOutcome, ReorgError> {
         let depth = blocks.len() as u64;
@@ -887,6 +948,13 @@ impl Chain {
         if depth == 0 || depth > head {
             return Err(ReorgError::Depth { depth, head });
         }
+        let fork = head - depth;
+        let Some(fork_state) = self.history.get(fork).cloned() else {
+            return Err(ReorgError::NoHistory {
+                fork,
+                first: self.history.first,
+            });
+        };
         let mut plan = Vec::with_capacity(blocks.len());
         for txs in blocks {
             let mut b = Vec::with_capacity(txs.len());
@@ -902,22 +970,18 @@ impl Chain {
             }
             plan.push(b);
         }
-        let fork = (head - depth) as usize;
-        for n in (fork + 1..=head as usize).rev() {
-            let block = self.blocks[n].clone();
+        for n in (fork + 1..=head).rev() {
+            let block = self.blocks[n as usize].clone();
             self.record(block, true);
         }
-        let old: Vec<Block> = self.blocks.drain(fork + 1..).collect();
+        let old: Vec<Block> = self.blocks.drain(fork as usize + 1..).collect();
         for b in &old {
             for h in &b.transactions {
                 self.txs.remove(h);
             }
         }
-        self.history.truncate(fork + 1);
-        self.program_history.truncate(fork + 1);
-        *self.exec.state_mut() = self.history[fork].clone();
-        self.exec
-            .restore_programs(self.program_history[fork].clone());
+        self.history.truncate_after(fork);
+        *self.exec.state_mut() = fork_state;
         self.reorgs += 1;
         let extra = Bytes::from(format!("bursar-reorg-{}", self.reorgs).into_bytes());
         let mut out = ReorgOutcome::default();
@@ -950,8 +1014,8 @@ impl Chain {
     }
 
     /// Executes a validated transaction in the current block environment: buys gas, runs the
-    /// message (ArbWasm natively), refunds (capped at gas_used / 5, EIP-3529), burns the base
-    /// fee and pays the tip to the coinbase. `None` if the sender can no longer pay.
+    /// message, refunds (capped at gas_used / 5, EIP-3529), burns the base fee and pays the tip
+    /// to the coinbase. `None` if the sender can no longer pay.
     fn execute(&mut self, tx: &PendingTx) -> Option<Receipt> {
         let env = &tx.envelope;
         let base_fee = self.config.base_fee;
@@ -977,8 +1041,17 @@ impl Chain {
             }
             Some(to) => {
                 self.exec.state_mut().increment_nonce(tx.from);
-                let r = self.message(tx.from, to, env.value(), env.input(), gas, false);
-                (r.0, r.1, r.2, r.3, r.4, None)
+                let r = self
+                    .exec
+                    .call(tx.from, to, env.value(), env.input(), gas, false);
+                (
+                    r.success,
+                    r.return_data,
+                    r.gas_used,
+                    r.gas_refund,
+                    r.logs,
+                    None,
+                )
             }
         };
         let used = intrinsic + exec_gas;
@@ -1017,25 +1090,6 @@ impl Chain {
         })
     }
 
-    /// One message call, routing ArbWasm to its native implementation.
-    /// Returns (success, output, gas used, refund, logs).
-    fn message(
-        &mut self,
-        from: Address,
-        to: Address,
-        value: U256,
-        data: &[u8],
-        gas: u64,
-        is_static: bool,
-    ) -> (bool, Bytes, u64, u64, Vec<Log>) {
-        if to == ARBWASM_ADDRESS {
-            let r = arbwasm::call(&mut self.exec, data, gas, is_static);
-            return (r.success, r.output, r.gas_used, 0, r.logs);
-        }
-        let r = self.exec.call(from, to, value, data, gas, is_static);
-        (r.success, r.return_data, r.gas_used, r.gas_refund, r.logs)
-    }
-
     // ----- simulation -------------------------------------------------------------------------
 
     /// Runs `req` against the state after block `number` (or the current state) in the next
@@ -1049,7 +1103,7 @@ impl Chain {
         state_override: impl FnOnce(&mut State),
     ) -> SimOutcome {
         let mut base = match at {
-            Some(n) if n != self.block_number() => match self.history.get(n as usize) {
+            Some(n) if n != self.block_number() => match self.history.get(n) {
                 Some(s) => s.clone(),
                 None => self.exec.state().clone(),
             },
@@ -1057,7 +1111,6 @@ impl Chain {
         };
         state_override(&mut base);
         let saved_state = std::mem::replace(self.exec.state_mut(), base);
-        let saved_programs = self.exec.programs_snapshot();
         let saved_env = self.exec.block().clone();
         {
             let next_ts = self
@@ -1096,19 +1149,17 @@ impl Chain {
                     }
                 }
                 Some(to) => {
-                    let (success, output, used, _, logs) =
-                        self.message(from, to, req.value, &req.data, gas, false);
+                    let r = self.exec.call(from, to, req.value, &req.data, gas, false);
                     SimOutcome {
-                        success,
-                        output,
-                        gas_used: intrinsic + used,
-                        logs,
+                        success: r.success,
+                        output: r.return_data,
+                        gas_used: intrinsic + r.gas_used,
+                        logs: r.logs,
                     }
                 }
             }
         };
         *self.exec.state_mut() = saved_state;
-        self.exec.restore_programs(saved_programs);
         *self.exec.block_mut() = saved_env;
         out
     }

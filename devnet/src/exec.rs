@@ -4,6 +4,10 @@
 //! ([`World`], boxed) for the duration of the frame; a nested call made from a hostio takes the
 //! world out of the caller's store, runs the callee frame with it and puts it back. That keeps
 //! everything safe Rust with no shared-ownership cells, and `Executor` stays `Send`.
+//!
+//! `call_frame` routes a message by the code address: ArbWasm and the StylusDeployer (both
+//! native, see [`crate::arbwasm`] and [`crate::deployer`]), the precompiles, plain accounts and
+//! Stylus programs. So a transaction, an `eth_call` and a program reach them alike.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,11 +15,13 @@ use std::sync::Arc;
 use alloy_primitives::{Address, Bytes, B256, U256};
 use wasmi::{Linker, Store, TrapCode};
 
+use crate::arbwasm::{self, ARBWASM_ADDRESS};
+use crate::deployer::{self, STYLUS_DEPLOYER_ADDRESS};
 use crate::host::{self, Ctx, Escape, Frame};
 use crate::meter::{self, INK_PER_FUEL, INK_PRICE};
 use crate::precompiles;
 use crate::state::{Log, State};
-use crate::stylus::{is_stylus_program, ActivationError, ProgramInfo, Programs};
+use crate::stylus::{is_stylus_program, ActivationError, ProgramInfo, Programs, STYLUS_VERSION};
 
 /// Chain id of nitro's dev node.
 pub const DEFAULT_CHAIN_ID: u64 = 412_346;
@@ -123,14 +129,14 @@ pub(crate) struct FrameResult {
 }
 
 impl FrameResult {
-    fn revert(output: Bytes, gas_left: u64) -> Self {
+    pub(crate) fn revert(output: Bytes, gas_left: u64) -> Self {
         FrameResult {
             status: CallStatus::Revert,
             output,
             gas_left,
         }
     }
-    fn out_of_gas() -> Self {
+    pub(crate) fn out_of_gas() -> Self {
         FrameResult {
             status: CallStatus::OutOfGas,
             output: Bytes::new(),
@@ -139,7 +145,7 @@ impl FrameResult {
     }
 }
 
-/// Everything a frame can reach: state, programs, environment and per-tx counters.
+/// Everything a frame can reach: state, the module cache, environment and per-tx counters.
 pub(crate) struct World {
     pub state: State,
     pub programs: Programs,
@@ -160,8 +166,11 @@ impl World {
         self.open_frames.clear();
         self.open_pages = 0;
         self.ever_pages = 0;
-        // EIP-2929: sender, recipient and precompiles start warm; EIP-3651: so does coinbase.
-        let warm = [origin, self.block.coinbase].into_iter().chain(to);
+        // EIP-2929: sender, recipient and precompiles (ArbWasm included, as ArbOS does) start
+        // warm; EIP-3651: so does coinbase.
+        let warm = [origin, self.block.coinbase, ARBWASM_ADDRESS]
+            .into_iter()
+            .chain(to);
         self.state.begin_tx(warm.chain(precompiles::ALL));
     }
 }
@@ -181,12 +190,13 @@ impl Default for Executor {
 }
 
 impl Executor {
+    /// A fresh world holding only the system accounts (see `genesis_state`).
     pub fn new() -> Self {
         let programs = Programs::new();
         let linker = Arc::new(host::linker(programs.engine()));
         Executor {
             world: Some(Box::new(World {
-                state: State::new(),
+                state: genesis_state(),
                 programs,
                 linker,
                 block: BlockEnv::default(),
@@ -229,23 +239,21 @@ impl Executor {
         &mut self.world_mut().tx
     }
 
+    /// The compiled-module cache.
     pub fn programs(&self) -> &Programs {
         &self.world().programs
     }
 
-    /// A copy of the activated programs, for chain snapshots (activations are chain state).
-    pub fn programs_snapshot(&self) -> Programs {
-        self.world().programs.clone()
+    /// The activation record of `code_hash` (ArbWasm storage), if activated.
+    pub fn program_info(&self, code_hash: B256) -> Option<ProgramInfo> {
+        arbwasm::activation(self.state(), code_hash)
     }
 
-    /// Restores activations taken with [`Executor::programs_snapshot`].
-    pub fn restore_programs(&mut self, programs: Programs) {
-        self.world_mut().programs = programs;
-    }
-
-    /// Activates `code` (as stored on chain). See [`Programs::activate`].
+    /// Activates `code` (as stored on chain: `EF F0 00 <dict> || brotli(wasm)`) outside any
+    /// transaction, writing its record at the current block timestamp. Code that is already
+    /// active returns its record (ArbWasm would revert with `ProgramUpToDate`).
     pub fn activate(&mut self, code: &[u8]) -> Result<ProgramInfo, ActivationError> {
-        self.world_mut().programs.activate(code)
+        arbwasm::activate(self.world_mut(), code)
     }
 
     /// Activates the code installed at `address`.
@@ -341,6 +349,18 @@ impl Executor {
     }
 }
 
+/// The world at genesis: ArbWasm and the StylusDeployer exist with a one-byte code marker
+/// (`INVALID`, as ArbOS gives its precompiles), so `eth_getCode` shows them; the deployer, a
+/// contract, has nonce 1 (EIP-161), which its CREATE addresses start from. Both run natively.
+fn genesis_state() -> State {
+    let mut state = State::new();
+    let marker = Bytes::from_static(&[0xfe]);
+    state.set_code(ARBWASM_ADDRESS, marker.clone());
+    state.set_code(STYLUS_DEPLOYER_ADDRESS, marker);
+    state.set_nonce(STYLUS_DEPLOYER_ADDRESS, 1);
+    state
+}
+
 /// Executes `msg`, reverting its state changes unless it succeeds.
 pub(crate) fn call_frame(mut world: Box<World>, msg: Message) -> (Box<World>, FrameResult) {
     if msg.depth > meter::MAX_CALL_DEPTH {
@@ -356,7 +376,13 @@ pub(crate) fn call_frame(mut world: Box<World>, msg: Message) -> (Box<World>, Fr
         return (world, FrameResult::revert(Bytes::new(), msg.gas));
     }
 
-    let result = if let Some(pre) = precompiles::run(msg.code_address, &msg.input) {
+    let result = if msg.code_address == ARBWASM_ADDRESS {
+        arbwasm::call(&mut world, &msg)
+    } else if msg.code_address == STYLUS_DEPLOYER_ADDRESS {
+        let (w, r) = deployer::call(world, msg);
+        world = w;
+        r
+    } else if let Some(pre) = precompiles::run(msg.code_address, &msg.input) {
         if pre.gas > msg.gas {
             FrameResult::out_of_gas()
         } else {
@@ -401,12 +427,22 @@ pub(crate) fn call_frame(mut world: Box<World>, msg: Message) -> (Box<World>, Fr
 
 /// Runs the Stylus program with `code_hash` for `msg`.
 fn run_program(mut world: Box<World>, code_hash: B256, msg: Message) -> (Box<World>, FrameResult) {
-    let Some(program) = world.programs.get(code_hash).cloned() else {
-        // Deployed but never activated: reverts with empty data, as on Arbitrum.
+    // Deployed but never activated (or at an older version): reverts with empty data, as on
+    // Arbitrum.
+    let Some(info) =
+        arbwasm::activation(&world.state, code_hash).filter(|i| i.version == STYLUS_VERSION)
+    else {
         return (world, FrameResult::revert(Bytes::new(), msg.gas));
     };
+    // Activated but not compiled in this process (e.g. loaded from a state file): compile now.
+    let code = world.state.code(msg.code_address);
+    let module = match world.programs.compile(code_hash, &code) {
+        Ok(compiled) => compiled.module.clone(),
+        // Cannot happen for code that passed activation; fail the call rather than the node.
+        Err(_) => return (world, FrameResult::revert(Bytes::new(), msg.gas)),
+    };
     // Program init and memory footprint are paid before the program runs.
-    let footprint = program.info.footprint;
+    let footprint = info.footprint;
     let upfront =
         meter::PROGRAM_INIT_GAS + meter::memory_gas(footprint, world.open_pages, world.ever_pages);
     if upfront > msg.gas || world.open_pages.saturating_add(footprint) > meter::PAGE_LIMIT {
@@ -431,7 +467,7 @@ fn run_program(mut world: Box<World>, code_hash: B256, msg: Message) -> (Box<Wor
     store.set_fuel(fuel).expect("fuel metering is enabled");
 
     let outcome = linker
-        .instantiate_and_start(&mut store, &program.module)
+        .instantiate_and_start(&mut store, &module)
         .and_then(|instance| {
             let memory = instance.get_memory(&store, "memory");
             store.data_mut().memory = memory;

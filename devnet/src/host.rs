@@ -498,7 +498,7 @@ fn transient_store_bytes32(mut caller: Caller<'_, Ctx>, key: u32, value: u32) ->
 const STACK_RED_ZONE: usize = 1 << 20;
 const STACK_SEGMENT: usize = 16 << 20;
 
-fn on_enough_stack<R>(f: impl FnOnce() -> R) -> R {
+pub(crate) fn on_enough_stack<R>(f: impl FnOnce() -> R) -> R {
     stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, f)
 }
 

@@ -2,16 +2,24 @@
 //!
 //! * [`state`] — world state with a journal (checkpoint / revert / commit), EIP-2929 warm sets,
 //!   EIP-2200 original values, transient storage and logs.
-//! * [`stylus`] — program activation (prefix, brotli, the nitro activation rules from
-//!   `stylus-activation`, wasmi compilation) and the compiled-module cache.
+//! * [`stylus`] — program validation and compilation (prefix, brotli, the nitro activation rules
+//!   from `stylus-activation`, wasmi) and the compiled-module cache (a cache only: programs
+//!   compile lazily on first call).
 //! * `host` — the 42 `vm_hooks` imports a program links against.
-//! * [`exec`] — [`Executor`]: message calls through precompiles, plain accounts and programs.
+//! * [`exec`] — [`Executor`]: message calls through ArbWasm, the StylusDeployer, precompiles,
+//!   plain accounts and programs.
 //! * [`create`] — CREATE/CREATE2 with the minimal initcode interpreter for the deploy prelude.
 //! * [`meter`] — the gas/ink model and where it differs from Arbitrum.
 //!
 //! * [`chain`] — [`Chain`]: signed transactions, validation, fees, receipts, blocks, dev
 //!   controls (automine, time, snapshots) over [`Executor`].
-//! * [`arbwasm`] — ArbWasm (0x71) activation and version queries, native.
+//! * [`arbwasm`] — ArbWasm (0x71), native, callable from transactions and programs alike:
+//!   activation and version queries. Activation records are world state (ArbWasm storage, slot
+//!   = code hash), so they are journaled, snapshotted, reorged and saved like any storage.
+//! * [`deployer`] — the StylusDeployer at `0xcEcb…A990`, native: deploy + activate + construct
+//!   in one frame.
+//! * [`state_file`] — the JSON state file of `bursar devnet --state` ([`Chain::save_state`],
+//!   [`Chain::load_state`]).
 //! * [`rpc`] — JSON-RPC 2.0 over HTTP and WebSocket (axum; filters, `eth_subscribe`, reorg
 //!   dev methods): `spawn(RpcConfig) -> Handle`.
 //! * [`accounts`] — the ten prefunded accounts of the standard test mnemonic.
@@ -20,12 +28,14 @@ pub mod accounts;
 pub mod arbwasm;
 pub mod chain;
 pub mod create;
+pub mod deployer;
 pub mod exec;
 mod host;
 pub mod meter;
 pub mod precompiles;
 pub mod rpc;
 pub mod state;
+pub mod state_file;
 pub mod stylus;
 
 pub use chain::{Chain, ChainConfig, TxError};
@@ -34,4 +44,5 @@ pub use exec::{
 };
 pub use rpc::{spawn, Handle, RpcConfig};
 pub use state::{Account, Checkpoint, Log, State};
+pub use state_file::StateFileError;
 pub use stylus::{ActivationError, ProgramInfo, Programs};

@@ -5,6 +5,12 @@
 //! transaction validation (geth's messages, e.g. "nonce too low: …") and unknown blocks,
 //! 3 "execution reverted" with the revert data hex in `data`.
 //!
+//! Bad input never takes the node down: malformed JSON, invalid request objects, wrong
+//! params and undecodable transactions each get their JSON-RPC error (geth's codes and
+//! wording), batches answer every entry, bodies over [`MAX_BODY_BYTES`] get a JSON error with
+//! HTTP 413, and a panic inside a method (a bug) becomes -32603 instead of a dropped
+//! connection. Requests without an `id` are notifications and get no answer (JSON-RPC 2.0).
+//!
 //! WebSocket on the same port (a GET with `Upgrade: websocket`): the same methods plus
 //! `eth_subscribe` (`newHeads`, `logs`) and `eth_unsubscribe`. Subscriptions and filters read
 //! the chain's event record ([`crate::chain::ChainEvent`]), so after a reorg `logs`
@@ -13,8 +19,9 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
+use alloy_consensus::transaction::SignerRecoverable;
 use alloy_consensus::{Transaction, TxEnvelope};
-use alloy_primitives::{Address, Bytes, B256, U256};
+use alloy_primitives::{Address, Bytes, B256, U256, U512};
 use axum::extract::State as AxState;
 use axum::routing::post;
 use axum::Router;
@@ -28,6 +35,21 @@ use crate::chain::{
     MinedTx, ReorgError, ReorgOutcome, TxError,
 };
 use crate::state::State;
+
+/// The largest request body (HTTP) or message (WebSocket) answered: 5 MiB, geth's
+/// `maxRequestContentLength`. Bigger ones get -32600 with HTTP status 413.
+pub const MAX_BODY_BYTES: usize = 5 * 1024 * 1024;
+
+/// WebSocket messages up to this size are read and, above [`MAX_BODY_BYTES`], answered with
+/// the size error; bigger ones close the connection (close code 1009), as geth does.
+const WS_MAX_MESSAGE_BYTES: usize = 4 * MAX_BODY_BYTES;
+
+/// The most blocks one `anvil_mine` may mine (every block keeps a state copy).
+pub const MAX_MINE_BLOCKS: u64 = 10_000;
+
+/// Timestamps (and `evm_increaseTime` offsets) are capped so the chain's clock arithmetic
+/// cannot overflow.
+pub const MAX_TIMESTAMP: u64 = i64::MAX as u64 / 4;
 
 /// `web3_clientVersion`.
 pub const CLIENT_VERSION: &str = concat!("bursar-devnet/v", env!("CARGO_PKG_VERSION"));
@@ -55,6 +77,22 @@ impl RpcError {
     pub fn invalid_request() -> Self {
         Self::new(-32600, "invalid request")
     }
+    pub fn empty_batch() -> Self {
+        Self::new(-32600, "empty batch")
+    }
+    /// A request body over [`MAX_BODY_BYTES`] (geth's wording when the length is known).
+    pub fn too_large(content_length: Option<u64>) -> Self {
+        Self::new(
+            -32600,
+            match content_length {
+                Some(n) => format!("content length too large ({n}>{MAX_BODY_BYTES})"),
+                None => format!("request body too large (limit {MAX_BODY_BYTES} bytes)"),
+            },
+        )
+    }
+    pub fn internal(message: impl std::fmt::Display) -> Self {
+        Self::new(-32603, format!("internal error: {message}"))
+    }
     pub fn method_not_found(method: &str) -> Self {
         Self::new(
             -32601,
@@ -62,7 +100,7 @@ impl RpcError {
         )
     }
     pub fn invalid_params(why: impl std::fmt::Display) -> Self {
-        Self::new(-32602, format!("invalid params: {why}"))
+        Self::new(-32602, why.to_string())
     }
     pub fn server(message: impl Into<String>) -> Self {
         Self::new(-32000, message)
@@ -177,16 +215,37 @@ pub fn router(chain: Arc<Mutex<Chain>>) -> Router {
     drop(tx);
     Router::new()
         .route("/", post(http_handler).get(ws_handler))
+        // axum's default limit is 2 MB; use geth's.
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(App { chain, events: rx })
 }
 
 async fn http_handler(
     AxState(app): AxState<App>,
-    body: axum::body::Bytes,
+    headers: axum::http::HeaderMap,
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
 ) -> axum::response::Response {
+    use axum::http::StatusCode;
     use axum::response::IntoResponse;
-    let reply = handle_body(&app.chain, &body);
-    let mut resp = reply.into_response();
+    let (status, reply) = match body {
+        Ok(body) => (StatusCode::OK, handle_body(&app.chain, &body)),
+        // axum's own answer would be plain text; clients expect a JSON-RPC error object.
+        Err(rejection) => {
+            let error = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                let length = headers
+                    .get(axum::http::header::CONTENT_LENGTH)
+                    .and_then(|v| v.to_str().ok()?.parse().ok());
+                RpcError::too_large(length)
+            } else {
+                RpcError::new(-32600, rejection.body_text())
+            };
+            (
+                rejection.status(),
+                error_response(Value::Null, &error).to_string(),
+            )
+        }
+    };
+    let mut resp = (status, reply).into_response();
     resp.headers_mut().insert(
         axum::http::header::CONTENT_TYPE,
         axum::http::HeaderValue::from_static("application/json"),
@@ -194,25 +253,34 @@ async fn http_handler(
     resp
 }
 
-/// Answers a raw request body (single request or batch).
+/// Answers a raw request body (single request or batch): the response text, empty when the
+/// body held only notifications. Never panics; pure apart from the chain it runs on.
 pub fn handle_body(chain: &Shared, body: &[u8]) -> String {
     handle_body_with(body, |r| handle_request(chain, r))
 }
 
-fn handle_body_with(body: &[u8], mut one: impl FnMut(&Value) -> Value) -> String {
+fn handle_body_with(body: &[u8], mut one: impl FnMut(&Value) -> Option<Value>) -> String {
+    if body.len() > MAX_BODY_BYTES {
+        return error_response(Value::Null, &RpcError::too_large(Some(body.len() as u64)))
+            .to_string();
+    }
     let value: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
         Err(_) => return error_response(Value::Null, &RpcError::parse()).to_string(),
     };
     match value {
         Value::Array(items) if items.is_empty() => {
-            error_response(Value::Null, &RpcError::invalid_request()).to_string()
+            error_response(Value::Null, &RpcError::empty_batch()).to_string()
         }
         Value::Array(items) => {
-            let out: Vec<Value> = items.iter().map(&mut one).collect();
-            Value::Array(out).to_string()
+            let out: Vec<Value> = items.iter().filter_map(&mut one).collect();
+            if out.is_empty() {
+                String::new()
+            } else {
+                Value::Array(out).to_string()
+            }
         }
-        other => one(&other).to_string(),
+        other => one(&other).map_or_else(String::new, |v| v.to_string()),
     }
 }
 
@@ -235,7 +303,9 @@ async fn ws_handler(
     ws: axum::extract::ws::WebSocketUpgrade,
     AxState(app): AxState<App>,
 ) -> axum::response::Response {
-    ws.on_upgrade(move |socket| ws_session(socket, app))
+    ws.max_message_size(WS_MAX_MESSAGE_BYTES)
+        .max_frame_size(WS_MAX_MESSAGE_BYTES)
+        .on_upgrade(move |socket| ws_session(socket, app))
 }
 
 async fn ws_session(mut socket: axum::extract::ws::WebSocket, app: App) {
@@ -252,7 +322,8 @@ async fn ws_session(mut socket: axum::extract::ws::WebSocket, app: App) {
                     Some(Ok(_)) => continue,
                 };
                 let reply = handle_body_with(&text, |r| ws_request(&app.chain, &mut subs, r));
-                if socket.send(Message::Text(reply.into())).await.is_err() {
+                // Only notifications: nothing to answer.
+                if !reply.is_empty() && socket.send(Message::Text(reply.into())).await.is_err() {
                     break;
                 }
             }
@@ -275,27 +346,23 @@ fn ws_request(
     chain: &Shared,
     subs: &mut std::collections::BTreeMap<u64, Subscription>,
     req: &Value,
-) -> Value {
-    let method = req.get("method").and_then(Value::as_str);
-    if !matches!(method, Some("eth_subscribe" | "eth_unsubscribe")) {
+) -> Option<Value> {
+    let call = match parse_call(req) {
+        Ok(call) => call,
+        Err(reply) => return Some(reply),
+    };
+    if !matches!(call.method.as_str(), "eth_subscribe" | "eth_unsubscribe") {
         return handle_request(chain, req);
     }
-    let id = req.get("id").cloned().unwrap_or(Value::Null);
-    let params = match req.get("params") {
-        None | Some(Value::Null) => Params(vec![]),
-        Some(Value::Array(a)) => Params(a.clone()),
-        // ethers-providers' Ws sends `eth_unsubscribe` with the bare id as params.
-        Some(v @ Value::String(_)) => Params(vec![v.clone()]),
-        Some(_) => return error_response(id, &RpcError::invalid_params("params must be an array")),
-    };
+    let params = &call.params;
     let result = (|| -> Result<Value, RpcError> {
-        if method == Some("eth_unsubscribe") {
-            let sub = quantity(
-                params
-                    .raw(0)
-                    .ok_or_else(|| RpcError::invalid_params("missing subscription id"))?,
-            )
-            .unwrap_or(0);
+        check_arity(&call.method, params)?;
+        if call.method == "eth_unsubscribe" {
+            let sub = params
+                .raw(0)
+                .map(quantity)
+                .and_then(Result::ok)
+                .unwrap_or(0);
             return Ok(json!(subs.remove(&sub).is_some()));
         }
         let c = chain.lock().unwrap_or_else(|e| e.into_inner());
@@ -304,7 +371,7 @@ fn ws_request(
             "newHeads" => SubKind::Heads,
             "logs" => SubKind::Logs(match params.raw(1) {
                 None => LogFilter::default(),
-                v => parse_log_filter(&c, v)?,
+                v => arg(1, parse_log_filter(&c, v))?,
             }),
             other => {
                 return Err(RpcError::invalid_params(format!(
@@ -322,10 +389,7 @@ fn ws_request(
         );
         Ok(q(sub))
     })();
-    match result {
-        Ok(r) => json!({ "jsonrpc": "2.0", "id": id, "result": r }),
-        Err(e) => error_response(id, &e),
-    }
+    call.answer(result)
 }
 
 /// Notifications owed to `subs` since their cursors (heads of added blocks; matching logs of
@@ -356,7 +420,7 @@ fn notifications(
                     .logs
                     .iter()
                     .filter(|l| f.matches(l))
-                    .map(chain_log_json)
+                    .map(|l| chain_log_json(&c, l))
                     .collect(),
             };
             for r in results {
@@ -379,38 +443,171 @@ fn error_response(id: Value, e: &RpcError) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "error": e.to_json() })
 }
 
-fn handle_request(chain: &Shared, req: &Value) -> Value {
+/// A request that passed the envelope checks.
+struct Call {
+    /// `None`: a notification (no `id` member), which gets no response.
+    id: Option<Value>,
+    method: String,
+    params: Params,
+}
+
+impl Call {
+    fn answer(&self, result: Result<Value, RpcError>) -> Option<Value> {
+        let id = self.id.clone()?;
+        Some(match result {
+            Ok(r) => json!({ "jsonrpc": "2.0", "id": id, "result": r }),
+            Err(e) => error_response(id, &e),
+        })
+    }
+}
+
+/// Checks the request envelope as geth does (object, `jsonrpc: "2.0"`, an id that is a
+/// number, string or null, a non-empty string method, array params); `Err` is the response.
+fn parse_call(req: &Value) -> Result<Call, Value> {
+    let invalid = |id: Value| error_response(id, &RpcError::invalid_request());
     let Some(obj) = req.as_object() else {
-        return error_response(Value::Null, &RpcError::invalid_request());
+        return Err(invalid(Value::Null));
     };
-    let id = obj.get("id").cloned().unwrap_or(Value::Null);
-    let Some(method) = obj.get("method").and_then(Value::as_str) else {
-        return error_response(id, &RpcError::invalid_request());
+    let id = match obj.get("id") {
+        None => None,
+        Some(v @ (Value::Null | Value::Number(_) | Value::String(_))) => Some(v.clone()),
+        Some(_) => return Err(invalid(Value::Null)),
+    };
+    let reply_id = id.clone().unwrap_or(Value::Null);
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(invalid(reply_id));
+    }
+    let method = match obj.get("method").and_then(Value::as_str) {
+        Some(m) if !m.is_empty() => m.to_owned(),
+        _ => return Err(invalid(reply_id)),
     };
     let params = match obj.get("params") {
-        None | Some(Value::Null) => vec![],
-        Some(Value::Array(a)) => a.clone(),
-        Some(_) => return error_response(id, &RpcError::invalid_params("params must be an array")),
+        None | Some(Value::Null) => Params(vec![]),
+        Some(Value::Array(a)) => Params(a.clone()),
+        // ethers-providers' Ws sends `eth_unsubscribe` with the bare id as params.
+        Some(v @ Value::String(_)) if method == "eth_unsubscribe" => Params(vec![v.clone()]),
+        Some(_) => {
+            return Err(error_response(
+                reply_id,
+                &RpcError::invalid_params("non-array args"),
+            ))
+        }
     };
-    // A poisoned lock only means an earlier request panicked; the chain itself is consistent
-    // between requests, so keep serving.
+    Ok(Call { id, method, params })
+}
+
+fn handle_request(chain: &Shared, req: &Value) -> Option<Value> {
+    let call = match parse_call(req) {
+        Ok(call) => call,
+        Err(reply) => return Some(reply),
+    };
+    // A poisoned lock only means an earlier request panicked (answered with -32603 below);
+    // keep serving.
     let mut chain = chain.lock().unwrap_or_else(|e| e.into_inner());
-    match dispatch(&mut chain, method, &Params(params)) {
-        Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
-        Err(e) => error_response(id, &e),
+    // A panic here is a devnet bug; answer it rather than drop the connection. The chain
+    // mutates only after validation, so a panic leaves it as consistent as it can be.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        check_arity(&call.method, &call.params)?;
+        dispatch(&mut chain, &call.method, &call.params)
+    }))
+    .unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic".into());
+        Err(RpcError::internal(why))
+    });
+    call.answer(result)
+}
+
+/// `(required, at most)` positional params of each method `dispatch` knows.
+fn arity(method: &str) -> Option<(usize, usize)> {
+    Some(match method {
+        "web3_clientVersion"
+        | "eth_chainId"
+        | "net_version"
+        | "net_listening"
+        | "eth_syncing"
+        | "eth_accounts"
+        | "eth_blockNumber"
+        | "eth_gasPrice"
+        | "eth_maxPriorityFeePerGas"
+        | "eth_newBlockFilter"
+        | "anvil_getAutomine"
+        | "evm_snapshot"
+        | "anvil_snapshot" => (0, 0),
+        "eth_feeHistory" => (2, 3),
+        "eth_getBalance" | "eth_getTransactionCount" | "eth_getCode" => (1, 2),
+        "eth_getStorageAt" => (2, 3),
+        "eth_call" => (1, 4),
+        "eth_estimateGas" => (1, 3),
+        "eth_sendRawTransaction"
+        | "eth_getTransactionByHash"
+        | "eth_getTransactionReceipt"
+        | "eth_getLogs"
+        | "eth_newFilter"
+        | "eth_getFilterChanges"
+        | "eth_getFilterLogs"
+        | "eth_uninstallFilter"
+        | "bursar_reorg"
+        | "evm_setAutomine"
+        | "anvil_setAutomine"
+        | "evm_setNextBlockTimestamp"
+        | "anvil_setNextBlockTimestamp"
+        | "evm_increaseTime"
+        | "anvil_increaseTime"
+        | "evm_revert"
+        | "anvil_revert"
+        | "eth_unsubscribe" => (1, 1),
+        "eth_getBlockByNumber" | "eth_getBlockByHash" | "anvil_reorg" | "eth_subscribe" => (1, 2),
+        "evm_mine" => (0, 1),
+        "anvil_mine" | "hardhat_mine" => (0, 2),
+        "anvil_setBalance" | "hardhat_setBalance" => (2, 2),
+        _ => return None,
+    })
+}
+
+/// Too many or too few params, with geth's messages. Methods not in [`arity`] go unchecked
+/// here; `dispatch` answers the unknown ones with -32601.
+fn check_arity(method: &str, p: &Params) -> Result<(), RpcError> {
+    let Some((required, max)) = arity(method) else {
+        return Ok(());
+    };
+    if p.0.len() > max {
+        return Err(RpcError::invalid_params(format!(
+            "too many arguments, want at most {max}"
+        )));
     }
+    if let Some(i) = (0..required).find(|&i| p.0.get(i).is_none_or(Value::is_null)) {
+        return Err(RpcError::invalid_params(format!(
+            "missing value for required argument {i}"
+        )));
+    }
+    Ok(())
+}
+
+/// Prefixes a params error with the argument's position (geth: "invalid argument 1: …").
+fn arg<T>(i: usize, r: Result<T, RpcError>) -> Result<T, RpcError> {
+    r.map_err(|mut e| {
+        if e.code == -32602 && !e.message.starts_with("invalid argument") {
+            e.message = format!("invalid argument {i}: {}", e.message);
+        }
+        e
+    })
 }
 
 /// Positional params with typed access.
 struct Params(Vec<Value>);
 
 impl Params {
+    /// Param `i` as `T`; errors name the position, as geth's do.
     fn get<T: DeserializeOwned>(&self, i: usize) -> Result<T, RpcError> {
-        let v = self
-            .0
-            .get(i)
-            .ok_or_else(|| RpcError::invalid_params(format!("missing value for param {i}")))?;
-        serde_json::from_value(v.clone()).map_err(|e| RpcError::invalid_params(e.to_string()))
+        let v = self.0.get(i).ok_or_else(|| {
+            RpcError::invalid_params(format!("missing value for required argument {i}"))
+        })?;
+        serde_json::from_value(v.clone())
+            .map_err(|e| RpcError::invalid_params(format!("invalid argument {i}: {e}")))
     }
     fn opt<T: DeserializeOwned>(&self, i: usize) -> Result<Option<T>, RpcError> {
         match self.0.get(i) {
@@ -420,6 +617,13 @@ impl Params {
     }
     fn raw(&self, i: usize) -> Option<&Value> {
         self.0.get(i).filter(|v| !v.is_null())
+    }
+    /// Param `i` as a quantity (required).
+    fn quantity(&self, i: usize) -> Result<u64, RpcError> {
+        let v = self.raw(i).ok_or_else(|| {
+            RpcError::invalid_params(format!("missing value for required argument {i}"))
+        })?;
+        arg(i, quantity(v))
     }
 }
 
@@ -431,20 +635,33 @@ fn qu(n: U256) -> Value {
     Value::String(format!("{n:#x}"))
 }
 
-/// Parses a quantity given as hex string or JSON number.
+/// Parses a quantity given as hex string (geth's hexutil messages) or JSON number. Leading
+/// zeros are accepted (geth refuses them, anvil does not).
 fn quantity(v: &Value) -> Result<u64, RpcError> {
     match v {
-        Value::Number(n) => n
-            .as_u64()
-            .ok_or_else(|| RpcError::invalid_params("invalid quantity")),
+        Value::Number(n) => n.as_u64().ok_or_else(|| {
+            RpcError::invalid_params(format!(
+                "invalid quantity {n}: not a 64-bit unsigned integer"
+            ))
+        }),
         Value::String(s) => {
+            let bad = |why: &str| RpcError::invalid_params(format!("{why}: {s:?}"));
             let hex = s
                 .strip_prefix("0x")
-                .ok_or_else(|| RpcError::invalid_params(format!("invalid quantity {s}")))?;
-            u64::from_str_radix(hex, 16)
-                .map_err(|_| RpcError::invalid_params(format!("invalid quantity {s}")))
+                .or_else(|| s.strip_prefix("0X"))
+                .ok_or_else(|| bad("hex string without 0x prefix"))?;
+            if hex.is_empty() {
+                return Err(bad("empty hex number"));
+            }
+            // `from_str_radix` alone would accept a sign.
+            if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(bad("invalid hex string"));
+            }
+            u64::from_str_radix(hex, 16).map_err(|_| bad("hex number > 64 bits"))
         }
-        _ => Err(RpcError::invalid_params("invalid quantity")),
+        other => Err(RpcError::invalid_params(format!(
+            "invalid quantity {other}: want a hex string"
+        ))),
     }
 }
 
@@ -457,7 +674,9 @@ fn block_number(chain: &Chain, v: Option<&Value>) -> Result<u64, RpcError> {
             // No reorgs happen on their own here, so every block is final.
             "latest" | "pending" | "safe" | "finalized" => latest,
             "earliest" => 0,
-            _ => quantity(&Value::String(s.clone()))?,
+            _ => quantity(&Value::String(s.clone())).map_err(|e| {
+                RpcError::invalid_params(format!("invalid block number or tag: {}", e.message))
+            })?,
         },
         Some(Value::Object(o)) => {
             if let Some(h) = o.get("blockHash") {
@@ -470,7 +689,11 @@ fn block_number(chain: &Chain, v: Option<&Value>) -> Result<u64, RpcError> {
             }
             match o.get("blockNumber") {
                 Some(n) => return block_number(chain, Some(n)),
-                None => return Err(RpcError::invalid_params("invalid block selector")),
+                None => {
+                    return Err(RpcError::invalid_params(
+                        "invalid block selector: want blockHash or blockNumber",
+                    ))
+                }
             }
         }
         Some(other) => quantity(other)?,
@@ -482,7 +705,7 @@ fn block_number(chain: &Chain, v: Option<&Value>) -> Result<u64, RpcError> {
 }
 
 fn state_at<'a>(chain: &'a Chain, p: &Params, i: usize) -> Result<&'a State, RpcError> {
-    let n = block_number(chain, p.raw(i))?;
+    let n = arg(i, block_number(chain, p.raw(i)))?;
     chain
         .state_at(n)
         .ok_or_else(|| RpcError::server("header not found"))
@@ -527,9 +750,9 @@ fn dispatch(chain: &mut Chain, method: &str, p: &Params) -> Result<Value, RpcErr
             json!(state_at(chain, p, 2)?.storage(a, B256::from(slot)))
         }
         "eth_call" => {
-            let req = call_request(p.raw(0))?;
-            let at = block_number(chain, p.raw(1))?;
-            let over = StateOverride::parse(p.raw(2))?;
+            let req = call_request(chain, p.raw(0))?;
+            let at = arg(1, block_number(chain, p.raw(1)))?;
+            let over = arg(2, StateOverride::parse(p.raw(2)))?;
             let out = chain.simulate(&req, Some(at), |s| over.apply(s));
             if out.success {
                 json!(out.output)
@@ -538,8 +761,9 @@ fn dispatch(chain: &mut Chain, method: &str, p: &Params) -> Result<Value, RpcErr
             }
         }
         "eth_estimateGas" => {
-            let req = call_request(p.raw(0))?;
-            let over = StateOverride::parse(p.raw(2))?;
+            let req = call_request(chain, p.raw(0))?;
+            arg(1, block_number(chain, p.raw(1)))?;
+            let over = arg(2, StateOverride::parse(p.raw(2)))?;
             match chain.estimate_gas(&req, |s| over.apply(s)) {
                 Ok(gas) => q(gas),
                 Err(out)
@@ -553,23 +777,27 @@ fn dispatch(chain: &mut Chain, method: &str, p: &Params) -> Result<Value, RpcErr
         }
         "eth_sendRawTransaction" => {
             let raw: Bytes = p.get(0)?;
-            json!(chain.send_raw_transaction(&raw)?)
+            let env = decode_raw_transaction(&raw)?;
+            check_cost_fits(chain, &env)?;
+            json!(chain.send_transaction(env)?)
         }
         "eth_getTransactionByHash" => {
             let h: B256 = p.get(0)?;
             match (chain.transaction(h), chain.pending_transaction(h)) {
-                (Some(tx), _) => tx_json(tx),
+                (Some(tx), _) => tx_json(chain, tx),
                 (None, Some((env, from))) => envelope_json(env, from, None, env.max_fee_per_gas()),
                 (None, None) => Value::Null,
             }
         }
         "eth_getTransactionReceipt" => {
             let h: B256 = p.get(0)?;
-            chain.transaction(h).map_or(Value::Null, receipt_json)
+            chain
+                .transaction(h)
+                .map_or(Value::Null, |tx| receipt_json(chain, tx))
         }
         "eth_getBlockByNumber" => {
             let full: bool = p.opt(1)?.unwrap_or(false);
-            match block_number(chain, p.raw(0)) {
+            match arg(0, block_number(chain, p.raw(0))) {
                 Ok(n) => chain
                     .block_by_number(n)
                     .map_or(Value::Null, |b| block_json(chain, b, full)),
@@ -586,18 +814,18 @@ fn dispatch(chain: &mut Chain, method: &str, p: &Params) -> Result<Value, RpcErr
                 .map_or(Value::Null, |b| block_json(chain, b, full))
         }
         "eth_getLogs" => {
-            let f = parse_log_filter(chain, p.raw(0))?;
+            let f = arg(0, parse_log_filter(chain, p.raw(0)))?;
             logs_json(chain, &f)?
         }
         "eth_newFilter" => {
-            let f = parse_log_filter(chain, p.raw(0))?;
+            let f = arg(0, parse_log_filter(chain, p.raw(0)))?;
             q(chain.new_filter(FilterKind::Logs(f)))
         }
         "eth_newBlockFilter" => q(chain.new_filter(FilterKind::Blocks)),
         "eth_getFilterChanges" => match chain.filter_changes(filter_id(p)?) {
             Some(FilterChanges::Blocks(hashes)) => json!(hashes),
             Some(FilterChanges::Logs(logs)) => {
-                Value::Array(logs.iter().map(chain_log_json).collect())
+                Value::Array(logs.iter().map(|l| chain_log_json(chain, l)).collect())
             }
             None => return Err(filter_not_found()),
         },
@@ -615,19 +843,35 @@ fn dispatch(chain: &mut Chain, method: &str, p: &Params) -> Result<Value, RpcErr
         "evm_mine" => {
             if let Some(ts) = p.raw(0) {
                 let ts = match ts {
-                    Value::Object(o) => o.get("timestamp").map(quantity).transpose()?,
-                    other => Some(quantity(other)?),
+                    Value::Object(o) => o.get("timestamp").map(quantity).transpose(),
+                    other => quantity(other).map(Some),
                 };
-                if let Some(ts) = ts {
-                    chain.set_next_timestamp(ts);
+                if let Some(ts) = arg(0, ts)? {
+                    chain.set_next_timestamp(timestamp(0, ts)?);
                 }
             }
             chain.mine(1);
             json!("0x0")
         }
         "anvil_mine" | "hardhat_mine" => {
-            let n = p.raw(0).map(quantity).transpose()?.unwrap_or(1);
-            let interval = p.raw(1).map(quantity).transpose()?;
+            let n = p.raw(0).map(|_| p.quantity(0)).transpose()?.unwrap_or(1);
+            if n > MAX_MINE_BLOCKS {
+                return Err(RpcError::invalid_params(format!(
+                    "invalid argument 0: at most {MAX_MINE_BLOCKS} blocks per call, got {n}"
+                )));
+            }
+            let interval = p.raw(1).map(|_| p.quantity(1)).transpose()?;
+            if let Some(i) = interval {
+                // The last block's timestamp must stay representable.
+                let last = i
+                    .checked_mul(n)
+                    .and_then(|d| d.checked_add(chain.latest_block().header.timestamp));
+                if last.is_none_or(|t| t > MAX_TIMESTAMP) {
+                    return Err(RpcError::invalid_params(format!(
+                        "invalid argument 1: timestamps would pass {MAX_TIMESTAMP}"
+                    )));
+                }
+            }
             for _ in 0..n {
                 if let Some(i) = interval {
                     let ts = chain.latest_block().header.timestamp + i;
@@ -644,28 +888,23 @@ fn dispatch(chain: &mut Chain, method: &str, p: &Params) -> Result<Value, RpcErr
         }
         "anvil_getAutomine" => json!(chain.automine()),
         "evm_setNextBlockTimestamp" | "anvil_setNextBlockTimestamp" => {
-            let ts = quantity(
-                p.raw(0)
-                    .ok_or_else(|| RpcError::invalid_params("missing timestamp"))?,
-            )?;
+            let ts = timestamp(0, p.quantity(0)?)?;
             chain.set_next_timestamp(ts);
             Value::Null
         }
         "evm_increaseTime" | "anvil_increaseTime" => {
-            let s = quantity(
-                p.raw(0)
-                    .ok_or_else(|| RpcError::invalid_params("missing seconds"))?,
-            )?;
+            let s = p.quantity(0)?;
+            // `increase_time(0)` reads the current offset.
+            let offset = chain.increase_time(0).unsigned_abs();
+            if offset.saturating_add(s) > MAX_TIMESTAMP {
+                return Err(RpcError::invalid_params(format!(
+                    "invalid argument 0: the clock offset would pass {MAX_TIMESTAMP} seconds"
+                )));
+            }
             json!(chain.increase_time(s))
         }
         "evm_snapshot" | "anvil_snapshot" => q(chain.snapshot()),
-        "evm_revert" | "anvil_revert" => {
-            let id = quantity(
-                p.raw(0)
-                    .ok_or_else(|| RpcError::invalid_params("missing id"))?,
-            )?;
-            json!(chain.revert_to(id))
-        }
+        "evm_revert" | "anvil_revert" => json!(chain.revert_to(p.quantity(0)?)),
         "anvil_setBalance" | "hardhat_setBalance" => {
             let a: Address = p.get(0)?;
             let v: U256 = p.get(1)?;
@@ -676,26 +915,85 @@ fn dispatch(chain: &mut Chain, method: &str, p: &Params) -> Result<Value, RpcErr
     })
 }
 
-fn call_request(v: Option<&Value>) -> Result<CallRequest, RpcError> {
+/// Decodes an `eth_sendRawTransaction` payload with geth's errors: `rlp: …` for bad RLP
+/// (trailing bytes included), "typed transaction too short", "transaction type not supported"
+/// for types other than legacy, EIP-2930 and EIP-1559. Pure: the fuzz tests call it directly.
+pub fn decode_raw_transaction(raw: &[u8]) -> Result<TxEnvelope, RpcError> {
+    match raw.first() {
+        // Not an RLP list: an EIP-2718 type byte, which must be followed by a payload.
+        None => return Err(RpcError::server("typed transaction too short")),
+        Some(&ty) if ty <= 0x7f => {
+            if raw.len() == 1 {
+                return Err(RpcError::server("typed transaction too short"));
+            }
+            if !matches!(ty, 1 | 2) {
+                return Err(TxError::UnsupportedType.into());
+            }
+        }
+        Some(_) => {}
+    }
+    TxEnvelope::decode_2718_exact(raw).map_err(|e| TxError::Decode(e.to_string()).into())
+}
+
+/// `gas * maxFee + value` can exceed 256 bits (a huge `value`); the chain's U256 sum would
+/// wrap around to a small cost and accept the transaction. Refuse it as geth does (its big
+/// integers do not wrap): insufficient funds.
+fn check_cost_fits(chain: &Chain, env: &TxEnvelope) -> Result<(), RpcError> {
+    let cost =
+        U512::from(env.gas_limit()) * U512::from(env.max_fee_per_gas()) + U512::from(env.value());
+    if cost <= U512::from(U256::MAX) {
+        return Ok(());
+    }
+    // An unrecoverable sender is left to the chain's own check ("invalid sender").
+    let Ok(from) = env.recover_signer() else {
+        return Ok(());
+    };
+    let have = chain
+        .state_at(chain.block_number())
+        .map(|s| s.balance(from))
+        .unwrap_or_default();
+    Err(RpcError::server(format!(
+        "insufficient funds for gas * price + value: have {have} want {cost}"
+    )))
+}
+
+/// Timestamps beyond [`MAX_TIMESTAMP`] are refused (the chain adds to them).
+fn timestamp(i: usize, ts: u64) -> Result<u64, RpcError> {
+    if ts > MAX_TIMESTAMP {
+        return Err(RpcError::invalid_params(format!(
+            "invalid argument {i}: timestamp {ts} is above {MAX_TIMESTAMP}"
+        )));
+    }
+    Ok(ts)
+}
+
+/// The call object of `eth_call` / `eth_estimateGas` (param 0). Gas above the block gas
+/// limit is capped to it, as geth caps at its `--rpc.gascap`.
+fn call_request(chain: &Chain, v: Option<&Value>) -> Result<CallRequest, RpcError> {
     let Some(Value::Object(o)) = v else {
-        return Err(RpcError::invalid_params("missing call object"));
+        return Err(RpcError::invalid_params(
+            "invalid argument 0: want a transaction call object",
+        ));
     };
     fn field<T: DeserializeOwned>(o: &Map<String, Value>, k: &str) -> Result<Option<T>, RpcError> {
         match o.get(k) {
             None | Some(Value::Null) => Ok(None),
             Some(v) => serde_json::from_value(v.clone())
                 .map(Some)
-                .map_err(|e| RpcError::invalid_params(format!("{k}: {e}"))),
+                .map_err(|e| RpcError::invalid_params(format!("invalid argument 0: {k}: {e}"))),
         }
     }
     Ok(CallRequest {
         from: field(o, "from")?,
         to: field(o, "to")?,
-        gas: o
-            .get("gas")
-            .filter(|v| !v.is_null())
-            .map(quantity)
-            .transpose()?,
+        gas: arg(
+            0,
+            o.get("gas")
+                .filter(|v| !v.is_null())
+                .map(quantity)
+                .transpose(),
+        )?
+        .map(|g| g.min(chain.config().block_gas_limit)),
         value: field(o, "value")?.unwrap_or_default(),
         data: match field::<Bytes>(o, "input")? {
             Some(d) => d,
@@ -759,13 +1057,18 @@ impl StateOverride {
 }
 
 fn fee_history(chain: &Chain, p: &Params) -> Result<Value, RpcError> {
-    let count = quantity(
-        p.raw(0)
-            .ok_or_else(|| RpcError::invalid_params("missing blockCount"))?,
-    )?
-    .clamp(1, 1024);
-    let newest = block_number(chain, p.raw(1))?;
+    let count = p.quantity(0)?.clamp(1, 1024);
+    let newest = arg(1, block_number(chain, p.raw(1)))?;
     let percentiles: Vec<f64> = p.opt(2)?.unwrap_or_default();
+    // geth: each within [0, 100], in non-decreasing order.
+    for (i, w) in percentiles.iter().enumerate() {
+        let before = if i == 0 { 0.0 } else { percentiles[i - 1] };
+        if !(0.0..=100.0).contains(w) || *w < before {
+            return Err(RpcError::invalid_params(format!(
+                "invalid argument 2: invalid reward percentile #{i}: {w}"
+            )));
+        }
+    }
     let oldest = newest.saturating_sub(count - 1);
     let mut base = vec![];
     let mut ratio = vec![];
@@ -792,13 +1095,26 @@ fn fee_history(chain: &Chain, p: &Params) -> Result<Value, RpcError> {
     Ok(out)
 }
 
-fn tx_json(tx: &MinedTx) -> Value {
-    envelope_json(
+fn tx_json(chain: &Chain, tx: &MinedTx) -> Value {
+    let mut v = envelope_json(
         &tx.envelope,
         tx.from,
         Some(tx),
         tx.receipt.effective_gas_price,
-    )
+    );
+    with_block_timestamp(&mut v, chain, tx.block_hash, tx.block_number);
+    v
+}
+
+/// Adds `blockTimestamp` (geth ≥ 1.16 and anvil put it on mined transactions, receipts and
+/// logs) when the block is known; a log of a block dropped by `evm_revert` has none.
+fn with_block_timestamp(v: &mut Value, chain: &Chain, hash: B256, number: u64) {
+    let block = chain
+        .block_by_hash(hash)
+        .or_else(|| chain.block_by_number(number).filter(|b| b.hash == hash));
+    if let (Some(b), Some(o)) = (block, v.as_object_mut()) {
+        o.insert("blockTimestamp".into(), q(b.header.timestamp));
+    }
 }
 
 /// A transaction object; block fields are `null` while it is pending.
@@ -844,8 +1160,9 @@ fn envelope_json(env: &TxEnvelope, from: Address, mined: Option<&MinedTx>, price
     v
 }
 
-fn log_json(tx: &MinedTx, l: &crate::chain::ReceiptLog) -> Value {
+fn log_json(block_timestamp: &Value, tx: &MinedTx, l: &crate::chain::ReceiptLog) -> Value {
     json!({
+        "blockTimestamp": block_timestamp,
         "address": l.log.address,
         "topics": l.log.topics,
         "data": l.log.data,
@@ -858,9 +1175,13 @@ fn log_json(tx: &MinedTx, l: &crate::chain::ReceiptLog) -> Value {
     })
 }
 
-fn receipt_json(tx: &MinedTx) -> Value {
+fn receipt_json(chain: &Chain, tx: &MinedTx) -> Value {
     let r = &tx.receipt;
+    let ts = chain
+        .block_by_hash(tx.block_hash)
+        .map_or(Value::Null, |b| q(b.header.timestamp));
     json!({
+        "blockTimestamp": ts,
         "transactionHash": tx.hash,
         "transactionIndex": q(tx.index),
         "blockHash": tx.block_hash,
@@ -871,7 +1192,7 @@ fn receipt_json(tx: &MinedTx) -> Value {
         "gasUsed": q(r.gas_used),
         "effectiveGasPrice": q(r.effective_gas_price),
         "contractAddress": r.contract_address,
-        "logs": r.logs.iter().map(|l| log_json(tx, l)).collect::<Vec<_>>(),
+        "logs": r.logs.iter().map(|l| log_json(&ts, tx, l)).collect::<Vec<_>>(),
         "logsBloom": r.logs_bloom,
         "status": q(u8::from(r.status)),
         "type": q(tx.envelope.tx_type() as u8),
@@ -883,7 +1204,7 @@ fn block_json(chain: &Chain, b: &Block, full: bool) -> Value {
     let txs: Vec<Value> = if full {
         b.transactions
             .iter()
-            .filter_map(|t| chain.transaction(*t).map(tx_json))
+            .filter_map(|t| chain.transaction(*t).map(|tx| tx_json(chain, tx)))
             .collect()
     } else {
         b.transactions.iter().map(|t| json!(t)).collect()
@@ -991,12 +1312,16 @@ fn logs_json(chain: &Chain, f: &LogFilter) -> Result<Value, RpcError> {
         }
     }
     Ok(Value::Array(
-        chain.logs(f).iter().map(chain_log_json).collect(),
+        chain
+            .logs(f)
+            .iter()
+            .map(|l| chain_log_json(chain, l))
+            .collect(),
     ))
 }
 
-pub(crate) fn chain_log_json(l: &ChainLog) -> Value {
-    json!({
+pub(crate) fn chain_log_json(chain: &Chain, l: &ChainLog) -> Value {
+    let mut v = json!({
         "address": l.log.address,
         "topics": l.log.topics,
         "data": l.log.data,
@@ -1006,7 +1331,9 @@ pub(crate) fn chain_log_json(l: &ChainLog) -> Value {
         "transactionIndex": q(l.tx_index),
         "logIndex": q(l.log_index),
         "removed": l.removed,
-    })
+    });
+    with_block_timestamp(&mut v, chain, l.block_hash, l.block_number);
+    v
 }
 
 /// Filter ids are quantities; anything unparseable is simply not a known filter.
@@ -1046,6 +1373,7 @@ fn reorg_depth(chain: &Chain, v: &Value) -> Result<u64, RpcError> {
 fn reorg_result(chain: &mut Chain, blocks: Vec<Vec<TxEnvelope>>) -> Result<ReorgOutcome, RpcError> {
     chain.reorg(blocks).map_err(|e| match e {
         ReorgError::Depth { .. } => RpcError::invalid_params(e.to_string()),
+        ReorgError::NoHistory { .. } => RpcError::server(e.to_string()),
         ReorgError::Tx(t) => t.into(),
     })
 }
@@ -1066,8 +1394,7 @@ fn anvil_reorg(chain: &mut Chain, p: &Params) -> Result<Value, RpcError> {
                 "block offset {offset} must be below the depth {depth}"
             )));
         }
-        let env = TxEnvelope::decode_2718(&mut &raw[..])
-            .map_err(|e| RpcError::from(TxError::Decode(e.to_string())))?;
+        let env = decode_raw_transaction(&raw)?;
         blocks[offset as usize].push(env);
     }
     reorg_result(chain, blocks)?;

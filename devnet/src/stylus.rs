@@ -1,13 +1,15 @@
-//! Stylus programs: activation (prefix, decompression, the nitro rules, compilation) and the
-//! cache of compiled modules keyed by code hash.
+//! Stylus programs: validation and compilation (prefix, decompression, the nitro rules,
+//! wasmi), and the cache of compiled modules keyed by code hash.
 //!
-//! Activation is by code hash, as in ArbWasm: two contracts with identical code share one
-//! activation. A contract whose code carries the Stylus prefix but whose hash was never
-//! activated cannot be called (the call reverts with empty data, as on Arbitrum).
+//! Which code hashes are *activated* is chain state, not this cache: ArbWasm keeps one record
+//! per code hash in its storage (see [`crate::arbwasm`]), so activations are journaled,
+//! snapshotted and saved with the rest of the world. [`Programs`] only remembers compiled
+//! modules; a program whose record exists but whose module is not cached (after loading a
+//! state file, or in a fresh executor) is compiled from its code on first call.
 
 use std::collections::HashMap;
 
-use alloy_primitives::{keccak256, B256};
+use alloy_primitives::B256;
 use stylus_activation::limits::MAX_WASM_SIZE;
 use wasmi::{Config, Engine, Module};
 
@@ -30,7 +32,7 @@ pub enum ActivationError {
     Compile(String),
 }
 
-/// What activation records about a program.
+/// An activation record: what ArbWasm stores about an activated code hash.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProgramInfo {
     /// `keccak256` of the deployed code (prefix included), the activation key.
@@ -39,26 +41,29 @@ pub struct ProgramInfo {
     pub version: u16,
     /// Initial memory pages: the footprint paid on every call.
     pub footprint: u16,
-    /// Uncompressed wasm size in bytes.
-    pub wasm_size: usize,
+    /// Uncompressed wasm size in bytes (at most 128 KiB).
+    pub wasm_size: u32,
+    /// Timestamp of the block that activated it (ArbOS counts hours since 2015; seconds here).
+    pub activated_at: u64,
 }
 
 /// Stylus version reported for activations (ArbOS 60 rules).
 pub const STYLUS_VERSION: u16 = 2;
 
-/// An activated program: its facts and compiled module.
+/// A validated, compiled program.
 #[derive(Clone)]
-pub(crate) struct Program {
-    pub info: ProgramInfo,
+pub(crate) struct Compiled {
+    /// Reference-counted by wasmi: cloning is cheap.
     pub module: Module,
+    pub footprint: u16,
+    pub wasm_size: u32,
 }
 
-/// Activated programs and the wasmi engine they are compiled for. `Clone` is cheap (modules
-/// are reference-counted), so the chain can snapshot activations together with the state.
-#[derive(Clone)]
+/// The wasmi engine and the modules compiled for it, by code hash. A pure cache: dropping an
+/// entry only costs a recompilation.
 pub struct Programs {
     engine: Engine,
-    by_hash: HashMap<B256, Program>,
+    by_hash: HashMap<B256, Compiled>,
 }
 
 impl Default for Programs {
@@ -79,49 +84,42 @@ impl Programs {
         &self.engine
     }
 
-    /// Activates `code` (as stored on chain: `EF F0 00 <dict> || brotli(wasm)`). Activating
-    /// code that is already active returns the existing info (ArbWasm would revert with
-    /// `ProgramUpToDate`; that is the JSON-RPC layer's business).
-    pub fn activate(&mut self, code: &[u8]) -> Result<ProgramInfo, ActivationError> {
-        let code_hash = keccak256(code);
-        if let Some(p) = self.by_hash.get(&code_hash) {
-            return Ok(p.info.clone());
-        }
-        let (dict, compressed) =
-            stylus_activation::strip_stylus_prefix(code).ok_or(ActivationError::NotWasm)?;
-        if dict != 0 {
-            return Err(ActivationError::UnsupportedDictionary(dict));
-        }
-        let wasm = stylus_activation::decompress(compressed, MAX_WASM_SIZE)
-            .map_err(|e| ActivationError::Decompress(e.to_string()))?;
-        let module_info = stylus_activation::validate(&wasm)?;
-        let module = Module::new(&self.engine, &wasm)
-            .map_err(|e| ActivationError::Compile(e.to_string()))?;
-        let info = ProgramInfo {
-            code_hash,
-            version: STYLUS_VERSION,
-            // The rules cap initial pages at 128, so this cannot truncate.
-            footprint: module_info.initial_pages as u16,
-            wasm_size: wasm.len(),
-        };
-        self.by_hash.insert(
-            code_hash,
-            Program {
-                info: info.clone(),
-                module,
-            },
-        );
-        Ok(info)
+    /// Whether the module for `code_hash` is compiled (tests of lazy compilation).
+    pub fn is_cached(&self, code_hash: B256) -> bool {
+        self.by_hash.contains_key(&code_hash)
     }
 
-    /// The activated program with this code hash, if any.
-    pub fn info(&self, code_hash: B256) -> Option<&ProgramInfo> {
-        self.by_hash.get(&code_hash).map(|p| &p.info)
+    /// Validates and compiles `code` (as stored on chain: `EF F0 00 <dict> || brotli(wasm)`)
+    /// whose hash is `code_hash`, or returns the cached result.
+    pub(crate) fn compile(
+        &mut self,
+        code_hash: B256,
+        code: &[u8],
+    ) -> Result<&Compiled, ActivationError> {
+        if !self.by_hash.contains_key(&code_hash) {
+            let compiled = compile(&self.engine, code)?;
+            self.by_hash.insert(code_hash, compiled);
+        }
+        Ok(&self.by_hash[&code_hash])
     }
+}
 
-    pub(crate) fn get(&self, code_hash: B256) -> Option<&Program> {
-        self.by_hash.get(&code_hash)
+fn compile(engine: &Engine, code: &[u8]) -> Result<Compiled, ActivationError> {
+    let (dict, compressed) =
+        stylus_activation::strip_stylus_prefix(code).ok_or(ActivationError::NotWasm)?;
+    if dict != 0 {
+        return Err(ActivationError::UnsupportedDictionary(dict));
     }
+    let wasm = stylus_activation::decompress(compressed, MAX_WASM_SIZE)
+        .map_err(|e| ActivationError::Decompress(e.to_string()))?;
+    let module_info = stylus_activation::validate(&wasm)?;
+    let module = Module::new(engine, &wasm).map_err(|e| ActivationError::Compile(e.to_string()))?;
+    Ok(Compiled {
+        module,
+        // The rules cap initial pages at 128 and the wasm at 128 KiB: no truncation.
+        footprint: module_info.initial_pages as u16,
+        wasm_size: wasm.len() as u32,
+    })
 }
 
 /// Whether deployed code is a (classic) Stylus program.

@@ -1,15 +1,17 @@
 //! The one Solidity ABI definition of the Bursar contracts.
 //!
 //! Contracts take their events, errors and EIP-712 type hashes from here; off-chain code
-//! (relayer, indexer, devnet tests, deploy tooling) encodes calls and decodes logs and reverts
+//! (relayer, indexer, devnet, deploy tooling) encodes calls and decodes logs and reverts
 //! with the same types. Nobody copies a selector by hand: a test compares these definitions with
-//! the interfaces the contracts export (`contracts/abi/`).
+//! the interfaces the contracts export (`contracts/abi/`). [`arbitrum`] holds the Arbitrum system
+//! contracts (ArbWasm, StylusDeployer) the contracts are deployed through.
 #![no_std]
 // `sol!` expands every interface function into a Rust fn with one argument per parameter.
 #![allow(clippy::too_many_arguments)]
 
 extern crate alloc;
 
+pub mod arbitrum;
 pub mod counterparty;
 pub mod eip712;
 pub mod erc;
