@@ -2,6 +2,8 @@
 
 use clap::{Parser, Subcommand};
 
+mod demo;
+mod deploy;
 mod devnet;
 
 #[derive(Parser)]
@@ -15,6 +17,10 @@ struct Cli {
 enum Command {
     /// Run a local Stylus development chain (JSON-RPC over HTTP and WebSocket).
     Devnet(devnet::DevnetArgs),
+    /// Deploy, activate and wire the contracts; write deployments/<network>.json.
+    Deploy(deploy::DeployArgs),
+    /// The end-to-end demonstration: devnet, deployment, an agent session, its audit trail.
+    Demo(demo::DemoArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -30,6 +36,8 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Devnet(args) => devnet::run(args),
+        Command::Deploy(args) => deploy::run(args),
+        Command::Demo(args) => demo::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -4,6 +4,7 @@
 //! cargo xtask build-contracts                      # all contracts -> target/contracts/
 //! cargo xtask build-contracts -p session-wallet    # just one
 //! BURSAR_WASM_TARGET_DIR=/cache/wasm cargo xtask build-contracts
+//! cargo xtask demo                                 # contracts, then `bursar demo`
 //! cargo xtask test                                 # fmt, clippy, contract build, all tests
 //! ```
 
@@ -32,6 +33,9 @@ enum Cmd {
     /// Run everything CI runs: `cargo fmt --check`, `cargo clippy -D warnings`,
     /// `build-contracts`, then the whole workspace's tests.
     Test(build_contracts::BuildArgs),
+    /// The main job: build the contracts, then run `bursar demo` (devnet in-process, deploy,
+    /// an agent session end to end, its audit trail).
+    Demo(build_contracts::BuildArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +43,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Cmd::BuildContracts(args) => build_contracts::run(args),
         Cmd::Test(args) => test::run(args),
+        Cmd::Demo(args) => test::demo(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

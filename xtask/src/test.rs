@@ -1,4 +1,5 @@
-//! `cargo xtask test`: everything CI checks, in the order that fails fastest.
+//! `cargo xtask test`: everything CI checks, in the order that fails fastest; and
+//! `cargo xtask demo`, the main job.
 
 use std::process::Command;
 
@@ -25,6 +26,13 @@ pub fn run(build: &BuildArgs) -> Result<()> {
     eprintln!("==> contracts: build-contracts");
     build_contracts::run(build)?;
     cargo("tests", &["test", "--workspace"])
+}
+
+/// Builds the contracts, then runs the demonstration against them.
+pub fn demo(build: &BuildArgs) -> Result<()> {
+    eprintln!("==> contracts: build-contracts");
+    build_contracts::run(build)?;
+    cargo("demo", &["run", "--quiet", "-p", "bursar", "--", "demo"])
 }
 
 fn cargo(step: &str, args: &[&str]) -> Result<()> {

@@ -1,0 +1,273 @@
+//! A session's audit trail, read back from chain logs alone: every event of the wallet for the
+//! session, the receipts and provenance the registry recorded for it (and their
+//! acknowledgements and revocations), changes to its allowlist, and the token movements in the
+//! same transactions — in chain order.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use alloy_primitives::{Address, B256, U256};
+use alloy_sol_types::SolEventInterface;
+use bursar_bindings::counterparty::ICounterpartyRegistry::ICounterpartyRegistryEvents as ListEvent;
+use bursar_bindings::receipts::IReceiptRegistry::IReceiptRegistryEvents as RegistryEvent;
+use bursar_bindings::token::ITestToken::ITestTokenEvents as TokenEvent;
+use bursar_bindings::wallet::ISessionWallet::ISessionWalletEvents as WalletEvent;
+use bursar_deploy::rpc::{Client, RpcError, RpcLog};
+
+use crate::money::format_usd;
+use crate::scenario::Contracts;
+
+/// One decoded event of the trail.
+#[derive(Clone, Debug)]
+pub struct AuditEntry {
+    pub block: u64,
+    pub tx: B256,
+    pub log_index: u64,
+    pub event: AuditEvent,
+}
+
+#[derive(Clone, Debug)]
+pub enum AuditEvent {
+    Wallet(WalletEvent),
+    Registry(RegistryEvent),
+    List(ListEvent),
+    Token(TokenEvent),
+}
+
+impl AuditEvent {
+    /// The event's name (`PaymentExecuted`).
+    pub fn name(&self) -> String {
+        let debug = format!("{self:?}");
+        // `Wallet(PaymentExecuted(PaymentExecuted { .. }))` → `PaymentExecuted`
+        debug
+            .split(['(', ' ', '{'])
+            .nth(1)
+            .unwrap_or_default()
+            .to_string()
+    }
+}
+
+/// Reads the trail of `session_id` from block `from` on.
+pub async fn trail(
+    client: &Client,
+    contracts: &Contracts,
+    session_id: U256,
+    from: u64,
+) -> Result<Vec<AuditEntry>, RpcError> {
+    let logs = client.logs(&contracts.all(), from, None).await?;
+    let decoded: Vec<(RpcLog, AuditEvent)> = logs
+        .into_iter()
+        .filter(|l| !l.removed)
+        .filter_map(|l| decode(contracts, &l).map(|e| (l, e)))
+        .collect();
+
+    // What belongs to the session: found from its own events first.
+    let mut list_id = None;
+    let mut receipts = BTreeSet::new();
+    let mut records = BTreeSet::new();
+    for (_, e) in &decoded {
+        match e {
+            AuditEvent::Wallet(WalletEvent::SessionOpened(o)) if o.sessionId == session_id => {
+                list_id = Some(o.allowlistId)
+            }
+            AuditEvent::Registry(RegistryEvent::ReceiptRecorded(r))
+                if r.sessionId == session_id =>
+            {
+                receipts.insert(r.receiptId);
+            }
+            AuditEvent::Registry(RegistryEvent::ProvenanceRecorded(p))
+                if p.sessionId == session_id =>
+            {
+                records.insert(p.recordId);
+            }
+            _ => {}
+        }
+    }
+    let belongs = |e: &AuditEvent| match e {
+        AuditEvent::Wallet(w) => wallet_session(w) == session_id,
+        AuditEvent::Registry(RegistryEvent::ReceiptRecorded(r)) => r.sessionId == session_id,
+        AuditEvent::Registry(RegistryEvent::ReceiptAcknowledged(a)) => {
+            receipts.contains(&a.receiptId)
+        }
+        AuditEvent::Registry(RegistryEvent::ProvenanceRecorded(p)) => p.sessionId == session_id,
+        AuditEvent::Registry(RegistryEvent::ProvenanceRevoked(r)) => records.contains(&r.recordId),
+        AuditEvent::List(l) => Some(list_of(l)) == list_id,
+        _ => false,
+    };
+    let session_txs: BTreeSet<B256> = decoded
+        .iter()
+        .filter(|(_, e)| belongs(e))
+        .map(|(l, _)| l.transaction_hash)
+        .collect();
+    Ok(decoded
+        .into_iter()
+        .filter(|(l, e)| {
+            belongs(e)
+                || (matches!(e, AuditEvent::Token(_)) && session_txs.contains(&l.transaction_hash))
+        })
+        .map(|(l, event)| AuditEntry {
+            block: l.block_number.to(),
+            tx: l.transaction_hash,
+            log_index: l.log_index.to(),
+            event,
+        })
+        .collect())
+}
+
+fn decode(contracts: &Contracts, l: &RpcLog) -> Option<AuditEvent> {
+    let topics = l.topics.as_slice();
+    let data = &l.data;
+    if l.address == contracts.wallet {
+        WalletEvent::decode_raw_log(topics, data)
+            .ok()
+            .map(AuditEvent::Wallet)
+    } else if l.address == contracts.receipts {
+        RegistryEvent::decode_raw_log(topics, data)
+            .ok()
+            .map(AuditEvent::Registry)
+    } else if l.address == contracts.counterparties {
+        ListEvent::decode_raw_log(topics, data)
+            .ok()
+            .map(AuditEvent::List)
+    } else if l.address == contracts.token {
+        TokenEvent::decode_raw_log(topics, data)
+            .ok()
+            .map(AuditEvent::Token)
+    } else {
+        None
+    }
+}
+
+fn wallet_session(e: &WalletEvent) -> U256 {
+    match e {
+        WalletEvent::SessionOpened(e) => e.sessionId,
+        WalletEvent::SessionToppedUp(e) => e.sessionId,
+        WalletEvent::PaymentExecuted(e) => e.sessionId,
+        WalletEvent::PaymentPending(e) => e.sessionId,
+        WalletEvent::PaymentApproved(e) => e.sessionId,
+        WalletEvent::PaymentRejected(e) => e.sessionId,
+        WalletEvent::SessionRevoked(e) => e.sessionId,
+        WalletEvent::SessionClosed(e) => e.sessionId,
+        WalletEvent::LeaseRenewed(e) => e.sessionId,
+    }
+}
+
+fn list_of(e: &ListEvent) -> U256 {
+    match e {
+        ListEvent::ListCreated(e) => e.listId,
+        ListEvent::ListOwnershipTransferred(e) => e.listId,
+        ListEvent::ListAdminSet(e) => e.listId,
+        ListEvent::EntrySet(e) => e.listId,
+        ListEvent::EntryRemoved(e) => e.listId,
+    }
+}
+
+fn short(a: &Address) -> String {
+    let s = a.to_string();
+    format!("{}…{}", &s[..6], &s[s.len() - 4..])
+}
+
+fn text(b: &B256) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(32);
+    match std::str::from_utf8(&b[..end]) {
+        Ok(s) if end > 0 && s.chars().all(|c| !c.is_control()) => format!("{s:?}"),
+        _ => b.to_string(),
+    }
+}
+
+impl fmt::Display for AuditEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let tx = self.tx.to_string();
+        write!(f, "block {:>3}  tx {}…  ", self.block, &tx[..10])?;
+        match &self.event {
+            AuditEvent::Wallet(w) => match w {
+                WalletEvent::SessionOpened(e) => write!(
+                    f,
+                    "SessionOpened       #{} owner {} key {} guardian {} deposit {} cap {} budget {}/{}s co-sign > {} list #{}",
+                    e.sessionId, short(&e.owner), short(&e.sessionKey), short(&e.guardian),
+                    format_usd(e.deposit), format_usd(e.perPaymentCap), format_usd(e.periodBudget),
+                    e.periodSeconds, format_usd(e.coSignThreshold), e.allowlistId
+                ),
+                WalletEvent::SessionToppedUp(e) => write!(
+                    f, "SessionToppedUp     +{} by {} (deposit {})",
+                    format_usd(e.amount), short(&e.from), format_usd(e.deposit)
+                ),
+                WalletEvent::PaymentExecuted(e) => write!(
+                    f, "PaymentExecuted     {} to {} for {} (receipt #{}, nonce {})",
+                    format_usd(e.amount), short(&e.to), text(&e.purpose), e.receiptId, e.nonce
+                ),
+                WalletEvent::PaymentPending(e) => write!(
+                    f, "PaymentPending      {} to {} for {} (pending #{}, expires {})",
+                    format_usd(e.amount), short(&e.to), text(&e.purpose), e.pendingId, e.expiresAt
+                ),
+                WalletEvent::PaymentApproved(e) => {
+                    write!(f, "PaymentApproved     pending #{} by {}", e.pendingId, short(&e.by))
+                }
+                WalletEvent::PaymentRejected(e) => {
+                    write!(f, "PaymentRejected     pending #{} by {}", e.pendingId, short(&e.by))
+                }
+                WalletEvent::SessionRevoked(e) => {
+                    write!(f, "SessionRevoked      by {}", short(&e.by))
+                }
+                WalletEvent::SessionClosed(e) => write!(
+                    f, "SessionClosed       by {}: spent {}, refund {}",
+                    short(&e.by), format_usd(e.spent), format_usd(e.refund)
+                ),
+                WalletEvent::LeaseRenewed(e) => {
+                    write!(f, "LeaseRenewed        until {}", e.leaseExpiresAt)
+                }
+            },
+            AuditEvent::Registry(r) => match r {
+                RegistryEvent::ReceiptRecorded(e) => write!(
+                    f, "ReceiptRecorded     #{}: {} to {}",
+                    e.receiptId, format_usd(e.amount), short(&e.payee)
+                ),
+                RegistryEvent::ReceiptAcknowledged(e) => write!(
+                    f, "ReceiptAcknowledged #{} by {} (response {})",
+                    e.receiptId, short(&e.payee), e.responseHash
+                ),
+                RegistryEvent::ProvenanceRecorded(e) => write!(
+                    f, "ProvenanceRecorded  #{} subject {} attester {} parents {:?}",
+                    e.recordId, e.subject, short(&e.attester), e.parents
+                ),
+                RegistryEvent::ProvenanceRevoked(e) => write!(
+                    f, "ProvenanceRevoked   #{} by {} ({})",
+                    e.recordId, short(&e.by), text(&e.reason)
+                ),
+                other => write!(f, "{}", AuditEvent::Registry(other.clone()).name()),
+            },
+            AuditEvent::List(l) => match l {
+                ListEvent::EntrySet(e) => write!(
+                    f, "EntrySet            list #{} {} allowed={} {} {}",
+                    e.listId,
+                    short(&e.counterparty),
+                    e.allowed,
+                    if e.maxPerPayment.is_zero() {
+                        "no per-payment limit".to_string()
+                    } else {
+                        format!("max {}", format_usd(e.maxPerPayment))
+                    },
+                    text(&e.label)
+                ),
+                ListEvent::EntryRemoved(e) => write!(
+                    f, "EntryRemoved        list #{} {}", e.listId, short(&e.counterparty)
+                ),
+                ListEvent::ListCreated(e) => {
+                    write!(f, "ListCreated         #{} owner {}", e.listId, short(&e.owner))
+                }
+                other => write!(f, "{}", AuditEvent::List(other.clone()).name()),
+            },
+            AuditEvent::Token(t) => match t {
+                TokenEvent::Transfer(e) => write!(
+                    f, "  token Transfer    {} {} → {}",
+                    format_usd(e.value), short(&e.from), short(&e.to)
+                ),
+                TokenEvent::Approval(e) => write!(
+                    f, "  token Approval    {} may pull {} from {}",
+                    short(&e.spender), format_usd(e.value), short(&e.owner)
+                ),
+                other => write!(f, "  token {}", AuditEvent::Token(other.clone()).name()),
+            },
+        }
+    }
+}

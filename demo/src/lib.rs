@@ -1,0 +1,19 @@
+//! Bursar's end-to-end demonstration: a scripted agent session against the deployed
+//! contracts, narrated step by step and checked at every step, then the session's audit trail
+//! read back from chain logs.
+//!
+//! * [`scenario`] — the story: vendor list, session with permit, payments within and against
+//!   the policy, period refill, co-signed payment, receipt acknowledgement, provenance with
+//!   lineage, guardian revocation, owner's refund.
+//! * [`audit`] — the session's trail from `eth_getLogs` alone.
+//! * [`money`] — test-token amounts.
+//!
+//! `bursar demo` (the README's main command) starts the devnet, deploys with
+//! [`bursar_deploy`], runs the scenario and prints the trail; end-to-end tests in `tests/`
+//! run the same code.
+
+pub mod audit;
+pub mod money;
+pub mod scenario;
+
+pub use scenario::{run, Actors, Contracts, Narrator, Report, ScenarioError, Transcript};

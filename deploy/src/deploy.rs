@@ -1,0 +1,628 @@
+//! The deployment itself: each contract deployed, activated and constructed in one
+//! StylusDeployer transaction, then wired; idempotent against the network's previous record.
+
+use std::path::PathBuf;
+
+use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
+use alloy_sol_types::{SolCall, SolError, SolEvent, SolValue};
+use bursar_bindings::arbitrum::{
+    IArbWasm, IStylusDeployer, ARBWASM_ADDRESS, STYLUS_DEPLOYER_ADDRESS,
+};
+use bursar_bindings::receipts::IReceiptRegistry;
+use serde_json::json;
+
+use crate::artifacts::{Artifact, ArtifactError, BuildInfo};
+use crate::key::Key;
+use crate::network::Network;
+use crate::record::{
+    ContractRecord, DeploymentRecord, RecordError, Toolchain, WiringRecord, FORMAT,
+};
+use crate::revert;
+use crate::rpc::{Client, Receipt, RpcError};
+use crate::sender::{SendError, Sender};
+
+/// The contracts, in deployment order (the wallet's constructor needs the other three, and
+/// binds the gateway).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Contract {
+    TestToken,
+    CounterpartyRegistry,
+    ReceiptRegistry,
+    SessionGateway,
+    SessionWallet,
+}
+
+impl Contract {
+    pub const ALL: [Contract; 5] = [
+        Contract::TestToken,
+        Contract::CounterpartyRegistry,
+        Contract::ReceiptRegistry,
+        Contract::SessionGateway,
+        Contract::SessionWallet,
+    ];
+
+    /// The artifact stem (`target/contracts/<stem>.code`).
+    pub fn artifact(self) -> &'static str {
+        match self {
+            Contract::TestToken => "test_token",
+            Contract::CounterpartyRegistry => "counterparty_registry",
+            Contract::ReceiptRegistry => "receipt_registry",
+            Contract::SessionGateway => "session_gateway",
+            Contract::SessionWallet => "session_wallet",
+        }
+    }
+
+    /// The key in `deployments/<network>.json`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Contract::TestToken => "testToken",
+            Contract::CounterpartyRegistry => "counterpartyRegistry",
+            Contract::ReceiptRegistry => "receiptRegistry",
+            Contract::SessionGateway => "sessionGateway",
+            Contract::SessionWallet => "sessionWallet",
+        }
+    }
+
+    /// The full JSON ABI (functions, events, errors), from the bindings.
+    pub fn abi_json(self) -> &'static str {
+        match self {
+            Contract::TestToken => include_str!("../../contracts/abi/json/ITestToken.json"),
+            Contract::CounterpartyRegistry => {
+                include_str!("../../contracts/abi/json/ICounterpartyRegistry.json")
+            }
+            Contract::ReceiptRegistry => {
+                include_str!("../../contracts/abi/json/IReceiptRegistry.json")
+            }
+            Contract::SessionGateway => {
+                include_str!("../../contracts/abi/json/ISessionGateway.json")
+            }
+            Contract::SessionWallet => include_str!("../../contracts/abi/json/ISessionWallet.json"),
+        }
+    }
+}
+
+/// `stylus_constructor()`'s selector: the same whatever the constructor's arguments.
+pub const CONSTRUCTOR_SELECTOR: [u8; 4] = [0x55, 0x85, 0x25, 0x8d];
+
+/// Why a deployment stopped. Earlier contracts stay deployed and recorded; re-running
+/// continues where it stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum DeployError {
+    #[error(transparent)]
+    Rpc(#[from] RpcError),
+    #[error("network {network} has chain id {expected}, but the RPC endpoint reports {actual}")]
+    WrongChain {
+        network: String,
+        expected: u64,
+        actual: u64,
+    },
+    #[error(transparent)]
+    Artifact(#[from] ArtifactError),
+    #[error("no StylusDeployer at {STYLUS_DEPLOYER_ADDRESS} on chain {chain_id}: is this a Stylus chain?")]
+    NoStylusDeployer { chain_id: u64 },
+    #[error("deployer {address} has {have} wei but the deployment needs about {need} wei")]
+    InsufficientBalance {
+        address: Address,
+        have: U256,
+        need: U256,
+    },
+    #[error("{contract}: activation would fail: {reason}")]
+    Activation {
+        contract: &'static str,
+        reason: String,
+    },
+    #[error("{contract}: deployment failed: {reason}")]
+    Deploy {
+        contract: &'static str,
+        reason: String,
+    },
+    #[error("wiring ({step}) failed: {reason}")]
+    Wiring { step: &'static str, reason: String },
+    #[error(transparent)]
+    Record(#[from] RecordError),
+}
+
+/// What a deployment reports as it goes.
+#[derive(Clone, Debug)]
+pub enum Progress {
+    Connected {
+        chain_id: u64,
+        block: u64,
+    },
+    Deployer {
+        address: Address,
+        balance: U256,
+    },
+    /// `index` of `total` (1-based): already deployed with this code and arguments.
+    Reused {
+        index: usize,
+        total: usize,
+        contract: Contract,
+        address: Address,
+    },
+    Deploying {
+        index: usize,
+        total: usize,
+        contract: Contract,
+        size: usize,
+    },
+    Deployed {
+        index: usize,
+        total: usize,
+        contract: Contract,
+        record: ContractRecord,
+    },
+    Wired {
+        description: String,
+        tx: Option<B256>,
+    },
+    Written {
+        path: PathBuf,
+    },
+}
+
+/// What to deploy where.
+#[derive(Clone, Debug)]
+pub struct DeployOptions {
+    pub network: Network,
+    /// Where `<stem>.code` and `sizes.json` are (`target/contracts`).
+    pub artifacts_dir: PathBuf,
+    /// `deployments/<network>.json`: read for idempotency, written at the end.
+    pub record_path: PathBuf,
+    pub git_commit: Option<String>,
+}
+
+/// Gas a deployment of `code` needs at most, for the balance check before sending anything:
+/// code deposit, calldata, activation, constructor and slack.
+fn gas_bound(code_len: usize) -> u64 {
+    let len = code_len as u64;
+    21_000 + len * 200 + len * 16 + 1_659_168 + 3_000_000
+}
+
+/// Deploys what is missing and wires it; returns the record (also written to
+/// `options.record_path`).
+pub async fn deploy(
+    client: &Client,
+    key: Key,
+    options: &DeployOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<DeploymentRecord, DeployError> {
+    let chain_id = client.chain_id().await?;
+    if let Some(expected) = options.network.chain_id {
+        if expected != chain_id {
+            return Err(DeployError::WrongChain {
+                network: options.network.name.clone(),
+                expected,
+                actual: chain_id,
+            });
+        }
+    }
+    progress(Progress::Connected {
+        chain_id,
+        block: client.block_number().await?,
+    });
+
+    let contracts: Vec<Contract> = Contract::ALL
+        .into_iter()
+        .filter(|c| *c != Contract::TestToken || options.network.test_token)
+        .collect();
+    let artifacts = contracts
+        .iter()
+        .map(|c| Artifact::load(&options.artifacts_dir, c.artifact()))
+        .collect::<Result<Vec<_>, _>>()?;
+    if client.code(STYLUS_DEPLOYER_ADDRESS).await?.is_empty() {
+        return Err(DeployError::NoStylusDeployer { chain_id });
+    }
+
+    let deployer = key.address();
+    let balance = client.balance(deployer).await?;
+    progress(Progress::Deployer {
+        address: deployer,
+        balance,
+    });
+
+    let previous = DeploymentRecord::read(&options.record_path)?
+        .filter(|r| r.chain_id == chain_id && r.deployer == deployer);
+    let build = BuildInfo::load(&options.artifacts_dir);
+    let mut record = DeploymentRecord {
+        format: FORMAT,
+        network: options.network.name.clone(),
+        chain_id,
+        deployer,
+        stylus_deployer: STYLUS_DEPLOYER_ADDRESS,
+        git_commit: options.git_commit.clone(),
+        toolchain: Toolchain {
+            rustc: build.toolchain,
+            wasm_opt: build.wasm_opt,
+            stylus_sdk: STYLUS_SDK_VERSION.to_string(),
+        },
+        // Entries not yet (re)processed stay as they were, so a record written after a
+        // failure still describes everything on chain.
+        contracts: previous
+            .as_ref()
+            .map(|p| p.contracts.clone())
+            .unwrap_or_default(),
+        wiring: vec![],
+    };
+
+    // Which contracts can stay: same code, same constructor arguments, code on chain and
+    // active. The gateway serves exactly one wallet (the wallet's constructor binds it), so
+    // the two are kept or replaced together.
+    let mut reuse = Vec::with_capacity(contracts.len());
+    let mut planned: Vec<(Address, Bytes)> = Vec::new();
+    for (contract, artifact) in contracts.iter().zip(&artifacts) {
+        let args = constructor_args(*contract, deployer, &contracts, &planned);
+        let kept = match previous
+            .as_ref()
+            .and_then(|p| p.contracts.get(contract.key()))
+        {
+            Some(old) if old.code_hash == artifact.code_hash && old.constructor_args == args => {
+                is_live(client, old.address, artifact.code_hash).await?
+            }
+            _ => false,
+        };
+        let address = if kept {
+            previous.as_ref().unwrap().contracts[contract.key()].address
+        } else {
+            Address::ZERO
+        };
+        reuse.push(kept);
+        planned.push((address, args));
+    }
+    if let (Some(g), Some(w)) = (
+        contracts
+            .iter()
+            .position(|c| *c == Contract::SessionGateway),
+        contracts.iter().position(|c| *c == Contract::SessionWallet),
+    ) {
+        // A wallet whose dependencies change must be redeployed, and its gateway with it.
+        let deps_kept = contracts
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| {
+                matches!(
+                    c,
+                    Contract::CounterpartyRegistry | Contract::ReceiptRegistry
+                )
+            })
+            .all(|(i, _)| reuse[i]);
+        let both = reuse[g] && reuse[w] && deps_kept;
+        reuse[g] = both;
+        reuse[w] = both;
+    }
+
+    // Check the balance covers everything still to deploy before sending anything.
+    let mut sender = Sender::new(client, key).await?;
+    let (max_fee, _) = sender.fees(client).await?;
+    let mut need = U256::ZERO;
+    let mut fees = Vec::with_capacity(contracts.len());
+    for ((contract, artifact), kept) in contracts.iter().zip(&artifacts).zip(&reuse) {
+        let fee = if *kept {
+            U256::ZERO
+        } else {
+            activation_fee(client, deployer, contract.artifact(), &artifact.code).await?
+        };
+        if !kept {
+            need += U256::from(gas_bound(artifact.code.len())) * U256::from(max_fee) + fee;
+        }
+        fees.push(fee);
+    }
+    if balance < need {
+        return Err(DeployError::InsufficientBalance {
+            address: deployer,
+            have: balance,
+            need,
+        });
+    }
+
+    let total = contracts.len();
+    let mut addresses: Vec<(Address, Bytes)> = Vec::with_capacity(total);
+    for (i, (contract, artifact)) in contracts.iter().zip(&artifacts).enumerate() {
+        let args = constructor_args(*contract, deployer, &contracts, &addresses);
+        let entry = if reuse[i] {
+            let old = previous.as_ref().unwrap().contracts[contract.key()].clone();
+            progress(Progress::Reused {
+                index: i + 1,
+                total,
+                contract: *contract,
+                address: old.address,
+            });
+            old
+        } else {
+            progress(Progress::Deploying {
+                index: i + 1,
+                total,
+                contract: *contract,
+                size: artifact.code.len(),
+            });
+            let entry = deploy_one(
+                client,
+                &mut sender,
+                *contract,
+                artifact,
+                args.clone(),
+                fees[i],
+            )
+            .await?;
+            progress(Progress::Deployed {
+                index: i + 1,
+                total,
+                contract: *contract,
+                record: entry.clone(),
+            });
+            entry
+        };
+        addresses.push((entry.address, args));
+        record.contracts.insert(contract.key().to_string(), entry);
+        // Record progress as it happens, so a re-run after a failure continues from here.
+        record.write(&options.record_path)?;
+    }
+
+    record
+        .contracts
+        .retain(|key, _| contracts.iter().any(|c| c.key() == key));
+    let earlier_wiring = previous.map(|p| p.wiring).unwrap_or_default();
+    wire(client, &mut sender, &mut record, &earlier_wiring, progress).await?;
+    record.write(&options.record_path)?;
+    progress(Progress::Written {
+        path: options.record_path.clone(),
+    });
+    Ok(record)
+}
+
+/// The stylus-sdk the contracts are built with (recorded for auditors).
+pub const STYLUS_SDK_VERSION: &str = "0.10.10";
+
+/// The ABI-encoded constructor arguments of `contract`, given the addresses decided so far
+/// (`decided[i]` belongs to `contracts[i]`).
+fn constructor_args(
+    contract: Contract,
+    deployer: Address,
+    contracts: &[Contract],
+    decided: &[(Address, Bytes)],
+) -> Bytes {
+    let at = |c: Contract| {
+        contracts
+            .iter()
+            .position(|x| *x == c)
+            .and_then(|i| decided.get(i))
+            .map(|(a, _)| *a)
+            .unwrap_or_default()
+    };
+    match contract {
+        Contract::TestToken | Contract::ReceiptRegistry => deployer.abi_encode().into(),
+        Contract::CounterpartyRegistry | Contract::SessionGateway => Bytes::new(),
+        Contract::SessionWallet => (
+            at(Contract::CounterpartyRegistry),
+            at(Contract::ReceiptRegistry),
+            at(Contract::SessionGateway),
+        )
+            .abi_encode_params()
+            .into(),
+    }
+}
+
+/// Whether `address` holds code with `code_hash` that is active at the current Stylus version.
+async fn is_live(client: &Client, address: Address, code_hash: B256) -> Result<bool, RpcError> {
+    let code = client.code(address).await?;
+    if code.is_empty() || keccak256(&code) != code_hash {
+        return Ok(false);
+    }
+    let query = IArbWasm::codehashVersionCall {
+        codehash: code_hash,
+    };
+    match client
+        .call(None, ARBWASM_ADDRESS, &query.abi_encode(), U256::ZERO, None)
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(e) if e.revert_data().is_some() => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The activation data fee for `code`, found by simulating `activateProgram` on a probe
+/// address holding the code (state override), as cargo-stylus does. Also surfaces, before
+/// anything is spent, the reason activation would fail (ArbWasm's error, decoded).
+pub async fn activation_fee(
+    client: &Client,
+    from: Address,
+    contract: &'static str,
+    code: &[u8],
+) -> Result<U256, DeployError> {
+    let probe = Address::from_slice(&keccak256(b"bursar.deploy.activation-probe")[12..]);
+    let overrides = json!({ probe.to_string(): { "code": Bytes::copy_from_slice(code) } });
+    let call = IArbWasm::activateProgramCall { program: probe };
+    match client
+        .call(
+            Some(from),
+            ARBWASM_ADDRESS,
+            &call.abi_encode(),
+            U256::ZERO,
+            Some(overrides),
+        )
+        .await
+    {
+        Ok(out) => Ok(IArbWasm::activateProgramCall::abi_decode_returns(&out)
+            .map(|r| r.dataFee)
+            .unwrap_or_default()),
+        Err(e) => {
+            let Some(data) = e.revert_data() else {
+                return match e {
+                    RpcError::Node { message, .. } => Err(DeployError::Activation {
+                        contract,
+                        reason: format!("the chain refused the program: {message}"),
+                    }),
+                    other => Err(other.into()),
+                };
+            };
+            if let Ok(short) = IArbWasm::ProgramInsufficientValue::abi_decode(data) {
+                return Ok(short.want);
+            }
+            if IArbWasm::ProgramUpToDate::abi_decode(data).is_ok() {
+                return Ok(U256::ZERO);
+            }
+            Err(DeployError::Activation {
+                contract,
+                reason: revert::describe(data),
+            })
+        }
+    }
+}
+
+/// One `StylusDeployer.deploy` transaction: create, activate if needed, construct.
+async fn deploy_one(
+    client: &Client,
+    sender: &mut Sender,
+    contract: Contract,
+    artifact: &Artifact,
+    args: Bytes,
+    data_fee: U256,
+) -> Result<ContractRecord, DeployError> {
+    let failed = |reason: String| DeployError::Deploy {
+        contract: contract.artifact(),
+        reason,
+    };
+    let init_data: Bytes = if matches!(
+        contract,
+        Contract::CounterpartyRegistry | Contract::SessionGateway
+    ) {
+        Bytes::new()
+    } else {
+        [&CONSTRUCTOR_SELECTOR[..], &args[..]].concat().into()
+    };
+    let call = IStylusDeployer::deployCall {
+        bytecode: artifact.initcode().into(),
+        initData: init_data,
+        initValue: U256::ZERO,
+        salt: B256::ZERO,
+    };
+    // The fee moves with demand between estimate and inclusion; the deployer refunds excess.
+    let value = data_fee + data_fee / U256::from(5);
+    let receipt = sender
+        .send(
+            client,
+            Some(STYLUS_DEPLOYER_ADDRESS),
+            call.abi_encode(),
+            value,
+        )
+        .await
+        .map_err(|e| failed(send_reason(&e)))?;
+    let address = receipt
+        .logs
+        .iter()
+        .filter(|l| l.address == STYLUS_DEPLOYER_ADDRESS)
+        .find_map(|l| {
+            IStylusDeployer::ContractDeployed::decode_raw_log(l.topics.iter().copied(), &l.data)
+                .ok()
+        })
+        .map(|e| e.deployedContract)
+        .ok_or_else(|| {
+            failed(format!(
+                "no ContractDeployed log in {}",
+                receipt.transaction_hash
+            ))
+        })?;
+    let activated = receipt.logs.iter().any(|l| {
+        l.address == ARBWASM_ADDRESS
+            && l.topics.first() == Some(&IArbWasm::ProgramActivated::SIGNATURE_HASH)
+    });
+    Ok(ContractRecord {
+        address,
+        code_hash: artifact.code_hash,
+        compressed_size: artifact.code.len(),
+        wasm_size: artifact.wasm_size,
+        constructor_args: args,
+        deploy_tx: receipt.transaction_hash,
+        deploy_block: receipt.block(),
+        activation_tx: activated.then_some(receipt.transaction_hash),
+        activation_block: activated.then(|| receipt.block()),
+        abi: serde_json::from_str(contract.abi_json()).expect("committed ABIs are JSON"),
+    })
+}
+
+/// A send failure as a sentence, with revert data decoded.
+fn send_reason(e: &SendError) -> String {
+    match e {
+        SendError::WouldRevert { data } => format!("would revert: {}", revert::describe(data)),
+        other => other.to_string(),
+    }
+}
+
+/// Authorises the wallet as the receipt registry's writer, unless it already is.
+async fn wire(
+    client: &Client,
+    sender: &mut Sender,
+    record: &mut DeploymentRecord,
+    earlier: &[WiringRecord],
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(), DeployError> {
+    let (Some(registry), Some(wallet)) = (
+        record.address(Contract::ReceiptRegistry.key()),
+        record.address(Contract::SessionWallet.key()),
+    ) else {
+        return Ok(());
+    };
+    let step = "receipt registry → wallet";
+    let current = view(client, registry, IReceiptRegistry::walletCall {}).await?;
+    let description = format!("receiptRegistry.setWallet({wallet})");
+    if current == wallet {
+        // Already wired (by an earlier run, whose record we keep).
+        record.wiring.extend(
+            earlier
+                .iter()
+                .filter(|w| w.description == description)
+                .cloned(),
+        );
+        progress(Progress::Wired {
+            description,
+            tx: None,
+        });
+        return Ok(());
+    }
+    let admin = view(client, registry, IReceiptRegistry::adminCall {}).await?;
+    if admin != sender.address() {
+        return Err(DeployError::Wiring {
+            step,
+            reason: format!(
+                "the registry's admin is {admin}, not the deployer {}",
+                sender.address()
+            ),
+        });
+    }
+    let receipt: Receipt = sender
+        .transact(
+            client,
+            registry,
+            &IReceiptRegistry::setWalletCall { wallet },
+        )
+        .await
+        .map_err(|e| DeployError::Wiring {
+            step,
+            reason: send_reason(&e),
+        })?;
+    record.wiring.push(WiringRecord {
+        description: description.clone(),
+        tx: receipt.transaction_hash,
+        block: receipt.block(),
+    });
+    progress(Progress::Wired {
+        description,
+        tx: Some(receipt.transaction_hash),
+    });
+    Ok(())
+}
+
+/// Calls a view and decodes its single return value.
+async fn view<C: SolCall>(client: &Client, to: Address, call: C) -> Result<C::Return, DeployError> {
+    let out = client
+        .call(None, to, &call.abi_encode(), U256::ZERO, None)
+        .await?;
+    C::abi_decode_returns(&out).map_err(|e| {
+        DeployError::Rpc(RpcError::BadResponse {
+            method: "eth_call",
+            url: client.display_url(),
+            reason: format!("{}: {e}", C::SIGNATURE),
+        })
+    })
+}

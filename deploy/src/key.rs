@@ -1,0 +1,184 @@
+//! Private keys: from a hex string, a key file, an encrypted keystore or the environment.
+//! A [`Key`] never shows its secret: `Debug` prints the address only, and no error message
+//! quotes the input it failed to parse.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
+use alloy_eips::eip2718::Encodable2718;
+use alloy_primitives::{keccak256, Address, Signature, B256};
+use k256::ecdsa::SigningKey;
+
+/// The environment variable holding the deployer's hex private key.
+pub const DEPLOYER_KEY_ENV: &str = "BURSAR_DEPLOYER_KEY";
+/// The environment variable holding a keystore's password.
+pub const KEYSTORE_PASSWORD_ENV: &str = "BURSAR_KEYSTORE_PASSWORD";
+
+/// Why a key could not be loaded. Messages name the source, never the secret.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("{source_name}: not a secp256k1 private key (expected 32 bytes of hex, optionally 0x-prefixed)")]
+    Malformed { source_name: String },
+    #[error("cannot read {path}: {reason}")]
+    Read { path: PathBuf, reason: String },
+    #[error("keystore {path}: {reason}")]
+    Keystore { path: PathBuf, reason: String },
+    #[error("no deployer key for network {network}: pass --key-file or --keystore, or set {DEPLOYER_KEY_ENV}")]
+    NoKey { network: String },
+    #[error(
+        "keystore {path} needs a password: pass --password-file or set {KEYSTORE_PASSWORD_ENV}"
+    )]
+    NoPassword { path: PathBuf },
+}
+
+/// A secp256k1 signing key and its address.
+#[derive(Clone)]
+pub struct Key {
+    signing: SigningKey,
+    address: Address,
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Key({})", self.address)
+    }
+}
+
+impl Key {
+    pub fn from_signing_key(signing: SigningKey) -> Self {
+        let point = signing.verifying_key().to_encoded_point(false);
+        let address = Address::from_slice(&keccak256(&point.as_bytes()[1..])[12..]);
+        Key { signing, address }
+    }
+
+    /// From 32 raw bytes.
+    pub fn from_bytes(bytes: &B256) -> Option<Self> {
+        SigningKey::from_slice(bytes.as_slice())
+            .ok()
+            .map(Self::from_signing_key)
+    }
+
+    /// From hex (`0x` optional, surrounding whitespace ignored). `source_name` says where the
+    /// text came from, for the error.
+    pub fn from_hex(text: &str, source_name: &str) -> Result<Self, KeyError> {
+        let malformed = || KeyError::Malformed {
+            source_name: source_name.to_string(),
+        };
+        let text = text.trim();
+        let hex = text.strip_prefix("0x").unwrap_or(text);
+        let bytes: B256 = hex.parse().map_err(|_| malformed())?;
+        Self::from_bytes(&bytes).ok_or_else(malformed)
+    }
+
+    /// From a file holding the hex key.
+    pub fn from_key_file(path: &Path) -> Result<Self, KeyError> {
+        let text = std::fs::read_to_string(path).map_err(|e| KeyError::Read {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        Self::from_hex(&text, &path.display().to_string())
+    }
+
+    /// From an encrypted JSON keystore (Web3 Secret Storage v3, as geth and foundry write).
+    pub fn from_keystore(path: &Path, password: &str) -> Result<Self, KeyError> {
+        let secret = eth_keystore::decrypt_key(path, password).map_err(|e| KeyError::Keystore {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        let bytes = B256::try_from(secret.as_slice()).map_err(|_| KeyError::Keystore {
+            path: path.to_path_buf(),
+            reason: "the decrypted key is not 32 bytes".into(),
+        })?;
+        Self::from_bytes(&bytes).ok_or_else(|| KeyError::Keystore {
+            path: path.to_path_buf(),
+            reason: "the decrypted key is not a valid secp256k1 key".into(),
+        })
+    }
+
+    /// The key in `$BURSAR_DEPLOYER_KEY`, if set.
+    pub fn from_env() -> Result<Option<Self>, KeyError> {
+        match std::env::var(DEPLOYER_KEY_ENV) {
+            Ok(text) => Self::from_hex(&text, DEPLOYER_KEY_ENV).map(Some),
+            Err(_) => Ok(None),
+        }
+    }
+
+    pub fn address(&self) -> Address {
+        self.address
+    }
+
+    /// Signs a 32-byte digest (an EIP-712 hash, a transaction's signing hash).
+    pub fn sign_hash(&self, hash: &B256) -> Signature {
+        let (sig, recid) = self
+            .signing
+            .sign_prehash_recoverable(hash.as_slice())
+            .expect("signing a 32-byte prehash cannot fail");
+        Signature::from_signature_and_parity(sig, recid.is_y_odd())
+    }
+
+    /// A signature as the contracts take it: `r ‖ s ‖ v` with v = 27/28.
+    pub fn sign_hash_rsv(&self, hash: &B256) -> Vec<u8> {
+        self.sign_hash(hash).as_bytes().to_vec()
+    }
+
+    /// Signs an EIP-1559 transaction and returns its EIP-2718 encoding and hash.
+    pub fn sign_transaction(&self, tx: TxEip1559) -> (Vec<u8>, B256) {
+        let sig = self.sign_hash(&tx.signature_hash());
+        let envelope = TxEnvelope::from(tx.into_signed(sig));
+        (envelope.encoded_2718(), *envelope.tx_hash())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The first account of the standard test mnemonic.
+    const KEY0: &str = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+
+    #[test]
+    fn parses_hex_with_or_without_prefix_and_hides_it() {
+        let key = Key::from_hex(KEY0, "test").unwrap();
+        assert_eq!(
+            key.address(),
+            "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
+                .parse::<Address>()
+                .unwrap()
+        );
+        let again = Key::from_hex(&format!("  {}\n", &KEY0[2..]), "test").unwrap();
+        assert_eq!(again.address(), key.address());
+        let shown = format!("{key:?}");
+        assert!(!shown.contains(&KEY0[2..]) && shown.contains("0xf39F"));
+    }
+
+    #[test]
+    fn malformed_keys_are_named_not_quoted() {
+        for bad in ["", "0x1234", "zz", &"0".repeat(64)] {
+            let err = Key::from_hex(bad, "BURSAR_DEPLOYER_KEY").unwrap_err();
+            let msg = err.to_string();
+            assert!(
+                msg.starts_with("BURSAR_DEPLOYER_KEY: not a secp256k1"),
+                "{msg}"
+            );
+        }
+        let secret = format!("{}00", &KEY0[2..]);
+        let msg = Key::from_hex(&secret, "file").unwrap_err().to_string();
+        assert!(!msg.contains(&KEY0[2..]));
+    }
+
+    #[test]
+    fn keystore_round_trip() {
+        let dir = std::env::temp_dir().join(format!("bursar-keystore-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let secret = B256::from_slice(&alloy_primitives::hex::decode(&KEY0[2..]).unwrap());
+        let mut rng = rand::thread_rng();
+        eth_keystore::encrypt_key(&dir, &mut rng, secret, "hunter2", Some("k")).expect("encrypt");
+        let path = dir.join("k");
+        let key = Key::from_keystore(&path, "hunter2").unwrap();
+        assert_eq!(key.address(), Key::from_hex(KEY0, "t").unwrap().address());
+        let err = Key::from_keystore(&path, "wrong").unwrap_err();
+        assert!(matches!(err, KeyError::Keystore { .. }), "{err}");
+        std::fs::remove_dir_all(dir).ok();
+    }
+}

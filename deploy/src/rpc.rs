@@ -1,0 +1,336 @@
+//! A small Ethereum JSON-RPC client: the handful of methods deploying and driving the contracts
+//! needs, with typed errors. Works against the devnet and any Stylus chain's RPC.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use alloy_primitives::{Address, Bytes, B256, U256, U64};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// How a JSON-RPC request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RpcError {
+    /// No connection (refused, DNS, TLS, timeout): the node is not there.
+    #[error("cannot reach the RPC endpoint {url}: {reason}")]
+    Unreachable { url: String, reason: String },
+    /// The node answered with a JSON-RPC error object.
+    #[error("{method}: {message} (JSON-RPC error {code})")]
+    Node {
+        method: &'static str,
+        code: i64,
+        message: String,
+        /// `data` of the error: revert data for `eth_call`/`eth_estimateGas`.
+        data: Option<Bytes>,
+    },
+    /// The answer was not what the method returns.
+    #[error("{method}: unexpected response from {url}: {reason}")]
+    BadResponse {
+        method: &'static str,
+        url: String,
+        reason: String,
+    },
+    #[error("transaction {hash} was not mined within {seconds} s")]
+    ReceiptTimeout { hash: B256, seconds: u64 },
+}
+
+impl RpcError {
+    /// The revert data the node attached to an `eth_call`/`eth_estimateGas` failure.
+    pub fn revert_data(&self) -> Option<&Bytes> {
+        match self {
+            RpcError::Node { data, .. } => data.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+/// A transaction receipt (the fields the tools use).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Receipt {
+    pub transaction_hash: B256,
+    pub block_number: U64,
+    pub block_hash: B256,
+    pub status: U64,
+    pub gas_used: U64,
+    pub effective_gas_price: U256,
+    pub contract_address: Option<Address>,
+    pub logs: Vec<RpcLog>,
+}
+
+impl Receipt {
+    pub fn succeeded(&self) -> bool {
+        self.status == U64::from(1)
+    }
+
+    pub fn block(&self) -> u64 {
+        self.block_number.to()
+    }
+
+    /// What the transaction cost the sender in fees.
+    pub fn fee(&self) -> U256 {
+        U256::from(self.gas_used) * self.effective_gas_price
+    }
+}
+
+/// A log as `eth_getLogs` and receipts return it.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RpcLog {
+    pub address: Address,
+    pub topics: Vec<B256>,
+    pub data: Bytes,
+    pub block_number: U64,
+    pub transaction_hash: B256,
+    pub log_index: U64,
+    #[serde(default)]
+    pub removed: bool,
+}
+
+/// The parts of a block header the tools read.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BlockHeader {
+    pub number: U64,
+    pub hash: B256,
+    pub timestamp: U64,
+    pub base_fee_per_gas: Option<U256>,
+}
+
+/// A JSON-RPC client over HTTP(S).
+#[derive(Debug)]
+pub struct Client {
+    url: String,
+    http: reqwest::Client,
+    next_id: AtomicU64,
+    /// How long [`Client::wait_for_receipt`] waits before giving up.
+    pub receipt_timeout: Duration,
+}
+
+impl Client {
+    pub fn new(url: impl Into<String>) -> Self {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(60))
+            .build()
+            .expect("static reqwest configuration");
+        Client {
+            url: url.into(),
+            http,
+            next_id: AtomicU64::new(1),
+            receipt_timeout: Duration::from_secs(120),
+        }
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The URL without path, query or credentials: hosted RPC URLs carry API keys there, and
+    /// those must not reach logs or error messages.
+    pub fn display_url(&self) -> String {
+        redact_url(&self.url)
+    }
+
+    /// Calls `method` with `params` and decodes the result.
+    pub async fn request<T: DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: Value,
+    ) -> Result<T, RpcError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        let response = self
+            .http
+            .post(&self.url)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| RpcError::Unreachable {
+                url: self.display_url(),
+                reason: error_chain(&e.without_url()),
+            })?;
+        let bad = |reason: String| RpcError::BadResponse {
+            method,
+            url: self.display_url(),
+            reason,
+        };
+        let status = response.status();
+        let mut answer: Value = response
+            .json()
+            .await
+            .map_err(|e| bad(format!("HTTP {status}, body is not JSON ({e})")))?;
+        if let Some(error) = answer.get("error") {
+            return Err(RpcError::Node {
+                method,
+                code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+                message: error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+                data: error
+                    .get("data")
+                    .and_then(|d| serde_json::from_value(d.clone()).ok()),
+            });
+        }
+        let result = answer
+            .get_mut("result")
+            .map(Value::take)
+            .ok_or_else(|| bad("neither result nor error".into()))?;
+        serde_json::from_value(result).map_err(|e| bad(e.to_string()))
+    }
+
+    pub async fn chain_id(&self) -> Result<u64, RpcError> {
+        Ok(self.request::<U64>("eth_chainId", json!([])).await?.to())
+    }
+
+    pub async fn block_number(&self) -> Result<u64, RpcError> {
+        Ok(self
+            .request::<U64>("eth_blockNumber", json!([]))
+            .await?
+            .to())
+    }
+
+    pub async fn latest_block(&self) -> Result<BlockHeader, RpcError> {
+        self.request("eth_getBlockByNumber", json!(["latest", false]))
+            .await
+    }
+
+    pub async fn balance(&self, address: Address) -> Result<U256, RpcError> {
+        self.request("eth_getBalance", json!([address, "latest"]))
+            .await
+    }
+
+    /// The next nonce of `address`, counting transactions still in the pool.
+    pub async fn nonce(&self, address: Address) -> Result<u64, RpcError> {
+        let n: U64 = self
+            .request("eth_getTransactionCount", json!([address, "pending"]))
+            .await?;
+        Ok(n.to())
+    }
+
+    pub async fn code(&self, address: Address) -> Result<Bytes, RpcError> {
+        self.request("eth_getCode", json!([address, "latest"]))
+            .await
+    }
+
+    pub async fn max_priority_fee(&self) -> Result<u128, RpcError> {
+        let fee: U256 = self.request("eth_maxPriorityFeePerGas", json!([])).await?;
+        Ok(fee.saturating_to())
+    }
+
+    /// `eth_call` from `from` (if given) to `to`; `overrides` is an optional state-override
+    /// set (geth's third parameter).
+    pub async fn call(
+        &self,
+        from: Option<Address>,
+        to: Address,
+        data: &[u8],
+        value: U256,
+        overrides: Option<Value>,
+    ) -> Result<Bytes, RpcError> {
+        let mut tx = json!({ "to": to, "data": Bytes::copy_from_slice(data), "value": value });
+        if let Some(from) = from {
+            tx["from"] = json!(from);
+        }
+        let params = match overrides {
+            Some(o) => json!([tx, "latest", o]),
+            None => json!([tx, "latest"]),
+        };
+        self.request("eth_call", params).await
+    }
+
+    pub async fn estimate_gas(
+        &self,
+        from: Address,
+        to: Option<Address>,
+        data: &[u8],
+        value: U256,
+    ) -> Result<u64, RpcError> {
+        let mut tx = json!({ "from": from, "data": Bytes::copy_from_slice(data), "value": value });
+        if let Some(to) = to {
+            tx["to"] = json!(to);
+        }
+        let gas: U64 = self.request("eth_estimateGas", json!([tx])).await?;
+        Ok(gas.to())
+    }
+
+    pub async fn send_raw_transaction(&self, raw: &[u8]) -> Result<B256, RpcError> {
+        self.request(
+            "eth_sendRawTransaction",
+            json!([Bytes::copy_from_slice(raw)]),
+        )
+        .await
+    }
+
+    pub async fn receipt(&self, hash: B256) -> Result<Option<Receipt>, RpcError> {
+        self.request("eth_getTransactionReceipt", json!([hash]))
+            .await
+    }
+
+    /// Polls for the receipt of `hash` until it is mined or [`Client::receipt_timeout`] passes.
+    /// On an automining devnet the first poll finds it.
+    pub async fn wait_for_receipt(&self, hash: B256) -> Result<Receipt, RpcError> {
+        let deadline = tokio::time::Instant::now() + self.receipt_timeout;
+        let mut interval = Duration::from_millis(50);
+        loop {
+            if let Some(receipt) = self.receipt(hash).await? {
+                return Ok(receipt);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(RpcError::ReceiptTimeout {
+                    hash,
+                    seconds: self.receipt_timeout.as_secs(),
+                });
+            }
+            tokio::time::sleep(interval).await;
+            interval = (interval * 2).min(Duration::from_secs(2));
+        }
+    }
+
+    /// `eth_getLogs` for `addresses` over blocks `from..=to` (`None`: latest).
+    pub async fn logs(
+        &self,
+        addresses: &[Address],
+        from: u64,
+        to: Option<u64>,
+    ) -> Result<Vec<RpcLog>, RpcError> {
+        let to = to.map_or(json!("latest"), |n| json!(U64::from(n)));
+        self.request(
+            "eth_getLogs",
+            json!([{ "address": addresses, "fromBlock": U64::from(from), "toBlock": to }]),
+        )
+        .await
+    }
+}
+
+/// `e` and its sources, so "connection refused" is not hidden behind "error sending request".
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+/// `scheme://host[:port]`, with `/…` when the URL had more (an API key, typically).
+pub fn redact_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(u) => {
+            let host = u.host_str().unwrap_or("?");
+            let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
+            let rest = if u.path() != "/" || u.query().is_some() || !u.username().is_empty() {
+                "/…"
+            } else {
+                ""
+            };
+            format!("{}://{host}{port}{rest}", u.scheme())
+        }
+        Err(_) => "<invalid URL>".to_string(),
+    }
+}

@@ -1,0 +1,412 @@
+//! Devnet benchmark (a binary that prints its figures; not a timed test):
+//!
+//! * cold start: `spawn` to the first JSON-RPC answer, and deploying the five contracts;
+//! * `pay` throughput: signed `SessionWallet.pay` transactions through `eth_sendRawTransaction`
+//!   with automine (one block per transaction, receipts fetched), sequential and from several
+//!   concurrent clients;
+//! * `eth_getLogs` latency over 100,000 logs (token transfers, mined in full blocks).
+//!
+//! ```text
+//! cargo bench -p bursar-e2e --bench devnet                 # defaults
+//! BENCH_PAYS=5000 BENCH_LOGS=100000 cargo bench -p bursar-e2e --bench devnet
+//! ```
+
+use std::time::{Duration, Instant};
+
+use alloy_consensus::TxEip1559;
+use alloy_primitives::{keccak256, Address, TxKind, U256};
+use alloy_sol_types::{SolCall, SolStruct};
+use bursar_bindings::counterparty::ICounterpartyRegistry;
+use bursar_bindings::eip712::{PaymentIntent, SESSION_WALLET_DOMAIN};
+use bursar_bindings::token::ITestToken;
+use bursar_bindings::wallet::ISessionWallet;
+use bursar_demo::money::usd;
+use bursar_demo::scenario::{decode_events, label};
+use bursar_deploy::{Client, Key, Sender};
+use bursar_e2e::{deploy, dev_key, devnet, scratch};
+use serde_json::json;
+
+const CHAIN: u64 = 412_346;
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let pays = env("BENCH_PAYS", 2_000);
+        let logs = env("BENCH_LOGS", 100_000);
+        println!(
+            "devnet benchmark ({} build)",
+            if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "release"
+            }
+        );
+        cold_start().await;
+        pay_throughput(pays).await;
+        get_logs_latency(logs).await;
+    });
+}
+
+async fn cold_start() {
+    let t = Instant::now();
+    let (_devnet, client) = devnet().await;
+    let number = client.block_number().await.expect("answer");
+    let up = t.elapsed();
+    assert_eq!(number, 0);
+    let t = Instant::now();
+    deploy(&client, &scratch("bench-cold")).await;
+    let deployed = t.elapsed();
+    println!("cold start: first JSON-RPC answer {:.1} ms; five contracts deployed + activated + wired {:.0} ms",
+        ms(up), ms(deployed));
+}
+
+/// Pre-signed relayer transactions carrying agent-signed intents, `n` per relayer.
+struct PayLoad {
+    client: Client,
+    raw: Vec<Vec<Vec<u8>>>,
+}
+
+async fn pay_setup(n: usize, relayers: usize) -> (bursar_devnet::Handle, PayLoad) {
+    let (devnet, client) = devnet().await;
+    let record = deploy(&client, &scratch("bench-pay")).await;
+    let at = |k: &str| record.address(k).expect("deployed");
+    let (token, wallet, lists) = (
+        at("testToken"),
+        at("sessionWallet"),
+        at("counterpartyRegistry"),
+    );
+    let mut owner = Sender::new(&client, dev_key(0)).await.expect("sender");
+    let vendor = Address::repeat_byte(0xa1);
+    owner
+        .transact(
+            &client,
+            token,
+            &ITestToken::mintCall {
+                to: owner.address(),
+                value: usd(1_000_000),
+            },
+        )
+        .await
+        .expect("mint");
+    owner
+        .transact(
+            &client,
+            token,
+            &ITestToken::approveCall {
+                spender: wallet,
+                value: U256::MAX,
+            },
+        )
+        .await
+        .expect("approve");
+    let r = owner
+        .transact(&client, lists, &ICounterpartyRegistry::createListCall {})
+        .await
+        .expect("list");
+    let list = decode_events::<ICounterpartyRegistry::ListCreated>(&r.logs, lists)[0].listId;
+    owner
+        .transact(
+            &client,
+            lists,
+            &ICounterpartyRegistry::setEntryCall {
+                listId: list,
+                counterparty: vendor,
+                allowed: true,
+                maxPerPayment: U256::ZERO,
+                label: label("v"),
+            },
+        )
+        .await
+        .expect("entry");
+    let agent = Key::from_bytes(&keccak256("bench agent")).expect("key");
+    let now: u64 = client.latest_block().await.expect("block").timestamp.to();
+    let open = ISessionWallet::openSessionCall {
+        owner: owner.address(),
+        sessionKey: agent.address(),
+        guardian: Address::ZERO,
+        token,
+        deposit: usd(1_000_000),
+        perPaymentCap: U256::ZERO,
+        periodBudget: U256::ZERO,
+        periodSeconds: 0,
+        coSignThreshold: U256::ZERO,
+        validAfter: 0,
+        expiresAt: now + 86_400,
+        leaseSeconds: 0,
+        allowlistId: list,
+        metadata: keccak256("bench"),
+    };
+    let r = owner.transact(&client, wallet, &open).await.expect("open");
+    let session = decode_events::<ISessionWallet::SessionOpened>(&r.logs, wallet)[0].sessionId;
+
+    // Gas for one pay, measured once; every payment is alike.
+    let probe = pay_call(&agent, wallet, session, vendor, 1, now + 3_600);
+    let gas = client
+        .estimate_gas(
+            dev_key(1).address(),
+            Some(wallet),
+            &probe.abi_encode(),
+            U256::ZERO,
+        )
+        .await
+        .expect("estimate");
+    let max_fee = 2 * client
+        .latest_block()
+        .await
+        .expect("block")
+        .base_fee_per_gas
+        .unwrap_or_default()
+        .to::<u128>()
+        + 1;
+    let mut nonce = 1u64;
+    let raw = (0..relayers)
+        .map(|r| {
+            let key = dev_key(1 + r);
+            (0..n)
+                .map(|i| {
+                    nonce += 1;
+                    let call = pay_call(&agent, wallet, session, vendor, nonce, now + 3_600);
+                    let tx = TxEip1559 {
+                        chain_id: CHAIN,
+                        nonce: i as u64,
+                        gas_limit: gas * 2,
+                        max_fee_per_gas: max_fee,
+                        max_priority_fee_per_gas: 0,
+                        to: TxKind::Call(wallet),
+                        value: U256::ZERO,
+                        input: call.abi_encode().into(),
+                        access_list: Default::default(),
+                    };
+                    key.sign_transaction(tx).0
+                })
+                .collect()
+        })
+        .collect();
+    (devnet, PayLoad { client, raw })
+}
+
+fn pay_call(
+    agent: &Key,
+    wallet: Address,
+    session: U256,
+    to: Address,
+    nonce: u64,
+    deadline: u64,
+) -> ISessionWallet::payCall {
+    let intent = PaymentIntent {
+        session,
+        to,
+        amount: U256::from(1),
+        purpose: label("bench"),
+        nonce: U256::from(nonce),
+        deadline: U256::from(deadline),
+    };
+    let sig =
+        agent.sign_hash_rsv(&intent.eip712_signing_hash(&SESSION_WALLET_DOMAIN.at(CHAIN, wallet)));
+    ISessionWallet::payCall {
+        sessionId: session,
+        to,
+        amount: intent.amount,
+        purpose: intent.purpose,
+        nonce: intent.nonce,
+        deadline: intent.deadline,
+        signature: sig.into(),
+    }
+}
+
+async fn pay_throughput(n: usize) {
+    for relayers in [1usize, 4] {
+        let per = n / relayers;
+        let (_devnet, load) = pay_setup(per, relayers).await;
+        let client = std::sync::Arc::new(load.client);
+        let t = Instant::now();
+        let tasks: Vec<_> = load
+            .raw
+            .into_iter()
+            .map(|txs| {
+                let client = client.clone();
+                tokio::spawn(async move {
+                    for raw in txs {
+                        let hash = client.send_raw_transaction(&raw).await.expect("accepted");
+                        let receipt = client
+                            .receipt(hash)
+                            .await
+                            .expect("receipt")
+                            .expect("automined");
+                        assert!(receipt.succeeded(), "pay reverted");
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.expect("task");
+        }
+        let elapsed = t.elapsed();
+        let total = per * relayers;
+        println!(
+            "pay via eth_sendRawTransaction (automine, receipt fetched), {relayers} client(s): {total} txs in {:.2} s = {:.0} tx/s ({:.2} ms per tx)",
+            elapsed.as_secs_f64(),
+            total as f64 / elapsed.as_secs_f64(),
+            ms(elapsed) / total as f64
+        );
+    }
+}
+
+async fn get_logs_latency(n: usize) {
+    let (_devnet, client) = devnet().await;
+    let record = deploy(&client, &scratch("bench-logs")).await;
+    let token = record.address("testToken").expect("token");
+    let mut operator = Sender::new(&client, dev_key(0)).await.expect("sender");
+    operator
+        .transact(
+            &client,
+            token,
+            &ITestToken::mintCall {
+                to: operator.address(),
+                value: U256::from(u64::MAX),
+            },
+        )
+        .await
+        .expect("mint");
+
+    // Transfers to 100 recipients round-robin, one log each, mined in full blocks.
+    let _: serde_json::Value = client
+        .request("evm_setAutomine", json!([false]))
+        .await
+        .expect("automine off");
+    let key = dev_key(0);
+    let start_nonce = client.nonce(key.address()).await.expect("nonce");
+    let max_fee = 2 * client
+        .latest_block()
+        .await
+        .expect("block")
+        .base_fee_per_gas
+        .unwrap_or_default()
+        .to::<u128>()
+        + 1;
+    let recipients: Vec<Address> = (0..100u8).map(|i| Address::repeat_byte(i + 1)).collect();
+    let t = Instant::now();
+    let first = client.block_number().await.expect("block") + 1;
+    for chunk_start in (0..n).step_by(500) {
+        let batch: Vec<serde_json::Value> = (chunk_start..(chunk_start + 500).min(n))
+            .map(|i| {
+                let call = ITestToken::transferCall { to: recipients[i % 100], value: U256::from(1) };
+                let tx = TxEip1559 {
+                    chain_id: CHAIN,
+                    nonce: start_nonce + i as u64,
+                    gas_limit: 100_000,
+                    max_fee_per_gas: max_fee,
+                    max_priority_fee_per_gas: 0,
+                    to: TxKind::Call(token),
+                    value: U256::ZERO,
+                    input: call.abi_encode().into(),
+                    access_list: Default::default(),
+                };
+                let raw = alloy_primitives::Bytes::from(key.sign_transaction(tx).0);
+                json!({"jsonrpc": "2.0", "id": i, "method": "eth_sendRawTransaction", "params": [raw]})
+            })
+            .collect();
+        post_batch(client.url(), &batch).await;
+        // Mine what the pool holds (full blocks of 300 transfers at 100k gas each).
+        let _: serde_json::Value = client
+            .request("anvil_mine", json!([2]))
+            .await
+            .expect("mine");
+    }
+    // Whatever is still pooled (the pending nonce runs ahead of the mined one).
+    loop {
+        let mined: alloy_primitives::U64 = client
+            .request("eth_getTransactionCount", json!([key.address(), "latest"]))
+            .await
+            .expect("nonce");
+        if mined.to::<u64>() == client.nonce(key.address()).await.expect("nonce") {
+            break;
+        }
+        let _: serde_json::Value = client
+            .request("anvil_mine", json!([1]))
+            .await
+            .expect("mine");
+    }
+    let last = client.block_number().await.expect("block");
+    let all = client
+        .logs(&[token], first, Some(last))
+        .await
+        .expect("logs");
+    println!(
+        "getLogs setup: {} transfer logs in blocks {first}..={last} ({} blocks), built in {:.1} s",
+        all.len(),
+        last - first + 1,
+        t.elapsed().as_secs_f64()
+    );
+    assert!(all.len() >= n, "only {} logs", all.len());
+
+    let busy = all.last().expect("logs").block_number.to::<u64>();
+    let to_topic = alloy_primitives::B256::left_padding_from(recipients[7].as_slice());
+    let transfer = <ITestToken::Transfer as alloy_sol_types::SolEvent>::SIGNATURE_HASH;
+    let queries: [(&str, serde_json::Value); 4] = [
+        (
+            "all 100k logs of the token",
+            json!({"address": token, "fromBlock": format!("{first:#x}"), "toBlock": format!("{last:#x}")}),
+        ),
+        (
+            "one recipient (topic 2), whole range",
+            json!({"address": token, "fromBlock": format!("{first:#x}"), "toBlock": format!("{last:#x}"), "topics": [transfer, null, to_topic]}),
+        ),
+        (
+            "one full block",
+            json!({"address": token, "fromBlock": format!("{busy:#x}"), "toBlock": format!("{busy:#x}")}),
+        ),
+        (
+            "no match (other address)",
+            json!({"address": Address::repeat_byte(0xee), "fromBlock": format!("{first:#x}"), "toBlock": format!("{last:#x}")}),
+        ),
+    ];
+    for (name, filter) in queries {
+        let mut times = Vec::new();
+        let mut count = 0;
+        for _ in 0..10 {
+            let t = Instant::now();
+            let logs: Vec<serde_json::Value> = client
+                .request("eth_getLogs", json!([filter]))
+                .await
+                .expect("logs");
+            times.push(t.elapsed());
+            count = logs.len();
+        }
+        times.sort();
+        println!(
+            "eth_getLogs {name}: {count} logs, median {:.2} ms, max {:.2} ms",
+            ms(times[times.len() / 2]),
+            ms(*times.last().expect("runs"))
+        );
+    }
+}
+
+async fn post_batch(url: &str, batch: &[serde_json::Value]) {
+    let answers: Vec<serde_json::Value> = reqwest::Client::new()
+        .post(url)
+        .json(batch)
+        .send()
+        .await
+        .expect("batch sent")
+        .json()
+        .await
+        .expect("batch answered");
+    if let Some(err) = answers.iter().find(|a| a.get("error").is_some()) {
+        panic!("transaction refused: {err}");
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1_000.0
+}
