@@ -221,6 +221,17 @@ impl LogFilter {
             })
     }
 
+    /// Whether a block whose logs bloom is `bloom` may hold a matching log (blooms give false
+    /// positives only), so `eth_getLogs` can skip the others without reading their receipts.
+    pub fn may_match(&self, bloom: &Bloom) -> bool {
+        let has = |bytes: &[u8]| bloom.contains_input(BloomInput::Raw(bytes));
+        (self.addresses.is_empty() || self.addresses.iter().any(|a| has(a.as_slice())))
+            && self.topics.iter().all(|want| match want {
+                None => true,
+                Some(alts) => alts.iter().any(|t| has(t.as_slice())),
+            })
+    }
+
     /// All criteria, with tags (`None` bounds) treated as open, as geth does for filter changes.
     pub fn matches(&self, l: &ChainLog) -> bool {
         if let Some(h) = self.block_hash {
@@ -816,10 +827,20 @@ impl Chain {
 
     /// The logs of a block (its transactions must be indexed).
     fn block_logs(&self, block: &Block, removed: bool) -> Vec<ChainLog> {
+        self.block_logs_where(block, removed, |_| true)
+    }
+
+    /// The logs of `block` that satisfy `keep` (checked before anything is copied).
+    fn block_logs_where(
+        &self,
+        block: &Block,
+        removed: bool,
+        keep: impl Fn(&Log) -> bool,
+    ) -> Vec<ChainLog> {
         let mut out = vec![];
         for (i, h) in block.transactions.iter().enumerate() {
             let Some(tx) = self.txs.get(h) else { continue };
-            for l in &tx.receipt.logs {
+            for l in tx.receipt.logs.iter().filter(|l| keep(&l.log)) {
                 out.push(ChainLog {
                     log: l.log.clone(),
                     log_index: l.log_index,
@@ -927,12 +948,8 @@ impl Chain {
             let Some(block) = self.blocks.get(n as usize) else {
                 break;
             };
-            if !block.header.logs_bloom.is_zero() {
-                out.extend(
-                    self.block_logs(block, false)
-                        .into_iter()
-                        .filter(|l| f.matches_log(&l.log)),
-                );
+            if f.may_match(&block.header.logs_bloom) {
+                out.extend(self.block_logs_where(block, false, |l| f.matches_log(l)));
             }
         }
         out
@@ -1214,6 +1231,27 @@ mod tests {
             .unwrap();
         let sig = Signature::from_signature_and_parity(sig, recid.is_y_odd());
         tx.into_signed(sig).into()
+    }
+
+    #[test]
+    fn bloom_prefilter_never_skips_a_matching_block() {
+        let (a, b) = (Address::repeat_byte(1), Address::repeat_byte(2));
+        let (t1, t2) = (B256::repeat_byte(7), B256::repeat_byte(8));
+        let mut bloom = Bloom::default();
+        bloom.accrue(BloomInput::Raw(a.as_slice()));
+        bloom.accrue(BloomInput::Raw(t1.as_slice()));
+        let filter = |addresses: Vec<Address>, topics: Vec<Option<Vec<B256>>>| LogFilter {
+            from_block: None,
+            to_block: None,
+            block_hash: None,
+            addresses,
+            topics,
+        };
+        assert!(filter(vec![], vec![]).may_match(&bloom));
+        assert!(filter(vec![b, a], vec![None, Some(vec![t2, t1])]).may_match(&bloom));
+        assert!(!filter(vec![b], vec![]).may_match(&bloom));
+        assert!(!filter(vec![a], vec![Some(vec![t2])]).may_match(&bloom));
+        assert!(!filter(vec![], vec![Some(vec![t1]), Some(vec![t2])]).may_match(&bloom));
     }
 
     fn transfer(nonce: u64, to: Address, value: u64) -> TxEip1559 {

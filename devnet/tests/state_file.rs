@@ -6,8 +6,7 @@
 
 mod common;
 
-use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
-use alloy_primitives::{keccak256, Address, Signature, TxKind, B256, U256};
+use alloy_primitives::{keccak256, Address, B256, U256};
 use alloy_sol_types::{SolCall, SolEvent, SolValue};
 use bursar_bindings::arbitrum::{IStylusDeployer, STYLUS_DEPLOYER_ADDRESS};
 use bursar_bindings::token::ITestToken;
@@ -16,27 +15,14 @@ use bursar_devnet::chain::{CallRequest, LogFilter, MinedTx};
 use bursar_devnet::{Chain, ChainConfig, StateFileError, DEFAULT_CHAIN_ID};
 use common::{code, CONSTRUCTOR_SELECTOR};
 
-fn send(chain: &mut Chain, key: usize, to: Address, value: U256, data: Vec<u8>) -> MinedTx {
-    let account = &dev_accounts()[key];
-    let tx = TxEip1559 {
-        chain_id: DEFAULT_CHAIN_ID,
-        nonce: chain.pending_nonce(account.address),
-        gas_limit: 29_000_000,
-        max_fee_per_gas: 1_000_000_000,
-        max_priority_fee_per_gas: 0,
-        to: TxKind::Call(to),
-        value,
-        input: data.into(),
-        ..Default::default()
-    };
-    let (sig, recid) = account
-        .signing_key()
-        .sign_prehash_recoverable(tx.signature_hash().as_slice())
-        .unwrap();
-    let sig = Signature::from_signature_and_parity(sig, recid.is_y_odd());
-    let envelope: TxEnvelope = tx.into_signed(sig).into();
-    let hash = chain.send_transaction(envelope).expect("valid transaction");
-    let tx = chain.transaction(hash).expect("automined").clone();
+fn send(
+    chain: &mut bursar_devnet::Chain,
+    key: usize,
+    to: Address,
+    value: U256,
+    data: Vec<u8>,
+) -> MinedTx {
+    let tx = common::send_signed(chain, key, to, value, data);
     assert!(tx.receipt.status, "{}", tx.receipt.revert_data);
     tx
 }

@@ -6,8 +6,7 @@
 
 mod common;
 
-use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
-use alloy_primitives::{keccak256, Address, Bytes, Signature, TxKind, B256, U256};
+use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
 use alloy_sol_types::{Panic, PanicKind, SolCall, SolError, SolEvent, SolValue};
 use bursar_bindings::arbitrum::{
     IArbWasm, IStylusDeployer, ARBWASM_ADDRESS, STYLUS_DEPLOYER_ADDRESS,
@@ -18,7 +17,7 @@ use bursar_bindings::token::ITestToken;
 use bursar_devnet::accounts::dev_accounts;
 use bursar_devnet::chain::{CallRequest, MinedTx};
 use bursar_devnet::create::{create2_address, create_address};
-use bursar_devnet::{CallStatus, Chain as DevChain, ChainConfig, Executor, DEFAULT_CHAIN_ID};
+use bursar_devnet::{CallStatus, Chain as DevChain, ChainConfig, Executor};
 use common::{addr, code, CONSTRUCTOR_SELECTOR, GAS};
 
 const ETHER: u64 = 1_000_000_000_000_000_000;
@@ -49,28 +48,14 @@ fn expected_create2(salt: B256, init_data: &[u8], bytecode: &[u8]) -> Address {
     create2_address(STYLUS_DEPLOYER_ADDRESS, salt, bytecode)
 }
 
-/// Signs and sends transactions from dev account `key` over a [`DevChain`] (automine).
-fn send(chain: &mut DevChain, key: usize, to: Address, value: U256, data: Vec<u8>) -> MinedTx {
-    let account = &dev_accounts()[key];
-    let tx = TxEip1559 {
-        chain_id: DEFAULT_CHAIN_ID,
-        nonce: chain.pending_nonce(account.address),
-        gas_limit: 29_000_000,
-        max_fee_per_gas: 1_000_000_000,
-        max_priority_fee_per_gas: 0,
-        to: TxKind::Call(to),
-        value,
-        input: data.into(),
-        ..Default::default()
-    };
-    let (sig, recid) = account
-        .signing_key()
-        .sign_prehash_recoverable(tx.signature_hash().as_slice())
-        .unwrap();
-    let sig = Signature::from_signature_and_parity(sig, recid.is_y_odd());
-    let envelope: TxEnvelope = tx.into_signed(sig).into();
-    let hash = chain.send_transaction(envelope).expect("valid transaction");
-    chain.transaction(hash).expect("automined").clone()
+fn send(
+    chain: &mut bursar_devnet::Chain,
+    key: usize,
+    to: Address,
+    value: U256,
+    data: Vec<u8>,
+) -> MinedTx {
+    common::send_signed(chain, key, to, value, data)
 }
 
 fn view<C: SolCall>(chain: &mut DevChain, to: Address, call: C) -> C::Return {

@@ -5,9 +5,12 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
-use alloy_primitives::{Address, Bytes, U256};
+use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
+use alloy_primitives::{Address, Bytes, Signature, TxKind, U256};
 use alloy_sol_types::{SolCall, SolEventInterface, SolInterface};
-use bursar_devnet::{CallOutcome, Executor, Log};
+use bursar_devnet::accounts::dev_accounts;
+use bursar_devnet::chain::MinedTx;
+use bursar_devnet::{CallOutcome, Executor, Log, DEFAULT_CHAIN_ID};
 
 pub mod rpc_client;
 
@@ -166,4 +169,35 @@ pub fn events<E: SolEventInterface>(logs: &[Log], address: Address) -> Vec<E> {
                 .unwrap_or_else(|e| panic!("log of {address} is not {}: {e}", E::NAME))
         })
         .collect()
+}
+
+/// Signs a transaction from dev account `key` and sends it to an automining [`bursar_devnet::Chain`];
+/// returns it mined, whatever its status.
+pub fn send_signed(
+    chain: &mut bursar_devnet::Chain,
+    key: usize,
+    to: Address,
+    value: U256,
+    data: Vec<u8>,
+) -> MinedTx {
+    let account = &dev_accounts()[key];
+    let tx = TxEip1559 {
+        chain_id: DEFAULT_CHAIN_ID,
+        nonce: chain.pending_nonce(account.address),
+        gas_limit: 29_000_000,
+        max_fee_per_gas: 1_000_000_000,
+        max_priority_fee_per_gas: 0,
+        to: TxKind::Call(to),
+        value,
+        input: data.into(),
+        ..Default::default()
+    };
+    let (sig, recid) = account
+        .signing_key()
+        .sign_prehash_recoverable(tx.signature_hash().as_slice())
+        .unwrap();
+    let sig = Signature::from_signature_and_parity(sig, recid.is_y_odd());
+    let envelope: TxEnvelope = tx.into_signed(sig).into();
+    let hash = chain.send_transaction(envelope).expect("valid transaction");
+    chain.transaction(hash).expect("automined").clone()
 }
