@@ -115,6 +115,28 @@ async fn call(
         .await
 }
 
+/// The receipt of `hash`, polled until mined (anvil's automine answers
+/// `eth_sendRawTransaction` before the block is sealed) with a deadline.
+async fn mined_receipt(http: &reqwest::Client, url: &str, hash: &Value) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = call(http, url, "eth_getTransactionReceipt", json!([hash]))
+            .await
+            .unwrap();
+        if !r["result"].is_null() || Instant::now() > deadline {
+            return r;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn both_receipts(http: &reqwest::Client, urls: [&str; 2], hash: &Value) -> [Value; 2] {
+    [
+        mined_receipt(http, urls[0], hash).await,
+        mined_receipt(http, urls[1], hash).await,
+    ]
+}
+
 /// The shape of a JSON value: object keys kept, array elements merged, leaves typed; hex
 /// strings classified by what they encode.
 fn shape(v: &Value) -> Value {
@@ -326,16 +348,10 @@ async fn devnet_answers_like_anvil() {
     // Reads.
     let block_of = |r: &Value| r["result"]["blockNumber"].clone();
     let tx_hash = sent_1559[0]["result"].clone();
-    let receipts = both(&http, urls, "eth_getTransactionReceipt", json!([tx_hash])).await;
+    let receipts = both_receipts(&http, urls, &tx_hash).await;
     compare("receipt(1559)", &receipts);
     let legacy_hash = sent_legacy[0]["result"].clone();
-    let legacy_receipts = both(
-        &http,
-        urls,
-        "eth_getTransactionReceipt",
-        json!([legacy_hash]),
-    )
-    .await;
+    let legacy_receipts = both_receipts(&http, urls, &legacy_hash).await;
     compare("receipt(legacy)", &legacy_receipts);
     compare(
         "tx(1559)",
@@ -453,14 +469,7 @@ async fn devnet_answers_like_anvil() {
         .await
         .unwrap();
     assert!(sent["result"].is_string(), "{sent}");
-    let their_receipt = call(
-        &http,
-        urls[1],
-        "eth_getTransactionReceipt",
-        json!([sent["result"]]),
-    )
-    .await
-    .unwrap();
+    let their_receipt = mined_receipt(&http, urls[1], &sent["result"]).await;
     assert_eq!(
         their_receipt["result"]["logs"].as_array().unwrap().len(),
         1,
