@@ -96,7 +96,12 @@ impl Toolchain {
         }
     }
 
-    /// `cargo build` for one contract crate's cdylib, into `target_dir`.
+    /// `cargo rustc` for one contract crate's cdylib, into `target_dir`.
+    ///
+    /// Contract crates declare `crate-type = ["lib", "cdylib"]` (the rlib serves native tests and
+    /// other crates). Building only the cdylib matters for size: when rustc also emits the rlib,
+    /// generic instances are shared/exported and LTO keeps much more of them (session-wallet:
+    /// 352 vs 162 functions, 20,594 vs ~18,950 bytes compressed).
     pub fn cargo_build(&self, workspace: &Path, target_dir: &Path, krate: &str) -> Command {
         let mut cmd = match self {
             Toolchain::Rustup { name, .. } => {
@@ -125,12 +130,19 @@ impl Toolchain {
             .env_remove("CARGO_BUILD_RUSTFLAGS")
             .env_remove("CARGO_TARGET_DIR")
             .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS", rustflags)
-            .args(["build", "--profile", "contract", "--target", WASM_TARGET]);
+            .args(["rustc", "--profile", "contract", "--target", WASM_TARGET]);
         if self.builds_std() {
             cmd.arg(BUILD_STD);
         }
-        cmd.args(["-p", krate, "--lib", "--target-dir"])
-            .arg(target_dir);
+        cmd.args([
+            "-p",
+            krate,
+            "--lib",
+            "--crate-type",
+            "cdylib",
+            "--target-dir",
+        ])
+        .arg(target_dir);
         cmd
     }
 }
