@@ -15,6 +15,8 @@ extern crate alloc;
 
 pub mod error;
 pub mod pending;
+#[cfg(any(target_arch = "wasm32", test))]
+mod router;
 pub mod session;
 
 use alloc::vec::Vec;
@@ -43,7 +45,8 @@ use session::{Session, Terms};
 type Result<T, E = WalletError> = core::result::Result<T, E>;
 
 #[storage]
-#[entrypoint]
+// On wasm32 the entry point is `router::route`; `#[public]` routes native tests.
+#[cfg_attr(not(target_arch = "wasm32"), entrypoint)]
 pub struct SessionWallet {
     counterparty_registry: StorageAddress,
     receipt_registry: StorageAddress,

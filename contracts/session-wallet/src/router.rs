@@ -1,0 +1,522 @@
+//! The on-chain entry point: a hand-written ABI router (wasm32 only).
+//!
+//! `#[public]` generates a router that monomorphises alloy's decoder and encoder for every
+//! argument and return tuple; for 21 functions that costs kilobytes of the 16 KiB budget. All
+//! arguments here are static words except one trailing `bytes`, and all returns are static, so
+//! one word reader and one word writer do. The rules are the SDK router's
+//! (`stylus_sdk::abi::router_entrypoint` + `abi_decode_params_validate`); the tests below run
+//! both routers on the same calls, valid and garbled, natively:
+//! * empty calldata, calldata under 4 bytes and unknown selectors revert with no data;
+//! * arguments: the head must be present (trailing bytes are ignored); `address`, `uint64` and
+//!   `bool` words must be clean; a `bytes` offset and length must be clean `uint32`s pointing
+//!   inside the calldata; any violation reverts with no data;
+//! * only `openSession` and `topUp` accept value (others revert with no data), checked before
+//!   decoding, as is the one-shot constructor guard;
+//! * reentrancy is refused and the storage cache flushed by `#[entrypoint]`, as before.
+//!
+//! `#[public]` stays on the impl: native tests, `export-abi` and the ABI drift tests use it.
+
+use alloc::vec::Vec;
+
+use alloy_primitives::{Address, B256, U256};
+use alloy_sol_types::SolCall;
+use bursar_bindings::wallet::ISessionWallet::*;
+use bursar_contract_common::{word, Word};
+use stylus_sdk::{
+    abi::CONSTRUCTOR_SELECTOR,
+    stylus_core::{ConstructorGuard, ValueDenier},
+    ArbResult,
+};
+#[cfg(target_arch = "wasm32")]
+use stylus_sdk::{host::VM, prelude::*};
+
+use crate::SessionWallet;
+
+// The struct is not `#[entrypoint]` on wasm32 (that would route through `#[public]`).
+#[cfg(target_arch = "wasm32")]
+unsafe impl stylus_sdk::stylus_core::storage::TopLevelStorage for SessionWallet {}
+
+/// Calldata after the selector, read as ABI words.
+struct Args<'a>(&'a [u8]);
+
+/// Malformed calldata: the call reverts with no data, like the SDK router.
+struct Malformed;
+
+type Decoded<T> = Result<T, Malformed>;
+
+impl Args<'_> {
+    fn word(&self, index: usize) -> Decoded<&Word> {
+        let start = index * 32;
+        self.0
+            .get(start..start + 32)
+            .and_then(|w| w.try_into().ok())
+            .ok_or(Malformed)
+    }
+
+    /// A word whose first `zeros` bytes must be zero.
+    fn clean(&self, index: usize, zeros: usize) -> Decoded<&Word> {
+        let w = self.word(index)?;
+        w[..zeros]
+            .iter()
+            .all(|&b| b == 0)
+            .then_some(w)
+            .ok_or(Malformed)
+    }
+
+    fn u256(&self, index: usize) -> Decoded<U256> {
+        Ok(U256::from_be_bytes(*self.word(index)?))
+    }
+
+    fn b256(&self, index: usize) -> Decoded<B256> {
+        Ok(B256::new(*self.word(index)?))
+    }
+
+    fn address(&self, index: usize) -> Decoded<Address> {
+        Ok(Address::from_slice(&self.clean(index, 12)?[12..]))
+    }
+
+    fn u64(&self, index: usize) -> Decoded<u64> {
+        let w = self.clean(index, 24)?;
+        Ok(u64::from_be_bytes(w[24..].try_into().unwrap_or_default()))
+    }
+
+    fn bool(&self, index: usize) -> Decoded<bool> {
+        match self.clean(index, 31)?[31] {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(Malformed),
+        }
+    }
+
+    /// A `uint32` word (ABI offsets and lengths on a 32-bit machine, as alloy reads them).
+    fn offset(&self, at: usize) -> Decoded<usize> {
+        let w = self
+            .0
+            .get(at..at.checked_add(32).ok_or(Malformed)?)
+            .ok_or(Malformed)?;
+        if w[..28].iter().any(|&b| b != 0) {
+            return Err(Malformed);
+        }
+        Ok(u32::from_be_bytes(w[28..].try_into().unwrap_or_default()) as usize)
+    }
+
+    /// A `bytes` argument whose head word is at `index`.
+    fn bytes(&self, index: usize) -> Decoded<Vec<u8>> {
+        let start = self.offset(index * 32)?;
+        let len = self.offset(start)?;
+        let data = start + 32;
+        self.0
+            .get(data..data.checked_add(len).ok_or(Malformed)?)
+            .map(<[u8]>::to_vec)
+            .ok_or(Malformed)
+    }
+}
+
+/// Return data: the ABI encoding of a tuple of static values.
+fn words(values: &[Word]) -> Vec<u8> {
+    values.as_flattened().to_vec()
+}
+
+/// What a call returns: encoded values, a wallet error, or a bare revert.
+enum Outcome {
+    Ok(Vec<u8>),
+    Err(crate::WalletError),
+    Revert,
+}
+
+impl From<crate::Result<Vec<u8>>> for Outcome {
+    fn from(result: crate::Result<Vec<u8>>) -> Self {
+        match result {
+            Ok(data) => Outcome::Ok(data),
+            Err(err) => Outcome::Err(err),
+        }
+    }
+}
+
+impl From<Malformed> for Outcome {
+    fn from(_: Malformed) -> Self {
+        Outcome::Revert
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+#[entrypoint]
+fn route(input: Vec<u8>, host: VM) -> ArbResult {
+    let mut wallet = unsafe { <SessionWallet as StorageType>::new(U256::ZERO, 0, host) };
+    handle(&mut wallet, &input)
+}
+
+/// Routes one call's calldata (selector included).
+fn handle(wallet: &mut SessionWallet, input: &[u8]) -> ArbResult {
+    let outcome = match (input.get(..4), input.get(4..)) {
+        (Some(selector), Some(args)) => {
+            let selector = u32::from_be_bytes(selector.try_into().unwrap_or_default());
+            dispatch(wallet, selector, &Args(args))
+        }
+        _ => Outcome::Revert,
+    };
+    match outcome {
+        Outcome::Ok(data) => Ok(data),
+        Outcome::Err(err) => Err(err.into()),
+        Outcome::Revert => Err(Vec::new()),
+    }
+}
+
+fn sel<C: SolCall>() -> u32 {
+    u32::from_be_bytes(C::SELECTOR)
+}
+
+fn dispatch(w: &mut SessionWallet, selector: u32, a: &Args) -> Outcome {
+    let payable = selector == sel::<openSessionCall>() || selector == sel::<topUpCall>();
+    if !payable && w.deny_value("").is_err() {
+        return Outcome::Revert;
+    }
+    match call(w, selector, a) {
+        Ok(outcome) => outcome,
+        Err(malformed) => malformed.into(),
+    }
+}
+
+/// Decodes the arguments, calls the function and encodes what it returns.
+fn call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Outcome> {
+    let one = |r: crate::Result<Word>| Outcome::from(r.map(|v| words(&[v])));
+    let unit = |r: crate::Result<()>| Outcome::from(r.map(|()| Vec::new()));
+    Ok(if s == CONSTRUCTOR_SELECTOR {
+        if w.check_constructor_slot().is_err() {
+            return Ok(Outcome::Revert);
+        }
+        let (counterparty, receipts, gateway) = (a.address(0)?, a.address(1)?, a.address(2)?);
+        unit(w.constructor(counterparty, receipts, gateway))
+    } else if s == sel::<openSessionCall>() {
+        let r = w.open_session(
+            a.address(0)?,
+            a.address(1)?,
+            a.address(2)?,
+            a.address(3)?,
+            a.u256(4)?,
+            a.u256(5)?,
+            a.u256(6)?,
+            a.u64(7)?,
+            a.u256(8)?,
+            a.u64(9)?,
+            a.u64(10)?,
+            a.u64(11)?,
+            a.u256(12)?,
+            a.b256(13)?,
+        );
+        one(r.map(word))
+    } else if s == sel::<payCall>() {
+        let r = w.pay(
+            a.u256(0)?,
+            a.address(1)?,
+            a.u256(2)?,
+            a.b256(3)?,
+            a.u256(4)?,
+            a.u256(5)?,
+            a.bytes(6)?.into(),
+        );
+        Outcome::from(r.map(|(paid, id)| words(&[word(paid), word(id)])))
+    } else if s == sel::<approvePendingCall>() {
+        one(w.approve_pending(a.u256(0)?).map(word))
+    } else if s == sel::<rejectPendingCall>() {
+        unit(w.reject_pending(a.u256(0)?))
+    } else if s == sel::<decidePendingForCall>() {
+        let r = w.decide_pending_for(a.u256(0)?, a.bool(1)?, a.address(2)?);
+        one(r.map(word))
+    } else if s == sel::<topUpCall>() {
+        unit(w.top_up(a.u256(0)?, a.u256(1)?))
+    } else if s == sel::<revokeCall>() {
+        unit(w.revoke(a.u256(0)?))
+    } else if s == sel::<closeCall>() {
+        one(w.close(a.u256(0)?).map(word))
+    } else if s == sel::<renewLeaseCall>() {
+        let r = w.renew_lease(a.u256(0)?, a.u256(1)?, a.u256(2)?, a.bytes(3)?.into());
+        one(r.map(word))
+    } else if s == sel::<sessionTermsCall>() {
+        let t = w.session_terms(a.u256(0)?);
+        Outcome::Ok(words(&[
+            word(t.0),
+            word(t.1),
+            word(t.2),
+            word(t.3),
+            word(t.4),
+            word(t.5),
+            word(t.6),
+            word(t.7),
+            word(t.8),
+            word(t.9),
+            word(t.10),
+            word(t.11),
+            word(t.12),
+        ]))
+    } else if s == sel::<sessionStateCall>() {
+        let t = w.session_state(a.u256(0)?);
+        Outcome::Ok(words(&[
+            word(u64::from(t.0)),
+            word(t.1),
+            word(t.2),
+            word(t.3),
+            word(t.4),
+            word(t.5),
+            word(t.6),
+        ]))
+    } else if s == sel::<sessionAuthorityCall>() {
+        let (owner, key, active) = w.session_authority(a.u256(0)?);
+        Outcome::Ok(words(&[word(owner), word(key), word(active)]))
+    } else if s == sel::<remainingDepositCall>() {
+        Outcome::Ok(words(&[word(w.remaining_deposit(a.u256(0)?))]))
+    } else if s == sel::<remainingPeriodBudgetCall>() {
+        Outcome::Ok(words(&[word(w.remaining_period_budget(a.u256(0)?))]))
+    } else if s == sel::<pendingPaymentCall>() {
+        let t = w.pending_payment(a.u256(0)?);
+        Outcome::Ok(words(&[
+            word(t.0),
+            word(t.1),
+            word(t.2),
+            word(t.3),
+            word(t.4),
+            word(t.5),
+            word(u64::from(t.6)),
+        ]))
+    } else if s == sel::<isNonceUsedCall>() {
+        Outcome::Ok(words(&[word(w.is_nonce_used(a.u256(0)?, a.u256(1)?))]))
+    } else if s == sel::<domainSeparatorCall>() {
+        Outcome::Ok(words(&[word(w.domain_separator())]))
+    } else if s == sel::<counterpartyRegistryCall>() {
+        Outcome::Ok(words(&[word(w.counterparty_registry())]))
+    } else if s == sel::<receiptRegistryCall>() {
+        Outcome::Ok(words(&[word(w.receipt_registry())]))
+    } else if s == sel::<gatewayCall>() {
+        Outcome::Ok(words(&[word(w.gateway())]))
+    } else if s == sel::<sessionCountCall>() {
+        Outcome::Ok(words(&[word(w.session_count())]))
+    } else if s == sel::<pendingTtlCall>() {
+        Outcome::Ok(words(&[word(SessionWallet::pending_ttl())]))
+    } else {
+        Outcome::Revert
+    })
+}
+
+/// The hand router against the `#[public]` one: same return data, revert data, storage writes
+/// and logs, for valid calls (paying, pending, reverting) and garbled calldata.
+#[cfg(test)]
+mod tests {
+    use alloy_primitives::{address, Bytes};
+    use alloy_sol_types::{SolStruct, SolValue};
+    use bursar_bindings::eip712::{PaymentIntent, SESSION_WALLET_DOMAIN};
+    use bursar_contract_testing::{MockHost, TestKey};
+    use stylus_sdk::{
+        abi::Router,
+        stylus_core::{AccountAccess, ChainAccess},
+    };
+
+    use super::*;
+
+    const OWNER: Address = address!("0000000000000000000000000000000000000A11");
+    const RELAYER: Address = address!("0000000000000000000000000000000000000BAD");
+    const REGISTRY: Address = address!("C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0");
+    const RECEIPTS: Address = address!("EEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEE");
+    const GATEWAY: Address = address!("6A7E6A7E6A7E6A7E6A7E6A7E6A7E6A7E6A7E6A7E");
+    const VENDOR: Address = address!("00000000000000000000000000000000000000A1");
+    const T0: u64 = 1_700_000_000;
+
+    /// `stylus_sdk::abi::router_entrypoint` without receive/fallback (the wallet has neither).
+    fn sdk(w: &mut SessionWallet, input: &[u8]) -> ArbResult {
+        let Some(selector) = input.get(..4) else {
+            return Err(Vec::new());
+        };
+        let selector = u32::from_be_bytes(selector.try_into().unwrap());
+        let args = &input[4..];
+        if selector == CONSTRUCTOR_SELECTOR {
+            <SessionWallet as Router<SessionWallet>>::constructor(w, args)
+        } else {
+            <SessionWallet as Router<SessionWallet>>::route(w, selector, args)
+        }
+        .unwrap_or(Err(Vec::new()))
+    }
+
+    /// A constructed wallet with one native session (id 1) whose registries say yes.
+    fn world() -> (MockHost, TestKey) {
+        let host = MockHost::new();
+        host.vm.set_block_timestamp(T0);
+        host.on_call(GATEWAY, |_| Ok(Vec::new()));
+        host.on_call(REGISTRY, |_| Ok(U256::from(1).abi_encode()));
+        host.on_call(RECEIPTS, |_| Ok(U256::from(42).abi_encode()));
+        host.set_native_balance(OWNER, U256::from(1_000_000));
+        host.set_native_balance(RELAYER, U256::from(1_000_000));
+        let key = TestKey::from_seed(1);
+        let mut w = SessionWallet::from(&host);
+        w.constructor(REGISTRY, RECEIPTS, GATEWAY).unwrap();
+        host.send_from(OWNER, U256::from(1000));
+        let terms = (
+            U256::from(100),
+            U256::ZERO,
+            0,
+            U256::from(50),
+            T0,
+            T0 + 1000,
+            0,
+        );
+        w.open_session(
+            OWNER,
+            key.address(),
+            Address::ZERO,
+            Address::ZERO,
+            U256::from(1000),
+            terms.0,
+            terms.1,
+            terms.2,
+            terms.3,
+            terms.4,
+            terms.5,
+            terms.6,
+            U256::from(7),
+            B256::ZERO,
+        )
+        .unwrap();
+        (host, key)
+    }
+
+    fn pay(host: &MockHost, key: &TestKey, amount: u64, nonce: u64) -> Vec<u8> {
+        let intent = PaymentIntent {
+            session: U256::from(1),
+            to: VENDOR,
+            amount: U256::from(amount),
+            purpose: B256::repeat_byte(0x11),
+            nonce: U256::from(nonce),
+            deadline: U256::from(T0 + 600),
+        };
+        let domain = SESSION_WALLET_DOMAIN.at(host.vm.chain_id(), host.vm.contract_address());
+        let signature: Bytes = key.sign(intent.eip712_signing_hash(&domain)).into();
+        payCall {
+            sessionId: intent.session,
+            to: intent.to,
+            amount: intent.amount,
+            purpose: intent.purpose,
+            nonce: intent.nonce,
+            deadline: intent.deadline,
+            signature,
+        }
+        .abi_encode()
+    }
+
+    /// Valid calldata for every function (and the constructor).
+    fn calls(host: &MockHost, key: &TestKey) -> Vec<Vec<u8>> {
+        let id = U256::from(1);
+        let a = Address::repeat_byte(0x42);
+        let mut constructor = CONSTRUCTOR_SELECTOR.to_be_bytes().to_vec();
+        constructor.extend((REGISTRY, RECEIPTS, GATEWAY).abi_encode_params());
+        vec![
+            constructor,
+            openSessionCall {
+                owner: OWNER,
+                sessionKey: a,
+                guardian: a,
+                token: Address::ZERO,
+                deposit: U256::from(5),
+                perPaymentCap: U256::ZERO,
+                periodBudget: U256::from(3),
+                periodSeconds: 60,
+                coSignThreshold: U256::ZERO,
+                validAfter: T0,
+                expiresAt: T0 + 10,
+                leaseSeconds: 5,
+                allowlistId: U256::from(7),
+                metadata: B256::repeat_byte(1),
+            }
+            .abi_encode(),
+            pay(host, key, 40, 1),
+            pay(host, key, 60, 2),
+            pay(host, key, 101, 3),
+            approvePendingCall { pendingId: id }.abi_encode(),
+            rejectPendingCall { pendingId: id }.abi_encode(),
+            decidePendingForCall {
+                pendingId: id,
+                approve: true,
+                owner: OWNER,
+            }
+            .abi_encode(),
+            topUpCall {
+                sessionId: id,
+                amount: U256::from(5),
+            }
+            .abi_encode(),
+            revokeCall { sessionId: id }.abi_encode(),
+            closeCall { sessionId: id }.abi_encode(),
+            renewLeaseCall {
+                sessionId: id,
+                nonce: U256::from(9),
+                deadline: U256::from(T0 + 5),
+                signature: Bytes::from(vec![7; 65]),
+            }
+            .abi_encode(),
+            sessionTermsCall { sessionId: id }.abi_encode(),
+            sessionStateCall { sessionId: id }.abi_encode(),
+            sessionAuthorityCall { sessionId: id }.abi_encode(),
+            remainingDepositCall { sessionId: id }.abi_encode(),
+            remainingPeriodBudgetCall { sessionId: id }.abi_encode(),
+            pendingPaymentCall { pendingId: id }.abi_encode(),
+            isNonceUsedCall {
+                sessionId: id,
+                nonce: U256::from(1),
+            }
+            .abi_encode(),
+            domainSeparatorCall {}.abi_encode(),
+            counterpartyRegistryCall {}.abi_encode(),
+            receiptRegistryCall {}.abi_encode(),
+            gatewayCall {}.abi_encode(),
+            sessionCountCall {}.abi_encode(),
+            pendingTtlCall {}.abi_encode(),
+        ]
+    }
+
+    /// Each call as is, cut short, extended, and with each byte of its arguments' heads (and of
+    /// the `bytes` tails) set to a value that breaks a narrower type.
+    fn variants(call: &[u8]) -> Vec<Vec<u8>> {
+        let mut out = vec![call.to_vec(), call[..call.len() - 1].to_vec()];
+        let mut longer = call.to_vec();
+        longer.extend([0xAB; 33]);
+        out.push(longer);
+        for at in 4..call.len() {
+            for value in [0xFF, 0x02] {
+                if call[at] != value {
+                    let mut bad = call.to_vec();
+                    bad[at] = value;
+                    out.push(bad);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn hand_router_matches_public_router() {
+        let (host, key) = world();
+        let mut inputs = vec![Vec::new(), vec![1, 2, 3], vec![0xde, 0xad, 0xbe, 0xef]];
+        let calls = calls(&host, &key);
+        for call in &calls {
+            inputs.extend(variants(call));
+        }
+        let (mut checked, mut paid) = (0, 0);
+        for input in &inputs {
+            for (sender, value) in [(OWNER, 0u64), (RELAYER, 0), (OWNER, 5), (OWNER, 1000)] {
+                let run = |route: fn(&mut SessionWallet, &[u8]) -> ArbResult| {
+                    let before = host.checkpoint();
+                    host.send_from(sender, U256::from(value));
+                    let result = route(&mut SessionWallet::from(&host), input);
+                    let state = host.vm.snapshot();
+                    host.revert_to(before);
+                    (result, state.storage, state.emitted_logs)
+                };
+                let (expected, mine) = (run(sdk), run(handle));
+                assert_eq!(mine, expected, "input {input:02x?}, value {value}");
+                checked += 1;
+                paid += usize::from(*input == calls[2] && expected.0.is_ok());
+            }
+        }
+        assert!(
+            checked > 10_000 && paid == 2,
+            "{checked} calls, {paid} paid"
+        );
+    }
+}
