@@ -52,7 +52,7 @@ pub trait Narrator {
     fn note(&mut self, line: &str);
 }
 
-/// Collects narration (tests) or prints it (`Print`).
+/// Collects the narration (tests); the CLI prints it instead.
 #[derive(Default)]
 pub struct Transcript(pub Vec<String>);
 
