@@ -642,19 +642,12 @@ impl<N: Narrator> Scenario<'_, N> {
             nonce,
             deadline,
         };
-        let sig =
-            self.actors.agent.sign_hash_rsv(&intent.eip712_signing_hash(
-                &SESSION_WALLET_DOMAIN.at(self.chain_id, self.contracts.wallet),
-            ));
-        let call = ISessionWallet::payCall {
-            sessionId: intent.session,
-            to,
-            amount,
-            purpose: intent.purpose,
-            nonce,
-            deadline,
-            signature: sig.into(),
-        };
+        let call = signed_pay(
+            &self.actors.agent,
+            self.chain_id,
+            self.contracts.wallet,
+            intent,
+        );
         let relayer = self.actors.relayer.clone();
         let (client, wallet) = (self.client, self.contracts.wallet);
         let sender = self.sender(&relayer).await?;
@@ -900,6 +893,27 @@ impl<N: Narrator> Scenario<'_, N> {
             crate::money::format_usd(left)
         ));
         Ok(())
+    }
+}
+
+/// The `pay` call carrying `intent`, signed by the session key `agent` for the wallet at
+/// `wallet` on `chain_id` (what an agent hands the relayer).
+pub fn signed_pay(
+    agent: &Key,
+    chain_id: u64,
+    wallet: Address,
+    intent: PaymentIntent,
+) -> ISessionWallet::payCall {
+    let domain = SESSION_WALLET_DOMAIN.at(chain_id, wallet);
+    let signature = agent.sign_hash_rsv(&intent.eip712_signing_hash(&domain));
+    ISessionWallet::payCall {
+        sessionId: intent.session,
+        to: intent.to,
+        amount: intent.amount,
+        purpose: intent.purpose,
+        nonce: intent.nonce,
+        deadline: intent.deadline,
+        signature: signature.into(),
     }
 }
 

@@ -93,26 +93,7 @@ async fn web3_py_drives_the_devnet() {
 
     // Deploy + activate + construct the token (owner = dev 0), mint to the client (dev 2).
     let mut owner = Sender::dev(0);
-    let code = common::code("test_token");
-    let r = owner
-        .send(&p, None, stylus_activation::deploy_initcode(&code))
-        .await;
-    let token = Address::from(r.contract_address.unwrap().0);
-    let activate = bursar_devnet::arbwasm::IArbWasm::activateProgramCall { program: token };
-    let r = owner
-        .send(
-            &p,
-            Some(bursar_devnet::arbwasm::ARBWASM_ADDRESS),
-            activate.abi_encode(),
-        )
-        .await;
-    assert_eq!(r.status, Some(1.into()));
-    let mut ctor = common::CONSTRUCTOR_SELECTOR.to_vec();
-    ctor.extend(owner.address.abi_encode());
-    assert_eq!(
-        owner.send(&p, Some(token), ctor).await.status,
-        Some(1.into())
-    );
+    let token = deploy_token(&p, &mut owner).await;
     let client = &dev_accounts()[2];
     let mint = ITestToken::mintCall {
         to: client.address,

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use alloy_consensus::{TxEip1559, TxLegacy};
 use alloy_primitives::{Address, Bytes, TxKind, U256};
-use alloy_sol_types::{SolCall, SolEvent, SolValue};
+use alloy_sol_types::{SolCall, SolEvent};
 use bursar_bindings::token::ITestToken;
 use bursar_devnet::accounts::TEST_MNEMONIC;
 use common::rpc_client::*;
@@ -555,32 +555,4 @@ async fn devnet_answers_like_anvil() {
     );
     handle.shutdown().await;
     drop(anvil);
-}
-
-/// Deploys, activates and constructs the test token (owner = `owner`) over JSON-RPC.
-async fn deploy_token<P: ethers_providers::JsonRpcClient>(
-    p: &ethers_providers::Provider<P>,
-    owner: &mut Sender,
-) -> Address {
-    let code = common::code("test_token");
-    let r = owner
-        .send(p, None, stylus_activation::deploy_initcode(&code))
-        .await;
-    let token = Address::from(r.contract_address.expect("created").0);
-    let activate = bursar_devnet::arbwasm::IArbWasm::activateProgramCall { program: token };
-    let r = owner
-        .send(
-            p,
-            Some(bursar_devnet::arbwasm::ARBWASM_ADDRESS),
-            activate.abi_encode(),
-        )
-        .await;
-    assert_eq!(r.status, Some(1.into()));
-    let mut ctor = common::CONSTRUCTOR_SELECTOR.to_vec();
-    ctor.extend(owner.address.abi_encode());
-    assert_eq!(
-        owner.send(p, Some(token), ctor).await.status,
-        Some(1.into())
-    );
-    token
 }

@@ -15,13 +15,13 @@ use std::time::{Duration, Instant};
 
 use alloy_consensus::TxEip1559;
 use alloy_primitives::{keccak256, Address, TxKind, U256};
-use alloy_sol_types::{SolCall, SolStruct};
+use alloy_sol_types::SolCall;
 use bursar_bindings::counterparty::ICounterpartyRegistry;
-use bursar_bindings::eip712::{PaymentIntent, SESSION_WALLET_DOMAIN};
+use bursar_bindings::eip712::PaymentIntent;
 use bursar_bindings::token::ITestToken;
 use bursar_bindings::wallet::ISessionWallet;
 use bursar_demo::money::usd;
-use bursar_demo::scenario::{decode_events, label};
+use bursar_demo::scenario::{decode_events, label, signed_pay};
 use bursar_deploy::{Client, Key, Sender};
 use bursar_e2e::{deploy, dev_key, devnet, scratch};
 use serde_json::json;
@@ -160,14 +160,7 @@ async fn pay_setup(n: usize, relayers: usize) -> (bursar_devnet::Handle, PayLoad
         )
         .await
         .expect("estimate");
-    let max_fee = 2 * client
-        .latest_block()
-        .await
-        .expect("block")
-        .base_fee_per_gas
-        .unwrap_or_default()
-        .to::<u128>()
-        + 1;
+    let max_fee = max_fee(&client).await;
     let mut nonce = 1u64;
     let raw = (0..relayers)
         .map(|r| {
@@ -211,17 +204,7 @@ fn pay_call(
         nonce: U256::from(nonce),
         deadline: U256::from(deadline),
     };
-    let sig =
-        agent.sign_hash_rsv(&intent.eip712_signing_hash(&SESSION_WALLET_DOMAIN.at(CHAIN, wallet)));
-    ISessionWallet::payCall {
-        sessionId: session,
-        to,
-        amount: intent.amount,
-        purpose: intent.purpose,
-        nonce: intent.nonce,
-        deadline: intent.deadline,
-        signature: sig.into(),
-    }
+    signed_pay(agent, CHAIN, wallet, intent)
 }
 
 async fn pay_throughput(n: usize) {
@@ -286,14 +269,7 @@ async fn get_logs_latency(n: usize) {
         .expect("automine off");
     let key = dev_key(0);
     let start_nonce = client.nonce(key.address()).await.expect("nonce");
-    let max_fee = 2 * client
-        .latest_block()
-        .await
-        .expect("block")
-        .base_fee_per_gas
-        .unwrap_or_default()
-        .to::<u128>()
-        + 1;
+    let max_fee = max_fee(&client).await;
     let recipients: Vec<Address> = (0..100u8).map(|i| Address::repeat_byte(i + 1)).collect();
     let t = Instant::now();
     let first = client.block_number().await.expect("block") + 1;
@@ -405,6 +381,12 @@ async fn post_batch(url: &str, batch: &[serde_json::Value]) {
     if let Some(err) = answers.iter().find(|a| a.get("error").is_some()) {
         panic!("transaction refused: {err}");
     }
+}
+
+/// A fee cap that covers the next blocks' base fee (the devnet's tip is 0).
+async fn max_fee(client: &Client) -> u128 {
+    let base = client.latest_block().await.expect("block").base_fee_per_gas;
+    2 * base.unwrap_or_default().to::<u128>() + 1
 }
 
 fn ms(d: Duration) -> f64 {

@@ -13,7 +13,7 @@ use bursar_bindings::receipts::IReceiptRegistry;
 use bursar_bindings::token::ITestToken;
 use bursar_bindings::wallet::ISessionWallet::{self, ISessionWalletErrors as E};
 use bursar_demo::money::usd;
-use bursar_demo::scenario::{decode_events, label};
+use bursar_demo::scenario::{decode_events, label, signed_pay};
 use bursar_deploy::rpc::Receipt;
 use bursar_deploy::sender::SendError;
 use bursar_deploy::{Client, Key, Sender};
@@ -206,18 +206,7 @@ impl World {
             nonce: U256::from(nonce),
             deadline: U256::from(deadline),
         };
-        let sig = key.sign_hash_rsv(
-            &intent.eip712_signing_hash(&SESSION_WALLET_DOMAIN.at(CHAIN, self.wallet)),
-        );
-        ISessionWallet::payCall {
-            sessionId: session,
-            to,
-            amount,
-            purpose: intent.purpose,
-            nonce: intent.nonce,
-            deadline: intent.deadline,
-            signature: sig.into(),
-        }
+        signed_pay(key, CHAIN, self.wallet, intent)
     }
 
     /// The relayer submits `call`; the wallet's refusal comes back decoded.

@@ -3,7 +3,7 @@
 use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope, TxLegacy};
 use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::{Address, Bytes, Signature, TxKind, B256, U256};
-use alloy_sol_types::SolCall;
+use alloy_sol_types::{SolCall, SolValue};
 use bursar_devnet::accounts::dev_accounts;
 use bursar_devnet::arbwasm::{IArbWasm, ARBWASM_ADDRESS};
 use bursar_devnet::{spawn, Handle, RpcConfig};
@@ -111,16 +111,37 @@ pub fn topics(l: &et::Log) -> Vec<B256> {
     l.topics.iter().map(|t| B256::from(t.0)).collect()
 }
 
-/// Deploys (prelude initcode) and activates the counterparty registry; returns its address.
-pub async fn deploy_registry<P: JsonRpcClient>(p: &Provider<P>, owner: &mut Sender) -> Address {
-    let code = super::code("counterparty_registry");
+/// Deploys the artifact `name` (prelude initcode) and activates it; returns its address.
+pub async fn deploy_program<P: JsonRpcClient>(
+    p: &Provider<P>,
+    owner: &mut Sender,
+    name: &str,
+) -> Address {
+    let code = super::code(name);
     let receipt = owner
         .send(p, None, stylus_activation::deploy_initcode(&code))
         .await;
     assert_eq!(receipt.status, Some(1.into()));
-    let registry = Address::from(receipt.contract_address.expect("contract address").0);
-    let activate = IArbWasm::activateProgramCall { program: registry }.abi_encode();
+    let program = Address::from(receipt.contract_address.expect("contract address").0);
+    let activate = IArbWasm::activateProgramCall { program }.abi_encode();
     let receipt = owner.send(p, Some(ARBWASM_ADDRESS), activate).await;
     assert_eq!(receipt.status, Some(1.into()));
-    registry
+    program
+}
+
+/// Deploys and activates the counterparty registry (no constructor).
+pub async fn deploy_registry<P: JsonRpcClient>(p: &Provider<P>, owner: &mut Sender) -> Address {
+    deploy_program(p, owner, "counterparty_registry").await
+}
+
+/// Deploys, activates and constructs the test token with `owner` as its owner.
+pub async fn deploy_token<P: JsonRpcClient>(p: &Provider<P>, owner: &mut Sender) -> Address {
+    let token = deploy_program(p, owner, "test_token").await;
+    let mut ctor = super::CONSTRUCTOR_SELECTOR.to_vec();
+    ctor.extend(owner.address.abi_encode());
+    assert_eq!(
+        owner.send(p, Some(token), ctor).await.status,
+        Some(1.into())
+    );
+    token
 }
