@@ -5,8 +5,13 @@ alloy_sol_types::sol! {
     /// The external interface of CounterpartyRegistry (see `contracts/counterparty-registry`).
     ///
     /// `maxPerPayment == 0` means no per-counterparty cap. Lists start at id 1; unknown lists and
-    /// unknown counterparties are denied.
+    /// unknown counterparties are denied. The binder named at construction (the deployer) binds
+    /// the registry once to the SessionWallet that names it; from then on the wallet, its gateway,
+    /// its receipt registry and this registry cannot be listed as counterparties.
     interface ICounterpartyRegistry {
+        function bind(address wallet) external;
+        function wallet() external view returns (address);
+
         function createList() external returns (uint256);
         function transferListOwnership(uint256 listId, address newOwner) external;
         function setAdmin(uint256 listId, address admin, bool enabled) external;
@@ -25,11 +30,15 @@ alloy_sol_types::sol! {
         event ListAdminSet(uint256 indexed listId, address indexed admin, bool enabled);
         event EntrySet(uint256 indexed listId, address indexed counterparty, address indexed by, bool allowed, uint256 maxPerPayment, bytes32 label);
         event EntryRemoved(uint256 indexed listId, address indexed counterparty, address indexed by);
+        event WalletBound(address indexed wallet);
 
         error CounterpartyUnknownList(uint256 listId);
         error CounterpartyUnauthorized(uint256 listId, address caller);
         error CounterpartyInvalidAddress(address account);
         error CounterpartyLengthMismatch(uint256 counterparties, uint256 other);
         error CounterpartyUnknownEntry(uint256 listId, address counterparty);
+        error CounterpartyNotBinder(address caller);
+        error CounterpartyAlreadyBound(address wallet);
+        error CounterpartyWalletMismatch(address wallet);
     }
 }

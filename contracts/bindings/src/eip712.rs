@@ -35,6 +35,7 @@ alloy_sol_types::sol! {
         uint64 validAfter;
         uint64 expiresAt;
         uint64 leaseSeconds;
+        address leaseKeeper;
         uint256 allowlistId;
         bytes32 metadata;
         uint256 nonce;
@@ -49,7 +50,8 @@ alloy_sol_types::sol! {
         uint256 deadline;
     }
 
-    /// A session key's renewal of its session's lease (`renewLease`).
+    /// A renewal of a session's lease (`renewLease`), signed by the session's lease keeper, or by
+    /// its session key when the session has no keeper.
     struct LeaseRenewal {
         uint256 session;
         uint256 nonce;
@@ -83,7 +85,7 @@ pub const PAYMENT_INTENT_TYPEHASH: B256 = keccak(
     b"PaymentIntent(uint256 session,address to,uint256 amount,bytes32 purpose,uint256 nonce,uint256 deadline)",
 );
 pub const OPEN_SESSION_TYPEHASH: B256 = keccak(
-    b"OpenSession(address owner,address sessionKey,address guardian,address token,uint256 deposit,uint256 perPaymentCap,uint256 periodBudget,uint64 periodSeconds,uint256 coSignThreshold,uint64 validAfter,uint64 expiresAt,uint64 leaseSeconds,uint256 allowlistId,bytes32 metadata,uint256 nonce,uint256 deadline)",
+    b"OpenSession(address owner,address sessionKey,address guardian,address token,uint256 deposit,uint256 perPaymentCap,uint256 periodBudget,uint64 periodSeconds,uint256 coSignThreshold,uint64 validAfter,uint64 expiresAt,uint64 leaseSeconds,address leaseKeeper,uint256 allowlistId,bytes32 metadata,uint256 nonce,uint256 deadline)",
 );
 pub const PENDING_DECISION_TYPEHASH: B256 =
     keccak(b"PendingDecision(uint256 pendingId,bool approve,uint256 nonce,uint256 deadline)");

@@ -6,12 +6,13 @@ alloy_sol_types::sol! {
     /// The external interface of SessionGateway (see `contracts/session-gateway`).
     ///
     /// Verifies owners' EIP-712 signatures (`OpenSession`, `PendingDecision`; EOAs or ERC-1271
-    /// contracts) and forwards to the SessionWallet it is bound to. The wallet binds itself once,
-    /// from its constructor. Failures inside the wallet come back as
+    /// contracts) and forwards to the SessionWallet it is bound to. The binder named at
+    /// construction (the deployer) binds it once, to a wallet that names this gateway; after that
+    /// nobody holds any power over it. Failures inside the wallet come back as
     /// `GatewayWalletCallFailed(reason)`, `reason` being the wallet's own custom error.
     interface ISessionGateway {
-        function bind() external;
-        function openSessionWithSig(address owner, address sessionKey, address guardian, address token, uint256 deposit, uint256 perPaymentCap, uint256 periodBudget, uint64 periodSeconds, uint256 coSignThreshold, uint64 validAfter, uint64 expiresAt, uint64 leaseSeconds, uint256 allowlistId, bytes32 metadata, uint256 nonce, uint256 deadline, bytes ownerSignature, bytes permitSignature) external returns (uint256);
+        function bind(address wallet) external;
+        function openSessionWithSig(address owner, address sessionKey, address guardian, address token, uint256 deposit, uint256 perPaymentCap, uint256 periodBudget, uint64 periodSeconds, uint256 coSignThreshold, uint64 validAfter, uint64 expiresAt, uint64 leaseSeconds, address leaseKeeper, uint256 allowlistId, bytes32 metadata, uint256 nonce, uint256 deadline, bytes ownerSignature, bytes permitSignature) external returns (uint256);
         function decidePendingWithSig(uint256 pendingId, bool approve, uint256 nonce, uint256 deadline, bytes signature) external returns (uint256);
         function wallet() external view returns (address);
         function isOwnerNonceUsed(address owner, uint256 nonce) external view returns (bool);
@@ -19,7 +20,9 @@ alloy_sol_types::sol! {
 
         event GatewayBound(address indexed wallet);
 
+        error GatewayUnauthorized(address caller);
         error GatewayAlreadyBound(address wallet);
+        error GatewayWalletMismatch(address wallet);
         error GatewayNotBound();
         error GatewayInvalidParameter(uint8 parameter);
         error GatewayDeadlinePassed(uint256 deadline);

@@ -1,18 +1,25 @@
 //! ReceiptRegistry: payment receipts written by the wallet and provenance records signed by
 //! session keys.
 
+use alloy_primitives::{keccak256, B256};
+use alloy_sol_types::SolValue;
+
 alloy_sol_types::sol! {
     #![sol(all_derives)]
     /// The external interface of ReceiptRegistry (see `contracts/receipt-registry`).
+    ///
+    /// A receipt is stored as one word, its [`receipt_commitment`]; the full receipt is in the
+    /// `ReceiptRecorded` event, and `verifyReceipt` checks a claimed receipt against the
+    /// commitment. The binder named at construction (the deployer) binds the registry once to the
+    /// SessionWallet that names it; after that nobody holds any power over the record.
     interface IReceiptRegistry {
-        function admin() external view returns (address);
+        function bind(address wallet) external;
         function wallet() external view returns (address);
-        function setWallet(address wallet) external;
-        function transferAdmin(address newAdmin) external;
 
         function recordReceipt(uint256 sessionId, address payer, address payee, address token, uint256 amount, bytes32 purpose) external returns (uint256);
-        function acknowledge(uint256 receiptId, bytes32 responseHash) external;
-        function getReceipt(uint256 receiptId) external view returns (uint256, address, address, address, uint256, bytes32, uint64, uint64, bytes32);
+        function acknowledge(uint256 receiptId, uint256 sessionId, address payer, address token, uint256 amount, bytes32 purpose, uint64 timestamp, bytes32 responseHash) external;
+        function verifyReceipt(uint256 receiptId, uint256 sessionId, address payer, address payee, address token, uint256 amount, bytes32 purpose, uint64 timestamp) external view returns (bool);
+        function getReceipt(uint256 receiptId) external view returns (bytes32, uint64, bytes32);
         function receiptCount() external view returns (uint256);
 
         function recordProvenance(uint256 sessionId, bytes32 subject, bytes32 inputs, bytes32 runtime, bytes32 policy, bytes32 uri, uint256[] parents, uint256 nonce, uint256 deadline, bytes signature) external returns (uint256);
@@ -24,16 +31,17 @@ alloy_sol_types::sol! {
         function isProvenanceNonceUsed(address attester, uint256 nonce) external view returns (bool);
         function domainSeparator() external view returns (bytes32);
 
-        event WalletSet(address indexed wallet);
-        event AdminTransferred(address indexed previousAdmin, address indexed newAdmin);
+        event WalletBound(address indexed wallet);
         event ReceiptRecorded(uint256 indexed receiptId, uint256 indexed sessionId, address indexed payee, address payer, address token, uint256 amount, bytes32 purpose, uint64 timestamp);
         event ReceiptAcknowledged(uint256 indexed receiptId, address indexed payee, bytes32 responseHash);
         event ProvenanceRecorded(uint256 indexed recordId, uint256 indexed sessionId, address indexed attester, bytes32 subject, bytes32 inputs, bytes32 runtime, bytes32 policy, bytes32 uri, uint256[] parents);
         event ProvenanceRevoked(uint256 indexed recordId, address indexed by, bytes32 reason);
 
         error RegistryUnauthorized(address caller);
-        error RegistryInvalidAddress(address account);
+        error RegistryAlreadyBound(address wallet);
+        error RegistryWalletMismatch(address wallet);
         error ReceiptUnknown(uint256 receiptId);
+        error ReceiptMismatch(uint256 receiptId);
         error ReceiptAlreadyAcknowledged(uint256 receiptId);
         error ProvenanceUnknown(uint256 recordId);
         error ProvenanceAlreadyRevoked(uint256 recordId);
@@ -43,9 +51,42 @@ alloy_sol_types::sol! {
         error ProvenanceDeadlinePassed(uint256 deadline);
         error ProvenanceSessionInactive(uint256 sessionId);
         error ProvenanceUnknownParent(uint256 parentId);
+        error ProvenanceParentRevoked(uint256 parentId);
+        error ProvenanceDuplicateParent(uint256 parentId);
         error ProvenanceTooManyParents(uint256 count, uint256 max);
+    }
+
+    /// A payment receipt as `ReceiptRecorded` announces it; its ABI encoding is what the
+    /// registry commits to.
+    struct Receipt {
+        uint256 sessionId;
+        address payer;
+        address payee;
+        address token;
+        uint256 amount;
+        bytes32 purpose;
+        uint64 timestamp;
     }
 }
 
 /// The most parents a provenance record may name (bounds gas and log size).
 pub const MAX_PARENTS: usize = 16;
+
+/// The word ReceiptRegistry stores for a receipt: `keccak256(abi.encode(receipt))`.
+pub fn receipt_commitment(receipt: &Receipt) -> B256 {
+    keccak256(receipt.abi_encode())
+}
+
+impl From<&IReceiptRegistry::ReceiptRecorded> for Receipt {
+    fn from(e: &IReceiptRegistry::ReceiptRecorded) -> Self {
+        Self {
+            sessionId: e.sessionId,
+            payer: e.payer,
+            payee: e.payee,
+            token: e.token,
+            amount: e.amount,
+            purpose: e.purpose,
+            timestamp: e.timestamp,
+        }
+    }
+}

@@ -10,10 +10,13 @@ alloy_sol_types::sol! {
     ///
     /// Conventions: `token == address(0)` is the native currency; `perPaymentCap == 0`,
     /// `coSignThreshold == 0` and `periodSeconds == 0` switch that rule off; `validAfter == 0`
-    /// means at once; `leaseSeconds == 0` means no lease.
+    /// means at once; `leaseSeconds == 0` means no lease; `leaseKeeper == address(0)` lets the
+    /// owner and the session key renew the lease, otherwise only the owner and the keeper can.
+    /// Amounts (deposit, caps, budget, threshold) are at most `2^128 - 1`, list ids at most
+    /// `2^64 - 1`. Tokens must move exactly the amount asked (no fee-on-transfer, no rebasing).
     interface ISessionWallet {
         // ---- lifecycle -------------------------------------------------------------------
-        function openSession(address owner, address sessionKey, address guardian, address token, uint256 deposit, uint256 perPaymentCap, uint256 periodBudget, uint64 periodSeconds, uint256 coSignThreshold, uint64 validAfter, uint64 expiresAt, uint64 leaseSeconds, uint256 allowlistId, bytes32 metadata) external payable returns (uint256);
+        function openSession(address owner, address sessionKey, address guardian, address token, uint256 deposit, uint256 perPaymentCap, uint256 periodBudget, uint64 periodSeconds, uint256 coSignThreshold, uint64 validAfter, uint64 expiresAt, uint64 leaseSeconds, address leaseKeeper, uint256 allowlistId, bytes32 metadata) external payable returns (uint256);
         function pay(uint256 sessionId, address to, uint256 amount, bytes32 purpose, uint256 nonce, uint256 deadline, bytes signature) external returns (bool, uint256);
         function approvePending(uint256 pendingId) external returns (uint256);
         function rejectPending(uint256 pendingId) external;
@@ -22,9 +25,10 @@ alloy_sol_types::sol! {
         function revoke(uint256 sessionId) external;
         function close(uint256 sessionId) external returns (uint256);
         function renewLease(uint256 sessionId, uint256 nonce, uint256 deadline, bytes signature) external returns (uint64);
+        function claim(address token, address to) external returns (uint256);
 
         // ---- views -----------------------------------------------------------------------
-        function sessionTerms(uint256 sessionId) external view returns (address, address, address, address, uint256, uint256, uint64, uint256, uint64, uint64, uint64, uint256, bytes32);
+        function sessionTerms(uint256 sessionId) external view returns (address, address, address, address, uint256, uint256, uint64, uint256, uint64, uint64, uint64, address, uint256);
         function sessionState(uint256 sessionId) external view returns (uint8, uint256, uint256, uint256, uint256, uint64, uint64);
         function sessionAuthority(uint256 sessionId) external view returns (address, address, bool);
         function remainingDeposit(uint256 sessionId) external view returns (uint256);
@@ -37,9 +41,10 @@ alloy_sol_types::sol! {
         function gateway() external view returns (address);
         function sessionCount() external view returns (uint256);
         function pendingTtl() external pure returns (uint64);
+        function claimable(address owner, address token) external view returns (uint256);
 
         // ---- events ----------------------------------------------------------------------
-        event SessionOpened(uint256 indexed sessionId, address indexed owner, address indexed sessionKey, address guardian, address token, uint256 deposit, uint256 perPaymentCap, uint256 periodBudget, uint64 periodSeconds, uint256 coSignThreshold, uint64 validAfter, uint64 expiresAt, uint64 leaseSeconds, uint256 allowlistId, bytes32 metadata);
+        event SessionOpened(uint256 indexed sessionId, address indexed owner, address indexed sessionKey, address guardian, address token, uint256 deposit, uint256 perPaymentCap, uint256 periodBudget, uint64 periodSeconds, uint256 coSignThreshold, uint64 validAfter, uint64 expiresAt, uint64 leaseSeconds, address leaseKeeper, uint256 allowlistId, bytes32 metadata);
         event SessionToppedUp(uint256 indexed sessionId, address indexed from, uint256 amount, uint256 deposit);
         event PaymentExecuted(uint256 indexed sessionId, address indexed to, uint256 indexed receiptId, uint256 amount, bytes32 purpose, uint256 nonce);
         event PaymentPending(uint256 indexed sessionId, address indexed to, uint256 indexed pendingId, uint256 amount, bytes32 purpose, uint256 nonce, uint64 expiresAt);
@@ -48,6 +53,8 @@ alloy_sol_types::sol! {
         event SessionRevoked(uint256 indexed sessionId, address indexed by);
         event SessionClosed(uint256 indexed sessionId, address indexed by, uint256 spent, uint256 refund);
         event LeaseRenewed(uint256 indexed sessionId, uint64 leaseExpiresAt);
+        event RefundDeferred(uint256 indexed sessionId, address indexed owner, address indexed token, uint256 amount);
+        event RefundClaimed(address indexed owner, address indexed token, address to, uint256 amount);
 
         // ---- errors ----------------------------------------------------------------------
         error WalletUnauthorized(address caller);
@@ -74,6 +81,9 @@ alloy_sol_types::sol! {
         error WalletPendingExpired(uint256 pendingId, uint64 expiresAt);
         error WalletPendingResolved(uint256 pendingId, uint8 status);
         error WalletNoLease(uint256 sessionId);
+        error WalletTokenWithoutCode(address token);
+        error WalletInvalidPayee(address payee);
+        error WalletTransferShortfall(address token, uint256 expected, uint256 received);
     }
 }
 
@@ -97,7 +107,8 @@ pub enum PendingStatus {
     Rejected = 3,
 }
 
-/// The `parameter` of `WalletInvalidParameter`: which argument of `openSession` is unusable.
+/// The `parameter` of `WalletInvalidParameter` (and `GatewayInvalidParameter`): which argument
+/// is unusable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum InvalidParameter {
@@ -117,6 +128,11 @@ pub enum InvalidParameter {
     Amount = 6,
     /// A registry or gateway address of zero (constructor).
     Registry = 7,
+    /// An amount above `2^128 - 1` or an allowlist id above `2^64 - 1` (`openSession`), or a
+    /// deposit that would pass `2^128 - 1` (`topUp`).
+    OutOfRange = 8,
+    /// Nothing to claim, or a claim paid to the zero address (`claim`).
+    Claim = 9,
 }
 
 impl InvalidParameter {
@@ -124,7 +140,8 @@ impl InvalidParameter {
     pub fn from_code(code: u8) -> Option<Self> {
         use InvalidParameter::*;
         [
-            SessionKey, Deposit, ExpiresAt, Period, Owner, Token, Amount, Registry,
+            SessionKey, Deposit, ExpiresAt, Period, Owner, Token, Amount, Registry, OutOfRange,
+            Claim,
         ]
         .into_iter()
         .find(|p| *p as u8 == code)

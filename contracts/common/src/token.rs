@@ -6,24 +6,39 @@ use alloy_sol_types::SolCall;
 use bursar_bindings::erc::{IERC20Permit, IERC20};
 use stylus_sdk::{call::RawCall, stylus_core::Host};
 
-use crate::{calldata::encode, eip712::word};
+use crate::{
+    call::{call, view},
+    calldata::encode,
+    eip712::word,
+};
 
 /// The zero address stands for the chain's native currency.
 pub const NATIVE: Address = Address::ZERO;
 
 /// Calls `token` and applies SafeERC20's rule: success means the call did not revert and
-/// returned either nothing or `true`.
+/// returned either `true`, or nothing from an address that has code. (A call to an address
+/// without code succeeds with no data: without the code check, a deposit "paid" in a token that
+/// does not exist yet would be credited.)
 fn call_token<H: Host + ?Sized>(vm: &H, token: Address, data: &[u8]) -> bool {
-    // Storage is flushed and the cache cleared first: the token may call back into us.
-    match unsafe { RawCall::new(vm).clear_storage_cache().call(token, data) } {
-        Ok(out) => out.is_empty() || (out.len() == 32 && out[..] == word(true)[..]),
+    match call(vm, token, data) {
+        Ok(out) if out.is_empty() => vm.code_size(token) > 0,
+        Ok(out) => out.len() == 32 && out[..] == word(true)[..],
         Err(_) => false,
     }
+}
+
+/// `token.balanceOf(account)`, or `None` when the token has no code or answers badly.
+pub fn balance_of<H: Host + ?Sized>(vm: &H, token: Address, account: Address) -> Option<U256> {
+    let data = encode(IERC20::balanceOfCall::SELECTOR, &[word(account)]);
+    let out = view(vm, token, &data)?;
+    (out.len() == 32).then(|| U256::from_be_slice(&out))
 }
 
 /// Pays `amount` of `token` (native value when `token` is [`NATIVE`]) from this contract to `to`.
 pub fn send<H: Host + ?Sized>(vm: &H, token: Address, to: Address, amount: U256) -> bool {
     if token == NATIVE {
+        // SAFETY: as in `call::call`: the cache is cleared first, as the recipient may run code
+        // and call back into us.
         return unsafe {
             RawCall::new_with_value(vm, amount)
                 .clear_storage_cache()

@@ -31,6 +31,9 @@ pub enum WalletError {
     PendingExpired(WalletPendingExpired),
     PendingResolved(WalletPendingResolved),
     NoLease(WalletNoLease),
+    TokenWithoutCode(WalletTokenWithoutCode),
+    InvalidPayee(WalletInvalidPayee),
+    TransferShortfall(WalletTransferShortfall),
 }
 
 impl WalletError {

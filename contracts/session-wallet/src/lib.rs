@@ -26,16 +26,15 @@ use alloy_sol_types::SolCall;
 use bursar_bindings::{
     counterparty::ICounterpartyRegistry,
     eip712::{LEASE_RENEWAL_TYPEHASH, PAYMENT_INTENT_TYPEHASH, SESSION_WALLET_DOMAIN},
-    gateway::ISessionGateway,
     receipts::IReceiptRegistry,
     wallet::{ISessionWallet::*, PendingStatus, SessionStatus},
 };
 use bursar_contract_common::{
-    calldata,
+    call, calldata,
     eip712::{domain_separator, hash_words, typed_data_hash},
     nonce, signature, token, word,
 };
-use stylus_sdk::{abi::Bytes, call::RawCall, prelude::*, storage::*};
+use stylus_sdk::{abi::Bytes, prelude::*, storage::*};
 
 pub use error::{InvalidParameter, WalletError};
 use pending::Pending;
@@ -56,17 +55,18 @@ pub struct SessionWallet {
     pending_count: StorageU256,
     sessions: StorageMap<U256, Session>,
     pendings: StorageMap<U256, Pending>,
+    /// Refunds `close` could not pay, by owner and token (see `claim`).
+    claimable: StorageMap<Address, StorageMap<Address, StorageU256>>,
 }
 
 #[public]
 impl SessionWallet {
-    /// Wires the wallet to its registries and its gateway (deployed through StylusDeployer),
-    /// and binds the gateway to this wallet (`SessionGateway.bind`), so that a gateway serves
-    /// exactly one wallet.
+    /// Wires the wallet to its registries and its gateway (deployed through StylusDeployer).
+    /// Each of the three is then bound to this wallet by its binder (`bind(wallet)`), which it
+    /// accepts only because this wallet names it here: the wiring is fixed for good.
     ///
     /// # Errors
-    /// * `WalletInvalidParameter(Registry)` — an address is zero.
-    /// * `WalletCallFailed` — the gateway refused to bind (already bound elsewhere).
+    /// * [`WalletInvalidParameter`]`(Registry)` — an address is zero.
     #[constructor]
     pub fn constructor(
         &mut self,
@@ -80,13 +80,6 @@ impl SessionWallet {
         self.counterparty_registry.set(counterparty_registry);
         self.receipt_registry.set(receipt_registry);
         self.gateway.set(gateway);
-        let data = calldata::encode(ISessionGateway::bindCall::SELECTOR, &[]);
-        unsafe {
-            RawCall::new(self.vm())
-                .clear_storage_cache()
-                .call(gateway, &data)
-        }
-        .map_err(|reason| call_failed(gateway, reason))?;
         Ok(())
     }
 
@@ -95,15 +88,22 @@ impl SessionWallet {
     /// permit first). The caller is the owner, or SessionGateway acting on the owner's signed
     /// `OpenSession`. Returns the new session id.
     ///
+    /// The session is recorded before the deposit is pulled (checks-effects-interactions), and
+    /// the deposit counts only if the wallet's balance grew by exactly `deposit`.
+    ///
     /// # Errors
-    /// * `WalletUnauthorized` — the caller is neither `owner` nor the gateway.
-    /// * `WalletInvalidParameter` — zero owner, session key or deposit, `expiresAt` not in the
-    ///   future or not after `validAfter`, a period budget without a period length or vice versa.
-    /// * `WalletValueMismatch` — `msg.value` differs from `deposit` (native) or is non-zero (ERC-20).
-    /// * `WalletTransferFailed` — the token refused `transferFrom`.
+    /// * [`WalletUnauthorized`] — the caller is neither `owner` nor the gateway.
+    /// * [`WalletInvalidParameter`] — zero owner, session key or deposit, `expiresAt` not in the
+    ///   future or not after `validAfter`, a period budget without a period length or vice
+    ///   versa, an amount above `uint128` or a list id above `uint64` (`OutOfRange`).
+    /// * [`WalletValueMismatch`] — `msg.value` differs from `deposit` (native) or is non-zero
+    ///   (ERC-20).
+    /// * [`WalletTokenWithoutCode`] — `token` is not a contract (yet).
+    /// * [`WalletTransferFailed`] — the token refused `transferFrom` or `balanceOf`.
+    /// * [`WalletTransferShortfall`] — the token delivered another amount (fee-on-transfer).
     ///
     /// # Events
-    /// `SessionOpened`.
+    /// [`SessionOpened`].
     #[payable]
     #[allow(clippy::too_many_arguments)]
     pub fn open_session(
@@ -120,6 +120,7 @@ impl SessionWallet {
         valid_after: u64,
         expires_at: u64,
         lease_seconds: u64,
+        lease_keeper: Address,
         allowlist_id: U256,
         metadata: B256,
     ) -> Result<U256> {
@@ -142,6 +143,7 @@ impl SessionWallet {
             valid_after,
             expires_at,
             lease_seconds,
+            lease_keeper,
             allowlist_id,
             metadata,
         };
@@ -154,16 +156,19 @@ impl SessionWallet {
     /// Returns `(true, receiptId)` when paid, `(false, pendingId)` when pending.
     ///
     /// # Errors
-    /// * `WalletDeadlinePassed`, `WalletInvalidSignature`, `WalletWrongSigner`, `WalletNonceUsed`.
-    /// * `WalletUnknownSession`, `WalletSessionRevoked`, `WalletSessionClosed`,
-    ///   `WalletSessionNotYetValid`, `WalletSessionExpired`, `WalletLeaseLapsed`.
-    /// * `WalletInvalidParameter(Amount)` — zero amount.
-    /// * `WalletPaymentCapExceeded`, `WalletInsufficientDeposit`, `WalletCounterpartyNotAllowed`,
-    ///   `WalletPeriodBudgetExceeded`.
-    /// * `WalletTransferFailed`, `WalletCallFailed` (a registry failed).
+    /// * [`WalletDeadlinePassed`], [`WalletInvalidSignature`], [`WalletWrongSigner`],
+    ///   [`WalletNonceUsed`].
+    /// * [`WalletUnknownSession`], [`WalletSessionRevoked`], [`WalletSessionClosed`],
+    ///   [`WalletSessionNotYetValid`], [`WalletSessionExpired`], [`WalletLeaseLapsed`].
+    /// * [`WalletInvalidParameter`]`(Amount)` — zero amount.
+    /// * [`WalletInvalidPayee`] — `to` is zero, this wallet, its gateway or a registry: money
+    ///   sent there would count as spent yet stay in (or be lost to) the escrow.
+    /// * [`WalletPaymentCapExceeded`], [`WalletInsufficientDeposit`],
+    ///   [`WalletCounterpartyNotAllowed`], [`WalletPeriodBudgetExceeded`].
+    /// * [`WalletTransferFailed`], [`WalletCallFailed`] (a registry failed).
     ///
     /// # Events
-    /// `PaymentExecuted` (and the registry's `ReceiptRecorded`), or `PaymentPending`.
+    /// [`PaymentExecuted`] (and the registry's `ReceiptRecorded`), or [`PaymentPending`].
     #[allow(clippy::too_many_arguments)]
     pub fn pay(
         &mut self,
@@ -190,15 +195,16 @@ impl SessionWallet {
             let session = self.sessions.getter(session_id);
             session.ensure_live(session_id, now, true)?;
             (
-                session.per_payment_cap.get(),
-                session.co_sign_threshold.get(),
-                session.allowlist_id.get(),
+                session.amount(&session.per_payment_cap),
+                session.amount(&session.co_sign_threshold),
+                U256::from(session.allowlist_id.get()),
             )
         };
         self.check_session_key(session_id, digest, &signature)?;
         if amount.is_zero() {
             return Err(WalletError::invalid(InvalidParameter::Amount));
         }
+        self.check_payee(to)?;
         if !cap.is_zero() && amount > cap {
             return Err(WalletPaymentCapExceeded { amount, cap }.into());
         }
@@ -214,8 +220,8 @@ impl SessionWallet {
             self.pending_count.set(pending_id);
             let expires_at = {
                 let mut session = self.sessions.setter(session_id);
-                let reserved = session.reserved.get() + amount;
-                session.reserved.set(reserved);
+                let reserved = session.amount(&session.reserved) + amount;
+                session.reserved.set(session::narrow(reserved));
                 let session_end = session.expires_at.get().to::<u64>();
                 session_end.min(now.saturating_add(PENDING_TTL))
             };
@@ -296,53 +302,50 @@ impl SessionWallet {
 
     /// Adds `amount` to a live session's deposit: `msg.value` for native sessions, otherwise
     /// pulled from the caller with `transferFrom`. Anyone may top up; refunds go to the owner.
+    /// The deposit is raised before the tokens are pulled (checks-effects-interactions).
     ///
     /// # Errors
-    /// * `WalletInvalidParameter(Amount)` — zero amount, or the deposit would overflow.
+    /// * [`WalletInvalidParameter`]`(Amount)` — zero amount; `(OutOfRange)` — the deposit would
+    ///   pass `uint128`.
     /// * Session state errors as in `pay` (a session that has not started may be topped up).
-    /// * `WalletValueMismatch`, `WalletTransferFailed`.
+    /// * [`WalletValueMismatch`], [`WalletTokenWithoutCode`], [`WalletTransferFailed`],
+    ///   [`WalletTransferShortfall`].
     ///
     /// # Events
-    /// `SessionToppedUp`.
+    /// [`SessionToppedUp`].
     #[payable]
     pub fn top_up(&mut self, session_id: U256, amount: U256) -> Result<()> {
         let now = self.vm().block_timestamp();
         let from = self.vm().msg_sender();
         let value = self.vm().msg_value();
-        let token = {
-            let session = self.sessions.getter(session_id);
-            session.ensure_live(session_id, now, false)?;
-            session.token.get()
-        };
         if amount.is_zero() {
             return Err(WalletError::invalid(InvalidParameter::Amount));
         }
-        self.receive_funds(token, from, amount, value)?;
-        let mut session = self.sessions.setter(session_id);
-        let deposit = session
-            .deposit
-            .get()
-            .checked_add(amount)
-            .ok_or(WalletError::invalid(InvalidParameter::Amount))?;
-        session.deposit.set(deposit);
+        let (token, deposit) = {
+            let mut session = self.sessions.setter(session_id);
+            session.ensure_live(session_id, now, false)?;
+            let deposit = in_range(session.amount(&session.deposit).checked_add(amount))?;
+            session.deposit.set(session::narrow(deposit));
+            (session.token.get(), deposit)
+        };
         self.vm().log(SessionToppedUp {
             sessionId: session_id,
             from,
             amount,
             deposit,
         });
-        Ok(())
+        self.receive_funds(token, from, amount, value)
     }
 
     /// Revokes a session at once: no further payment, approval or renewal. Callable by the
     /// owner, the guardian or the session key itself.
     ///
     /// # Errors
-    /// * `WalletUnknownSession`, `WalletSessionRevoked`, `WalletSessionClosed`.
-    /// * `WalletUnauthorized`.
+    /// * [`WalletUnknownSession`], [`WalletSessionRevoked`], [`WalletSessionClosed`].
+    /// * [`WalletUnauthorized`].
     ///
     /// # Events
-    /// `SessionRevoked`.
+    /// [`SessionRevoked`].
     pub fn revoke(&mut self, session_id: U256) -> Result<()> {
         let caller = self.vm().msg_sender();
         let mut session = self.sessions.setter(session_id);
@@ -366,13 +369,16 @@ impl SessionWallet {
     /// time; anyone may close once the session is revoked, expired or its lease has lapsed.
     /// Pending payments die with the session. Returns the refund.
     ///
+    /// Closing never depends on the owner accepting the refund: when the transfer fails (an
+    /// owner contract that refuses ETH, a token that blocks the owner), the refund is credited
+    /// to the owner's [`claimable`](Self::claimable) balance and `claim` pays it later.
+    ///
     /// # Errors
-    /// * `WalletUnknownSession`, `WalletSessionClosed`.
-    /// * `WalletSessionStillActive` — a non-owner tried to close a live session.
-    /// * `WalletTransferFailed` — the refund could not be paid.
+    /// * [`WalletUnknownSession`], [`WalletSessionClosed`].
+    /// * [`WalletSessionStillActive`] — a non-owner tried to close a live session.
     ///
     /// # Events
-    /// `SessionClosed`.
+    /// [`SessionClosed`], preceded by [`RefundDeferred`] when the refund could not be paid.
     pub fn close(&mut self, session_id: U256) -> Result<U256> {
         let caller = self.vm().msg_sender();
         let now = self.vm().block_timestamp();
@@ -389,13 +395,22 @@ impl SessionWallet {
                 }
                 .into());
             }
-            let spent = session.spent.get();
-            let refund = session.deposit.get().saturating_sub(spent);
+            let spent = session.amount(&session.spent);
+            let refund = session.amount(&session.deposit).saturating_sub(spent);
             session.status.set(U8::from(SessionStatus::Closed as u8));
             (owner, session.token.get(), spent, refund)
         };
-        if !refund.is_zero() {
-            self.send(token, owner, refund)?;
+        if !refund.is_zero() && !token::send(self.vm(), token, owner, refund) {
+            let mut owed = self.claimable.setter(owner);
+            let mut balance = owed.setter(token);
+            let total = balance.get().saturating_add(refund);
+            balance.set(total);
+            self.vm().log(RefundDeferred {
+                sessionId: session_id,
+                owner,
+                token,
+                amount: refund,
+            });
         }
         self.vm().log(SessionClosed {
             sessionId: session_id,
@@ -406,17 +421,48 @@ impl SessionWallet {
         Ok(refund)
     }
 
-    /// Extends a session's lease to `now + leaseSeconds`. The owner or session key may call it
-    /// directly (empty signature); anyone may submit the session key's EIP-712 `LeaseRenewal`.
-    /// A lease that has lapsed cannot be revived. Returns the new lease expiry.
+    /// Pays the caller's deferred refunds in `token` (see `close`) to `to`. Returns the amount.
     ///
     /// # Errors
-    /// * Session state errors as in `pay` (including `WalletLeaseLapsed`).
-    /// * `WalletNoLease` — the session has no lease.
-    /// * `WalletDeadlinePassed`, `WalletInvalidSignature`, `WalletWrongSigner`, `WalletNonceUsed`.
+    /// * [`WalletInvalidParameter`]`(Claim)` — nothing to claim, or `to` is zero.
+    /// * [`WalletTransferFailed`] — the payment failed (nothing is lost: the call reverts).
     ///
     /// # Events
-    /// `LeaseRenewed`.
+    /// [`RefundClaimed`].
+    pub fn claim(&mut self, token: Address, to: Address) -> Result<U256> {
+        let owner = self.vm().msg_sender();
+        let amount = self.claimable.getter(owner).get(token);
+        if amount.is_zero() || to.is_zero() {
+            return Err(WalletError::invalid(InvalidParameter::Claim));
+        }
+        self.claimable.setter(owner).setter(token).set(U256::ZERO);
+        self.vm().log(RefundClaimed {
+            owner,
+            token,
+            to,
+            amount,
+        });
+        self.send(token, to, amount)?;
+        Ok(amount)
+    }
+
+    /// Extends a session's lease to `max(now, validAfter) + leaseSeconds`, never below the
+    /// current expiry. Without a lease keeper the owner or the session key may call it directly
+    /// (empty signature) and anyone may submit the session key's EIP-712 `LeaseRenewal`; with a
+    /// keeper, the owner or the keeper may call it directly and only the keeper's signature
+    /// counts, so that a sandbox holding its own session key cannot outlive its host. A lease
+    /// that has lapsed cannot be revived. Returns the new lease expiry.
+    ///
+    /// # Errors
+    /// * Session state errors as in `pay` (including [`WalletLeaseLapsed`]).
+    /// * [`WalletNoLease`] — the session has no lease.
+    /// * [`WalletUnauthorized`] — no signature, from a caller who may not renew directly (the
+    ///   session key, when the session has a keeper).
+    /// * [`WalletDeadlinePassed`], [`WalletInvalidSignature`], [`WalletWrongSigner`],
+    ///   [`WalletNonceUsed`].
+    ///
+    /// # Events
+    /// [`LeaseRenewed`].
     pub fn renew_lease(
         &mut self,
         session_id: U256,
@@ -426,12 +472,21 @@ impl SessionWallet {
     ) -> Result<u64> {
         let now = self.vm().block_timestamp();
         let caller = self.vm().msg_sender();
-        let (direct, lease_seconds) = {
+        let (renewer, direct, lease_seconds, start, current) = {
             let session = self.sessions.getter(session_id);
             session.ensure_live(session_id, now, false)?;
+            let keeper = session.lease_keeper.get();
+            let renewer = if keeper.is_zero() {
+                session.session_key.get()
+            } else {
+                keeper
+            };
             (
-                caller == session.owner.get() || caller == session.session_key.get(),
+                renewer,
+                caller == session.owner.get() || caller == renewer,
                 session.lease_seconds.get().to::<u64>(),
+                now.max(session.valid_after.get().to::<u64>()),
+                session.lease_expires_at.get().to::<u64>(),
             )
         };
         if lease_seconds == 0 {
@@ -441,6 +496,9 @@ impl SessionWallet {
             .into());
         }
         if !direct {
+            if signature.is_empty() {
+                return Err(WalletUnauthorized { caller }.into());
+            }
             self.check_deadline(deadline)?;
             let digest = self.digest(&[
                 word(LEASE_RENEWAL_TYPEHASH),
@@ -448,10 +506,10 @@ impl SessionWallet {
                 word(nonce),
                 word(deadline),
             ]);
-            self.check_session_key(session_id, digest, &signature)?;
+            self.check_signer(renewer, digest, &signature)?;
             self.consume_session_nonce(session_id, nonce)?;
         }
-        let lease_expires_at = now.saturating_add(lease_seconds);
+        let lease_expires_at = current.max(start.saturating_add(lease_seconds));
         self.sessions
             .setter(session_id)
             .lease_expires_at
@@ -465,7 +523,8 @@ impl SessionWallet {
 
     /// The terms a session was opened with: `(owner, sessionKey, guardian, token,
     /// perPaymentCap, periodBudget, periodSeconds, coSignThreshold, validAfter, expiresAt,
-    /// leaseSeconds, allowlistId, metadata)`. All zero for an unknown id.
+    /// leaseSeconds, leaseKeeper, allowlistId)`. All zero for an unknown id. (The metadata is
+    /// in `SessionOpened`.)
     #[allow(clippy::type_complexity)]
     pub fn session_terms(
         &self,
@@ -482,8 +541,8 @@ impl SessionWallet {
         u64,
         u64,
         u64,
+        Address,
         U256,
-        B256,
     ) {
         let s = self.sessions.getter(session_id);
         (
@@ -491,15 +550,15 @@ impl SessionWallet {
             s.session_key.get(),
             s.guardian.get(),
             s.token.get(),
-            s.per_payment_cap.get(),
-            s.period_budget.get(),
+            s.amount(&s.per_payment_cap),
+            s.amount(&s.period_budget),
             s.period_seconds.get().to(),
-            s.co_sign_threshold.get(),
+            s.amount(&s.co_sign_threshold),
             s.valid_after.get().to(),
             s.expires_at.get().to(),
             s.lease_seconds.get().to(),
-            s.allowlist_id.get(),
-            s.metadata.get(),
+            s.lease_keeper.get(),
+            U256::from(s.allowlist_id.get()),
         )
     }
 
@@ -512,9 +571,9 @@ impl SessionWallet {
         let (period_start, period_spent) = s.current_period(now);
         (
             s.status(),
-            s.deposit.get(),
-            s.spent.get(),
-            s.reserved.get(),
+            s.amount(&s.deposit),
+            s.amount(&s.spent),
+            s.amount(&s.reserved),
             period_spent,
             period_start,
             s.lease_expires_at.get().to(),
@@ -594,12 +653,17 @@ impl SessionWallet {
     pub fn pending_ttl() -> u64 {
         PENDING_TTL
     }
+
+    /// Refunds owed to `owner` in `token` that `close` could not pay (see `claim`).
+    pub fn claimable(&self, owner: Address, token: Address) -> U256 {
+        self.claimable.getter(owner).get(token)
+    }
 }
 
 // Internal machinery, not part of the ABI.
 impl SessionWallet {
-    /// Validates `t`, escrows the deposit (`value` for native sessions, else pulled from
-    /// `owner`) and records the session.
+    /// Validates `t`, records the session, then escrows the deposit (`value` for native
+    /// sessions, else pulled from `owner`).
     fn open(&mut self, owner: Address, t: &Terms, value: U256) -> Result<U256> {
         let now = self.vm().block_timestamp();
         if t.session_key.is_zero() {
@@ -615,7 +679,17 @@ impl SessionWallet {
         if (t.period_seconds == 0) != t.period_budget.is_zero() {
             return Err(WalletError::invalid(InvalidParameter::Period));
         }
-        self.receive_funds(t.token, owner, t.deposit, value)?;
+        let amounts = [
+            t.deposit,
+            t.per_payment_cap,
+            t.period_budget,
+            t.co_sign_threshold,
+        ];
+        if amounts.iter().any(|a| *a > U256::from(u128::MAX))
+            || t.allowlist_id > U256::from(u64::MAX)
+        {
+            return Err(WalletError::invalid(InvalidParameter::OutOfRange));
+        }
         let id = self.session_count.get() + U256::from(1);
         self.session_count.set(id);
         let mut s = self.sessions.setter(id);
@@ -624,19 +698,20 @@ impl SessionWallet {
         s.session_key.set(t.session_key);
         s.guardian.set(t.guardian);
         s.token.set(t.token);
-        s.deposit.set(t.deposit);
-        s.per_payment_cap.set(t.per_payment_cap);
-        s.period_budget.set(t.period_budget);
+        s.deposit.set(session::narrow(t.deposit));
+        s.per_payment_cap.set(session::narrow(t.per_payment_cap));
+        s.period_budget.set(session::narrow(t.period_budget));
         s.period_seconds.set(U64::from(t.period_seconds));
         s.period_start.set(U64::from(start));
-        s.co_sign_threshold.set(t.co_sign_threshold);
+        s.co_sign_threshold
+            .set(session::narrow(t.co_sign_threshold));
         s.valid_after.set(U64::from(t.valid_after));
         s.expires_at.set(U64::from(t.expires_at));
         s.lease_seconds.set(U64::from(t.lease_seconds));
+        s.lease_keeper.set(t.lease_keeper);
         s.lease_expires_at
             .set(U64::from(start.saturating_add(t.lease_seconds)));
-        s.allowlist_id.set(t.allowlist_id);
-        s.metadata.set(t.metadata);
+        s.allowlist_id.set(U64::from(t.allowlist_id));
         self.vm().log(SessionOpened {
             sessionId: id,
             owner,
@@ -651,9 +726,11 @@ impl SessionWallet {
             validAfter: t.valid_after,
             expiresAt: t.expires_at,
             leaseSeconds: t.lease_seconds,
+            leaseKeeper: t.lease_keeper,
             allowlistId: t.allowlist_id,
             metadata: t.metadata,
         });
+        self.receive_funds(t.token, owner, t.deposit, value)?;
         Ok(id)
     }
 
@@ -688,7 +765,7 @@ impl SessionWallet {
         };
         let (owner, list) = {
             let s = self.sessions.getter(session_id);
-            (s.owner.get(), s.allowlist_id.get())
+            (s.owner.get(), U256::from(s.allowlist_id.get()))
         };
         let expired = now >= expires_at;
         // Expired requests are litter anyone may clear; deciding live ones is the owner's.
@@ -710,8 +787,8 @@ impl SessionWallet {
         }
         {
             let mut s = self.sessions.setter(session_id);
-            let reserved = s.reserved.get().saturating_sub(amount);
-            s.reserved.set(reserved);
+            let reserved = s.amount(&s.reserved).saturating_sub(amount);
+            s.reserved.set(session::narrow(reserved));
         }
         let new_status = if approve {
             PendingStatus::Approved
@@ -758,9 +835,9 @@ impl SessionWallet {
             }
             let (period_start, period_spent) = s.current_period(now);
             s.period_start.set(U64::from(period_start));
-            s.period_spent.set(period_spent + amount);
-            let spent = s.spent.get() + amount;
-            s.spent.set(spent);
+            s.period_spent.set(session::narrow(period_spent + amount));
+            let spent = s.amount(&s.spent) + amount;
+            s.spent.set(session::narrow(spent));
             (s.owner.get(), s.token.get())
         };
         self.send(token, to, amount)?;
@@ -776,12 +853,8 @@ impl SessionWallet {
                 word(purpose),
             ],
         );
-        let out = unsafe {
-            RawCall::new(self.vm())
-                .clear_storage_cache()
-                .call(registry, &data)
-        }
-        .map_err(|reason| call_failed(registry, reason))?;
+        let out = call::call(self.vm(), registry, &data)
+            .map_err(|reason| call_failed(registry, reason))?;
         let receipt_id = calldata::decode_word(&out).unwrap_or_default();
         self.vm().log(PaymentExecuted {
             sessionId: session_id,
@@ -800,12 +873,8 @@ impl SessionWallet {
             ICounterpartyRegistry::isAllowedCall::SELECTOR,
             &[word(list), word(to), word(amount)],
         );
-        let out = unsafe {
-            RawCall::new_static(self.vm())
-                .flush_storage_cache()
-                .call(registry, &data)
-        }
-        .map_err(|reason| call_failed(registry, reason))?;
+        let out = call::view(self.vm(), registry, &data)
+            .ok_or_else(|| call_failed(registry, Vec::new()))?;
         if calldata::decode_word(&out) != Some(U256::from(1)) {
             return Err(WalletCounterpartyNotAllowed {
                 listId: list,
@@ -817,7 +886,9 @@ impl SessionWallet {
         Ok(())
     }
 
-    /// Takes `amount` of `token` from `from` into escrow, given the call's `value`.
+    /// Takes `amount` of `token` from `from` into escrow, given the call's `value`. A token
+    /// must be a contract and must move exactly `amount`: the wallet's balance is read before
+    /// and after the pull (fee-on-transfer and rebasing tokens are not supported).
     fn receive_funds(
         &mut self,
         token: Address,
@@ -837,13 +908,45 @@ impl SessionWallet {
             }
             .into());
         }
-        if token != token::NATIVE && !token::pull(self.vm(), token, from, amount) {
-            return Err(WalletTransferFailed {
+        if token == token::NATIVE {
+            return Ok(());
+        }
+        if self.vm().code_size(token) == 0 {
+            return Err(WalletTokenWithoutCode { token }.into());
+        }
+        let this = self.vm().contract_address();
+        let failed = WalletTransferFailed {
+            token,
+            to: this,
+            amount,
+        };
+        let before = token::balance_of(self.vm(), token, this).ok_or(failed.clone())?;
+        if !token::pull(self.vm(), token, from, amount) {
+            return Err(failed.into());
+        }
+        let after = token::balance_of(self.vm(), token, this).ok_or(failed)?;
+        let received = after.saturating_sub(before);
+        if received != amount {
+            return Err(WalletTransferShortfall {
                 token,
-                to: self.vm().contract_address(),
-                amount,
+                expected: amount,
+                received,
             }
             .into());
+        }
+        Ok(())
+    }
+
+    /// Fails for payees that would break the escrow: zero, this wallet, its gateway and
+    /// registries (a payment to them counts as spent but is never paid out or refunded).
+    fn check_payee(&self, to: Address) -> Result<()> {
+        if to.is_zero()
+            || to == self.vm().contract_address()
+            || to == self.counterparty_registry.get()
+            || to == self.receipt_registry.get()
+            || to == self.gateway.get()
+        {
+            return Err(WalletInvalidPayee { payee: to }.into());
         }
         Ok(())
     }
@@ -869,6 +972,11 @@ impl SessionWallet {
     /// Fails unless `signature` is the session key's signature of `digest`.
     fn check_session_key(&self, session_id: U256, digest: B256, signature: &[u8]) -> Result<()> {
         let expected = self.sessions.getter(session_id).session_key.get();
+        self.check_signer(expected, digest, signature)
+    }
+
+    /// Fails unless `signature` is `expected`'s signature of `digest`.
+    fn check_signer(&self, expected: Address, digest: B256, signature: &[u8]) -> Result<()> {
         let signer =
             signature::recover(self.vm(), digest, signature).ok_or(WalletInvalidSignature {})?;
         if signer != expected {
@@ -884,6 +992,13 @@ impl SessionWallet {
         }
         Ok(())
     }
+}
+
+/// An amount that must fit the stored `uint128`.
+fn in_range(amount: Option<U256>) -> Result<U256> {
+    amount
+        .filter(|a| *a <= U256::from(u128::MAX))
+        .ok_or(WalletError::invalid(InvalidParameter::OutOfRange))
 }
 
 fn call_failed(target: Address, reason: Vec<u8>) -> WalletError {

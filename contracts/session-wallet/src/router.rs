@@ -33,6 +33,8 @@ use stylus_sdk::{host::VM, prelude::*};
 use crate::SessionWallet;
 
 // The struct is not `#[entrypoint]` on wasm32 (that would route through `#[public]`).
+// SAFETY: `SessionWallet` is the contract's one top-level storage struct, rooted at slot 0,
+// exactly as `#[entrypoint]` would declare it.
 #[cfg(target_arch = "wasm32")]
 unsafe impl stylus_sdk::stylus_core::storage::TopLevelStorage for SessionWallet {}
 
@@ -142,6 +144,7 @@ impl From<Malformed> for Outcome {
 #[cfg(target_arch = "wasm32")]
 #[entrypoint]
 fn route(input: Vec<u8>, host: VM) -> ArbResult {
+    // SAFETY: one instance at slot 0 for the whole call, as `#[entrypoint]` creates it.
     let mut wallet = unsafe { <SessionWallet as StorageType>::new(U256::ZERO, 0, host) };
     handle(&mut wallet, &input)
 }
@@ -201,8 +204,9 @@ fn call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Outcome> {
             a.u64(9)?,
             a.u64(10)?,
             a.u64(11)?,
-            a.u256(12)?,
-            a.b256(13)?,
+            a.address(12)?,
+            a.u256(13)?,
+            a.b256(14)?,
         );
         one(r.map(word))
     } else if s == sel::<payCall>() {
@@ -249,6 +253,10 @@ fn call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Outcome> {
             word(t.11),
             word(t.12),
         ]))
+    } else if s == sel::<claimCall>() {
+        one(w.claim(a.address(0)?, a.address(1)?).map(word))
+    } else if s == sel::<claimableCall>() {
+        Outcome::Ok(words(&[word(w.claimable(a.address(0)?, a.address(1)?))]))
     } else if s == sel::<sessionStateCall>() {
         let t = w.session_state(a.u256(0)?);
         Outcome::Ok(words(&[
@@ -370,6 +378,7 @@ mod tests {
             terms.4,
             terms.5,
             terms.6,
+            Address::ZERO,
             U256::from(7),
             B256::ZERO,
         )
@@ -421,6 +430,7 @@ mod tests {
                 validAfter: T0,
                 expiresAt: T0 + 10,
                 leaseSeconds: 5,
+                leaseKeeper: a,
                 allowlistId: U256::from(7),
                 metadata: B256::repeat_byte(1),
             }
@@ -443,6 +453,16 @@ mod tests {
             .abi_encode(),
             revokeCall { sessionId: id }.abi_encode(),
             closeCall { sessionId: id }.abi_encode(),
+            claimCall {
+                token: Address::ZERO,
+                to: a,
+            }
+            .abi_encode(),
+            claimableCall {
+                owner: OWNER,
+                token: Address::ZERO,
+            }
+            .abi_encode(),
             renewLeaseCall {
                 sessionId: id,
                 nonce: U256::from(9),

@@ -1,13 +1,15 @@
 //! A session's stored terms and state, and the policy checks that read them.
 
 use alloc::vec::Vec;
-use alloy_primitives::{Address, B256, U256};
+use alloy_primitives::{Address, B256, U128, U256};
 use bursar_bindings::wallet::{ISessionWallet::*, SessionStatus};
 use stylus_sdk::{prelude::*, storage::*};
 
 use crate::error::WalletError;
 
-/// One session. Small fields sit next to addresses so that they share storage slots.
+/// One session, packed into nine slots (a new slot costs 22,100 gas): amounts are `uint128`
+/// (`openSession` refuses more), list ids `uint64`, small fields share slots with addresses.
+/// The metadata is not stored: it is in `SessionOpened`, which is where auditors read it.
 #[storage]
 pub struct Session {
     pub owner: StorageAddress,
@@ -19,19 +21,21 @@ pub struct Session {
     pub expires_at: StorageU64,
     pub token: StorageAddress,
     pub lease_seconds: StorageU64,
+    /// Who must keep renewing the lease (zero: the owner or the session key may).
+    pub lease_keeper: StorageAddress,
     pub lease_expires_at: StorageU64,
-    pub period_start: StorageU64,
-    pub deposit: StorageU256,
-    pub spent: StorageU256,
+    pub deposit: StorageU128,
+    pub spent: StorageU128,
     /// Held back for pending payments until they are approved or rejected.
-    pub reserved: StorageU256,
-    pub per_payment_cap: StorageU256,
-    pub period_budget: StorageU256,
-    pub period_spent: StorageU256,
-    pub co_sign_threshold: StorageU256,
-    pub allowlist_id: StorageU256,
-    pub metadata: StorageB256,
-    /// Session-key nonces (payment intents, lease renewals): an unordered bitmap.
+    pub reserved: StorageU128,
+    pub period_spent: StorageU128,
+    pub per_payment_cap: StorageU128,
+    pub period_budget: StorageU128,
+    pub co_sign_threshold: StorageU128,
+    pub period_start: StorageU64,
+    pub allowlist_id: StorageU64,
+    /// Session-key and lease-keeper nonces (payment intents, lease renewals): an unordered
+    /// bitmap.
     pub nonces: StorageMap<U256, StorageU256>,
 }
 
@@ -49,8 +53,15 @@ pub struct Terms {
     pub valid_after: u64,
     pub expires_at: u64,
     pub lease_seconds: u64,
+    pub lease_keeper: Address,
     pub allowlist_id: U256,
     pub metadata: B256,
+}
+
+/// An amount as stored. Callers keep amounts within `uint128` (checked at `openSession` and
+/// `topUp`; spending never exceeds the deposit), so this never truncates.
+pub fn narrow(amount: U256) -> U128 {
+    U128::from(amount)
 }
 
 impl Session {
@@ -119,10 +130,9 @@ impl Session {
             return U256::ZERO;
         }
         // spent + reserved <= deposit always holds (property-tested); saturate rather than wrap.
-        self.deposit
-            .get()
-            .saturating_sub(self.spent.get())
-            .saturating_sub(self.reserved.get())
+        self.amount(&self.deposit)
+            .saturating_sub(self.amount(&self.spent))
+            .saturating_sub(self.amount(&self.reserved))
     }
 
     /// Start of the period that contains `now` and the amount spent in it so far.
@@ -130,7 +140,7 @@ impl Session {
         let length = self.period_seconds.get().to::<u64>();
         let start = self.period_start.get().to::<u64>();
         if length == 0 || now < start.saturating_add(length) {
-            return (start, self.period_spent.get());
+            return (start, self.amount(&self.period_spent));
         }
         (now - (now - start) % length, U256::ZERO)
     }
@@ -140,8 +150,12 @@ impl Session {
         if self.period_seconds.get().to::<u64>() == 0 {
             return U256::MAX;
         }
-        self.period_budget
-            .get()
+        self.amount(&self.period_budget)
             .saturating_sub(self.current_period(now).1)
+    }
+
+    /// A stored amount, widened.
+    pub fn amount(&self, field: &StorageU128) -> U256 {
+        U256::from(field.get())
     }
 }

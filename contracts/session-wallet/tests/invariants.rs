@@ -4,7 +4,12 @@
 //! - what is spent in any period ≤ the period budget;
 //! - the wallet holds exactly Σ(deposit − spent − refunded), per currency;
 //! - nothing moves after revoke, close or expiry except the refund to the owner;
-//! - a nonce is used at most once.
+//! - a nonce is used at most once;
+//! - a lease expiry never moves earlier.
+//!
+//! The inputs are hostile as well as well-formed: payees include the wallet itself, its gateway
+//! and registries (listed as allowed), sessions are tried on a token address without code, and
+//! leases are renewed before the session's `validAfter`.
 
 mod fixture;
 
@@ -39,11 +44,13 @@ enum Op {
         by_owner: bool,
     },
     Toggle(usize),
+    Renew(usize),
+    OpenPhantom,
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        12 => (0..2usize, 0..3usize, 1..45u64, 0..12u64)
+        12 => (0..2usize, 0..PAYEES, 1..45u64, 0..12u64)
             .prop_map(|(session, payee, amount, nonce)| Op::Pay { session, payee, amount, nonce }),
         2 => (0..3 * DAY).prop_map(Op::Advance),
         1 => (0..2usize, 1..30u64).prop_map(|(session, amount)| Op::TopUp { session, amount }),
@@ -52,10 +59,27 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..2usize).prop_map(Op::Revoke),
         1 => (0..2usize, any::<bool>()).prop_map(|(session, by_owner)| Op::Close { session, by_owner }),
         1 => (0..3usize).prop_map(Op::Toggle),
+        2 => (0..2usize).prop_map(Op::Renew),
+        1 => Just(Op::OpenPhantom),
     ]
 }
 
-const PAYEES: [Address; 3] = [VENDOR_A, VENDOR_B, VENDOR_X];
+/// Vendors (0..3, toggled on and off the list), then payees that must never be paid.
+const PAYEES: usize = 7;
+const VENDORS: [Address; 3] = [VENDOR_A, VENDOR_B, VENDOR_X];
+const PHANTOM: Address = alloy_primitives::address!("00000000000000000000000000000000DEADBEEF");
+
+fn payee_at(f: &Fixture, i: usize) -> Address {
+    [
+        VENDOR_A,
+        VENDOR_B,
+        VENDOR_X,
+        f.wallet_address(),
+        REGISTRY,
+        RECEIPTS,
+        GATEWAY,
+    ][i]
+}
 const BUDGET: U256 = alloy_primitives::uint!(45_000_000_U256);
 
 struct Model {
@@ -81,10 +105,12 @@ fn held(f: &Fixture, m: &Model, native: bool) -> U256 {
         .fold(U256::ZERO, |a, b| a + b)
 }
 
-/// Whether session `id` can no longer move funds except for the refund.
+/// Whether session `id` can no longer move funds except for the refund (one that has not
+/// started yet may still be topped up).
 fn dead(f: &Fixture, id: U256) -> bool {
     let s = f.state(id);
-    s._0 != SessionStatus::Active as u8 || !f.wallet.session_authority(id).2
+    let started = f.now() >= f.wallet.session_terms(id).8;
+    s._0 != SessionStatus::Active as u8 || (started && !f.wallet.session_authority(id).2)
 }
 
 fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
@@ -93,8 +119,12 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     terms.deposit = usd(120);
     terms.period_budget = BUDGET;
     terms.expires_at = T0 + 5 * DAY;
+    // Starts in half a day, with a one-day lease that renewals must never shorten.
+    terms.valid_after = T0 + DAY / 2;
+    terms.lease_seconds = DAY;
     let token_session = f.open_with(&terms, U256::ZERO).unwrap();
     terms.token = Address::ZERO;
+    terms.valid_after = 0;
     terms.lease_seconds = 0;
     let native_session = f.open_with(&terms, usd(120)).unwrap();
     let mut m = Model {
@@ -109,14 +139,25 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     };
     f.fund(STRANGER, usd(1_000));
     f.host.set_native_balance(STRANGER, usd(1_000));
+    for i in VENDORS.len()..PAYEES {
+        f.allow(payee_at(&f, i), U256::ZERO);
+    }
+    let phantom_terms = {
+        let mut t = f.terms();
+        t.token = PHANTOM;
+        t
+    };
 
     for op in ops {
-        let before: Vec<(bool, U256, U256)> = m
+        let before: Vec<(bool, U256, U256, u64)> = m
             .ids
             .iter()
-            .map(|id| (dead(&f, *id), f.state(*id)._1, f.state(*id)._2))
+            .map(|id| {
+                let s = f.state(*id);
+                (dead(&f, *id), s._1, s._2, s._6)
+            })
             .collect();
-        let payee_balances: Vec<U256> = PAYEES
+        let payee_balances: Vec<U256> = VENDORS
             .iter()
             .map(|p| f.token_balance(*p) + f.host.native_balance(*p))
             .collect();
@@ -128,7 +169,8 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 amount,
                 nonce,
             } => {
-                let mut intent = f.intent(m.ids[session], PAYEES[payee], usd(amount));
+                let to = payee_at(&f, payee);
+                let mut intent = f.intent(m.ids[session], to, usd(amount));
                 intent.nonce = U256::from(nonce);
                 let key = f.key.clone();
                 f.submit(&intent, &key).map(|_| ())
@@ -173,11 +215,27 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Toggle(payee) => {
                 m.allowed[payee] = !m.allowed[payee];
                 if m.allowed[payee] {
-                    f.allow(PAYEES[payee], U256::ZERO);
+                    f.allow(VENDORS[payee], U256::ZERO);
                 } else {
-                    f.disallow(PAYEES[payee]);
+                    f.disallow(VENDORS[payee]);
                 }
                 Ok(())
+            }
+            Op::Renew(session) => {
+                let id = m.ids[session];
+                f.as_caller(OWNER);
+                f.call(|w| w.renew_lease(id, U256::ZERO, U256::ZERO, Default::default()))
+                    .map(|_| ())
+            }
+            Op::OpenPhantom => {
+                // Were it accepted, the session would count a deposit the wallet never got
+                // and the balance invariant below would fail.
+                let opened = f.open_with(&phantom_terms, U256::ZERO);
+                if let Ok(id) = opened {
+                    m.ids.push(id);
+                    m.native.push(false);
+                }
+                opened.map(|_| ())
             }
         };
 
@@ -194,7 +252,9 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     let spend = m.period_spend.entry((e.sessionId, window)).or_default();
                     *spend += e.amount;
                     prop_assert!(*spend <= BUDGET, "period budget broken");
-                    moved_to_payees += e.amount;
+                    if VENDORS.contains(&e.to) {
+                        moved_to_payees += e.amount;
+                    }
                     // An approval executes a nonce already used by its pending request.
                     if !std::mem::take(&mut approving) {
                         prop_assert!(m.nonces.insert((e.sessionId, e.nonce)), "nonce reused");
@@ -219,7 +279,10 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             if s._0 == SessionStatus::Active as u8 || s._0 == SessionStatus::Revoked as u8 {
                 prop_assert!(s._2 + s._3 <= s._1, "spent + reserved > deposit");
             }
-            if before[i].0 {
+            if let Some(b) = before.get(i) {
+                prop_assert!(s._6 >= b.3, "lease expiry moved earlier: {op:?}");
+            }
+            if before.get(i).is_some_and(|b| b.0) {
                 prop_assert_eq!(
                     (s._1, s._2),
                     (before[i].1, before[i].2),
@@ -227,7 +290,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 );
             }
         }
-        let paid_now: U256 = PAYEES
+        let paid_now: U256 = VENDORS
             .iter()
             .map(|p| f.token_balance(*p) + f.host.native_balance(*p))
             .fold(U256::ZERO, |a, b| a + b);

@@ -3,11 +3,10 @@
 
 mod fixture;
 
-use alloy_primitives::{Address, Bytes, B256, U256};
-use alloy_sol_types::{SolCall, SolError, SolStruct};
-use bursar_bindings::gateway::ISessionGateway;
+use alloy_primitives::{address, Address, Bytes, B256, U256};
+use alloy_sol_types::SolStruct;
 use bursar_bindings::wallet::{ISessionWallet::*, InvalidParameter, PendingStatus, SessionStatus};
-use bursar_contract_testing::{CallKind, TestKey};
+use bursar_contract_testing::TestKey;
 use fixture::*;
 use session_wallet::{SessionWallet, PENDING_TTL};
 
@@ -26,9 +25,8 @@ fn constructor_rejects_zero_registries_and_wires_addresses() {
     assert_eq!(SessionWallet::pending_ttl(), PENDING_TTL);
 
     assert_eq!(f.wallet.gateway(), GATEWAY);
-    let bind = &f.host.calls()[0];
-    assert_eq!((bind.to, bind.kind), (GATEWAY, CallKind::Call));
-    assert_eq!(bind.data, ISessionGateway::bindCall {}.abi_encode());
+    // The constructor calls nobody: the gateway and registries bind themselves to the wallet.
+    assert!(f.host.calls().is_empty());
 
     let host = bursar_contract_testing::MockHost::new();
     let mut w = SessionWallet::from(&host);
@@ -42,21 +40,6 @@ fn constructor_rejects_zero_registries_and_wires_addresses() {
             invalid(InvalidParameter::Registry),
         );
     }
-    // A gateway already bound to another wallet refuses, and so does the constructor.
-    let refusal = ISessionGateway::GatewayAlreadyBound {
-        wallet: Address::repeat_byte(9),
-    }
-    .abi_encode();
-    let answer = refusal.clone();
-    host.on_call(GATEWAY, move |_| Err(answer.clone()));
-    assert_revert(
-        w.constructor(REGISTRY, RECEIPTS, GATEWAY)
-            .map_err(Vec::from),
-        WalletCallFailed {
-            target: GATEWAY,
-            reason: refusal.into(),
-        },
-    );
 }
 
 #[test]
@@ -105,7 +88,8 @@ fn open_session_escrows_the_deposit_and_emits_everything() {
     assert_eq!(terms.1, f.key.address());
     assert_eq!(terms.3, TOKEN);
     assert_eq!(terms.4, usd(40));
-    assert_eq!(terms.12, B256::repeat_byte(0x5a));
+    assert_eq!(terms.11, Address::ZERO);
+    assert_eq!(terms.12, U256::from(LIST));
     let s = f.state(id);
     assert_eq!(s._0, SessionStatus::Active as u8);
     assert_eq!(s._1, usd(100));
@@ -835,7 +819,7 @@ fn anyone_closes_after_revoke_expiry_or_lapse() {
 }
 
 #[test]
-fn close_refunds_native_and_surfaces_refund_failure() {
+fn close_refunds_native_and_defers_a_refund_that_fails() {
     let mut f = Fixture::new();
     let mut t = f.terms();
     t.token = Address::ZERO;
@@ -844,17 +828,15 @@ fn close_refunds_native_and_surfaces_refund_failure() {
     assert_eq!(f.call(|w| w.close(id)).unwrap(), usd(100));
     assert_eq!(f.host.native_balance(OWNER), usd(1_000));
 
+    // A token that will not pay the owner: the session closes and the refund waits.
     let id = f.open();
     f.ledger.borrow_mut().fail_transfers = true;
     f.as_caller(OWNER);
-    assert_revert(
-        f.call(|w| w.close(id)),
-        WalletTransferFailed {
-            token: TOKEN,
-            to: OWNER,
-            amount: usd(100),
-        },
-    );
+    assert_eq!(f.call(|w| w.close(id)).unwrap(), usd(100));
+    assert_eq!(f.wallet.claimable(OWNER, TOKEN), usd(100));
+    f.ledger.borrow_mut().fail_transfers = false;
+    f.call(|w| w.claim(TOKEN, OWNER)).unwrap();
+    assert_eq!(f.token_balance(OWNER), usd(1_000));
 }
 
 // ---- renewLease --------------------------------------------------------------------------
@@ -980,4 +962,236 @@ fn intent_hash_is_the_eip712_signing_hash() {
     )));
     let struct_hash = alloy_primitives::keccak256(pre);
     assert_eq!(struct_hash, intent.eip712_hash_struct());
+}
+
+// ---- what an attacker tries (issue 8) ----------------------------------------------------
+
+/// An address where a token may be deployed later: no code yet.
+const PHANTOM: Address = address!("00000000000000000000000000000000DEADBEEF");
+const KEEPER_SEED: u64 = 4;
+
+#[test]
+fn a_token_without_code_is_refused_so_no_deposit_is_phantom() {
+    let mut f = Fixture::new();
+    let mut t = f.terms();
+    t.token = PHANTOM;
+    // Every call to an address without code "succeeds" with no data: before the fix this
+    // session was credited with 100 USD that never arrived.
+    assert_revert(
+        f.open_with(&t, U256::ZERO),
+        WalletTokenWithoutCode { token: PHANTOM },
+    );
+    assert_eq!(f.wallet.session_count(), U256::ZERO);
+    assert!(f.events().is_empty());
+}
+
+#[test]
+fn tokens_that_deliver_less_are_refused() {
+    let mut f = Fixture::new();
+    f.ledger.borrow_mut().transfer_fee = U256::from(1);
+    let t = f.terms();
+    assert_revert(
+        f.open_with(&t, U256::ZERO),
+        WalletTransferShortfall {
+            token: TOKEN,
+            expected: usd(100),
+            received: usd(100) - U256::from(1),
+        },
+    );
+    f.ledger.borrow_mut().transfer_fee = U256::ZERO;
+    let id = f.open();
+    f.ledger.borrow_mut().transfer_fee = U256::from(7);
+    f.as_caller(OWNER);
+    assert_revert(
+        f.call(|w| w.top_up(id, usd(1))),
+        WalletTransferShortfall {
+            token: TOKEN,
+            expected: usd(1),
+            received: usd(1) - U256::from(7),
+        },
+    );
+    // The failed top-up changed nothing.
+    assert_eq!(f.state(id)._1, usd(100));
+}
+
+#[test]
+fn amounts_beyond_uint128_and_list_ids_beyond_uint64_are_refused() {
+    let mut f = Fixture::new();
+    let too_big = U256::from(u128::MAX) + U256::from(1);
+    type Change = Box<dyn Fn(&mut Terms)>;
+    let changes: Vec<Change> = vec![
+        Box::new(move |t| t.deposit = too_big),
+        Box::new(move |t| t.per_payment_cap = too_big),
+        Box::new(move |t| t.period_budget = too_big),
+        Box::new(move |t| t.co_sign_threshold = too_big),
+        Box::new(|t| t.allowlist_id = U256::from(u64::MAX) + U256::from(1)),
+    ];
+    for change in changes {
+        let mut t = f.terms();
+        change(&mut t);
+        assert_revert(
+            f.open_with(&t, U256::ZERO),
+            invalid(InvalidParameter::OutOfRange),
+        );
+    }
+    // The largest deposit is accepted; a top-up past it is refused.
+    f.fund(OWNER, U256::from(u128::MAX));
+    let mut t = f.terms();
+    t.deposit = U256::from(u128::MAX);
+    let id = f.open_with(&t, U256::ZERO).unwrap();
+    assert_eq!(f.state(id)._1, U256::from(u128::MAX));
+    f.as_caller(OWNER);
+    assert_revert(
+        f.call(|w| w.top_up(id, U256::from(1))),
+        invalid(InvalidParameter::OutOfRange),
+    );
+}
+
+#[test]
+fn payments_to_the_wallet_its_gateway_or_registries_are_refused() {
+    let mut f = Fixture::new();
+    let id = f.open();
+    let wallet = f.wallet_address();
+    for payee in [Address::ZERO, wallet, REGISTRY, RECEIPTS, GATEWAY] {
+        // Even when a list allows it.
+        f.allow(payee, U256::ZERO);
+        assert_revert(f.pay(id, payee, usd(1)), WalletInvalidPayee { payee });
+    }
+    assert_eq!(f.state(id)._2, U256::ZERO);
+}
+
+#[test]
+fn close_never_depends_on_the_owner_accepting_the_refund() {
+    let mut f = Fixture::new();
+    let mut t = f.terms();
+    t.token = Address::ZERO;
+    let id = f.open_with(&t, usd(100)).unwrap();
+    // The owner becomes a contract that refuses ETH.
+    f.host.on_call(OWNER, |_| Err(b"no thanks".to_vec()));
+    f.advance(30 * DAY);
+    f.as_caller(STRANGER);
+    assert_eq!(f.call(|w| w.close(id)).unwrap(), usd(100));
+    assert_eq!(f.state(id)._0, SessionStatus::Closed as u8);
+    assert_eq!(f.wallet.claimable(OWNER, Address::ZERO), usd(100));
+    let events = f.events();
+    assert!(events.iter().any(|e| matches!(e,
+        ISessionWalletEvents::RefundDeferred(e) if e.sessionId == id && e.owner == OWNER && e.amount == usd(100))));
+    // Only the owner claims, to an address it names; once.
+    f.as_caller(STRANGER);
+    assert_revert(
+        f.call(|w| w.claim(Address::ZERO, STRANGER)),
+        invalid(InvalidParameter::Claim),
+    );
+    f.as_caller(OWNER);
+    assert_revert(
+        f.call(|w| w.claim(Address::ZERO, Address::ZERO)),
+        invalid(InvalidParameter::Claim),
+    );
+    assert_revert(
+        f.call(|w| w.claim(Address::ZERO, OWNER)),
+        WalletTransferFailed {
+            token: Address::ZERO,
+            to: OWNER,
+            amount: usd(100),
+        },
+    );
+    assert_eq!(f.wallet.claimable(OWNER, Address::ZERO), usd(100));
+    assert_eq!(
+        f.call(|w| w.claim(Address::ZERO, GUARDIAN)).unwrap(),
+        usd(100)
+    );
+    assert_eq!(f.host.native_balance(GUARDIAN), usd(100));
+    assert!(matches!(f.last_event(), ISessionWalletEvents::RefundClaimed(e) if e.to == GUARDIAN));
+    assert_revert(
+        f.call(|w| w.claim(Address::ZERO, GUARDIAN)),
+        invalid(InvalidParameter::Claim),
+    );
+}
+
+#[test]
+fn renewing_before_the_start_never_shortens_the_lease() {
+    let mut f = Fixture::new();
+    let mut t = f.terms();
+    t.valid_after = T0 + DAY;
+    t.lease_seconds = 600;
+    let id = f.open_with(&t, U256::ZERO).unwrap();
+    assert_eq!(f.state(id)._6, T0 + DAY + 600);
+    f.as_caller(OWNER);
+    // Before the fix this set T0 + 600: the session lapsed before it began.
+    assert_eq!(
+        f.call(|w| w.renew_lease(id, U256::ZERO, U256::ZERO, Bytes::new()))
+            .unwrap(),
+        T0 + DAY + 600
+    );
+    f.advance(DAY + 100);
+    assert_eq!(
+        f.call(|w| w.renew_lease(id, U256::ZERO, U256::ZERO, Bytes::new()))
+            .unwrap(),
+        T0 + DAY + 700
+    );
+    assert!(f.pay(id, VENDOR_A, usd(1)).is_ok());
+}
+
+#[test]
+fn with_a_lease_keeper_the_session_key_cannot_keep_its_session_alive() {
+    let mut f = Fixture::new();
+    let keeper = TestKey::from_seed(KEEPER_SEED);
+    let mut t = f.terms();
+    t.lease_seconds = 600;
+    t.lease_keeper = keeper.address();
+    let id = f.open_with(&t, U256::ZERO).unwrap();
+    assert_eq!(f.wallet.session_terms(id).11, keeper.address());
+    assert!(
+        matches!(f.last_event(), ISessionWalletEvents::SessionOpened(e) if e.leaseKeeper == keeper.address())
+    );
+    let key = f.key.clone();
+    f.advance(100);
+    // The session key, directly or by signature: refused.
+    f.as_caller(key.address());
+    assert_revert(
+        f.call(|w| w.renew_lease(id, U256::ZERO, U256::ZERO, Bytes::new())),
+        WalletUnauthorized {
+            caller: key.address(),
+        },
+    );
+    let r = f.renewal(id, 1);
+    let sig = f.sign(&key, &r);
+    f.as_caller(STRANGER);
+    assert_revert(
+        f.call(|w| w.renew_lease(r.session, r.nonce, r.deadline, sig)),
+        WalletWrongSigner {
+            signer: key.address(),
+            expected: keeper.address(),
+        },
+    );
+    // The keeper's signature, submitted by anyone; the keeper and the owner directly.
+    let sig = f.sign(&keeper, &r);
+    assert_eq!(
+        f.call(|w| w.renew_lease(r.session, r.nonce, r.deadline, sig))
+            .unwrap(),
+        T0 + 700
+    );
+    f.advance(100);
+    f.as_caller(keeper.address());
+    assert_eq!(
+        f.call(|w| w.renew_lease(id, U256::ZERO, U256::ZERO, Bytes::new()))
+            .unwrap(),
+        T0 + 800
+    );
+    f.advance(100);
+    f.as_caller(OWNER);
+    assert_eq!(
+        f.call(|w| w.renew_lease(id, U256::ZERO, U256::ZERO, Bytes::new()))
+            .unwrap(),
+        T0 + 900
+    );
+    // The host is gone: nobody renews, the lease lapses and the key cannot pay.
+    f.advance(600);
+    assert_revert(
+        f.pay(id, VENDOR_A, usd(1)),
+        WalletLeaseLapsed {
+            sessionId: id,
+            leaseExpiresAt: T0 + 900,
+        },
+    );
 }
