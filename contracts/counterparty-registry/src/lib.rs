@@ -7,6 +7,10 @@
 //! each payment: unknown lists and unknown counterparties are denied, and that view never
 //! reverts.
 //!
+//! Once bound to its SessionWallet (by the binder named at construction, once), the registry
+//! refuses entries for the wallet, its gateway, its receipt registry and itself: a payment to
+//! them would count as spent yet never leave the escrow. (The wallet refuses such payees too.)
+//!
 //! Every check runs before the first storage write, so a call that fails changes nothing even
 //! where nothing rolls it back (the unit-test VM).
 //!
@@ -25,7 +29,9 @@ mod tests;
 use alloc::vec::Vec;
 
 use alloy_primitives::{Address, B256, U256};
-use bursar_bindings::counterparty::ICounterpartyRegistry::*;
+use alloy_sol_types::SolCall;
+use bursar_bindings::{counterparty::ICounterpartyRegistry::*, wallet::ISessionWallet};
+use bursar_contract_common::{call, calldata};
 use stylus_sdk::{prelude::*, storage::*};
 
 pub use error::RegistryError;
@@ -38,10 +44,71 @@ type Result<T, E = RegistryError> = core::result::Result<T, E>;
 pub struct CounterpartyRegistry {
     list_count: StorageU256,
     lists: StorageMap<U256, List>,
+    /// May call `bind`, once; cleared when it does.
+    binder: StorageAddress,
+    wallet: StorageAddress,
+    gateway: StorageAddress,
+    receipt_registry: StorageAddress,
 }
 
 #[public]
 impl CounterpartyRegistry {
+    /// Names the one account that may bind the registry to its wallet (the deployer: contracts
+    /// deployed through StylusDeployer see the deployer contract as their sender).
+    ///
+    /// # Errors
+    /// * [`CounterpartyNotBinder`]`(0)` — `binder` is zero.
+    #[constructor]
+    pub fn constructor(&mut self, binder: Address) -> Result<()> {
+        if binder.is_zero() {
+            return Err(CounterpartyNotBinder { caller: binder }.into());
+        }
+        self.binder.set(binder);
+        Ok(())
+    }
+
+    /// Binds the registry to `wallet`, once, by the binder, and only if
+    /// `wallet.counterpartyRegistry()` is this registry; records the wallet's gateway and
+    /// receipt registry, which (with the wallet and this registry) can no longer be listed.
+    ///
+    /// # Errors
+    /// * [`CounterpartyAlreadyBound`] — bound before.
+    /// * [`CounterpartyNotBinder`] — the caller is not the binder.
+    /// * [`CounterpartyWalletMismatch`] — `wallet` does not name this registry.
+    ///
+    /// # Events
+    /// [`WalletBound`].
+    pub fn bind(&mut self, wallet: Address) -> Result<()> {
+        let bound = self.wallet.get();
+        if !bound.is_zero() {
+            return Err(CounterpartyAlreadyBound { wallet: bound }.into());
+        }
+        let caller = self.vm().msg_sender();
+        if caller != self.binder.get() {
+            return Err(CounterpartyNotBinder { caller }.into());
+        }
+        if !call::names_this_contract(
+            self.vm(),
+            wallet,
+            ISessionWallet::counterpartyRegistryCall::SELECTOR,
+        ) {
+            return Err(CounterpartyWalletMismatch { wallet }.into());
+        }
+        let gateway = self.wallet_view(wallet, ISessionWallet::gatewayCall::SELECTOR);
+        let receipts = self.wallet_view(wallet, ISessionWallet::receiptRegistryCall::SELECTOR);
+        self.wallet.set(wallet);
+        self.gateway.set(gateway);
+        self.receipt_registry.set(receipts);
+        self.binder.set(Address::ZERO);
+        self.vm().log(WalletBound { wallet });
+        Ok(())
+    }
+
+    /// The SessionWallet this registry serves (zero until bound).
+    pub fn wallet(&self) -> Address {
+        self.wallet.get()
+    }
+
     /// Creates an empty list owned by the caller. Returns its id; ids run from 1.
     ///
     /// # Errors
@@ -106,11 +173,12 @@ impl CounterpartyRegistry {
     /// entry as an explicit denial; `maxPerPayment == 0` means no cap.
     ///
     /// # Errors
-    /// * `CounterpartyUnknownList`, `CounterpartyUnauthorized` — neither owner nor admin.
-    /// * `CounterpartyInvalidAddress(0)` — `counterparty` is the zero address.
+    /// * [`CounterpartyUnknownList`], [`CounterpartyUnauthorized`] — neither owner nor admin.
+    /// * [`CounterpartyInvalidAddress`] — `counterparty` is zero, the wallet, its gateway or a
+    ///   registry.
     ///
     /// # Events
-    /// `EntrySet` (with `by`, the caller).
+    /// [`EntrySet`] (with `by`, the caller).
     pub fn set_entry(
         &mut self,
         list_id: U256,
@@ -120,7 +188,7 @@ impl CounterpartyRegistry {
         label: B256,
     ) -> Result<()> {
         let by = self.only_editor(list_id)?;
-        non_zero(counterparty)?;
+        self.payable(counterparty)?;
         self.write_entry(list_id, counterparty, allowed, max_per_payment, label, by);
         Ok(())
     }
@@ -132,7 +200,8 @@ impl CounterpartyRegistry {
     /// * `CounterpartyUnknownList`, `CounterpartyUnauthorized` — neither owner nor admin.
     /// * `CounterpartyLengthMismatch(counterparties.length, other.length)` — the first array
     ///   (`allowed`, `maxPerPayment`, `labels`, in that order) of another length.
-    /// * `CounterpartyInvalidAddress(0)` — a counterparty is the zero address.
+    /// * [`CounterpartyInvalidAddress`] — a counterparty is zero, the wallet, its gateway or a
+    ///   registry.
     ///
     /// # Events
     /// `EntrySet` per entry, in order.
@@ -156,7 +225,7 @@ impl CounterpartyRegistry {
             }
         }
         for &counterparty in &counterparties {
-            non_zero(counterparty)?;
+            self.payable(counterparty)?;
         }
         for (i, &counterparty) in counterparties.iter().enumerate() {
             self.write_entry(
@@ -241,6 +310,31 @@ impl CounterpartyRegistry {
 
 // Internal machinery, not part of the ABI.
 impl CounterpartyRegistry {
+    /// Fails for an address no session may pay: zero, this registry, and once bound the
+    /// wallet, its gateway and its receipt registry.
+    fn payable(&self, counterparty: Address) -> Result<()> {
+        non_zero(counterparty)?;
+        if counterparty == self.vm().contract_address()
+            || counterparty == self.wallet.get()
+            || counterparty == self.gateway.get()
+            || counterparty == self.receipt_registry.get()
+        {
+            return Err(CounterpartyInvalidAddress {
+                account: counterparty,
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    /// An address-returning view of the wallet (zero if it does not answer one).
+    fn wallet_view(&self, wallet: Address, selector: [u8; 4]) -> Address {
+        call::view(self.vm(), wallet, &calldata::encode(selector, &[]))
+            .filter(|out| out.len() == 32)
+            .map(|out| Address::from_slice(&out[12..]))
+            .unwrap_or_default()
+    }
+
     fn ensure_list(&self, list_id: U256) -> Result<()> {
         if list_id.is_zero() || list_id > self.list_count.get() {
             return Err(CounterpartyUnknownList { listId: list_id }.into());

@@ -23,7 +23,10 @@ const PAYEE: Address = address!("00000000000000000000000000000000000000b1");
 const PAYEE2: Address = address!("00000000000000000000000000000000000000b2");
 const PAYEE3: Address = address!("00000000000000000000000000000000000000b3");
 
-use bursar_contract_testing::{decode_log as decode, raw_log as event, LogCursor, RawLog};
+use bursar_contract_testing::{
+    decode_log as decode, raw_log as event, LogCursor, MockHost, RawLog,
+};
+use stylus_sdk::stylus_core::AccountAccess;
 
 /// A deployed registry, the VM it runs on and the logs the test has not read yet.
 struct Env {
@@ -767,4 +770,107 @@ proptest! {
             }
         }
     }
+}
+
+// ---- binding: the wallet, its gateway and registries are never counterparties -------------
+
+const BINDER: Address = address!("00000000000000000000000000000000000000c1");
+const WALLET: Address = address!("00000000000000000000000000000000000000c2");
+const GATEWAY: Address = address!("00000000000000000000000000000000000000c3");
+const RECEIPTS: Address = address!("00000000000000000000000000000000000000c4");
+
+/// A registry on a [`MockHost`] (TestVM's static-call mocks all return the last mocked
+/// data) whose `WALLET` names `names` as its counterparty registry, list 1 owned by `OWNER`.
+fn bound_env(names: Option<Address>) -> (MockHost, CounterpartyRegistry) {
+    use alloy_sol_types::{SolCall, SolValue};
+    use bursar_bindings::wallet::ISessionWallet as W;
+    let host = MockHost::new();
+    let this = host.contract_address();
+    host.on_call(WALLET, move |call| {
+        let answer = if W::counterpartyRegistryCall::abi_decode(&call.data).is_ok() {
+            names.unwrap_or(this)
+        } else if W::gatewayCall::abi_decode(&call.data).is_ok() {
+            GATEWAY
+        } else {
+            RECEIPTS
+        };
+        Ok(answer.abi_encode())
+    });
+    let mut reg = CounterpartyRegistry::from(&host);
+    reg.constructor(BINDER).unwrap();
+    host.send_from(OWNER, U256::ZERO);
+    reg.create_list().unwrap();
+    host.send_from(BINDER, U256::ZERO);
+    (host, reg)
+}
+
+#[test]
+fn only_the_binder_binds_once_to_a_wallet_that_names_this_registry() {
+    assert_revert(
+        CounterpartyRegistry::from(&TestVM::default()).constructor(Address::ZERO),
+        I::CounterpartyNotBinder {
+            caller: Address::ZERO,
+        },
+    );
+    let (_host, mut reg) = bound_env(Some(Address::repeat_byte(0x77)));
+    assert_revert(
+        reg.bind(WALLET),
+        I::CounterpartyWalletMismatch { wallet: WALLET },
+    );
+    let (host2, mut reg) = bound_env(None);
+    host2.send_from(STRANGER, U256::ZERO);
+    assert_revert(
+        reg.bind(WALLET),
+        I::CounterpartyNotBinder { caller: STRANGER },
+    );
+    host2.send_from(BINDER, U256::ZERO);
+    reg.bind(WALLET).unwrap();
+    assert_eq!(reg.wallet(), WALLET);
+    let logs = host2.vm.get_emitted_logs();
+    assert_eq!(
+        logs.last().cloned().map(|(t, d)| (t, d.to_vec())),
+        Some(event(I::WalletBound { wallet: WALLET })).map(|l| (l.0, l.1.to_vec()))
+    );
+    assert_revert(
+        reg.bind(STRANGER),
+        I::CounterpartyAlreadyBound { wallet: WALLET },
+    );
+}
+
+#[test]
+fn the_wallet_its_gateway_and_registries_cannot_be_listed() {
+    let (host, mut reg) = bound_env(None);
+    let this = host.contract_address();
+    host.send_from(OWNER, U256::ZERO);
+    // Even before binding, the registry itself is refused.
+    assert_revert(
+        reg.set_entry(one(), this, true, U256::ZERO, B256::ZERO),
+        I::CounterpartyInvalidAddress { account: this },
+    );
+    host.send_from(BINDER, U256::ZERO);
+    reg.bind(WALLET).unwrap();
+    host.send_from(OWNER, U256::ZERO);
+    let logged = host.vm.get_emitted_logs().len();
+    for forbidden in [WALLET, GATEWAY, RECEIPTS, this] {
+        assert_revert(
+            reg.set_entry(one(), forbidden, true, U256::ZERO, B256::ZERO),
+            I::CounterpartyInvalidAddress { account: forbidden },
+        );
+        assert_revert(
+            reg.set_entries(
+                one(),
+                vec![PAYEE, forbidden],
+                vec![true, true],
+                vec![U256::ZERO, U256::ZERO],
+                vec![B256::ZERO, B256::ZERO],
+            ),
+            I::CounterpartyInvalidAddress { account: forbidden },
+        );
+        assert!(!reg.is_allowed(one(), forbidden, one()));
+    }
+    // Nothing was written; ordinary payees still are.
+    assert_eq!(host.vm.get_emitted_logs().len(), logged);
+    reg.set_entry(one(), PAYEE, true, U256::ZERO, B256::ZERO)
+        .unwrap();
+    assert!(reg.is_allowed(one(), PAYEE, one()));
 }

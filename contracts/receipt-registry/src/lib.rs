@@ -2,7 +2,14 @@
 //!
 //! The on-chain record of what agents paid for and produced:
 //! - *receipts*, written only by the SessionWallet for each payment and acknowledged by the
-//!   payee with a response hash (a two-sided receipt);
+//!   payee with a response hash (a two-sided receipt). A receipt is stored as one word, the
+//!   commitment `keccak256(abi.encode(sessionId, payer, payee, token, amount, purpose,
+//!   timestamp))`; the fields themselves are in `ReceiptRecorded`. One slot instead of six keeps
+//!   a payment under 194k gas, and proves as much: nobody can present other fields for a
+//!   receipt id without breaking keccak, and `verifyReceipt` checks a claimed receipt on chain;
+//!
+//! The registry is bound once, by the binder named at construction, to the wallet that names
+//! it; nobody holds any power over the record after that.
 //! - *provenance records*, EIP-712 signed by a session key and submitted by anyone. The attester
 //!   recorded is the signer, never the submitter; records can be revoked by their attester or the
 //!   session's owner, and `isValid` honours revocation.
@@ -28,11 +35,11 @@ use bursar_bindings::{
     wallet::ISessionWallet,
 };
 use bursar_contract_common::{
-    calldata,
+    call, calldata,
     eip712::{domain_separator, hash_words, typed_data_hash},
     nonce, signature, word,
 };
-use stylus_sdk::{call::RawCall, prelude::*, storage::*};
+use stylus_sdk::{prelude::*, storage::*};
 
 pub use error::RegistryError;
 use provenance::Record;
@@ -43,7 +50,8 @@ type Result<T, E = RegistryError> = core::result::Result<T, E>;
 #[storage]
 #[entrypoint]
 pub struct ReceiptRegistry {
-    admin: StorageAddress,
+    /// May call `bind`, once; cleared when it does.
+    binder: StorageAddress,
     wallet: StorageAddress,
     receipt_count: StorageU256,
     provenance_count: StorageU256,
@@ -55,67 +63,66 @@ pub struct ReceiptRegistry {
 
 #[public]
 impl ReceiptRegistry {
-    /// Sets the admin, who wires the registry to its wallet (deployed through StylusDeployer).
+    /// Names the one account that may bind the registry to its wallet (the deployer: contracts
+    /// deployed through StylusDeployer see the deployer contract as their sender).
     ///
     /// # Errors
-    /// * `RegistryInvalidAddress` — `admin` is zero.
+    /// * [`RegistryUnauthorized`]`(0)` — `binder` is zero.
     #[constructor]
-    pub fn constructor(&mut self, admin: Address) -> Result<()> {
-        nonzero(admin)?;
-        self.admin.set(admin);
+    pub fn constructor(&mut self, binder: Address) -> Result<()> {
+        if binder.is_zero() {
+            return Err(RegistryUnauthorized { caller: binder }.into());
+        }
+        self.binder.set(binder);
         Ok(())
     }
 
-    pub fn admin(&self) -> Address {
-        self.admin.get()
-    }
-
-    /// The SessionWallet allowed to write receipts.
+    /// The SessionWallet allowed to write receipts (zero until bound).
     pub fn wallet(&self) -> Address {
         self.wallet.get()
     }
 
-    /// Authorises `wallet` as the only receipt writer (admin only).
+    /// Binds the registry to `wallet`, once, by the binder, and only if
+    /// `wallet.receiptRegistry()` is this registry. From then on only that wallet writes
+    /// receipts, and nobody can change it.
     ///
     /// # Errors
-    /// * `RegistryUnauthorized` — the caller is not the admin.
-    /// * `RegistryInvalidAddress` — `wallet` is zero.
+    /// * [`RegistryAlreadyBound`] — bound before.
+    /// * [`RegistryUnauthorized`] — the caller is not the binder.
+    /// * [`RegistryWalletMismatch`] — `wallet` does not name this registry.
     ///
     /// # Events
-    /// `WalletSet`.
-    pub fn set_wallet(&mut self, wallet: Address) -> Result<()> {
-        self.only_admin()?;
-        nonzero(wallet)?;
+    /// [`WalletBound`].
+    pub fn bind(&mut self, wallet: Address) -> Result<()> {
+        let bound = self.wallet.get();
+        if !bound.is_zero() {
+            return Err(RegistryAlreadyBound { wallet: bound }.into());
+        }
+        let caller = self.vm().msg_sender();
+        if caller != self.binder.get() {
+            return Err(RegistryUnauthorized { caller }.into());
+        }
+        if !call::names_this_contract(
+            self.vm(),
+            wallet,
+            ISessionWallet::receiptRegistryCall::SELECTOR,
+        ) {
+            return Err(RegistryWalletMismatch { wallet }.into());
+        }
         self.wallet.set(wallet);
-        self.vm().log(WalletSet { wallet });
+        self.binder.set(Address::ZERO);
+        self.vm().log(WalletBound { wallet });
         Ok(())
     }
 
-    /// Hands the admin role to `new_admin` (admin only).
+    /// Writes the receipt of a payment the wallet just made: its commitment on chain, its
+    /// fields in the event. Returns its id (from 1).
     ///
     /// # Errors
-    /// * `RegistryUnauthorized`, `RegistryInvalidAddress`.
+    /// * [`RegistryUnauthorized`] — the caller is not the wallet.
     ///
     /// # Events
-    /// `AdminTransferred`.
-    pub fn transfer_admin(&mut self, new_admin: Address) -> Result<()> {
-        let previous = self.only_admin()?;
-        nonzero(new_admin)?;
-        self.admin.set(new_admin);
-        self.vm().log(AdminTransferred {
-            previousAdmin: previous,
-            newAdmin: new_admin,
-        });
-        Ok(())
-    }
-
-    /// Writes the receipt of a payment the wallet just made. Returns its id (from 1).
-    ///
-    /// # Errors
-    /// * `RegistryUnauthorized` — the caller is not the wallet.
-    ///
-    /// # Events
-    /// `ReceiptRecorded`.
+    /// [`ReceiptRecorded`].
     pub fn record_receipt(
         &mut self,
         session_id: U256,
@@ -132,14 +139,8 @@ impl ReceiptRegistry {
         let timestamp = self.vm().block_timestamp();
         let id = self.receipt_count.get() + U256::from(1);
         self.receipt_count.set(id);
-        let mut r = self.receipts.setter(id);
-        r.session_id.set(session_id);
-        r.payer.set(payer);
-        r.payee.set(payee);
-        r.token.set(token);
-        r.amount.set(amount);
-        r.purpose.set(purpose);
-        r.timestamp.set(U64::from(timestamp));
+        let commitment = commitment(session_id, payer, payee, token, amount, purpose, timestamp);
+        self.receipts.setter(id).commitment.set(commitment);
         self.vm().log(ReceiptRecorded {
             receiptId: id,
             sessionId: session_id,
@@ -153,27 +154,43 @@ impl ReceiptRegistry {
         Ok(id)
     }
 
-    /// The payee confirms a receipt with a hash of its response (invoice, delivery, result).
+    /// The payee confirms a receipt with a hash of its response (invoice, delivery, result),
+    /// restating the receipt as `ReceiptRecorded` announced it (the payee is the caller).
     ///
     /// # Errors
-    /// * `ReceiptUnknown`, `ReceiptAlreadyAcknowledged`.
-    /// * `RegistryUnauthorized` — the caller is not the payee.
+    /// * [`ReceiptUnknown`], [`ReceiptAlreadyAcknowledged`].
+    /// * [`ReceiptMismatch`] — the fields, with the caller as payee, are not the receipt's: the
+    ///   caller is not the payee, or misquoted it.
     ///
     /// # Events
-    /// `ReceiptAcknowledged`.
-    pub fn acknowledge(&mut self, receipt_id: U256, response_hash: B256) -> Result<()> {
-        let caller = self.vm().msg_sender();
+    /// [`ReceiptAcknowledged`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn acknowledge(
+        &mut self,
+        receipt_id: U256,
+        session_id: U256,
+        payer: Address,
+        token: Address,
+        amount: U256,
+        purpose: B256,
+        timestamp: u64,
+        response_hash: B256,
+    ) -> Result<()> {
+        let payee = self.vm().msg_sender();
         let now = self.vm().block_timestamp();
         let mut r = self.receipts.setter(receipt_id);
-        let payee = r.payee.get();
-        if payee.is_zero() {
+        let stored = r.commitment.get();
+        if stored.is_zero() {
             return Err(ReceiptUnknown {
                 receiptId: receipt_id,
             }
             .into());
         }
-        if caller != payee {
-            return Err(RegistryUnauthorized { caller }.into());
+        if stored != commitment(session_id, payer, payee, token, amount, purpose, timestamp) {
+            return Err(ReceiptMismatch {
+                receiptId: receipt_id,
+            }
+            .into());
         }
         if r.acknowledged_at.get() != U64::ZERO {
             return Err(ReceiptAlreadyAcknowledged {
@@ -191,22 +208,29 @@ impl ReceiptRegistry {
         Ok(())
     }
 
-    /// `(sessionId, payer, payee, token, amount, purpose, timestamp, acknowledgedAt,
-    /// responseHash)`; all zero for an unknown id.
-    #[allow(clippy::type_complexity)]
-    pub fn get_receipt(
+    /// Whether receipt `receiptId` is exactly this payment.
+    #[allow(clippy::too_many_arguments)]
+    pub fn verify_receipt(
         &self,
         receipt_id: U256,
-    ) -> (U256, Address, Address, Address, U256, B256, u64, u64, B256) {
+        session_id: U256,
+        payer: Address,
+        payee: Address,
+        token: Address,
+        amount: U256,
+        purpose: B256,
+        timestamp: u64,
+    ) -> bool {
+        let stored = self.receipts.getter(receipt_id).commitment.get();
+        !stored.is_zero()
+            && stored == commitment(session_id, payer, payee, token, amount, purpose, timestamp)
+    }
+
+    /// `(commitment, acknowledgedAt, responseHash)`; all zero for an unknown id.
+    pub fn get_receipt(&self, receipt_id: U256) -> (B256, u64, B256) {
         let r = self.receipts.getter(receipt_id);
         (
-            r.session_id.get(),
-            r.payer.get(),
-            r.payee.get(),
-            r.token.get(),
-            r.amount.get(),
-            r.purpose.get(),
-            r.timestamp.get().to(),
+            r.commitment.get(),
             r.acknowledged_at.get().to(),
             r.response_hash.get(),
         )
@@ -222,13 +246,15 @@ impl ReceiptRegistry {
     /// signer must be its key. `parents` are earlier record ids (lineage). Returns the id.
     ///
     /// # Errors
-    /// * `ProvenanceDeadlinePassed`, `ProvenanceInvalidSignature`, `ProvenanceWrongSigner`,
-    ///   `ProvenanceNonceUsed`.
-    /// * `ProvenanceSessionInactive` — unknown, revoked, closed, expired or lapsed session.
-    /// * `ProvenanceTooManyParents`, `ProvenanceUnknownParent`.
+    /// * [`ProvenanceDeadlinePassed`], [`ProvenanceInvalidSignature`], [`ProvenanceWrongSigner`],
+    ///   [`ProvenanceNonceUsed`].
+    /// * [`ProvenanceSessionInactive`] — unknown, revoked, closed, expired or lapsed session.
+    /// * [`ProvenanceTooManyParents`], [`ProvenanceUnknownParent`],
+    ///   [`ProvenanceDuplicateParent`], [`ProvenanceParentRevoked`] — lineage must name each
+    ///   parent once, and only records that are still valid.
     ///
     /// # Events
-    /// `ProvenanceRecorded`.
+    /// [`ProvenanceRecorded`].
     #[allow(clippy::too_many_arguments)]
     pub fn record_provenance(
         &mut self,
@@ -256,9 +282,15 @@ impl ReceiptRegistry {
         }
         let count = self.provenance_count.get();
         let mut parents_preimage = Vec::with_capacity(32 * parents.len());
-        for parent in &parents {
+        for (i, parent) in parents.iter().enumerate() {
             if parent.is_zero() || *parent > count {
                 return Err(ProvenanceUnknownParent { parentId: *parent }.into());
+            }
+            if parents[..i].contains(parent) {
+                return Err(ProvenanceDuplicateParent { parentId: *parent }.into());
+            }
+            if self.records.getter(*parent).revoked.get() {
+                return Err(ProvenanceParentRevoked { parentId: *parent }.into());
             }
             parents_preimage.extend_from_slice(&word(*parent));
         }
@@ -324,14 +356,16 @@ impl ReceiptRegistry {
         Ok(id)
     }
 
-    /// Revokes a record: by its attester or by the owner of its session. `reason` is a hash
-    /// (or short code) of why.
+    /// Revokes a record: by the owner of its session at any time, or by its attester (the
+    /// session key) while the session is active — a key that leaks after its sandbox is gone
+    /// cannot rewrite the sandbox's history. `reason` is a hash (or short code) of why.
     ///
     /// # Errors
-    /// * `ProvenanceUnknown`, `ProvenanceAlreadyRevoked`, `RegistryUnauthorized`.
+    /// * [`ProvenanceUnknown`], [`ProvenanceAlreadyRevoked`].
+    /// * [`RegistryUnauthorized`] — neither the owner, nor the attester of an active session.
     ///
     /// # Events
-    /// `ProvenanceRevoked`.
+    /// [`ProvenanceRevoked`].
     pub fn revoke_provenance(&mut self, record_id: U256, reason: B256) -> Result<()> {
         let caller = self.vm().msg_sender();
         let (session_id, attester, revoked) = {
@@ -350,7 +384,8 @@ impl ReceiptRegistry {
             }
             .into());
         }
-        if caller != attester && caller != self.session_authority(session_id).0 {
+        let (owner, _, active) = self.session_authority(session_id);
+        if caller != owner && !(caller == attester && active) {
             return Err(RegistryUnauthorized { caller }.into());
         }
         self.records.setter(record_id).revoked.set(true);
@@ -418,16 +453,6 @@ impl ReceiptRegistry {
 }
 
 impl ReceiptRegistry {
-    /// Returns the admin if the caller is the admin.
-    fn only_admin(&self) -> Result<Address> {
-        let caller = self.vm().msg_sender();
-        let admin = self.admin.get();
-        if caller != admin {
-            return Err(RegistryUnauthorized { caller }.into());
-        }
-        Ok(admin)
-    }
-
     /// Asks the wallet `sessionAuthority(sessionId)`: `(owner, sessionKey, active)`. A wallet
     /// that is unset or answers badly yields nobody and inactive.
     fn session_authority(&self, session_id: U256) -> (Address, Address, bool) {
@@ -436,12 +461,7 @@ impl ReceiptRegistry {
             &[word(session_id)],
         );
         let wallet = self.wallet.get();
-        let out = unsafe {
-            RawCall::new_static(self.vm())
-                .flush_storage_cache()
-                .call(wallet, &data)
-        }
-        .unwrap_or_default();
+        let out = call::view(self.vm(), wallet, &data).unwrap_or_default();
         if wallet.is_zero() || out.len() != 96 {
             return (Address::ZERO, Address::ZERO, false);
         }
@@ -453,9 +473,24 @@ impl ReceiptRegistry {
     }
 }
 
-fn nonzero(account: Address) -> Result<()> {
-    if account.is_zero() {
-        return Err(RegistryInvalidAddress { account }.into());
-    }
-    Ok(())
+/// The word a receipt is stored as: `keccak256(abi.encode(sessionId, payer, payee, token,
+/// amount, purpose, timestamp))` (`bursar_bindings::receipts::receipt_commitment` off chain).
+fn commitment(
+    session_id: U256,
+    payer: Address,
+    payee: Address,
+    token: Address,
+    amount: U256,
+    purpose: B256,
+    timestamp: u64,
+) -> B256 {
+    hash_words(&[
+        word(session_id),
+        word(payer),
+        word(payee),
+        word(token),
+        word(amount),
+        word(purpose),
+        word(timestamp),
+    ])
 }

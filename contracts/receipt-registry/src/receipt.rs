@@ -3,16 +3,11 @@
 use alloc::vec::Vec;
 use stylus_sdk::{prelude::*, storage::*};
 
-/// One receipt. `acknowledged_at == 0` until the payee acknowledges it.
+/// One receipt: the commitment to its fields (which are in `ReceiptRecorded`), and the payee's
+/// acknowledgement (`acknowledged_at == 0` until then).
 #[storage]
 pub struct Receipt {
-    pub session_id: StorageU256,
-    pub payer: StorageAddress,
-    pub timestamp: StorageU64,
-    pub payee: StorageAddress,
+    pub commitment: StorageB256,
     pub acknowledged_at: StorageU64,
-    pub token: StorageAddress,
-    pub amount: StorageU256,
-    pub purpose: StorageB256,
     pub response_hash: StorageB256,
 }

@@ -7,7 +7,7 @@ use alloy_primitives::{address, Address, Bytes, B256, U256};
 use alloy_sol_types::{SolCall, SolError, SolEventInterface, SolStruct, SolValue};
 use bursar_bindings::{
     eip712::{ProvenanceRecord, RECEIPT_REGISTRY_DOMAIN},
-    receipts::{IReceiptRegistry::*, MAX_PARENTS},
+    receipts::{receipt_commitment, IReceiptRegistry::*, Receipt, MAX_PARENTS},
     wallet::ISessionWallet,
 };
 use bursar_contract_testing::{MockHost, TestKey};
@@ -15,7 +15,8 @@ use proptest::prelude::*;
 use receipt_registry::ReceiptRegistry;
 use stylus_sdk::stylus_core::{AccountAccess, ChainAccess};
 
-const ADMIN: Address = address!("00000000000000000000000000000000000000AD");
+const BINDER: Address = address!("00000000000000000000000000000000000000AD");
+const TOKEN: Address = address!("7070707070707070707070707070707070707070");
 const WALLET: Address = address!("5555555555555555555555555555555555555555");
 const OWNER: Address = address!("0000000000000000000000000000000000000A11");
 const PAYEE: Address = address!("00000000000000000000000000000000000000A1");
@@ -38,16 +39,20 @@ impl Fixture {
         host.vm.set_block_timestamp(T0);
         let sessions: Sessions = Rc::default();
         let s = sessions.clone();
+        let registry_address = host.contract_address();
         host.on_call(WALLET, move |call| {
+            if ISessionWallet::receiptRegistryCall::abi_decode(&call.data).is_ok() {
+                return Ok(registry_address.abi_encode());
+            }
             let c = ISessionWallet::sessionAuthorityCall::abi_decode(&call.data)
                 .expect("registry asks sessionAuthority");
             let (owner, key, active) = s.borrow().get(&c.sessionId).copied().unwrap_or_default();
             Ok((owner, key, active).abi_encode_params())
         });
         let mut registry = ReceiptRegistry::from(&host);
-        host.send_from(ADMIN, U256::ZERO);
-        registry.constructor(ADMIN).unwrap();
-        registry.set_wallet(WALLET).unwrap();
+        host.send_from(BINDER, U256::ZERO);
+        registry.constructor(BINDER).unwrap();
+        registry.bind(WALLET).unwrap();
         let key = TestKey::from_seed(5);
         sessions
             .borrow_mut()
@@ -71,7 +76,7 @@ impl Fixture {
                 U256::from(1),
                 OWNER,
                 payee,
-                address!("7070707070707070707070707070707070707070"),
+                TOKEN,
                 U256::from(amount),
                 B256::repeat_byte(0x11),
             )
@@ -139,54 +144,83 @@ fn assert_revert<T: std::fmt::Debug, E: SolError + std::fmt::Debug>(
     bursar_contract_testing::assert_revert::<IReceiptRegistryErrors>(result, expected)
 }
 
-#[test]
-fn admin_wires_the_wallet() {
-    let mut f = Fixture::new();
-    assert_eq!(f.registry.admin(), ADMIN);
-    assert_eq!(f.registry.wallet(), WALLET);
-    assert!(
-        matches!(f.events()[0], IReceiptRegistryEvents::WalletSet(ref e) if e.wallet == WALLET)
-    );
-    f.caller(STRANGER);
-    assert_revert(
-        f.registry.set_wallet(STRANGER).map_err(Vec::from),
-        RegistryUnauthorized { caller: STRANGER },
-    );
-    assert_revert(
-        f.registry.transfer_admin(STRANGER).map_err(Vec::from),
-        RegistryUnauthorized { caller: STRANGER },
-    );
-    f.caller(ADMIN);
-    assert_revert(
-        f.registry.set_wallet(Address::ZERO).map_err(Vec::from),
-        RegistryInvalidAddress {
-            account: Address::ZERO,
-        },
-    );
-    assert_revert(
-        f.registry.transfer_admin(Address::ZERO).map_err(Vec::from),
-        RegistryInvalidAddress {
-            account: Address::ZERO,
-        },
-    );
-    f.registry.transfer_admin(OWNER).unwrap();
-    assert_eq!(f.registry.admin(), OWNER);
-    assert!(
-        matches!(f.events().last(), Some(IReceiptRegistryEvents::AdminTransferred(e)) if e.previousAdmin == ADMIN && e.newAdmin == OWNER)
-    );
+/// Receipt 1..: session 1, paid by OWNER in TOKEN, purpose 0x11.., at T0.
+fn quoted(payee: Address, amount: u64) -> Receipt {
+    Receipt {
+        sessionId: U256::from(1),
+        payer: OWNER,
+        payee,
+        token: TOKEN,
+        amount: U256::from(amount),
+        purpose: B256::repeat_byte(0x11),
+        timestamp: T0,
+    }
+}
 
-    let host = MockHost::new();
-    let mut r = ReceiptRegistry::from(&host);
-    assert_revert(
-        r.constructor(Address::ZERO).map_err(Vec::from),
-        RegistryInvalidAddress {
-            account: Address::ZERO,
-        },
-    );
+fn acknowledge(f: &mut Fixture, id: U256, r: &Receipt, response: B256) -> Result<(), Vec<u8>> {
+    f.registry
+        .acknowledge(
+            id,
+            r.sessionId,
+            r.payer,
+            r.token,
+            r.amount,
+            r.purpose,
+            r.timestamp,
+            response,
+        )
+        .map_err(Vec::from)
 }
 
 #[test]
-fn only_the_wallet_writes_receipts() {
+fn only_the_binder_binds_once_and_nobody_rewires_the_record() {
+    let f = Fixture::new();
+    assert_eq!(f.registry.wallet(), WALLET);
+    assert!(
+        matches!(f.events()[0], IReceiptRegistryEvents::WalletBound(ref e) if e.wallet == WALLET)
+    );
+    // Before the fix the admin could re-point the registry at any time (`setWallet`), halting
+    // payments or forging receipts; now there is no such function and binding is once.
+    for who in [BINDER, STRANGER, OWNER] {
+        f.caller(who);
+        assert_revert(
+            ReceiptRegistry::from(&f.host)
+                .bind(STRANGER)
+                .map_err(Vec::from),
+            RegistryAlreadyBound { wallet: WALLET },
+        );
+    }
+
+    let host = MockHost::new();
+    let here = host.contract_address();
+    host.on_call(WALLET, move |_| Ok(here.abi_encode()));
+    host.on_call(STRANGER, |_| Ok(Address::repeat_byte(3).abi_encode()));
+    let mut r = ReceiptRegistry::from(&host);
+    assert_revert(
+        r.constructor(Address::ZERO).map_err(Vec::from),
+        RegistryUnauthorized {
+            caller: Address::ZERO,
+        },
+    );
+    r.constructor(BINDER).unwrap();
+    host.send_from(STRANGER, U256::ZERO);
+    assert_revert(
+        r.bind(WALLET).map_err(Vec::from),
+        RegistryUnauthorized { caller: STRANGER },
+    );
+    host.send_from(BINDER, U256::ZERO);
+    for not_ours in [STRANGER, OWNER] {
+        assert_revert(
+            r.bind(not_ours).map_err(Vec::from),
+            RegistryWalletMismatch { wallet: not_ours },
+        );
+    }
+    r.bind(WALLET).unwrap();
+    assert_eq!(r.wallet(), WALLET);
+}
+
+#[test]
+fn only_the_wallet_writes_receipts_as_one_commitment() {
     let mut f = Fixture::new();
     f.caller(STRANGER);
     assert_revert(
@@ -205,56 +239,68 @@ fn only_the_wallet_writes_receipts() {
     assert_eq!(f.receipt(PAYEE, 500).unwrap(), U256::from(1));
     assert_eq!(f.receipt(PAYEE, 600).unwrap(), U256::from(2));
     assert_eq!(f.registry.receipt_count(), U256::from(2));
-    let r = f.registry.get_receipt(U256::from(1));
+    let stored = f.registry.get_receipt(U256::from(1));
     assert_eq!(
-        (r.0, r.1, r.2, r.4),
-        (U256::from(1), OWNER, PAYEE, U256::from(500))
+        stored,
+        (receipt_commitment(&quoted(PAYEE, 500)), 0, B256::ZERO)
     );
-    assert_eq!(r.6, T0);
-    assert_eq!(r.7, 0);
-    match f.events().last().unwrap() {
-        IReceiptRegistryEvents::ReceiptRecorded(e) => {
-            assert_eq!(
-                (e.receiptId, e.sessionId, e.payee, e.payer),
-                (U256::from(2), U256::from(1), PAYEE, OWNER)
-            );
-            assert_eq!((e.amount, e.timestamp), (U256::from(600), T0));
-        }
+    let event = match f.events().last().unwrap() {
+        IReceiptRegistryEvents::ReceiptRecorded(e) => e.clone(),
         e => panic!("unexpected {e:?}"),
-    }
+    };
+    assert_eq!((event.receiptId, event.timestamp), (U256::from(2), T0));
+    // The event is the receipt: what it announces verifies, anything else does not.
+    let announced = Receipt::from(&event);
+    assert_eq!(announced, quoted(PAYEE, 600));
+    let verify = |f: &Fixture, id: u64, r: &Receipt| {
+        f.registry.verify_receipt(
+            U256::from(id),
+            r.sessionId,
+            r.payer,
+            r.payee,
+            r.token,
+            r.amount,
+            r.purpose,
+            r.timestamp,
+        )
+    };
+    assert!(verify(&f, 2, &announced));
+    assert!(!verify(&f, 1, &announced));
+    assert!(!verify(&f, 2, &quoted(STRANGER, 600)));
+    assert!(!verify(&f, 3, &Receipt::default()));
 }
 
 #[test]
 fn the_payee_acknowledges_once() {
     let mut f = Fixture::new();
     let id = f.receipt(PAYEE, 500).unwrap();
+    let r = quoted(PAYEE, 500);
+    // Someone else quoting the receipt, or the payee misquoting it, does not match.
     f.caller(STRANGER);
     assert_revert(
-        f.registry
-            .acknowledge(id, B256::repeat_byte(9))
-            .map_err(Vec::from),
-        RegistryUnauthorized { caller: STRANGER },
+        acknowledge(&mut f, id, &r, B256::repeat_byte(9)),
+        ReceiptMismatch { receiptId: id },
+    );
+    f.caller(PAYEE);
+    assert_revert(
+        acknowledge(&mut f, id, &quoted(PAYEE, 499), B256::repeat_byte(9)),
+        ReceiptMismatch { receiptId: id },
     );
     assert_revert(
-        f.registry
-            .acknowledge(U256::from(8), B256::ZERO)
-            .map_err(Vec::from),
+        acknowledge(&mut f, U256::from(8), &r, B256::ZERO),
         ReceiptUnknown {
             receiptId: U256::from(8),
         },
     );
     f.host.vm.set_block_timestamp(T0 + 5);
-    f.caller(PAYEE);
-    f.registry.acknowledge(id, B256::repeat_byte(9)).unwrap();
-    let r = f.registry.get_receipt(id);
-    assert_eq!((r.7, r.8), (T0 + 5, B256::repeat_byte(9)));
+    acknowledge(&mut f, id, &r, B256::repeat_byte(9)).unwrap();
+    let stored = f.registry.get_receipt(id);
+    assert_eq!((stored.1, stored.2), (T0 + 5, B256::repeat_byte(9)));
     assert!(
         matches!(f.events().last(), Some(IReceiptRegistryEvents::ReceiptAcknowledged(e)) if e.payee == PAYEE && e.responseHash == B256::repeat_byte(9))
     );
     assert_revert(
-        f.registry
-            .acknowledge(id, B256::repeat_byte(1))
-            .map_err(Vec::from),
+        acknowledge(&mut f, id, &r, B256::repeat_byte(1)),
         ReceiptAlreadyAcknowledged { receiptId: id },
     );
 }
@@ -419,6 +465,49 @@ fn revocation_by_attester_or_owner_and_is_valid_honours_it() {
     assert!(!f.registry.is_valid(U256::from(3)));
 }
 
+#[test]
+fn lineage_names_each_valid_parent_once() {
+    let mut f = Fixture::new();
+    let a = f.provenance(vec![], 1).unwrap();
+    let b = f.provenance(vec![], 2).unwrap();
+    assert_revert(
+        f.provenance(vec![a, b, a], 3),
+        ProvenanceDuplicateParent { parentId: a },
+    );
+    f.caller(OWNER);
+    f.registry.revoke_provenance(b, B256::ZERO).unwrap();
+    assert_revert(
+        f.provenance(vec![a, b], 4),
+        ProvenanceParentRevoked { parentId: b },
+    );
+    assert!(f.provenance(vec![a], 5).is_ok());
+}
+
+#[test]
+fn once_the_session_is_inactive_only_the_owner_revokes() {
+    let mut f = Fixture::new();
+    let a = f.provenance(vec![], 1).unwrap();
+    let b = f.provenance(vec![], 2).unwrap();
+    // The session ends (closed, revoked, expired or lapsed): its key, perhaps leaked, can no
+    // longer rewrite what the session produced.
+    f.sessions
+        .borrow_mut()
+        .insert(U256::from(1), (OWNER, f.key.address(), false));
+    f.caller(f.key.address());
+    assert_revert(
+        f.registry
+            .revoke_provenance(a, B256::ZERO)
+            .map_err(Vec::from),
+        RegistryUnauthorized {
+            caller: f.key.address(),
+        },
+    );
+    assert!(f.registry.is_valid(a));
+    f.caller(OWNER);
+    f.registry.revoke_provenance(b, B256::ZERO).unwrap();
+    assert!(!f.registry.is_valid(b));
+}
+
 proptest! {
     /// Record ids are dense, lineage only points backwards, and validity is exactly
     /// "recorded and not revoked".
@@ -430,7 +519,12 @@ proptest! {
         for (i, (record, target)) in ops.into_iter().enumerate() {
             if record {
                 let parents = if count > 0 { vec![U256::from(target % count + 1)] } else { vec![] };
-                let id = f.provenance(parents.clone(), i as u64).unwrap();
+                let result = f.provenance(parents.clone(), i as u64);
+                if let Some(revoked_parent) = parents.iter().find(|p| revoked.contains(&p.to::<u64>())) {
+                    prop_assert!(result.is_err(), "a revoked parent {revoked_parent} was accepted");
+                    continue;
+                }
+                let id = result.unwrap();
                 count += 1;
                 prop_assert_eq!(id, U256::from(count));
                 prop_assert!(parents.iter().all(|p| *p < id));

@@ -5,6 +5,10 @@
 //! gateway checks the signature, deadline and nonce, submits the owner's EIP-2612 permit, and
 //! forwards to the one SessionWallet it is bound to, which trusts it as the owner's agent.
 //!
+//! Binding is unforgeable: only the binder named at construction (the deployer) may bind, only
+//! once, and only to a wallet whose `gateway()` is this contract. After that nobody has any
+//! power over the gateway.
+//!
 //! It is a separate contract so that SessionWallet stays far from Stylus's 24 KiB code limit:
 //! ERC-1271, the owner nonces and the two wide signed messages live here.
 //!
@@ -27,11 +31,11 @@ use bursar_bindings::{
     wallet::{ISessionWallet, InvalidParameter},
 };
 use bursar_contract_common::{
-    calldata,
+    call, calldata,
     eip712::{domain_separator, hash_words, typed_data_hash},
     nonce, signature, token, word, Word,
 };
-use stylus_sdk::{abi::Bytes, call::RawCall, prelude::*, storage::*};
+use stylus_sdk::{abi::Bytes, prelude::*, storage::*};
 
 pub use error::GatewayError;
 
@@ -40,6 +44,8 @@ type Result<T, E = GatewayError> = core::result::Result<T, E>;
 #[storage]
 #[entrypoint]
 pub struct SessionGateway {
+    /// May call `bind`, once; cleared when it does.
+    binder: StorageAddress,
     wallet: StorageAddress,
     /// Owner nonces: an unordered bitmap each.
     nonces: StorageMap<Address, StorageMap<U256, StorageU256>>,
@@ -47,21 +53,44 @@ pub struct SessionGateway {
 
 #[public]
 impl SessionGateway {
-    /// Binds the gateway to the calling SessionWallet, once. The wallet calls this from its
-    /// constructor, so a wallet never trusts a gateway that serves another wallet.
+    /// Names the one account that may bind the gateway (the deployer: contracts deployed
+    /// through StylusDeployer see the deployer contract as their sender, so it is an argument).
     ///
     /// # Errors
-    /// * `GatewayAlreadyBound` — bound before.
+    /// * [`GatewayInvalidParameter`]`(Registry)` — `binder` is zero.
+    #[constructor]
+    pub fn constructor(&mut self, binder: Address) -> Result<()> {
+        if binder.is_zero() {
+            return Err(invalid(InvalidParameter::Registry));
+        }
+        self.binder.set(binder);
+        Ok(())
+    }
+
+    /// Binds the gateway to `wallet`, once, by the binder, and only if `wallet.gateway()` is
+    /// this gateway: a gateway serves exactly one wallet, which trusts exactly this gateway.
+    ///
+    /// # Errors
+    /// * [`GatewayAlreadyBound`] — bound before.
+    /// * [`GatewayUnauthorized`] — the caller is not the binder.
+    /// * [`GatewayWalletMismatch`] — `wallet` does not name this gateway.
     ///
     /// # Events
-    /// `GatewayBound`.
-    pub fn bind(&mut self) -> Result<()> {
+    /// [`GatewayBound`].
+    pub fn bind(&mut self, wallet: Address) -> Result<()> {
         let bound = self.wallet.get();
         if !bound.is_zero() {
             return Err(GatewayAlreadyBound { wallet: bound }.into());
         }
-        let wallet = self.vm().msg_sender();
+        let caller = self.vm().msg_sender();
+        if caller != self.binder.get() {
+            return Err(GatewayUnauthorized { caller }.into());
+        }
+        if !call::names_this_contract(self.vm(), wallet, ISessionWallet::gatewayCall::SELECTOR) {
+            return Err(GatewayWalletMismatch { wallet }.into());
+        }
         self.wallet.set(wallet);
+        self.binder.set(Address::ZERO);
         self.vm().log(GatewayBound { wallet });
         Ok(())
     }
@@ -73,10 +102,11 @@ impl SessionGateway {
     /// Returns the session id.
     ///
     /// # Errors
-    /// * `GatewayInvalidParameter` — zero owner (`Owner`) or the native token (`Token`).
-    /// * `GatewayDeadlinePassed`, `GatewayNonceUsed`, `GatewayInvalidSignature`, `GatewayNotBound`.
-    /// * `GatewayWalletCallFailed` — the wallet refused, with its custom error as `reason`
-    ///   (e.g. `WalletTransferFailed` without allowance, `WalletInvalidParameter`).
+    /// * [`GatewayInvalidParameter`] — zero owner (`Owner`) or the native token (`Token`).
+    /// * [`GatewayDeadlinePassed`], [`GatewayNonceUsed`], [`GatewayInvalidSignature`],
+    ///   [`GatewayNotBound`].
+    /// * [`GatewayWalletCallFailed`] — the wallet refused, with its custom error as `reason`
+    ///   (e.g. `WalletTransferFailed` without allowance, `WalletTokenWithoutCode`).
     ///
     /// # Events
     /// The wallet's `SessionOpened`.
@@ -95,6 +125,7 @@ impl SessionGateway {
         valid_after: u64,
         expires_at: u64,
         lease_seconds: u64,
+        lease_keeper: Address,
         allowlist_id: U256,
         metadata: B256,
         nonce: U256,
@@ -110,7 +141,7 @@ impl SessionGateway {
         }
         let wallet = self.bound_wallet()?;
         // The session's terms, word for word: the tail of the signed struct and the wallet call.
-        let terms: [Word; 14] = [
+        let terms: [Word; 15] = [
             word(owner),
             word(session_key),
             word(guardian),
@@ -123,14 +154,15 @@ impl SessionGateway {
             word(valid_after),
             word(expires_at),
             word(lease_seconds),
+            word(lease_keeper),
             word(allowlist_id),
             word(metadata),
         ];
-        let mut message = [[0u8; 32]; 17];
+        let mut message = [[0u8; 32]; 18];
         message[0] = word(OPEN_SESSION_TYPEHASH);
-        message[1..15].copy_from_slice(&terms);
-        message[15] = word(nonce);
-        message[16] = word(deadline);
+        message[1..16].copy_from_slice(&terms);
+        message[16] = word(nonce);
+        message[17] = word(deadline);
         self.authorize(owner, &message, nonce, deadline, &owner_signature)?;
         if !permit_signature.is_empty() {
             token::permit(
@@ -153,9 +185,9 @@ impl SessionGateway {
     /// (0 for a rejection).
     ///
     /// # Errors
-    /// * `GatewayUnknownPending`, `GatewayNotBound`.
-    /// * `GatewayDeadlinePassed`, `GatewayNonceUsed`, `GatewayInvalidSignature`.
-    /// * `GatewayWalletCallFailed` — the wallet refused, with its custom error as `reason`
+    /// * [`GatewayUnknownPending`], [`GatewayNotBound`].
+    /// * [`GatewayDeadlinePassed`], [`GatewayNonceUsed`], [`GatewayInvalidSignature`].
+    /// * [`GatewayWalletCallFailed`] — the wallet refused, with its custom error as `reason`
     ///   (e.g. `WalletPendingExpired`, `WalletPeriodBudgetExceeded`).
     ///
     /// # Events
@@ -276,16 +308,11 @@ impl SessionGateway {
     }
 
     fn view(&self, wallet: Address, data: &[u8]) -> Vec<u8> {
-        unsafe { RawCall::new_static(self.vm()).call(wallet, data) }.unwrap_or_default()
+        call::view(self.vm(), wallet, data).unwrap_or_default()
     }
 
     fn call_wallet(&mut self, wallet: Address, data: &[u8]) -> Result<Vec<u8>> {
-        unsafe {
-            RawCall::new(self.vm())
-                .clear_storage_cache()
-                .call(wallet, data)
-        }
-        .map_err(|reason| {
+        call::call(self.vm(), wallet, data).map_err(|reason| {
             GatewayWalletCallFailed {
                 reason: reason.into(),
             }

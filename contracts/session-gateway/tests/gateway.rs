@@ -18,6 +18,7 @@ use stylus_sdk::stylus_core::{AccountAccess, ChainAccess};
 const WALLET: Address = address!("5555555555555555555555555555555555555555");
 const TOKEN: Address = address!("7070707070707070707070707070707070707070");
 const RELAYER: Address = address!("0000000000000000000000000000000000000BAD");
+const BINDER: Address = address!("00000000000000000000000000000000000B1DE5");
 const T0: u64 = 1_700_000_000;
 
 /// What the fake wallet was asked and how it answers.
@@ -29,6 +30,8 @@ struct FakeWallet {
     pendings: Vec<(U256, U256, u8)>,
     owners: Vec<(U256, Address)>,
     refuse: Option<Vec<u8>>,
+    /// What the wallet answers to `gateway()` (zero: the gateway under test).
+    names_gateway: Option<Address>,
 }
 
 struct Fixture {
@@ -45,8 +48,12 @@ impl Fixture {
         host.vm.set_block_timestamp(T0);
         let wallet = Rc::new(RefCell::new(FakeWallet::default()));
         let w = wallet.clone();
+        let gateway_address = host.contract_address();
         host.on_call(WALLET, move |call: &CallRecord| {
             let mut w = w.borrow_mut();
+            if ISessionWallet::gatewayCall::abi_decode(&call.data).is_ok() {
+                return Ok(w.names_gateway.unwrap_or(gateway_address).abi_encode());
+            }
             if let Ok(c) = ISessionWallet::pendingPaymentCall::abi_decode(&call.data) {
                 let (session, status) = w
                     .pendings
@@ -94,7 +101,8 @@ impl Fixture {
                 .push(IERC20Permit::permitCall::abi_decode(&call.data).expect("permit"));
             Ok(Vec::new())
         });
-        let gateway = SessionGateway::from(&host);
+        let mut gateway = SessionGateway::from(&host);
+        gateway.constructor(BINDER).unwrap();
         Self {
             host,
             gateway,
@@ -106,8 +114,8 @@ impl Fixture {
 
     fn new() -> Self {
         let mut f = Self::unbound();
-        f.host.send_from(WALLET, U256::ZERO);
-        f.gateway.bind().unwrap();
+        f.host.send_from(BINDER, U256::ZERO);
+        f.gateway.bind(WALLET).unwrap();
         f
     }
 
@@ -133,6 +141,7 @@ impl Fixture {
             validAfter: 5,
             expiresAt: T0 + 1_000,
             leaseSeconds: 600,
+            leaseKeeper: Address::repeat_byte(0x6b),
             allowlistId: U256::from(7),
             metadata: B256::repeat_byte(0x5a),
             nonce: U256::from(nonce),
@@ -157,6 +166,7 @@ impl Fixture {
                 m.validAfter,
                 m.expiresAt,
                 m.leaseSeconds,
+                m.leaseKeeper,
                 m.allowlistId,
                 m.metadata,
                 m.nonce,
@@ -231,7 +241,7 @@ fn invalid(p: InvalidParameter) -> GatewayInvalidParameter {
 }
 
 #[test]
-fn binds_once_to_the_calling_wallet() {
+fn only_the_binder_binds_once_to_a_wallet_that_names_this_gateway() {
     let mut f = Fixture::unbound();
     assert_eq!(f.gateway.wallet(), Address::ZERO);
     let m = f.message(f.owner.address(), 1);
@@ -242,16 +252,42 @@ fn binds_once_to_the_calling_wallet() {
         GatewayNotBound {},
     );
 
-    f.host.send_from(WALLET, U256::ZERO);
-    f.gateway.bind().unwrap();
+    // Before the fix anyone could bind first and block the deployment.
+    for stranger in [RELAYER, WALLET] {
+        f.host.send_from(stranger, U256::ZERO);
+        assert_revert(
+            f.gateway.bind(WALLET).map_err(Vec::from),
+            GatewayUnauthorized { caller: stranger },
+        );
+    }
+    f.host.send_from(BINDER, U256::ZERO);
+    // A wallet wired to another gateway, or an address without code, is refused.
+    f.wallet.borrow_mut().names_gateway = Some(Address::repeat_byte(0x99));
+    assert_revert(
+        f.gateway.bind(WALLET).map_err(Vec::from),
+        GatewayWalletMismatch { wallet: WALLET },
+    );
+    f.wallet.borrow_mut().names_gateway = None;
+    assert_revert(
+        f.gateway.bind(RELAYER).map_err(Vec::from),
+        GatewayWalletMismatch { wallet: RELAYER },
+    );
+    f.gateway.bind(WALLET).unwrap();
     assert_eq!(f.gateway.wallet(), WALLET);
     let logs = f.host.vm.get_emitted_logs();
     let event = ISessionGatewayEvents::decode_raw_log(&logs[0].0, &logs[0].1).unwrap();
     assert!(matches!(event, ISessionGatewayEvents::GatewayBound(e) if e.wallet == WALLET));
-    f.host.send_from(RELAYER, U256::ZERO);
     assert_revert(
-        f.gateway.bind().map_err(Vec::from),
+        f.gateway.bind(WALLET).map_err(Vec::from),
         GatewayAlreadyBound { wallet: WALLET },
+    );
+
+    let host = MockHost::new();
+    assert_revert(
+        SessionGateway::from(&host)
+            .constructor(Address::ZERO)
+            .map_err(Vec::from),
+        invalid(InvalidParameter::Registry),
     );
 }
 
@@ -262,6 +298,7 @@ fn open_session_with_sig_forwards_the_signed_terms_and_the_permit() {
     let m = f.message(f.owner.address(), 9);
     let sig = f.sign(&f.owner.clone(), &m);
     let permit = Bytes::from([vec![1u8; 32], vec![2u8; 32], vec![27u8]].concat());
+    let calls_before = f.host.calls().len();
     assert_eq!(f.open(&m, sig.clone(), permit).unwrap(), U256::from(1));
 
     let p = f.permits.borrow()[0].clone();
@@ -297,6 +334,7 @@ fn open_session_with_sig_forwards_the_signed_terms_and_the_permit() {
             o.validAfter,
             o.expiresAt,
             o.leaseSeconds,
+            o.leaseKeeper,
             o.allowlistId,
             o.metadata
         ),
@@ -304,6 +342,7 @@ fn open_session_with_sig_forwards_the_signed_terms_and_the_permit() {
             m.validAfter,
             m.expiresAt,
             m.leaseSeconds,
+            m.leaseKeeper,
             m.allowlistId,
             m.metadata
         )
@@ -313,6 +352,7 @@ fn open_session_with_sig_forwards_the_signed_terms_and_the_permit() {
         .host
         .calls()
         .iter()
+        .skip(calls_before)
         .map(|c| c.to)
         .filter(|a| *a != bursar_contract_testing::ECRECOVER)
         .collect();
