@@ -84,14 +84,14 @@ pub async fn trail(
         }
     }
     let belongs = |e: &AuditEvent| match e {
-        AuditEvent::Wallet(w) => wallet_session(w) == session_id,
+        AuditEvent::Wallet(w) => wallet_session(w) == Some(session_id),
         AuditEvent::Registry(RegistryEvent::ReceiptRecorded(r)) => r.sessionId == session_id,
         AuditEvent::Registry(RegistryEvent::ReceiptAcknowledged(a)) => {
             receipts.contains(&a.receiptId)
         }
         AuditEvent::Registry(RegistryEvent::ProvenanceRecorded(p)) => p.sessionId == session_id,
         AuditEvent::Registry(RegistryEvent::ProvenanceRevoked(r)) => records.contains(&r.recordId),
-        AuditEvent::List(l) => Some(list_of(l)) == list_id,
+        AuditEvent::List(l) => list_of(l).is_some() && list_of(l) == list_id,
         _ => false,
     };
     let session_txs: BTreeSet<B256> = decoded
@@ -138,8 +138,9 @@ fn decode(contracts: &Contracts, l: &RpcLog) -> Option<AuditEvent> {
     }
 }
 
-fn wallet_session(e: &WalletEvent) -> U256 {
-    match e {
+/// The session a wallet event is about (`RefundClaimed` is about an owner's balance).
+fn wallet_session(e: &WalletEvent) -> Option<U256> {
+    Some(match e {
         WalletEvent::SessionOpened(e) => e.sessionId,
         WalletEvent::SessionToppedUp(e) => e.sessionId,
         WalletEvent::PaymentExecuted(e) => e.sessionId,
@@ -149,17 +150,21 @@ fn wallet_session(e: &WalletEvent) -> U256 {
         WalletEvent::SessionRevoked(e) => e.sessionId,
         WalletEvent::SessionClosed(e) => e.sessionId,
         WalletEvent::LeaseRenewed(e) => e.sessionId,
-    }
+        WalletEvent::RefundDeferred(e) => e.sessionId,
+        WalletEvent::RefundClaimed(_) => return None,
+    })
 }
 
-fn list_of(e: &ListEvent) -> U256 {
-    match e {
+/// The list a registry event is about (`WalletBound` is about the registry).
+fn list_of(e: &ListEvent) -> Option<U256> {
+    Some(match e {
         ListEvent::ListCreated(e) => e.listId,
         ListEvent::ListOwnershipTransferred(e) => e.listId,
         ListEvent::ListAdminSet(e) => e.listId,
         ListEvent::EntrySet(e) => e.listId,
         ListEvent::EntryRemoved(e) => e.listId,
-    }
+        ListEvent::WalletBound(_) => return None,
+    })
 }
 
 fn short(a: &Address) -> String {
@@ -216,6 +221,14 @@ impl fmt::Display for AuditEntry {
                 WalletEvent::LeaseRenewed(e) => {
                     write!(f, "LeaseRenewed        until {}", e.leaseExpiresAt)
                 }
+                WalletEvent::RefundDeferred(e) => write!(
+                    f, "RefundDeferred      {} owed to {} (claim with claim())",
+                    format_usd(e.amount), short(&e.owner)
+                ),
+                WalletEvent::RefundClaimed(e) => write!(
+                    f, "RefundClaimed       {} by {} to {}",
+                    format_usd(e.amount), short(&e.owner), short(&e.to)
+                ),
             },
             AuditEvent::Registry(r) => match r {
                 RegistryEvent::ReceiptRecorded(e) => write!(

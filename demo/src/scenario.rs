@@ -14,7 +14,7 @@ use bursar_bindings::eip712::{
     SESSION_GATEWAY_DOMAIN, SESSION_WALLET_DOMAIN, TEST_TOKEN_DOMAIN,
 };
 use bursar_bindings::gateway::ISessionGateway;
-use bursar_bindings::receipts::IReceiptRegistry;
+use bursar_bindings::receipts::{IReceiptRegistry, Receipt as PaymentReceipt};
 use bursar_bindings::token::ITestToken;
 use bursar_bindings::wallet::ISessionWallet::{self, ISessionWalletErrors};
 use bursar_deploy::rpc::{Client, Receipt, RpcError, RpcLog};
@@ -180,6 +180,9 @@ pub struct Scenario<'a, N: Narrator> {
     report: Report,
     /// Nonces for the agent's payment intents (the wallet accepts any unused one).
     next_nonce: u64,
+    /// The receipts of executed payments, as `ReceiptRecorded` announced them (the registry
+    /// keeps only their commitments; a payee restates its receipt to acknowledge it).
+    receipts: Vec<PaymentReceipt>,
 }
 
 /// Runs the whole story on a dev chain (it moves time forward with `evm_increaseTime`).
@@ -199,6 +202,7 @@ pub async fn run<N: Narrator>(
         senders: Vec::new(),
         report: Report::default(),
         next_nonce: 1,
+        receipts: Vec::new(),
     };
     s.report.first_block = client.block_number().await? + 1;
     s.fund_actors().await?;
@@ -341,6 +345,7 @@ impl<N: Narrator> Scenario<'_, N> {
             validAfter: 0,
             expiresAt: now + 86_400,
             leaseSeconds: 0,
+            leaseKeeper: Address::ZERO,
             allowlistId: self.report.list_id,
             metadata: keccak256("sandbox e2b:sbx_7f3a (research agent)"),
             nonce: U256::from(1),
@@ -372,6 +377,7 @@ impl<N: Narrator> Scenario<'_, N> {
             validAfter: terms.validAfter,
             expiresAt: terms.expiresAt,
             leaseSeconds: terms.leaseSeconds,
+            leaseKeeper: terms.leaseKeeper,
             allowlistId: terms.allowlistId,
             metadata: terms.metadata,
             nonce: terms.nonce,
@@ -514,6 +520,26 @@ impl<N: Narrator> Scenario<'_, N> {
         let receipt_id = self.report.receipt_ids[0];
         let vendor = self.actors.vendor_a.clone();
         let response = keccak256("response: completion batch 0x51");
+        let quoted = self.receipts[0].clone();
+        let verified = self
+            .view(
+                self.contracts.receipts,
+                IReceiptRegistry::verifyReceiptCall {
+                    receiptId: receipt_id,
+                    sessionId: quoted.sessionId,
+                    payer: quoted.payer,
+                    payee: quoted.payee,
+                    token: quoted.token,
+                    amount: quoted.amount,
+                    purpose: quoted.purpose,
+                    timestamp: quoted.timestamp,
+                },
+            )
+            .await?;
+        self.check(
+            verified,
+            "verifyReceipt: the announced receipt matches its commitment",
+        )?;
         let r = self
             .send(
                 &vendor,
@@ -521,6 +547,12 @@ impl<N: Narrator> Scenario<'_, N> {
                 "acknowledge",
                 IReceiptRegistry::acknowledgeCall {
                     receiptId: receipt_id,
+                    sessionId: quoted.sessionId,
+                    payer: quoted.payer,
+                    token: quoted.token,
+                    amount: quoted.amount,
+                    purpose: quoted.purpose,
+                    timestamp: quoted.timestamp,
                     responseHash: response,
                 },
             )
@@ -695,6 +727,7 @@ impl<N: Narrator> Scenario<'_, N> {
                         && rec.payee == to,
                     "PaymentExecuted and ReceiptRecorded match the intent",
                 )?;
+                self.receipts.push(PaymentReceipt::from(&rec));
                 let moved = self.events::<ITestToken::Transfer>(&r, self.contracts.token);
                 self.check(
                     moved.len() == 1

@@ -8,7 +8,9 @@ use alloy_sol_types::{SolCall, SolError, SolEvent, SolValue};
 use bursar_bindings::arbitrum::{
     IArbWasm, IStylusDeployer, ARBWASM_ADDRESS, STYLUS_DEPLOYER_ADDRESS,
 };
-use bursar_bindings::receipts::IReceiptRegistry;
+use bursar_bindings::{
+    counterparty::ICounterpartyRegistry, gateway::ISessionGateway, receipts::IReceiptRegistry,
+};
 use serde_json::json;
 
 use crate::artifacts::{Artifact, ArtifactError, BuildInfo};
@@ -21,8 +23,8 @@ use crate::revert;
 use crate::rpc::{Client, Receipt, RpcError};
 use crate::sender::{SendError, Sender};
 
-/// The contracts, in deployment order (the wallet's constructor needs the other three, and
-/// binds the gateway).
+/// The contracts, in deployment order (the wallet's constructor needs the other three; the
+/// deployer then binds those three to it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Contract {
     TestToken,
@@ -246,8 +248,8 @@ pub async fn deploy(
     };
 
     // Which contracts can stay: same code, same constructor arguments, code on chain and
-    // active. The gateway serves exactly one wallet (the wallet's constructor binds it), so
-    // the two are kept or replaced together.
+    // active. The gateway and both registries are bound to exactly one wallet, once, so the
+    // four are kept or replaced together.
     let mut reuse = Vec::with_capacity(contracts.len());
     let mut planned: Vec<(Address, Bytes)> = Vec::new();
     for (contract, artifact) in contracts.iter().zip(&artifacts) {
@@ -269,26 +271,15 @@ pub async fn deploy(
         reuse.push(kept);
         planned.push((address, args));
     }
-    if let (Some(g), Some(w)) = (
-        contracts
-            .iter()
-            .position(|c| *c == Contract::SessionGateway),
-        contracts.iter().position(|c| *c == Contract::SessionWallet),
-    ) {
-        // A wallet whose dependencies change must be redeployed, and its gateway with it.
-        let deps_kept = contracts
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| {
-                matches!(
-                    c,
-                    Contract::CounterpartyRegistry | Contract::ReceiptRegistry
-                )
-            })
-            .all(|(i, _)| reuse[i]);
-        let both = reuse[g] && reuse[w] && deps_kept;
-        reuse[g] = both;
-        reuse[w] = both;
+    let bound_together: Vec<usize> = contracts
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c != Contract::TestToken)
+        .map(|(i, _)| i)
+        .collect();
+    let keep_all = bound_together.iter().all(|i| reuse[*i]);
+    for i in bound_together {
+        reuse[i] = keep_all;
     }
 
     // Check the balance covers everything still to deploy before sending anything.
@@ -390,8 +381,11 @@ fn constructor_args(
             .unwrap_or_default()
     };
     match contract {
-        Contract::TestToken | Contract::ReceiptRegistry => deployer.abi_encode().into(),
-        Contract::CounterpartyRegistry | Contract::SessionGateway => Bytes::new(),
+        // The token's owner; the binder of the gateway and the registries.
+        Contract::TestToken
+        | Contract::CounterpartyRegistry
+        | Contract::ReceiptRegistry
+        | Contract::SessionGateway => deployer.abi_encode().into(),
         Contract::SessionWallet => (
             at(Contract::CounterpartyRegistry),
             at(Contract::ReceiptRegistry),
@@ -483,14 +477,7 @@ async fn deploy_one(
         contract: contract.artifact(),
         reason,
     };
-    let init_data: Bytes = if matches!(
-        contract,
-        Contract::CounterpartyRegistry | Contract::SessionGateway
-    ) {
-        Bytes::new()
-    } else {
-        [&CONSTRUCTOR_SELECTOR[..], &args[..]].concat().into()
-    };
+    let init_data: Bytes = [&CONSTRUCTOR_SELECTOR[..], &args[..]].concat().into();
     let call = IStylusDeployer::deployCall {
         bytecode: artifact.initcode().into(),
         initData: init_data,
@@ -549,7 +536,8 @@ fn send_reason(e: &SendError) -> String {
     }
 }
 
-/// Authorises the wallet as the receipt registry's writer, unless it already is.
+/// Binds the gateway and both registries to the wallet (`bind(wallet)`, which each accepts
+/// once, from the deployer named in its constructor), skipping those already bound to it.
 async fn wire(
     client: &Client,
     sender: &mut Sender,
@@ -557,59 +545,71 @@ async fn wire(
     earlier: &[WiringRecord],
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(), DeployError> {
-    let (Some(registry), Some(wallet)) = (
-        record.address(Contract::ReceiptRegistry.key()),
-        record.address(Contract::SessionWallet.key()),
-    ) else {
+    let Some(wallet) = record.address(Contract::SessionWallet.key()) else {
         return Ok(());
     };
-    let step = "receipt registry → wallet";
-    let current = view(client, registry, IReceiptRegistry::walletCall {}).await?;
-    let description = format!("receiptRegistry.setWallet({wallet})");
-    if current == wallet {
-        // Already wired (by an earlier run, whose record we keep).
-        record.wiring.extend(
-            earlier
-                .iter()
-                .filter(|w| w.description == description)
-                .cloned(),
-        );
+    for contract in [
+        Contract::SessionGateway,
+        Contract::ReceiptRegistry,
+        Contract::CounterpartyRegistry,
+    ] {
+        let Some(at) = record.address(contract.key()) else {
+            continue;
+        };
+        // The three declare `wallet()` and `bind(address)` each in its own interface.
+        let (current, bind) = match contract {
+            Contract::SessionGateway => (
+                view(client, at, ISessionGateway::walletCall {}).await?,
+                ISessionGateway::bindCall { wallet }.abi_encode(),
+            ),
+            Contract::ReceiptRegistry => (
+                view(client, at, IReceiptRegistry::walletCall {}).await?,
+                IReceiptRegistry::bindCall { wallet }.abi_encode(),
+            ),
+            _ => (
+                view(client, at, ICounterpartyRegistry::walletCall {}).await?,
+                ICounterpartyRegistry::bindCall { wallet }.abi_encode(),
+            ),
+        };
+        let description = format!("{}.bind({wallet})", contract.key());
+        if current == wallet {
+            // Bound by an earlier run, whose record we keep.
+            record.wiring.extend(
+                earlier
+                    .iter()
+                    .filter(|w| w.description == description)
+                    .cloned(),
+            );
+            progress(Progress::Wired {
+                description,
+                tx: None,
+            });
+            continue;
+        }
+        let step = contract.artifact();
+        if !current.is_zero() {
+            return Err(DeployError::Wiring {
+                step,
+                reason: format!("already bound to another wallet, {current}"),
+            });
+        }
+        let receipt: Receipt = sender
+            .send(client, Some(at), bind, U256::ZERO)
+            .await
+            .map_err(|e| DeployError::Wiring {
+                step,
+                reason: send_reason(&e),
+            })?;
+        record.wiring.push(WiringRecord {
+            description: description.clone(),
+            tx: receipt.transaction_hash,
+            block: receipt.block(),
+        });
         progress(Progress::Wired {
             description,
-            tx: None,
-        });
-        return Ok(());
-    }
-    let admin = view(client, registry, IReceiptRegistry::adminCall {}).await?;
-    if admin != sender.address() {
-        return Err(DeployError::Wiring {
-            step,
-            reason: format!(
-                "the registry's admin is {admin}, not the deployer {}",
-                sender.address()
-            ),
+            tx: Some(receipt.transaction_hash),
         });
     }
-    let receipt: Receipt = sender
-        .transact(
-            client,
-            registry,
-            &IReceiptRegistry::setWalletCall { wallet },
-        )
-        .await
-        .map_err(|e| DeployError::Wiring {
-            step,
-            reason: send_reason(&e),
-        })?;
-    record.wiring.push(WiringRecord {
-        description: description.clone(),
-        tx: receipt.transaction_hash,
-        block: receipt.block(),
-    });
-    progress(Progress::Wired {
-        description,
-        tx: Some(receipt.transaction_hash),
-    });
     Ok(())
 }
 

@@ -40,30 +40,31 @@ fn deploy_all() -> Deployment {
     chain.deploy("session_gateway", gateway);
     chain.deploy("session_wallet", wallet);
 
-    assert!(
-        chain
-            .construct(deployer, token, &admin.abi_encode())
-            .success
-    );
-    assert!(
-        chain
-            .construct(deployer, receipts, &admin.abi_encode())
-            .success
-    );
-    let bound = chain.construct(
+    for satellite in [token, counterparties, receipts, gateway] {
+        let built = chain.construct(deployer, satellite, &admin.abi_encode());
+        assert!(built.success, "constructor: {built:?}");
+    }
+    let built = chain.construct(
         deployer,
         wallet,
         &(counterparties, receipts, gateway).abi_encode_params(),
     );
-    assert!(bound.success, "wallet constructor: {bound:?}");
-    // The wallet's constructor called gateway.bind(): the gateway logged it.
+    assert!(built.success, "wallet constructor: {built:?}");
+    // The binder (admin) binds each satellite to the wallet that names it.
+    let bound = chain.send(admin, gateway, ISessionGateway::bindCall { wallet });
+    assert!(bound.outcome.success, "{:?}", bound.outcome);
     assert!(matches!(
-        &events::<ISessionGatewayEvents>(&bound.logs, gateway)[..],
+        &events::<ISessionGatewayEvents>(&bound.outcome.logs, gateway)[..],
         [ISessionGatewayEvents::GatewayBound(b)] if b.wallet == wallet
     ));
     assert_eq!(chain.view(gateway, ISessionGateway::walletCall {}), wallet);
-
-    let set = chain.send(admin, receipts, IReceiptRegistry::setWalletCall { wallet });
+    let set = chain.send(admin, receipts, IReceiptRegistry::bindCall { wallet });
+    assert!(set.outcome.success, "{:?}", set.outcome);
+    let set = chain.send(
+        admin,
+        counterparties,
+        ICounterpartyRegistry::bindCall { wallet },
+    );
     assert!(set.outcome.success, "{:?}", set.outcome);
     Deployment {
         chain,
@@ -151,6 +152,7 @@ fn open_a_session_and_pay_with_a_session_key() {
             validAfter: 0,
             expiresAt: now + 86_400,
             leaseSeconds: 0,
+            leaseKeeper: Address::ZERO,
             allowlistId: list,
             metadata: B256::repeat_byte(0x4d),
         },

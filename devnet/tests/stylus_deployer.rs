@@ -118,14 +118,19 @@ fn deploys_every_contract_in_one_transaction() {
     let mut chain = DevChain::new(ChainConfig::default());
     let owner = dev_accounts()[0].address;
 
-    // The gateway has no constructor: deploy + activate only (CREATE from nonce 1).
+    // The gateway, from the deployer's nonce 1, constructed with its binder.
     let expected = create_address(STYLUS_DEPLOYER_ADDRESS, deployer_nonce(&chain));
     let tx = send(
         &mut chain,
         0,
         STYLUS_DEPLOYER_ADDRESS,
         U256::ZERO,
-        deploy_call(initcode("session_gateway"), Bytes::new(), 0, B256::ZERO),
+        deploy_call(
+            initcode("session_gateway"),
+            constructor(&owner.abi_encode()),
+            0,
+            B256::ZERO,
+        ),
     );
     let gateway = deployed(&tx);
     assert_eq!(gateway, expected);
@@ -150,11 +155,7 @@ fn deploys_every_contract_in_one_transaction() {
     // Constructors with `(address owner)`; value beyond initValue comes back (data fee 0).
     let mut built = vec![];
     for name in ["test_token", "receipt_registry", "counterparty_registry"] {
-        let init = if name == "counterparty_registry" {
-            Bytes::new()
-        } else {
-            constructor(&owner.abi_encode())
-        };
+        let init = constructor(&owner.abi_encode());
         let expected = create_address(STYLUS_DEPLOYER_ADDRESS, deployer_nonce(&chain));
         let before = chain.state().balance(owner);
         let tx = send(
@@ -180,11 +181,12 @@ fn deploys_every_contract_in_one_transaction() {
     };
     assert_eq!(view(&mut chain, token, ITestToken::ownerCall {}), owner);
     assert_eq!(
-        view(&mut chain, receipts, IReceiptRegistry::adminCall {}),
-        owner
+        view(&mut chain, receipts, IReceiptRegistry::walletCall {}),
+        Address::ZERO,
+        "bound only once the wallet exists"
     );
 
-    // The wallet, by CREATE2: its constructor binds the gateway.
+    // The wallet, by CREATE2, naming the three; then the binder binds the gateway to it.
     let salt = B256::repeat_byte(0x5a);
     let init = constructor(&(counterparties, receipts, gateway).abi_encode_params());
     let bytecode = initcode("session_wallet");
@@ -204,14 +206,22 @@ fn deploys_every_contract_in_one_transaction() {
         nonce + 1,
         "CREATE2 bumps the nonce too"
     );
+    let bind = send(
+        &mut chain,
+        0,
+        gateway,
+        U256::ZERO,
+        ISessionGateway::bindCall { wallet }.abi_encode(),
+    );
+    assert!(bind.receipt.status);
     assert_eq!(
         view(&mut chain, gateway, ISessionGateway::walletCall {}),
         wallet
     );
-    let bound = tx.receipt.logs.iter().any(|l| {
+    let bound = bind.receipt.logs.iter().any(|l| {
         l.log.address == gateway && l.log.topics[0] == ISessionGateway::GatewayBound::SIGNATURE_HASH
     });
-    assert!(bound, "the constructor's call to bind() logged");
+    assert!(bound, "bind() logged");
 }
 
 #[test]
@@ -282,27 +292,21 @@ fn a_failing_constructor_leaves_no_code_and_no_activation() {
         );
         deployed(&tx)
     };
-    let gateway = deploy(&mut chain, "session_gateway", Bytes::new());
-    let counterparties = deploy(&mut chain, "counterparty_registry", Bytes::new());
+    let counterparties = deploy(
+        &mut chain,
+        "counterparty_registry",
+        constructor(&owner.abi_encode()),
+    );
     let receipts = deploy(
         &mut chain,
         "receipt_registry",
         constructor(&owner.abi_encode()),
     );
-    // Someone else binds the gateway first: the wallet's constructor (gateway.bind()) fails.
-    let bind = send(
-        &mut chain,
-        4,
-        gateway,
-        U256::ZERO,
-        ISessionGateway::bindCall {}.abi_encode(),
-    );
-    assert!(bind.receipt.status);
-
+    // A zero gateway: the wallet's constructor refuses it.
     let wallet_hash = keccak256(code("session_wallet"));
     let nonce = deployer_nonce(&chain);
     let expected = create_address(STYLUS_DEPLOYER_ADDRESS, nonce);
-    let init = constructor(&(counterparties, receipts, gateway).abi_encode_params());
+    let init = constructor(&(counterparties, receipts, Address::ZERO).abi_encode_params());
     let value = U256::from(ETHER);
     let before = chain.state().balance(owner);
     let tx = send(

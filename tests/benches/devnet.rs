@@ -143,6 +143,7 @@ async fn pay_setup(n: usize, relayers: usize) -> (bursar_devnet::Handle, PayLoad
         validAfter: 0,
         expiresAt: now + 86_400,
         leaseSeconds: 0,
+        leaseKeeper: Address::ZERO,
         allowlistId: list,
         metadata: keccak256("bench"),
     };

@@ -4,6 +4,7 @@
 
 use alloy_primitives::{keccak256, Address, U256};
 use alloy_sol_types::SolCall;
+use bursar_bindings::counterparty::ICounterpartyRegistry;
 use bursar_bindings::gateway::ISessionGateway;
 use bursar_bindings::receipts::IReceiptRegistry;
 use bursar_bindings::token::ITestToken;
@@ -88,8 +89,13 @@ async fn fresh_deployment_matches_the_committed_record_and_is_wired() {
         wallet
     );
     assert_eq!(
-        view(&client, registry, IReceiptRegistry::adminCall {}).await,
-        dev_key(0).address()
+        view(
+            &client,
+            record.address("counterpartyRegistry").unwrap(),
+            ICounterpartyRegistry::walletCall {}
+        )
+        .await,
+        wallet
     );
     assert_eq!(
         view(&client, token, ITestToken::ownerCall {}).await,
@@ -112,7 +118,8 @@ async fn fresh_deployment_matches_the_committed_record_and_is_wired() {
         view(&client, wallet, ISessionWallet::receiptRegistryCall {}).await,
         registry
     );
-    assert_eq!(record.wiring.len(), 1);
+    // One bind per satellite: gateway, receipt registry, counterparty registry.
+    assert_eq!(record.wiring.len(), 3);
 }
 
 #[tokio::test]
@@ -139,29 +146,47 @@ async fn rerunning_reports_instead_of_deploying_and_replaces_only_what_changed()
     );
     assert_eq!(second, first);
 
-    // Forget the wallet: it is redeployed, and with it its gateway (a gateway serves one
-    // wallet); the registries and token stay; the registry is re-pointed at the new wallet.
+    // Forget the wallet: the four Bursar contracts are redeployed together (each satellite is
+    // bound once, to one wallet, so none can be re-pointed); the token stays.
     let path = dir.join("devnet.json");
     let mut record = DeploymentRecord::read(&path).unwrap().unwrap();
     record.contracts.remove("sessionWallet");
     record.write(&path).unwrap();
     let third = deploy(&client, &dir).await;
-    for kept in ["testToken", "counterpartyRegistry", "receiptRegistry"] {
-        assert_eq!(third.address(kept), first.address(kept), "{kept} kept");
-    }
-    for moved in ["sessionGateway", "sessionWallet"] {
+    assert_eq!(third.address("testToken"), first.address("testToken"));
+    for moved in [
+        "sessionGateway",
+        "sessionWallet",
+        "counterpartyRegistry",
+        "receiptRegistry",
+    ] {
         assert_ne!(
             third.address(moved),
             first.address(moved),
             "{moved} redeployed"
         );
+        // Same code hash: no second activation was needed.
+        assert_eq!(third.contracts[moved].activation_tx, None, "{moved}");
     }
-    // Same code hash: the second activation was not needed.
-    assert_eq!(third.contracts["sessionWallet"].activation_tx, None);
-    let registry = third.address("receiptRegistry").unwrap();
+    let wallet = third.address("sessionWallet").unwrap();
     assert_eq!(
-        view(&client, registry, IReceiptRegistry::walletCall {}).await,
-        third.address("sessionWallet").unwrap()
+        view(
+            &client,
+            third.address("receiptRegistry").unwrap(),
+            IReceiptRegistry::walletCall {}
+        )
+        .await,
+        wallet
+    );
+    // The old registry still serves the old wallet; nobody can move it.
+    assert_eq!(
+        view(
+            &client,
+            first.address("receiptRegistry").unwrap(),
+            IReceiptRegistry::walletCall {}
+        )
+        .await,
+        first.address("sessionWallet").unwrap()
     );
 }
 

@@ -46,6 +46,10 @@ struct Terms {
     period: u64,
     threshold: u64,
     lease: u64,
+    /// Who must keep renewing the lease (zero: the session key itself).
+    keeper: Address,
+    /// Seconds from now until the session may pay (zero: at once).
+    valid_in: u64,
     expires_in: u64,
 }
 
@@ -58,6 +62,8 @@ impl Default for Terms {
             period: 0,
             threshold: 0,
             lease: 0,
+            keeper: Address::ZERO,
+            valid_in: 0,
             expires_in: 86_400,
         }
     }
@@ -157,9 +163,10 @@ impl World {
             periodBudget: usd(t.budget),
             periodSeconds: t.period,
             coSignThreshold: usd(t.threshold),
-            validAfter: 0,
+            validAfter: if t.valid_in == 0 { 0 } else { now + t.valid_in },
             expiresAt: now + t.expires_in,
             leaseSeconds: t.lease,
+            leaseKeeper: t.keeper,
             allowlistId: self.list,
             metadata: keccak256("lifecycle"),
         };

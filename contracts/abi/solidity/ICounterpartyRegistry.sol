@@ -7,6 +7,10 @@
 pragma solidity ^0.8.23;
 
 interface ICounterpartyRegistry {
+    function bind(address wallet) external;
+
+    function wallet() external view returns (address);
+
     function createList() external returns (uint256);
 
     function transferListOwnership(uint256 list_id, address new_owner) external;
@@ -38,4 +42,10 @@ interface ICounterpartyRegistry {
     error CounterpartyLengthMismatch(uint256, uint256);
 
     error CounterpartyUnknownEntry(uint256, address);
+
+    error CounterpartyNotBinder(address);
+
+    error CounterpartyAlreadyBound(address);
+
+    error CounterpartyWalletMismatch(address);
 }

@@ -7,19 +7,17 @@
 pragma solidity ^0.8.23;
 
 interface IReceiptRegistry {
-    function admin() external view returns (address);
-
     function wallet() external view returns (address);
 
-    function setWallet(address wallet) external;
-
-    function transferAdmin(address new_admin) external;
+    function bind(address wallet) external;
 
     function recordReceipt(uint256 session_id, address payer, address payee, address token, uint256 amount, bytes32 purpose) external returns (uint256);
 
-    function acknowledge(uint256 receipt_id, bytes32 response_hash) external;
+    function acknowledge(uint256 receipt_id, uint256 session_id, address payer, address token, uint256 amount, bytes32 purpose, uint64 timestamp, bytes32 response_hash) external;
 
-    function getReceipt(uint256 receipt_id) external view returns (uint256, address, address, address, uint256, bytes32, uint64, uint64, bytes32);
+    function verifyReceipt(uint256 receipt_id, uint256 session_id, address payer, address payee, address token, uint256 amount, bytes32 purpose, uint64 timestamp) external view returns (bool);
+
+    function getReceipt(uint256 receipt_id) external view returns (bytes32, uint64, bytes32);
 
     function receiptCount() external view returns (uint256);
 
@@ -41,9 +39,13 @@ interface IReceiptRegistry {
 
     error RegistryUnauthorized(address);
 
-    error RegistryInvalidAddress(address);
+    error RegistryAlreadyBound(address);
+
+    error RegistryWalletMismatch(address);
 
     error ReceiptUnknown(uint256);
+
+    error ReceiptMismatch(uint256);
 
     error ReceiptAlreadyAcknowledged(uint256);
 
@@ -62,6 +64,10 @@ interface IReceiptRegistry {
     error ProvenanceSessionInactive(uint256);
 
     error ProvenanceUnknownParent(uint256);
+
+    error ProvenanceParentRevoked(uint256);
+
+    error ProvenanceDuplicateParent(uint256);
 
     error ProvenanceTooManyParents(uint256, uint256);
 }

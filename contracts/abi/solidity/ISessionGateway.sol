@@ -7,9 +7,9 @@
 pragma solidity ^0.8.23;
 
 interface ISessionGateway {
-    function bind() external;
+    function bind(address wallet) external;
 
-    function openSessionWithSig(address owner, address session_key, address guardian, address token, uint256 deposit, uint256 per_payment_cap, uint256 period_budget, uint64 period_seconds, uint256 co_sign_threshold, uint64 valid_after, uint64 expires_at, uint64 lease_seconds, uint256 allowlist_id, bytes32 metadata, uint256 nonce, uint256 deadline, bytes calldata owner_signature, bytes calldata permit_signature) external returns (uint256);
+    function openSessionWithSig(address owner, address session_key, address guardian, address token, uint256 deposit, uint256 per_payment_cap, uint256 period_budget, uint64 period_seconds, uint256 co_sign_threshold, uint64 valid_after, uint64 expires_at, uint64 lease_seconds, address lease_keeper, uint256 allowlist_id, bytes32 metadata, uint256 nonce, uint256 deadline, bytes calldata owner_signature, bytes calldata permit_signature) external returns (uint256);
 
     function decidePendingWithSig(uint256 pending_id, bool approve, uint256 nonce, uint256 deadline, bytes calldata signature) external returns (uint256);
 
@@ -19,7 +19,11 @@ interface ISessionGateway {
 
     function domainSeparator() external view returns (bytes32);
 
+    error GatewayUnauthorized(address);
+
     error GatewayAlreadyBound(address);
+
+    error GatewayWalletMismatch(address);
 
     error GatewayNotBound();
 

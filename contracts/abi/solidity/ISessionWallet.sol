@@ -7,7 +7,7 @@
 pragma solidity ^0.8.23;
 
 interface ISessionWallet {
-    function openSession(address owner, address session_key, address guardian, address token, uint256 deposit, uint256 per_payment_cap, uint256 period_budget, uint64 period_seconds, uint256 co_sign_threshold, uint64 valid_after, uint64 expires_at, uint64 lease_seconds, uint256 allowlist_id, bytes32 metadata) external payable returns (uint256);
+    function openSession(address owner, address session_key, address guardian, address token, uint256 deposit, uint256 per_payment_cap, uint256 period_budget, uint64 period_seconds, uint256 co_sign_threshold, uint64 valid_after, uint64 expires_at, uint64 lease_seconds, address lease_keeper, uint256 allowlist_id, bytes32 metadata) external payable returns (uint256);
 
     function pay(uint256 session_id, address to, uint256 amount, bytes32 purpose, uint256 nonce, uint256 deadline, bytes calldata signature) external returns (bool, uint256);
 
@@ -23,9 +23,11 @@ interface ISessionWallet {
 
     function close(uint256 session_id) external returns (uint256);
 
+    function claim(address token, address to) external returns (uint256);
+
     function renewLease(uint256 session_id, uint256 nonce, uint256 deadline, bytes calldata signature) external returns (uint64);
 
-    function sessionTerms(uint256 session_id) external view returns (address, address, address, address, uint256, uint256, uint64, uint256, uint64, uint64, uint64, uint256, bytes32);
+    function sessionTerms(uint256 session_id) external view returns (address, address, address, address, uint256, uint256, uint64, uint256, uint64, uint64, uint64, address, uint256);
 
     function sessionState(uint256 session_id) external view returns (uint8, uint256, uint256, uint256, uint256, uint64, uint64);
 
@@ -50,6 +52,8 @@ interface ISessionWallet {
     function sessionCount() external view returns (uint256);
 
     function pendingTtl() external pure returns (uint64);
+
+    function claimable(address owner, address token) external view returns (uint256);
 
     error WalletUnauthorized(address);
 
@@ -98,4 +102,10 @@ interface ISessionWallet {
     error WalletPendingResolved(uint256, uint8);
 
     error WalletNoLease(uint256);
+
+    error WalletTokenWithoutCode(address);
+
+    error WalletInvalidPayee(address);
+
+    error WalletTransferShortfall(address, uint256, uint256);
 }

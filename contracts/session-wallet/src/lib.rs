@@ -197,7 +197,7 @@ impl SessionWallet {
             (
                 session.amount(&session.per_payment_cap),
                 session.amount(&session.co_sign_threshold),
-                U256::from(session.allowlist_id.get()),
+                session.list_id(),
             )
         };
         self.check_session_key(session_id, digest, &signature)?;
@@ -558,7 +558,7 @@ impl SessionWallet {
             s.expires_at.get().to(),
             s.lease_seconds.get().to(),
             s.lease_keeper.get(),
-            U256::from(s.allowlist_id.get()),
+            s.list_id(),
         )
     }
 
@@ -711,7 +711,8 @@ impl SessionWallet {
         s.lease_keeper.set(t.lease_keeper);
         s.lease_expires_at
             .set(U64::from(start.saturating_add(t.lease_seconds)));
-        s.allowlist_id.set(U64::from(t.allowlist_id));
+        s.allowlist_id
+            .set(U64::from_limbs([t.allowlist_id.as_limbs()[0]]));
         self.vm().log(SessionOpened {
             sessionId: id,
             owner,
@@ -765,7 +766,7 @@ impl SessionWallet {
         };
         let (owner, list) = {
             let s = self.sessions.getter(session_id);
-            (s.owner.get(), U256::from(s.allowlist_id.get()))
+            (s.owner.get(), s.list_id())
         };
         let expired = now >= expires_at;
         // Expired requests are litter anyone may clear; deciding live ones is the owner's.

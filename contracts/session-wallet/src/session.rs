@@ -59,9 +59,11 @@ pub struct Terms {
 }
 
 /// An amount as stored. Callers keep amounts within `uint128` (checked at `openSession` and
-/// `topUp`; spending never exceeds the deposit), so this never truncates.
+/// `topUp`; spending never exceeds the deposit), so this never truncates. (Limbs rather than
+/// `U128::from`, whose overflow panic would bring formatting code into the WASM.)
 pub fn narrow(amount: U256) -> U128 {
-    U128::from(amount)
+    let limbs = amount.as_limbs();
+    U128::from_limbs([limbs[0], limbs[1]])
 }
 
 impl Session {
@@ -154,8 +156,14 @@ impl Session {
             .saturating_sub(self.current_period(now).1)
     }
 
+    /// The counterparty list the session pays from.
+    pub fn list_id(&self) -> U256 {
+        U256::from(self.allowlist_id.get().as_limbs()[0])
+    }
+
     /// A stored amount, widened.
     pub fn amount(&self, field: &StorageU128) -> U256 {
-        U256::from(field.get())
+        let limbs = field.get().into_limbs();
+        U256::from_limbs([limbs[0], limbs[1], 0, 0])
     }
 }
