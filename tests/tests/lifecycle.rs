@@ -2,21 +2,33 @@
 //! through the bindings, pending + reject, top-up, lease renewal and lapse, expiry, closing by
 //! anyone once a session is over, counterparty removal taking effect at once, provenance
 //! revocation. Transactions are signed by separate owner, agent, relayer and org keys.
+//!
+//! Regressions of the escrow's attack surface: a deposit in a token that does not exist yet
+//! (phantom token), payments to the wallet or its satellites, a lease keeper as kill switch, an
+//! early renewal that must not shorten the lease, satellites bound once, and receipts that
+//! only their payee can acknowledge, by restating them exactly.
 
-use alloy_primitives::{keccak256, Address, Bytes, U256};
-use alloy_sol_types::{SolCall, SolEvent, SolInterface, SolStruct};
-use bursar_bindings::counterparty::ICounterpartyRegistry;
+use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
+use alloy_sol_types::{SolCall, SolEvent, SolInterface, SolStruct, SolValue};
+use bursar_bindings::arbitrum::{IStylusDeployer, STYLUS_DEPLOYER_ADDRESS};
+use bursar_bindings::counterparty::ICounterpartyRegistry::{
+    self, ICounterpartyRegistryErrors as CounterpartyError,
+};
 use bursar_bindings::eip712::{
     LeaseRenewal, PaymentIntent, ProvenanceRecord, RECEIPT_REGISTRY_DOMAIN, SESSION_WALLET_DOMAIN,
 };
-use bursar_bindings::receipts::IReceiptRegistry;
+use bursar_bindings::gateway::ISessionGateway::{self, ISessionGatewayErrors as GatewayError};
+use bursar_bindings::receipts::IReceiptRegistry::{self, IReceiptRegistryErrors as RegistryError};
+use bursar_bindings::receipts::{receipt_commitment, Receipt as PaymentReceipt};
 use bursar_bindings::token::ITestToken;
 use bursar_bindings::wallet::ISessionWallet::{self, ISessionWalletErrors as E};
 use bursar_demo::money::usd;
 use bursar_demo::scenario::{decode_events, label, signed_pay};
+use bursar_deploy::artifacts::Artifact;
+use bursar_deploy::deploy::{activation_fee, CONSTRUCTOR_SELECTOR};
 use bursar_deploy::rpc::Receipt;
 use bursar_deploy::sender::SendError;
-use bursar_deploy::{Client, Key, Sender};
+use bursar_deploy::{Client, Contract, Key, Sender};
 use bursar_e2e::*;
 use serde_json::json;
 
@@ -27,6 +39,7 @@ struct World {
     _devnet: bursar_devnet::Handle,
     token: Address,
     wallet: Address,
+    gateway: Address,
     registry: Address,
     lists: Address,
     operator: Sender,
@@ -77,6 +90,7 @@ impl World {
         let mut w = World {
             token: at("testToken"),
             wallet: at("sessionWallet"),
+            gateway: at("sessionGateway"),
             registry: at("receiptRegistry"),
             lists: at("counterpartyRegistry"),
             operator: Sender::new(&client, dev_key(0)).await.unwrap(),
@@ -89,30 +103,8 @@ impl World {
             client,
             _devnet: devnet,
         };
-        let owner = w.owner.address();
-        let (token, wallet, lists) = (w.token, w.wallet, w.lists);
-        w.operator
-            .transact(
-                &w.client,
-                token,
-                &ITestToken::mintCall {
-                    to: owner,
-                    value: usd(10_000),
-                },
-            )
-            .await
-            .unwrap();
-        w.owner
-            .transact(
-                &w.client,
-                token,
-                &ITestToken::approveCall {
-                    spender: wallet,
-                    value: U256::MAX,
-                },
-            )
-            .await
-            .unwrap();
+        w.fund_owner(w.token).await;
+        let lists = w.lists;
         let r = w
             .org
             .transact(&w.client, lists, &ICounterpartyRegistry::createListCall {})
@@ -120,6 +112,65 @@ impl World {
             .unwrap();
         w.list = decode_events::<ICounterpartyRegistry::ListCreated>(&r.logs, lists)[0].listId;
         w
+    }
+
+    /// Another funded dev account (0 to 3 are the operator, owner, org and relayer).
+    async fn account(&self, i: usize) -> Sender {
+        Sender::new(&self.client, dev_key(i)).await.unwrap()
+    }
+
+    /// The operator (the token's minter) mints $10,000 of `token` to the owner, who lets the
+    /// wallet pull it.
+    async fn fund_owner(&mut self, token: Address) {
+        let mint = ITestToken::mintCall {
+            to: self.owner.address(),
+            value: usd(10_000),
+        };
+        self.operator
+            .transact(&self.client, token, &mint)
+            .await
+            .unwrap();
+        let approve = ITestToken::approveCall {
+            spender: self.wallet,
+            value: U256::MAX,
+        };
+        self.owner
+            .transact(&self.client, token, &approve)
+            .await
+            .unwrap();
+    }
+
+    /// The org deploys another TestToken, minted by the operator, through the StylusDeployer
+    /// as `bursar deploy` does (CREATE from the deployer: the address follows its nonce).
+    async fn deploy_token(&mut self) -> Address {
+        let contract = Contract::TestToken.artifact();
+        let artifact = Artifact::load(artifacts_dir(), contract).unwrap();
+        let fee = activation_fee(&self.client, self.org.address(), contract, &artifact.code)
+            .await
+            .unwrap();
+        let init_data = [
+            &CONSTRUCTOR_SELECTOR[..],
+            &self.operator.address().abi_encode(),
+        ]
+        .concat();
+        let call = IStylusDeployer::deployCall {
+            bytecode: artifact.initcode().into(),
+            initData: init_data.into(),
+            initValue: U256::ZERO,
+            salt: B256::ZERO,
+        };
+        let r = self
+            .org
+            .send(
+                &self.client,
+                Some(STYLUS_DEPLOYER_ADDRESS),
+                call.abi_encode(),
+                fee + fee / U256::from(5),
+            )
+            .await
+            .unwrap();
+        decode_events::<IStylusDeployer::ContractDeployed>(&r.logs, STYLUS_DEPLOYER_ADDRESS)[0]
+            .deployedContract
     }
 
     async fn allow(&mut self, who: Address, max: u64) {
@@ -150,14 +201,20 @@ impl World {
         let _: serde_json::Value = self.client.request("evm_mine", json!([])).await.unwrap();
     }
 
-    /// The owner opens a session directly (ERC-20 deposit by `transferFrom`).
-    async fn open(&mut self, t: Terms) -> U256 {
+    /// `openSession` for `owner` with `sessionKey` and `token`, paying from the org's list.
+    async fn open_call(
+        &self,
+        owner: Address,
+        session_key: Address,
+        token: Address,
+        t: &Terms,
+    ) -> ISessionWallet::openSessionCall {
         let now = self.now().await;
-        let call = ISessionWallet::openSessionCall {
-            owner: self.owner.address(),
-            sessionKey: self.agent.address(),
+        ISessionWallet::openSessionCall {
+            owner,
+            sessionKey: session_key,
             guardian: Address::ZERO,
-            token: self.token,
+            token,
             deposit: usd(t.deposit),
             perPaymentCap: usd(t.cap),
             periodBudget: usd(t.budget),
@@ -169,7 +226,20 @@ impl World {
             leaseKeeper: t.keeper,
             allowlistId: self.list,
             metadata: keccak256("lifecycle"),
-        };
+        }
+    }
+
+    /// The owner opens a session for the agent directly (ERC-20 deposit by `transferFrom`).
+    async fn open(&mut self, t: Terms) -> U256 {
+        let token = self.token;
+        self.open_in(token, t).await
+    }
+
+    /// As [`open`](Self::open), in `token`.
+    async fn open_in(&mut self, token: Address, t: Terms) -> U256 {
+        let call = self
+            .open_call(self.owner.address(), self.agent.address(), token, &t)
+            .await;
         let r = self
             .owner
             .transact(&self.client, self.wallet, &call)
@@ -216,6 +286,25 @@ impl World {
         signed_pay(key, CHAIN, self.wallet, intent)
     }
 
+    /// `renewLease` carrying `signer`'s EIP-712 `LeaseRenewal` (the nonce is the session's next).
+    async fn renewal(&mut self, signer: &Key, session: U256) -> ISessionWallet::renewLeaseCall {
+        self.nonce += 1;
+        let renewal = LeaseRenewal {
+            session,
+            nonce: U256::from(self.nonce),
+            deadline: U256::from(self.now().await + 600),
+        };
+        let sig = signer.sign_hash_rsv(
+            &renewal.eip712_signing_hash(&SESSION_WALLET_DOMAIN.at(CHAIN, self.wallet)),
+        );
+        ISessionWallet::renewLeaseCall {
+            sessionId: session,
+            nonce: renewal.nonce,
+            deadline: renewal.deadline,
+            signature: Bytes::from(sig),
+        }
+    }
+
     /// The relayer submits `call`; the wallet's refusal comes back decoded.
     async fn submit(&mut self, call: &ISessionWallet::payCall) -> Result<Receipt, E> {
         refusal(self.relayer.transact(&self.client, self.wallet, call).await)
@@ -237,18 +326,44 @@ impl World {
     }
 
     async fn balance(&self, who: Address) -> U256 {
-        self.view(self.token, ITestToken::balanceOfCall { account: who })
+        self.balance_in(self.token, who).await
+    }
+
+    async fn balance_in(&self, token: Address, who: Address) -> U256 {
+        self.view(token, ITestToken::balanceOfCall { account: who })
             .await
+    }
+
+    /// When the session's lease lapses (`sessionState`).
+    async fn lease_expiry(&self, session: U256) -> u64 {
+        let state = ISessionWallet::sessionStateCall { sessionId: session };
+        self.view(self.wallet, state).await._6
     }
 }
 
 /// A wallet custom error from a failed send; panics on anything else.
 fn refusal(r: Result<Receipt, SendError>) -> Result<Receipt, E> {
+    r.map_err(decoded)
+}
+
+/// The custom error (of any of the contracts) a send was refused with; panics on success.
+fn refused<T: SolInterface>(r: Result<Receipt, SendError>) -> T {
     match r {
-        Ok(r) => Ok(r),
-        Err(SendError::WouldRevert { data }) => Err(E::abi_decode(&data)
-            .unwrap_or_else(|e| panic!("revert {data} is not a wallet error: {e}"))),
-        Err(other) => panic!("send failed: {other}"),
+        Ok(r) => panic!(
+            "{} succeeded; expected a {} revert",
+            r.transaction_hash,
+            std::any::type_name::<T>()
+        ),
+        Err(e) => decoded(e),
+    }
+}
+
+fn decoded<T: SolInterface>(e: SendError) -> T {
+    match e {
+        SendError::WouldRevert { data } => T::abi_decode(&data).unwrap_or_else(|e| {
+            panic!("revert {data} is not a {}: {e}", std::any::type_name::<T>())
+        }),
+        other => panic!("send failed: {other}"),
     }
 }
 
@@ -428,21 +543,8 @@ async fn top_up_lease_renewal_lapse_and_close_by_anyone() {
 
     // The agent's signed renewal, submitted by the relayer, extends the lease.
     w.jump(500).await;
-    let now = w.now().await;
-    let renewal = LeaseRenewal {
-        session: sid,
-        nonce: U256::from(77),
-        deadline: U256::from(now + 600),
-    };
-    let sig = w
-        .agent
-        .sign_hash_rsv(&renewal.eip712_signing_hash(&SESSION_WALLET_DOMAIN.at(CHAIN, w.wallet)));
-    let call = ISessionWallet::renewLeaseCall {
-        sessionId: sid,
-        nonce: renewal.nonce,
-        deadline: renewal.deadline,
-        signature: Bytes::from(sig),
-    };
+    let agent = w.agent.clone();
+    let call = w.renewal(&agent, sid).await;
     let r = w
         .relayer
         .transact(&w.client, w.wallet, &call)
@@ -553,15 +655,9 @@ async fn provenance_is_recorded_by_the_key_and_revoked_by_the_owner() {
             .await
     );
     // A replay of the same signed record is refused.
-    let err = w
-        .relayer
-        .transact(&w.client, w.registry, &call)
-        .await
-        .unwrap_err();
-    let data = err.revert_data().expect("revert data");
     assert!(matches!(
-        IReceiptRegistry::IReceiptRegistryErrors::abi_decode(data),
-        Ok(IReceiptRegistry::IReceiptRegistryErrors::ProvenanceNonceUsed(_))
+        refused(w.relayer.transact(&w.client, w.registry, &call).await),
+        RegistryError::ProvenanceNonceUsed(_)
     ));
     let revoke = IReceiptRegistry::revokeProvenanceCall {
         recordId: id,
@@ -579,5 +675,399 @@ async fn provenance_is_recorded_by_the_key_and_revoked_by_the_owner() {
     assert!(
         !w.view(w.registry, IReceiptRegistry::isValidCall { recordId: id })
             .await
+    );
+}
+
+#[tokio::test]
+async fn a_deposit_in_a_token_that_does_not_exist_yet_is_refused() {
+    let mut w = World::new().await;
+    let mut attacker = w.account(4).await;
+    // The StylusDeployer's next CREATE address: where the next token will be deployed.
+    let deployer_nonce = w.client.nonce(STYLUS_DEPLOYER_ADDRESS).await.unwrap();
+    let predicted = STYLUS_DEPLOYER_ADDRESS.create(deployer_nonce);
+    assert!(w.client.code(predicted).await.unwrap().is_empty());
+
+    // A codeless token answers transferFrom with empty success: it must not count as a deposit.
+    let phantom = Terms {
+        deposit: 1_000_000,
+        ..Default::default()
+    };
+    let call = w
+        .open_call(attacker.address(), attacker.address(), predicted, &phantom)
+        .await;
+    assert!(
+        matches!(refusal(attacker.transact(&w.client, w.wallet, &call).await), Err(E::WalletTokenWithoutCode(e)) if e.token == predicted)
+    );
+    let sessions = ISessionWallet::sessionCountCall {};
+    assert_eq!(w.view(w.wallet, sessions.clone()).await, U256::ZERO);
+
+    // The org deploys a real token at exactly that address; the owner deposits in it.
+    let token = w.deploy_token().await;
+    assert_eq!(token, predicted);
+    w.fund_owner(token).await;
+    let sid = w
+        .open_in(
+            token,
+            Terms {
+                deposit: 250,
+                ..Default::default()
+            },
+        )
+        .await;
+    // The owner's session is the first: the attacker was never given one.
+    assert_eq!(sid, U256::from(1));
+    assert_eq!(w.view(w.wallet, sessions).await, U256::from(1));
+    assert_eq!(w.balance_in(token, w.wallet).await, usd(250));
+
+    // Now that the token exists, the attacker still gets nothing without paying for it.
+    assert!(
+        matches!(refusal(attacker.transact(&w.client, w.wallet, &call).await), Err(E::WalletTransferFailed(e)) if e.token == token)
+    );
+    // Its key cannot spend the owner's session, and it has no session of its own.
+    let deadline = w.now().await + 600;
+    let me = attacker.address();
+    let theft = w.intent_with(attacker.key(), sid, me, usd(250), 1, deadline);
+    assert!(
+        matches!(w.submit(&theft).await, Err(E::WalletWrongSigner(e)) if e.signer == me && e.expected == w.agent.address())
+    );
+    let theft = w.intent_with(attacker.key(), sid + U256::from(1), me, usd(1), 1, deadline);
+    assert!(matches!(
+        w.submit(&theft).await,
+        Err(E::WalletUnknownSession(_))
+    ));
+    assert_eq!(w.balance_in(token, me).await, U256::ZERO);
+    assert_eq!(w.balance_in(token, w.wallet).await, usd(250));
+
+    // The owner closes the live session and gets the whole deposit back.
+    let close = ISessionWallet::closeCall { sessionId: sid };
+    let r = w.owner.transact(&w.client, w.wallet, &close).await.unwrap();
+    let closed = &decode_events::<ISessionWallet::SessionClosed>(&r.logs, w.wallet)[0];
+    assert_eq!((closed.spent, closed.refund), (U256::ZERO, usd(250)));
+    assert_eq!(w.balance_in(token, w.owner.address()).await, usd(10_000));
+    assert_eq!(w.balance_in(token, w.wallet).await, U256::ZERO);
+}
+
+#[tokio::test]
+async fn the_wallet_and_its_satellites_are_never_payees() {
+    let mut w = World::new().await;
+    let a = vendor(0xa1);
+    w.allow(a, 0).await;
+    let sid = w
+        .open(Terms {
+            deposit: 50,
+            ..Default::default()
+        })
+        .await;
+    let bursar = [w.wallet, w.gateway, w.registry, w.lists, Address::ZERO];
+    for who in bursar {
+        let call = ICounterpartyRegistry::setEntryCall {
+            listId: w.list,
+            counterparty: who,
+            allowed: true,
+            maxPerPayment: U256::ZERO,
+            label: label("bursar"),
+        };
+        let err = refused::<CounterpartyError>(w.org.transact(&w.client, w.lists, &call).await);
+        assert!(
+            matches!(&err, CounterpartyError::CounterpartyInvalidAddress(e) if e.account == who),
+            "setEntry({who}): {err:?}"
+        );
+        // Refused before the allowlist is even asked (the session itself is fine).
+        let err = w.pay(sid, who, 1).await.unwrap_err();
+        assert!(
+            matches!(&err, E::WalletInvalidPayee(e) if e.payee == who),
+            "pay({who}): {err:?}"
+        );
+    }
+    w.pay(sid, a, 5).await.unwrap();
+    // What the wallet holds is exactly what it owes.
+    assert_eq!(w.balance(w.wallet).await, usd(45));
+    assert_eq!(
+        w.view(
+            w.wallet,
+            ISessionWallet::remainingDepositCall { sessionId: sid }
+        )
+        .await,
+        usd(45)
+    );
+}
+
+#[tokio::test]
+async fn a_lease_keeper_is_a_kill_switch_the_session_key_cannot_override() {
+    let mut w = World::new().await;
+    let a = vendor(0xa1);
+    w.allow(a, 0).await;
+    let owner = w.owner.address();
+    let before = w.balance(owner).await;
+    // The relayer is the host: it keeps the lease alive while the sandbox should run.
+    let keeper = w.relayer.address();
+    let sid = w
+        .open(Terms {
+            deposit: 10,
+            lease: 600,
+            keeper,
+            ..Default::default()
+        })
+        .await;
+    let opened = w.lease_expiry(sid).await;
+
+    // The session key's own renewal no longer counts.
+    let agent = w.agent.clone();
+    let own = w.renewal(&agent, sid).await;
+    assert!(
+        matches!(refusal(w.org.transact(&w.client, w.wallet, &own).await), Err(E::WalletWrongSigner(e)) if e.signer == agent.address() && e.expected == keeper)
+    );
+    assert_eq!(w.lease_expiry(sid).await, opened);
+
+    // The keeper's signed renewal, submitted by anyone, extends it.
+    w.jump(300).await;
+    let keeper_key = w.relayer.key().clone();
+    let signed = w.renewal(&keeper_key, sid).await;
+    let r = w.org.transact(&w.client, w.wallet, &signed).await.unwrap();
+    let renewed =
+        decode_events::<ISessionWallet::LeaseRenewed>(&r.logs, w.wallet)[0].leaseExpiresAt;
+    assert!(renewed > opened, "{renewed} > {opened}");
+    assert_eq!(w.lease_expiry(sid).await, renewed);
+
+    // The keeper may also renew directly, without a signature; a stranger may not.
+    w.jump(300).await;
+    let direct = ISessionWallet::renewLeaseCall {
+        sessionId: sid,
+        nonce: U256::ZERO,
+        deadline: U256::ZERO,
+        signature: Bytes::new(),
+    };
+    let r = w
+        .relayer
+        .transact(&w.client, w.wallet, &direct)
+        .await
+        .unwrap();
+    let last = decode_events::<ISessionWallet::LeaseRenewed>(&r.logs, w.wallet)[0].leaseExpiresAt;
+    assert!(last > renewed, "{last} > {renewed}");
+    let stranger = w.org.address();
+    assert!(
+        matches!(refusal(w.org.transact(&w.client, w.wallet, &direct).await), Err(E::WalletUnauthorized(e)) if e.caller == stranger)
+    );
+    w.pay(sid, a, 1).await.unwrap();
+
+    // The keeper stops: the lease lapses for good, and anyone may close for the owner's refund.
+    w.jump(last - w.now().await).await;
+    assert!(
+        matches!(w.pay(sid, a, 1).await, Err(E::WalletLeaseLapsed(e)) if e.leaseExpiresAt == last)
+    );
+    assert!(matches!(
+        refusal(w.relayer.transact(&w.client, w.wallet, &direct).await),
+        Err(E::WalletLeaseLapsed(_))
+    ));
+    let close = ISessionWallet::closeCall { sessionId: sid };
+    let r = w.org.transact(&w.client, w.wallet, &close).await.unwrap();
+    let closed = &decode_events::<ISessionWallet::SessionClosed>(&r.logs, w.wallet)[0];
+    assert_eq!((closed.spent, closed.refund), (usd(1), usd(9)));
+    assert_eq!(w.balance(owner).await, before - usd(1));
+    assert_eq!(w.balance(w.wallet).await, U256::ZERO);
+}
+
+#[tokio::test]
+async fn renewing_before_the_start_never_shortens_the_lease() {
+    let mut w = World::new().await;
+    let a = vendor(0xa1);
+    w.allow(a, 0).await;
+    let sid = w
+        .open(Terms {
+            deposit: 10,
+            valid_in: 1_000,
+            lease: 600,
+            ..Default::default()
+        })
+        .await;
+    let terms = w
+        .view(
+            w.wallet,
+            ISessionWallet::sessionTermsCall { sessionId: sid },
+        )
+        .await;
+    let valid_after = terms._8;
+    // The lease runs from the start, not from the opening.
+    assert_eq!(w.lease_expiry(sid).await, valid_after + 600);
+
+    // Renewed at once, long before the start: the lease still ends 600 s after the start.
+    let agent = w.agent.clone();
+    let call = w.renewal(&agent, sid).await;
+    let r = w
+        .relayer
+        .transact(&w.client, w.wallet, &call)
+        .await
+        .unwrap();
+    assert!(w.now().await < valid_after);
+    let renewed =
+        decode_events::<ISessionWallet::LeaseRenewed>(&r.logs, w.wallet)[0].leaseExpiresAt;
+    assert_eq!(renewed, valid_after + 600);
+    assert_eq!(w.lease_expiry(sid).await, valid_after + 600);
+
+    assert!(
+        matches!(w.pay(sid, a, 1).await, Err(E::WalletSessionNotYetValid(e)) if e.validAfter == valid_after)
+    );
+    w.jump(valid_after - w.now().await).await;
+    w.pay(sid, a, 1).await.unwrap();
+    assert_eq!(w.balance(a).await, usd(1));
+}
+
+#[tokio::test]
+async fn satellites_are_bound_once_and_receipts_are_acknowledged_as_recorded() {
+    let mut w = World::new().await;
+    let mut stranger = w.account(6).await;
+    let wallet = w.wallet;
+    let impostor = vendor(0xee);
+
+    // Neither a stranger nor the original binder can bind any satellite again.
+    for (sender, target) in [(&mut stranger, wallet), (&mut w.operator, impostor)] {
+        let err = refused::<GatewayError>(
+            sender
+                .transact(
+                    &w.client,
+                    w.gateway,
+                    &ISessionGateway::bindCall { wallet: target },
+                )
+                .await,
+        );
+        assert!(
+            matches!(&err, GatewayError::GatewayAlreadyBound(e) if e.wallet == wallet),
+            "{err:?}"
+        );
+        let err = refused::<RegistryError>(
+            sender
+                .transact(
+                    &w.client,
+                    w.registry,
+                    &IReceiptRegistry::bindCall { wallet: target },
+                )
+                .await,
+        );
+        assert!(
+            matches!(&err, RegistryError::RegistryAlreadyBound(e) if e.wallet == wallet),
+            "{err:?}"
+        );
+        let err = refused::<CounterpartyError>(
+            sender
+                .transact(
+                    &w.client,
+                    w.lists,
+                    &ICounterpartyRegistry::bindCall { wallet: target },
+                )
+                .await,
+        );
+        assert!(
+            matches!(&err, CounterpartyError::CounterpartyAlreadyBound(e) if e.wallet == wallet),
+            "{err:?}"
+        );
+    }
+    assert_eq!(
+        w.view(w.gateway, ISessionGateway::walletCall {}).await,
+        wallet
+    );
+    assert_eq!(
+        w.view(w.registry, IReceiptRegistry::walletCall {}).await,
+        wallet
+    );
+    assert_eq!(
+        w.view(w.lists, ICounterpartyRegistry::walletCall {}).await,
+        wallet
+    );
+
+    // A receipt: only its payee may acknowledge it, and only by restating it exactly.
+    let mut payee = w.account(7).await;
+    w.allow(payee.address(), 0).await;
+    let sid = w.open(Terms::default()).await;
+    let r = w.pay(sid, payee.address(), 3).await.unwrap();
+    let recorded = &decode_events::<IReceiptRegistry::ReceiptRecorded>(&r.logs, w.registry)[0];
+    let id = recorded.receiptId;
+    let receipt = PaymentReceipt::from(recorded);
+    assert_eq!(receipt.payee, payee.address());
+    let stored = w
+        .view(
+            w.registry,
+            IReceiptRegistry::getReceiptCall { receiptId: id },
+        )
+        .await;
+    assert_eq!(stored._0, receipt_commitment(&receipt));
+    let response = keccak256("delivered");
+    let acknowledge = |q: &PaymentReceipt| IReceiptRegistry::acknowledgeCall {
+        receiptId: id,
+        sessionId: q.sessionId,
+        payer: q.payer,
+        token: q.token,
+        amount: q.amount,
+        purpose: q.purpose,
+        timestamp: q.timestamp,
+        responseHash: response,
+    };
+    let misquoted = [
+        PaymentReceipt {
+            amount: receipt.amount + U256::from(1),
+            ..receipt.clone()
+        },
+        PaymentReceipt {
+            timestamp: receipt.timestamp + 1,
+            ..receipt.clone()
+        },
+        PaymentReceipt {
+            payer: impostor,
+            ..receipt.clone()
+        },
+        PaymentReceipt {
+            purpose: label("other"),
+            ..receipt.clone()
+        },
+    ];
+    for q in &misquoted {
+        let err =
+            refused::<RegistryError>(payee.transact(&w.client, w.registry, &acknowledge(q)).await);
+        assert!(
+            matches!(&err, RegistryError::ReceiptMismatch(e) if e.receiptId == id),
+            "{q:?}: {err:?}"
+        );
+    }
+    // The exact receipt, restated by someone who is not its payee.
+    let err = refused::<RegistryError>(
+        stranger
+            .transact(&w.client, w.registry, &acknowledge(&receipt))
+            .await,
+    );
+    assert!(matches!(err, RegistryError::ReceiptMismatch(_)), "{err:?}");
+    assert_eq!(
+        w.view(
+            w.registry,
+            IReceiptRegistry::getReceiptCall { receiptId: id }
+        )
+        .await
+        ._1,
+        0
+    );
+
+    let r = payee
+        .transact(&w.client, w.registry, &acknowledge(&receipt))
+        .await
+        .unwrap();
+    let acked = &decode_events::<IReceiptRegistry::ReceiptAcknowledged>(&r.logs, w.registry)[0];
+    assert_eq!(
+        (acked.receiptId, acked.payee, acked.responseHash),
+        (id, payee.address(), response)
+    );
+    let stored = w
+        .view(
+            w.registry,
+            IReceiptRegistry::getReceiptCall { receiptId: id },
+        )
+        .await;
+    assert!(stored._1 > 0);
+    assert_eq!(stored._2, response);
+    let err = refused::<RegistryError>(
+        payee
+            .transact(&w.client, w.registry, &acknowledge(&receipt))
+            .await,
+    );
+    assert!(
+        matches!(err, RegistryError::ReceiptAlreadyAcknowledged(_)),
+        "{err:?}"
     );
 }
