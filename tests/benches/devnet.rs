@@ -1,6 +1,8 @@
 //! Devnet benchmark (a binary that prints its figures; not a timed test):
 //!
 //! * cold start: `spawn` to the first JSON-RPC answer, and deploying the five contracts;
+//! * gas of every entry point the demo's story calls (min–max over its calls), against the
+//!   targets for `pay` and `openSessionWithSig`;
 //! * `pay` throughput: signed `SessionWallet.pay` transactions through `eth_sendRawTransaction`
 //!   with automine (one block per transaction, receipts fetched), sequential and from several
 //!   concurrent clients;
@@ -21,7 +23,9 @@ use bursar_bindings::eip712::PaymentIntent;
 use bursar_bindings::token::ITestToken;
 use bursar_bindings::wallet::ISessionWallet;
 use bursar_demo::money::usd;
-use bursar_demo::scenario::{decode_events, label, signed_pay};
+use bursar_demo::scenario::{
+    self, decode_events, label, signed_pay, Actors, Contracts, Transcript,
+};
 use bursar_deploy::{Client, Key, Sender};
 use bursar_e2e::{deploy, dev_key, devnet, scratch};
 use serde_json::json;
@@ -52,6 +56,7 @@ fn main() {
             }
         );
         cold_start().await;
+        gas_per_entry_point().await;
         pay_throughput(pays).await;
         get_logs_latency(logs).await;
     });
@@ -68,6 +73,94 @@ async fn cold_start() {
     let deployed = t.elapsed();
     println!("cold start: first JSON-RPC answer {:.1} ms; five contracts deployed + activated + wired {:.0} ms",
         ms(up), ms(deployed));
+}
+
+/// Gas targets (issue 8): Porto's session-key ERC-20 transfer, and a gasless open with permit.
+const GAS_TARGETS: [(&str, u64); 2] = [
+    ("sessionWallet.pay (paid)", 193_658),
+    ("sessionGateway.openSessionWithSig", 300_000),
+];
+
+/// Runs the demo's story and prints the gas each contract entry point used (receipts'
+/// `gasUsed`, intrinsic gas and calldata included), named through the bindings.
+async fn gas_per_entry_point() {
+    let (_devnet, client) = devnet().await;
+    let record = deploy(&client, &scratch("bench-gas")).await;
+    let actors = Actors::fresh(dev_key(0), "bench");
+    let report = scenario::run(&client, &record, actors, &mut Transcript::default())
+        .await
+        .expect("the demo's story");
+    let contracts = Contracts::from_record(&record).expect("contracts");
+    let mut gas: Vec<(String, Vec<u64>)> = Vec::new();
+    for hash in &report.transactions {
+        let tx: serde_json::Value = client
+            .request("eth_getTransactionByHash", json!([hash]))
+            .await
+            .expect("transaction");
+        let receipt = client.receipt(*hash).await.expect("rpc").expect("receipt");
+        let to: Address = tx["to"].as_str().and_then(|a| a.parse().ok()).expect("to");
+        let input =
+            alloy_primitives::hex::decode(tx["input"].as_str().unwrap_or("0x")).expect("hex input");
+        let Some(name) = entry_point(&contracts, to, &input, &receipt) else {
+            continue;
+        };
+        match gas.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, used)) => used.push(receipt.gas_used.to()),
+            None => gas.push((name, vec![receipt.gas_used.to()])),
+        }
+    }
+    println!("gas per entry point (the demo's story on the devnet; min–max over n calls):");
+    for (name, used) in &gas {
+        let (min, max) = (used.iter().min().unwrap(), used.iter().max().unwrap());
+        let target = GAS_TARGETS
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| {
+                let verdict = if max <= t { "ok" } else { "OVER" };
+                format!("  target ≤ {t}: {verdict}")
+            })
+            .unwrap_or_default();
+        println!("  {name:<44} n={:<2} {min:>7}–{max:<7}{target}", used.len());
+    }
+}
+
+/// `contract.function` for a call to one of Bursar's contracts (`pay` split by outcome).
+fn entry_point(
+    contracts: &Contracts,
+    to: Address,
+    input: &[u8],
+    receipt: &bursar_deploy::rpc::Receipt,
+) -> Option<String> {
+    use bursar_bindings::{
+        counterparty::ICounterpartyRegistry::ICounterpartyRegistryCalls as Lists,
+        gateway::ISessionGateway::ISessionGatewayCalls as Gateway,
+        receipts::IReceiptRegistry::IReceiptRegistryCalls as Receipts,
+        token::ITestToken::ITestTokenCalls as Token,
+        wallet::ISessionWallet::ISessionWalletCalls as Wallet,
+    };
+    let selector: [u8; 4] = input.get(..4)?.try_into().ok()?;
+    let (contract, name) = if to == contracts.wallet {
+        ("sessionWallet", Wallet::name_by_selector(selector)?)
+    } else if to == contracts.gateway {
+        ("sessionGateway", Gateway::name_by_selector(selector)?)
+    } else if to == contracts.receipts {
+        ("receiptRegistry", Receipts::name_by_selector(selector)?)
+    } else if to == contracts.counterparties {
+        ("counterpartyRegistry", Lists::name_by_selector(selector)?)
+    } else if to == contracts.token {
+        ("testToken", Token::name_by_selector(selector)?)
+    } else {
+        return None;
+    };
+    let name = name.split('(').next().unwrap_or(name);
+    let outcome = if name != "pay" {
+        ""
+    } else if decode_events::<ISessionWallet::PaymentPending>(&receipt.logs, to).is_empty() {
+        " (paid)"
+    } else {
+        " (pending)"
+    };
+    Some(format!("{contract}.{name}{outcome}"))
 }
 
 /// Pre-signed relayer transactions carrying agent-signed intents, `n` per relayer.

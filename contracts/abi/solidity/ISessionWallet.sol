@@ -93,8 +93,6 @@ interface ISessionWallet {
 
     error WalletTransferFailed(address, address, uint256);
 
-    error WalletCallFailed(address, bytes);
-
     error WalletUnknownPending(uint256);
 
     error WalletPendingExpired(uint256, uint64);
@@ -108,4 +106,6 @@ interface ISessionWallet {
     error WalletInvalidPayee(address);
 
     error WalletTransferShortfall(address, uint256, uint256);
+
+    error WalletCallFailed(address, bytes);
 }

@@ -18,3 +18,19 @@ pub fn encode(selector: [u8; 4], words: &[Word]) -> Vec<u8> {
 pub fn decode_word(out: &[u8]) -> Option<U256> {
     (out.len() >= 32).then(|| U256::from_be_slice(&out[..32]))
 }
+
+/// `selector ‖ head ‖ offset ‖ len ‖ tail` padded: an ABI encoding whose static `head` words are
+/// followed by one trailing `bytes` argument (revert reasons), without the `bytes` crate that
+/// alloy's `Bytes` would bring in.
+pub fn encode_with_bytes(selector: [u8; 4], head: &[Word], tail: &[u8]) -> Vec<u8> {
+    let offset = 32 * (head.len() + 1);
+    let mut data = Vec::with_capacity(4 + offset + 32 + tail.len().next_multiple_of(32));
+    data.extend_from_slice(&selector);
+    data.extend_from_slice(head.as_flattened());
+    data.extend_from_slice(&crate::word(U256::from(offset)));
+    data.extend_from_slice(&crate::word(U256::from(tail.len())));
+    data.extend_from_slice(tail);
+    // Pad the tail to whole words (the selector leaves everything 4 bytes off).
+    data.resize(4 + (data.len() - 4).next_multiple_of(32), 0);
+    data
+}

@@ -180,72 +180,7 @@ impl SessionWallet {
         deadline: U256,
         signature: Bytes,
     ) -> Result<(bool, U256)> {
-        self.check_deadline(deadline)?;
-        let now = self.vm().block_timestamp();
-        let digest = self.digest(&[
-            word(PAYMENT_INTENT_TYPEHASH),
-            word(session_id),
-            word(to),
-            word(amount),
-            word(purpose),
-            word(nonce),
-            word(deadline),
-        ]);
-        let (cap, threshold, list) = {
-            let session = self.sessions.getter(session_id);
-            session.ensure_live(session_id, now, true)?;
-            (
-                session.amount(&session.per_payment_cap),
-                session.amount(&session.co_sign_threshold),
-                session.list_id(),
-            )
-        };
-        self.check_session_key(session_id, digest, &signature)?;
-        if amount.is_zero() {
-            return Err(WalletError::invalid(InvalidParameter::Amount));
-        }
-        self.check_payee(to)?;
-        if !cap.is_zero() && amount > cap {
-            return Err(WalletPaymentCapExceeded { amount, cap }.into());
-        }
-        let available = self.sessions.getter(session_id).available();
-        if amount > available {
-            return Err(WalletInsufficientDeposit { amount, available }.into());
-        }
-        self.check_counterparty(list, to, amount)?;
-        self.consume_session_nonce(session_id, nonce)?;
-
-        if !threshold.is_zero() && amount > threshold {
-            let pending_id = self.pending_count.get() + U256::from(1);
-            self.pending_count.set(pending_id);
-            let expires_at = {
-                let mut session = self.sessions.setter(session_id);
-                let reserved = session.amount(&session.reserved) + amount;
-                session.reserved.set(session::narrow(reserved));
-                let session_end = session.expires_at.get().to::<u64>();
-                session_end.min(now.saturating_add(PENDING_TTL))
-            };
-            let mut pending = self.pendings.setter(pending_id);
-            pending.session_id.set(session_id);
-            pending.to.set(to);
-            pending.status.set(U8::from(PendingStatus::Pending as u8));
-            pending.expires_at.set(U64::from(expires_at));
-            pending.amount.set(amount);
-            pending.purpose.set(purpose);
-            pending.nonce.set(nonce);
-            self.vm().log(PaymentPending {
-                sessionId: session_id,
-                to,
-                pendingId: pending_id,
-                amount,
-                purpose,
-                nonce,
-                expiresAt: expires_at,
-            });
-            return Ok((false, pending_id));
-        }
-        let receipt = self.execute(session_id, to, amount, purpose, nonce, now)?;
-        Ok((true, receipt))
+        self.pay_signed(session_id, to, amount, purpose, nonce, deadline, &signature)
     }
 
     /// The owner approves a pending payment: it is executed now, against the current period
@@ -470,55 +405,7 @@ impl SessionWallet {
         deadline: U256,
         signature: Bytes,
     ) -> Result<u64> {
-        let now = self.vm().block_timestamp();
-        let caller = self.vm().msg_sender();
-        let (renewer, direct, lease_seconds, start, current) = {
-            let session = self.sessions.getter(session_id);
-            session.ensure_live(session_id, now, false)?;
-            let keeper = session.lease_keeper.get();
-            let renewer = if keeper.is_zero() {
-                session.session_key.get()
-            } else {
-                keeper
-            };
-            (
-                renewer,
-                caller == session.owner.get() || caller == renewer,
-                session.lease_seconds.get().to::<u64>(),
-                now.max(session.valid_after.get().to::<u64>()),
-                session.lease_expires_at.get().to::<u64>(),
-            )
-        };
-        if lease_seconds == 0 {
-            return Err(WalletNoLease {
-                sessionId: session_id,
-            }
-            .into());
-        }
-        if !direct {
-            if signature.is_empty() {
-                return Err(WalletUnauthorized { caller }.into());
-            }
-            self.check_deadline(deadline)?;
-            let digest = self.digest(&[
-                word(LEASE_RENEWAL_TYPEHASH),
-                word(session_id),
-                word(nonce),
-                word(deadline),
-            ]);
-            self.check_signer(renewer, digest, &signature)?;
-            self.consume_session_nonce(session_id, nonce)?;
-        }
-        let lease_expires_at = current.max(start.saturating_add(lease_seconds));
-        self.sessions
-            .setter(session_id)
-            .lease_expires_at
-            .set(U64::from(lease_expires_at));
-        self.vm().log(LeaseRenewed {
-            sessionId: session_id,
-            leaseExpiresAt: lease_expires_at,
-        });
-        Ok(lease_expires_at)
+        self.renew_signed(session_id, nonce, deadline, &signature)
     }
 
     /// The terms a session was opened with: `(owner, sessionKey, guardian, token,
@@ -563,7 +450,8 @@ impl SessionWallet {
     }
 
     /// A session's state now: `(status, deposit, spent, reserved, periodSpent, periodStart,
-    /// leaseExpiresAt)`, with the period rolled forward to the current time. Status is
+    /// leaseExpiresAt)`, with the period rolled forward to the current time (period spend is
+    /// tracked only with a budget; the lease expiry is zero without a lease). Status is
     /// 0 unknown, 1 active, 2 revoked, 3 closed.
     pub fn session_state(&self, session_id: U256) -> (u8, U256, U256, U256, U256, u64, u64) {
         let now = self.vm().block_timestamp();
@@ -662,6 +550,145 @@ impl SessionWallet {
 
 // Internal machinery, not part of the ABI.
 impl SessionWallet {
+    /// `pay`, with the signature borrowed (the router's entry point: no `Bytes` on chain).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn pay_signed(
+        &mut self,
+        session_id: U256,
+        to: Address,
+        amount: U256,
+        purpose: B256,
+        nonce: U256,
+        deadline: U256,
+        signature: &[u8],
+    ) -> Result<(bool, U256)> {
+        self.check_deadline(deadline)?;
+        let now = self.vm().block_timestamp();
+        let digest = self.digest(&[
+            word(PAYMENT_INTENT_TYPEHASH),
+            word(session_id),
+            word(to),
+            word(amount),
+            word(purpose),
+            word(nonce),
+            word(deadline),
+        ]);
+        let (cap, threshold, list) = {
+            let session = self.sessions.getter(session_id);
+            session.ensure_live(session_id, now, true)?;
+            (
+                session.amount(&session.per_payment_cap),
+                session.amount(&session.co_sign_threshold),
+                session.list_id(),
+            )
+        };
+        self.check_session_key(session_id, digest, signature)?;
+        if amount.is_zero() {
+            return Err(WalletError::invalid(InvalidParameter::Amount));
+        }
+        self.check_payee(to)?;
+        if !cap.is_zero() && amount > cap {
+            return Err(WalletPaymentCapExceeded { amount, cap }.into());
+        }
+        let available = self.sessions.getter(session_id).available();
+        if amount > available {
+            return Err(WalletInsufficientDeposit { amount, available }.into());
+        }
+        self.check_counterparty(list, to, amount)?;
+        self.consume_session_nonce(session_id, nonce)?;
+
+        if !threshold.is_zero() && amount > threshold {
+            let pending_id = self.pending_count.get() + U256::from(1);
+            self.pending_count.set(pending_id);
+            let expires_at = {
+                let mut session = self.sessions.setter(session_id);
+                let reserved = session.amount(&session.reserved) + amount;
+                session.reserved.set(session::narrow(reserved));
+                let session_end = session.expires_at.get().to::<u64>();
+                session_end.min(now.saturating_add(PENDING_TTL))
+            };
+            let mut pending = self.pendings.setter(pending_id);
+            pending.session_id.set(session_id);
+            pending.to.set(to);
+            pending.status.set(U8::from(PendingStatus::Pending as u8));
+            pending.expires_at.set(U64::from(expires_at));
+            pending.amount.set(amount);
+            pending.purpose.set(purpose);
+            pending.nonce.set(nonce);
+            self.vm().log(PaymentPending {
+                sessionId: session_id,
+                to,
+                pendingId: pending_id,
+                amount,
+                purpose,
+                nonce,
+                expiresAt: expires_at,
+            });
+            return Ok((false, pending_id));
+        }
+        let receipt = self.execute(session_id, to, amount, purpose, nonce, now)?;
+        Ok((true, receipt))
+    }
+
+    /// `renewLease`, with the signature borrowed (the router's entry point).
+    pub(crate) fn renew_signed(
+        &mut self,
+        session_id: U256,
+        nonce: U256,
+        deadline: U256,
+        signature: &[u8],
+    ) -> Result<u64> {
+        let now = self.vm().block_timestamp();
+        let caller = self.vm().msg_sender();
+        let (renewer, direct, lease_seconds, start, current) = {
+            let session = self.sessions.getter(session_id);
+            session.ensure_live(session_id, now, false)?;
+            let keeper = session.lease_keeper.get();
+            let renewer = if keeper.is_zero() {
+                session.session_key.get()
+            } else {
+                keeper
+            };
+            (
+                renewer,
+                caller == session.owner.get() || caller == renewer,
+                session.lease_seconds.get().to::<u64>(),
+                now.max(session.valid_after.get().to::<u64>()),
+                session.lease_expires_at.get().to::<u64>(),
+            )
+        };
+        if lease_seconds == 0 {
+            return Err(WalletNoLease {
+                sessionId: session_id,
+            }
+            .into());
+        }
+        if !direct {
+            if signature.is_empty() {
+                return Err(WalletUnauthorized { caller }.into());
+            }
+            self.check_deadline(deadline)?;
+            let digest = self.digest(&[
+                word(LEASE_RENEWAL_TYPEHASH),
+                word(session_id),
+                word(nonce),
+                word(deadline),
+            ]);
+            self.check_signer(renewer, digest, signature)?;
+            self.consume_session_nonce(session_id, nonce)?;
+        }
+        let lease_expires_at = current.max(start.saturating_add(lease_seconds));
+        self.sessions
+            .setter(session_id)
+            .lease_expires_at
+            .set(U64::from(lease_expires_at));
+        self.vm().log(LeaseRenewed {
+            sessionId: session_id,
+            leaseExpiresAt: lease_expires_at,
+        });
+        Ok(lease_expires_at)
+    }
+
     /// Validates `t`, records the session, then escrows the deposit (`value` for native
     /// sessions, else pulled from `owner`).
     fn open(&mut self, owner: Address, t: &Terms, value: U256) -> Result<U256> {
@@ -709,8 +736,10 @@ impl SessionWallet {
         s.expires_at.set(U64::from(t.expires_at));
         s.lease_seconds.set(U64::from(t.lease_seconds));
         s.lease_keeper.set(t.lease_keeper);
-        s.lease_expires_at
-            .set(U64::from(start.saturating_add(t.lease_seconds)));
+        if t.lease_seconds != 0 {
+            s.lease_expires_at
+                .set(U64::from(start.saturating_add(t.lease_seconds)));
+        }
         s.allowlist_id
             .set(U64::from_limbs([t.allowlist_id.as_limbs()[0]]));
         self.vm().log(SessionOpened {
@@ -834,9 +863,12 @@ impl SessionWallet {
             if amount > available {
                 return Err(WalletPeriodBudgetExceeded { amount, available }.into());
             }
-            let (period_start, period_spent) = s.current_period(now);
-            s.period_start.set(U64::from(period_start));
-            s.period_spent.set(session::narrow(period_spent + amount));
+            // Without a budget there is no period to account for.
+            if s.period_seconds.get() != U64::ZERO {
+                let (period_start, period_spent) = s.current_period(now);
+                s.period_start.set(U64::from(period_start));
+                s.period_spent.set(session::narrow(period_spent + amount));
+            }
             let spent = s.amount(&s.spent) + amount;
             s.spent.set(session::narrow(spent));
             (s.owner.get(), s.token.get())
@@ -1003,9 +1035,5 @@ fn in_range(amount: Option<U256>) -> Result<U256> {
 }
 
 fn call_failed(target: Address, reason: Vec<u8>) -> WalletError {
-    WalletCallFailed {
-        target,
-        reason: reason.into(),
-    }
-    .into()
+    WalletError::CallFailed { target, reason }
 }

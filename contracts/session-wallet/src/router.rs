@@ -103,13 +103,12 @@ impl Args<'_> {
     }
 
     /// A `bytes` argument whose head word is at `index`.
-    fn bytes(&self, index: usize) -> Decoded<Vec<u8>> {
+    fn bytes(&self, index: usize) -> Decoded<&[u8]> {
         let start = self.offset(index * 32)?;
         let len = self.offset(start)?;
         let data = start + 32;
         self.0
             .get(data..data.checked_add(len).ok_or(Malformed)?)
-            .map(<[u8]>::to_vec)
             .ok_or(Malformed)
     }
 }
@@ -210,14 +209,14 @@ fn call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Outcome> {
         );
         one(r.map(word))
     } else if s == sel::<payCall>() {
-        let r = w.pay(
+        let r = w.pay_signed(
             a.u256(0)?,
             a.address(1)?,
             a.u256(2)?,
             a.b256(3)?,
             a.u256(4)?,
             a.u256(5)?,
-            a.bytes(6)?.into(),
+            a.bytes(6)?,
         );
         Outcome::from(r.map(|(paid, id)| words(&[word(paid), word(id)])))
     } else if s == sel::<approvePendingCall>() {
@@ -234,7 +233,7 @@ fn call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Outcome> {
     } else if s == sel::<closeCall>() {
         one(w.close(a.u256(0)?).map(word))
     } else if s == sel::<renewLeaseCall>() {
-        let r = w.renew_lease(a.u256(0)?, a.u256(1)?, a.u256(2)?, a.bytes(3)?.into());
+        let r = w.renew_signed(a.u256(0)?, a.u256(1)?, a.u256(2)?, a.bytes(3)?);
         one(r.map(word))
     } else if s == sel::<sessionTermsCall>() {
         let t = w.session_terms(a.u256(0)?);

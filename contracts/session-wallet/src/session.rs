@@ -9,31 +9,35 @@ use crate::error::WalletError;
 
 /// One session, packed into nine slots (a new slot costs 22,100 gas): amounts are `uint128`
 /// (`openSession` refuses more), list ids `uint64`, small fields share slots with addresses.
-/// The metadata is not stored: it is in `SessionOpened`, which is where auditors read it.
+/// Fields written together share a slot: what a payment updates (`spent`, `periodSpent`,
+/// `reserved`) sits beside a term set at open, so a first payment rewrites slots instead of
+/// creating them, and a session without a keeper or lease leaves their slot empty. The
+/// metadata is not stored: it is in `SessionOpened`, which is where auditors read it.
 #[storage]
 pub struct Session {
     pub owner: StorageAddress,
     pub status: StorageU8,
-    pub period_seconds: StorageU64,
+    pub expires_at: StorageU64,
     pub session_key: StorageAddress,
     pub valid_after: StorageU64,
-    pub guardian: StorageAddress,
-    pub expires_at: StorageU64,
     pub token: StorageAddress,
-    pub lease_seconds: StorageU64,
+    pub period_start: StorageU64,
+    pub guardian: StorageAddress,
+    pub period_seconds: StorageU64,
     /// Who must keep renewing the lease (zero: the owner or the session key may).
     pub lease_keeper: StorageAddress,
-    pub lease_expires_at: StorageU64,
+    pub lease_seconds: StorageU64,
     pub deposit: StorageU128,
     pub spent: StorageU128,
+    pub period_budget: StorageU128,
+    pub period_spent: StorageU128,
+    pub co_sign_threshold: StorageU128,
     /// Held back for pending payments until they are approved or rejected.
     pub reserved: StorageU128,
-    pub period_spent: StorageU128,
     pub per_payment_cap: StorageU128,
-    pub period_budget: StorageU128,
-    pub co_sign_threshold: StorageU128,
-    pub period_start: StorageU64,
     pub allowlist_id: StorageU64,
+    /// Zero without a lease.
+    pub lease_expires_at: StorageU64,
     /// Session-key and lease-keeper nonces (payment intents, lease renewals): an unordered
     /// bitmap.
     pub nonces: StorageMap<U256, StorageU256>,
