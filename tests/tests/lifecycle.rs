@@ -145,16 +145,28 @@ impl World {
     async fn deploy_token(&mut self) -> Address {
         let contract = Contract::TestToken.artifact();
         let artifact = Artifact::load(artifacts_dir(), contract).unwrap();
-        let fee = activation_fee(&self.client, self.org.address(), contract, &artifact.code)
-            .await
-            .unwrap();
         let init_data = [
             &CONSTRUCTOR_SELECTOR[..],
             &self.operator.address().abi_encode(),
         ]
         .concat();
+        self.deploy_program(contract, &artifact.code, init_data)
+            .await
+    }
+
+    /// The org deploys `code` (compressed, as on chain) through the StylusDeployer, activating
+    /// it and running `init_data` (empty: no constructor).
+    async fn deploy_program(
+        &mut self,
+        name: &'static str,
+        code: &[u8],
+        init_data: Vec<u8>,
+    ) -> Address {
+        let fee = activation_fee(&self.client, self.org.address(), name, code)
+            .await
+            .unwrap();
         let call = IStylusDeployer::deployCall {
-            bytecode: artifact.initcode().into(),
+            bytecode: stylus_activation::deploy_initcode(code).into(),
             initData: init_data.into(),
             initValue: U256::ZERO,
             salt: B256::ZERO,
@@ -1070,4 +1082,123 @@ async fn satellites_are_bound_once_and_receipts_are_acknowledged_as_recorded() {
         matches!(err, RegistryError::ReceiptAlreadyAcknowledged(_)),
         "{err:?}"
     );
+}
+
+/// A hostile token (hand-written WASM): its `transferFrom` first calls `target` with `reentry`
+/// and records that call's status in slot 1 (1 + the `call_contract` status: 1 succeeded, 3
+/// failed), then reports a balance of exactly the amount pulled (slot 0, what `balanceOf`
+/// answers for anyone), so the wallet's before/after check sees a full deposit. Every other
+/// call (`transfer`, `approve`...) answers `true`.
+fn reentrant_token(target: Address, reentry: &[u8]) -> Vec<u8> {
+    assert!(reentry.len() <= 896, "re-entry calldata fits its buffer");
+    let selector = |s: [u8; 4]| i32::from_le_bytes(s);
+    let bytes = |b: &[u8]| b.iter().map(|x| format!("\\{x:02x}")).collect::<String>();
+    let wat = format!(
+        r#"(module
+  (import "vm_hooks" "read_args" (func $read_args (param i32)))
+  (import "vm_hooks" "write_result" (func $write (param i32 i32)))
+  (import "vm_hooks" "storage_load_bytes32" (func $load (param i32 i32)))
+  (import "vm_hooks" "storage_cache_bytes32" (func $store (param i32 i32)))
+  (import "vm_hooks" "storage_flush_cache" (func $flush (param i32)))
+  (import "vm_hooks" "call_contract" (func $call (param i32 i32 i32 i32 i64 i32) (result i32)))
+  (import "vm_hooks" "pay_for_memory_grow" (func $pay (param i32)))
+  (memory (export "memory") 1 1)
+  ;; 0: target; 32: zero value; 64: re-entry calldata; 1024: args; 2048/2080: slot keys 0/1;
+  ;; 2112: status word; 2144: true; 2176: return data length.
+  (data (i32.const 0) "{target}")
+  (data (i32.const 64) "{reentry}")
+  (data (i32.const 2111) "\01")
+  (data (i32.const 2175) "\01")
+  (func (export "user_entrypoint") (param $len i32) (result i32)
+    (local $selector i32)
+    (call $read_args (i32.const 1024))
+    (local.set $selector (i32.load (i32.const 1024)))
+    (if (i32.eq (local.get $selector) (i32.const {balance_of}))
+      (then
+        (call $load (i32.const 2048) (i32.const 2112))
+        (call $write (i32.const 2112) (i32.const 32))
+        (return (i32.const 0))))
+    (if (i32.eq (local.get $selector) (i32.const {transfer_from}))
+      (then
+        (i32.store8 (i32.const 2143)
+          (i32.add (i32.const 1)
+            (call $call (i32.const 0) (i32.const 64) (i32.const {reentry_len}) (i32.const 32)
+                        (i64.const -1) (i32.const 2176))))
+        (call $store (i32.const 2080) (i32.const 2112))
+        ;; transferFrom(from, to, amount): the amount is the third word.
+        (call $store (i32.const 2048) (i32.const 1092))
+        (call $flush (i32.const 0))))
+    (call $write (i32.const 2144) (i32.const 32))
+    (i32.const 0)))"#,
+        target = bytes(target.as_slice()),
+        reentry = bytes(reentry),
+        reentry_len = reentry.len(),
+        balance_of = selector(ITestToken::balanceOfCall::SELECTOR),
+        transfer_from = selector(ITestToken::transferFromCall::SELECTOR),
+    );
+    let wasm = wat::parse_str(&wat).expect("valid wat");
+    stylus_activation::contract_code(&wasm)
+}
+
+#[tokio::test]
+async fn a_token_that_reenters_the_wallet_from_transfer_from_gets_nowhere() {
+    let mut w = World::new().await;
+    let a = vendor(0xa1);
+    w.allow(a, 0).await;
+    // The session the hostile token's own deposit opens has the next id; the token is made its
+    // guardian, so that re-entering `revoke` would be authorised but for the guard.
+    let first: U256 = w.view(w.wallet, ISessionWallet::sessionCountCall {}).await + U256::from(1);
+    for (i, name) in ["close", "revoke", "pay"].into_iter().enumerate() {
+        let id = first + U256::from(i);
+        let reentry = match name {
+            "close" => ISessionWallet::closeCall { sessionId: id }.abi_encode(),
+            "revoke" => ISessionWallet::revokeCall { sessionId: id }.abi_encode(),
+            _ => {
+                let now = w.now().await;
+                w.intent(id, a, usd(1), now + 600).abi_encode()
+            }
+        };
+        let code = reentrant_token(w.wallet, &reentry);
+        let token = w.deploy_program("reentrantToken", &code, Vec::new()).await;
+        let mut call = w
+            .open_call(
+                w.owner.address(),
+                w.agent.address(),
+                token,
+                &Terms::default(),
+            )
+            .await;
+        call.guardian = token;
+        let r = w.owner.transact(&w.client, w.wallet, &call).await.unwrap();
+        let opened = decode_events::<ISessionWallet::SessionOpened>(&r.logs, w.wallet);
+        assert_eq!(opened[0].sessionId, id, "{name}");
+
+        // The re-entrant call was made and refused; the outer open went through untouched.
+        let status: B256 = w
+            .client
+            .request(
+                "eth_getStorageAt",
+                json!([token, B256::with_last_byte(1), "latest"]),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            status,
+            B256::with_last_byte(3),
+            "{name}: the re-entrant call failed"
+        );
+        assert!(decode_events::<ISessionWallet::SessionClosed>(&r.logs, w.wallet).is_empty());
+        assert!(decode_events::<ISessionWallet::SessionRevoked>(&r.logs, w.wallet).is_empty());
+        assert!(decode_events::<ISessionWallet::PaymentExecuted>(&r.logs, w.wallet).is_empty());
+        let state = w
+            .view(w.wallet, ISessionWallet::sessionStateCall { sessionId: id })
+            .await;
+        assert_eq!(state._0, 1, "{name}: still active");
+        assert_eq!(
+            (state._1, state._2),
+            (usd(100), U256::ZERO),
+            "{name}: deposit whole, nothing spent"
+        );
+        assert_eq!(w.balance_in(token, w.wallet).await, usd(100), "{name}");
+    }
 }
