@@ -7,6 +7,15 @@ use anyhow::{bail, Context, Result};
 
 use crate::build_contracts::{self, BuildArgs};
 
+/// The contract crates, linted on their own (see [`run`]).
+const CONTRACTS: [&str; 5] = [
+    "session-wallet",
+    "session-gateway",
+    "counterparty-registry",
+    "receipt-registry",
+    "test-token",
+];
+
 /// Formatting and lints, then the contracts as deployable WASM (which enforces the activation
 /// rules and the code-size limit, and gives the devnet tests fresh artifacts), then every
 /// workspace test.
@@ -23,6 +32,22 @@ pub fn run(build: &BuildArgs) -> Result<()> {
             "warnings",
         ],
     )?;
+    // The workspace build turns on the contracts' `export-abi` feature (the ABI tools use it),
+    // under which they allow `missing_docs` (`#[public]` generates an undocumented
+    // `print_from_args`): lint them again on their own, with the SDK's test feature so that
+    // `#[entrypoint]` does not generate its (undocumented) `user_entrypoint` either.
+    let mut contracts = vec!["clippy", "--lib"];
+    for c in CONTRACTS {
+        contracts.extend(["-p", c]);
+    }
+    contracts.extend([
+        "--features",
+        "stylus-sdk/stylus-test",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    cargo("lints (contracts as deployed)", &contracts)?;
     eprintln!("==> contracts: build-contracts");
     build_contracts::run(build)?;
     cargo("tests", &["test", "--workspace"])

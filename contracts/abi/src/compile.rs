@@ -30,33 +30,64 @@ pub const SOLC_ENV: &str = "BURSAR_SOLC";
 /// Why an interface could not be compiled.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// solc-js is not installed: the given `tools/solc/node_modules` directory is missing.
     #[error("solc-js is not installed ({} is missing): {SOLC_INSTALL_HINT}", .0.display())]
     SolcNotInstalled(PathBuf),
+    /// The installed solc-js package's version could not be read or parsed.
     #[error("cannot read the solc-js version from {}: {message}", path.display())]
-    SolcVersion { path: PathBuf, message: String },
+    SolcVersion {
+        /// The solc-js `package.json` read for the version.
+        path: PathBuf,
+        /// What was wrong with it.
+        message: String,
+    },
+    /// Reading or writing a file failed.
     #[error("{}: {source}", path.display())]
     Io {
+        /// The file or directory involved.
         path: PathBuf,
+        /// The underlying I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// foundry-compilers could not run solc or read its output.
     #[error("running solc: {0}")]
     Solc(#[from] SolcError),
+    /// solc ran but reported errors (its formatted messages, one per line).
     #[error("solc reported errors:\n{0}")]
     Compile(String),
+    /// solc's output has no ABI for a contract or interface it compiled.
     #[error("solc returned no ABI for `{name}` ({})", file.display())]
-    MissingAbi { name: String, file: PathBuf },
+    MissingAbi {
+        /// The contract or interface name.
+        name: String,
+        /// The source file defining it.
+        file: PathBuf,
+    },
+    /// Two of the compiled files define a contract or interface with the same name.
     #[error("`{name}` is defined in both {} and {}", first.display(), second.display())]
     DuplicateName {
+        /// The name defined twice.
         name: String,
+        /// The file it was first found in.
         first: PathBuf,
+        /// The file defining it again.
         second: PathBuf,
     },
+    /// A bindings source file could not be parsed, or lacks the expected `sol!` interface.
     #[error("{}: {message}", path.display())]
-    Bindings { path: PathBuf, message: String },
+    Bindings {
+        /// The bindings source file (`contracts/bindings/src/*.rs`).
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// Serialising an ABI to JSON failed.
     #[error("writing {}: {source}", path.display())]
     Json {
+        /// The JSON artifact being written.
         path: PathBuf,
+        /// The serde_json error.
         #[source]
         source: serde_json::Error,
     },

@@ -4,7 +4,7 @@
 //! `contracts/abi/solidity/`. This crate
 //!
 //! * lists the contracts ([`CONTRACTS`]),
-//! * exports each interface in-process ([`Contract::export`], [`export`]) — the same text the
+//! * exports each interface in-process ([`Contract::export`], [`export()`]) — the same text the
 //!   contract's `<crate>-abi` binary prints,
 //! * compiles the committed interfaces with solc (solc-js from `tools/solc`, driven by
 //!   foundry-compilers) into standard JSON ABI artifacts ([`compile()`]).

@@ -6,9 +6,13 @@ use std::fmt;
 /// A wasm value type as it appears in host-import signatures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum WasmTy {
+    /// 32-bit integer (pointers, lengths, statuses).
     I32,
+    /// 64-bit integer (gas, ink, chain id, block numbers and times).
     I64,
+    /// 32-bit float (debug `console` imports only).
     F32,
+    /// 64-bit float (debug `console` imports only).
     F64,
 }
 
@@ -26,9 +30,13 @@ impl fmt::Display for WasmTy {
 /// One importable host function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HostFn {
+    /// Import module: [`VM_HOOKS`], or `console` / `debug` on debug chains.
     pub module: &'static str,
+    /// Import field name, e.g. `storage_load_bytes32`.
     pub name: &'static str,
+    /// Parameter types, in order.
     pub params: &'static [WasmTy],
+    /// Result types (none or one for every host function).
     pub results: &'static [WasmTy],
 }
 

@@ -40,22 +40,37 @@ pub mod limits {
     pub const MAX_WASM_SIZE: usize = 131_072;
     /// `PageLimit`: initial memory pages (minus pages already open in the tx).
     pub const PAGE_LIMIT: u64 = 128;
+    /// Memories a module may define.
     pub const MAX_MEMORIES: usize = 1;
+    /// Data segments in the data section.
     pub const MAX_DATA_SEGMENTS: usize = 128;
+    /// Element segments in the element section.
     pub const MAX_ELEMENT_SEGMENTS: usize = 128;
+    /// Exports of any kind.
     pub const MAX_EXPORTS: usize = 1024;
+    /// Functions the module defines (imports excluded).
     pub const MAX_FUNCTIONS: usize = 4096;
+    /// Globals the module defines.
     pub const MAX_GLOBALS: usize = 32_768;
+    /// Declared locals of one function (parameters excluded).
     pub const MAX_LOCALS_PER_FUNC: u64 = 348;
+    /// Instructions in one function body.
     pub const MAX_OPCODES_PER_FUNC: usize = 65_536;
-    /// Since ArbOS 32 ("StylusChargingFixes").
+    /// Imports of any kind. Since ArbOS 32 ("StylusChargingFixes").
     pub const MAX_IMPORTS: usize = 513;
+    /// Initial table size, in entries.
     pub const MAX_TABLE_ENTRIES: u64 = 4096;
-    /// Nitro sums the encoded byte length of the element segments against this.
+    /// Element segments' total size. Nitro sums the encoded byte length of the element segments
+    /// against this.
     pub const MAX_ELEMENT_ENTRIES: u64 = 4096;
+    /// Bytes in an export name or the module name (name section).
     pub const MAX_NAME_LEN: usize = 512;
+    /// Import and export names may not start with this (for exports: the part after the last
+    /// `__`).
     pub const RESERVED_PREFIX: &str = "stylus";
+    /// Name of the exported `(i32) -> i32` function the host calls for every transaction.
     pub const ENTRYPOINT: &str = "user_entrypoint";
+    /// Name under which memory 0 must be exported.
     pub const MEMORY_EXPORT: &str = "memory";
 }
 
@@ -116,9 +131,13 @@ pub struct ModuleInfo {
     pub max_pages: Option<u64>,
     /// Export names.
     pub exports: Vec<String>,
+    /// Globals defined by the module.
     pub globals: usize,
+    /// Data segments in the data section.
     pub data_segments: usize,
+    /// Element segments in the element section.
     pub element_segments: usize,
+    /// Initial table size in entries (0 without a table).
     pub table_entries: u64,
     /// Largest declared-local count of any function.
     pub max_locals: u64,

@@ -81,27 +81,37 @@ alloy_sol_types::sol! {
     }
 }
 
+/// Type hash of [`PaymentIntent`]: what a session key signs to pay.
 pub const PAYMENT_INTENT_TYPEHASH: B256 = keccak(
     b"PaymentIntent(uint256 session,address to,uint256 amount,bytes32 purpose,uint256 nonce,uint256 deadline)",
 );
+/// Type hash of [`OpenSession`]: an owner's signed terms for `openSessionWithSig`.
 pub const OPEN_SESSION_TYPEHASH: B256 = keccak(
     b"OpenSession(address owner,address sessionKey,address guardian,address token,uint256 deposit,uint256 perPaymentCap,uint256 periodBudget,uint64 periodSeconds,uint256 coSignThreshold,uint64 validAfter,uint64 expiresAt,uint64 leaseSeconds,address leaseKeeper,uint256 allowlistId,bytes32 metadata,uint256 nonce,uint256 deadline)",
 );
+/// Type hash of [`PendingDecision`]: an owner's signed approval or rejection.
 pub const PENDING_DECISION_TYPEHASH: B256 =
     keccak(b"PendingDecision(uint256 pendingId,bool approve,uint256 nonce,uint256 deadline)");
+/// Type hash of [`LeaseRenewal`]: the keeper's (or session key's) signed renewal.
 pub const LEASE_RENEWAL_TYPEHASH: B256 =
     keccak(b"LeaseRenewal(uint256 session,uint256 nonce,uint256 deadline)");
+/// Type hash of [`ProvenanceRecord`]: a session key's signed attestation.
 pub const PROVENANCE_RECORD_TYPEHASH: B256 = keccak(
     b"ProvenanceRecord(uint256 session,bytes32 subject,bytes32 inputs,bytes32 runtime,bytes32 policy,bytes32 uri,uint256[] parents,uint256 nonce,uint256 deadline)",
 );
+/// Type hash of EIP-2612 [`Permit`], as the test token implements it.
 pub const PERMIT_TYPEHASH: B256 =
     keccak(b"Permit(address owner,address spender,uint256 value,uint256 nonce,uint256 deadline)");
 
 /// EIP-712 domain of a Bursar contract: `name`, `version` and the hashes the contracts use.
 pub struct Domain {
+    /// The domain's `name`.
     pub name: &'static str,
+    /// The domain's `version`.
     pub version: &'static str,
+    /// `keccak256(name)`, as the domain separator hashes it.
     pub name_hash: B256,
+    /// `keccak256(version)`.
     pub version_hash: B256,
 }
 
@@ -114,9 +124,13 @@ const fn domain(name: &'static str, version: &'static str) -> Domain {
     }
 }
 
+/// EIP-712 domain of SessionWallet.
 pub const SESSION_WALLET_DOMAIN: Domain = domain("Bursar Session Wallet", "1");
+/// EIP-712 domain of SessionGateway.
 pub const SESSION_GATEWAY_DOMAIN: Domain = domain("Bursar Session Gateway", "1");
+/// EIP-712 domain of ReceiptRegistry.
 pub const RECEIPT_REGISTRY_DOMAIN: Domain = domain("Bursar Receipt Registry", "1");
+/// EIP-712 domain of the test token (EIP-2612 permits).
 pub const TEST_TOKEN_DOMAIN: Domain = domain("Bursar Test USD", "1");
 
 impl Domain {

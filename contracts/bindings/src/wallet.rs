@@ -91,9 +91,13 @@ alloy_sol_types::sol! {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum SessionStatus {
+    /// No session has this id.
     None = 0,
+    /// Open: pays while started, unexpired and (with a lease) renewed.
     Active = 1,
+    /// Revoked: pays nothing more; anyone may close it.
     Revoked = 2,
+    /// Closed and refunded.
     Closed = 3,
 }
 
@@ -101,9 +105,13 @@ pub enum SessionStatus {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum PendingStatus {
+    /// No pending payment has this id.
     None = 0,
+    /// Waiting for the owner; its amount is reserved.
     Pending = 1,
+    /// Approved and paid.
     Approved = 2,
+    /// Rejected (or cleared after expiry); its reservation released.
     Rejected = 3,
 }
 

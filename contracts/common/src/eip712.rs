@@ -12,6 +12,7 @@ pub const DOMAIN_TYPEHASH: B256 =
 
 /// Encodes anything word-sized (addresses are left-padded, integers big-endian).
 pub trait IntoWord {
+    /// The value as one 32-byte ABI word.
     fn into_word(self) -> Word;
 }
 

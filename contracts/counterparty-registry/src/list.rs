@@ -8,10 +8,13 @@ use stylus_sdk::{prelude::*, storage::*};
 #[storage]
 #[derive(Erase)]
 pub struct Entry {
+    /// Set by `setEntry`, cleared by `removeEntry`.
     pub exists: StorageBool,
+    /// Whether payments to this counterparty are allowed (an entry may list a blocked one).
     pub allowed: StorageBool,
     /// Largest single payment allowed; 0 means no cap.
     pub max_per_payment: StorageU256,
+    /// The owner's label for the counterparty (e.g. a hashed name); opaque on chain.
     pub label: StorageB256,
 }
 
@@ -30,8 +33,10 @@ impl Entry {
 /// One allowlist.
 #[storage]
 pub struct List {
+    /// Manages admins and ownership, and edits entries.
     pub owner: StorageAddress,
     /// Accounts that may edit entries (but not admins or ownership).
     pub admins: StorageMap<Address, StorageBool>,
+    /// Counterparties by address.
     pub entries: StorageMap<Address, Entry>,
 }

@@ -7,7 +7,10 @@ use stylus_sdk::{prelude::*, storage::*};
 /// acknowledgement (`acknowledged_at == 0` until then).
 #[storage]
 pub struct Receipt {
+    /// `keccak256` of the receipt's seven fields (see `verifyReceipt`); zero: no receipt.
     pub commitment: StorageB256,
+    /// When the payee acknowledged it (unix seconds; 0: not yet).
     pub acknowledged_at: StorageU64,
+    /// The payee's hash of what it delivered, given with the acknowledgement.
     pub response_hash: StorageB256,
 }

@@ -10,11 +10,18 @@ pub const PENDING_TTL: u64 = 24 * 60 * 60;
 /// One pending payment. Its amount is reserved out of the session's deposit.
 #[storage]
 pub struct Pending {
+    /// The session it would be paid from.
     pub session_id: StorageU256,
+    /// The payee.
     pub to: StorageAddress,
+    /// A `PendingStatus`: unknown (0), pending, approved or rejected.
     pub status: StorageU8,
+    /// When it can no longer be approved and anyone may clear it (unix seconds).
     pub expires_at: StorageU64,
+    /// Reserved out of the session's deposit while pending.
     pub amount: StorageU256,
+    /// The intent's purpose, carried into the receipt.
     pub purpose: StorageB256,
+    /// The intent's nonce (consumed when the request was made).
     pub nonce: StorageU256,
 }

@@ -15,26 +15,43 @@ use crate::error::WalletError;
 /// metadata is not stored: it is in `SessionOpened`, which is where auditors read it.
 #[storage]
 pub struct Session {
+    /// Owns the deposit: decides pending payments, may close at any time, gets the refund.
     pub owner: StorageAddress,
+    /// A [`SessionStatus`]: unknown (0), active, revoked or closed.
     pub status: StorageU8,
+    /// When the session stops paying (unix seconds).
     pub expires_at: StorageU64,
+    /// Signs the agent's payment intents (and lease renewals without a keeper).
     pub session_key: StorageAddress,
+    /// When the session starts paying (unix seconds; 0: at once).
     pub valid_after: StorageU64,
+    /// The ERC-20 escrowed, or zero for the native currency.
     pub token: StorageAddress,
+    /// Start of the budget period last paid in (unix seconds).
     pub period_start: StorageU64,
+    /// May revoke the session (zero: nobody besides the owner and the key).
     pub guardian: StorageAddress,
+    /// Length of a budget period (0: no period budget).
     pub period_seconds: StorageU64,
     /// Who must keep renewing the lease (zero: the owner or the session key may).
     pub lease_keeper: StorageAddress,
+    /// How far a renewal extends the lease (0: no lease).
     pub lease_seconds: StorageU64,
+    /// Escrowed in all, top-ups included.
     pub deposit: StorageU128,
+    /// Paid out so far.
     pub spent: StorageU128,
+    /// What may be spent per period (with `period_seconds`).
     pub period_budget: StorageU128,
+    /// Spent in the period that starts at `period_start`.
     pub period_spent: StorageU128,
+    /// Payments above this wait for the owner (0: none do).
     pub co_sign_threshold: StorageU128,
     /// Held back for pending payments until they are approved or rejected.
     pub reserved: StorageU128,
+    /// The largest single payment (0: no cap).
     pub per_payment_cap: StorageU128,
+    /// The CounterpartyRegistry list payees must be on.
     pub allowlist_id: StorageU64,
     /// Zero without a lease.
     pub lease_expires_at: StorageU64,
@@ -46,19 +63,33 @@ pub struct Session {
 /// The policy an owner chooses when opening a session (the `openSession` arguments).
 #[derive(Clone, Debug)]
 pub struct Terms {
+    /// Signs payment intents.
     pub session_key: Address,
+    /// May revoke (zero: none).
     pub guardian: Address,
+    /// ERC-20 escrowed (zero: native currency).
     pub token: Address,
+    /// Escrowed at open.
     pub deposit: U256,
+    /// Largest single payment (0: no cap).
     pub per_payment_cap: U256,
+    /// Spendable per period (0: no budget).
     pub period_budget: U256,
+    /// Period length in seconds (0: no budget).
     pub period_seconds: u64,
+    /// Payments above this wait for the owner (0: none).
     pub co_sign_threshold: U256,
+    /// Start (unix seconds; 0: at once).
     pub valid_after: u64,
+    /// End (unix seconds).
     pub expires_at: u64,
+    /// Lease length in seconds (0: no lease).
     pub lease_seconds: u64,
+    /// Who must renew the lease (zero: the session key may).
     pub lease_keeper: Address,
+    /// CounterpartyRegistry list of allowed payees.
     pub allowlist_id: U256,
+    /// Opaque to the wallet; logged in `SessionOpened`.
     pub metadata: B256,
 }
 
@@ -71,6 +102,7 @@ pub fn narrow(amount: U256) -> U128 {
 }
 
 impl Session {
+    /// The stored [`SessionStatus`] as a number.
     pub fn status(&self) -> u8 {
         self.status.get().to::<u8>()
     }
@@ -119,6 +151,7 @@ impl Session {
         Ok(())
     }
 
+    /// Whether the session has a lease and it ran out before `now`.
     pub fn lease_lapsed(&self, now: u64) -> bool {
         self.lease_seconds.get().to::<u64>() != 0 && now >= self.lease_expires_at.get().to::<u64>()
     }

@@ -27,24 +27,34 @@ use stylus_sdk::{
     testing::TestVM,
 };
 
+/// The ecrecover precompile's address, answered by [`ecrecover`].
 pub const ECRECOVER: Address = address!("0000000000000000000000000000000000000001");
 
 /// How a contract called out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CallKind {
+    /// `CALL`, which may carry value.
     Call,
+    /// `STATICCALL`.
     Static,
+    /// `DELEGATECALL`.
     Delegate,
 }
 
 /// One call a contract made.
 #[derive(Clone, Debug)]
 pub struct CallRecord {
+    /// Which call opcode was used.
     pub kind: CallKind,
+    /// The calling contract (the VM's contract address at the time).
     pub from: Address,
+    /// The callee.
     pub to: Address,
+    /// The calldata.
     pub data: Vec<u8>,
+    /// Native value sent (always zero for static and delegate calls).
     pub value: U256,
+    /// Whether the call succeeded: the handler returned `Ok` and the caller could pay `value`.
     pub success: bool,
 }
 
@@ -69,6 +79,8 @@ pub struct Checkpoint {
 /// See the crate docs. Cheap to clone; clones share one world.
 #[derive(Clone)]
 pub struct MockHost {
+    /// The wrapped `TestVM`: storage, logs, caller, value and block values; set these on it
+    /// directly.
     pub vm: TestVM,
     world: Rc<RefCell<World>>,
 }
@@ -80,6 +92,7 @@ impl Default for MockHost {
 }
 
 impl MockHost {
+    /// A host with a default `TestVM`, no handlers, no calls and an empty balance ledger.
     pub fn new() -> Self {
         Self {
             vm: TestVM::default(),
@@ -107,6 +120,7 @@ impl MockHost {
         self.world.borrow().calls.clone()
     }
 
+    /// Forgets the calls recorded so far.
     pub fn clear_calls(&self) {
         self.world.borrow_mut().calls.clear();
     }
@@ -121,6 +135,7 @@ impl MockHost {
             .unwrap_or_default()
     }
 
+    /// Sets `account`'s native balance in the host's ledger.
     pub fn set_native_balance(&self, account: Address, amount: U256) {
         self.world.borrow_mut().balances.insert(account, amount);
     }
@@ -141,6 +156,7 @@ impl MockHost {
         }
     }
 
+    /// Captures the current storage, logs and native balances for [`MockHost::revert_to`].
     pub fn checkpoint(&self) -> Checkpoint {
         let state = self.vm.snapshot();
         Checkpoint {
@@ -244,10 +260,13 @@ impl TestKey {
         Self(SigningKey::from_slice(&bytes).expect("valid scalar"))
     }
 
+    /// The Ethereum address of the key's public key.
     pub fn address(&self) -> Address {
         public_key_address(self.0.verifying_key())
     }
 
+    /// Signs the 32-byte `digest` as is (no hashing, no prefix), returning 65 bytes
+    /// `r ‖ s ‖ v`.
     pub fn sign(&self, digest: B256) -> Vec<u8> {
         let (sig, recid) = self
             .0
@@ -269,6 +288,7 @@ pub struct LogCursor {
 }
 
 impl LogCursor {
+    /// The logs `vm` emitted since the previous call, oldest first.
     pub fn take(&mut self, vm: &TestVM) -> Vec<RawLog> {
         let all = vm.get_emitted_logs();
         let new = all[self.seen.min(all.len())..].to_vec();
@@ -337,6 +357,8 @@ impl CalldataAccess for MockHost {
     }
 }
 
+// SAFETY: both methods forward to `TestVM`'s implementation of the same trait unchanged, so
+// they uphold the trait's contract exactly as far as `TestVM` does.
 unsafe impl UnsafeDeploymentAccess for MockHost {
     unsafe fn create1(
         &self,
@@ -346,6 +368,8 @@ unsafe impl UnsafeDeploymentAccess for MockHost {
         contract: *mut u8,
         revert_data_len: *mut usize,
     ) {
+        // SAFETY: the caller upholds `create1`'s contract for these pointers, which is the same
+        // contract `TestVM::create1` relies on; they are passed through unchanged.
         unsafe {
             self.vm
                 .create1(code, code_len, endowment, contract, revert_data_len)
@@ -360,6 +384,8 @@ unsafe impl UnsafeDeploymentAccess for MockHost {
         contract: *mut u8,
         revert_data_len: *mut usize,
     ) {
+        // SAFETY: the caller upholds `create2`'s contract for these pointers, which is the same
+        // contract `TestVM::create2` relies on; they are passed through unchanged.
         unsafe {
             self.vm
                 .create2(code, code_len, endowment, salt, contract, revert_data_len)
@@ -372,6 +398,8 @@ impl StorageAccess for MockHost {
         self.vm.storage_load_bytes32(key)
     }
     unsafe fn storage_cache_bytes32(&self, key: U256, value: B256) {
+        // SAFETY: same method and contract on the wrapped `TestVM`; the caller's guarantee
+        // (no live storage reference aliases `key`) carries over unchanged.
         unsafe { self.vm.storage_cache_bytes32(key, value) }
     }
     fn flush_cache(&self, clear: bool) {
@@ -379,6 +407,9 @@ impl StorageAccess for MockHost {
     }
 }
 
+// SAFETY: the calls read their pointer arguments only as the hostio ABI lays them out (see the
+// blocks below), write only `outs_len`, and leave the return data where `read_return_data`
+// finds it, as the trait's callers (`RawCall`) expect.
 unsafe impl UnsafeCallAccess for MockHost {
     unsafe fn call_contract(
         &self,
@@ -389,6 +420,9 @@ unsafe impl UnsafeCallAccess for MockHost {
         _gas: u64,
         outs_len: &mut usize,
     ) -> u8 {
+        // SAFETY: per the hostio ABI (as `RawCall` calls it), `to` points to a 20-byte address,
+        // `value` to a 32-byte big-endian word and `data` to `data_len` bytes, all readable and
+        // alive for this call; the slices are copied before it returns.
         let (to, data, value) = unsafe {
             (
                 Address::from_slice(std::slice::from_raw_parts(to, 20)),
@@ -408,6 +442,9 @@ unsafe impl UnsafeCallAccess for MockHost {
         _gas: u64,
         outs_len: &mut usize,
     ) -> u8 {
+        // SAFETY: per the hostio ABI (as `RawCall` calls it), `to` points to a 20-byte address
+        // and `data` to `data_len` bytes, both readable and alive for this call; `dispatch`
+        // copies the data before it returns.
         let (to, data) = unsafe {
             (
                 Address::from_slice(std::slice::from_raw_parts(to, 20)),
@@ -426,6 +463,9 @@ unsafe impl UnsafeCallAccess for MockHost {
         _gas: u64,
         outs_len: &mut usize,
     ) -> u8 {
+        // SAFETY: per the hostio ABI (as `RawCall` calls it), `to` points to a 20-byte address
+        // and `data` to `data_len` bytes, both readable and alive for this call; `dispatch`
+        // copies the data before it returns.
         let (to, data) = unsafe {
             (
                 Address::from_slice(std::slice::from_raw_parts(to, 20)),
