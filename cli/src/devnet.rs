@@ -23,6 +23,15 @@ pub struct DevnetArgs {
     #[arg(long, env = "BURSAR_DEVNET_BLOCK_TIME", value_name = "SECONDS",
           value_parser = clap::value_parser!(u64).range(1..))]
     block_time: Option<u64>,
+    /// Finality depth: the `safe` tag lags the head by N blocks and `finalized` by 2N, so
+    /// indexers and relayers can be tested on finality labels (0: every block is final).
+    #[arg(
+        long,
+        env = "BURSAR_DEVNET_FINALITY_DEPTH",
+        value_name = "N",
+        default_value_t = 0
+    )]
+    finality_depth: u64,
     /// State file: loaded on start if it exists, written (atomically) on exit, like anvil's
     /// `--state`. Holds the accounts, program activations, blocks, transactions and receipts.
     #[arg(long, env = "BURSAR_DEVNET_STATE", value_name = "FILE")]
@@ -42,6 +51,7 @@ async fn serve(args: DevnetArgs) -> Result<(), String> {
         addr: SocketAddr::new(args.host, args.port),
         chain: ChainConfig {
             chain_id: args.chain_id,
+            finality_depth: args.finality_depth,
             ..ChainConfig::default()
         },
     };

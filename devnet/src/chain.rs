@@ -53,6 +53,9 @@ pub struct ChainConfig {
     pub dev_balance: U256,
     /// Genesis timestamp; `None` = now.
     pub genesis_timestamp: Option<u64>,
+    /// How far the `safe` block tag lags the head; `finalized` lags twice as far, so that
+    /// clients can tell the two apart. 0 (the default): every block is final at once.
+    pub finality_depth: u64,
 }
 
 impl Default for ChainConfig {
@@ -64,6 +67,7 @@ impl Default for ChainConfig {
             // 10,000 ETH, as anvil.
             dev_balance: U256::from(10_000u64) * U256::from(10u64).pow(U256::from(18u64)),
             genesis_timestamp: None,
+            finality_depth: 0,
         }
     }
 }
@@ -451,6 +455,18 @@ impl Chain {
 
     pub fn block_number(&self) -> u64 {
         self.blocks.len() as u64 - 1
+    }
+
+    /// The block the `safe` tag names: `finality_depth` below the head (genesis at least).
+    pub fn safe_block_number(&self) -> u64 {
+        self.block_number()
+            .saturating_sub(self.config.finality_depth)
+    }
+
+    /// The block the `finalized` tag names: twice `finality_depth` below the head.
+    pub fn finalized_block_number(&self) -> u64 {
+        self.block_number()
+            .saturating_sub(self.config.finality_depth.saturating_mul(2))
     }
 
     pub fn latest_block(&self) -> &Block {

@@ -671,8 +671,10 @@ fn block_number(chain: &Chain, v: Option<&Value>) -> Result<u64, RpcError> {
     let n = match v {
         None | Some(Value::Null) => latest,
         Some(Value::String(s)) => match s.as_str() {
-            // No reorgs happen on their own here, so every block is final.
-            "latest" | "pending" | "safe" | "finalized" => latest,
+            "latest" | "pending" => latest,
+            // Lag the head by the configured finality depth (0: every block is final).
+            "safe" => chain.safe_block_number(),
+            "finalized" => chain.finalized_block_number(),
             "earliest" => 0,
             _ => quantity(&Value::String(s.clone())).map_err(|e| {
                 RpcError::invalid_params(format!("invalid block number or tag: {}", e.message))
@@ -1261,12 +1263,11 @@ pub(crate) fn parse_log_filter(
         let bound = |k: &str| -> Result<Option<u64>, RpcError> {
             match f.get(k).filter(|v| !v.is_null()) {
                 None => Ok(None),
-                Some(Value::String(s))
-                    if matches!(s.as_str(), "latest" | "pending" | "safe" | "finalized") =>
-                {
-                    Ok(None)
-                }
+                Some(Value::String(s)) if matches!(s.as_str(), "latest" | "pending") => Ok(None),
                 Some(Value::String(s)) if s == "earliest" => Ok(Some(0)),
+                Some(v @ Value::String(s)) if matches!(s.as_str(), "safe" | "finalized") => {
+                    block_number(chain, Some(v)).map(Some)
+                }
                 Some(v @ Value::Object(_)) => block_number(chain, Some(v)).map(Some),
                 Some(v) => quantity(v).map(Some),
             }

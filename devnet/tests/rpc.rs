@@ -427,3 +427,72 @@ async fn dev_methods_and_protocol_errors() {
 
     handle.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn safe_and_finalized_lag_the_head_by_the_finality_depth() {
+    use bursar_devnet::{spawn, ChainConfig, RpcConfig};
+    let number = |b: Value| {
+        u64::from_str_radix(b["number"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+    };
+
+    // Default: every block is final at once.
+    let (_handle, p) = start().await;
+    let _: Value = p.request("anvil_mine", [json!("0x5")]).await.unwrap();
+    for tag in ["latest", "safe", "finalized"] {
+        let b: Value = p
+            .request("eth_getBlockByNumber", (tag, false))
+            .await
+            .unwrap();
+        assert_eq!(number(b), 5, "{tag}");
+    }
+
+    // Depth 2: safe is 2 blocks behind the head, finalized 4 (never below genesis).
+    let handle = spawn(RpcConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        chain: ChainConfig {
+            finality_depth: 2,
+            ..ChainConfig::default()
+        },
+    })
+    .await
+    .unwrap();
+    let p = ethers_providers::Provider::<ethers_providers::Http>::try_from(handle.url.as_str())
+        .unwrap();
+    let at = |tag: &'static str| {
+        let p = p.clone();
+        async move {
+            let b: Value = p
+                .request("eth_getBlockByNumber", (tag, false))
+                .await
+                .unwrap();
+            number(b)
+        }
+    };
+    let _: Value = p.request("anvil_mine", [json!("0x3")]).await.unwrap();
+    assert_eq!(
+        (at("latest").await, at("safe").await, at("finalized").await),
+        (3, 1, 0)
+    );
+    let _: Value = p.request("anvil_mine", [json!("0x4")]).await.unwrap();
+    assert_eq!(
+        (at("latest").await, at("safe").await, at("finalized").await),
+        (7, 5, 3)
+    );
+
+    // Log ranges take the tags as bounds: from block 8 (a transfer) to `safe` (6) is inverted.
+    let sender = Sender::dev(1);
+    let tx = sign_1559(
+        sender.tx(Some(Address::repeat_byte(0x55)), vec![], 21_000),
+        &sender.key,
+    );
+    p.send_raw_transaction(tx).await.unwrap();
+    assert_eq!(at("safe").await, 6);
+    let err = p
+        .request::<_, Vec<Value>>(
+            "eth_getLogs",
+            [json!({ "fromBlock": "0x8", "toBlock": "safe" })],
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("invalid block range"), "{err}");
+}
