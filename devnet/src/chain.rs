@@ -39,6 +39,7 @@ use alloy_primitives::{keccak256, Address, Bloom, BloomInput, Bytes, B256, U256}
 
 use crate::accounts::dev_accounts;
 use crate::exec::{BlockEnv, Executor, DEFAULT_CHAIN_ID};
+use crate::log_index::{LogIndex, LogPos};
 use crate::state::{Log, State};
 use crate::state_file::{StateFile, StateFileError};
 
@@ -324,6 +325,8 @@ pub struct Chain {
     filters: HashMap<u64, Filter>,
     next_filter_id: u64,
     reorgs: u64,
+    /// The canonical chain's logs by emitter and topic, kept in step by [`Chain::record`].
+    log_index: LogIndex,
 }
 
 /// The state after each block from `first` on (block 0, unless the chain was loaded from a
@@ -410,6 +413,7 @@ impl Chain {
             events: vec![],
             on_event: None,
             filters: HashMap::new(),
+            log_index: LogIndex::default(),
             next_filter_id: 1,
             reorgs: 0,
         };
@@ -873,6 +877,7 @@ impl Chain {
 
     fn record(&mut self, block: Block, removed: bool) {
         let logs = self.block_logs(&block, removed);
+        self.index_logs(&logs, removed);
         self.events.push(ChainEvent {
             block,
             removed,
@@ -881,6 +886,46 @@ impl Chain {
         if let Some(f) = &self.on_event {
             f(self.events.len());
         }
+    }
+
+    /// Adds the logs of a block joining the canonical chain to the log index, or takes those of
+    /// a block leaving it (always the newest) back out.
+    fn index_logs(&mut self, logs: &[ChainLog], removed: bool) {
+        if removed {
+            for l in logs.iter().rev() {
+                self.log_index.remove(l.block_number, &l.log);
+            }
+            return;
+        }
+        let mut local = 0u32;
+        for (i, l) in logs.iter().enumerate() {
+            local = match i.checked_sub(1).map(|p| logs[p].tx_index) {
+                Some(prev) if prev == l.tx_index => local + 1,
+                _ => 0,
+            };
+            let pos = LogPos {
+                block: l.block_number,
+                tx: l.tx_index as u32,
+                log: local,
+            };
+            self.log_index.add(pos, &l.log);
+        }
+    }
+
+    /// The log at `pos` of the canonical chain, if it matches `f`'s address and topics.
+    fn indexed_log(&self, pos: LogPos, f: &LogFilter) -> Option<ChainLog> {
+        let block = self.blocks.get(pos.block as usize)?;
+        let hash = *block.transactions.get(pos.tx as usize)?;
+        let l = self.txs.get(&hash)?.receipt.logs.get(pos.log as usize)?;
+        f.matches_log(&l.log).then(|| ChainLog {
+            log: l.log.clone(),
+            log_index: l.log_index,
+            block_number: pos.block,
+            block_hash: block.hash,
+            tx_hash: hash,
+            tx_index: u64::from(pos.tx),
+            removed: false,
+        })
     }
 
     /// Registers a callback run with the new event count whenever the chain records events
@@ -959,6 +1004,13 @@ impl Chain {
                 f.to_block.unwrap_or(latest).min(latest),
             ),
         };
+        if let Some(candidates) = self.log_index.candidates(f, from, to) {
+            return candidates
+                .into_iter()
+                .filter_map(|pos| self.indexed_log(pos, f))
+                .collect();
+        }
+        // No address or topic to narrow by: every block in range, blooms skipping none.
         let mut out = vec![];
         for n in from..=to {
             let Some(block) = self.blocks.get(n as usize) else {

@@ -31,6 +31,7 @@ pub mod create;
 pub mod deployer;
 pub mod exec;
 mod host;
+pub mod log_index;
 pub mod meter;
 pub mod precompiles;
 pub mod rpc;
