@@ -496,3 +496,54 @@ async fn safe_and_finalized_lag_the_head_by_the_finality_depth() {
         .unwrap_err();
     assert!(err.to_string().contains("invalid block range"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn block_receipts_and_log_ranges_past_the_head() {
+    let (_handle, p) = start().await;
+    let sender = Sender::dev(1);
+    let tx = sign_1559(
+        sender.tx(Some(Address::repeat_byte(0x55)), vec![], 21_000),
+        &sender.key,
+    );
+    let hash = p.send_raw_transaction(tx).await.unwrap().tx_hash();
+    let one: Value = p
+        .request("eth_getTransactionReceipt", [hash])
+        .await
+        .unwrap();
+    let block_hash = one["blockHash"].clone();
+
+    // eth_getBlockReceipts by tag, number and hash: the block's receipts, as one by one.
+    for id in [json!("latest"), json!("0x1"), block_hash] {
+        let all: Value = p.request("eth_getBlockReceipts", [&id]).await.unwrap();
+        assert_eq!(all, json!([one]), "{id}");
+    }
+    let genesis: Value = p
+        .request("eth_getBlockReceipts", ["earliest"])
+        .await
+        .unwrap();
+    assert_eq!(genesis, json!([]));
+    let future: Value = p.request("eth_getBlockReceipts", ["0x99"]).await.unwrap();
+    assert_eq!(future, Value::Null);
+
+    // A log range ending past the head is refused (geth), not answered with `[]`.
+    let err = p
+        .request::<_, Vec<Value>>(
+            "eth_getLogs",
+            [json!({ "fromBlock": "0x0", "toBlock": "0x2" })],
+        )
+        .await
+        .unwrap_err();
+    let err = rpc_error(err);
+    assert_eq!(
+        (err.code, err.message.as_str()),
+        (-32602, "block range extends beyond current head block")
+    );
+    let up_to_head: Vec<Value> = p
+        .request(
+            "eth_getLogs",
+            [json!({ "fromBlock": "0x0", "toBlock": "0x1" })],
+        )
+        .await
+        .unwrap();
+    assert!(up_to_head.is_empty());
+}
