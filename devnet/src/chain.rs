@@ -102,7 +102,15 @@ pub enum TxError {
     UnsupportedType,
     #[error("already known")]
     AlreadyKnown,
+    /// A pooled transaction with this sender and nonce pays more than this one would, or less
+    /// than [`PRICE_BUMP_PERCENT`] less.
+    #[error("replacement transaction underpriced")]
+    ReplacementUnderpriced,
 }
+
+/// How much more (in percent) a transaction must offer, in fee cap and tip, to replace a pooled
+/// one with the same sender and nonce (geth's `txpool.pricebump`).
+pub const PRICE_BUMP_PERCENT: u128 = 10;
 
 /// A log as stored in a receipt, with its position.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -505,6 +513,40 @@ impl Chain {
         self.automine
     }
 
+    /// The pool: transactions waiting for the next block, in arrival order, with their senders
+    /// (`txpool_content`).
+    pub fn pool(&self) -> impl Iterator<Item = (&TxEnvelope, Address)> {
+        self.pending.iter().map(|p| (&p.envelope, p.from))
+    }
+
+    /// Removes a pooled transaction (`anvil_dropTransaction`); false if none has this hash.
+    pub fn drop_transaction(&mut self, hash: B256) -> bool {
+        let before = self.pending.len();
+        self.pending.retain(|p| p.hash != hash);
+        self.pending.len() != before
+    }
+
+    /// Empties the pool (`anvil_dropAllTransactions`).
+    pub fn drop_all_transactions(&mut self) {
+        self.pending.clear();
+    }
+
+    /// Sets an account's nonce in the current state (`anvil_setNonce`).
+    pub fn set_nonce(&mut self, address: Address, nonce: u64) {
+        self.exec.state_mut().set_nonce(address, nonce);
+    }
+
+    /// Sets an account's code in the current state (`anvil_setCode`); a Stylus program still
+    /// needs activating.
+    pub fn set_code(&mut self, address: Address, code: Bytes) {
+        self.exec.state_mut().set_code(address, code);
+    }
+
+    /// Sets one storage slot in the current state (`anvil_setStorageAt`).
+    pub fn set_storage(&mut self, address: Address, slot: B256, value: B256) {
+        self.exec.state_mut().set_storage(address, slot, value);
+    }
+
     pub fn set_automine(&mut self, on: bool) {
         self.automine = on;
     }
@@ -657,7 +699,12 @@ impl Chain {
             .map_err(|e| TxError::InvalidSignature(e.to_string()))?;
         let expected = self.pending_nonce(from);
         let nonce = envelope.nonce();
-        if nonce < expected {
+        // A nonce already in the pool replaces that transaction if it pays enough more.
+        let replaces = self
+            .pending
+            .iter()
+            .position(|p| p.from == from && p.envelope.nonce() == nonce);
+        if nonce < expected && replaces.is_none() {
             return Err(TxError::NonceTooLow {
                 state: expected,
                 tx: nonce,
@@ -697,11 +744,28 @@ impl Chain {
         if have < cost {
             return Err(TxError::InsufficientFunds { have, want: cost });
         }
-        self.pending.push(PendingTx {
+        let tx = PendingTx {
             envelope,
             hash,
             from,
-        });
+        };
+        match replaces {
+            Some(i) => {
+                let old = &self.pending[i].envelope;
+                let bumped = |new: u128, old: u128| {
+                    new.saturating_mul(100) >= old.saturating_mul(100 + PRICE_BUMP_PERCENT)
+                };
+                let tip =
+                    |e: &TxEnvelope| e.max_priority_fee_per_gas().unwrap_or(e.max_fee_per_gas());
+                if !bumped(tx.envelope.max_fee_per_gas(), old.max_fee_per_gas())
+                    || !bumped(tip(&tx.envelope), tip(old))
+                {
+                    return Err(TxError::ReplacementUnderpriced);
+                }
+                self.pending[i] = tx;
+            }
+            None => self.pending.push(tx),
+        }
         if self.automine {
             self.mine(1);
         }

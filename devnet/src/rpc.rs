@@ -536,7 +536,10 @@ fn arity(method: &str) -> Option<(usize, usize)> {
         | "eth_newBlockFilter"
         | "anvil_getAutomine"
         | "evm_snapshot"
-        | "anvil_snapshot" => (0, 0),
+        | "anvil_snapshot"
+        | "anvil_dropAllTransactions"
+        | "txpool_status"
+        | "txpool_content" => (0, 0),
         "eth_feeHistory" => (2, 3),
         "eth_getBalance" | "eth_getTransactionCount" | "eth_getCode" => (1, 2),
         "eth_getStorageAt" => (2, 3),
@@ -560,11 +563,14 @@ fn arity(method: &str) -> Option<(usize, usize)> {
         | "anvil_increaseTime"
         | "evm_revert"
         | "anvil_revert"
-        | "eth_unsubscribe" => (1, 1),
+        | "eth_unsubscribe"
+        | "anvil_dropTransaction" => (1, 1),
         "eth_getBlockByNumber" | "eth_getBlockByHash" | "anvil_reorg" | "eth_subscribe" => (1, 2),
         "evm_mine" => (0, 1),
         "anvil_mine" | "hardhat_mine" => (0, 2),
-        "anvil_setBalance" | "hardhat_setBalance" => (2, 2),
+        "anvil_setBalance" | "hardhat_setBalance" | "anvil_setNonce" | "hardhat_setNonce"
+        | "anvil_setCode" | "hardhat_setCode" => (2, 2),
+        "anvil_setStorageAt" | "hardhat_setStorageAt" => (3, 3),
         _ => return None,
     })
 }
@@ -938,6 +944,49 @@ fn dispatch(chain: &mut Chain, method: &str, p: &Params) -> Result<Value, RpcErr
             let v: U256 = p.get(1)?;
             chain.set_balance(a, v);
             Value::Null
+        }
+        "anvil_setNonce" | "hardhat_setNonce" => {
+            let a: Address = p.get(0)?;
+            chain.set_nonce(a, p.quantity(1)?);
+            Value::Null
+        }
+        "anvil_setCode" | "hardhat_setCode" => {
+            let a: Address = p.get(0)?;
+            let code: Bytes = p.get(1)?;
+            chain.set_code(a, code);
+            Value::Null
+        }
+        "anvil_setStorageAt" | "hardhat_setStorageAt" => {
+            let a: Address = p.get(0)?;
+            let slot: U256 = p.get(1)?;
+            let value: B256 = p.get(2)?;
+            chain.set_storage(a, B256::from(slot), value);
+            json!(true)
+        }
+        "anvil_dropTransaction" => {
+            let h: B256 = p.get(0)?;
+            if chain.drop_transaction(h) {
+                json!(h)
+            } else {
+                Value::Null
+            }
+        }
+        "anvil_dropAllTransactions" => {
+            chain.drop_all_transactions();
+            Value::Null
+        }
+        "txpool_status" => json!({ "pending": q(chain.pool().count() as u64), "queued": q(0u64) }),
+        "txpool_content" => {
+            // geth's shape: sender → nonce (decimal) → transaction; no queue for future nonces.
+            let mut pending = serde_json::Map::new();
+            for (env, from) in chain.pool() {
+                let by_nonce = pending
+                    .entry(from.to_checksum(None))
+                    .or_insert_with(|| json!({}));
+                by_nonce[env.nonce().to_string()] =
+                    envelope_json(env, from, None, env.max_fee_per_gas());
+            }
+            json!({ "pending": pending, "queued": {} })
         }
         _ => return Err(RpcError::method_not_found(method)),
     })

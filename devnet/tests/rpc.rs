@@ -547,3 +547,122 @@ async fn block_receipts_and_log_ranges_past_the_head() {
         .unwrap();
     assert!(up_to_head.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pool_replacement_drops_and_state_setters() {
+    let (_handle, p) = start().await;
+    let sender = Sender::dev(2);
+    let to = Address::repeat_byte(0x66);
+    let transfer = |nonce: u64, max_fee: u128, tip: u128| {
+        let mut tx = sender.tx(Some(to), vec![], 21_000);
+        tx.nonce = nonce;
+        tx.max_fee_per_gas = max_fee;
+        tx.max_priority_fee_per_gas = tip;
+        tx.value = U256::from(nonce + 1);
+        sign_1559(tx, &sender.key)
+    };
+    let status = |p: ethers_providers::Provider<ethers_providers::Http>| async move {
+        let s: Value = p.request("txpool_status", ()).await.unwrap();
+        (s["pending"].clone(), s["queued"].clone())
+    };
+
+    // With automine off the pool holds transactions, by sender and nonce.
+    let _: Value = p.request("evm_setAutomine", [false]).await.unwrap();
+    let first = p
+        .send_raw_transaction(transfer(0, 1_000_000_000, 10))
+        .await
+        .unwrap()
+        .tx_hash();
+    let second = p
+        .send_raw_transaction(transfer(1, 1_000_000_000, 10))
+        .await
+        .unwrap()
+        .tx_hash();
+    assert_eq!(status(p.clone()).await, (json!("0x2"), json!("0x0")));
+    let content: Value = p.request("txpool_content", ()).await.unwrap();
+    let mine = &content["pending"][sender.address.to_checksum(None)];
+    assert_eq!(mine["0"]["hash"], json!(first));
+    assert_eq!(mine["1"]["hash"], json!(second));
+    assert_eq!(content["queued"], json!({}));
+
+    // Replacing nonce 1 needs 10% more in both fee cap and tip (geth's price bump).
+    let err = p
+        .send_raw_transaction(transfer(1, 1_000_000_000, 10))
+        .await
+        .unwrap_err();
+    assert_eq!(rpc_error(err).message, "already known");
+    for (max_fee, tip) in [
+        (1_000_000_001, 10),
+        (1_099_999_999, 11),
+        (1_100_000_000, 10),
+    ] {
+        let err = p
+            .send_raw_transaction(transfer(1, max_fee, tip))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            rpc_error(err).message,
+            "replacement transaction underpriced"
+        );
+    }
+    let replacement = p
+        .send_raw_transaction(transfer(1, 1_100_000_000, 11))
+        .await
+        .unwrap()
+        .tx_hash();
+    let content: Value = p.request("txpool_content", ()).await.unwrap();
+    let mine = &content["pending"][sender.address.to_checksum(None)];
+    assert_eq!(mine["1"]["hash"], json!(replacement));
+    assert_eq!(status(p.clone()).await.0, json!("0x2"));
+
+    // Dropping: one by hash (unknown hashes answer null), then all; the block mined is empty.
+    let dropped: Value = p.request("anvil_dropTransaction", [second]).await.unwrap();
+    assert_eq!(dropped, Value::Null, "replaced, so no longer pooled");
+    let dropped: Value = p
+        .request("anvil_dropTransaction", [replacement])
+        .await
+        .unwrap();
+    assert_eq!(dropped, json!(replacement));
+    assert_eq!(status(p.clone()).await.0, json!("0x1"));
+    let _: Value = p.request("anvil_dropAllTransactions", ()).await.unwrap();
+    assert_eq!(status(p.clone()).await.0, json!("0x0"));
+    let _: Value = p.request("evm_mine", ()).await.unwrap();
+    let block: Value = p
+        .request("eth_getBlockByNumber", ("latest", false))
+        .await
+        .unwrap();
+    assert_eq!(block["transactions"], json!([]));
+    assert_eq!(p.get_balance(h160(to), None).await.unwrap(), 0.into());
+
+    // State setters act on the head state at once.
+    let account = Address::repeat_byte(0x77);
+    let _: Value = p
+        .request("anvil_setNonce", (account, "0x2a"))
+        .await
+        .unwrap();
+    assert_eq!(
+        p.get_transaction_count(h160(account), None).await.unwrap(),
+        42.into()
+    );
+    let _: Value = p
+        .request("anvil_setCode", (account, "0x6001"))
+        .await
+        .unwrap();
+    assert_eq!(
+        p.get_code(h160(account), None).await.unwrap().as_ref(),
+        [0x60, 0x01]
+    );
+    let set: bool = p
+        .request(
+            "anvil_setStorageAt",
+            (account, "0x5", B256::with_last_byte(9)),
+        )
+        .await
+        .unwrap();
+    assert!(set);
+    let word: B256 = p
+        .request("eth_getStorageAt", (account, "0x5", "latest"))
+        .await
+        .unwrap();
+    assert_eq!(word, B256::with_last_byte(9));
+}
