@@ -442,6 +442,13 @@ impl Chain {
         self.config.base_fee
     }
 
+    /// Sets the base fee of the next block and the ones after it
+    /// (`anvil_setNextBlockBaseFeePerGas`; the devnet's base fee does not adjust by itself).
+    /// Pooled transactions that no longer pay it wait in the pool.
+    pub fn set_next_block_base_fee(&mut self, base_fee: u64) {
+        self.config.base_fee = base_fee;
+    }
+
     /// The executor (read access to state, programs, environment).
     pub fn executor(&self) -> &Executor {
         &self.exec
@@ -813,8 +820,16 @@ impl Chain {
         let mut mined = Vec::new();
         let mut cumulative = 0u64;
         let mut log_index = 0u64;
+        // Senders with a transaction held back: their later nonces wait too.
+        let mut held = std::collections::HashSet::new();
         for tx in txs {
-            if cumulative + tx.envelope.gas_limit() > self.config.block_gas_limit {
+            // Too big for what is left of the block, or priced below a base fee raised since it
+            // was pooled: it waits in the pool.
+            if cumulative + tx.envelope.gas_limit() > self.config.block_gas_limit
+                || tx.envelope.max_fee_per_gas() < u128::from(self.config.base_fee)
+                || held.contains(&tx.from)
+            {
+                held.insert(tx.from);
                 leftover.push(tx);
                 continue;
             }

@@ -564,7 +564,8 @@ fn arity(method: &str) -> Option<(usize, usize)> {
         | "evm_revert"
         | "anvil_revert"
         | "eth_unsubscribe"
-        | "anvil_dropTransaction" => (1, 1),
+        | "anvil_dropTransaction"
+        | "anvil_setNextBlockBaseFeePerGas" => (1, 1),
         "eth_getBlockByNumber" | "eth_getBlockByHash" | "anvil_reorg" | "eth_subscribe" => (1, 2),
         "evm_mine" => (0, 1),
         "anvil_mine" | "hardhat_mine" => (0, 2),
@@ -970,6 +971,10 @@ fn dispatch(chain: &mut Chain, method: &str, p: &Params) -> Result<Value, RpcErr
             } else {
                 Value::Null
             }
+        }
+        "anvil_setNextBlockBaseFeePerGas" => {
+            chain.set_next_block_base_fee(p.quantity(0)?);
+            Value::Null
         }
         "anvil_dropAllTransactions" => {
             chain.drop_all_transactions();

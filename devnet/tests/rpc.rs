@@ -666,3 +666,65 @@ async fn pool_replacement_drops_and_state_setters() {
         .unwrap();
     assert_eq!(word, B256::with_last_byte(9));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_block_base_fee_can_be_set_and_underpriced_transactions_wait() {
+    let (_handle, p) = start().await;
+    let sender = Sender::dev(3);
+    let to = Address::repeat_byte(0x67);
+    let transfer = |nonce: u64, max_fee: u128| {
+        let mut tx = sender.tx(Some(to), vec![], 21_000);
+        tx.nonce = nonce;
+        tx.max_fee_per_gas = max_fee;
+        tx.value = U256::from(1);
+        sign_1559(tx, &sender.key)
+    };
+    let pending = |p: ethers_providers::Provider<ethers_providers::Http>| async move {
+        let s: Value = p.request("txpool_status", ()).await.unwrap();
+        s["pending"].clone()
+    };
+
+    // Two transactions pooled at 1 gwei; then the base fee goes to 2 gwei.
+    let _: Value = p.request("evm_setAutomine", [false]).await.unwrap();
+    p.send_raw_transaction(transfer(0, 1_000_000_000))
+        .await
+        .unwrap();
+    p.send_raw_transaction(transfer(1, 1_000_000_000))
+        .await
+        .unwrap();
+    let _: Value = p
+        .request("anvil_setNextBlockBaseFeePerGas", ["0x77359400"])
+        .await
+        .unwrap();
+    let price: et::U256 = p.request("eth_gasPrice", ()).await.unwrap();
+    assert_eq!(price, 2_000_000_000u64.into());
+    // A new one below it is refused; the pooled ones wait, in order, through the next block.
+    let err = p
+        .send_raw_transaction(transfer(2, 1_500_000_000))
+        .await
+        .unwrap_err();
+    assert!(rpc_error(err)
+        .message
+        .starts_with("max fee per gas less than block base fee"),);
+    let _: Value = p.request("evm_mine", ()).await.unwrap();
+    let block: Value = p
+        .request("eth_getBlockByNumber", ("latest", false))
+        .await
+        .unwrap();
+    assert_eq!(block["baseFeePerGas"], json!("0x77359400"));
+    assert_eq!(block["transactions"], json!([]));
+    assert_eq!(pending(p.clone()).await, json!("0x2"));
+    // Back down: both are mined.
+    let _: Value = p
+        .request("anvil_setNextBlockBaseFeePerGas", ["0x5f5e100"])
+        .await
+        .unwrap();
+    let _: Value = p.request("evm_mine", ()).await.unwrap();
+    let block: Value = p
+        .request("eth_getBlockByNumber", ("latest", false))
+        .await
+        .unwrap();
+    assert_eq!(block["transactions"].as_array().unwrap().len(), 2);
+    assert_eq!(pending(p.clone()).await, json!("0x0"));
+    assert_eq!(p.get_balance(h160(to), None).await.unwrap(), 2.into());
+}
