@@ -1,13 +1,15 @@
 //! The chain: signed transactions, validation, fees, receipts and blocks over [`Executor`].
 //!
 //! Choices a client may notice (all deliberate, for a dev chain):
-//! * The base fee is constant ([`ChainConfig::base_fee`], default 0.1 gwei — Arbitrum's floor);
-//!   nitro's dev node also sits at its minimum, so there is no EIP-1559 update.
+//! * The base fee is constant ([`ChainConfig::base_fee`], default 0.1 gwei — Arbitrum's floor)
+//!   unless set for the next blocks ([`Chain::set_next_block_base_fee`]); nitro's dev node also
+//!   sits at its minimum, so there is no EIP-1559 update.
 //! * `transactionsRoot` is `keccak256(concat(tx hashes))` and `receiptsRoot` the same over
 //!   receipt-log-blooms+status; `stateRoot` is zero. Block hashes are real header hashes
 //!   (`keccak256(rlp(header))`) over those fields, so `parentHash` chains.
 //! * Automine (a block per transaction) is on by default; with it off, transactions wait in
-//!   a pool (in arrival order) until [`Chain::mine`].
+//!   a pool (in arrival order) until [`Chain::mine`]; a pooled sender and nonce can be replaced
+//!   by a transaction paying [`PRICE_BUMP_PERCENT`] more.
 //! * The state after every block is kept (cloned) so that block tags/numbers can query
 //!   history; fine for a dev chain's size. Program activations are part of that state (ArbWasm
 //!   storage), so a historical `eth_call` sees the activations of its block.
