@@ -32,12 +32,12 @@
 //!   `eth_call` at such a block runs against the loaded state, and a reorg cannot fork below
 //!   the loaded head.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use alloy_consensus::transaction::SignerRecoverable;
-use alloy_consensus::{Header, Transaction, TxEnvelope};
+use alloy_consensus::{Header, SignableTransaction, Transaction, TxEip1559, TxEnvelope};
 use alloy_eips::eip2718::Decodable2718;
-use alloy_primitives::{keccak256, Address, Bloom, BloomInput, Bytes, B256, U256};
+use alloy_primitives::{keccak256, Address, Bloom, BloomInput, Bytes, Signature, B256, U256};
 
 use crate::accounts::dev_accounts;
 use crate::exec::{BlockEnv, Executor, DEFAULT_CHAIN_ID};
@@ -108,6 +108,9 @@ pub enum TxError {
     /// than [`PRICE_BUMP_PERCENT`] less.
     #[error("replacement transaction underpriced")]
     ReplacementUnderpriced,
+    /// `eth_sendTransaction` from an account that is neither a dev account nor impersonated.
+    #[error("unknown account")]
+    UnknownAccount,
 }
 
 /// How much more (in percent) a transaction must offer, in fee cap and tip, to replace a pooled
@@ -335,6 +338,8 @@ pub struct Chain {
     filters: HashMap<u64, Filter>,
     next_filter_id: u64,
     reorgs: u64,
+    /// Accounts `eth_sendTransaction` may send as without a key.
+    impersonated: HashSet<Address>,
     /// The canonical chain's logs by emitter and topic, kept in step by [`Chain::record`].
     log_index: LogIndex,
 }
@@ -424,6 +429,7 @@ impl Chain {
             on_event: None,
             filters: HashMap::new(),
             log_index: LogIndex::default(),
+            impersonated: HashSet::new(),
             next_filter_id: 1,
             reorgs: 0,
         };
@@ -706,6 +712,55 @@ impl Chain {
         let from = envelope
             .recover_signer()
             .map_err(|e| TxError::InvalidSignature(e.to_string()))?;
+        self.submit(envelope, from)
+    }
+
+    /// `eth_sendTransaction` from `from`: a dev account's transaction is signed with its key;
+    /// an impersonated account's (`anvil_impersonateAccount`) carries a placeholder signature
+    /// derived from the sender (so two senders' identical transactions hash apart), and its
+    /// sender is taken as given. Other senders are refused (`unknown account`).
+    pub fn send_as(&mut self, from: Address, tx: TxEip1559) -> Result<B256, TxError> {
+        let dev = dev_accounts().into_iter().find(|a| a.address == from);
+        let signature = match dev {
+            Some(account) => {
+                let (sig, recid) = account
+                    .signing_key()
+                    .sign_prehash_recoverable(tx.signature_hash().as_slice())
+                    .map_err(|e| TxError::InvalidSignature(e.to_string()))?;
+                Signature::from_signature_and_parity(sig, recid.is_y_odd())
+            }
+            None if self.impersonated.contains(&from) => {
+                Signature::new(U256::from_be_bytes(keccak256(from).0), U256::from(1), false)
+            }
+            None => return Err(TxError::UnknownAccount),
+        };
+        let envelope: TxEnvelope = tx.into_signed(signature).into();
+        let hash = *envelope.tx_hash();
+        if self.txs.contains_key(&hash) || self.pending.iter().any(|p| p.hash == hash) {
+            return Err(TxError::AlreadyKnown);
+        }
+        self.submit(envelope, from)
+    }
+
+    /// Whether [`Chain::send_as`] can send as `from`: a dev account or an impersonated one.
+    pub fn may_send_as(&self, from: Address) -> bool {
+        self.impersonated.contains(&from) || dev_accounts().iter().any(|a| a.address == from)
+    }
+
+    /// Lets `eth_sendTransaction` send as `address` without its key (`anvil_impersonateAccount`).
+    pub fn impersonate(&mut self, address: Address) {
+        self.impersonated.insert(address);
+    }
+
+    /// Ends [`Chain::impersonate`] (`anvil_stopImpersonatingAccount`).
+    pub fn stop_impersonating(&mut self, address: Address) {
+        self.impersonated.remove(&address);
+    }
+
+    /// Validates and queues `envelope` sent by `from` (nonce, gas, fees, balance; replacing a
+    /// pooled transaction of the same sender and nonce).
+    fn submit(&mut self, envelope: TxEnvelope, from: Address) -> Result<B256, TxError> {
+        let hash = *envelope.tx_hash();
         let expected = self.pending_nonce(from);
         let nonce = envelope.nonce();
         // A nonce already in the pool replaces that transaction if it pays enough more.
@@ -1125,9 +1180,13 @@ impl Chain {
         for txs in blocks {
             let mut b = Vec::with_capacity(txs.len());
             for envelope in txs {
-                let from = envelope
-                    .recover_signer()
-                    .map_err(|e| TxError::InvalidSignature(e.to_string()))?;
+                // Impersonated transactions have no recoverable sender: use the known one.
+                let from = match self.txs.get(envelope.tx_hash()) {
+                    Some(mined) => mined.from,
+                    None => envelope
+                        .recover_signer()
+                        .map_err(|e| TxError::InvalidSignature(e.to_string()))?,
+                };
                 b.push(PendingTx {
                     hash: *envelope.tx_hash(),
                     envelope,

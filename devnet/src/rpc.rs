@@ -565,7 +565,12 @@ fn arity(method: &str) -> Option<(usize, usize)> {
         | "anvil_revert"
         | "eth_unsubscribe"
         | "anvil_dropTransaction"
-        | "anvil_setNextBlockBaseFeePerGas" => (1, 1),
+        | "anvil_setNextBlockBaseFeePerGas"
+        | "anvil_impersonateAccount"
+        | "hardhat_impersonateAccount"
+        | "anvil_stopImpersonatingAccount"
+        | "hardhat_stopImpersonatingAccount"
+        | "eth_sendTransaction" => (1, 1),
         "eth_getBlockByNumber" | "eth_getBlockByHash" | "anvil_reorg" | "eth_subscribe" => (1, 2),
         "evm_mine" => (0, 1),
         "anvil_mine" | "hardhat_mine" => (0, 2),
@@ -784,6 +789,15 @@ fn dispatch(chain: &mut Chain, method: &str, p: &Params) -> Result<Value, RpcErr
                 }
                 Err(out) => return Err(RpcError::reverted(&out.output)),
             }
+        }
+        "eth_sendTransaction" => send_transaction(chain, p)?,
+        "anvil_impersonateAccount" | "hardhat_impersonateAccount" => {
+            chain.impersonate(p.get(0)?);
+            Value::Null
+        }
+        "anvil_stopImpersonatingAccount" | "hardhat_stopImpersonatingAccount" => {
+            chain.stop_impersonating(p.get(0)?);
+            Value::Null
         }
         "eth_sendRawTransaction" => {
             let raw: Bytes = p.get(0)?;
@@ -1082,6 +1096,60 @@ fn call_request(chain: &Chain, v: Option<&Value>) -> Result<CallRequest, RpcErro
             None => field(o, "data")?.unwrap_or_default(),
         },
     })
+}
+
+/// `eth_sendTransaction`: the call object plus optional `nonce`, `maxFeePerGas` (or
+/// `gasPrice`) and `maxPriorityFeePerGas`; gas is estimated when not given; sent as an
+/// EIP-1559 transaction from a dev or impersonated account.
+fn send_transaction(chain: &mut Chain, p: &Params) -> Result<Value, RpcError> {
+    let req = call_request(chain, p.raw(0))?;
+    let Some(from) = req.from else {
+        return Err(RpcError::invalid_params(
+            "invalid argument 0: from: missing",
+        ));
+    };
+    if !chain.may_send_as(from) {
+        return Err(TxError::UnknownAccount.into());
+    }
+    let o = p
+        .raw(0)
+        .and_then(Value::as_object)
+        .expect("checked by call_request");
+    let quantity_field = |k: &str| -> Result<Option<u64>, RpcError> {
+        arg(
+            0,
+            o.get(k).filter(|v| !v.is_null()).map(quantity).transpose(),
+        )
+    };
+    let gas = match req.gas {
+        Some(gas) => gas,
+        None => chain
+            .estimate_gas(&req, |_| {})
+            .map_err(|out| RpcError::reverted(&out.output))?,
+    };
+    let base_fee = chain.base_fee();
+    let tx = alloy_consensus::TxEip1559 {
+        chain_id: chain.chain_id(),
+        nonce: match quantity_field("nonce")? {
+            Some(n) => n,
+            None => chain.pending_nonce(from),
+        },
+        gas_limit: gas,
+        max_fee_per_gas: u128::from(
+            quantity_field("maxFeePerGas")?
+                .or(quantity_field("gasPrice")?)
+                .unwrap_or(base_fee.saturating_mul(2)),
+        ),
+        max_priority_fee_per_gas: u128::from(quantity_field("maxPriorityFeePerGas")?.unwrap_or(0)),
+        to: req.to.map_or(
+            alloy_primitives::TxKind::Create,
+            alloy_primitives::TxKind::Call,
+        ),
+        value: req.value,
+        input: req.data,
+        access_list: Default::default(),
+    };
+    Ok(json!(chain.send_as(from, tx)?))
 }
 
 /// `eth_call` / `eth_estimateGas` state overrides (geth's format).

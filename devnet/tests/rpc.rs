@@ -728,3 +728,72 @@ async fn the_next_block_base_fee_can_be_set_and_underpriced_transactions_wait() 
     assert_eq!(pending(p.clone()).await, json!("0x0"));
     assert_eq!(p.get_balance(h160(to), None).await.unwrap(), 2.into());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_transaction_as_dev_and_impersonated_accounts() {
+    let (_handle, p) = start().await;
+    let to = Address::repeat_byte(0x68);
+    let whale = Address::repeat_byte(0xaa);
+    let send = |from: Address, value: u64| {
+        let p = p.clone();
+        async move {
+            p.request::<_, B256>(
+                "eth_sendTransaction",
+                [json!({ "from": from, "to": to, "value": format!("{value:#x}") })],
+            )
+            .await
+        }
+    };
+
+    // Not a dev account, not impersonated: refused.
+    let err = send(whale, 1).await.unwrap_err();
+    assert_eq!(rpc_error(err).message, "unknown account");
+
+    // Impersonated: sent without its key, mined, reported as its own.
+    let _: Value = p
+        .request("anvil_setBalance", (whale, "0xde0b6b3a7640000"))
+        .await
+        .unwrap();
+    // (Mined into a block, so that the reorg below restores a state where it is funded.)
+    let _: Value = p.request("evm_mine", ()).await.unwrap();
+    let _: Value = p
+        .request("anvil_impersonateAccount", [whale])
+        .await
+        .unwrap();
+    let hash = send(whale, 7).await.unwrap();
+    let tx: Value = p.request("eth_getTransactionByHash", [hash]).await.unwrap();
+    assert_eq!(tx["from"], json!(whale));
+    let receipt: Value = p
+        .request("eth_getTransactionReceipt", [hash])
+        .await
+        .unwrap();
+    assert_eq!(
+        (receipt["from"].clone(), receipt["status"].clone()),
+        (json!(whale), json!("0x1"))
+    );
+    assert_eq!(p.get_balance(h160(to), None).await.unwrap(), 7.into());
+    // A reorg re-executes it as the same sender.
+    let _: Value = p
+        .request("bursar_reorg", [json!({ "depth": 1 })])
+        .await
+        .unwrap();
+    let receipt: Value = p
+        .request("eth_getTransactionReceipt", [hash])
+        .await
+        .unwrap();
+    assert_eq!(receipt["from"], json!(whale));
+    assert_eq!(p.get_balance(h160(to), None).await.unwrap(), 7.into());
+    let _: Value = p
+        .request("anvil_stopImpersonatingAccount", [whale])
+        .await
+        .unwrap();
+    let err = send(whale, 1).await.unwrap_err();
+    assert_eq!(rpc_error(err).message, "unknown account");
+
+    // A dev account's transaction is signed with its key: its raw form recovers to it.
+    let dev = Sender::dev(4).address;
+    let hash = send(dev, 5).await.unwrap();
+    let tx = p.get_transaction(h256(hash)).await.unwrap().unwrap();
+    assert_eq!(tx.recover_from().unwrap(), h160(dev));
+    assert_eq!(p.get_balance(h160(to), None).await.unwrap(), 12.into());
+}
