@@ -720,7 +720,7 @@ impl Chain {
     /// derived from the sender (so two senders' identical transactions hash apart), and its
     /// sender is taken as given. Other senders are refused (`unknown account`).
     pub fn send_as(&mut self, from: Address, tx: TxEip1559) -> Result<B256, TxError> {
-        let dev = dev_accounts().into_iter().find(|a| a.address == from);
+        let dev = dev_accounts().iter().find(|a| a.address == from);
         let signature = match dev {
             Some(account) => {
                 let (sig, recid) = account
