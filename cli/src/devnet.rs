@@ -32,6 +32,11 @@ pub struct DevnetArgs {
         default_value_t = 0
     )]
     finality_depth: u64,
+    /// Keep the state of only the last N blocks (memory stays bounded on long runs; state
+    /// queries and reorgs reach back N blocks). Default: keep all.
+    #[arg(long, env = "BURSAR_DEVNET_PRUNE_HISTORY", value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    prune_history: Option<u64>,
     /// State file: loaded on start if it exists, written (atomically) on exit, like anvil's
     /// `--state`. Holds the accounts, program activations, blocks, transactions and receipts.
     #[arg(long, env = "BURSAR_DEVNET_STATE", value_name = "FILE")]
@@ -52,6 +57,7 @@ async fn serve(args: DevnetArgs) -> Result<(), String> {
         chain: ChainConfig {
             chain_id: args.chain_id,
             finality_depth: args.finality_depth,
+            prune_history: args.prune_history,
             ..ChainConfig::default()
         },
     };

@@ -11,7 +11,7 @@
 //!   a pool (in arrival order) until [`Chain::mine`]; a pooled sender and nonce can be replaced
 //!   by a transaction paying [`PRICE_BUMP_PERCENT`] more.
 //! * The state after every block is kept (cloned) so that block tags/numbers can query
-//!   history; fine for a dev chain's size. Program activations are part of that state (ArbWasm
+//!   history; fine for a dev chain's size, and bounded by [`ChainConfig::prune_history`]. Program activations are part of that state (ArbWasm
 //!   storage), so a historical `eth_call` sees the activations of its block.
 //! * A pooled transaction whose sender can no longer pay when its block is built (e.g. after
 //!   `anvil_setBalance`) is dropped without a receipt.
@@ -32,7 +32,7 @@
 //!   `eth_call` at such a block runs against the loaded state, and a reorg cannot fork below
 //!   the loaded head.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use alloy_consensus::transaction::SignerRecoverable;
 use alloy_consensus::{Header, SignableTransaction, Transaction, TxEip1559, TxEnvelope};
@@ -56,6 +56,9 @@ pub struct ChainConfig {
     pub dev_balance: U256,
     /// Genesis timestamp; `None` = now.
     pub genesis_timestamp: Option<u64>,
+    /// Keep the state of only the last N blocks (`--prune-history N`, as anvil's): memory stays
+    /// bounded on long runs; state queries and reorgs reach back N blocks. `None`: keep all.
+    pub prune_history: Option<u64>,
     /// How far the `safe` block tag lags the head; `finalized` lags twice as far, so that
     /// clients can tell the two apart. 0 (the default): every block is final at once.
     pub finality_depth: u64,
@@ -71,6 +74,7 @@ impl Default for ChainConfig {
             dev_balance: U256::from(10_000u64) * U256::from(10u64).pow(U256::from(18u64)),
             genesis_timestamp: None,
             finality_depth: 0,
+            prune_history: None,
         }
     }
 }
@@ -345,17 +349,29 @@ pub struct Chain {
 }
 
 /// The state after each block from `first` on (block 0, unless the chain was loaded from a
-/// state file, which keeps only the state of its head).
+/// state file, which keeps only the state of its head, or history is pruned).
 #[derive(Clone, Default)]
 struct History {
     first: u64,
-    states: Vec<State>,
+    states: VecDeque<State>,
 }
 
 impl History {
     fn get(&self, number: u64) -> Option<&State> {
         let i = number.checked_sub(self.first)?;
         self.states.get(usize::try_from(i).ok()?)
+    }
+
+    /// Adds the state after the next block, keeping at most `keep` states (`None`: all).
+    fn push(&mut self, state: State, keep: Option<u64>) {
+        self.states.push_back(state);
+        let keep = keep.map_or(usize::MAX, |k| {
+            usize::try_from(k.max(1)).unwrap_or(usize::MAX)
+        });
+        while self.states.len() > keep {
+            self.states.pop_front();
+            self.first += 1;
+        }
     }
 
     /// Forgets the states after block `number`.
@@ -668,7 +684,7 @@ impl Chain {
         *self.exec.state_mut() = loaded.state.clone();
         self.history = History {
             first: head,
-            states: vec![loaded.state],
+            states: VecDeque::from([loaded.state]),
         };
         let txs = loaded.txs.into_iter().map(|t| (t.hash, t)).collect();
         self.replace_blocks(loaded.blocks, txs);
@@ -975,7 +991,8 @@ impl Chain {
             transactions,
         };
         self.blocks.push(block.clone());
-        self.history.states.push(self.exec.state().clone());
+        let keep = self.config.prune_history;
+        self.history.push(self.exec.state().clone(), keep);
         self.record(block, false);
     }
 

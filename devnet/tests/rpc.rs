@@ -797,3 +797,47 @@ async fn send_transaction_as_dev_and_impersonated_accounts() {
     assert_eq!(tx.recover_from().unwrap(), h160(dev));
     assert_eq!(p.get_balance(h160(to), None).await.unwrap(), 12.into());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pruned_history_keeps_the_last_n_block_states() {
+    use bursar_devnet::{spawn, ChainConfig, RpcConfig};
+    let handle = spawn(RpcConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        chain: ChainConfig {
+            prune_history: Some(3),
+            ..ChainConfig::default()
+        },
+    })
+    .await
+    .unwrap();
+    let p = ethers_providers::Provider::<ethers_providers::Http>::try_from(handle.url.as_str())
+        .unwrap();
+    let dev = Sender::dev(0).address;
+    let _: Value = p.request("anvil_mine", [json!("0xa")]).await.unwrap();
+    let balance_at = |n: u64| {
+        let p = p.clone();
+        async move {
+            p.request::<_, et::U256>("eth_getBalance", (dev, format!("{n:#x}")))
+                .await
+        }
+    };
+    // Blocks 8, 9 and 10 keep their state; older ones answer geth's `header not found`.
+    for n in 8..=10 {
+        assert!(balance_at(n).await.is_ok(), "block {n}");
+    }
+    let err = balance_at(7).await.unwrap_err();
+    assert_eq!(rpc_error(err).message, "header not found");
+    // Blocks themselves are kept; a reorg reaches back as far as the states do.
+    let block: Value = p
+        .request("eth_getBlockByNumber", ("0x1", false))
+        .await
+        .unwrap();
+    assert_eq!(block["number"], json!("0x1"));
+    let ok: Result<Value, _> = p.request("bursar_reorg", [json!({ "depth": 2 })]).await;
+    assert!(ok.is_ok(), "{ok:?}");
+    let err = p
+        .request::<_, Value>("bursar_reorg", [json!({ "depth": 5 })])
+        .await
+        .unwrap_err();
+    assert!(rpc_error(err).message.contains("is not kept"));
+}
