@@ -37,13 +37,14 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use alloy_consensus::transaction::SignerRecoverable;
 use alloy_consensus::{Header, SignableTransaction, Transaction, TxEip1559, TxEnvelope};
 use alloy_eips::eip2718::Decodable2718;
-use alloy_primitives::{keccak256, Address, Bloom, BloomInput, Bytes, Signature, B256, U256};
+use alloy_primitives::{keccak256, Address, Bloom, BloomInput, Bytes, Signature, B256, U256, U64};
 
 use crate::accounts::dev_accounts;
-use crate::exec::{BlockEnv, Executor, DEFAULT_CHAIN_ID};
+use crate::exec::{BlockEnv, CallStatus, Executor, DEFAULT_CHAIN_ID};
 use crate::log_index::{LogIndex, LogPos};
 use crate::state::{Log, State};
 use crate::state_file::{StateFile, StateFileError};
+use crate::trace::CallFrame;
 
 /// Chain parameters.
 #[derive(Clone, Debug)]
@@ -77,6 +78,17 @@ impl Default for ChainConfig {
             prune_history: None,
         }
     }
+}
+
+/// Why a transaction cannot be traced.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TraceError {
+    /// No mined transaction has this hash (geth's wording).
+    #[error("transaction {0} not found")]
+    NotFound(B256),
+    /// The state before its block is no longer kept (`--prune-history`, or a loaded state file).
+    #[error("historical state for block {0} is not available")]
+    NoState(u64),
 }
 
 /// Why a transaction was refused. Messages are geth's, which clients match on.
@@ -1330,6 +1342,108 @@ impl Chain {
             contract_address: contract,
             revert_data: if success { Bytes::new() } else { output },
         })
+    }
+
+    // ----- tracing ----------------------------------------------------------------------------
+
+    /// The call tree of mined transaction `hash` (`debug_traceTransaction` with `callTracer`):
+    /// the transactions before it in its block are replayed on the state before the block,
+    /// then it runs with the tracer. The outermost frame carries the transaction's gas limit and
+    /// `gasUsed`, as geth's does.
+    pub fn trace_transaction(&mut self, hash: B256) -> Result<CallFrame, TraceError> {
+        let target = self
+            .txs
+            .get(&hash)
+            .cloned()
+            .ok_or(TraceError::NotFound(hash))?;
+        let n = target.block_number;
+        let base = n
+            .checked_sub(1)
+            .and_then(|p| self.history.get(p))
+            .cloned()
+            .ok_or(TraceError::NoState(n))?;
+        let block = self.blocks[n as usize].clone();
+        let earlier: Vec<PendingTx> = block.transactions[..target.index as usize]
+            .iter()
+            .map(|h| {
+                let t = &self.txs[h];
+                PendingTx {
+                    envelope: t.envelope.clone(),
+                    hash: t.hash,
+                    from: t.from,
+                }
+            })
+            .collect();
+
+        // Run in the block's environment on a swapped-in state; everything is put back after.
+        let saved_state = std::mem::replace(self.exec.state_mut(), base);
+        let saved_env = self.exec.block().clone();
+        let saved_base_fee = self.config.base_fee;
+        let base_fee = block.header.base_fee_per_gas.unwrap_or(saved_base_fee);
+        self.config.base_fee = base_fee;
+        {
+            let b = self.exec.block_mut();
+            b.number = n;
+            b.timestamp = block.header.timestamp;
+            b.basefee = U256::from(base_fee);
+        }
+        for tx in &earlier {
+            self.execute(tx);
+        }
+        self.exec.start_trace();
+        let receipt = self.execute(&PendingTx {
+            envelope: target.envelope.clone(),
+            hash,
+            from: target.from,
+        });
+        let frames = self.exec.take_trace();
+        *self.exec.state_mut() = saved_state;
+        *self.exec.block_mut() = saved_env;
+        self.config.base_fee = saved_base_fee;
+
+        let env = &target.envelope;
+        let gas_used = receipt.map_or(target.receipt.gas_used, |r| r.gas_used);
+        let mut root = match (env.to(), frames.len()) {
+            (Some(_), 1) => frames.into_iter().next().expect("one frame"),
+            // A creation runs its initcode outside the message-call path: build its frame.
+            _ => {
+                let mut root = CallFrame {
+                    kind: "CREATE",
+                    from: target.from,
+                    to: target.receipt.contract_address,
+                    value: Some(env.value()),
+                    gas: U64::ZERO,
+                    gas_used: U64::ZERO,
+                    input: env.input().clone(),
+                    output: None,
+                    error: None,
+                    revert_reason: None,
+                    calls: frames,
+                };
+                let status = if target.receipt.status {
+                    CallStatus::Success
+                } else {
+                    CallStatus::Revert
+                };
+                root.finish(status, target.receipt.revert_data.clone(), 0);
+                root
+            }
+        };
+        root.from = target.from;
+        root.gas = U64::from(env.gas_limit());
+        root.gas_used = U64::from(gas_used);
+        Ok(root)
+    }
+
+    /// The call tree of a simulated call (`debug_traceCall` with `callTracer`), on the state
+    /// of block `at` (the head if `None`), as [`Chain::simulate`] runs it.
+    pub fn trace_call(&mut self, req: &CallRequest, at: Option<u64>) -> Option<CallFrame> {
+        self.exec.start_trace();
+        let out = self.simulate(req, at, |_| {});
+        let mut root = self.exec.take_trace().into_iter().next()?;
+        root.gas = U64::from(req.gas.unwrap_or(self.config.block_gas_limit));
+        root.gas_used = U64::from(out.gas_used);
+        Some(root)
     }
 
     // ----- simulation -------------------------------------------------------------------------

@@ -22,6 +22,7 @@ use crate::meter::{self, INK_PER_FUEL, INK_PRICE};
 use crate::precompiles;
 use crate::state::{Log, State};
 use crate::stylus::{is_stylus_program, ActivationError, ProgramInfo, Programs, STYLUS_VERSION};
+use crate::trace::{CallFrame, CallTracer};
 
 /// Chain id of nitro's dev node.
 pub const DEFAULT_CHAIN_ID: u64 = 412_346;
@@ -157,6 +158,8 @@ pub(crate) struct World {
     /// Wasm pages open now / ever in this transaction (memory model).
     pub open_pages: u16,
     pub ever_pages: u16,
+    /// Installed while a transaction is replayed for `debug_trace*`.
+    pub tracer: Option<CallTracer>,
 }
 
 impl World {
@@ -204,6 +207,7 @@ impl Executor {
                 open_frames: HashMap::new(),
                 open_pages: 0,
                 ever_pages: 0,
+                tracer: None,
             })),
         }
     }
@@ -237,6 +241,20 @@ impl Executor {
 
     pub fn tx_env_mut(&mut self) -> &mut TxEnv {
         &mut self.world_mut().tx
+    }
+
+    /// Starts recording call frames (see [`crate::trace`]), dropping any earlier record.
+    pub fn start_trace(&mut self) {
+        self.world_mut().tracer = Some(CallTracer::default());
+    }
+
+    /// Stops recording and returns the outermost frames recorded since [`Executor::start_trace`].
+    pub fn take_trace(&mut self) -> Vec<CallFrame> {
+        self.world_mut()
+            .tracer
+            .take()
+            .map(CallTracer::into_frames)
+            .unwrap_or_default()
     }
 
     /// The compiled-module cache.
@@ -363,6 +381,18 @@ fn genesis_state() -> State {
 
 /// Executes `msg`, reverting its state changes unless it succeeds.
 pub(crate) fn call_frame(mut world: Box<World>, msg: Message) -> (Box<World>, FrameResult) {
+    if let Some(t) = world.tracer.as_mut() {
+        t.enter(&msg);
+    }
+    let (mut world, result) = run_frame(world, msg);
+    if let Some(t) = world.tracer.as_mut() {
+        t.exit(&result);
+    }
+    (world, result)
+}
+
+/// [`call_frame`] without the tracer.
+fn run_frame(mut world: Box<World>, msg: Message) -> (Box<World>, FrameResult) {
     if msg.depth > meter::MAX_CALL_DEPTH {
         return (world, FrameResult::revert(Bytes::new(), msg.gas));
     }

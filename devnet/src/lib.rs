@@ -38,6 +38,7 @@ pub mod rpc;
 pub mod state;
 pub mod state_file;
 pub mod stylus;
+pub mod trace;
 
 pub use chain::{Chain, ChainConfig, TxError};
 pub use exec::{

@@ -541,6 +541,8 @@ fn arity(method: &str) -> Option<(usize, usize)> {
         | "txpool_status"
         | "txpool_content" => (0, 0),
         "eth_feeHistory" => (2, 3),
+        "debug_traceTransaction" => (1, 2),
+        "debug_traceCall" => (1, 3),
         "eth_getBalance" | "eth_getTransactionCount" | "eth_getCode" => (1, 2),
         "eth_getStorageAt" => (2, 3),
         "eth_call" => (1, 4),
@@ -791,6 +793,23 @@ fn dispatch(chain: &mut Chain, method: &str, p: &Params) -> Result<Value, RpcErr
             }
         }
         "eth_sendTransaction" => send_transaction(chain, p)?,
+        "debug_traceTransaction" => {
+            let h: B256 = p.get(0)?;
+            let only_top = call_tracer_options(p.raw(1))?;
+            let frame = chain
+                .trace_transaction(h)
+                .map_err(|e| RpcError::server(e.to_string()))?;
+            trace_json(frame, only_top)
+        }
+        "debug_traceCall" => {
+            let req = call_request(chain, p.raw(0))?;
+            let at = arg(1, block_number(chain, p.raw(1)))?;
+            let only_top = call_tracer_options(p.raw(2))?;
+            match chain.trace_call(&req, Some(at)) {
+                Some(frame) => trace_json(frame, only_top),
+                None => Value::Null,
+            }
+        }
         "anvil_impersonateAccount" | "hardhat_impersonateAccount" => {
             chain.impersonate(p.get(0)?);
             Value::Null
@@ -1096,6 +1115,27 @@ fn call_request(chain: &Chain, v: Option<&Value>) -> Result<CallRequest, RpcErro
             None => field(o, "data")?.unwrap_or_default(),
         },
     })
+}
+
+/// The tracer options of `debug_trace*`: only geth's `callTracer` is offered (the default
+/// struct logger traces EVM opcodes, which Stylus programs do not have). Returns `onlyTopCall`.
+fn call_tracer_options(v: Option<&Value>) -> Result<bool, RpcError> {
+    let tracer = v.and_then(|o| o.get("tracer")).and_then(Value::as_str);
+    if tracer != Some("callTracer") {
+        return Err(RpcError::invalid_params(
+            "only the callTracer is supported: pass {\"tracer\": \"callTracer\"}",
+        ));
+    }
+    Ok(v.and_then(|o| o.pointer("/tracerConfig/onlyTopCall"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false))
+}
+
+fn trace_json(mut frame: crate::trace::CallFrame, only_top: bool) -> Value {
+    if only_top {
+        frame.calls.clear();
+    }
+    serde_json::to_value(frame).expect("a call frame serializes")
 }
 
 /// `eth_sendTransaction`: the call object plus optional `nonce`, `maxFeePerGas` (or

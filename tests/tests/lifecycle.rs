@@ -1202,3 +1202,94 @@ async fn a_token_that_reenters_the_wallet_from_transfer_from_gets_nowhere() {
         assert_eq!(w.balance_in(token, w.wallet).await, usd(100), "{name}");
     }
 }
+
+/// `debug_traceTransaction` / `debug_traceCall` (geth's `callTracer`) explain a payment call by
+/// call: the wallet checking the signature, the allowlist, paying through the token and
+/// writing the receipt; and a refused payment shows which call said no and the wallet's error.
+#[tokio::test]
+async fn a_payment_is_explained_call_by_call() {
+    let mut w = World::new().await;
+    let (a, stranger) = (vendor(0xa1), vendor(0xc3));
+    w.allow(a, 0).await;
+    let sid = w.open(Terms::default()).await;
+    let r = w.pay(sid, a, 3).await.unwrap();
+    let tracer = json!({ "tracer": "callTracer" });
+    let trace: serde_json::Value = w
+        .client
+        .request(
+            "debug_traceTransaction",
+            json!([r.transaction_hash, tracer]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(trace["type"], "CALL");
+    assert_eq!(trace["to"], json!(w.wallet));
+    assert_eq!(trace["from"], json!(w.relayer.address()));
+    assert_eq!(trace["gasUsed"], json!(r.gas_used));
+    let callees: Vec<(String, Address)> = trace["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["type"].as_str().unwrap().to_owned(),
+                c["to"].as_str().unwrap().parse().unwrap(),
+            )
+        })
+        .collect();
+    let ecrecover = Address::with_last_byte(1);
+    assert_eq!(
+        callees,
+        vec![
+            ("STATICCALL".into(), ecrecover),
+            ("STATICCALL".into(), w.lists),
+            ("CALL".into(), w.token),
+            ("CALL".into(), w.registry),
+        ]
+    );
+    assert!(trace.get("error").is_none());
+
+    // The same payment to a stranger, traced as a call: the allowlist answers false and the
+    // wallet reverts with its custom error.
+    let now = w.now().await;
+    let refused = w.intent(sid, stranger, usd(1), now + 600);
+    let call = json!({ "from": w.relayer.address(), "to": w.wallet, "data": Bytes::from(refused.abi_encode()) });
+    let trace: serde_json::Value = w
+        .client
+        .request("debug_traceCall", json!([call, "latest", tracer]))
+        .await
+        .unwrap();
+    assert_eq!(trace["error"], "execution reverted");
+    let output: Bytes = serde_json::from_value(trace["output"].clone()).unwrap();
+    assert!(matches!(
+        E::abi_decode(&output),
+        Ok(E::WalletCounterpartyNotAllowed(e)) if e.counterparty == stranger
+    ));
+    let lists = trace["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["to"] == json!(w.lists))
+        .expect("the allowlist was asked");
+    let answer: Bytes = serde_json::from_value(lists["output"].clone()).unwrap();
+    assert_eq!(
+        U256::from_be_slice(&answer),
+        U256::ZERO,
+        "isAllowed = false"
+    );
+
+    // Only the callTracer is offered; unknown transactions are named.
+    let err = w
+        .client
+        .request::<serde_json::Value>("debug_traceTransaction", json!([r.transaction_hash]))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("callTracer"), "{err}");
+    let missing = B256::repeat_byte(7);
+    let err = w
+        .client
+        .request::<serde_json::Value>("debug_traceTransaction", json!([missing, tracer]))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("not found"), "{err}");
+}
