@@ -10,7 +10,7 @@
 //! * Automine (a block per transaction) is on by default; with it off, transactions wait in
 //!   a pool (in arrival order) until [`Chain::mine`]; a pooled sender and nonce can be replaced
 //!   by a transaction paying [`PRICE_BUMP_PERCENT`] more.
-//! * The state after every block is kept (cloned) so that block tags/numbers can query
+//! * The state after every block is kept (a clone sharing structure: O(1)) so that block tags/numbers can query
 //!   history; fine for a dev chain's size, and bounded by [`ChainConfig::prune_history`]. Program activations are part of that state (ArbWasm
 //!   storage), so a historical `eth_call` sees the activations of its block.
 //! * A pooled transaction whose sender can no longer pay when its block is built (e.g. after

@@ -86,8 +86,10 @@ enum Undo {
 /// dev methods such as `evm_snapshot`) between transactions.
 #[derive(Clone, Debug, Default)]
 pub struct State {
-    accounts: HashMap<Address, Account>,
-    storage: HashMap<Address, HashMap<B256, B256>>,
+    // Persistent maps (structural sharing): the chain keeps the state after every block, and
+    // a clone is O(1) instead of a copy of every account and slot.
+    accounts: imbl::HashMap<Address, Account>,
+    storage: imbl::HashMap<Address, imbl::HashMap<B256, B256>>,
     transient: HashMap<(Address, B256), B256>,
     logs: Vec<Log>,
     journal: Vec<Undo>,
