@@ -7,7 +7,7 @@
 //! EVM gas and memory-expansion pricing. Any other opcode fails the creation like an invalid
 //! opcode does (all gas consumed), so unsupported initcode is never silently mis-executed.
 
-use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
+use alloy_primitives::{Address, Bytes, B256, U256};
 
 use crate::exec::World;
 use crate::meter::{self, CODE_DEPOSIT_GAS, MAX_CALL_DEPTH};
@@ -33,37 +33,6 @@ impl CreateResult {
     }
 }
 
-/// `keccak256(rlp([sender, nonce]))[12..]`.
-pub fn create_address(sender: Address, nonce: u64) -> Address {
-    let nonce_rlp: Vec<u8> = match nonce {
-        0 => vec![0x80],
-        1..=0x7f => vec![nonce as u8],
-        _ => {
-            let bytes = nonce.to_be_bytes();
-            let skip = bytes.iter().take_while(|b| **b == 0).count();
-            let mut v = vec![0x80 + (8 - skip) as u8];
-            v.extend_from_slice(&bytes[skip..]);
-            v
-        }
-    };
-    let mut rlp = Vec::with_capacity(32);
-    rlp.push(0xc0 + (21 + nonce_rlp.len()) as u8);
-    rlp.push(0x94);
-    rlp.extend_from_slice(sender.as_slice());
-    rlp.extend_from_slice(&nonce_rlp);
-    Address::from_slice(&keccak256(&rlp)[12..])
-}
-
-/// `keccak256(0xff ‖ sender ‖ salt ‖ keccak256(initcode))[12..]`.
-pub fn create2_address(sender: Address, salt: B256, initcode: &[u8]) -> Address {
-    let mut buf = Vec::with_capacity(85);
-    buf.push(0xff);
-    buf.extend_from_slice(sender.as_slice());
-    buf.extend_from_slice(salt.as_slice());
-    buf.extend_from_slice(keccak256(initcode).as_slice());
-    Address::from_slice(&keccak256(&buf)[12..])
-}
-
 /// Creates a contract from `initcode` on behalf of `creator`.
 pub(crate) fn create(
     mut world: Box<World>,
@@ -79,8 +48,8 @@ pub(crate) fn create(
     }
     let nonce = world.state.increment_nonce(creator);
     let address = match salt {
-        Some(salt) => create2_address(creator, salt, &initcode),
-        None => create_address(creator, nonce),
+        Some(salt) => creator.create2_from_code(salt, &initcode),
+        None => creator.create(nonce),
     };
     world.state.warm_account(address);
     let collision = world
@@ -274,7 +243,6 @@ pub fn create2_hash_gas(initcode_len: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use alloy_primitives::address;
 
     #[test]
     fn prelude_returns_the_code() {
@@ -312,25 +280,6 @@ mod tests {
                 data: vec![],
                 gas_left: 94
             }
-        );
-    }
-
-    #[test]
-    fn addresses_match_known_vectors() {
-        // Well-known: the first contract of 0x6ac7…6c7 (geth tests).
-        let sender = address!("6ac7ea33f8831ea9dcc53393aaa88b25a785dbf0");
-        assert_eq!(
-            create_address(sender, 0),
-            address!("cd234a471b72ba2f1ccf0a70fcaba648a5eecd8d")
-        );
-        assert_eq!(
-            create_address(sender, 1),
-            address!("343c43a37d37dff08ae8c4a11544c718abb4fcf8")
-        );
-        // EIP-1014 example 0.
-        assert_eq!(
-            create2_address(Address::ZERO, B256::ZERO, &[0x00]),
-            address!("4d1a2e2bb4f88f0250f26ffff098b0b30b26bf38")
         );
     }
 }

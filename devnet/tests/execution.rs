@@ -5,7 +5,6 @@
 mod common;
 
 use alloy_primitives::{keccak256, Address, B256, U256};
-use bursar_devnet::create::{create2_address, create_address};
 use bursar_devnet::{ActivationError, CallStatus, Executor};
 use common::*;
 use stylus_activation::hostio::{WasmTy, VM_HOOKS_FNS};
@@ -380,7 +379,7 @@ fn create1_and_create2_deploy_through_the_prelude() {
     let out = exec.call(addr(1), creator, U256::ZERO, &args(0), GAS, false);
     assert!(out.success, "{out:?}");
     let created = Address::from_slice(&out.return_data[..20]);
-    assert_eq!(created, create_address(creator, 0));
+    assert_eq!(created, creator.create(0));
     assert_eq!(
         exec.state().code(created).as_ref(),
         registry_code.as_slice()
@@ -405,7 +404,7 @@ fn create1_and_create2_deploy_through_the_prelude() {
     let out = exec.call(addr(1), creator, U256::ZERO, &args(1), GAS, false);
     assert!(out.success, "{out:?}");
     let created2 = Address::from_slice(&out.return_data[..20]);
-    assert_eq!(created2, create2_address(creator, salt, &initcode));
+    assert_eq!(created2, creator.create2_from_code(salt, &initcode));
     // Same code hash: already active, callable at once.
     assert!(
         exec.call(addr(1), created2, U256::ZERO, &call, GAS, false)
@@ -475,7 +474,7 @@ fn top_level_create_deploys_the_prelude_code() {
         &stylus_activation::deploy_initcode(&code),
         GAS,
     );
-    assert_eq!(out.address, Some(create_address(deployer, 5)));
+    assert_eq!(out.address, Some(deployer.create(5)));
     assert_eq!(exec.state().nonce(deployer), 6);
     assert_eq!(
         exec.state().code(out.address.unwrap()).as_ref(),

@@ -16,7 +16,6 @@ use bursar_bindings::receipts::IReceiptRegistry;
 use bursar_bindings::token::ITestToken;
 use bursar_devnet::accounts::dev_accounts;
 use bursar_devnet::chain::{CallRequest, MinedTx};
-use bursar_devnet::create::{create2_address, create_address};
 use bursar_devnet::{CallStatus, Chain as DevChain, ChainConfig, Executor};
 use common::{addr, code, CONSTRUCTOR_SELECTOR, GAS};
 
@@ -45,7 +44,7 @@ fn deploy_call(bytecode: Vec<u8>, init_data: Bytes, init_value: u64, salt: B256)
 /// `keccak256(salt ‖ initData)`, computed here independently of the devnet.
 fn expected_create2(salt: B256, init_data: &[u8], bytecode: &[u8]) -> Address {
     let salt = keccak256([salt.as_slice(), init_data].concat());
-    create2_address(STYLUS_DEPLOYER_ADDRESS, salt, bytecode)
+    STYLUS_DEPLOYER_ADDRESS.create2_from_code(salt, bytecode)
 }
 
 fn send(
@@ -119,7 +118,7 @@ fn deploys_every_contract_in_one_transaction() {
     let owner = dev_accounts()[0].address;
 
     // The gateway, from the deployer's nonce 1, constructed with its binder.
-    let expected = create_address(STYLUS_DEPLOYER_ADDRESS, deployer_nonce(&chain));
+    let expected = STYLUS_DEPLOYER_ADDRESS.create(deployer_nonce(&chain));
     let tx = send(
         &mut chain,
         0,
@@ -156,7 +155,7 @@ fn deploys_every_contract_in_one_transaction() {
     let mut built = vec![];
     for name in ["test_token", "receipt_registry", "counterparty_registry"] {
         let init = constructor(&owner.abi_encode());
-        let expected = create_address(STYLUS_DEPLOYER_ADDRESS, deployer_nonce(&chain));
+        let expected = STYLUS_DEPLOYER_ADDRESS.create(deployer_nonce(&chain));
         let before = chain.state().balance(owner);
         let tx = send(
             &mut chain,
@@ -305,7 +304,7 @@ fn a_failing_constructor_leaves_no_code_and_no_activation() {
     // A zero gateway: the wallet's constructor refuses it.
     let wallet_hash = keccak256(code("session_wallet"));
     let nonce = deployer_nonce(&chain);
-    let expected = create_address(STYLUS_DEPLOYER_ADDRESS, nonce);
+    let expected = STYLUS_DEPLOYER_ADDRESS.create(nonce);
     let init = constructor(&(counterparties, receipts, Address::ZERO).abi_encode_params());
     let value = U256::from(ETHER);
     let before = chain.state().balance(owner);
