@@ -118,6 +118,8 @@ pub enum TxError {
     GasLimitExceeded,
     #[error("transaction type not supported")]
     UnsupportedType,
+    #[error("typed transaction too short")]
+    TypedTooShort,
     #[error("already known")]
     AlreadyKnown,
     /// A pooled transaction with this sender and nonce pays more than this one would, or less
@@ -394,6 +396,27 @@ impl History {
     }
 }
 
+/// Decodes a raw signed transaction (an EIP-2718 envelope or legacy RLP) with geth's errors:
+/// `rlp: …` for bad RLP (trailing bytes included), `typed transaction too short`, `transaction
+/// type not supported` for types other than legacy, EIP-2930 and EIP-1559. The one decoder of
+/// `eth_sendRawTransaction`, `anvil_reorg` and [`Chain::send_raw_transaction`].
+pub fn decode_raw_transaction(raw: &[u8]) -> Result<TxEnvelope, TxError> {
+    match raw.first() {
+        // Not an RLP list: an EIP-2718 type byte, which must be followed by a payload.
+        None => return Err(TxError::TypedTooShort),
+        Some(&ty) if ty <= 0x7f => {
+            if raw.len() == 1 {
+                return Err(TxError::TypedTooShort);
+            }
+            if !matches!(ty, 1 | 2) {
+                return Err(TxError::UnsupportedType);
+            }
+        }
+        Some(_) => {}
+    }
+    TxEnvelope::decode_2718_exact(raw).map_err(|e| TxError::Decode(e.to_string()))
+}
+
 /// Intrinsic gas: 21000, +32000 for a creation, 4/16 per zero/non-zero calldata byte,
 /// 2400 per access-list address and 1900 per storage key (EIP-2930).
 pub fn intrinsic_gas(tx: &TxEnvelope) -> u64 {
@@ -598,6 +621,15 @@ impl Chain {
         self.exec.state_mut().set_balance(address, balance);
     }
 
+    /// The next block's timestamp: the one set by `evm_setNextBlockTimestamp`, else the wall
+    /// clock plus `evm_increaseTime`'s offset; always after the head's. (Mining and simulation
+    /// share this one rule.)
+    fn next_block_timestamp(&self) -> u64 {
+        self.next_timestamp
+            .unwrap_or_else(|| (now() as i64 + self.time_offset).max(0) as u64)
+            .max(self.latest_block().header.timestamp + 1)
+    }
+
     /// The timestamp the next block gets (`evm_setNextBlockTimestamp`).
     pub fn set_next_timestamp(&mut self, ts: u64) {
         self.next_timestamp = Some(ts);
@@ -710,9 +742,7 @@ impl Chain {
     /// Decodes, validates and queues a raw signed transaction (EIP-2718 envelope or legacy RLP);
     /// with automine, mines it at once. Returns the transaction hash.
     pub fn send_raw_transaction(&mut self, raw: &[u8]) -> Result<B256, TxError> {
-        let envelope =
-            TxEnvelope::decode_2718(&mut &raw[..]).map_err(|e| TxError::Decode(e.to_string()))?;
-        self.send_transaction(envelope)
+        self.send_transaction(decode_raw_transaction(raw)?)
     }
 
     /// Validates and queues a decoded signed transaction (see [`Chain::send_raw_transaction`]).
@@ -870,12 +900,8 @@ impl Chain {
     pub fn mine(&mut self, n: u64) {
         for _ in 0..n {
             let number = self.block_number() + 1;
-            let parent_ts = self.latest_block().header.timestamp;
-            let ts = match self.next_timestamp.take() {
-                Some(ts) => ts,
-                None => (now() as i64 + self.time_offset).max(0) as u64,
-            }
-            .max(parent_ts + 1);
+            let ts = self.next_block_timestamp();
+            self.next_timestamp = None;
             let pending = std::mem::take(&mut self.pending);
             // Those that do not fit wait for the next block.
             let (leftover, _) = self.build_block(number, ts, pending, Bytes::new());
@@ -1469,10 +1495,7 @@ impl Chain {
         let saved_state = std::mem::replace(self.exec.state_mut(), base);
         let saved_env = self.exec.block().clone();
         {
-            let next_ts = self
-                .next_timestamp
-                .unwrap_or_else(|| (now() as i64 + self.time_offset).max(0) as u64)
-                .max(self.latest_block().header.timestamp + 1);
+            let next_ts = self.next_block_timestamp();
             let number = self.block_number() + 1;
             let b = self.exec.block_mut();
             b.number = number;

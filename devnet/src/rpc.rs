@@ -28,8 +28,6 @@ use axum::Router;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
-use alloy_eips::eip2718::Decodable2718;
-
 use crate::chain::{
     Block, CallRequest, Chain, ChainConfig, ChainLog, FilterChanges, FilterKind, LogFilter,
     MinedTx, ReorgError, ReorgOutcome, TxError,
@@ -1030,24 +1028,10 @@ fn dispatch(chain: &mut Chain, method: &str, p: &Params) -> Result<Value, RpcErr
     })
 }
 
-/// Decodes an `eth_sendRawTransaction` payload with geth's errors: `rlp: …` for bad RLP
-/// (trailing bytes included), "typed transaction too short", "transaction type not supported"
-/// for types other than legacy, EIP-2930 and EIP-1559. Pure: the fuzz tests call it directly.
+/// [`crate::chain::decode_raw_transaction`] with its error as a JSON-RPC error (-32000). Pure:
+/// the fuzz tests call it directly.
 pub fn decode_raw_transaction(raw: &[u8]) -> Result<TxEnvelope, RpcError> {
-    match raw.first() {
-        // Not an RLP list: an EIP-2718 type byte, which must be followed by a payload.
-        None => return Err(RpcError::server("typed transaction too short")),
-        Some(&ty) if ty <= 0x7f => {
-            if raw.len() == 1 {
-                return Err(RpcError::server("typed transaction too short"));
-            }
-            if !matches!(ty, 1 | 2) {
-                return Err(TxError::UnsupportedType.into());
-            }
-        }
-        Some(_) => {}
-    }
-    TxEnvelope::decode_2718_exact(raw).map_err(|e| TxError::Decode(e.to_string()).into())
+    crate::chain::decode_raw_transaction(raw).map_err(Into::into)
 }
 
 /// `gas * maxFee + value` can exceed 256 bits (a huge `value`); the chain's U256 sum would
