@@ -226,7 +226,17 @@ async fn http_handler(
     use axum::http::StatusCode;
     use axum::response::IntoResponse;
     let (status, reply) = match body {
-        Ok(body) => (StatusCode::OK, handle_body(&app.chain, &body)),
+        // Chain work (WASM execution under the chain's lock) runs on the blocking pool, so the
+        // async workers keep serving I/O and WebSocket clients meanwhile.
+        Ok(body) => {
+            let chain = Arc::clone(&app.chain);
+            let reply = tokio::task::spawn_blocking(move || handle_body(&chain, &body))
+                .await
+                .unwrap_or_else(|e| {
+                    error_response(Value::Null, &RpcError::internal(e.to_string())).to_string()
+                });
+            (StatusCode::OK, reply)
+        }
         // axum's own answer would be plain text; clients expect a JSON-RPC error object.
         Err(rejection) => {
             let error = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
