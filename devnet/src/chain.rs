@@ -60,6 +60,8 @@ pub struct ChainConfig {
     /// Keep the state of only the last N blocks (`--prune-history N`, as anvil's): memory stays
     /// bounded on long runs; state queries and reorgs reach back N blocks. `None`: keep all.
     pub prune_history: Option<u64>,
+    /// A filter not polled for this long is uninstalled, as geth's are (default 5 minutes).
+    pub filter_timeout: std::time::Duration,
     /// How far the `safe` block tag lags the head; `finalized` lags twice as far, so that
     /// clients can tell the two apart. 0 (the default): every block is final at once.
     pub finality_depth: u64,
@@ -76,6 +78,7 @@ impl Default for ChainConfig {
             genesis_timestamp: None,
             finality_depth: 0,
             prune_history: None,
+            filter_timeout: std::time::Duration::from_secs(5 * 60),
         }
     }
 }
@@ -299,6 +302,8 @@ struct Filter {
     kind: FilterKind,
     /// Position in the event record up to which changes were reported.
     cursor: usize,
+    /// When it was installed or last polled for changes.
+    polled: std::time::Instant,
 }
 
 /// Why [`Chain::reorg`] refused.
@@ -1137,6 +1142,7 @@ impl Chain {
 
     /// Installs a filter that reports changes from now on; returns its id.
     pub fn new_filter(&mut self, kind: FilterKind) -> u64 {
+        self.expire_filters();
         let id = self.next_filter_id;
         self.next_filter_id += 1;
         self.filters.insert(
@@ -1144,13 +1150,24 @@ impl Chain {
             Filter {
                 kind,
                 cursor: self.events.len(),
+                polled: std::time::Instant::now(),
             },
         );
         id
     }
 
+    /// Uninstalls the filters nobody polled within [`ChainConfig::filter_timeout`].
+    fn expire_filters(&mut self) {
+        let timeout = self.config.filter_timeout;
+        self.filters.retain(|_, f| f.polled.elapsed() < timeout);
+    }
+
+    /// A live filter's criteria (`eth_getFilterLogs`; this does not count as a poll).
     pub fn filter(&self, id: u64) -> Option<&FilterKind> {
-        self.filters.get(&id).map(|f| &f.kind)
+        self.filters
+            .get(&id)
+            .filter(|f| f.polled.elapsed() < self.config.filter_timeout)
+            .map(|f| &f.kind)
     }
 
     pub fn uninstall_filter(&mut self, id: u64) -> bool {
@@ -1160,7 +1177,10 @@ impl Chain {
     /// Changes since the last poll: new block hashes, or matching logs (removed ones with
     /// `removed: true`). `None` for an unknown id.
     pub fn filter_changes(&mut self, id: u64) -> Option<FilterChanges> {
-        let f = self.filters.get(&id)?;
+        self.expire_filters();
+        let f = self.filters.get_mut(&id)?;
+        f.polled = std::time::Instant::now();
+        let f = &self.filters[&id];
         let events = self.events.get(f.cursor..).unwrap_or(&[]);
         let out = match &f.kind {
             FilterKind::Blocks => FilterChanges::Blocks(
@@ -1837,6 +1857,27 @@ mod tests {
             chain.reorg(vec![vec![]; 4]),
             Err(ReorgError::Depth { depth: 4, head: 3 })
         ));
+    }
+
+    #[test]
+    fn filters_not_polled_within_the_timeout_are_uninstalled() {
+        // A zero timeout: every filter has expired by the time it is next touched.
+        let mut chain = Chain::new(ChainConfig {
+            filter_timeout: std::time::Duration::ZERO,
+            ..ChainConfig::default()
+        });
+        let id = chain.new_filter(FilterKind::Blocks);
+        assert!(chain.filter(id).is_none());
+        assert!(chain.filter_changes(id).is_none());
+        assert!(!chain.uninstall_filter(id), "already gone");
+
+        // The default (5 minutes): polled at once, it lives, and each poll restarts the clock.
+        let mut chain = Chain::new(ChainConfig::default());
+        let id = chain.new_filter(FilterKind::Blocks);
+        chain.mine(1);
+        assert!(matches!(chain.filter_changes(id), Some(FilterChanges::Blocks(b)) if b.len() == 1));
+        assert!(chain.filter(id).is_some());
+        assert!(chain.uninstall_filter(id));
     }
 
     #[test]
