@@ -10,9 +10,10 @@
 //! * Automine (a block per transaction) is on by default; with it off, transactions wait in
 //!   a pool (in arrival order) until [`Chain::mine`]; a pooled sender and nonce can be replaced
 //!   by a transaction paying [`PRICE_BUMP_PERCENT`] more.
-//! * The state after every block is kept (a clone sharing structure: O(1)) so that block tags/numbers can query
-//!   history; fine for a dev chain's size, and bounded by [`ChainConfig::prune_history`]. Program activations are part of that state (ArbWasm
-//!   storage), so a historical `eth_call` sees the activations of its block.
+//! * The state after every block is kept (an O(1) clone: the maps are persistent and share
+//!   structure) so that block tags/numbers can query history, up to
+//!   [`ChainConfig::prune_history`] blocks back. Program activations are part of that state
+//!   (ArbWasm storage), so a historical `eth_call` sees the activations of its block.
 //! * A pooled transaction whose sender can no longer pay when its block is built (e.g. after
 //!   `anvil_setBalance`) is dropped without a receipt.
 //! * Every change of the canonical chain is recorded as a [`ChainEvent`] (a block added, or a
@@ -125,8 +126,8 @@ pub enum TxError {
     TypedTooShort,
     #[error("already known")]
     AlreadyKnown,
-    /// A pooled transaction with this sender and nonce pays more than this one would, or less
-    /// than [`PRICE_BUMP_PERCENT`] less.
+    /// A pooled transaction has this sender and nonce, and this one does not offer
+    /// [`PRICE_BUMP_PERCENT`] more in both fee cap and tip.
     #[error("replacement transaction underpriced")]
     ReplacementUnderpriced,
     /// `eth_sendTransaction` from an account that is neither a dev account nor impersonated.
