@@ -11,12 +11,14 @@ use bursar_devnet::{spawn, RpcConfig};
 fn artifacts() -> PathBuf {
     std::env::var("BURSAR_CONTRACTS_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/contracts"))
+        .unwrap_or_else(|_| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/contracts")
+        })
 }
 
 fn scratch(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/e2e")
+        .join("../../target/e2e")
         .join(format!("cli-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

@@ -36,10 +36,7 @@ pub fn artifacts_dir() -> &'static PathBuf {
         if let Ok(dir) = std::env::var("BURSAR_CONTRACTS_DIR") {
             return PathBuf::from(dir);
         }
-        let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .expect("devnet/ is inside the workspace")
-            .to_path_buf();
+        let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
         let dir = workspace.join("target").join("contracts");
         let missing = CONTRACTS.iter().any(|c| {
             !dir.join(format!("{c}.wasm")).exists() || !dir.join(format!("{c}.code")).exists()

@@ -108,7 +108,7 @@ async fn web3_py_drives_the_devnet() {
         std::env::temp_dir().join(format!("bursar-token-abi-{}.json", std::process::id()));
     std::fs::write(&abi_path, serde_json::to_vec(&token_abi()).unwrap()).unwrap();
     let script =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tools/conformance/web3_client.py");
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tools/conformance/web3_client.py");
     let to = Address::repeat_byte(0x42);
     let args = [
         script.display().to_string(),

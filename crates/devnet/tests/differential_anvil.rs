@@ -46,7 +46,7 @@ fn anvil_bin() -> PathBuf {
         return bin;
     }
     let scope = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tools/conformance/node_modules/@foundry-rs");
+        .join("../../tools/conformance/node_modules/@foundry-rs");
     // The platform package npm picked (`anvil-linux-amd64`, ...).
     let found = std::fs::read_dir(&scope).ok().and_then(|dir| {
         dir.filter_map(Result::ok)

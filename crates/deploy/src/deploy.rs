@@ -68,17 +68,19 @@ impl Contract {
     /// The full JSON ABI (functions, events, errors), from the bindings.
     pub fn abi_json(self) -> &'static str {
         match self {
-            Contract::TestToken => include_str!("../../contracts/abi/json/ITestToken.json"),
+            Contract::TestToken => include_str!("../../../contracts/abi/json/ITestToken.json"),
             Contract::CounterpartyRegistry => {
-                include_str!("../../contracts/abi/json/ICounterpartyRegistry.json")
+                include_str!("../../../contracts/abi/json/ICounterpartyRegistry.json")
             }
             Contract::ReceiptRegistry => {
-                include_str!("../../contracts/abi/json/IReceiptRegistry.json")
+                include_str!("../../../contracts/abi/json/IReceiptRegistry.json")
             }
             Contract::SessionGateway => {
-                include_str!("../../contracts/abi/json/ISessionGateway.json")
+                include_str!("../../../contracts/abi/json/ISessionGateway.json")
             }
-            Contract::SessionWallet => include_str!("../../contracts/abi/json/ISessionWallet.json"),
+            Contract::SessionWallet => {
+                include_str!("../../../contracts/abi/json/ISessionWallet.json")
+            }
         }
     }
 }
