@@ -2,14 +2,12 @@
 //! logs of the real counterparty registry disappear in a reorg (reported as `removed: true` to
 //! filters and subscribers) and reappear in a block with a different hash.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::rpc_client::*;
 use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::{SolCall, SolEvent};
 use bursar_bindings::counterparty::ICounterpartyRegistry as reg;
-use common::rpc_client::*;
 use ethers_core::types as et;
 use ethers_providers::{Middleware, Provider, StreamExt, Ws};
 use serde_json::{json, Value};

@@ -1,14 +1,12 @@
 //! CounterpartyRegistry as compiled WASM: calls, return values, logs and custom errors.
 
-mod common;
-
+use crate::common::*;
 use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::SolCall;
 use bursar_bindings::counterparty::ICounterpartyRegistry::*;
 use bursar_bindings::counterparty::ICounterpartyRegistry::{
     ICounterpartyRegistryErrors as Errors, ICounterpartyRegistryEvents as Events,
 };
-use common::*;
 
 const REGISTRY: u64 = 0xc0_0001;
 

@@ -2,11 +2,9 @@
 //! journaling across nested calls, static-context violations, exits, traps, out-of-ink,
 //! activation rejections, precompiles, value transfers, CREATE/CREATE2 and the host ABI.
 
-mod common;
-
+use crate::common::*;
 use alloy_primitives::{keccak256, Address, B256, U256};
 use bursar_devnet::{ActivationError, CallStatus, Executor};
-use common::*;
 use stylus_activation::hostio::{WasmTy, VM_HOOKS_FNS};
 
 /// Compiles WAT and wraps it as deployable Stylus code.

@@ -4,8 +4,7 @@
 //! failing constructor undoing the creation and the activation; the deployer's own errors;
 //! programs calling ArbWasm; the SDK constructor guard.
 
-mod common;
-
+use crate::common::{addr, code, CONSTRUCTOR_SELECTOR, GAS};
 use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
 use alloy_sol_types::{Panic, PanicKind, SolCall, SolError, SolEvent, SolValue};
 use bursar_bindings::arbitrum::{
@@ -17,7 +16,6 @@ use bursar_bindings::token::ITestToken;
 use bursar_devnet::accounts::dev_accounts;
 use bursar_devnet::chain::{CallRequest, MinedTx};
 use bursar_devnet::{CallStatus, Chain as DevChain, ChainConfig, Executor};
-use common::{addr, code, CONSTRUCTOR_SELECTOR, GAS};
 
 const ETHER: u64 = 1_000_000_000_000_000_000;
 
@@ -54,7 +52,7 @@ fn send(
     value: U256,
     data: Vec<u8>,
 ) -> MinedTx {
-    common::send_signed(chain, key, to, value, data)
+    crate::common::send_signed(chain, key, to, value, data)
 }
 
 fn view<C: SolCall>(chain: &mut DevChain, to: Address, call: C) -> C::Return {

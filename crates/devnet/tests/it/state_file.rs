@@ -4,8 +4,7 @@
 //! lazily on its first call) — and keeps mining on top. Files of another chain id or format
 //! version are refused.
 
-mod common;
-
+use crate::common::{code, CONSTRUCTOR_SELECTOR};
 use alloy_primitives::{keccak256, Address, B256, U256};
 use alloy_sol_types::{SolCall, SolEvent, SolValue};
 use bursar_bindings::arbitrum::{IStylusDeployer, STYLUS_DEPLOYER_ADDRESS};
@@ -13,7 +12,6 @@ use bursar_bindings::token::ITestToken;
 use bursar_devnet::accounts::dev_accounts;
 use bursar_devnet::chain::{CallRequest, LogFilter, MinedTx};
 use bursar_devnet::{Chain, ChainConfig, StateFileError, DEFAULT_CHAIN_ID};
-use common::{code, CONSTRUCTOR_SELECTOR};
 
 fn send(
     chain: &mut bursar_devnet::Chain,
@@ -22,7 +20,7 @@ fn send(
     value: U256,
     data: Vec<u8>,
 ) -> MinedTx {
-    let tx = common::send_signed(chain, key, to, value, data);
+    let tx = crate::common::send_signed(chain, key, to, value, data);
     assert!(tx.receipt.status, "{}", tx.receipt.revert_data);
     tx
 }

@@ -2,8 +2,7 @@
 //! receipt registry, gateway and wallet (whose constructor binds the gateway), then a session
 //! opened by the owner and a payment signed by the session key.
 
-mod common;
-
+use crate::common::*;
 use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::{SolStruct, SolValue};
 use bursar_bindings::counterparty::ICounterpartyRegistry;
@@ -16,7 +15,6 @@ use bursar_bindings::wallet::ISessionWallet::{
 };
 use bursar_contract_testing::TestKey;
 use bursar_devnet::DEFAULT_CHAIN_ID;
-use common::*;
 
 struct Deployment {
     chain: Chain,

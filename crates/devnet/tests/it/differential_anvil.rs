@@ -4,19 +4,17 @@
 //! answers (field names, JSON types, hex formatting, error codes) must agree, except for the
 //! differences listed in `INTENDED` with their reasons.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::rpc_client::*;
 use alloy_consensus::{TxEip1559, TxLegacy};
 use alloy_primitives::{Address, Bytes, TxKind, U256};
 use alloy_sol_types::{SolCall, SolEvent};
 use bursar_bindings::token::ITestToken;
 use bursar_devnet::accounts::TEST_MNEMONIC;
-use common::rpc_client::*;
 use k256::ecdsa::SigningKey;
 use serde_json::{json, Value};
 

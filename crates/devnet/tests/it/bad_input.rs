@@ -2,16 +2,14 @@
 //! malformed requests (in-process, over HTTP and over WebSocket), size limits, and proptest
 //! fuzzing of the request handler (`rpc::handle_body`) and the raw-transaction decoder.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 
+use crate::common::rpc_client::{sign_1559, sign_legacy, start, Sender, CHAIN_ID};
 use alloy_consensus::{SignableTransaction, TxEnvelope, TxLegacy};
 use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::{Address, Bytes, Signature, TxKind, U256};
 use bursar_devnet::rpc::{decode_raw_transaction, handle_body, MAX_BODY_BYTES};
 use bursar_devnet::Chain;
-use common::rpc_client::{sign_1559, sign_legacy, start, Sender, CHAIN_ID};
 use futures_util::{SinkExt, StreamExt};
 use proptest::prelude::*;
 use serde_json::{json, Value};

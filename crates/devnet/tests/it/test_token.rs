@@ -1,8 +1,7 @@
 //! TestToken as compiled WASM: constructor, mint, transfer and an EIP-2612 permit whose
 //! signature is checked through the devnet's ecrecover precompile.
 
-mod common;
-
+use crate::common::*;
 use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::SolStruct;
 use bursar_bindings::eip712::{Permit, TEST_TOKEN_DOMAIN};
@@ -11,7 +10,6 @@ use bursar_bindings::token::ITestToken::{
 };
 use bursar_contract_testing::TestKey;
 use bursar_devnet::DEFAULT_CHAIN_ID;
-use common::*;
 
 const TOKEN: u64 = 0x70_0001;
 

@@ -7,10 +7,9 @@
 //! The interpreter is `$BURSAR_PYTHON`, else the venv `.ci/run` creates at
 //! `${XDG_CACHE_HOME:-$HOME/.cache}/bursar/pyenv`. Missing = failure, not a skip.
 
-mod common;
-
 use std::path::PathBuf;
 
+use crate::common::rpc_client::*;
 use alloy_json_abi::JsonAbi;
 use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::{SolCall, SolEvent, SolValue};
@@ -18,7 +17,6 @@ use bursar_bindings::token::ITestToken;
 use bursar_devnet::accounts::{dev_accounts, DevAccount};
 use bursar_devnet::chain::{CallRequest, LogFilter};
 use bursar_devnet::Chain;
-use common::rpc_client::*;
 use serde_json::Value;
 
 fn python() -> PathBuf {

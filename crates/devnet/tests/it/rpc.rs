@@ -2,9 +2,7 @@
 //! counterparty registry through the prelude + ArbWasm activation flow with signed
 //! transactions, use it, read receipts and logs, and check the error codes clients rely on.
 
-mod common;
-
-use common::rpc_client::*;
+use crate::common::rpc_client::*;
 
 use alloy_consensus::TxLegacy;
 use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
@@ -30,7 +28,7 @@ async fn deploy_activate_and_use_the_registry_over_json_rpc() {
     );
 
     // Deploy: a plain creation tx with the 43-byte prelude initcode.
-    let code = common::code("counterparty_registry");
+    let code = crate::common::code("counterparty_registry");
     let initcode = stylus_activation::deploy_initcode(&code);
     let receipt = owner.send(&p, None, initcode).await;
     assert_eq!(receipt.status, Some(1.into()));

@@ -1,0 +1,16 @@
+//! The devnet's integration tests, one binary (linking one instead of eleven saves minutes on
+//! a 2-core machine): a module per feature, sharing `common`.
+
+mod common;
+
+mod bad_input;
+mod conformance_web3;
+mod counterparty_registry;
+mod differential_anvil;
+mod execution;
+mod reorg_ws;
+mod rpc;
+mod session_flow;
+mod state_file;
+mod stylus_deployer;
+mod test_token;
