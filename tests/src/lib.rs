@@ -52,6 +52,7 @@ pub async fn devnet() -> (Handle, Client) {
     let handle = bursar_devnet::spawn(RpcConfig {
         addr: "127.0.0.1:0".parse().expect("socket address"),
         chain: ChainConfig::default(),
+        block_time: None,
     })
     .await
     .expect("bind a free port");

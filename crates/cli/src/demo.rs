@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use bursar_demo::{audit, Actors, Contracts, Narrator};
 use bursar_deploy::{Client, DeployOptions, Key, Network};
-use bursar_devnet::{ChainConfig, RpcConfig};
+use bursar_devnet::RpcConfig;
 
 use crate::deploy::{git_commit, print_progress};
 
@@ -53,7 +53,7 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
         None => {
             let handle = bursar_devnet::spawn(RpcConfig {
                 addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-                chain: ChainConfig::default(),
+                ..RpcConfig::default()
             })
             .await
             .map_err(|e| format!("cannot start the devnet: {e}"))?;

@@ -60,6 +60,7 @@ async fn serve(args: DevnetArgs) -> Result<(), String> {
             prune_history: args.prune_history,
             ..ChainConfig::default()
         },
+        block_time: args.block_time.map(Duration::from_secs),
     };
     let handle = bursar_devnet::spawn(config)
         .await
@@ -73,17 +74,11 @@ async fn serve(args: DevnetArgs) -> Result<(), String> {
         let head = lock(&handle.chain).block_number();
         tracing::info!(path = %path.display(), head, "state loaded");
     }
-    let miner = args
-        .block_time
-        .map(|secs| spawn_interval_miner(Arc::clone(&handle.chain), Duration::from_secs(secs)));
     print_banner(args.chain_id, handle.addr, args.block_time);
     tracing::info!(addr = %handle.addr, chain_id = args.chain_id, block_time = ?args.block_time, "devnet started");
 
     let signal = shutdown_signal().await;
     tracing::info!(signal, "shutting down");
-    if let Some(m) = miner {
-        m.abort();
-    }
     let chain = Arc::clone(&handle.chain);
     handle.shutdown().await;
     if let Some(path) = &args.state {
@@ -99,28 +94,6 @@ async fn serve(args: DevnetArgs) -> Result<(), String> {
 /// The chain, even if a request handler panicked while holding it.
 fn lock(chain: &Mutex<Chain>) -> std::sync::MutexGuard<'_, Chain> {
     chain.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Interval mining: turns automine off, then mines one block every `period` (the first one
-/// `period` after the call) until the task is aborted.
-pub fn spawn_interval_miner(
-    chain: Arc<Mutex<Chain>>,
-    period: Duration,
-) -> tokio::task::JoinHandle<()> {
-    chain
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .set_automine(false);
-    tokio::spawn(async move {
-        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            ticks.tick().await;
-            let mut c = chain.lock().unwrap_or_else(|e| e.into_inner());
-            c.mine(1);
-            tracing::debug!(number = c.block_number(), "interval block mined");
-        }
-    })
 }
 
 fn print_banner(chain_id: u64, addr: SocketAddr, block_time: Option<u64>) {
@@ -167,23 +140,5 @@ async fn shutdown_signal() -> &'static str {
     {
         let _ = tokio::signal::ctrl_c().await;
         "Ctrl-C"
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn interval_miner_mines_without_transactions() {
-        let chain = Arc::new(Mutex::new(Chain::new(ChainConfig::default())));
-        let miner = spawn_interval_miner(Arc::clone(&chain), Duration::from_millis(20));
-        assert!(!chain.lock().unwrap().automine());
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while chain.lock().unwrap().block_number() < 3 {
-            assert!(tokio::time::Instant::now() < deadline, "no blocks mined");
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        miner.abort();
     }
 }

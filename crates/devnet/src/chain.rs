@@ -364,6 +364,10 @@ pub struct Chain {
     reorgs: u64,
     /// Accounts `eth_sendTransaction` may send as without a key.
     impersonated: HashSet<Address>,
+    /// Mine a block every this long (see [`crate::miner`]); `None`: only on demand/automine.
+    interval_mining: Option<std::time::Duration>,
+    /// Called when `interval_mining` changes (wakes the miner task).
+    on_interval: Option<Box<dyn Fn(Option<std::time::Duration>) + Send>>,
     /// The canonical chain's logs by emitter and topic, kept in step by [`Chain::record`].
     log_index: LogIndex,
 }
@@ -487,6 +491,8 @@ impl Chain {
             filters: HashMap::new(),
             log_index: LogIndex::default(),
             impersonated: HashSet::new(),
+            interval_mining: None,
+            on_interval: None,
             next_filter_id: 1,
             reorgs: 0,
         };
@@ -583,6 +589,31 @@ impl Chain {
 
     pub fn automine(&self) -> bool {
         self.automine
+    }
+
+    /// The interval-mining period, if on.
+    pub fn interval_mining(&self) -> Option<std::time::Duration> {
+        self.interval_mining
+    }
+
+    /// Turns interval mining on (every `period`, automine off, as anvil's `--block-time`) or
+    /// off (`None`). The miner task of [`crate::miner`] does the mining.
+    pub fn set_interval_mining(&mut self, period: Option<std::time::Duration>) {
+        if period.is_some() {
+            self.automine = false;
+        }
+        self.interval_mining = period;
+        if let Some(hook) = &self.on_interval {
+            hook(period);
+        }
+    }
+
+    /// Registers the callback [`Chain::set_interval_mining`] calls (the miner task's wake-up).
+    pub fn set_interval_hook(
+        &mut self,
+        hook: impl Fn(Option<std::time::Duration>) + Send + 'static,
+    ) {
+        self.on_interval = Some(Box::new(hook));
     }
 
     /// The pool: transactions waiting for the next block, in arrival order, with their senders

@@ -33,6 +33,7 @@ pub mod exec;
 mod host;
 pub mod log_index;
 pub mod meter;
+pub mod miner;
 pub mod precompiles;
 pub mod rpc;
 pub mod state;

@@ -133,6 +133,8 @@ pub struct RpcConfig {
     /// Where to listen; port 0 picks a free port.
     pub addr: SocketAddr,
     pub chain: ChainConfig,
+    /// Interval mining from the start (`--block-time`); `evm_setIntervalMining` changes it.
+    pub block_time: Option<std::time::Duration>,
 }
 
 impl Default for RpcConfig {
@@ -140,6 +142,7 @@ impl Default for RpcConfig {
         RpcConfig {
             addr: SocketAddr::from(([127, 0, 0, 1], 8547)),
             chain: ChainConfig::default(),
+            block_time: None,
         }
     }
 }
@@ -155,6 +158,14 @@ pub struct Handle {
     pub chain: Arc<Mutex<Chain>>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
+    miner: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        // The miner would otherwise keep the chain alive (and mining) in the background.
+        self.miner.abort();
+    }
 }
 
 impl Handle {
@@ -163,6 +174,7 @@ impl Handle {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
+        self.miner.abort();
         let _ = (&mut self.task).await;
     }
 }
@@ -172,6 +184,13 @@ pub async fn spawn(config: RpcConfig) -> std::io::Result<Handle> {
     let listener = tokio::net::TcpListener::bind(config.addr).await?;
     let addr = listener.local_addr()?;
     let chain = Arc::new(Mutex::new(Chain::new(config.chain)));
+    let miner = crate::miner::spawn(Arc::clone(&chain));
+    if config.block_time.is_some() {
+        chain
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .set_interval_mining(config.block_time);
+    }
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let app = router(Arc::clone(&chain));
     let task = tokio::spawn(async move {
@@ -188,6 +207,7 @@ pub async fn spawn(config: RpcConfig) -> std::io::Result<Handle> {
         chain,
         shutdown: Some(tx),
         task,
+        miner,
     })
 }
 
@@ -576,6 +596,8 @@ fn arity(method: &str) -> Option<(usize, usize)> {
         | "eth_unsubscribe"
         | "anvil_dropTransaction"
         | "anvil_setNextBlockBaseFeePerGas"
+        | "evm_setIntervalMining"
+        | "anvil_setIntervalMining"
         | "anvil_impersonateAccount"
         | "hardhat_impersonateAccount"
         | "anvil_stopImpersonatingAccount"
@@ -1012,6 +1034,12 @@ fn dispatch(chain: &mut Chain, method: &str, p: &Params) -> Result<Value, RpcErr
             } else {
                 Value::Null
             }
+        }
+        "evm_setIntervalMining" | "anvil_setIntervalMining" => {
+            // Seconds, as anvil takes them; 0 turns interval mining off.
+            let secs = p.quantity(0)?;
+            chain.set_interval_mining((secs > 0).then(|| std::time::Duration::from_secs(secs)));
+            Value::Null
         }
         "anvil_setNextBlockBaseFeePerGas" => {
             chain.set_next_block_base_fee(p.quantity(0)?);

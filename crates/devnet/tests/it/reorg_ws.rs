@@ -584,3 +584,31 @@ async fn indexed_log_queries_equal_a_full_scan_across_reorgs_and_reverts() {
         assert_eq!(got, want, "round {round}: {f:?}");
     }
 }
+
+/// Interval mining mines blocks on its own, from `--block-time` (`RpcConfig::block_time`) or
+/// `evm_setIntervalMining`, and stops when set to 0; waits on `newHeads`, not on a clock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interval_mining_mines_on_its_own_and_can_be_switched_off() {
+    let (handle, p) = start().await;
+    let w = ws(&handle).await;
+    let mut heads = w.subscribe_blocks().await.unwrap();
+    let _: Value = p.request("evm_setIntervalMining", [1]).await.unwrap();
+    let automine: bool = p.request("anvil_getAutomine", ()).await.unwrap();
+    assert!(!automine, "interval mining turns automine off");
+    assert_eq!(next(&mut heads).await.number, Some(1.into()));
+    let _: Value = p.request("evm_setIntervalMining", [0]).await.unwrap();
+    assert_eq!(handle.chain.lock().unwrap().interval_mining(), None);
+
+    // From the configuration: a block every 50 ms.
+    let handle = bursar_devnet::spawn(bursar_devnet::RpcConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        block_time: Some(Duration::from_millis(50)),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let w = ws(&handle).await;
+    let mut heads = w.subscribe_blocks().await.unwrap();
+    let first = next(&mut heads).await.number.unwrap();
+    assert_eq!(next(&mut heads).await.number, Some(first + 1));
+}

@@ -451,6 +451,7 @@ async fn safe_and_finalized_lag_the_head_by_the_finality_depth() {
             finality_depth: 2,
             ..ChainConfig::default()
         },
+        block_time: None,
     })
     .await
     .unwrap();
@@ -805,6 +806,7 @@ async fn pruned_history_keeps_the_last_n_block_states() {
             prune_history: Some(3),
             ..ChainConfig::default()
         },
+        block_time: None,
     })
     .await
     .unwrap();
