@@ -1051,11 +1051,12 @@ fn dispatch(chain: &mut Chain, method: &str, p: &Params) -> Result<Value, RpcErr
         }
         "txpool_status" => json!({ "pending": q(chain.pool().count() as u64), "queued": q(0u64) }),
         "txpool_content" => {
-            // geth's shape: sender → nonce (decimal) → transaction; no queue for future nonces.
+            // Sender (lowercase, as anvil) → nonce (decimal) → transaction; no queue for future
+            // nonces.
             let mut pending = serde_json::Map::new();
             for (env, from) in chain.pool() {
                 let by_nonce = pending
-                    .entry(from.to_checksum(None))
+                    .entry(format!("{from:#x}"))
                     .or_insert_with(|| json!({}));
                 by_nonce[env.nonce().to_string()] =
                     envelope_json(env, from, None, env.max_fee_per_gas());

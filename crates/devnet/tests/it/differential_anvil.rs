@@ -554,3 +554,117 @@ async fn devnet_answers_like_anvil() {
     handle.shutdown().await;
     drop(anvil);
 }
+
+/// The dev methods the relayer's tests use, and `eth_getBlockReceipts`, answer in anvil's
+/// shapes (differences listed in `INTENDED_DEV` with their reasons).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dev_methods_answer_like_anvil() {
+    let http = reqwest::Client::new();
+    let anvil = start_anvil(&http).await;
+    let (handle, _p) = start().await;
+    let urls = [handle.url.as_str(), anvil.url.as_str()];
+    let mut diffs = BTreeSet::new();
+    let mut compare = |what: &str, [ours, theirs]: &[Value; 2]| {
+        diff(what, &shape(ours), &shape(theirs), &mut diffs);
+    };
+    let account = Address::repeat_byte(0x77);
+    let whale = Address::repeat_byte(0xaa);
+    let to = Address::repeat_byte(0x42);
+
+    for (what, method, params) in [
+        ("setNonce", "anvil_setNonce", json!([account, "0x2a"])),
+        ("setCode", "anvil_setCode", json!([account, "0x6001"])),
+        (
+            "setStorageAt",
+            "anvil_setStorageAt",
+            json!([account, "0x5", format!("0x{}", "09".repeat(32))]),
+        ),
+        (
+            "setBalance",
+            "anvil_setBalance",
+            json!([whale, "0xde0b6b3a7640000"]),
+        ),
+        ("impersonate", "anvil_impersonateAccount", json!([whale])),
+        ("automine off", "evm_setAutomine", json!([false])),
+    ] {
+        let answers = both(&http, urls, method, params).await;
+        compare(what, &answers);
+    }
+    let nonce = both(
+        &http,
+        urls,
+        "eth_getTransactionCount",
+        json!([account, "latest"]),
+    )
+    .await;
+    assert_eq!(nonce[0]["result"], nonce[1]["result"]);
+
+    // A transaction from the impersonated account waits in the pool.
+    let send = json!([{ "from": whale, "to": to, "value": "0x5", "gas": "0x5208",
+        "maxFeePerGas": "0xb2d05e00", "maxPriorityFeePerGas": "0x1" }]);
+    let sent = both(&http, urls, "eth_sendTransaction", send).await;
+    compare("sendTransaction(impersonated)", &sent);
+    let status = both(&http, urls, "txpool_status", json!([])).await;
+    compare("txpool_status", &status);
+    assert_eq!(status[0]["result"], status[1]["result"]);
+    compare(
+        "txpool_content",
+        &both(&http, urls, "txpool_content", json!([])).await,
+    );
+    let dropped = both(&http, urls, "anvil_dropAllTransactions", json!([])).await;
+    compare("dropAllTransactions", &dropped);
+    let status = both(&http, urls, "txpool_status", json!([])).await;
+    assert_eq!(status[0]["result"], status[1]["result"]);
+
+    // Mined: the block's receipts.
+    let _ = both(&http, urls, "evm_setAutomine", json!([true])).await;
+    let sent = both(
+        &http,
+        urls,
+        "eth_sendTransaction",
+        json!([{ "from": whale, "to": to, "value": "0x5" }]),
+    )
+    .await;
+    compare("sendTransaction(mined)", &sent);
+    compare(
+        "getBlockReceipts",
+        &both(&http, urls, "eth_getBlockReceipts", json!(["latest"])).await,
+    );
+    let _ = both(
+        &http,
+        urls,
+        "anvil_stopImpersonatingAccount",
+        json!([whale]),
+    )
+    .await;
+
+    let want: BTreeSet<String> = INTENDED_DEV.iter().map(|(d, _)| d.to_string()).collect();
+    let unexpected: Vec<_> = diffs.difference(&want).collect();
+    let gone: Vec<_> = want.difference(&diffs).collect();
+    assert!(
+        unexpected.is_empty() && gone.is_empty(),
+        "shape differences not listed in INTENDED_DEV:\n{unexpected:#?}\nlisted but no longer seen:\n{gone:#?}"
+    );
+    handle.shutdown().await;
+    drop(anvil);
+}
+
+/// Shape differences of the dev methods, with their reasons (the receipts' two are those of
+/// `eth_getTransactionReceipt`, see `INTENDED`).
+const INTENDED_DEV: &[(&str, &str)] = &[
+    (
+        "txpool_content.result.pending.0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.0.r: devnet \"bytes32\" vs anvil \"quantity\"",
+        "an impersonated transaction's placeholder `r` is the hash of its sender (so two senders' \
+         identical transactions hash apart): a quantity with 64 hex digits, which the shape \
+         classifier calls bytes32; anvil's is small",
+    ),
+    (
+        "getBlockReceipts.result[].blobGasPrice: only anvil",
+        "no blob transactions on the devnet (Arbitrum rejects type 3)",
+    ),
+    (
+        "getBlockReceipts.result[].blockTimestamp: devnet \"quantity\" vs anvil \"number\"",
+        "anvil prints a receipt's blockTimestamp as a JSON number; quantities are hex in the \
+         JSON-RPC spec",
+    ),
+];

@@ -579,7 +579,7 @@ async fn pool_replacement_drops_and_state_setters() {
         .tx_hash();
     assert_eq!(status(p.clone()).await, (json!("0x2"), json!("0x0")));
     let content: Value = p.request("txpool_content", ()).await.unwrap();
-    let mine = &content["pending"][sender.address.to_checksum(None)];
+    let mine = &content["pending"][format!("{:#x}", sender.address)];
     assert_eq!(mine["0"]["hash"], json!(first));
     assert_eq!(mine["1"]["hash"], json!(second));
     assert_eq!(content["queued"], json!({}));
@@ -610,7 +610,7 @@ async fn pool_replacement_drops_and_state_setters() {
         .unwrap()
         .tx_hash();
     let content: Value = p.request("txpool_content", ()).await.unwrap();
-    let mine = &content["pending"][sender.address.to_checksum(None)];
+    let mine = &content["pending"][format!("{:#x}", sender.address)];
     assert_eq!(mine["1"]["hash"], json!(replacement));
     assert_eq!(status(p.clone()).await.0, json!("0x2"));
 
