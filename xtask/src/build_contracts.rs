@@ -13,7 +13,7 @@ use crate::toolchain::{self, Preference, Toolchain, WASM_TARGET};
 use crate::wasm;
 
 /// Contract crates, in build order. Crates that are not workspace members yet are skipped.
-pub const CONTRACTS: &[&str] = &[
+pub(crate) const CONTRACTS: &[&str] = &[
     "session-wallet",
     "session-gateway",
     "counterparty-registry",
@@ -22,10 +22,10 @@ pub const CONTRACTS: &[&str] = &[
 ];
 
 /// Env var overriding where the wasm builds go (CI keeps it outside the clone for caching).
-pub const WASM_TARGET_DIR_ENV: &str = "BURSAR_WASM_TARGET_DIR";
+pub(crate) const WASM_TARGET_DIR_ENV: &str = "BURSAR_WASM_TARGET_DIR";
 
 #[derive(Args, Debug)]
-pub struct BuildArgs {
+pub(crate) struct BuildArgs {
     /// Build only these contracts (crate names, e.g. session-wallet); repeatable.
     #[arg(short = 'p', long = "contract", value_name = "CRATE")]
     pub contracts: Vec<String>,
@@ -37,7 +37,7 @@ pub struct BuildArgs {
     pub no_install: bool,
 }
 
-pub fn run(args: &BuildArgs) -> Result<()> {
+pub(crate) fn run(args: &BuildArgs) -> Result<()> {
     let workspace = workspace_root();
     for name in &args.contracts {
         if !CONTRACTS.contains(&name.as_str()) {
@@ -182,7 +182,7 @@ fn build_one(
 }
 
 /// The workspace root (parent of the xtask crate).
-pub fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("xtask lives inside the workspace")

@@ -10,14 +10,14 @@ use stylus_activation::MAX_CODE_SIZE;
 use crate::wasm::Processed;
 
 /// The project's own target for compressed contract size (warn above, don't fail).
-pub const TARGET_CODE_SIZE: usize = 16 * 1024;
+pub(crate) const TARGET_CODE_SIZE: usize = 16 * 1024;
 
-pub enum Outcome {
+pub(crate) enum Outcome {
     Processed(Processed),
     BuildFailed(String),
 }
 
-pub struct Row {
+pub(crate) struct Row {
     /// Crate name, e.g. `session-wallet`.
     pub contract: String,
     /// Artifact stem, e.g. `session_wallet`.
@@ -27,7 +27,7 @@ pub struct Row {
 
 impl Row {
     /// Why this contract makes the command fail, if it does.
-    pub fn failure(&self) -> Option<String> {
+    pub(crate) fn failure(&self) -> Option<String> {
         match &self.outcome {
             Outcome::BuildFailed(e) => Some(format!("build failed: {e}")),
             Outcome::Processed(p) => match &p.validation {
@@ -56,7 +56,7 @@ impl Row {
     }
 }
 
-pub fn print_table(rows: &[Row]) {
+pub(crate) fn print_table(rows: &[Row]) {
     println!(
         "{:<24} {:>12} {:>12} {:>11}  status",
         "contract",
@@ -103,7 +103,7 @@ pub fn print_table(rows: &[Row]) {
     }
 }
 
-pub fn write_json(path: &Path, rows: &[Row], toolchain: &str, wasm_opt: &str) -> Result<()> {
+pub(crate) fn write_json(path: &Path, rows: &[Row], toolchain: &str, wasm_opt: &str) -> Result<()> {
     let contracts: Vec<_> = rows
         .iter()
         .map(|row| match &row.outcome {

@@ -19,7 +19,7 @@ const CONTRACTS: [&str; 5] = [
 /// Formatting and lints, then the contracts as deployable WASM (which enforces the activation
 /// rules and the code-size limit, and gives the devnet tests fresh artifacts), then every
 /// workspace test.
-pub fn run(build: &BuildArgs) -> Result<()> {
+pub(crate) fn run(build: &BuildArgs) -> Result<()> {
     cargo("format", &["fmt", "--all", "--", "--check"])?;
     cargo(
         "lints",
@@ -54,7 +54,7 @@ pub fn run(build: &BuildArgs) -> Result<()> {
 }
 
 /// Builds the contracts, then runs the demonstration against them.
-pub fn demo(build: &BuildArgs) -> Result<()> {
+pub(crate) fn demo(build: &BuildArgs) -> Result<()> {
     eprintln!("==> contracts: build-contracts");
     build_contracts::run(build)?;
     cargo("demo", &["run", "--quiet", "-p", "bursar", "--", "demo"])

@@ -13,7 +13,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 
-pub const WASM_TARGET: &str = "wasm32-unknown-unknown";
+pub(crate) const WASM_TARGET: &str = "wasm32-unknown-unknown";
 
 /// Flags every contract build gets (they also reach build-std's std/core/alloc).
 const BASE_RUSTFLAGS: &str =
@@ -40,7 +40,7 @@ const DEBIAN_PACKAGES: &[&str] = &[
 
 /// Which toolchain family to use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Preference {
+pub(crate) enum Preference {
     /// rustup if a toolchain has the wasm32 target installed, else Debian rustc-web.
     Auto,
     /// Only a rustup toolchain with the wasm32 target.
@@ -51,14 +51,14 @@ pub enum Preference {
 
 /// A compiler able to produce contract wasm.
 #[derive(Clone, Debug)]
-pub enum Toolchain {
+pub(crate) enum Toolchain {
     Rustup { name: String, nightly: bool },
     Debian { version: String },
 }
 
 impl Toolchain {
     /// Picks a toolchain, installing Debian packages when needed and `install` allows it.
-    pub fn detect(preference: Preference, install: bool) -> Result<Self> {
+    pub(crate) fn detect(preference: Preference, install: bool) -> Result<Self> {
         if preference != Preference::Debian {
             match find_rustup_wasm_toolchain()? {
                 Some(toolchain) => return Ok(toolchain),
@@ -81,7 +81,7 @@ impl Toolchain {
     }
 
     /// Short description for progress lines, e.g. `debian rustc-web 1.96`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Toolchain::Rustup { name, .. } => format!("rustup {name}"),
             Toolchain::Debian { version } => format!("debian rustc-web {version}"),
@@ -89,7 +89,7 @@ impl Toolchain {
     }
 
     /// Whether this toolchain rebuilds std with size flags (`-Zbuild-std`, immediate abort).
-    pub fn builds_std(&self) -> bool {
+    pub(crate) fn builds_std(&self) -> bool {
         match self {
             Toolchain::Rustup { nightly, .. } => *nightly,
             Toolchain::Debian { .. } => true,
@@ -102,7 +102,7 @@ impl Toolchain {
     /// other crates). Building only the cdylib matters for size: when rustc also emits the rlib,
     /// generic instances are shared/exported and LTO keeps much more of them (session-wallet:
     /// 352 vs 162 functions, 20,594 vs ~18,950 bytes compressed).
-    pub fn cargo_build(&self, workspace: &Path, target_dir: &Path, krate: &str) -> Command {
+    pub(crate) fn cargo_build(&self, workspace: &Path, target_dir: &Path, krate: &str) -> Command {
         let mut cmd = match self {
             Toolchain::Rustup { name, .. } => {
                 let mut cmd = Command::new("cargo");
@@ -216,7 +216,7 @@ fn ensure_debian_toolchain(install: bool) -> Result<()> {
 }
 
 /// Makes sure `wasm-opt` (binaryen) runs; returns its version line.
-pub fn ensure_wasm_opt(install: bool) -> Result<String> {
+pub(crate) fn ensure_wasm_opt(install: bool) -> Result<String> {
     if let Ok(version) = command_output(Command::new("wasm-opt").arg("--version")) {
         return Ok(version.trim().to_string());
     }
@@ -270,7 +270,7 @@ fn is_root() -> bool {
 }
 
 /// Full path of `program` on PATH.
-pub fn which(program: &str) -> Option<PathBuf> {
+pub(crate) fn which(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))
@@ -278,7 +278,7 @@ pub fn which(program: &str) -> Option<PathBuf> {
 }
 
 /// Runs `cmd`, returning stdout; errors if it cannot start or exits non-zero.
-pub fn command_output(cmd: &mut Command) -> Result<String> {
+pub(crate) fn command_output(cmd: &mut Command) -> Result<String> {
     let out = cmd
         .output()
         .with_context(|| format!("failed to run {:?}", cmd.get_program()))?;

@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use stylus_activation::{ActivationError, ModuleInfo, MAX_CODE_SIZE};
 
 /// binaryen flags; all accepted by wasm-opt 108 (Debian bookworm/trixie) and newer.
-pub const WASM_OPT_FLAGS: &[&str] = &[
+pub(crate) const WASM_OPT_FLAGS: &[&str] = &[
     "-Oz",
     "--enable-bulk-memory",
     "--strip-debug",
@@ -17,7 +17,7 @@ pub const WASM_OPT_FLAGS: &[&str] = &[
 ];
 
 /// One processed contract.
-pub struct Processed {
+pub(crate) struct Processed {
     /// Size of the linker output.
     pub raw_bytes: usize,
     /// The optimized, stripped wasm (what gets compressed and activated).
@@ -30,21 +30,21 @@ pub struct Processed {
 
 impl Processed {
     /// Compressed size, prefix included.
-    pub fn code_bytes(&self) -> usize {
+    pub(crate) fn code_bytes(&self) -> usize {
         self.code.len()
     }
 
-    pub fn percent_of_limit(&self) -> f64 {
+    pub(crate) fn percent_of_limit(&self) -> f64 {
         self.code.len() as f64 * 100.0 / MAX_CODE_SIZE as f64
     }
 
-    pub fn fits(&self) -> bool {
+    pub(crate) fn fits(&self) -> bool {
         stylus_activation::check_code_size(&self.code).is_ok()
     }
 }
 
 /// Runs `wasm-opt` on `input` writing `output`.
-pub fn wasm_opt(input: &Path, output: &Path) -> Result<()> {
+pub(crate) fn wasm_opt(input: &Path, output: &Path) -> Result<()> {
     let status = Command::new("wasm-opt")
         .args(WASM_OPT_FLAGS)
         .arg(input)
@@ -65,7 +65,7 @@ pub fn wasm_opt(input: &Path, output: &Path) -> Result<()> {
 /// Optimizes `raw` into `wasm_out`, strips custom sections, validates and compresses.
 /// Writes `wasm_out` (always, for inspection) and `code_out` (only when the contract is usable;
 /// a stale one is removed otherwise).
-pub fn process(raw: &Path, wasm_out: &Path, code_out: &Path) -> Result<Processed> {
+pub(crate) fn process(raw: &Path, wasm_out: &Path, code_out: &Path) -> Result<Processed> {
     let raw_bytes = fs::metadata(raw)
         .with_context(|| format!("reading {}", raw.display()))?
         .len() as usize;

@@ -14,7 +14,7 @@ use bursar_devnet::RpcConfig;
 use crate::deploy::{git_commit, print_progress};
 
 #[derive(clap::Args, Debug)]
-pub struct DemoArgs {
+pub(crate) struct DemoArgs {
     /// Use this dev chain's JSON-RPC instead of starting a devnet in-process.
     #[arg(long, env = "BURSAR_RPC_URL")]
     rpc: Option<String>,
@@ -38,7 +38,7 @@ impl Narrator for Print {
     }
 }
 
-pub fn run(args: DemoArgs) -> Result<(), String> {
+pub(crate) fn run(args: DemoArgs) -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

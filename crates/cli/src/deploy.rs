@@ -8,7 +8,7 @@ use bursar_deploy::key::{KeyError, KEYSTORE_PASSWORD_ENV};
 use bursar_deploy::{Client, DeployOptions, Key, Network, Progress};
 
 #[derive(clap::Args, Debug)]
-pub struct DeployArgs {
+pub(crate) struct DeployArgs {
     /// JSON-RPC endpoint of the chain.
     #[arg(long, env = "BURSAR_RPC_URL", default_value = "http://127.0.0.1:8547")]
     rpc: String,
@@ -37,7 +37,7 @@ pub struct DeployArgs {
     deployments: PathBuf,
 }
 
-pub fn run(args: DeployArgs) -> Result<(), String> {
+pub(crate) fn run(args: DeployArgs) -> Result<(), String> {
     let network = Network::named(&args.network).map_err(|e| e.to_string())?;
     let key = load_key(&args, &network).map_err(|e| e.to_string())?;
     if args.build {
@@ -114,7 +114,7 @@ fn build_contracts() -> Result<(), String> {
 }
 
 /// `git rev-parse HEAD` in `dir`, if it is a git checkout.
-pub fn git_commit(dir: &Path) -> Option<String> {
+pub(crate) fn git_commit(dir: &Path) -> Option<String> {
     let out = Command::new("git")
         .args(["rev-parse", "HEAD"])
         .current_dir(dir)
@@ -126,7 +126,7 @@ pub fn git_commit(dir: &Path) -> Option<String> {
 }
 
 /// Progress lines on stderr, one per step.
-pub fn print_progress(p: Progress) {
+pub(crate) fn print_progress(p: Progress) {
     match p {
         Progress::Connected { chain_id, block } => {
             eprintln!("connected: chain {chain_id}, block {block}")

@@ -9,7 +9,7 @@ use bursar_devnet::accounts::{dev_accounts, TEST_MNEMONIC};
 use bursar_devnet::{Chain, ChainConfig, RpcConfig};
 
 #[derive(clap::Args, Debug)]
-pub struct DevnetArgs {
+pub(crate) struct DevnetArgs {
     /// Address to listen on.
     #[arg(long, env = "BURSAR_DEVNET_HOST", default_value = "127.0.0.1")]
     host: IpAddr,
@@ -43,7 +43,7 @@ pub struct DevnetArgs {
     state: Option<PathBuf>,
 }
 
-pub fn run(args: DevnetArgs) -> Result<(), String> {
+pub(crate) fn run(args: DevnetArgs) -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
