@@ -20,17 +20,26 @@ use crate::scenario::Contracts;
 /// One decoded event of the trail.
 #[derive(Clone, Debug)]
 pub struct AuditEntry {
+    /// The block it was logged in.
     pub block: u64,
+    /// The transaction that logged it.
     pub tx: B256,
+    /// Its index in the block's logs.
     pub log_index: u64,
+    /// What happened.
     pub event: AuditEvent,
 }
 
+/// An event of one of the session's contracts, decoded through the bindings.
 #[derive(Clone, Debug)]
 pub enum AuditEvent {
+    /// From the SessionWallet.
     Wallet(WalletEvent),
+    /// From the ReceiptRegistry.
     Registry(RegistryEvent),
+    /// From the CounterpartyRegistry.
     List(ListEvent),
+    /// From the session's token.
     Token(TokenEvent),
 }
 

@@ -25,19 +25,25 @@ use serde_json::json;
 use crate::money::usd;
 
 /// Why the scenario stopped.
+/// Why the scenario stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
+    /// The chain could not be reached or answered wrongly.
     #[error(transparent)]
     Rpc(#[from] RpcError),
+    /// A transaction of step `step` could not be sent or was refused.
     #[error("{step}: {source}")]
     Send {
+        /// What the scenario was doing.
         step: &'static str,
+        /// Why the send failed.
         #[source]
         source: SendError,
     },
     /// The chain did something other than what the scenario expects.
     #[error("check failed: {0}")]
     Check(String),
+    /// The deployment record lacks a contract the scenario needs.
     #[error("the deployment record has no {0}")]
     Missing(&'static str),
 }
@@ -81,7 +87,9 @@ pub struct Actors {
     pub relayer: Key,
     /// Two allowed vendors and one that is not on the list.
     pub vendor_a: Key,
+    /// The second allowed vendor.
     pub vendor_b: Key,
+    /// The vendor that is not on the list.
     pub vendor_c: Key,
 }
 
@@ -110,23 +118,35 @@ impl Actors {
 /// Gas money the operator gives each actor that sends transactions.
 pub const GAS_MONEY_WEI: u64 = 1_000_000_000_000_000_000;
 
-/// The session's policy.
+/// The session's deposit, in whole tUSD.
 pub const DEPOSIT: u64 = 100;
+/// The largest single payment, in whole tUSD.
 pub const PER_PAYMENT_CAP: u64 = 30;
+/// What may be spent per period, in whole tUSD.
 pub const PERIOD_BUDGET: u64 = 40;
+/// The budget period.
 pub const PERIOD_SECONDS: u64 = 3_600;
+/// Payments above this (whole tUSD) wait for the owner.
 pub const CO_SIGN_THRESHOLD: u64 = 20;
 
 /// What the scenario produced, for the audit trail and for tests.
 #[derive(Clone, Debug, Default)]
 pub struct Report {
+    /// The session opened.
     pub session_id: U256,
+    /// The vendor allowlist created.
     pub list_id: U256,
+    /// The first block the scenario wrote.
     pub first_block: u64,
+    /// Receipts of the executed payments, in order.
     pub receipt_ids: Vec<U256>,
+    /// The co-signed payment that waited for the owner.
     pub pending_id: U256,
+    /// Provenance records written.
     pub provenance_ids: Vec<U256>,
+    /// What the owner got back at close.
     pub refund: U256,
+    /// What the session spent.
     pub spent: U256,
     /// Every transaction the scenario sent, in order.
     pub transactions: Vec<B256>,
@@ -135,14 +155,20 @@ pub struct Report {
 /// The deployed contracts the scenario uses.
 #[derive(Clone, Copy, Debug)]
 pub struct Contracts {
+    /// The test token deposits are made in.
     pub token: Address,
+    /// The CounterpartyRegistry.
     pub counterparties: Address,
+    /// The ReceiptRegistry.
     pub receipts: Address,
+    /// The SessionGateway.
     pub gateway: Address,
+    /// The SessionWallet.
     pub wallet: Address,
 }
 
 impl Contracts {
+    /// The addresses in a deployment record (`ScenarioError::Missing` for an absent one).
     pub fn from_record(record: &DeploymentRecord) -> Result<Self> {
         let get = |c: Contract| {
             record
@@ -158,6 +184,7 @@ impl Contracts {
         })
     }
 
+    /// All five, for log queries.
     pub fn all(&self) -> [Address; 5] {
         [
             self.token,
@@ -173,6 +200,7 @@ impl Contracts {
 pub struct Scenario<'a, N: Narrator> {
     client: &'a Client,
     chain_id: u64,
+    /// The contracts it runs against.
     pub contracts: Contracts,
     actors: Actors,
     narrator: &'a mut N,
