@@ -9,18 +9,38 @@ use serde::Deserialize;
 /// Why the artifacts cannot be deployed.
 #[derive(Debug, thiserror::Error)]
 pub enum ArtifactError {
+    /// The `.code` file does not exist: the contracts have not been built.
     #[error("contract artifact {path} not found: build the contracts with `cargo xtask build-contracts` (or pass --build)")]
-    Missing { path: PathBuf },
+    Missing {
+        /// The expected `<dir>/<name>.code`.
+        path: PathBuf,
+    },
+    /// The `.code` file exists but could not be read.
     #[error("cannot read {path}: {reason}")]
-    Read { path: PathBuf, reason: String },
+    Read {
+        /// The `.code` file.
+        path: PathBuf,
+        /// The I/O error.
+        reason: String,
+    },
+    /// The on-chain code exceeds the Stylus code size limit.
     #[error("{name}: {size} bytes on chain, over the {limit}-byte Stylus limit")]
     TooLarge {
+        /// The artifact stem.
         name: &'static str,
+        /// Bytes of the on-chain (compressed, prefixed) code.
         size: usize,
+        /// The limit in bytes (24,576).
         limit: usize,
     },
+    /// The code lacks the Stylus prefix, does not decompress or breaks an activation rule.
     #[error("{name}: Stylus would refuse to activate it: {reason}")]
-    Invalid { name: &'static str, reason: String },
+    Invalid {
+        /// The artifact stem.
+        name: &'static str,
+        /// What activation would reject.
+        reason: String,
+    },
 }
 
 /// One contract ready to deploy.
@@ -30,6 +50,7 @@ pub struct Artifact {
     pub name: &'static str,
     /// The on-chain code.
     pub code: Vec<u8>,
+    /// `keccak256` of the on-chain code (the activation key).
     pub code_hash: B256,
     /// Size of the decompressed WASM.
     pub wasm_size: usize,
@@ -51,6 +72,7 @@ impl Artifact {
         Self::from_code(name, code)
     }
 
+    /// Checks on-chain `code` (`EFF00000 || brotli(wasm)`) as [`Artifact::load`] does.
     pub fn from_code(name: &'static str, code: Vec<u8>) -> Result<Self, ArtifactError> {
         let invalid = |reason: String| ArtifactError::Invalid { name, reason };
         if code.len() > stylus_activation::MAX_CODE_SIZE {
@@ -83,8 +105,10 @@ impl Artifact {
 /// What `cargo xtask build-contracts` recorded about the build (`sizes.json`).
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct BuildInfo {
+    /// The Rust toolchain that built the WASM (`rustup <name>` or `debian rustc-web <version>`).
     #[serde(default)]
     pub toolchain: String,
+    /// The `wasm-opt --version` line of the optimizer used.
     #[serde(default)]
     pub wasm_opt: String,
 }

@@ -27,14 +27,20 @@ use crate::sender::{SendError, Sender};
 /// deployer then binds those three to it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Contract {
+    /// The test stablecoin, deployed only where [`Network::test_token`] is set.
     TestToken,
+    /// The registry of counterparties, bound to the wallet.
     CounterpartyRegistry,
+    /// The registry of receipts, bound to the wallet.
     ReceiptRegistry,
+    /// The session gateway, bound to the wallet.
     SessionGateway,
+    /// The session wallet, constructed with the two registries' and the gateway's addresses.
     SessionWallet,
 }
 
 impl Contract {
+    /// Every contract, in deployment order.
     pub const ALL: [Contract; 5] = [
         Contract::TestToken,
         Contract::CounterpartyRegistry,
@@ -92,36 +98,63 @@ pub const CONSTRUCTOR_SELECTOR: [u8; 4] = [0x55, 0x85, 0x25, 0x8d];
 /// continues where it stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum DeployError {
+    /// A JSON-RPC request failed.
     #[error(transparent)]
     Rpc(#[from] RpcError),
+    /// The RPC endpoint serves a different chain than the named network.
     #[error("network {network} has chain id {expected}, but the RPC endpoint reports {actual}")]
     WrongChain {
+        /// The network's name.
         network: String,
+        /// The chain id the network must have.
         expected: u64,
+        /// The chain id the RPC endpoint reported.
         actual: u64,
     },
+    /// A contract artifact is missing or would not activate.
     #[error(transparent)]
     Artifact(#[from] ArtifactError),
+    /// The chain has no code at the canonical StylusDeployer address.
     #[error("no StylusDeployer at {STYLUS_DEPLOYER_ADDRESS} on chain {chain_id}: is this a Stylus chain?")]
-    NoStylusDeployer { chain_id: u64 },
+    NoStylusDeployer {
+        /// The chain id the RPC endpoint reported.
+        chain_id: u64,
+    },
+    /// The deployer cannot pay for what is left to deploy; checked before anything is sent.
     #[error("deployer {address} has {have} wei but the deployment needs about {need} wei")]
     InsufficientBalance {
+        /// The deployer's address.
         address: Address,
+        /// Its balance, in wei.
         have: U256,
+        /// The estimated upper bound of gas and activation fees, in wei.
         need: U256,
     },
+    /// Simulating activation showed the chain would refuse the program.
     #[error("{contract}: activation would fail: {reason}")]
     Activation {
+        /// The artifact stem.
         contract: &'static str,
+        /// ArbWasm's error (decoded) or the node's message.
         reason: String,
     },
+    /// The StylusDeployer transaction would revert, reverted or logged no new contract.
     #[error("{contract}: deployment failed: {reason}")]
     Deploy {
+        /// The artifact stem.
         contract: &'static str,
+        /// What went wrong, with revert data decoded.
         reason: String,
     },
+    /// Binding a contract to the wallet failed.
     #[error("wiring ({step}) failed: {reason}")]
-    Wiring { step: &'static str, reason: String },
+    Wiring {
+        /// The artifact stem of the contract being bound.
+        step: &'static str,
+        /// What went wrong: bound to another wallet, or the send failure.
+        reason: String,
+    },
+    /// The deployment record could not be read or written.
     #[error(transparent)]
     Record(#[from] RecordError),
 }
@@ -129,38 +162,63 @@ pub enum DeployError {
 /// What a deployment reports as it goes.
 #[derive(Clone, Debug)]
 pub enum Progress {
+    /// The RPC endpoint answered and serves the expected chain.
     Connected {
+        /// The chain id it reported.
         chain_id: u64,
+        /// Its latest block number.
         block: u64,
     },
+    /// The account that will send the transactions.
     Deployer {
+        /// The deployer's address.
         address: Address,
+        /// Its balance, in wei.
         balance: U256,
     },
     /// `index` of `total` (1-based): already deployed with this code and arguments.
     Reused {
+        /// Position in the deployment order, 1-based.
         index: usize,
+        /// How many contracts this network gets.
         total: usize,
+        /// The contract kept.
         contract: Contract,
+        /// Where it already is.
         address: Address,
     },
+    /// `index` of `total` (1-based): its deployment transaction is about to be sent.
     Deploying {
+        /// Position in the deployment order, 1-based.
         index: usize,
+        /// How many contracts this network gets.
         total: usize,
+        /// The contract being deployed.
         contract: Contract,
+        /// Bytes of its on-chain (compressed) code.
         size: usize,
     },
+    /// `index` of `total` (1-based): deployed, activated and constructed.
     Deployed {
+        /// Position in the deployment order, 1-based.
         index: usize,
+        /// How many contracts this network gets.
         total: usize,
+        /// The contract deployed.
         contract: Contract,
+        /// Its entry in the deployment record.
         record: ContractRecord,
     },
+    /// A contract is bound to the wallet.
     Wired {
+        /// The call, e.g. `sessionGateway.bind(0x…)`.
         description: String,
+        /// The binding transaction; `None` when an earlier run had already bound it.
         tx: Option<B256>,
     },
+    /// The deployment record was written; the deployment is complete.
     Written {
+        /// Where (`deployments/<network>.json`).
         path: PathBuf,
     },
 }
@@ -168,11 +226,13 @@ pub enum Progress {
 /// What to deploy where.
 #[derive(Clone, Debug)]
 pub struct DeployOptions {
+    /// The network to deploy to: its expected chain id and whether the test token goes there.
     pub network: Network,
     /// Where `<stem>.code` and `sizes.json` are (`target/contracts`).
     pub artifacts_dir: PathBuf,
     /// `deployments/<network>.json`: read for idempotency, written at the end.
     pub record_path: PathBuf,
+    /// The source tree's commit (`git rev-parse HEAD`), to record; `None` when unknown.
     pub git_commit: Option<String>,
 }
 

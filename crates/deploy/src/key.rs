@@ -18,18 +18,42 @@ pub const KEYSTORE_PASSWORD_ENV: &str = "BURSAR_KEYSTORE_PASSWORD";
 /// Why a key could not be loaded. Messages name the source, never the secret.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
+    /// The text is not 32 bytes of hex, or not a valid secp256k1 scalar.
     #[error("{source_name}: not a secp256k1 private key (expected 32 bytes of hex, optionally 0x-prefixed)")]
-    Malformed { source_name: String },
+    Malformed {
+        /// Where the text came from (a file path or an environment variable).
+        source_name: String,
+    },
+    /// The key file could not be read.
     #[error("cannot read {path}: {reason}")]
-    Read { path: PathBuf, reason: String },
+    Read {
+        /// The key file.
+        path: PathBuf,
+        /// The I/O error.
+        reason: String,
+    },
+    /// The keystore could not be decrypted (wrong password, bad file) or holds no valid key.
     #[error("keystore {path}: {reason}")]
-    Keystore { path: PathBuf, reason: String },
+    Keystore {
+        /// The keystore file.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+    /// No key was given for a network that has no dev account to fall back on.
     #[error("no deployer key for network {network}: pass --key-file or --keystore, or set {DEPLOYER_KEY_ENV}")]
-    NoKey { network: String },
+    NoKey {
+        /// The network's name.
+        network: String,
+    },
+    /// A keystore was given without a password file or `$BURSAR_KEYSTORE_PASSWORD`.
     #[error(
         "keystore {path} needs a password: pass --password-file or set {KEYSTORE_PASSWORD_ENV}"
     )]
-    NoPassword { path: PathBuf },
+    NoPassword {
+        /// The keystore file.
+        path: PathBuf,
+    },
 }
 
 /// A secp256k1 signing key and its address.
@@ -46,6 +70,7 @@ impl fmt::Debug for Key {
 }
 
 impl Key {
+    /// From a k256 signing key; derives the address.
     pub fn from_signing_key(signing: SigningKey) -> Self {
         let point = signing.verifying_key().to_encoded_point(false);
         let address = Address::from_slice(&keccak256(&point.as_bytes()[1..])[12..]);
@@ -104,6 +129,7 @@ impl Key {
         }
     }
 
+    /// The Ethereum address of the key.
     pub fn address(&self) -> Address {
         self.address
     }

@@ -25,6 +25,8 @@ pub const KNOWN: [(&str, u64, bool, bool); 3] = [
 /// Why a network name is not usable.
 #[derive(Debug, thiserror::Error)]
 pub enum NetworkError {
+    /// The name (given here) has characters other than lowercase letters, digits and `-`, or
+    /// is empty.
     #[error("network name {0:?} must be lowercase letters, digits and '-' (it names deployments/<name>.json)")]
     BadName(String),
 }

@@ -14,15 +14,20 @@ pub const FORMAT: u32 = 1;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeploymentRecord {
+    /// The record format version, [`FORMAT`] when written.
     pub format: u32,
+    /// The network's name (the `<network>` of the file name).
     pub network: String,
+    /// The chain id the RPC endpoint reported during the deployment.
     pub chain_id: u64,
+    /// The account that sent every deployment and wiring transaction.
     pub deployer: Address,
     /// The factory every contract was deployed through (it runs the constructor in the same
     /// transaction as creation and activation).
     pub stylus_deployer: Address,
     /// `git rev-parse HEAD` of the source tree the artifacts came from, when known.
     pub git_commit: Option<String>,
+    /// The tools the contracts were built with.
     pub toolchain: Toolchain,
     /// By contract name (`sessionWallet`, ...).
     pub contracts: BTreeMap<String, ContractRecord>,
@@ -30,51 +35,76 @@ pub struct DeploymentRecord {
     pub wiring: Vec<WiringRecord>,
 }
 
+/// The tools that built the deployed contracts, recorded so auditors can reproduce the code.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Toolchain {
     /// The compiler that built the WASM (from `sizes.json`).
     pub rustc: String,
+    /// The `wasm-opt --version` line of the optimizer that shrank the WASM (from `sizes.json`).
     pub wasm_opt: String,
+    /// The stylus-sdk version the contracts are built with.
     pub stylus_sdk: String,
 }
 
+/// One deployed contract: where it is, what code it runs and the transactions that put it there.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ContractRecord {
+    /// The contract's address.
     pub address: Address,
     /// `keccak256` of the on-chain code (the activation key).
     pub code_hash: B256,
     /// Bytes on chain (`EFF00000 || brotli(wasm)`), against the 24,576-byte limit.
     pub compressed_size: usize,
+    /// Bytes of the decompressed WASM.
     pub wasm_size: usize,
     /// ABI-encoded constructor arguments (empty without a constructor).
     pub constructor_args: Bytes,
+    /// The StylusDeployer transaction that created the contract.
     pub deploy_tx: B256,
+    /// The block that included `deploy_tx`.
     pub deploy_block: u64,
     /// The transaction that activated the code: the deploy transaction itself, or `None` when
     /// the same code was already active on the chain.
     pub activation_tx: Option<B256>,
+    /// The block that included `activation_tx`, if any.
     pub activation_block: Option<u64>,
     /// The contract's full JSON ABI (functions, events, errors).
     pub abi: serde_json::Value,
 }
 
+/// One wiring transaction sent after the contracts were deployed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WiringRecord {
+    /// The call made, e.g. `sessionGateway.bind(0x…)`; identifies the step across runs.
     pub description: String,
+    /// The transaction's hash.
     pub tx: B256,
+    /// The block that included it.
     pub block: u64,
 }
 
 /// Reading or writing a record failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
+    /// The file (or its directory) could not be read, created, written or renamed.
     #[error("{path}: {reason}")]
-    Io { path: PathBuf, reason: String },
+    Io {
+        /// The record file.
+        path: PathBuf,
+        /// The I/O error.
+        reason: String,
+    },
+    /// The file exists but does not parse as a deployment record.
     #[error("{path} is not a deployment record: {reason}")]
-    Format { path: PathBuf, reason: String },
+    Format {
+        /// The record file.
+        path: PathBuf,
+        /// The JSON error.
+        reason: String,
+    },
 }
 
 impl DeploymentRecord {
@@ -113,6 +143,7 @@ impl DeploymentRecord {
         std::fs::rename(&tmp, path).map_err(io)
     }
 
+    /// The address of `contract` (its key, e.g. `sessionWallet`), if recorded.
     pub fn address(&self, contract: &str) -> Option<Address> {
         self.contracts.get(contract).map(|c| c.address)
     }

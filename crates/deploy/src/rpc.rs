@@ -14,12 +14,20 @@ use serde_json::{json, Value};
 pub enum RpcError {
     /// No connection (refused, DNS, TLS, timeout): the node is not there.
     #[error("cannot reach the RPC endpoint {url}: {reason}")]
-    Unreachable { url: String, reason: String },
+    Unreachable {
+        /// The endpoint, redacted (see [`redact_url`]).
+        url: String,
+        /// The transport error and its sources.
+        reason: String,
+    },
     /// The node answered with a JSON-RPC error object.
     #[error("{method}: {message} (JSON-RPC error {code})")]
     Node {
+        /// The JSON-RPC method called.
         method: &'static str,
+        /// The error object's `code` (0 when absent).
         code: i64,
+        /// The error object's `message`.
         message: String,
         /// `data` of the error: revert data for `eth_call`/`eth_estimateGas`.
         data: Option<Bytes>,
@@ -27,12 +35,21 @@ pub enum RpcError {
     /// The answer was not what the method returns.
     #[error("{method}: unexpected response from {url}: {reason}")]
     BadResponse {
+        /// The JSON-RPC method called.
         method: &'static str,
+        /// The endpoint, redacted (see [`redact_url`]).
         url: String,
+        /// Why the answer could not be decoded.
         reason: String,
     },
+    /// No receipt appeared within [`Client::receipt_timeout`].
     #[error("transaction {hash} was not mined within {seconds} s")]
-    ReceiptTimeout { hash: B256, seconds: u64 },
+    ReceiptTimeout {
+        /// The transaction waited for.
+        hash: B256,
+        /// How long it was waited for, in seconds.
+        seconds: u64,
+    },
 }
 
 impl RpcError {
@@ -49,21 +66,31 @@ impl RpcError {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Receipt {
+    /// The transaction's hash.
     pub transaction_hash: B256,
+    /// The block that included it.
     pub block_number: U64,
+    /// That block's hash.
     pub block_hash: B256,
+    /// 1 if it succeeded, 0 if it reverted.
     pub status: U64,
+    /// Gas it used.
     pub gas_used: U64,
+    /// What it paid per gas, in wei (base fee plus tip).
     pub effective_gas_price: U256,
+    /// The created contract, for a contract-creation transaction.
     pub contract_address: Option<Address>,
+    /// The logs it emitted.
     pub logs: Vec<RpcLog>,
 }
 
 impl Receipt {
+    /// Whether the transaction succeeded (status 1) rather than reverted.
     pub fn succeeded(&self) -> bool {
         self.status == U64::from(1)
     }
 
+    /// The number of the block that included the transaction.
     pub fn block(&self) -> u64 {
         self.block_number.to()
     }
@@ -78,12 +105,20 @@ impl Receipt {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RpcLog {
+    /// The contract that emitted it.
     pub address: Address,
+    /// Its topics: the event signature hash first (for non-anonymous events), then indexed
+    /// fields.
     pub topics: Vec<B256>,
+    /// The ABI-encoded non-indexed fields.
     pub data: Bytes,
+    /// The block that included it.
     pub block_number: U64,
+    /// The transaction that emitted it.
     pub transaction_hash: B256,
+    /// Its position among the block's logs.
     pub log_index: U64,
+    /// Whether a reorg removed it (absent means `false`).
     #[serde(default)]
     pub removed: bool,
 }
@@ -92,9 +127,13 @@ pub struct RpcLog {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BlockHeader {
+    /// The block number.
     pub number: U64,
+    /// The block hash.
     pub hash: B256,
+    /// The block's timestamp, in seconds since the Unix epoch.
     pub timestamp: U64,
+    /// The base fee per gas, in wei; `None` before EIP-1559.
     pub base_fee_per_gas: Option<U256>,
 }
 
@@ -109,6 +148,8 @@ pub struct Client {
 }
 
 impl Client {
+    /// A client for the endpoint at `url` (10 s connect and 60 s request timeouts; receipts
+    /// waited for 120 s).
     pub fn new(url: impl Into<String>) -> Self {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
@@ -123,6 +164,7 @@ impl Client {
         }
     }
 
+    /// The endpoint's full URL, credentials included: not for logs (see [`Client::display_url`]).
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -182,10 +224,12 @@ impl Client {
         serde_json::from_value(result).map_err(|e| bad(e.to_string()))
     }
 
+    /// The chain id (`eth_chainId`).
     pub async fn chain_id(&self) -> Result<u64, RpcError> {
         Ok(self.request::<U64>("eth_chainId", json!([])).await?.to())
     }
 
+    /// The latest block number (`eth_blockNumber`).
     pub async fn block_number(&self) -> Result<u64, RpcError> {
         Ok(self
             .request::<U64>("eth_blockNumber", json!([]))
@@ -193,11 +237,13 @@ impl Client {
             .to())
     }
 
+    /// The latest block's header (`eth_getBlockByNumber`).
     pub async fn latest_block(&self) -> Result<BlockHeader, RpcError> {
         self.request("eth_getBlockByNumber", json!(["latest", false]))
             .await
     }
 
+    /// The balance of `address` at the latest block, in wei.
     pub async fn balance(&self, address: Address) -> Result<U256, RpcError> {
         self.request("eth_getBalance", json!([address, "latest"]))
             .await
@@ -211,11 +257,13 @@ impl Client {
         Ok(n.to())
     }
 
+    /// The code at `address` at the latest block (empty for an account without code).
     pub async fn code(&self, address: Address) -> Result<Bytes, RpcError> {
         self.request("eth_getCode", json!([address, "latest"]))
             .await
     }
 
+    /// The tip per gas the node suggests (`eth_maxPriorityFeePerGas`), in wei.
     pub async fn max_priority_fee(&self) -> Result<u128, RpcError> {
         let fee: U256 = self.request("eth_maxPriorityFeePerGas", json!([])).await?;
         Ok(fee.saturating_to())
@@ -242,6 +290,8 @@ impl Client {
         self.request("eth_call", params).await
     }
 
+    /// The gas a transaction from `from` to `to` (`None`: contract creation) would use
+    /// (`eth_estimateGas`); a revert comes back as [`RpcError::Node`] with its data.
     pub async fn estimate_gas(
         &self,
         from: Address,
@@ -257,6 +307,7 @@ impl Client {
         Ok(gas.to())
     }
 
+    /// Submits a signed, EIP-2718-encoded transaction; returns its hash.
     pub async fn send_raw_transaction(&self, raw: &[u8]) -> Result<B256, RpcError> {
         self.request(
             "eth_sendRawTransaction",
@@ -265,6 +316,7 @@ impl Client {
         .await
     }
 
+    /// The receipt of transaction `hash`, or `None` while it is not mined.
     pub async fn receipt(&self, hash: B256) -> Result<Option<Receipt>, RpcError> {
         self.request("eth_getTransactionReceipt", json!([hash]))
             .await

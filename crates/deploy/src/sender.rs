@@ -11,14 +11,23 @@ use crate::rpc::{Client, Receipt, RpcError};
 /// Why a transaction did not succeed.
 #[derive(Debug, thiserror::Error)]
 pub enum SendError {
+    /// A JSON-RPC request failed (including the node rejecting the signed transaction).
     #[error(transparent)]
     Rpc(#[from] RpcError),
     /// Gas estimation reverted: the transaction was not sent. `data` is the revert data.
     #[error("the transaction would revert (data {data}); not sent")]
-    WouldRevert { data: Bytes },
+    WouldRevert {
+        /// The revert data (empty when the node gave none).
+        data: Bytes,
+    },
     /// Mined, but reverted.
     #[error("transaction {hash} reverted in block {block}")]
-    Reverted { hash: B256, block: u64 },
+    Reverted {
+        /// The transaction's hash.
+        hash: B256,
+        /// The block that included it.
+        block: u64,
+    },
 }
 
 impl SendError {
@@ -55,10 +64,12 @@ impl Sender {
         })
     }
 
+    /// The address transactions are sent from.
     pub fn address(&self) -> Address {
         self.key.address()
     }
 
+    /// The key that signs the transactions.
     pub fn key(&self) -> &Key {
         &self.key
     }
