@@ -15,11 +15,14 @@ pub const TEST_MNEMONIC: &str = "test test test test test test test test test te
 /// One dev account.
 #[derive(Clone, Debug)]
 pub struct DevAccount {
+    /// The account's address (derived from its public key).
     pub address: Address,
+    /// The secp256k1 private key, as 32 big-endian bytes.
     pub private_key: B256,
 }
 
 impl DevAccount {
+    /// The k256 signing key for `private_key`, to sign transactions from this account.
     pub fn signing_key(&self) -> SigningKey {
         SigningKey::from_bytes(&self.private_key.0.into()).expect("derived keys are valid")
     }

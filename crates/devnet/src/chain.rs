@@ -50,9 +50,11 @@ use crate::trace::CallFrame;
 /// Chain parameters.
 #[derive(Clone, Debug)]
 pub struct ChainConfig {
+    /// Chain id (EIP-155), also reported to programs; nitro's dev node id (412346) by default.
     pub chain_id: u64,
     /// Constant base fee in wei (see the module docs).
     pub base_fee: u64,
+    /// Gas limit of every block; transactions with a larger gas limit are refused.
     pub block_gas_limit: u64,
     /// Balance of each prefunded dev account.
     pub dev_balance: U256,
@@ -98,32 +100,75 @@ pub enum TraceError {
 /// Why a transaction was refused. Messages are geth's, which clients match on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TxError {
+    /// The raw bytes are not a valid RLP / EIP-2718 transaction.
     #[error("rlp: {0}")]
     Decode(String),
+    /// The signature is malformed or no sender can be recovered from it.
     #[error("invalid sender: {0}")]
     InvalidSignature(String),
+    /// The transaction is signed for another chain id (EIP-155).
     #[error("invalid chain id for signer: have {have} want {want}")]
-    WrongChainId { have: u64, want: u64 },
+    WrongChainId {
+        /// Chain id the transaction was signed for.
+        have: u64,
+        /// This chain's id.
+        want: u64,
+    },
+    /// The nonce is below the sender's next nonce (already used).
     #[error("nonce too low: next nonce {state}, tx nonce {tx}")]
-    NonceTooLow { state: u64, tx: u64 },
+    NonceTooLow {
+        /// The sender's next nonce.
+        state: u64,
+        /// The transaction's nonce.
+        tx: u64,
+    },
+    /// The nonce is above the sender's next nonce (this devnet does not queue gapped nonces).
     #[error("nonce too high: next nonce {state}, tx nonce {tx}")]
-    NonceTooHigh { state: u64, tx: u64 },
+    NonceTooHigh {
+        /// The sender's next nonce.
+        state: u64,
+        /// The transaction's nonce.
+        tx: u64,
+    },
+    /// The sender cannot pay `gas limit × fee cap + value`.
     #[error("insufficient funds for gas * price + value: have {have} want {want}")]
-    InsufficientFunds { have: U256, want: U256 },
+    InsufficientFunds {
+        /// The sender's balance, in wei.
+        have: U256,
+        /// `gas limit × fee cap + value`, in wei.
+        want: U256,
+    },
+    /// The gas limit is below the transaction's intrinsic gas.
     #[error("intrinsic gas too low: have {have}, want {want}")]
-    IntrinsicGasTooLow { have: u64, want: u64 },
+    IntrinsicGasTooLow {
+        /// The transaction's gas limit.
+        have: u64,
+        /// Its intrinsic gas.
+        want: u64,
+    },
+    /// The fee cap (`maxFeePerGas` or legacy gas price) is below the block base fee.
     #[error(
         "max fee per gas less than block base fee: maxFeePerGas: {max_fee}, baseFee: {base_fee}"
     )]
-    FeeCapTooLow { max_fee: u128, base_fee: u64 },
+    FeeCapTooLow {
+        /// The transaction's fee cap, in wei per gas.
+        max_fee: u128,
+        /// The block base fee, in wei per gas.
+        base_fee: u64,
+    },
+    /// The priority fee exceeds the fee cap (EIP-1559).
     #[error("max priority fee per gas higher than max fee per gas")]
     TipAboveFeeCap,
+    /// The gas limit exceeds the block gas limit.
     #[error("exceeds block gas limit")]
     GasLimitExceeded,
+    /// A transaction type other than legacy, EIP-2930 and EIP-1559.
     #[error("transaction type not supported")]
     UnsupportedType,
+    /// An EIP-2718 type byte with no payload after it.
     #[error("typed transaction too short")]
     TypedTooShort,
+    /// A transaction with this hash is already pooled or mined.
     #[error("already known")]
     AlreadyKnown,
     /// A pooled transaction has this sender and nonce, and this one does not offer
@@ -142,6 +187,7 @@ pub const PRICE_BUMP_PERCENT: u128 = 10;
 /// A log as stored in a receipt, with its position.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReceiptLog {
+    /// The log as emitted.
     pub log: Log,
     /// Index of the log in its block.
     pub log_index: u64,
@@ -150,12 +196,19 @@ pub struct ReceiptLog {
 /// A transaction receipt.
 #[derive(Clone, Debug)]
 pub struct Receipt {
+    /// Whether the transaction succeeded (receipt status 1).
     pub status: bool,
+    /// Gas used by this and all earlier transactions of its block.
     pub cumulative_gas_used: u64,
+    /// Gas used by this transaction, after refunds.
     pub gas_used: u64,
+    /// Price paid per gas in wei: base fee plus the tip actually paid.
     pub effective_gas_price: u128,
+    /// Logs emitted, with their block-wide indices.
     pub logs: Vec<ReceiptLog>,
+    /// Bloom filter over the logs' addresses and topics.
     pub logs_bloom: Bloom,
+    /// The created contract, for a successful contract-creation transaction.
     pub contract_address: Option<Address>,
     /// Revert data of a failed transaction (not part of the Ethereum receipt; for debugging).
     pub revert_data: Bytes,
@@ -164,24 +217,35 @@ pub struct Receipt {
 /// A mined transaction with its receipt and position.
 #[derive(Clone, Debug)]
 pub struct MinedTx {
+    /// The signed transaction as received.
     pub envelope: TxEnvelope,
+    /// Transaction hash.
     pub hash: B256,
+    /// Sender recovered from the signature.
     pub from: Address,
+    /// Number of the block that includes it.
     pub block_number: u64,
+    /// Hash of the block that includes it.
     pub block_hash: B256,
+    /// Position of the transaction in its block.
     pub index: u64,
+    /// The transaction's receipt.
     pub receipt: Receipt,
 }
 
 /// A mined block.
 #[derive(Clone, Debug)]
 pub struct Block {
+    /// The block header (its RLP hashes to `hash`).
     pub header: Header,
+    /// `keccak256(rlp(header))`.
     pub hash: B256,
+    /// Hashes of the block's transactions, in order.
     pub transactions: Vec<B256>,
 }
 
 impl Block {
+    /// The block's height (genesis is 0).
     pub fn number(&self) -> u64 {
         self.header.number
     }
@@ -198,32 +262,45 @@ struct PendingTx {
 /// A message to simulate (`eth_call` / `eth_estimateGas`).
 #[derive(Clone, Debug, Default)]
 pub struct CallRequest {
+    /// Sender; `None` = the zero address.
     pub from: Option<Address>,
     /// `None` = contract creation.
     pub to: Option<Address>,
+    /// Gas limit; `None` = the block gas limit.
     pub gas: Option<u64>,
+    /// Value sent, in wei.
     pub value: U256,
+    /// Calldata (or initcode for a creation).
     pub data: Bytes,
 }
 
 /// The result of a simulated message.
 #[derive(Clone, Debug)]
 pub struct SimOutcome {
+    /// Whether the message succeeded.
     pub success: bool,
+    /// Return data on success, revert data on revert.
     pub output: Bytes,
     /// Gas used including intrinsic gas, before refunds.
     pub gas_used: u64,
+    /// Logs the message would emit (empty unless it succeeded).
     pub logs: Vec<Log>,
 }
 
 /// A log with its position in the chain, as filters and subscriptions report it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChainLog {
+    /// The log as emitted.
     pub log: Log,
+    /// Index of the log in its block.
     pub log_index: u64,
+    /// Number of the block that holds it.
     pub block_number: u64,
+    /// Hash of the block that holds it.
     pub block_hash: B256,
+    /// Hash of the transaction that emitted it.
     pub tx_hash: B256,
+    /// Position of that transaction in its block.
     pub tx_index: u64,
     /// True when the block holding the log left the canonical chain (reorg, revert).
     pub removed: bool,
@@ -232,8 +309,11 @@ pub struct ChainLog {
 /// One change of the canonical chain: a block added or removed, with its logs.
 #[derive(Clone, Debug)]
 pub struct ChainEvent {
+    /// The block added or removed.
     pub block: Block,
+    /// True when the block left the canonical chain (reorg or snapshot revert).
     pub removed: bool,
+    /// Its logs, with `removed` set like the event's.
     pub logs: Vec<ChainLog>,
 }
 
@@ -242,6 +322,7 @@ pub struct ChainEvent {
 pub struct LogFilter {
     /// `None` = the head at the time of the query (`latest` and friends).
     pub from_block: Option<u64>,
+    /// Last block of the range; `None` = the head at the time of the query.
     pub to_block: Option<u64>,
     /// Only the block with this hash (exclusive with the range).
     pub block_hash: Option<B256>,
@@ -288,14 +369,18 @@ impl LogFilter {
 /// What a filter watches.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FilterKind {
+    /// Logs matching a [`LogFilter`] (`eth_newFilter`).
     Logs(LogFilter),
+    /// New block hashes (`eth_newBlockFilter`).
     Blocks,
 }
 
 /// What [`Chain::filter_changes`] reports.
 #[derive(Clone, Debug)]
 pub enum FilterChanges {
+    /// Matching logs since the last poll.
     Logs(Vec<ChainLog>),
+    /// Hashes of the blocks added since the last poll.
     Blocks(Vec<B256>),
 }
 
@@ -310,11 +395,23 @@ struct Filter {
 /// Why [`Chain::reorg`] refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReorgError {
+    /// The requested depth is 0 or above the chain height.
     #[error("reorg depth must be between 1 and the chain height {head}, got {depth}")]
-    Depth { depth: u64, head: u64 },
+    Depth {
+        /// The requested number of blocks to replace.
+        depth: u64,
+        /// The current chain height.
+        head: u64,
+    },
     /// The fork point is older than the kept history (the chain was loaded from a state file).
     #[error("the state at block {fork} is not kept (history starts at block {first})")]
-    NoHistory { fork: u64, first: u64 },
+    NoHistory {
+        /// The block the reorg would fork from.
+        fork: u64,
+        /// The oldest block whose state is kept.
+        first: u64,
+    },
+    /// A replacement transaction has no recoverable sender.
     #[error(transparent)]
     Tx(#[from] TxError),
 }
@@ -501,14 +598,17 @@ impl Chain {
         chain
     }
 
+    /// The parameters the chain was started with.
     pub fn config(&self) -> &ChainConfig {
         &self.config
     }
 
+    /// The chain id (EIP-155).
     pub fn chain_id(&self) -> u64 {
         self.config.chain_id
     }
 
+    /// The base fee per gas in wei of the next block (constant unless set, see the module docs).
     pub fn base_fee(&self) -> u64 {
         self.config.base_fee
     }
@@ -530,6 +630,7 @@ impl Chain {
         &mut self.exec
     }
 
+    /// The world state at the head.
     pub fn state(&self) -> &State {
         self.exec.state()
     }
@@ -543,6 +644,7 @@ impl Chain {
         }
     }
 
+    /// Height of the head block.
     pub fn block_number(&self) -> u64 {
         self.blocks.len() as u64 - 1
     }
@@ -559,22 +661,27 @@ impl Chain {
             .saturating_sub(self.config.finality_depth.saturating_mul(2))
     }
 
+    /// The head block.
     pub fn latest_block(&self) -> &Block {
         self.blocks.last().expect("genesis exists")
     }
 
+    /// The canonical block at `number`, if the chain is that high.
     pub fn block_by_number(&self, number: u64) -> Option<&Block> {
         self.blocks.get(usize::try_from(number).ok()?)
     }
 
+    /// The canonical block with `hash`, if any.
     pub fn block_by_hash(&self, hash: B256) -> Option<&Block> {
         self.blocks.iter().rev().find(|b| b.hash == hash)
     }
 
+    /// All canonical blocks, genesis first.
     pub fn blocks(&self) -> &[Block] {
         &self.blocks
     }
 
+    /// A mined transaction by hash, with its receipt.
     pub fn transaction(&self, hash: B256) -> Option<&MinedTx> {
         self.txs.get(&hash)
     }
@@ -587,6 +694,7 @@ impl Chain {
             .map(|p| (&p.envelope, p.from))
     }
 
+    /// Whether automine is on (a block mined for every transaction).
     pub fn automine(&self) -> bool {
         self.automine
     }
@@ -650,10 +758,12 @@ impl Chain {
         self.exec.state_mut().set_storage(address, slot, value);
     }
 
+    /// Sets a storage slot directly (`anvil_setStorageAt`), bypassing execution.
     pub fn set_automine(&mut self, on: bool) {
         self.automine = on;
     }
 
+    /// Turns automine on or off (`evm_setAutomine`).
     pub fn set_balance(&mut self, address: Address, balance: U256) {
         self.exec.state_mut().set_balance(address, balance);
     }
@@ -1202,6 +1312,7 @@ impl Chain {
             .map(|f| &f.kind)
     }
 
+    /// Removes a filter (`eth_uninstallFilter`); returns whether it existed.
     pub fn uninstall_filter(&mut self, id: u64) -> bool {
         self.filters.remove(&id).is_some()
     }

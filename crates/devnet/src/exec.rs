@@ -30,11 +30,17 @@ pub const DEFAULT_CHAIN_ID: u64 = 412_346;
 /// Block values visible to programs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlockEnv {
+    /// Block number (`block_number` hostio / `NUMBER`).
     pub number: u64,
+    /// Block timestamp in seconds since the Unix epoch.
     pub timestamp: u64,
+    /// Chain id (`chainid`); nitro's dev node id by default.
     pub chain_id: u64,
+    /// Base fee per gas, in wei.
     pub basefee: U256,
+    /// Block beneficiary (`block_coinbase`), paid the priority fees; the zero address here.
     pub coinbase: Address,
+    /// Block gas limit (`block_gas_limit`).
     pub gas_limit: u64,
 }
 
@@ -54,13 +60,16 @@ impl Default for BlockEnv {
 /// Transaction values visible to programs (`tx_origin` is the top-level caller).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TxEnv {
+    /// The top-level sender of the transaction (`tx_origin`).
     pub origin: Address,
+    /// Effective gas price of the transaction, in wei (`tx_gas_price`).
     pub gas_price: U256,
 }
 
 /// How a call ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CallStatus {
+    /// The call returned normally.
     Success,
     /// Reverted: explicit revert, a trap or a program failure. Unused gas is returned.
     Revert,
@@ -71,7 +80,9 @@ pub enum CallStatus {
 /// The result of [`Executor::call`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CallOutcome {
+    /// Whether the call succeeded (`status == CallStatus::Success`).
     pub success: bool,
+    /// How the call ended.
     pub status: CallStatus,
     /// Return data on success, revert data on revert, empty on out-of-gas.
     pub return_data: Bytes,
@@ -90,6 +101,7 @@ pub struct CreateOutcome {
     pub address: Option<Address>,
     /// Revert data when the initcode reverted.
     pub revert_data: Bytes,
+    /// Gas consumed by the creation, before refunds.
     pub gas_used: u64,
 }
 
@@ -222,6 +234,7 @@ impl Executor {
             .expect("world present between calls")
     }
 
+    /// The world state as of the last completed call.
     pub fn state(&self) -> &State {
         &self.world().state
     }
@@ -231,14 +244,17 @@ impl Executor {
         &mut self.world_mut().state
     }
 
+    /// The block values programs currently see.
     pub fn block(&self) -> &BlockEnv {
         &self.world().block
     }
 
+    /// Mutable block values, set by the chain before it executes a block or an `eth_call`.
     pub fn block_mut(&mut self) -> &mut BlockEnv {
         &mut self.world_mut().block
     }
 
+    /// Mutable transaction values, set per transaction before it executes.
     pub fn tx_env_mut(&mut self) -> &mut TxEnv {
         &mut self.world_mut().tx
     }

@@ -59,7 +59,7 @@ pub(crate) struct Frame {
 }
 
 impl Frame {
-    pub fn new(msg: Message, footprint: u16) -> Self {
+    pub(crate) fn new(msg: Message, footprint: u16) -> Self {
         Frame {
             msg,
             result: Vec::new(),
@@ -137,7 +137,7 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
-    pub fn new(world: Box<World>, frame: Frame) -> Self {
+    pub(crate) fn new(world: Box<World>, frame: Frame) -> Self {
         Ctx {
             world: Some(world),
             memory: None,

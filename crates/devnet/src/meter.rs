@@ -20,11 +20,17 @@ pub const INK_PRICE: u64 = 10_000;
 /// Ink per wasmi fuel unit: a flat per-instruction cost.
 pub const INK_PER_FUEL: u64 = 100;
 
+/// Base ink of every hostio call (nitro `HOSTIO_INK`).
 pub const HOSTIO_INK: u64 = 8_400;
+/// Ink per pointer argument a hostio reads or writes (nitro `PTR_INK`).
 pub const PTR_INK: u64 = 5_040;
+/// Ink for a hostio that calls out into the EVM API (nitro `EVM_API_INK`).
 pub const EVM_API_INK: u64 = 59_673;
+/// `math_div` / `math_mod` ink.
 pub const DIV_INK: u64 = 20_000;
+/// `math_add_mod` ink.
 pub const ADD_MOD_INK: u64 = 21_000;
+/// `math_mul_mod` ink.
 pub const MUL_MOD_INK: u64 = 24_100;
 /// `storage_load_bytes32` / `storage_cache_bytes32` base ink.
 pub const STORAGE_HOSTIO_INK: u64 = 18_480;
@@ -55,23 +61,37 @@ pub fn pow_ink(exponent: &[u8; 32]) -> u64 {
 
 // ----- EVM gas -----------------------------------------------------------------------------
 
+/// Gas of a cold SLOAD (EIP-2929).
 pub const COLD_SLOAD_GAS: u64 = 2_100;
+/// Gas of a warm storage or account access (EIP-2929).
 pub const WARM_ACCESS_GAS: u64 = 100;
+/// Gas surcharge for the first access to an account in a transaction (EIP-2929).
 pub const COLD_ACCOUNT_GAS: u64 = 2_600;
+/// SSTORE gas for a zero → non-zero write of a clean slot.
 pub const SSTORE_SET_GAS: u64 = 20_000;
+/// SSTORE gas for a non-zero → other write of a clean slot (5,000 less the cold SLOAD).
 pub const SSTORE_RESET_GAS: u64 = 2_900;
 /// EIP-3529 refund for clearing a slot.
 pub const SSTORE_CLEARS_REFUND: i64 = 4_800;
 /// SSTORE needs this much gas left (EIP-2200 sentry).
 pub const SSTORE_SENTRY_GAS: u64 = 2_300;
+/// Gas for a call that transfers a non-zero value.
 pub const CALL_VALUE_GAS: u64 = 9_000;
+/// Extra gas when a value transfer creates (funds) a previously empty account.
 pub const NEW_ACCOUNT_GAS: u64 = 25_000;
+/// Gas handed to the callee for free on a value-carrying call.
 pub const CALL_STIPEND: u64 = 2_300;
+/// Base gas of a log (LOG0..LOG4).
 pub const LOG_GAS: u64 = 375;
+/// Gas per log topic.
 pub const LOG_TOPIC_GAS: u64 = 375;
+/// Gas per byte of log data.
 pub const LOG_DATA_GAS: u64 = 8;
+/// Gas of a TLOAD (EIP-1153).
 pub const TLOAD_GAS: u64 = 100;
+/// Gas of a TSTORE (EIP-1153).
 pub const TSTORE_GAS: u64 = 100;
+/// Base gas of CREATE / CREATE2.
 pub const CREATE_GAS: u64 = 32_000;
 /// CREATE2 hashes the initcode: per 32-byte word.
 pub const KECCAK_WORD_GAS: u64 = 6;
@@ -79,7 +99,9 @@ pub const KECCAK_WORD_GAS: u64 = 6;
 pub const CODE_DEPOSIT_GAS: u64 = 200;
 /// `MinInitGas×128 + MinCachedInitGas×32` (nitro v2 params, module init cost left out).
 pub const PROGRAM_INIT_GAS: u64 = 69 * 128 + 11 * 32;
+/// Memory pages each transaction gets without charge (nitro `FreePages`).
 pub const FREE_PAGES: u16 = 2;
+/// Gas per memory page opened beyond [`FREE_PAGES`] (nitro `PageGas`).
 pub const PAGE_GAS: u64 = 1_000;
 /// Pages open at once in a transaction (`PageLimit`).
 pub const PAGE_LIMIT: u16 = 128;

@@ -4,8 +4,11 @@ use alloy_primitives::{address, keccak256, Address, B256, U256};
 use k256::ecdsa::{RecoveryId, Signature, VerifyingKey};
 use sha2::{Digest, Sha256};
 
+/// The `ecrecover` precompile (0x01): recovers a signer address from a hash and signature.
 pub const ECRECOVER: Address = address!("0000000000000000000000000000000000000001");
+/// The `sha256` precompile (0x02).
 pub const SHA256: Address = address!("0000000000000000000000000000000000000002");
+/// The `identity` precompile (0x04): returns its input unchanged.
 pub const IDENTITY: Address = address!("0000000000000000000000000000000000000004");
 
 /// Addresses that are warm from the start of every transaction (EIP-2929).

@@ -56,8 +56,12 @@ pub const CLIENT_VERSION: &str = concat!("bursar-devnet/v", env!("CARGO_PKG_VERS
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("{code}: {message}")]
 pub struct RpcError {
+    /// JSON-RPC error code: -32700..-32600 protocol errors, -32000 server errors, 3 for
+    /// reverts (as in geth).
     pub code: i64,
+    /// Human-readable message.
     pub message: String,
+    /// Extra data: the revert data (hex) for `execution reverted`, otherwise absent.
     pub data: Option<Value>,
 }
 
@@ -69,12 +73,15 @@ impl RpcError {
             data: None,
         }
     }
+    /// -32700: the body is not valid JSON.
     pub fn parse() -> Self {
         Self::new(-32700, "parse error")
     }
+    /// -32600: the JSON is not a valid JSON-RPC request object.
     pub fn invalid_request() -> Self {
         Self::new(-32600, "invalid request")
     }
+    /// -32600: a batch request with no entries.
     pub fn empty_batch() -> Self {
         Self::new(-32600, "empty batch")
     }
@@ -88,21 +95,27 @@ impl RpcError {
             },
         )
     }
+    /// -32603: an unexpected failure inside the node.
     pub fn internal(message: impl std::fmt::Display) -> Self {
         Self::new(-32603, format!("internal error: {message}"))
     }
+    /// -32601: an unknown method, worded as geth does.
     pub fn method_not_found(method: &str) -> Self {
         Self::new(
             -32601,
             format!("the method {method} does not exist/is not available"),
         )
     }
+    /// -32602: missing or malformed parameters; `why` becomes the message.
     pub fn invalid_params(why: impl std::fmt::Display) -> Self {
         Self::new(-32602, why.to_string())
     }
+    /// -32000: a server-side failure such as a rejected transaction, worded as geth does.
     pub fn server(message: impl Into<String>) -> Self {
         Self::new(-32000, message)
     }
+    /// Code 3 `execution reverted` with the revert data, as geth answers `eth_call` and
+    /// `eth_estimateGas`.
     pub fn reverted(data: &Bytes) -> Self {
         RpcError {
             code: 3,
@@ -132,6 +145,7 @@ type Shared = Arc<Mutex<Chain>>;
 pub struct RpcConfig {
     /// Where to listen; port 0 picks a free port.
     pub addr: SocketAddr,
+    /// Chain settings (chain id, gas limit, accounts, ...) for the chain the server starts.
     pub chain: ChainConfig,
     /// Interval mining from the start (`--block-time`); `evm_setIntervalMining` changes it.
     pub block_time: Option<std::time::Duration>,
@@ -153,6 +167,7 @@ pub struct Handle {
     pub url: String,
     /// `ws://ip:port` (the same server, WebSocket upgrade).
     pub ws_url: String,
+    /// The address actually bound (the real port when 0 was asked for).
     pub addr: SocketAddr,
     /// The chain the server runs (shared, for in-process inspection).
     pub chain: Arc<Mutex<Chain>>,

@@ -18,8 +18,11 @@ pub const KECCAK_EMPTY: B256 =
 /// One account.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Account {
+    /// Balance in wei.
     pub balance: U256,
+    /// Transaction count (for EOAs) or contract-creation count (for contracts).
     pub nonce: u64,
+    /// Deployed bytecode; Stylus programs keep their `EF F0 00` prefix.
     pub code: Bytes,
     /// `keccak256(code)`, kept alongside so `EXTCODEHASH` and the program cache need no rehash.
     pub code_hash: B256,
@@ -46,8 +49,11 @@ impl Account {
 /// An event emitted by a contract.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Log {
+    /// The contract that emitted the log.
     pub address: Address,
+    /// Indexed topics (at most four), the event signature first for non-anonymous events.
     pub topics: Vec<B256>,
+    /// Non-indexed, ABI-encoded event data.
     pub data: Bytes,
 }
 
@@ -62,8 +68,11 @@ pub struct Checkpoint {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("insufficient balance: {from} has {have}, needs {need}")]
 pub struct InsufficientBalance {
+    /// The account the value would be taken from.
     pub from: Address,
+    /// Its balance, in wei.
     pub have: U256,
+    /// The amount the transfer needed, in wei.
     pub need: U256,
 }
 
@@ -102,6 +111,7 @@ pub struct State {
 }
 
 impl State {
+    /// An empty world: no accounts, an empty journal.
     pub fn new() -> Self {
         Self::default()
     }
@@ -134,6 +144,8 @@ impl State {
 
     // ----- journal ----------------------------------------------------------------------------
 
+    /// Marks the current point in the journal, to [`revert`](Self::revert) or
+    /// [`commit`](Self::commit) to later.
     pub fn checkpoint(&self) -> Checkpoint {
         Checkpoint {
             journal: self.journal.len(),
@@ -178,6 +190,7 @@ impl State {
 
     // ----- accounts ---------------------------------------------------------------------------
 
+    /// The account at `address`, if it exists.
     pub fn account(&self, address: Address) -> Option<&Account> {
         self.accounts.get(&address)
     }
@@ -187,20 +200,24 @@ impl State {
         self.accounts.iter()
     }
 
+    /// Whether an account exists at `address` (even if empty).
     pub fn exists(&self, address: Address) -> bool {
         self.accounts.contains_key(&address)
     }
 
+    /// Balance of `address` in wei; zero if it does not exist.
     pub fn balance(&self, address: Address) -> U256 {
         self.accounts
             .get(&address)
             .map_or(U256::ZERO, |a| a.balance)
     }
 
+    /// Nonce of `address`; zero if it does not exist.
     pub fn nonce(&self, address: Address) -> u64 {
         self.accounts.get(&address).map_or(0, |a| a.nonce)
     }
 
+    /// Bytecode of `address`; empty if it has none or does not exist.
     pub fn code(&self, address: Address) -> Bytes {
         self.accounts
             .get(&address)
@@ -233,24 +250,28 @@ impl State {
         self.account_mut(address);
     }
 
+    /// Sets the balance (wei) of `address`, creating it if missing (journaled).
     pub fn set_balance(&mut self, address: Address, balance: U256) {
         let acc = self.account_mut(address);
         let old = std::mem::replace(&mut acc.balance, balance);
         self.journal.push(Undo::Balance(address, old));
     }
 
+    /// Sets the nonce of `address`, creating it if missing (journaled).
     pub fn set_nonce(&mut self, address: Address, nonce: u64) {
         let acc = self.account_mut(address);
         let old = std::mem::replace(&mut acc.nonce, nonce);
         self.journal.push(Undo::Nonce(address, old));
     }
 
+    /// Bumps the nonce of `address` by one (journaled); returns the nonce before the bump.
     pub fn increment_nonce(&mut self, address: Address) -> u64 {
         let old = self.nonce(address);
         self.set_nonce(address, old + 1);
         old
     }
 
+    /// Replaces the code of `address` and its cached code hash (journaled).
     pub fn set_code(&mut self, address: Address, code: Bytes) {
         let hash = if code.is_empty() {
             KECCAK_EMPTY
@@ -290,6 +311,7 @@ impl State {
 
     // ----- storage ----------------------------------------------------------------------------
 
+    /// Current value of a persistent storage slot; zero if never written.
     pub fn storage(&self, address: Address, slot: B256) -> B256 {
         self.storage
             .get(&address)
@@ -330,6 +352,7 @@ impl State {
 
     // ----- transient storage (EIP-1153) -------------------------------------------------------
 
+    /// Current value of a transient (EIP-1153) storage slot; zero if unset.
     pub fn transient(&self, address: Address, slot: B256) -> B256 {
         self.transient
             .get(&(address, slot))
@@ -337,6 +360,7 @@ impl State {
             .unwrap_or_default()
     }
 
+    /// Writes a transient (EIP-1153) storage slot (journaled); cleared at transaction end.
     pub fn set_transient(&mut self, address: Address, slot: B256, value: B256) {
         let old = self
             .transient
@@ -367,10 +391,12 @@ impl State {
 
     // ----- refunds and logs -------------------------------------------------------------------
 
+    /// The transaction's gas refund counter so far (EIP-3529; may dip negative inside a frame).
     pub fn refund(&self) -> i64 {
         self.refund
     }
 
+    /// Adds `delta` (possibly negative) to the refund counter (journaled).
     pub fn add_refund(&mut self, delta: i64) {
         if delta != 0 {
             self.journal.push(Undo::Refund(self.refund));
@@ -378,6 +404,7 @@ impl State {
         }
     }
 
+    /// Records a log emitted by the current frame; dropped again if the frame reverts.
     pub fn push_log(&mut self, log: Log) {
         self.logs.push(log);
     }

@@ -32,20 +32,38 @@ pub const FORMAT_VERSION: u32 = 1;
 /// Why a state file cannot be written or loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum StateFileError {
+    /// Reading or writing the file failed.
     #[error("{}: {source}", path.display())]
     Io {
+        /// The file that could not be read or written.
         path: PathBuf,
+        /// The underlying I/O error.
         source: std::io::Error,
     },
+    /// The file is not valid JSON of the state-file shape.
     #[error("{} is not a bursar devnet state file: {source}", path.display())]
     Parse {
+        /// The file that could not be parsed.
         path: PathBuf,
+        /// The JSON error.
         source: serde_json::Error,
     },
+    /// The file was written in a format version other than [`FORMAT_VERSION`].
     #[error("state file format version {found} is not supported (this devnet reads version {FORMAT_VERSION})")]
-    Version { found: u32 },
+    Version {
+        /// The version recorded in the file.
+        found: u32,
+    },
+    /// The file was saved from a chain with a different chain id.
     #[error("the state file is for chain id {file}, but this chain's id is {chain} (start with --chain-id {file} or use another file)")]
-    ChainId { file: u64, chain: u64 },
+    ChainId {
+        /// The chain id recorded in the file.
+        file: u64,
+        /// The running chain's id.
+        chain: u64,
+    },
+    /// The content parses but is inconsistent (a header that does not hash to its stored
+    /// hash, undecodable transaction bytes, ...).
     #[error("the state file is corrupt: {0}")]
     Corrupt(String),
 }

@@ -22,6 +22,7 @@ pub enum ActivationError {
     /// Only dictionary 0 (none) is supported; cargo-stylus always emits it.
     #[error("unsupported brotli dictionary {0}")]
     UnsupportedDictionary(u8),
+    /// Brotli decompression of the wasm body failed (corrupt or truncated stream).
     #[error("brotli decompression failed: {0}")]
     Decompress(String),
     /// The nitro activation rules rejected the module.
@@ -73,6 +74,7 @@ impl Default for Programs {
 }
 
 impl Programs {
+    /// An empty cache backed by a fresh wasmi engine configured for metering.
     pub fn new() -> Self {
         Programs {
             engine: Engine::new(&engine_config()),
@@ -80,6 +82,7 @@ impl Programs {
         }
     }
 
+    /// The wasmi engine every cached module is compiled for.
     pub fn engine(&self) -> &Engine {
         &self.engine
     }

@@ -12,10 +12,11 @@ use bursar_devnet::accounts::dev_accounts;
 use bursar_devnet::chain::MinedTx;
 use bursar_devnet::{CallOutcome, Executor, Log, DEFAULT_CHAIN_ID};
 
-pub mod rpc_client;
+/// JSON-RPC client helpers for the tests that go through the server.
+pub(crate) mod rpc_client;
 
 /// The contracts the tests deploy (artifact stem names).
-pub const CONTRACTS: [&str; 5] = [
+pub(crate) const CONTRACTS: [&str; 5] = [
     "counterparty_registry",
     "receipt_registry",
     "session_gateway",
@@ -24,13 +25,14 @@ pub const CONTRACTS: [&str; 5] = [
 ];
 
 /// Selector of `stylus_constructor()`, fixed whatever the constructor's arguments.
-pub const CONSTRUCTOR_SELECTOR: [u8; 4] = [0x55, 0x85, 0x25, 0x8d];
+pub(crate) const CONSTRUCTOR_SELECTOR: [u8; 4] = [0x55, 0x85, 0x25, 0x8d];
 
-pub const GAS: u64 = 30_000_000;
+/// Gas limit of every test call (the default block gas limit).
+pub(crate) const GAS: u64 = 30_000_000;
 
 /// Where the artifacts are: `$BURSAR_CONTRACTS_DIR`, else `<workspace>/target/contracts`,
 /// built with `cargo xtask build-contracts` (once per test run) if any is missing.
-pub fn artifacts_dir() -> &'static PathBuf {
+pub(crate) fn artifacts_dir() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         if let Ok(dir) = std::env::var("BURSAR_CONTRACTS_DIR") {
@@ -54,54 +56,66 @@ pub fn artifacts_dir() -> &'static PathBuf {
 }
 
 /// The on-chain code (`EFF00000 || brotli(wasm)`) of a contract.
-pub fn code(name: &str) -> Vec<u8> {
+pub(crate) fn code(name: &str) -> Vec<u8> {
     let path = artifacts_dir().join(format!("{name}.code"));
     std::fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
 }
 
-pub fn addr(n: u64) -> Address {
+/// A test address whose low 8 bytes are `n` (big-endian), the rest zero.
+pub(crate) fn addr(n: u64) -> Address {
     let mut a = [0u8; 20];
     a[12..].copy_from_slice(&n.to_be_bytes());
     Address::from(a)
 }
 
 /// A typed call result.
-pub struct Called<R> {
+pub(crate) struct Called<R> {
+    /// The raw outcome of the call.
     pub outcome: CallOutcome,
+    /// The decoded return value, or the revert data if the call failed.
     pub value: Result<R, Bytes>,
 }
 
 /// An executor with helpers to deploy the artifacts and call them through the bindings.
-pub struct Chain {
+pub(crate) struct Chain {
+    /// The executor the helpers drive; tests reach into it directly too.
     pub exec: Executor,
 }
 
 impl Chain {
-    pub fn new() -> Self {
+    /// A fresh executor with an empty world.
+    pub(crate) fn new() -> Self {
         Chain {
             exec: Executor::new(),
         }
     }
 
     /// Installs and activates a contract's code at `at`.
-    pub fn deploy(&mut self, name: &str, at: Address) {
+    pub(crate) fn deploy(&mut self, name: &str, at: Address) {
         self.exec
             .deploy_program(at, &code(name))
             .unwrap_or_else(|e| panic!("activate {name}: {e}"));
     }
 
     /// Calls `stylus_constructor()` with abi-encoded `args` (as StylusDeployer does).
-    pub fn construct(&mut self, deployer: Address, at: Address, args: &[u8]) -> CallOutcome {
+    pub(crate) fn construct(&mut self, deployer: Address, at: Address, args: &[u8]) -> CallOutcome {
         let mut data = CONSTRUCTOR_SELECTOR.to_vec();
         data.extend_from_slice(args);
         self.exec.call(deployer, at, U256::ZERO, &data, GAS, false)
     }
 
-    pub fn send<C: SolCall>(&mut self, from: Address, to: Address, call: C) -> Called<C::Return> {
+    /// Sends `call` from `from` to `to` with no value and decodes the result.
+    pub(crate) fn send<C: SolCall>(
+        &mut self,
+        from: Address,
+        to: Address,
+        call: C,
+    ) -> Called<C::Return> {
         self.send_value(from, to, U256::ZERO, call)
     }
 
-    pub fn send_value<C: SolCall>(
+    /// Sends `call` with `value` wei attached and decodes the result.
+    pub(crate) fn send_value<C: SolCall>(
         &mut self,
         from: Address,
         to: Address,
@@ -114,7 +128,8 @@ impl Chain {
         decode::<C>(outcome)
     }
 
-    pub fn view<C: SolCall>(&mut self, to: Address, call: C) -> C::Return {
+    /// Runs `call` as a static call from the zero address; panics if it reverts.
+    pub(crate) fn view<C: SolCall>(&mut self, to: Address, call: C) -> C::Return {
         let outcome = self
             .exec
             .call(Address::ZERO, to, U256::ZERO, &call.abi_encode(), GAS, true);
@@ -126,7 +141,7 @@ impl Chain {
 
 impl<R> Called<R> {
     /// The revert data; panics if the call succeeded.
-    pub fn reverted(self) -> Bytes {
+    pub(crate) fn reverted(self) -> Bytes {
         match self.value {
             Ok(_) => panic!("call succeeded, expected a revert"),
             Err(data) => data,
@@ -134,7 +149,7 @@ impl<R> Called<R> {
     }
 
     /// The return value; panics with the outcome if the call failed.
-    pub fn ok(self) -> R {
+    pub(crate) fn ok(self) -> R {
         match self.value {
             Ok(v) => v,
             Err(_) => panic!("call failed: {:?}", self.outcome),
@@ -153,12 +168,12 @@ fn decode<C: SolCall>(outcome: CallOutcome) -> Called<C::Return> {
 }
 
 /// Decodes revert data as one of `E`'s custom errors.
-pub fn revert_as<E: SolInterface>(data: &Bytes) -> E {
+pub(crate) fn revert_as<E: SolInterface>(data: &Bytes) -> E {
     E::abi_decode(data).unwrap_or_else(|e| panic!("revert data {data} is not {}: {e}", E::NAME))
 }
 
 /// Decodes the logs emitted by `address` as events of `E` (others skipped).
-pub fn events<E: SolEventInterface>(logs: &[Log], address: Address) -> Vec<E> {
+pub(crate) fn events<E: SolEventInterface>(logs: &[Log], address: Address) -> Vec<E> {
     logs.iter()
         .filter(|l| l.address == address)
         .map(|l| {
@@ -170,7 +185,7 @@ pub fn events<E: SolEventInterface>(logs: &[Log], address: Address) -> Vec<E> {
 
 /// Signs a transaction from dev account `key` and sends it to an automining [`bursar_devnet::Chain`];
 /// returns it mined, whatever its status.
-pub fn send_signed(
+pub(crate) fn send_signed(
     chain: &mut bursar_devnet::Chain,
     key: usize,
     to: Address,

@@ -12,9 +12,12 @@ use ethers_providers::{Http, JsonRpcClient, Middleware, Provider, ProviderError,
 use k256::ecdsa::SigningKey;
 use serde_json::json;
 
-pub const CHAIN_ID: u64 = 412_346;
+/// The devnet's default chain id (nitro's dev node id).
+pub(crate) const CHAIN_ID: u64 = 412_346;
 
-pub async fn start() -> (Handle, Provider<Http>) {
+/// Starts a devnet server with default settings on a free local port; returns it and an HTTP
+/// provider for it.
+pub(crate) async fn start() -> (Handle, Provider<Http>) {
     let handle = spawn(RpcConfig {
         addr: "127.0.0.1:0".parse().unwrap(),
         ..Default::default()
@@ -25,15 +28,19 @@ pub async fn start() -> (Handle, Provider<Http>) {
     (handle, provider)
 }
 
-pub fn h256(b: B256) -> et::H256 {
+/// Converts an alloy `B256` to an ethers `H256`.
+pub(crate) fn h256(b: B256) -> et::H256 {
     et::H256::from_slice(b.as_slice())
 }
 
-pub fn h160(a: Address) -> et::H160 {
+/// Converts an alloy `Address` to an ethers `H160`.
+pub(crate) fn h160(a: Address) -> et::H160 {
     et::H160::from_slice(a.as_slice())
 }
 
-pub fn sign_1559(tx: TxEip1559, key: &SigningKey) -> et::Bytes {
+/// Signs an EIP-1559 transaction with `key`; returns its EIP-2718 bytes for
+/// `eth_sendRawTransaction`.
+pub(crate) fn sign_1559(tx: TxEip1559, key: &SigningKey) -> et::Bytes {
     let (sig, recid) = key
         .sign_prehash_recoverable(tx.signature_hash().as_slice())
         .unwrap();
@@ -41,7 +48,8 @@ pub fn sign_1559(tx: TxEip1559, key: &SigningKey) -> et::Bytes {
     TxEnvelope::from(signed).encoded_2718().into()
 }
 
-pub fn sign_legacy(tx: TxLegacy, key: &SigningKey) -> et::Bytes {
+/// Signs a legacy transaction with `key`; returns its encoded bytes for `eth_sendRawTransaction`.
+pub(crate) fn sign_legacy(tx: TxLegacy, key: &SigningKey) -> et::Bytes {
     let (sig, recid) = key
         .sign_prehash_recoverable(tx.signature_hash().as_slice())
         .unwrap();
@@ -50,14 +58,18 @@ pub fn sign_legacy(tx: TxLegacy, key: &SigningKey) -> et::Bytes {
 }
 
 /// A client-side sender: tracks its nonce, estimates gas through the node.
-pub struct Sender {
+pub(crate) struct Sender {
+    /// The sender's private key.
     pub key: SigningKey,
+    /// The sender's address.
     pub address: Address,
+    /// The nonce of the next transaction, bumped by [`Sender::send`].
     pub nonce: u64,
 }
 
 impl Sender {
-    pub fn dev(i: usize) -> Self {
+    /// Dev account `i` (of the standard test mnemonic), starting at nonce 0.
+    pub(crate) fn dev(i: usize) -> Self {
         Sender {
             key: dev_accounts()[i].signing_key(),
             address: dev_accounts()[i].address,
@@ -65,7 +77,8 @@ impl Sender {
         }
     }
 
-    pub fn tx(&self, to: Option<Address>, data: Vec<u8>, gas: u64) -> TxEip1559 {
+    /// An unsigned EIP-1559 transaction at the current nonce: 1 gwei fee cap, no tip, no value.
+    pub(crate) fn tx(&self, to: Option<Address>, data: Vec<u8>, gas: u64) -> TxEip1559 {
         TxEip1559 {
             chain_id: CHAIN_ID,
             nonce: self.nonce,
@@ -80,7 +93,7 @@ impl Sender {
     }
 
     /// Estimates, signs, sends and returns the receipt (automine).
-    pub async fn send<P: JsonRpcClient>(
+    pub(crate) async fn send<P: JsonRpcClient>(
         &mut self,
         p: &Provider<P>,
         to: Option<Address>,
@@ -101,18 +114,20 @@ impl Sender {
     }
 }
 
-pub fn rpc_error(e: ProviderError) -> ethers_providers::JsonRpcError {
+/// The JSON-RPC error object of a failed request; panics if the failure was not one.
+pub(crate) fn rpc_error(e: ProviderError) -> ethers_providers::JsonRpcError {
     e.as_error_response()
         .cloned()
         .unwrap_or_else(|| panic!("not a JSON-RPC error: {e:?}"))
 }
 
-pub fn topics(l: &et::Log) -> Vec<B256> {
+/// The topics of an ethers log as alloy `B256`s.
+pub(crate) fn topics(l: &et::Log) -> Vec<B256> {
     l.topics.iter().map(|t| B256::from(t.0)).collect()
 }
 
 /// Deploys the artifact `name` (prelude initcode) and activates it; returns its address.
-pub async fn deploy_program<P: JsonRpcClient>(
+pub(crate) async fn deploy_program<P: JsonRpcClient>(
     p: &Provider<P>,
     owner: &mut Sender,
     name: &str,
@@ -130,12 +145,15 @@ pub async fn deploy_program<P: JsonRpcClient>(
 }
 
 /// Deploys and activates the counterparty registry (no constructor).
-pub async fn deploy_registry<P: JsonRpcClient>(p: &Provider<P>, owner: &mut Sender) -> Address {
+pub(crate) async fn deploy_registry<P: JsonRpcClient>(
+    p: &Provider<P>,
+    owner: &mut Sender,
+) -> Address {
     deploy_program(p, owner, "counterparty_registry").await
 }
 
 /// Deploys, activates and constructs the test token with `owner` as its owner.
-pub async fn deploy_token<P: JsonRpcClient>(p: &Provider<P>, owner: &mut Sender) -> Address {
+pub(crate) async fn deploy_token<P: JsonRpcClient>(p: &Provider<P>, owner: &mut Sender) -> Address {
     let token = deploy_program(p, owner, "test_token").await;
     let mut ctor = super::CONSTRUCTOR_SELECTOR.to_vec();
     ctor.extend(owner.address.abi_encode());
