@@ -32,6 +32,10 @@ use serde_json::json;
 
 const CHAIN: u64 = 412_346;
 
+/// How long the bench's signed intents stay valid: blocks are at least a second apart, so a
+/// long run (one block per payment) must not outlive its deadlines.
+const INTENT_LIFETIME: u64 = 30 * 86_400;
+
 fn env(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -133,7 +137,14 @@ async fn pay_gas() {
     let mut b = bench_session().await;
     let mut relayer = Sender::new(&b.client, dev_key(1)).await.expect("sender");
     let pay = |session: U256, nonce: u64| {
-        pay_call(&b.agent, b.wallet, session, b.vendor, nonce, b.now + 3_600)
+        pay_call(
+            &b.agent,
+            b.wallet,
+            session,
+            b.vendor,
+            nonce,
+            b.now + INTENT_LIFETIME,
+        )
     };
     let mut gas = Vec::new();
     for (label, session, nonce) in [
@@ -327,7 +338,7 @@ async fn pay_setup(n: usize, relayers: usize) -> (bursar_devnet::Handle, PayLoad
         ..
     } = bench_session().await;
     // Gas for one pay, measured once; every payment is alike.
-    let probe = pay_call(&agent, wallet, session, vendor, 1, now + 3_600);
+    let probe = pay_call(&agent, wallet, session, vendor, 1, now + INTENT_LIFETIME);
     let gas = client
         .estimate_gas(
             dev_key(1).address(),
@@ -345,7 +356,14 @@ async fn pay_setup(n: usize, relayers: usize) -> (bursar_devnet::Handle, PayLoad
             (0..n)
                 .map(|i| {
                     nonce += 1;
-                    let call = pay_call(&agent, wallet, session, vendor, nonce, now + 3_600);
+                    let call = pay_call(
+                        &agent,
+                        wallet,
+                        session,
+                        vendor,
+                        nonce,
+                        now + INTENT_LIFETIME,
+                    );
                     let tx = TxEip1559 {
                         chain_id: CHAIN,
                         nonce: i as u64,

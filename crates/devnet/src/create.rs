@@ -2,7 +2,7 @@
 //!
 //! This devnet has no general EVM. Stylus programs are deployed by EVM initcode, though: the
 //! 43-byte cargo-stylus prelude (`PUSH32 len; DUP1; PUSH1 43; PUSH1 0; CODECOPY; PUSH1 0;
-//! RETURN`). [`run_initcode`] is a deliberately minimal interpreter for exactly that shape of
+//! RETURN`). `run_initcode` is a deliberately minimal interpreter for exactly that shape of
 //! code: `STOP`, `PUSH1`..`PUSH32`, `DUP1`..`DUP16`, `CODECOPY`, `RETURN` and `REVERT`, with
 //! EVM gas and memory-expansion pricing. Any other opcode fails the creation like an invalid
 //! opcode does (all gas consumed), so unsupported initcode is never silently mis-executed.

@@ -1,7 +1,7 @@
 //! The executor: message calls through precompiles, plain accounts and Stylus programs.
 //!
 //! A call frame runs a program in its own wasmi [`Store`]. The store *owns* the world
-//! ([`World`], boxed) for the duration of the frame; a nested call made from a hostio takes the
+//! (`World`, boxed) for the duration of the frame; a nested call made from a hostio takes the
 //! world out of the caller's store, runs the callee frame with it and puts it back. That keeps
 //! everything safe Rust with no shared-ownership cells, and `Executor` stays `Send`.
 //!
