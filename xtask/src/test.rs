@@ -5,16 +5,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-use crate::build_contracts::{self, BuildArgs};
-
-/// The contract crates, linted on their own (see [`run`]).
-const CONTRACTS: [&str; 5] = [
-    "session-wallet",
-    "session-gateway",
-    "counterparty-registry",
-    "receipt-registry",
-    "test-token",
-];
+use crate::build_contracts::{self, BuildArgs, CONTRACTS};
 
 /// Formatting and lints, then the contracts as deployable WASM (which enforces the activation
 /// rules and the code-size limit, and gives the devnet tests fresh artifacts), then every
@@ -37,7 +28,7 @@ pub(crate) fn run(build: &BuildArgs) -> Result<()> {
     // `print_from_args`): lint them again on their own, with the SDK's test feature so that
     // `#[entrypoint]` does not generate its (undocumented) `user_entrypoint` either.
     let mut contracts = vec!["clippy", "--lib"];
-    for c in CONTRACTS {
+    for c in CONTRACTS.iter().copied() {
         contracts.extend(["-p", c]);
     }
     contracts.extend([

@@ -900,10 +900,6 @@ impl Chain {
         ) {
             return Err(TxError::UnsupportedType);
         }
-        let hash = *envelope.tx_hash();
-        if self.txs.contains_key(&hash) || self.pending.iter().any(|p| p.hash == hash) {
-            return Err(TxError::AlreadyKnown);
-        }
         // Pre-EIP-155 legacy transactions carry no chain id; they are accepted (as geth does
         // with --rpc.allow-unprotected-txs), since some deploy tools still produce them.
         if let Some(have) = envelope.chain_id() {
@@ -940,10 +936,6 @@ impl Chain {
             None => return Err(TxError::UnknownAccount),
         };
         let envelope: TxEnvelope = tx.into_signed(signature).into();
-        let hash = *envelope.tx_hash();
-        if self.txs.contains_key(&hash) || self.pending.iter().any(|p| p.hash == hash) {
-            return Err(TxError::AlreadyKnown);
-        }
         self.submit(envelope, from)
     }
 
@@ -962,10 +954,13 @@ impl Chain {
         self.impersonated.remove(&address);
     }
 
-    /// Validates and queues `envelope` sent by `from` (nonce, gas, fees, balance; replacing a
-    /// pooled transaction of the same sender and nonce).
+    /// Validates and queues `envelope` sent by `from` (not already known; nonce, gas, fees,
+    /// balance; replacing a pooled transaction of the same sender and nonce).
     fn submit(&mut self, envelope: TxEnvelope, from: Address) -> Result<B256, TxError> {
         let hash = *envelope.tx_hash();
+        if self.txs.contains_key(&hash) || self.pending.iter().any(|p| p.hash == hash) {
+            return Err(TxError::AlreadyKnown);
+        }
         let expected = self.pending_nonce(from);
         let nonce = envelope.nonce();
         // A nonce already in the pool replaces that transaction if it pays enough more.
@@ -1461,7 +1456,8 @@ impl Chain {
     /// to the coinbase. `None` if the sender can no longer pay.
     fn execute(&mut self, tx: &PendingTx) -> Option<Receipt> {
         let env = &tx.envelope;
-        let base_fee = self.config.base_fee;
+        // The block being built's (or replayed's) base fee.
+        let base_fee: u64 = self.exec.block().basefee.saturating_to();
         let price = env.effective_gas_price(Some(base_fee));
         let gas_limit = env.gas_limit();
         let state = self.exec.state_mut();
@@ -1564,31 +1560,29 @@ impl Chain {
             })
             .collect();
 
-        // Run in the block's environment on a swapped-in state; everything is put back after.
-        let saved_state = std::mem::replace(self.exec.state_mut(), base);
-        let saved_env = self.exec.block().clone();
-        let saved_base_fee = self.config.base_fee;
-        let base_fee = block.header.base_fee_per_gas.unwrap_or(saved_base_fee);
-        self.config.base_fee = base_fee;
-        {
-            let b = self.exec.block_mut();
+        // Replay in the block's own environment (its base fee included, which `execute` reads).
+        let base_fee = block
+            .header
+            .base_fee_per_gas
+            .unwrap_or(self.config.base_fee);
+        let set_env = |b: &mut BlockEnv| {
             b.number = n;
             b.timestamp = block.header.timestamp;
             b.basefee = U256::from(base_fee);
-        }
-        for tx in &earlier {
-            self.execute(tx);
-        }
-        self.exec.start_trace();
-        let receipt = self.execute(&PendingTx {
+        };
+        let target_tx = PendingTx {
             envelope: target.envelope.clone(),
             hash,
             from: target.from,
+        };
+        let (receipt, frames) = self.on_state(base, set_env, |chain| {
+            for tx in &earlier {
+                chain.execute(tx);
+            }
+            chain.exec.start_trace();
+            let receipt = chain.execute(&target_tx);
+            (receipt, chain.exec.take_trace())
         });
-        let frames = self.exec.take_trace();
-        *self.exec.state_mut() = saved_state;
-        *self.exec.block_mut() = saved_env;
-        self.config.base_fee = saved_base_fee;
 
         let env = &target.envelope;
         let gas_used = receipt.map_or(target.receipt.gas_used, |r| r.gas_used);
@@ -1655,55 +1649,70 @@ impl Chain {
             _ => self.exec.state().clone(),
         };
         state_override(&mut base);
-        let saved_state = std::mem::replace(self.exec.state_mut(), base);
-        let saved_env = self.exec.block().clone();
-        {
-            let next_ts = self.next_block_timestamp();
-            let number = self.block_number() + 1;
-            let b = self.exec.block_mut();
+        // The next block's environment.
+        let (number, timestamp) = (self.block_number() + 1, self.next_block_timestamp());
+        let set_env = |b: &mut BlockEnv| {
             b.number = number;
-            b.timestamp = next_ts;
-        }
+            b.timestamp = timestamp;
+        };
+        self.on_state(base, set_env, |chain| chain.run_simulated(req))
+    }
+
+    /// Runs `f` against `state` in the block environment `env` sets up, then puts the chain's
+    /// own state and environment back: simulations and trace replays leave no trace.
+    fn on_state<R>(
+        &mut self,
+        state: State,
+        env: impl FnOnce(&mut BlockEnv),
+        f: impl FnOnce(&mut Self) -> R,
+    ) -> R {
+        let saved_state = std::mem::replace(self.exec.state_mut(), state);
+        let saved_env = self.exec.block().clone();
+        env(self.exec.block_mut());
+        let out = f(self);
+        *self.exec.state_mut() = saved_state;
+        *self.exec.block_mut() = saved_env;
+        out
+    }
+
+    /// One simulated message on the current executor state: intrinsic gas, no fees.
+    fn run_simulated(&mut self, req: &CallRequest) -> SimOutcome {
         self.exec.tx_env_mut().gas_price = U256::ZERO;
         let from = req.from.unwrap_or_default();
         let gas_limit = req.gas.unwrap_or(self.config.block_gas_limit);
         let intrinsic =
             21_000 + calldata_gas(&req.data) + if req.to.is_none() { 32_000 } else { 0 };
-        let out = if gas_limit < intrinsic {
-            SimOutcome {
+        if gas_limit < intrinsic {
+            return SimOutcome {
                 success: false,
                 output: Bytes::new(),
                 gas_used: gas_limit,
                 logs: vec![],
-            }
-        } else {
-            let gas = gas_limit - intrinsic;
-            match req.to {
-                None => {
-                    let c = self.exec.create(from, req.value, &req.data, gas);
-                    SimOutcome {
-                        success: c.address.is_some(),
-                        output: c
-                            .address
-                            .map_or(c.revert_data, |a| self.exec.state().code(a)),
-                        gas_used: intrinsic + c.gas_used,
-                        logs: vec![],
-                    }
-                }
-                Some(to) => {
-                    let r = self.exec.call(from, to, req.value, &req.data, gas, false);
-                    SimOutcome {
-                        success: r.success,
-                        output: r.return_data,
-                        gas_used: intrinsic + r.gas_used,
-                        logs: r.logs,
-                    }
+            };
+        }
+        let gas = gas_limit - intrinsic;
+        match req.to {
+            None => {
+                let c = self.exec.create(from, req.value, &req.data, gas);
+                SimOutcome {
+                    success: c.address.is_some(),
+                    output: c
+                        .address
+                        .map_or(c.revert_data, |a| self.exec.state().code(a)),
+                    gas_used: intrinsic + c.gas_used,
+                    logs: vec![],
                 }
             }
-        };
-        *self.exec.state_mut() = saved_state;
-        *self.exec.block_mut() = saved_env;
-        out
+            Some(to) => {
+                let r = self.exec.call(from, to, req.value, &req.data, gas, false);
+                SimOutcome {
+                    success: r.success,
+                    output: r.return_data,
+                    gas_used: intrinsic + r.gas_used,
+                    logs: r.logs,
+                }
+            }
+        }
     }
 
     /// The smallest gas limit (to within 1/64) with which `req` succeeds, found by binary

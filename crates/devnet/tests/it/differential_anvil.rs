@@ -626,6 +626,8 @@ async fn dev_methods_answer_like_anvil() {
     )
     .await;
     compare("sendTransaction(mined)", &sent);
+    // anvil mines asynchronously: wait for its receipt before asking for the block's.
+    mined_receipt(&http, urls[1], &sent[1]["result"]).await;
     compare(
         "getBlockReceipts",
         &both(&http, urls, "eth_getBlockReceipts", json!(["latest"])).await,
