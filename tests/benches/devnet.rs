@@ -19,12 +19,12 @@ use alloy_consensus::TxEip1559;
 use alloy_primitives::{keccak256, Address, TxKind, U256};
 use alloy_sol_types::SolCall;
 use bursar_bindings::counterparty::ICounterpartyRegistry;
-use bursar_bindings::eip712::PaymentIntent;
+use bursar_bindings::eip712::{OpenSession, PaymentIntent};
 use bursar_bindings::token::ITestToken;
 use bursar_bindings::wallet::ISessionWallet;
 use bursar_demo::money::usd;
 use bursar_demo::scenario::{
-    self, decode_events, label, signed_pay, Actors, Contracts, Transcript,
+    self, decode_events, label, signed_open_with_permit, signed_pay, Actors, Contracts, Transcript,
 };
 use bursar_deploy::{Client, Key, Sender};
 use bursar_e2e::{deploy, dev_key, devnet, scratch};
@@ -62,6 +62,7 @@ fn main() {
         cold_start().await;
         gas_per_entry_point().await;
         pay_gas().await;
+        open_gas().await;
         pay_throughput(pays).await;
         get_logs_latency(logs).await;
     });
@@ -179,6 +180,80 @@ async fn pay_gas() {
         println!("  {label:<44} {used:>7}{verdict}");
     }
     drop(b.devnet);
+}
+
+/// Gas of `openSessionWithSig` with permit (the demo's policy: guardian, per-payment cap,
+/// period budget, co-sign threshold, allowlist) in defined conditions. Besides the session's
+/// own slots, an owner's first open creates storage that later opens only rewrite: the
+/// owner's permit nonce and gateway nonce word, and on a fresh deployment the wallet's token
+/// balance and session counter.
+async fn open_gas() {
+    let (_devnet, client) = devnet().await;
+    let record = deploy(&client, &scratch("bench-open")).await;
+    let contracts = Contracts::from_record(&record).expect("contracts");
+    let mut operator = Sender::new(&client, dev_key(0)).await.expect("sender");
+    let mut relayer = Sender::new(&client, dev_key(1)).await.expect("sender");
+    let owners = ["bench owner a", "bench owner b"]
+        .map(|seed| Key::from_bytes(&keccak256(seed)).expect("key"));
+    for owner in &owners {
+        operator
+            .transact(
+                &client,
+                contracts.token,
+                &ITestToken::mintCall {
+                    to: owner.address(),
+                    value: usd(1_000),
+                },
+            )
+            .await
+            .expect("mint");
+    }
+    let now: u64 = client.latest_block().await.expect("block").timestamp.to();
+    let mut gas = Vec::new();
+    for (label, owner, nonce) in [
+        ("first ever on a fresh deployment", &owners[0], 0u64),
+        ("the same owner's next session", &owners[0], 1),
+        ("a new owner on a used deployment", &owners[1], 0),
+    ] {
+        let terms = OpenSession {
+            owner: owner.address(),
+            sessionKey: Address::repeat_byte(0x5e),
+            guardian: Address::repeat_byte(0x6a),
+            token: contracts.token,
+            deposit: usd(100),
+            perPaymentCap: usd(30),
+            periodBudget: usd(40),
+            periodSeconds: 3_600,
+            coSignThreshold: usd(20),
+            validAfter: 0,
+            expiresAt: now + 86_400,
+            leaseSeconds: 0,
+            leaseKeeper: Address::ZERO,
+            allowlistId: U256::from(1),
+            metadata: keccak256(label),
+            nonce: U256::from(nonce + 1),
+            deadline: U256::from(now + INTENT_LIFETIME),
+        };
+        let call = signed_open_with_permit(
+            owner,
+            CHAIN,
+            contracts.gateway,
+            contracts.wallet,
+            &terms,
+            U256::from(nonce),
+        );
+        let r = relayer
+            .transact(&client, contracts.gateway, &call)
+            .await
+            .expect("openSessionWithSig");
+        gas.push((label, r.gas_used.to::<u64>()));
+    }
+    let target = GAS_TARGETS[1].1;
+    println!("gas of openSessionWithSig with permit (the demo's policy; target ≤ {target}):");
+    for (label, used) in gas {
+        let verdict = if used <= target { "ok" } else { "OVER" };
+        println!("  {label:<44} {used:>7}  {verdict}");
+    }
 }
 
 /// `contract.function` for a call to one of Bursar's contracts (`pay` split by outcome).

@@ -379,40 +379,14 @@ impl<N: Narrator> Scenario<'_, N> {
             nonce: U256::from(1),
             deadline,
         };
-        let owner_sig = owner.sign_hash_rsv(&terms.eip712_signing_hash(
-            &SESSION_GATEWAY_DOMAIN.at(self.chain_id, self.contracts.gateway),
-        ));
-        let permit = Permit {
-            owner: owner.address(),
-            spender: self.contracts.wallet,
-            value: usd(DEPOSIT),
-            nonce: U256::ZERO,
-            deadline,
-        };
-        let permit_sig = owner.sign_hash_rsv(
-            &permit.eip712_signing_hash(&TEST_TOKEN_DOMAIN.at(self.chain_id, self.contracts.token)),
+        let call = signed_open_with_permit(
+            &owner,
+            self.chain_id,
+            self.contracts.gateway,
+            self.contracts.wallet,
+            &terms,
+            U256::ZERO,
         );
-        let call = ISessionGateway::openSessionWithSigCall {
-            owner: terms.owner,
-            sessionKey: terms.sessionKey,
-            guardian: terms.guardian,
-            token: terms.token,
-            deposit: terms.deposit,
-            perPaymentCap: terms.perPaymentCap,
-            periodBudget: terms.periodBudget,
-            periodSeconds: terms.periodSeconds,
-            coSignThreshold: terms.coSignThreshold,
-            validAfter: terms.validAfter,
-            expiresAt: terms.expiresAt,
-            leaseSeconds: terms.leaseSeconds,
-            leaseKeeper: terms.leaseKeeper,
-            allowlistId: terms.allowlistId,
-            metadata: terms.metadata,
-            nonce: terms.nonce,
-            deadline,
-            ownerSignature: owner_sig.into(),
-            permitSignature: permit_sig.into(),
-        };
         let relayer = self.actors.relayer.clone();
         let r = self
             .send(&relayer, self.contracts.gateway, "openSessionWithSig", call)
@@ -975,6 +949,51 @@ pub fn signed_pay(
         nonce: intent.nonce,
         deadline: intent.deadline,
         signature: signature.into(),
+    }
+}
+
+/// The `openSessionWithSig` call for `terms`, signed by `owner` for the gateway at `gateway`
+/// on `chain_id`, with the owner's EIP-2612 permit (nonce `permit_nonce` of `terms.token`)
+/// letting `wallet` pull the deposit (what an owner hands the relayer).
+pub fn signed_open_with_permit(
+    owner: &Key,
+    chain_id: u64,
+    gateway: Address,
+    wallet: Address,
+    terms: &OpenSession,
+    permit_nonce: U256,
+) -> ISessionGateway::openSessionWithSigCall {
+    let owner_sig = owner
+        .sign_hash_rsv(&terms.eip712_signing_hash(&SESSION_GATEWAY_DOMAIN.at(chain_id, gateway)));
+    let permit = Permit {
+        owner: terms.owner,
+        spender: wallet,
+        value: terms.deposit,
+        nonce: permit_nonce,
+        deadline: terms.deadline,
+    };
+    let permit_sig = owner
+        .sign_hash_rsv(&permit.eip712_signing_hash(&TEST_TOKEN_DOMAIN.at(chain_id, terms.token)));
+    ISessionGateway::openSessionWithSigCall {
+        owner: terms.owner,
+        sessionKey: terms.sessionKey,
+        guardian: terms.guardian,
+        token: terms.token,
+        deposit: terms.deposit,
+        perPaymentCap: terms.perPaymentCap,
+        periodBudget: terms.periodBudget,
+        periodSeconds: terms.periodSeconds,
+        coSignThreshold: terms.coSignThreshold,
+        validAfter: terms.validAfter,
+        expiresAt: terms.expiresAt,
+        leaseSeconds: terms.leaseSeconds,
+        leaseKeeper: terms.leaseKeeper,
+        allowlistId: terms.allowlistId,
+        metadata: terms.metadata,
+        nonce: terms.nonce,
+        deadline: terms.deadline,
+        ownerSignature: owner_sig.into(),
+        permitSignature: permit_sig.into(),
     }
 }
 

@@ -1068,6 +1068,7 @@ impl Chain {
             b.basefee = U256::from(self.config.base_fee);
             b.gas_limit = self.config.block_gas_limit;
         }
+        self.exec.begin_block();
         let mut leftover = Vec::new();
         let mut skipped = Vec::new();
         let mut mined = Vec::new();
@@ -1669,6 +1670,7 @@ impl Chain {
         let saved_state = std::mem::replace(self.exec.state_mut(), state);
         let saved_env = self.exec.block().clone();
         env(self.exec.block_mut());
+        self.exec.begin_block();
         let out = f(self);
         *self.exec.state_mut() = saved_state;
         *self.exec.block_mut() = saved_env;

@@ -172,6 +172,32 @@ pub(crate) struct World {
     pub ever_pages: u16,
     /// Installed while a transaction is replayed for `debug_trace*`.
     pub tracer: Option<CallTracer>,
+    /// Programs called in this block (see [`RecentPrograms`]).
+    pub recent_programs: RecentPrograms,
+}
+
+/// ArbOS 60's `RecentWasms`: the code hashes of the [`meter::BLOCK_CACHE_SIZE`] programs called
+/// most recently in this block, least recent first. A call into one of them pays only the cached
+/// init gas. Not undone by reverts (nitro does not journal it); emptied at each block.
+#[derive(Default)]
+pub(crate) struct RecentPrograms(Vec<B256>);
+
+impl RecentPrograms {
+    /// Records a call into `code_hash`; whether it was already recent.
+    fn insert(&mut self, code_hash: B256) -> bool {
+        let hit = match self.0.iter().position(|h| *h == code_hash) {
+            Some(i) => {
+                self.0.remove(i);
+                true
+            }
+            None => false,
+        };
+        if self.0.len() == meter::BLOCK_CACHE_SIZE {
+            self.0.remove(0);
+        }
+        self.0.push(code_hash);
+        hit
+    }
 }
 
 impl World {
@@ -220,6 +246,7 @@ impl Executor {
                 open_pages: 0,
                 ever_pages: 0,
                 tracer: None,
+                recent_programs: RecentPrograms::default(),
             })),
         }
     }
@@ -252,6 +279,12 @@ impl Executor {
     /// Mutable block values, set by the chain before it executes a block or an `eth_call`.
     pub fn block_mut(&mut self) -> &mut BlockEnv {
         &mut self.world_mut().block
+    }
+
+    /// Starts a block (or a simulation, which runs in a block of its own): no program has been
+    /// called in it yet.
+    pub fn begin_block(&mut self) {
+        self.world_mut().recent_programs = RecentPrograms::default();
     }
 
     /// Mutable transaction values, set per transaction before it executes.
@@ -489,8 +522,12 @@ fn run_program(mut world: Box<World>, code_hash: B256, msg: Message) -> (Box<Wor
     };
     // Program init and memory footprint are paid before the program runs.
     let footprint = info.footprint;
-    let upfront =
-        meter::PROGRAM_INIT_GAS + meter::memory_gas(footprint, world.open_pages, world.ever_pages);
+    let init = if world.recent_programs.insert(code_hash) {
+        meter::PROGRAM_CACHED_GAS
+    } else {
+        meter::PROGRAM_INIT_GAS
+    };
+    let upfront = init + meter::memory_gas(footprint, world.open_pages, world.ever_pages);
     if upfront > msg.gas || world.open_pages.saturating_add(footprint) > meter::PAGE_LIMIT {
         return (world, FrameResult::out_of_gas());
     }

@@ -8,7 +8,9 @@
 //!   (EIP-2929 cold/warm, EIP-2200/3529 SSTORE at flush, logs, calls, value transfers).
 //! * Storage-cache read/write surcharges of nitro (0/2/10 and 0/7/10 gas) are not charged.
 //! * Program init: a flat [`PROGRAM_INIT_GAS`] per call (nitro's uncached v2 figure without
-//!   the module-specific init cost).
+//!   the module-specific init cost), or [`PROGRAM_CACHED_GAS`] for a program already called in
+//!   the same block: ArbOS 60's `RecentWasms` cache of the [`BLOCK_CACHE_SIZE`] most recent
+//!   programs, emptied at each block. The ArbOS program cache (CacheManager) is not modelled.
 //! * Memory: nitro's `MemoryModel` with [`FREE_PAGES`] free pages per transaction and
 //!   [`PAGE_GAS`] per page beyond, but without the exponential ramp table. Growth through
 //!   `memory.grow` (nitro injects `pay_for_memory_grow` before it) is charged when the frame
@@ -97,8 +99,14 @@ pub const CREATE_GAS: u64 = 32_000;
 pub const KECCAK_WORD_GAS: u64 = 6;
 /// Deployed code: per byte.
 pub const CODE_DEPOSIT_GAS: u64 = 200;
-/// `MinInitGas×128 + MinCachedInitGas×32` (nitro v2 params, module init cost left out).
-pub const PROGRAM_INIT_GAS: u64 = 69 * 128 + 11 * 32;
+/// `MinCachedInitGas×32`: what a call into a recently used program pays for init (nitro v2
+/// params, module cached cost left out).
+pub const PROGRAM_CACHED_GAS: u64 = 11 * 32;
+/// `MinInitGas×128 + MinCachedInitGas×32`: init of a program not called yet in this block
+/// (nitro v2 params, module init cost left out).
+pub const PROGRAM_INIT_GAS: u64 = 69 * 128 + PROGRAM_CACHED_GAS;
+/// How many recently called programs a block remembers (nitro `initialRecentCacheSize`).
+pub const BLOCK_CACHE_SIZE: usize = 32;
 /// Memory pages each transaction gets without charge (nitro `FreePages`).
 pub const FREE_PAGES: u16 = 2;
 /// Gas per memory page opened beyond [`FREE_PAGES`] (nitro `PageGas`).

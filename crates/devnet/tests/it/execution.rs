@@ -4,7 +4,7 @@
 
 use crate::common::*;
 use alloy_primitives::{keccak256, Address, B256, U256};
-use bursar_devnet::{ActivationError, CallStatus, Executor};
+use bursar_devnet::{meter, ActivationError, CallStatus, Executor};
 use stylus_activation::hostio::{WasmTy, VM_HOOKS_FNS};
 
 /// Compiles WAT and wraps it as deployable Stylus code.
@@ -499,7 +499,10 @@ fn memory_growth_is_paid_and_limited() {
         (i32.const 0)))"#;
     let mut exec = Executor::new();
     deploy(&mut exec, addr(0xa00), wat);
+    // Each call in a block of its own, so both pay the full program init.
+    exec.begin_block();
     let small = exec.call(addr(1), addr(0xa00), U256::ZERO, &[1], GAS, false);
+    exec.begin_block();
     let big = exec.call(addr(1), addr(0xa00), U256::ZERO, &[101], GAS, false);
     assert!(small.success && big.success);
     // 2 pages are free; 100 more pages cost 1000 gas each (plus wasmi's own fuel for
@@ -509,6 +512,49 @@ fn memory_growth_is_paid_and_limited() {
     // Beyond the 128-page limit memory.grow fails (returns -1): the program reverts.
     let too_big = exec.call(addr(1), addr(0xa00), U256::ZERO, &[128], GAS, false);
     assert_eq!(too_big.status, CallStatus::Revert);
+}
+
+/// A program that does nothing; `n` makes its code (and code hash) distinct.
+fn idle(n: u32) -> String {
+    format!(
+        r#"(module
+      (import "vm_hooks" "pay_for_memory_grow" (func $pay (param i32)))
+      (memory (export "memory") 1 1)
+      (global i32 (i32.const {n}))
+      (func (export "user_entrypoint") (param $len i32) (result i32) (i32.const 0)))"#
+    )
+}
+
+#[test]
+fn a_program_called_again_in_the_same_block_pays_only_the_cached_init() {
+    let mut exec = Executor::new();
+    for n in 0..=meter::BLOCK_CACHE_SIZE as u32 {
+        deploy(&mut exec, addr(0xb00 + u64::from(n)), &idle(n));
+    }
+    let call = |exec: &mut Executor, n: u64| {
+        let out = exec.call(addr(1), addr(0xb00 + n), U256::ZERO, &[], GAS, false);
+        assert!(out.success);
+        out.gas_used
+    };
+    exec.begin_block();
+    let first = call(&mut exec, 0);
+    let again = call(&mut exec, 0);
+    assert_eq!(
+        first - again,
+        meter::PROGRAM_INIT_GAS - meter::PROGRAM_CACHED_GAS
+    );
+    exec.begin_block();
+    assert_eq!(
+        call(&mut exec, 0),
+        first,
+        "a new block starts with no recent programs"
+    );
+    // 32 other programs push program 0 out of the cache: it pays the full init again.
+    for n in 1..=meter::BLOCK_CACHE_SIZE as u64 {
+        assert_eq!(call(&mut exec, n), first);
+    }
+    assert_eq!(call(&mut exec, 0), first, "evicted as least recently used");
+    assert_eq!(call(&mut exec, 0), again);
 }
 
 /// Reports `msg_sender ‖ contract_address ‖ msg_reentrant (4 bytes LE)` and writes slot 0 := 1.
