@@ -6,7 +6,8 @@
 //! * `pay` throughput: signed `SessionWallet.pay` transactions through `eth_sendRawTransaction`
 //!   with automine (one block per transaction, receipts fetched), sequential and from several
 //!   concurrent clients;
-//! * `eth_getLogs` latency over 100,000 logs (token transfers, mined in full blocks).
+//! * `eth_getLogs` latency over 100,000 logs (token transfers, mined in full blocks), side by
+//!   side with anvil on logs of the same shape when anvil is installed (tools/conformance).
 //!
 //! ```text
 //! cargo bench -p bursar-e2e --bench devnet                 # defaults
@@ -543,8 +544,8 @@ async fn get_logs_latency(n: usize) {
     let recipients: Vec<Address> = (0..100u8).map(|i| Address::repeat_byte(i + 1)).collect();
     let t = Instant::now();
     let first = client.block_number().await.expect("block") + 1;
-    for chunk_start in (0..n).step_by(500) {
-        let batch: Vec<serde_json::Value> = (chunk_start..(chunk_start + 500).min(n))
+    for chunk_start in (0..n).step_by(250) {
+        let batch: Vec<serde_json::Value> = (chunk_start..(chunk_start + 250).min(n))
             .map(|i| {
                 let call = ITestToken::transferCall { to: recipients[i % 100], value: U256::from(1) };
                 let tx = TxEip1559 {
@@ -563,9 +564,9 @@ async fn get_logs_latency(n: usize) {
             })
             .collect();
         post_batch(client.url(), &batch).await;
-        // Mine what the pool holds (full blocks of 300 transfers at 100k gas each).
+        // One block of 250 transfers (the block gas limit holds 300 at the 100k gas limit).
         let _: serde_json::Value = client
-            .request("anvil_mine", json!([2]))
+            .request("anvil_mine", json!([1]))
             .await
             .expect("mine");
     }
@@ -597,45 +598,222 @@ async fn get_logs_latency(n: usize) {
     assert!(all.len() >= n, "only {} logs", all.len());
 
     let busy = all.last().expect("logs").block_number.to::<u64>();
+    let devnet_times = time_log_queries(client.url(), token, first, last, busy, &recipients).await;
+    let anvil_times = match anvil_bin() {
+        Some(bin) => Some(anvil_log_dataset(&bin, n, &recipients).await),
+        None => {
+            println!("anvil: not installed (npm ci --prefix tools/conformance, or BURSAR_ANVIL): no side-by-side figures");
+            None
+        }
+    };
+    println!("eth_getLogs, {} logs in ~{} blocks (median of 10, request sent to body received; the client's own parsing excluded):", all.len(), last - first + 1);
+    for (i, (name, count, median)) in devnet_times.iter().enumerate() {
+        let peer = anvil_times
+            .as_ref()
+            .map(|(_, t)| {
+                let (_, c, m) = &t[i];
+                format!("   anvil {c:>6} logs {:>8.2} ms", ms(*m))
+            })
+            .unwrap_or_default();
+        println!(
+            "  {name:<38} devnet {count:>6} logs {:>8.2} ms{peer}",
+            ms(*median)
+        );
+    }
+    if let Some((child, _)) = anvil_times {
+        drop(child);
+    }
+}
+
+/// The four `eth_getLogs` shapes of the benchmark against `url`, for the logs `emitter` wrote in
+/// `first..=last` (one Transfer-shaped log per transaction, recipients round-robin):
+/// `(name, logs returned, median latency)`.
+async fn time_log_queries(
+    url: &str,
+    emitter: Address,
+    first: u64,
+    last: u64,
+    busy: u64,
+    recipients: &[Address],
+) -> Vec<(&'static str, usize, Duration)> {
     let to_topic = alloy_primitives::B256::left_padding_from(recipients[7].as_slice());
     let transfer = <ITestToken::Transfer as alloy_sol_types::SolEvent>::SIGNATURE_HASH;
+    let range = |from: u64, to: u64| (format!("{from:#x}"), format!("{to:#x}"));
+    let (f, l) = range(first, last);
+    let (b, _) = range(busy, busy);
     let queries: [(&str, serde_json::Value); 4] = [
         (
-            "all 100k logs of the token",
-            json!({"address": token, "fromBlock": format!("{first:#x}"), "toBlock": format!("{last:#x}")}),
+            "all logs of the emitter",
+            json!({"address": emitter, "fromBlock": f, "toBlock": l}),
         ),
         (
             "one recipient (topic 2), whole range",
-            json!({"address": token, "fromBlock": format!("{first:#x}"), "toBlock": format!("{last:#x}"), "topics": [transfer, null, to_topic]}),
+            json!({"address": emitter, "fromBlock": f, "toBlock": l, "topics": [transfer, null, to_topic]}),
         ),
         (
             "one full block",
-            json!({"address": token, "fromBlock": format!("{busy:#x}"), "toBlock": format!("{busy:#x}")}),
+            json!({"address": emitter, "fromBlock": b, "toBlock": b}),
         ),
         (
             "no match (other address)",
-            json!({"address": Address::repeat_byte(0xee), "fromBlock": format!("{first:#x}"), "toBlock": format!("{last:#x}")}),
+            json!({"address": Address::repeat_byte(0xee), "fromBlock": f, "toBlock": l}),
         ),
     ];
+    let http = reqwest::Client::new();
+    let mut out = Vec::new();
     for (name, filter) in queries {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "eth_getLogs", "params": [filter]});
         let mut times = Vec::new();
         let mut count = 0;
         for _ in 0..10 {
             let t = Instant::now();
-            let logs: Vec<serde_json::Value> = client
-                .request("eth_getLogs", json!([filter]))
+            let bytes = http
+                .post(url)
+                .json(&body)
+                .send()
                 .await
-                .expect("logs");
+                .expect("eth_getLogs sent")
+                .bytes()
+                .await
+                .expect("eth_getLogs answered");
             times.push(t.elapsed());
-            count = logs.len();
+            #[derive(serde::Deserialize)]
+            struct Answer {
+                result: Vec<serde::de::IgnoredAny>,
+            }
+            count = serde_json::from_slice::<Answer>(&bytes)
+                .expect("a list of logs")
+                .result
+                .len();
         }
         times.sort();
-        println!(
-            "eth_getLogs {name}: {count} logs, median {:.2} ms, max {:.2} ms",
-            ms(times[times.len() / 2]),
-            ms(*times.last().expect("runs"))
-        );
+        out.push((name, count, times[times.len() / 2]));
     }
+    out
+}
+
+/// anvil as a child process, killed on drop.
+struct Anvil(std::process::Child);
+
+impl Drop for Anvil {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The anvil binary npm installed for the conformance tests (or `BURSAR_ANVIL`).
+fn anvil_bin() -> Option<std::path::PathBuf> {
+    if let Some(bin) = std::env::var_os("BURSAR_ANVIL") {
+        return Some(bin.into());
+    }
+    let scope = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tools/conformance/node_modules/@foundry-rs");
+    std::fs::read_dir(scope)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path().join("bin/anvil"))
+        .find(|p| p.is_file())
+}
+
+/// EVM runtime: `LOG3(data = calldata[32..64], Transfer, caller, calldata[0..32])`. anvil
+/// cannot run the Stylus token, so this writes logs of the same shape.
+const TRANSFER_LOGGER: &str = concat!(
+    "602060206000",
+    "37", // CALLDATACOPY(mem 0, calldata 32, 32 bytes)
+    "600035",
+    "33", // topic 2 = calldata[0..32], topic 1 = caller
+    "7fddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef", // topic 0 = Transfer
+    "60206000",
+    "a3",
+    "00", // LOG3(mem 0, 32 bytes); STOP
+);
+
+/// Starts anvil, writes `n` Transfer-shaped logs (250 a block, recipients round-robin, as on
+/// the devnet) and times the same queries there.
+async fn anvil_log_dataset(
+    bin: &std::path::Path,
+    n: usize,
+    recipients: &[Address],
+) -> (Anvil, Vec<(&'static str, usize, Duration)>) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let child = std::process::Command::new(bin)
+        .args([
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "--silent",
+        ])
+        .args(["--chain-id", &CHAIN.to_string(), "--no-mining"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn anvil");
+    let anvil = Anvil(child);
+    let client = Client::new(format!("http://127.0.0.1:{port}"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while client.block_number().await.is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "anvil did not answer within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let key = dev_key(0);
+    let runtime = alloy_primitives::hex::decode(TRANSFER_LOGGER).expect("hex");
+    // Initcode: CODECOPY the runtime (after these 12 bytes) to memory and RETURN it.
+    let len = runtime.len() as u8;
+    let mut init = vec![0x60, len, 0x60, 12, 0x60, 0, 0x39, 0x60, len, 0x60, 0, 0xf3];
+    init.extend(runtime);
+    let max_fee = 10 * max_fee(&client).await;
+    let sign = |nonce: u64, to: TxKind, input: Vec<u8>, gas_limit: u64| {
+        let tx = TxEip1559 {
+            chain_id: CHAIN,
+            nonce,
+            gas_limit,
+            max_fee_per_gas: max_fee,
+            max_priority_fee_per_gas: 0,
+            to,
+            value: U256::ZERO,
+            input: input.into(),
+            access_list: Default::default(),
+        };
+        alloy_primitives::Bytes::from(key.sign_transaction(tx).0)
+    };
+    let emitter = key.address().create(0);
+    post_batch(
+        client.url(),
+        &[json!({"jsonrpc": "2.0", "id": 0, "method": "eth_sendRawTransaction", "params": [sign(0, TxKind::Create, init, 200_000)]})],
+    )
+    .await;
+    let _: serde_json::Value = client
+        .request("anvil_mine", json!([1]))
+        .await
+        .expect("mine");
+    let first = client.block_number().await.expect("block") + 1;
+    for chunk in (0..n).collect::<Vec<_>>().chunks(250) {
+        let batch: Vec<serde_json::Value> = chunk
+            .iter()
+            .map(|&i| {
+                let mut input = alloy_primitives::B256::left_padding_from(recipients[i % 100].as_slice()).to_vec();
+                input.extend(U256::from(1).to_be_bytes::<32>());
+                let raw = sign(1 + i as u64, TxKind::Call(emitter), input, 50_000);
+                json!({"jsonrpc": "2.0", "id": i, "method": "eth_sendRawTransaction", "params": [raw]})
+            })
+            .collect();
+        post_batch(client.url(), &batch).await;
+        let _: serde_json::Value = client
+            .request("anvil_mine", json!([1]))
+            .await
+            .expect("mine");
+    }
+    let last = client.block_number().await.expect("block");
+    let times = time_log_queries(client.url(), emitter, first, last, last, recipients).await;
+    assert_eq!(times[0].1, n, "anvil holds every log");
+    (anvil, times)
 }
 
 async fn post_batch(url: &str, batch: &[serde_json::Value]) {

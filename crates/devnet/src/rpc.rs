@@ -21,11 +21,13 @@ use std::sync::{Arc, Mutex};
 
 use alloy_consensus::transaction::SignerRecoverable;
 use alloy_consensus::{Transaction, TxEnvelope};
-use alloy_primitives::{Address, Bytes, B256, U256, U512};
+use alloy_primitives::{Address, Bytes, B256, U256, U512, U64};
 use axum::extract::State as AxState;
 use axum::routing::post;
 use axum::Router;
 use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::chain::{
@@ -302,7 +304,7 @@ pub fn handle_body(chain: &Shared, body: &[u8]) -> String {
     handle_body_with(body, |r| handle_request(chain, r))
 }
 
-fn handle_body_with(body: &[u8], mut one: impl FnMut(&Value) -> Option<Value>) -> String {
+fn handle_body_with(body: &[u8], mut one: impl FnMut(&Value) -> Option<Reply>) -> String {
     if body.len() > MAX_BODY_BYTES {
         return error_response(Value::Null, &RpcError::too_large(Some(body.len() as u64)))
             .to_string();
@@ -316,14 +318,14 @@ fn handle_body_with(body: &[u8], mut one: impl FnMut(&Value) -> Option<Value>) -
             error_response(Value::Null, &RpcError::empty_batch()).to_string()
         }
         Value::Array(items) => {
-            let out: Vec<Value> = items.iter().filter_map(&mut one).collect();
+            let out: Vec<Reply> = items.iter().filter_map(&mut one).collect();
             if out.is_empty() {
                 String::new()
             } else {
-                Value::Array(out).to_string()
+                serde_json::to_string(&out).expect("raw JSON values serialize")
             }
         }
-        other => one(&other).map_or_else(String::new, |v| v.to_string()),
+        other => one(&other).map_or_else(String::new, |v| String::from(v.get())),
     }
 }
 
@@ -389,16 +391,16 @@ fn ws_request(
     chain: &Shared,
     subs: &mut std::collections::BTreeMap<u64, Subscription>,
     req: &Value,
-) -> Option<Value> {
+) -> Option<Reply> {
     let call = match parse_call(req) {
         Ok(call) => call,
-        Err(reply) => return Some(reply),
+        Err(reply) => return Some(raw(&reply)),
     };
     if !matches!(call.method.as_str(), "eth_subscribe" | "eth_unsubscribe") {
         return handle_request(chain, req);
     }
     let params = &call.params;
-    let result = (|| -> Result<Value, RpcError> {
+    let result = (|| -> Result<Answer, RpcError> {
         check_arity(&call.method, params)?;
         if call.method == "eth_unsubscribe" {
             let sub = params
@@ -406,7 +408,7 @@ fn ws_request(
                 .map(quantity)
                 .and_then(Result::ok)
                 .unwrap_or(0);
-            return Ok(json!(subs.remove(&sub).is_some()));
+            return Ok(json!(subs.remove(&sub).is_some()).into());
         }
         let c = chain.lock().unwrap_or_else(|e| e.into_inner());
         let kind: String = params.get(0)?;
@@ -430,7 +432,7 @@ fn ws_request(
                 cursor: c.event_count(),
             },
         );
-        Ok(q(sub))
+        Ok(q(sub).into())
     })();
     call.answer(result)
 }
@@ -463,7 +465,7 @@ fn notifications(
                     .logs
                     .iter()
                     .filter(|l| f.matches(l))
-                    .map(|l| chain_log_json(&c, l))
+                    .map(|l| json!(LogView::new(&c, l)))
                     .collect(),
             };
             for r in results {
@@ -494,12 +496,44 @@ struct Call {
     params: Params,
 }
 
+/// One response of a body's answer, as JSON text (batches are arrays of these).
+type Reply = Box<RawValue>;
+
+fn raw(v: &impl Serialize) -> Reply {
+    serde_json::value::to_raw_value(v).expect("JSON values serialize")
+}
+
+/// A method's result: a JSON value, or JSON text serialized straight from typed data (logs,
+/// where building a `Value` tree per log cost more than the query).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Answer {
+    Json(Value),
+    Raw(Reply),
+}
+
+impl From<Value> for Answer {
+    fn from(v: Value) -> Self {
+        Answer::Json(v)
+    }
+}
+
 impl Call {
-    fn answer(&self, result: Result<Value, RpcError>) -> Option<Value> {
-        let id = self.id.clone()?;
+    fn answer(&self, result: Result<Answer, RpcError>) -> Option<Reply> {
+        #[derive(Serialize)]
+        struct Success<'a> {
+            jsonrpc: &'static str,
+            id: &'a Value,
+            result: Answer,
+        }
+        let id = self.id.as_ref()?;
         Some(match result {
-            Ok(r) => json!({ "jsonrpc": "2.0", "id": id, "result": r }),
-            Err(e) => error_response(id, &e),
+            Ok(result) => raw(&Success {
+                jsonrpc: "2.0",
+                id,
+                result,
+            }),
+            Err(e) => raw(&error_response(id.clone(), &e)),
         })
     }
 }
@@ -539,10 +573,10 @@ fn parse_call(req: &Value) -> Result<Call, Value> {
     Ok(Call { id, method, params })
 }
 
-fn handle_request(chain: &Shared, req: &Value) -> Option<Value> {
+fn handle_request(chain: &Shared, req: &Value) -> Option<Reply> {
     let call = match parse_call(req) {
         Ok(call) => call,
-        Err(reply) => return Some(reply),
+        Err(reply) => return Some(raw(&reply)),
     };
     // A poisoned lock only means an earlier request panicked (answered with -32603 below);
     // keep serving.
@@ -773,7 +807,7 @@ fn state_at<'a>(chain: &'a Chain, p: &Params, i: usize) -> Result<&'a State, Rpc
         .ok_or_else(|| RpcError::server("header not found"))
 }
 
-fn dispatch(chain: &mut Chain, method: &str, p: &Params) -> Result<Value, RpcError> {
+fn dispatch(chain: &mut Chain, method: &str, p: &Params) -> Result<Answer, RpcError> {
     Ok(match method {
         "web3_clientVersion" => json!(CLIENT_VERSION),
         "eth_chainId" => q(chain.chain_id()),
@@ -928,7 +962,7 @@ fn dispatch(chain: &mut Chain, method: &str, p: &Params) -> Result<Value, RpcErr
                     "block range extends beyond current head block",
                 ));
             }
-            logs_json(chain, &f)?
+            return logs_answer(chain, &f);
         }
         "eth_newFilter" => {
             let f = arg(0, parse_log_filter(chain, p.raw(0)))?;
@@ -937,15 +971,13 @@ fn dispatch(chain: &mut Chain, method: &str, p: &Params) -> Result<Value, RpcErr
         "eth_newBlockFilter" => q(chain.new_filter(FilterKind::Blocks)),
         "eth_getFilterChanges" => match chain.filter_changes(filter_id(p)?) {
             Some(FilterChanges::Blocks(hashes)) => json!(hashes),
-            Some(FilterChanges::Logs(logs)) => {
-                Value::Array(logs.iter().map(|l| chain_log_json(chain, l)).collect())
-            }
+            Some(FilterChanges::Logs(logs)) => return Ok(logs_raw(chain, &logs)),
             None => return Err(filter_not_found()),
         },
         "eth_getFilterLogs" => match chain.filter(filter_id(p)?) {
             Some(FilterKind::Logs(f)) => {
                 let f = f.clone();
-                logs_json(chain, &f)?
+                return logs_answer(chain, &f);
             }
             _ => return Err(filter_not_found()),
         },
@@ -1079,7 +1111,8 @@ fn dispatch(chain: &mut Chain, method: &str, p: &Params) -> Result<Value, RpcErr
             json!({ "pending": pending, "queued": {} })
         }
         _ => return Err(RpcError::method_not_found(method)),
-    })
+    }
+    .into())
 }
 
 /// [`crate::chain::decode_raw_transaction`] with its error as a JSON-RPC error (-32000). Pure:
@@ -1337,12 +1370,18 @@ fn tx_json(chain: &Chain, tx: &MinedTx) -> Value {
 /// Adds `blockTimestamp` (geth ≥ 1.16 and anvil put it on mined transactions, receipts and
 /// logs) when the block is known; a log of a block dropped by `evm_revert` has none.
 fn with_block_timestamp(v: &mut Value, chain: &Chain, hash: B256, number: u64) {
-    let block = chain
-        .block_by_hash(hash)
-        .or_else(|| chain.block_by_number(number).filter(|b| b.hash == hash));
-    if let (Some(b), Some(o)) = (block, v.as_object_mut()) {
-        o.insert("blockTimestamp".into(), q(b.header.timestamp));
+    if let (Some(ts), Some(o)) = (block_timestamp(chain, hash, number), v.as_object_mut()) {
+        o.insert("blockTimestamp".into(), q(ts));
     }
+}
+
+/// The timestamp of block `hash` (number `number`), if the chain still knows it.
+fn block_timestamp(chain: &Chain, hash: B256, number: u64) -> Option<u64> {
+    chain
+        .block_by_number(number)
+        .filter(|b| b.hash == hash)
+        .or_else(|| chain.block_by_hash(hash))
+        .map(|b| b.header.timestamp)
 }
 
 /// A transaction object; block fields are `null` while it is pending.
@@ -1526,7 +1565,7 @@ pub(crate) fn parse_log_filter(
 }
 
 /// `eth_getLogs` (and `eth_getFilterLogs`) over the canonical chain.
-fn logs_json(chain: &Chain, f: &LogFilter) -> Result<Value, RpcError> {
+fn logs_answer(chain: &Chain, f: &LogFilter) -> Result<Answer, RpcError> {
     if let Some(h) = f.block_hash {
         if chain.block_by_hash(h).is_none() {
             return Err(RpcError::server("unknown block"));
@@ -1538,29 +1577,47 @@ fn logs_json(chain: &Chain, f: &LogFilter) -> Result<Value, RpcError> {
             return Err(RpcError::invalid_params("invalid block range params"));
         }
     }
-    Ok(Value::Array(
-        chain
-            .logs(f)
-            .iter()
-            .map(|l| chain_log_json(chain, l))
-            .collect(),
-    ))
+    Ok(logs_raw(chain, &chain.logs(f)))
 }
 
-pub(crate) fn chain_log_json(chain: &Chain, l: &ChainLog) -> Value {
-    let mut v = json!({
-        "address": l.log.address,
-        "topics": l.log.topics,
-        "data": l.log.data,
-        "blockHash": l.block_hash,
-        "blockNumber": q(l.block_number),
-        "transactionHash": l.tx_hash,
-        "transactionIndex": q(l.tx_index),
-        "logIndex": q(l.log_index),
-        "removed": l.removed,
-    });
-    with_block_timestamp(&mut v, chain, l.block_hash, l.block_number);
-    v
+fn logs_raw(chain: &Chain, logs: &[ChainLog]) -> Answer {
+    let views: Vec<LogView<'_>> = logs.iter().map(|l| LogView::new(chain, l)).collect();
+    Answer::Raw(raw(&views))
+}
+
+/// A log as JSON-RPC returns it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LogView<'a> {
+    address: Address,
+    topics: &'a [B256],
+    data: &'a Bytes,
+    block_hash: B256,
+    block_number: U64,
+    /// Absent for a log of a block dropped by `evm_revert` (see [`with_block_timestamp`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    block_timestamp: Option<U64>,
+    transaction_hash: B256,
+    transaction_index: U64,
+    log_index: U64,
+    removed: bool,
+}
+
+impl<'a> LogView<'a> {
+    fn new(chain: &Chain, l: &'a ChainLog) -> Self {
+        LogView {
+            address: l.log.address,
+            topics: &l.log.topics,
+            data: &l.log.data,
+            block_hash: l.block_hash,
+            block_number: U64::from(l.block_number),
+            block_timestamp: block_timestamp(chain, l.block_hash, l.block_number).map(U64::from),
+            transaction_hash: l.tx_hash,
+            transaction_index: U64::from(l.tx_index),
+            log_index: U64::from(l.log_index),
+            removed: l.removed,
+        }
+    }
 }
 
 /// Filter ids are quantities; anything unparseable is simply not a known filter.
