@@ -6,6 +6,7 @@
 //! * `pay` throughput: signed `SessionWallet.pay` transactions through `eth_sendRawTransaction`
 //!   with automine (one block per transaction, receipts fetched), sequential and from several
 //!   concurrent clients;
+//! * resident memory while a devnet with `--prune-history 64` mines 1,000,000 transfers;
 //! * `eth_getLogs` latency over 100,000 logs (token transfers, mined in full blocks), side by
 //!   side with anvil on logs of the same shape when anvil is installed (tools/conformance).
 //!
@@ -66,6 +67,7 @@ fn main() {
         open_gas().await;
         pay_throughput(pays).await;
         get_logs_latency(logs).await;
+        memory_after(env("BENCH_MEMORY_TXS", 1_000_000)).await;
     });
 }
 
@@ -294,6 +296,71 @@ fn entry_point(
         " (pending)"
     };
     Some(format!("{contract}.{name}{outcome}"))
+}
+
+/// Resident memory of this process (the devnet runs in it) while a devnet that keeps the state
+/// of the last 64 blocks (`--prune-history 64`) mines `n` value transfers, 1,000 a block
+/// (`eth_sendTransaction` from a dev account: the node signs nothing and recovers nothing).
+async fn memory_after(n: usize) {
+    let handle = bursar_devnet::spawn(bursar_devnet::RpcConfig {
+        addr: "127.0.0.1:0".parse().expect("socket address"),
+        chain: bursar_devnet::ChainConfig {
+            prune_history: Some(64),
+            ..Default::default()
+        },
+        block_time: None,
+    })
+    .await
+    .expect("devnet");
+    let client = Client::new(handle.url.clone());
+    let _: serde_json::Value = client
+        .request("evm_setAutomine", json!([false]))
+        .await
+        .expect("automine off");
+    let from = dev_key(0).address();
+    let before = rss_mib();
+    let t = Instant::now();
+    let mut line = format!("memory, --prune-history 64: RSS {before:.0} MiB at start");
+    for sent in (0..n).step_by(1_000) {
+        let batch: Vec<serde_json::Value> = (sent..(sent + 1_000).min(n))
+            .map(|i| {
+                let to = Address::left_padding_from(&(i as u64 % 10_000 + 1).to_be_bytes());
+                json!({"jsonrpc": "2.0", "id": i, "method": "eth_sendTransaction",
+                       "params": [{"from": from, "to": to, "value": "0x1", "gas": "0x5208"}]})
+            })
+            .collect();
+        post_batch(client.url(), &batch).await;
+        let _: serde_json::Value = client
+            .request("anvil_mine", json!([1]))
+            .await
+            .expect("mine");
+        let done = (sent + 1_000).min(n);
+        if done % (n / 4).max(1) == 0 {
+            line += &format!(", {:.0} MiB after {done}", rss_mib());
+        }
+    }
+    let mined: alloy_primitives::U64 = client
+        .request("eth_getTransactionCount", json!([from, "latest"]))
+        .await
+        .expect("nonce");
+    assert_eq!(mined.to::<u64>(), n as u64, "every transfer mined");
+    println!(
+        "{line} ({:.0} s, {:.0} tx/s)",
+        t.elapsed().as_secs_f64(),
+        n as f64 / t.elapsed().as_secs_f64()
+    );
+    handle.shutdown().await;
+}
+
+/// This process's resident set (Linux `/proc/self/status`), in MiB; 0 elsewhere.
+fn rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+            line.split_whitespace().nth(1)?.parse::<f64>().ok()
+        })
+        .map_or(0.0, |kib| kib / 1024.0)
 }
 
 /// Pre-signed relayer transactions carrying agent-signed intents, `n` per relayer.

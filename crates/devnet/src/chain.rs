@@ -34,6 +34,7 @@
 //!   the loaded head.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 
 use alloy_consensus::transaction::SignerRecoverable;
 use alloy_consensus::{Header, SignableTransaction, Transaction, TxEip1559, TxEnvelope};
@@ -432,7 +433,9 @@ struct Snapshot {
     block_env: BlockEnv,
     blocks: Vec<Block>,
     history: History,
-    txs: HashMap<B256, MinedTx>,
+    /// Mined transactions by hash, each behind an `Arc`: a map slot stays 40 bytes (a receipt
+    /// inline made empty slots cost 900), and snapshots copy pointers, not receipts.
+    txs: HashMap<B256, Arc<MinedTx>>,
     pending: Vec<PendingTx>,
     time_offset: i64,
     next_timestamp: Option<u64>,
@@ -445,7 +448,9 @@ pub struct Chain {
     blocks: Vec<Block>,
     /// State after each block (activations included).
     history: History,
-    txs: HashMap<B256, MinedTx>,
+    /// Mined transactions by hash, each behind an `Arc`: a map slot stays 40 bytes (a receipt
+    /// inline made empty slots cost 900), and snapshots copy pointers, not receipts.
+    txs: HashMap<B256, Arc<MinedTx>>,
     pending: Vec<PendingTx>,
     automine: bool,
     /// Seconds added to the wall clock (`evm_increaseTime`).
@@ -683,7 +688,7 @@ impl Chain {
 
     /// A mined transaction by hash, with its receipt.
     pub fn transaction(&self, hash: B256) -> Option<&MinedTx> {
-        self.txs.get(&hash)
+        self.txs.get(&hash).map(Arc::as_ref)
     }
 
     /// A transaction waiting in the pool (automine off): its envelope and sender.
@@ -828,7 +833,7 @@ impl Chain {
 
     /// Makes `blocks` (with their transactions `txs`) the canonical chain, recording the blocks
     /// after the common prefix as removed (newest first), then the new ones as added.
-    fn replace_blocks(&mut self, blocks: Vec<Block>, txs: HashMap<B256, MinedTx>) {
+    fn replace_blocks(&mut self, blocks: Vec<Block>, txs: HashMap<B256, Arc<MinedTx>>) {
         let common = self
             .blocks
             .iter()
@@ -854,7 +859,11 @@ impl Chain {
     /// rename. Pool transactions, snapshots, filters and per-block states are not saved.
     pub fn save_state(&self, path: &std::path::Path) -> Result<(), StateFileError> {
         let blocks = self.blocks.iter().map(|b| {
-            let txs = b.transactions.iter().map(|h| &self.txs[h]).collect();
+            let txs = b
+                .transactions
+                .iter()
+                .map(|h| self.txs[h].as_ref())
+                .collect();
             (b, txs)
         });
         StateFile::new(self.config.chain_id, self.exec.state(), blocks).write(path)
@@ -877,7 +886,11 @@ impl Chain {
             first: head,
             states: VecDeque::from([loaded.state]),
         };
-        let txs = loaded.txs.into_iter().map(|t| (t.hash, t)).collect();
+        let txs = loaded
+            .txs
+            .into_iter()
+            .map(|t| (t.hash, Arc::new(t)))
+            .collect();
         self.replace_blocks(loaded.blocks, txs);
         self.pending.clear();
         self.snapshots.clear();
@@ -1155,7 +1168,7 @@ impl Chain {
             transactions.push(tx.hash);
             self.txs.insert(
                 tx.hash,
-                MinedTx {
+                Arc::new(MinedTx {
                     envelope: tx.envelope,
                     hash: tx.hash,
                     from: tx.from,
@@ -1163,7 +1176,7 @@ impl Chain {
                     block_hash: hash,
                     index: index as u64,
                     receipt,
-                },
+                }),
             );
         }
         let block = Block {
