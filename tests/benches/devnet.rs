@@ -6,7 +6,8 @@
 //! * `pay` throughput: signed `SessionWallet.pay` transactions through `eth_sendRawTransaction`
 //!   with automine (one block per transaction, receipts fetched), sequential and from several
 //!   concurrent clients;
-//! * resident memory while a devnet with `--prune-history 64` mines 1,000,000 transfers;
+//! * resident memory while a devnet with `--prune-history 64 --transaction-block-keeper 64`
+//!   mines 1,000,000 transfers;
 //! * `eth_getLogs` latency over 100,000 logs (token transfers, mined in full blocks), side by
 //!   side with anvil on logs of the same shape when anvil is installed (tools/conformance).
 //!
@@ -299,13 +300,15 @@ fn entry_point(
 }
 
 /// Resident memory of this process (the devnet runs in it) while a devnet that keeps the state
-/// of the last 64 blocks (`--prune-history 64`) mines `n` value transfers, 1,000 a block
+/// and the transactions of the last 64 blocks (`--prune-history 64
+/// --transaction-block-keeper 64`) mines `n` value transfers, 1,000 a block
 /// (`eth_sendTransaction` from a dev account: the node signs nothing and recovers nothing).
 async fn memory_after(n: usize) {
     let handle = bursar_devnet::spawn(bursar_devnet::RpcConfig {
         addr: "127.0.0.1:0".parse().expect("socket address"),
         chain: bursar_devnet::ChainConfig {
             prune_history: Some(64),
+            transaction_block_keeper: Some(64),
             ..Default::default()
         },
         block_time: None,
@@ -320,7 +323,9 @@ async fn memory_after(n: usize) {
     let from = dev_key(0).address();
     let before = rss_mib();
     let t = Instant::now();
-    let mut line = format!("memory, --prune-history 64: RSS {before:.0} MiB at start");
+    let mut line = format!(
+        "memory, --prune-history 64 --transaction-block-keeper 64: RSS {before:.0} MiB at start"
+    );
     for sent in (0..n).step_by(1_000) {
         let batch: Vec<serde_json::Value> = (sent..(sent + 1_000).min(n))
             .map(|i| {

@@ -37,6 +37,12 @@ pub(crate) struct DevnetArgs {
     #[arg(long, env = "BURSAR_DEVNET_PRUNE_HISTORY", value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..))]
     prune_history: Option<u64>,
+    /// Keep the transactions, receipts and logs of only the last N blocks (older blocks keep
+    /// their headers; their transactions are no longer found, their logs no longer returned).
+    /// With --prune-history, memory stays flat on any run. Default: keep all.
+    #[arg(long, env = "BURSAR_DEVNET_TRANSACTION_BLOCK_KEEPER", value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    transaction_block_keeper: Option<u64>,
     /// State file: loaded on start if it exists, written (atomically) on exit, like anvil's
     /// `--state`. Holds the accounts, program activations, blocks, transactions and receipts.
     #[arg(long, env = "BURSAR_DEVNET_STATE", value_name = "FILE")]
@@ -58,6 +64,7 @@ async fn serve(args: DevnetArgs) -> Result<(), String> {
             chain_id: args.chain_id,
             finality_depth: args.finality_depth,
             prune_history: args.prune_history,
+            transaction_block_keeper: args.transaction_block_keeper,
             ..ChainConfig::default()
         },
         block_time: args.block_time.map(Duration::from_secs),

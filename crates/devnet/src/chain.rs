@@ -64,6 +64,12 @@ pub struct ChainConfig {
     /// Keep the state of only the last N blocks (`--prune-history N`, as anvil's): memory stays
     /// bounded on long runs; state queries and reorgs reach back N blocks. `None`: keep all.
     pub prune_history: Option<u64>,
+    /// Keep the transactions, receipts and logs of only the last N blocks
+    /// (`--transaction-block-keeper N`, as anvil's): older blocks keep their headers, but their
+    /// transactions are no longer found and their logs no longer returned. With
+    /// `prune_history`, memory stays flat however many transactions are mined. `None`: keep
+    /// all.
+    pub transaction_block_keeper: Option<u64>,
     /// A filter not polled for this long is uninstalled, as geth's are (default 5 minutes).
     pub filter_timeout: std::time::Duration,
     /// How far the `safe` block tag lags the head; `finalized` lags twice as far, so that
@@ -82,6 +88,7 @@ impl Default for ChainConfig {
             genesis_timestamp: None,
             finality_depth: 0,
             prune_history: None,
+            transaction_block_keeper: None,
             filter_timeout: std::time::Duration::from_secs(5 * 60),
         }
     }
@@ -457,8 +464,10 @@ pub struct Chain {
     time_offset: i64,
     next_timestamp: Option<u64>,
     snapshots: Vec<Option<Snapshot>>,
-    /// Every change of the canonical chain, in order (see [`ChainEvent`]).
+    /// Every change of the canonical chain, in order (see [`ChainEvent`]), from event number
+    /// `events_base` on (older ones are forgotten with `transaction_block_keeper`).
     events: Vec<ChainEvent>,
+    events_base: usize,
     /// Called with the new event count whenever events are recorded.
     on_event: Option<Box<dyn Fn(usize) + Send>>,
     filters: HashMap<u64, Filter>,
@@ -589,6 +598,7 @@ impl Chain {
             next_timestamp: None,
             snapshots: vec![],
             events: vec![],
+            events_base: 0,
             on_event: None,
             filters: HashMap::new(),
             log_index: LogIndex::default(),
@@ -1188,6 +1198,35 @@ impl Chain {
         let keep = self.config.prune_history;
         self.history.push(self.exec.state().clone(), keep);
         self.record(block, false);
+        self.forget_old_transactions();
+    }
+
+    /// With `transaction_block_keeper` N: forgets the transactions (receipts and logs with
+    /// them) of the block that just fell out of the last N, and chain events older than about
+    /// 2N. Headers stay, so numbers, hashes and timestamps still answer.
+    fn forget_old_transactions(&mut self) {
+        let Some(keep) = self.config.transaction_block_keeper else {
+            return;
+        };
+        let keep = keep.max(1);
+        let Some(old) = self.block_number().checked_sub(keep) else {
+            return;
+        };
+        if let Some(block) = self.blocks.get_mut(old as usize) {
+            for hash in std::mem::take(&mut block.transactions) {
+                self.txs.remove(&hash);
+            }
+        }
+        // Postings of forgotten logs find nothing; drop them now and then, not every block.
+        if old % 256 == 0 {
+            self.log_index.forget_before(old + 1);
+        }
+        let keep_events = usize::try_from(keep).unwrap_or(usize::MAX);
+        if self.events.len() / 2 > keep_events {
+            let drop = self.events.len() - keep_events;
+            self.events.drain(..drop);
+            self.events_base += drop;
+        }
     }
 
     // ----- chain events, filters, reorgs -----------------------------------------------------
@@ -1231,7 +1270,7 @@ impl Chain {
             logs,
         });
         if let Some(f) = &self.on_event {
-            f(self.events.len());
+            f(self.event_count());
         }
     }
 
@@ -1283,12 +1322,14 @@ impl Chain {
 
     /// Number of events recorded so far (a cursor for [`Chain::events_since`]).
     pub fn event_count(&self) -> usize {
-        self.events.len()
+        self.events_base + self.events.len()
     }
 
-    /// Events recorded at or after `cursor`.
+    /// Events recorded at or after `cursor` (those still kept, with
+    /// `transaction_block_keeper`).
     pub fn events_since(&self, cursor: usize) -> &[ChainEvent] {
-        self.events.get(cursor..).unwrap_or(&[])
+        let start = cursor.saturating_sub(self.events_base);
+        self.events.get(start..).unwrap_or(&[])
     }
 
     /// Installs a filter that reports changes from now on; returns its id.
@@ -1300,7 +1341,7 @@ impl Chain {
             id,
             Filter {
                 kind,
-                cursor: self.events.len(),
+                cursor: self.event_count(),
                 polled: std::time::Instant::now(),
             },
         );
@@ -1333,7 +1374,7 @@ impl Chain {
         let f = self.filters.get_mut(&id)?;
         f.polled = std::time::Instant::now();
         let f = &self.filters[&id];
-        let events = self.events.get(f.cursor..).unwrap_or(&[]);
+        let events = self.events_since(f.cursor);
         let out = match &f.kind {
             FilterKind::Blocks => FilterChanges::Blocks(
                 events
@@ -1349,7 +1390,7 @@ impl Chain {
                     .collect(),
             ),
         };
-        let end = self.events.len();
+        let end = self.event_count();
         self.filters.get_mut(&id).expect("present").cursor = end;
         Some(out)
     }

@@ -60,6 +60,21 @@ impl LogIndex {
         }
     }
 
+    /// Drops the postings of blocks before `block` (their transactions were forgotten).
+    pub fn forget_before(&mut self, block: u64) {
+        fn trim<K: Hash + Eq>(map: &mut HashMap<K, Vec<LogPos>>, block: u64) {
+            map.retain(|_, list| {
+                let old = list.partition_point(|p| p.block < block);
+                list.drain(..old);
+                !list.is_empty()
+            });
+        }
+        trim(&mut self.by_address, block);
+        for map in &mut self.by_topic {
+            trim(map, block);
+        }
+    }
+
     /// Positions in blocks `from..=to` of the logs that may match `f` (a superset: the caller
     /// checks each), from its most selective criterion; `None` when `f` has no address or
     /// topic criterion, so nothing narrows the search.
@@ -178,6 +193,23 @@ mod tests {
             vec![]
         );
         assert_eq!(index.candidates(&filter(&[], vec![None]), 0, 9), None);
+    }
+
+    #[test]
+    fn forgetting_old_blocks_drops_their_postings_and_empty_lists() {
+        let mut index = LogIndex::default();
+        index.add(pos(1, 0, 0), &log(0xa, &[1, 2]));
+        index.add(pos(2, 0, 0), &log(0xa, &[1]));
+        index.add(pos(3, 0, 0), &log(0xb, &[1]));
+        index.forget_before(3);
+        let got = index.candidates(&filter(&[], vec![Some(vec![1])]), 0, 9);
+        assert_eq!(got.unwrap(), vec![pos(3, 0, 0)]);
+        assert_eq!(
+            index.candidates(&filter(&[0xa], vec![]), 0, 9).unwrap(),
+            vec![]
+        );
+        assert!(!index.by_address.contains_key(&Address::repeat_byte(0xa)));
+        assert!(!index.by_topic[1].contains_key(&B256::repeat_byte(2)));
     }
 
     #[test]

@@ -798,6 +798,67 @@ async fn send_transaction_as_dev_and_impersonated_accounts() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transaction_block_keeper_forgets_old_transactions_and_their_logs() {
+    use bursar_bindings::token::ITestToken;
+    use bursar_devnet::{spawn, ChainConfig, RpcConfig};
+    let handle = spawn(RpcConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        chain: ChainConfig {
+            transaction_block_keeper: Some(3),
+            ..ChainConfig::default()
+        },
+        block_time: None,
+    })
+    .await
+    .unwrap();
+    let p = ethers_providers::Provider::<ethers_providers::Http>::try_from(handle.url.as_str())
+        .unwrap();
+    let mut owner = Sender::dev(0);
+    let token = deploy_token(&p, &mut owner).await;
+    // Five mints, one block each: each logs a Transfer.
+    let mut mints = Vec::new();
+    for i in 1..=5u64 {
+        let call = ITestToken::mintCall {
+            to: Address::repeat_byte(0x70),
+            value: U256::from(i),
+        };
+        let r = owner.send(&p, Some(token), call.abi_encode()).await;
+        mints.push((r.transaction_hash, r.block_number.unwrap().as_u64()));
+    }
+    let receipt = |h: et::H256| {
+        let p = p.clone();
+        async move { p.get_transaction_receipt(h).await.unwrap() }
+    };
+    // The last three blocks keep their transactions; the two mints before are forgotten.
+    for (h, _) in &mints[..2] {
+        assert!(receipt(*h).await.is_none());
+        assert!(p.get_transaction(*h).await.unwrap().is_none());
+    }
+    for (h, _) in &mints[2..] {
+        assert!(receipt(*h).await.is_some());
+    }
+    // Their blocks keep their headers (hash, number, timestamp), without transactions.
+    let (first, old_block) = (mints[0].0, mints[0].1);
+    let block: Value = p
+        .request("eth_getBlockByNumber", (format!("{old_block:#x}"), false))
+        .await
+        .unwrap();
+    assert_eq!(block["number"], json!(format!("{old_block:#x}")));
+    assert_eq!(block["transactions"], json!([]));
+    // eth_getLogs returns the kept blocks' Transfers only (through the log index and without).
+    let transfer = <ITestToken::Transfer as SolEvent>::SIGNATURE_HASH;
+    for filter in [
+        json!({ "address": token, "fromBlock": "0x0", "topics": [transfer] }),
+        json!({ "fromBlock": "0x0" }),
+    ] {
+        let logs: Vec<et::Log> = p.request("eth_getLogs", [filter]).await.unwrap();
+        let txs: Vec<et::H256> = logs.iter().filter_map(|l| l.transaction_hash).collect();
+        assert_eq!(txs, mints[2..].iter().map(|m| m.0).collect::<Vec<_>>());
+        assert!(!txs.contains(&first));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pruned_history_keeps_the_last_n_block_states() {
     use bursar_devnet::{spawn, ChainConfig, RpcConfig};
     let handle = spawn(RpcConfig {
