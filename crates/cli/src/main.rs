@@ -23,7 +23,13 @@ enum Command {
     Demo(demo::DemoArgs),
 }
 
+// The devnet instantiates programs with fresh memory many times per transaction (see
+// `bursar_devnet::allocator`).
+#[global_allocator]
+static ALLOCATOR: bursar_devnet::allocator::MiMalloc = bursar_devnet::allocator::MiMalloc;
+
 fn main() -> std::process::ExitCode {
+    bursar_devnet::allocator::keep_freed_memory();
     // Structured log lines on stderr (stdout carries the banner); level from RUST_LOG.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

@@ -222,6 +222,28 @@ pub struct Receipt {
     pub revert_data: Bytes,
 }
 
+/// A signed transaction and the sender its signature recovers to (or why it does not).
+#[derive(Clone, Debug)]
+pub struct Recovered {
+    envelope: TxEnvelope,
+    from: Result<Address, TxError>,
+}
+
+impl Recovered {
+    /// Recovers the sender of `envelope` (pure: no chain involved).
+    pub fn new(envelope: TxEnvelope) -> Self {
+        let from = envelope
+            .recover_signer()
+            .map_err(|e| TxError::InvalidSignature(e.to_string()));
+        Recovered { envelope, from }
+    }
+
+    /// The signed transaction.
+    pub fn envelope(&self) -> &TxEnvelope {
+        &self.envelope
+    }
+}
+
 /// A mined transaction with its receipt and position.
 #[derive(Clone, Debug)]
 pub struct MinedTx {
@@ -917,6 +939,13 @@ impl Chain {
 
     /// Validates and queues a decoded signed transaction (see [`Chain::send_raw_transaction`]).
     pub fn send_transaction(&mut self, envelope: TxEnvelope) -> Result<B256, TxError> {
+        self.send_recovered(Recovered::new(envelope))
+    }
+
+    /// [`Chain::send_transaction`] for a transaction whose sender was recovered beforehand
+    /// (outside the chain's lock: recovery is the costliest step that needs no chain).
+    pub fn send_recovered(&mut self, tx: Recovered) -> Result<B256, TxError> {
+        let Recovered { envelope, from } = tx;
         if !matches!(
             envelope,
             TxEnvelope::Legacy(_) | TxEnvelope::Eip2930(_) | TxEnvelope::Eip1559(_)
@@ -933,10 +962,7 @@ impl Chain {
                 });
             }
         }
-        let from = envelope
-            .recover_signer()
-            .map_err(|e| TxError::InvalidSignature(e.to_string()))?;
-        self.submit(envelope, from)
+        self.submit(envelope, from?)
     }
 
     /// `eth_sendTransaction` from `from`: a dev account's transaction is signed with its key;

@@ -25,6 +25,8 @@
 //! * [`accounts`] — the ten prefunded accounts of the standard test mnemonic.
 
 pub mod accounts;
+#[cfg(feature = "mimalloc")]
+pub mod allocator;
 pub mod arbwasm;
 pub mod chain;
 pub mod create;

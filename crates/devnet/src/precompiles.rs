@@ -1,7 +1,7 @@
 //! The Ethereum precompiles the contracts use: ecrecover (0x01), sha256 (0x02), identity (0x04).
 
-use alloy_primitives::{address, keccak256, Address, B256, U256};
-use k256::ecdsa::{RecoveryId, Signature, VerifyingKey};
+use alloy_consensus::crypto::secp256k1::recover_signer_unchecked;
+use alloy_primitives::{address, Address, Signature, B256, U256};
 use sha2::{Digest, Sha256};
 
 /// The `ecrecover` precompile (0x01): recovers a signer address from a hash and signature.
@@ -33,8 +33,8 @@ pub(crate) fn run(address: Address, input: &[u8]) -> Option<PrecompileOutput> {
 }
 
 /// `hash ‖ v ‖ r ‖ s` (right-padded to 128 bytes) → the left-padded signer, or nothing when the
-/// input does not recover. Like the real precompile it accepts high-s signatures: those are
-/// normalised (s → n − s, flipping the recovery id), which recovers the same key.
+/// input does not recover. Like the real precompile it accepts high-s signatures (recovery
+/// does not check `s`), and refuses `r` or `s` of zero or above the group order.
 pub fn ecrecover(input: &[u8]) -> Vec<u8> {
     let mut buf = [0u8; 128];
     let n = input.len().min(128);
@@ -47,20 +47,14 @@ pub fn ecrecover(input: &[u8]) -> Vec<u8> {
     } else {
         return Vec::new();
     };
-    let Ok(sig) = Signature::from_slice(&buf[64..128]) else {
+    let r = U256::from_be_slice(&buf[64..96]);
+    let s = U256::from_be_slice(&buf[96..128]);
+    if r.is_zero() || s.is_zero() {
         return Vec::new();
-    };
-    let (sig, parity) = match sig.normalize_s() {
-        Some(low) => (low, !parity),
-        None => (sig, parity),
-    };
-    let recid = RecoveryId::new(parity, false);
-    match VerifyingKey::recover_from_prehash(&buf[..32], &sig, recid) {
-        Ok(key) => {
-            let point = key.to_encoded_point(false);
-            let signer = Address::from_slice(&keccak256(&point.as_bytes()[1..])[12..]);
-            B256::left_padding_from(signer.as_slice()).to_vec()
-        }
+    }
+    let sig = Signature::new(r, s, parity);
+    match recover_signer_unchecked(&sig, B256::from_slice(&buf[..32])) {
+        Ok(signer) => B256::left_padding_from(signer.as_slice()).to_vec(),
         Err(_) => Vec::new(),
     }
 }
@@ -68,6 +62,7 @@ pub fn ecrecover(input: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloy_primitives::keccak256;
     use k256::ecdsa::SigningKey;
 
     #[test]
@@ -94,6 +89,13 @@ mod tests {
 
         input2[63] = 29;
         assert!(ecrecover(&input2).is_empty());
+
+        // r or s of zero, or at or above the group order, recover nothing.
+        for (at, value) in [(64, U256::ZERO), (96, U256::ZERO), (64, n), (96, n)] {
+            let mut bad = input.clone();
+            bad[at..at + 32].copy_from_slice(&value.to_be_bytes::<32>());
+            assert!(ecrecover(&bad).is_empty(), "word at {at} = {value}");
+        }
     }
 
     fn hex_n() -> [u8; 32] {
