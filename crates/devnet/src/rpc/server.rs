@@ -1,0 +1,297 @@
+//! HTTP transport: the axum router, request envelopes, batches and the answers' JSON text.
+
+use std::sync::{Arc, Mutex};
+
+use alloy_primitives::Bytes;
+use axum::extract::State as AxState;
+use axum::routing::post;
+use axum::Router;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::chain::{Chain, Recovered};
+
+use super::api::dispatch;
+use super::error::{error_response, RpcError};
+use super::request::{check_arity, Params};
+use super::ws::ws_handler;
+use super::{Shared, MAX_BODY_BYTES};
+
+/// What the handlers share: the chain and a watch on its event count (wakes WS subscribers).
+#[derive(Clone)]
+pub(super) struct App {
+    pub(super) chain: Shared,
+    pub(super) events: tokio::sync::watch::Receiver<usize>,
+}
+
+/// The axum router answering JSON-RPC at `/` (HTTP POST, or WebSocket on GET + upgrade).
+/// Installs the chain's event hook (see [`Chain::set_event_hook`]).
+pub fn router(chain: Arc<Mutex<Chain>>) -> Router {
+    let (tx, rx) = {
+        let mut c = chain.lock().unwrap_or_else(|e| e.into_inner());
+        let (tx, rx) = tokio::sync::watch::channel(c.event_count());
+        let hook_tx = tx.clone();
+        c.set_event_hook(move |n| {
+            hook_tx.send_replace(n);
+        });
+        (tx, rx)
+    };
+    drop(tx);
+    Router::new()
+        .route("/", post(http_handler).get(ws_handler))
+        // axum's default limit is 2 MB; use geth's.
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(App { chain, events: rx })
+}
+
+pub(super) async fn http_handler(
+    AxState(app): AxState<App>,
+    headers: axum::http::HeaderMap,
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> axum::response::Response {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    let (status, reply) = match body {
+        // Chain work (WASM execution under the chain's lock) runs on the blocking pool, so the
+        // async workers keep serving I/O and WebSocket clients meanwhile.
+        Ok(body) => {
+            let reply = match quick_read(&app.chain, &body) {
+                Some(reply) => reply,
+                None => {
+                    let chain = Arc::clone(&app.chain);
+                    tokio::task::spawn_blocking(move || handle_body(&chain, &body))
+                        .await
+                        .unwrap_or_else(|e| {
+                            error_response(Value::Null, &RpcError::internal(e.to_string()))
+                                .to_string()
+                        })
+                }
+            };
+            (StatusCode::OK, reply)
+        }
+        // axum's own answer would be plain text; clients expect a JSON-RPC error object.
+        Err(rejection) => {
+            let error = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                let length = headers
+                    .get(axum::http::header::CONTENT_LENGTH)
+                    .and_then(|v| v.to_str().ok()?.parse().ok());
+                RpcError::too_large(length)
+            } else {
+                RpcError::new(-32600, rejection.body_text())
+            };
+            (
+                rejection.status(),
+                error_response(Value::Null, &error).to_string(),
+            )
+        }
+    };
+    let mut resp = (status, reply).into_response();
+    resp.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+/// Methods that only look things up (no WASM, no waiting): answered on the async worker when
+/// the chain is free, saving the blocking pool's two thread hand-offs.
+pub(super) const QUICK_READS: [&str; 8] = [
+    "eth_getTransactionReceipt",
+    "eth_getTransactionByHash",
+    "eth_blockNumber",
+    "eth_chainId",
+    "eth_getTransactionCount",
+    "eth_getBalance",
+    "eth_gasPrice",
+    "net_version",
+];
+
+/// The answer to a body holding one [`QUICK_READS`] request, if the chain's lock is free now;
+/// `None` sends the body to the blocking pool (anything else, or a chain busy executing).
+pub(super) fn quick_read(chain: &Shared, body: &[u8]) -> Option<String> {
+    if body.len() > 1024 {
+        return None;
+    }
+    let req: Value = serde_json::from_slice(body).ok()?;
+    let method = req.get("method")?.as_str()?;
+    if !QUICK_READS.contains(&method) {
+        return None;
+    }
+    let mut guard = match chain.try_lock() {
+        Ok(guard) => guard,
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return None,
+    };
+    Some(answer_locked(&mut guard, &req, None).map_or_else(String::new, |r| String::from(r.get())))
+}
+
+/// Answers a raw request body (single request or batch): the response text, empty when the
+/// body held only notifications. Never panics; pure apart from the chain it runs on.
+pub fn handle_body(chain: &Shared, body: &[u8]) -> String {
+    handle_body_with(body, |r| handle_request(chain, r))
+}
+
+pub(super) fn handle_body_with(
+    body: &[u8],
+    mut one: impl FnMut(&Value) -> Option<Reply>,
+) -> String {
+    if body.len() > MAX_BODY_BYTES {
+        return error_response(Value::Null, &RpcError::too_large(Some(body.len() as u64)))
+            .to_string();
+    }
+    let value: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(_) => return error_response(Value::Null, &RpcError::parse()).to_string(),
+    };
+    match value {
+        Value::Array(items) if items.is_empty() => {
+            error_response(Value::Null, &RpcError::empty_batch()).to_string()
+        }
+        Value::Array(items) => {
+            let out: Vec<Reply> = items.iter().filter_map(&mut one).collect();
+            if out.is_empty() {
+                String::new()
+            } else {
+                serde_json::to_string(&out).expect("raw JSON values serialize")
+            }
+        }
+        other => one(&other).map_or_else(String::new, |v| String::from(v.get())),
+    }
+}
+
+/// A request that passed the envelope checks.
+pub(super) struct Call {
+    /// `None`: a notification (no `id` member), which gets no response.
+    pub(super) id: Option<Value>,
+    pub(super) method: String,
+    pub(super) params: Params,
+}
+
+/// One response of a body's answer, as JSON text (batches are arrays of these).
+pub(super) type Reply = Box<RawValue>;
+
+pub(super) fn raw(v: &impl Serialize) -> Reply {
+    serde_json::value::to_raw_value(v).expect("JSON values serialize")
+}
+
+/// A method's result: a JSON value, or JSON text serialized straight from typed data (logs,
+/// where building a `Value` tree per log cost more than the query).
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(super) enum Answer {
+    Json(Value),
+    Raw(Reply),
+}
+
+impl From<Value> for Answer {
+    fn from(v: Value) -> Self {
+        Answer::Json(v)
+    }
+}
+
+impl Call {
+    pub(super) fn answer(&self, result: Result<Answer, RpcError>) -> Option<Reply> {
+        #[derive(Serialize)]
+        struct Success<'a> {
+            jsonrpc: &'static str,
+            id: &'a Value,
+            result: Answer,
+        }
+        let id = self.id.as_ref()?;
+        Some(match result {
+            Ok(result) => raw(&Success {
+                jsonrpc: "2.0",
+                id,
+                result,
+            }),
+            Err(e) => raw(&error_response(id.clone(), &e)),
+        })
+    }
+}
+
+/// Checks the request envelope as geth does (object, `jsonrpc: "2.0"`, an id that is a
+/// number, string or null, a non-empty string method, array params); `Err` is the response.
+pub(super) fn parse_call(req: &Value) -> Result<Call, Value> {
+    let invalid = |id: Value| error_response(id, &RpcError::invalid_request());
+    let Some(obj) = req.as_object() else {
+        return Err(invalid(Value::Null));
+    };
+    let id = match obj.get("id") {
+        None => None,
+        Some(v @ (Value::Null | Value::Number(_) | Value::String(_))) => Some(v.clone()),
+        Some(_) => return Err(invalid(Value::Null)),
+    };
+    let reply_id = id.clone().unwrap_or(Value::Null);
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(invalid(reply_id));
+    }
+    let method = match obj.get("method").and_then(Value::as_str) {
+        Some(m) if !m.is_empty() => m.to_owned(),
+        _ => return Err(invalid(reply_id)),
+    };
+    let params = match obj.get("params") {
+        None | Some(Value::Null) => Params(vec![]),
+        Some(Value::Array(a)) => Params(a.clone()),
+        // ethers-providers' Ws sends `eth_unsubscribe` with the bare id as params.
+        Some(v @ Value::String(_)) if method == "eth_unsubscribe" => Params(vec![v.clone()]),
+        Some(_) => {
+            return Err(error_response(
+                reply_id,
+                &RpcError::invalid_params("non-array args"),
+            ))
+        }
+    };
+    Ok(Call { id, method, params })
+}
+
+pub(super) fn handle_request(chain: &Shared, req: &Value) -> Option<Reply> {
+    let recovered = recover_early(req);
+    // A poisoned lock only means an earlier request panicked (answered with -32603 below);
+    // keep serving.
+    answer_locked(
+        &mut chain.lock().unwrap_or_else(|e| e.into_inner()),
+        req,
+        recovered,
+    )
+}
+
+/// For a well-formed `eth_sendRawTransaction`, the transaction with its sender recovered
+/// before the chain is locked, so that concurrent senders' recoveries overlap. Anything else
+/// (including malformed input, whose error the method itself words) is `None`.
+pub(super) fn recover_early(req: &Value) -> Option<Recovered> {
+    if req.get("method")?.as_str()? != "eth_sendRawTransaction" {
+        return None;
+    }
+    let raw: Bytes = serde_json::from_value(req.get("params")?.get(0)?.clone()).ok()?;
+    crate::chain::decode_raw_transaction(&raw)
+        .ok()
+        .map(Recovered::new)
+}
+
+/// One request against the locked chain (`recovered`: see [`recover_early`]).
+pub(super) fn answer_locked(
+    chain: &mut Chain,
+    req: &Value,
+    recovered: Option<Recovered>,
+) -> Option<Reply> {
+    let call = match parse_call(req) {
+        Ok(call) => call,
+        Err(reply) => return Some(raw(&reply)),
+    };
+    // A panic here is a devnet bug; answer it rather than drop the connection. The chain
+    // mutates only after validation, so a panic leaves it as consistent as it can be.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        check_arity(&call.method, &call.params)?;
+        dispatch(chain, &call.method, &call.params, recovered)
+    }))
+    .unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic".into());
+        Err(RpcError::internal(why))
+    });
+    call.answer(result)
+}

@@ -1,0 +1,167 @@
+//! WebSocket sessions: the HTTP methods plus `eth_subscribe` (`newHeads`, `logs`) and
+//! `eth_unsubscribe`, fed from the chain's event record.
+
+use axum::extract::State as AxState;
+use serde_json::{json, Value};
+
+use crate::chain::LogFilter;
+
+use super::error::RpcError;
+use super::request::{arg, check_arity, parse_log_filter, quantity};
+use super::response::{block_json, q, LogView};
+use super::server::{handle_body_with, handle_request, parse_call, raw, Answer, App, Reply};
+use super::{Shared, WS_MAX_MESSAGE_BYTES};
+
+pub(super) enum SubKind {
+    Heads,
+    Logs(LogFilter),
+}
+
+pub(super) struct Subscription {
+    kind: SubKind,
+    /// Position in the chain's event record up to which notifications were sent.
+    cursor: usize,
+}
+
+pub(super) static NEXT_SUBSCRIPTION: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(1);
+
+pub(super) async fn ws_handler(
+    ws: axum::extract::ws::WebSocketUpgrade,
+    AxState(app): AxState<App>,
+) -> axum::response::Response {
+    ws.max_message_size(WS_MAX_MESSAGE_BYTES)
+        .max_frame_size(WS_MAX_MESSAGE_BYTES)
+        .on_upgrade(move |socket| ws_session(socket, app))
+}
+
+pub(super) async fn ws_session(mut socket: axum::extract::ws::WebSocket, app: App) {
+    use axum::extract::ws::Message;
+    let mut events = app.events.clone();
+    let mut subs: std::collections::BTreeMap<u64, Subscription> = Default::default();
+    loop {
+        tokio::select! {
+            msg = socket.recv() => {
+                let text = match msg {
+                    Some(Ok(Message::Text(t))) => t.as_str().as_bytes().to_vec(),
+                    Some(Ok(Message::Binary(b))) => b.to_vec(),
+                    Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+                    Some(Ok(_)) => continue,
+                };
+                let reply = handle_body_with(&text, |r| ws_request(&app.chain, &mut subs, r));
+                // Only notifications: nothing to answer.
+                if !reply.is_empty() && socket.send(Message::Text(reply.into())).await.is_err() {
+                    break;
+                }
+            }
+            changed = events.changed() => {
+                if changed.is_err() {
+                    break;
+                }
+            }
+        }
+        for note in notifications(&app.chain, &mut subs) {
+            if socket.send(Message::Text(note.into())).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// One WS request: subscriptions here, everything else as over HTTP.
+pub(super) fn ws_request(
+    chain: &Shared,
+    subs: &mut std::collections::BTreeMap<u64, Subscription>,
+    req: &Value,
+) -> Option<Reply> {
+    let call = match parse_call(req) {
+        Ok(call) => call,
+        Err(reply) => return Some(raw(&reply)),
+    };
+    if !matches!(call.method.as_str(), "eth_subscribe" | "eth_unsubscribe") {
+        return handle_request(chain, req);
+    }
+    let params = &call.params;
+    let result = (|| -> Result<Answer, RpcError> {
+        check_arity(&call.method, params)?;
+        if call.method == "eth_unsubscribe" {
+            let sub = params
+                .raw(0)
+                .map(quantity)
+                .and_then(Result::ok)
+                .unwrap_or(0);
+            return Ok(json!(subs.remove(&sub).is_some()).into());
+        }
+        let c = chain.lock().unwrap_or_else(|e| e.into_inner());
+        let kind: String = params.get(0)?;
+        let kind = match kind.as_str() {
+            "newHeads" => SubKind::Heads,
+            "logs" => SubKind::Logs(match params.raw(1) {
+                None => LogFilter::default(),
+                v => arg(1, parse_log_filter(&c, v))?,
+            }),
+            other => {
+                return Err(RpcError::invalid_params(format!(
+                    "unsupported subscription type {other}"
+                )))
+            }
+        };
+        let sub = NEXT_SUBSCRIPTION.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        subs.insert(
+            sub,
+            Subscription {
+                kind,
+                cursor: c.event_count(),
+            },
+        );
+        Ok(q(sub).into())
+    })();
+    call.answer(result)
+}
+
+/// Notifications owed to `subs` since their cursors (heads of added blocks; matching logs of
+/// removed blocks with `removed: true`, then of added ones, in chain-event order).
+pub(super) fn notifications(
+    chain: &Shared,
+    subs: &mut std::collections::BTreeMap<u64, Subscription>,
+) -> Vec<String> {
+    if subs.is_empty() {
+        return vec![];
+    }
+    let c = chain.lock().unwrap_or_else(|e| e.into_inner());
+    let end = c.event_count();
+    let mut out = vec![];
+    for (id, sub) in subs.iter_mut() {
+        for ev in c.events_since(sub.cursor) {
+            let results: Vec<Value> = match &sub.kind {
+                SubKind::Heads if ev.removed => vec![],
+                SubKind::Heads => {
+                    let mut h = block_json(&c, &ev.block, false);
+                    if let Some(o) = h.as_object_mut() {
+                        o.remove("transactions");
+                        o.remove("uncles");
+                    }
+                    vec![h]
+                }
+                SubKind::Logs(f) => ev
+                    .logs
+                    .iter()
+                    .filter(|l| f.matches(l))
+                    .map(|l| json!(LogView::new(&c, l)))
+                    .collect(),
+            };
+            for r in results {
+                out.push(
+                    json!({
+                        "jsonrpc": "2.0",
+                        "method": "eth_subscription",
+                        "params": { "subscription": q(*id), "result": r },
+                    })
+                    .to_string(),
+                );
+            }
+        }
+        sub.cursor = end;
+    }
+    out
+}
