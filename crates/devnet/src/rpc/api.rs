@@ -9,7 +9,7 @@ use crate::chain::{
     Chain, FilterChanges, FilterKind, LogFilter, Recovered, ReorgError, ReorgOutcome, TxError,
 };
 
-use super::error::RpcError;
+use super::error::{ErrorCode, RpcError};
 use super::request::{
     arg, block_number, call_request, call_tracer_options, filter_id, parse_log_filter, quantity,
     reorg_depth, state_at, timestamp, BursarReorg, Params, StateOverride,
@@ -149,7 +149,7 @@ pub(super) fn dispatch(
                 Some(Value::String(s)) if s.len() == 66 => chain.block_by_hash(p.get(0)?),
                 v => match arg(0, block_number(chain, v)) {
                     Ok(n) => chain.block_by_number(n),
-                    Err(e) if e.code == -32000 => None,
+                    Err(e) if e.code == ErrorCode::ServerError => None,
                     Err(e) => return Err(e),
                 },
             };
@@ -168,7 +168,7 @@ pub(super) fn dispatch(
                     .block_by_number(n)
                     .map_or(Value::Null, |b| block_json(chain, b, full)),
                 // Unknown future blocks are `null`, as geth answers.
-                Err(e) if e.code == -32000 => Value::Null,
+                Err(e) if e.code == ErrorCode::ServerError => Value::Null,
                 Err(e) => return Err(e),
             }
         }

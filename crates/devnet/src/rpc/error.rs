@@ -7,13 +7,39 @@ use crate::chain::TxError;
 
 use super::MAX_BODY_BYTES;
 
+/// The error codes the devnet answers with: JSON-RPC 2.0's, and geth's server and revert codes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i64)]
+pub enum ErrorCode {
+    /// The body is not valid JSON.
+    ParseError = -32700,
+    /// The JSON is not a valid request object (or an empty batch, or too large a body).
+    InvalidRequest = -32600,
+    /// No such method.
+    MethodNotFound = -32601,
+    /// Missing, extra or malformed parameters.
+    InvalidParams = -32602,
+    /// A failure inside the node (a bug).
+    InternalError = -32603,
+    /// geth's server error: a rejected transaction, an unknown block, a missing state.
+    ServerError = -32000,
+    /// geth's `execution reverted`, with the revert data.
+    ExecutionReverted = 3,
+}
+
+impl ErrorCode {
+    /// The number on the wire.
+    pub fn as_i64(self) -> i64 {
+        self as i64
+    }
+}
+
 /// A JSON-RPC error object.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("{code}: {message}")]
+#[error("{}: {message}", code.as_i64())]
 pub struct RpcError {
-    /// JSON-RPC error code: -32700..-32600 protocol errors, -32000 server errors, 3 for
-    /// reverts (as in geth).
-    pub code: i64,
+    /// What kind of error (its number on the wire: [`ErrorCode::as_i64`]).
+    pub code: ErrorCode,
     /// Human-readable message.
     pub message: String,
     /// Extra data: the revert data (hex) for `execution reverted`, otherwise absent.
@@ -21,7 +47,7 @@ pub struct RpcError {
 }
 
 impl RpcError {
-    pub(super) fn new(code: i64, message: impl Into<String>) -> Self {
+    pub(super) fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         RpcError {
             code,
             message: message.into(),
@@ -30,20 +56,20 @@ impl RpcError {
     }
     /// -32700: the body is not valid JSON.
     pub fn parse() -> Self {
-        Self::new(-32700, "parse error")
+        Self::new(ErrorCode::ParseError, "parse error")
     }
     /// -32600: the JSON is not a valid JSON-RPC request object.
     pub fn invalid_request() -> Self {
-        Self::new(-32600, "invalid request")
+        Self::new(ErrorCode::InvalidRequest, "invalid request")
     }
     /// -32600: a batch request with no entries.
     pub fn empty_batch() -> Self {
-        Self::new(-32600, "empty batch")
+        Self::new(ErrorCode::InvalidRequest, "empty batch")
     }
     /// A request body over [`MAX_BODY_BYTES`] (geth's wording when the length is known).
     pub fn too_large(content_length: Option<u64>) -> Self {
         Self::new(
-            -32600,
+            ErrorCode::InvalidRequest,
             match content_length {
                 Some(n) => format!("content length too large ({n}>{MAX_BODY_BYTES})"),
                 None => format!("request body too large (limit {MAX_BODY_BYTES} bytes)"),
@@ -52,34 +78,37 @@ impl RpcError {
     }
     /// -32603: an unexpected failure inside the node.
     pub fn internal(message: impl std::fmt::Display) -> Self {
-        Self::new(-32603, format!("internal error: {message}"))
+        Self::new(
+            ErrorCode::InternalError,
+            format!("internal error: {message}"),
+        )
     }
     /// -32601: an unknown method, worded as geth does.
     pub fn method_not_found(method: &str) -> Self {
         Self::new(
-            -32601,
+            ErrorCode::MethodNotFound,
             format!("the method {method} does not exist/is not available"),
         )
     }
     /// -32602: missing or malformed parameters; `why` becomes the message.
     pub fn invalid_params(why: impl std::fmt::Display) -> Self {
-        Self::new(-32602, why.to_string())
+        Self::new(ErrorCode::InvalidParams, why.to_string())
     }
     /// -32000: a server-side failure such as a rejected transaction, worded as geth does.
     pub fn server(message: impl Into<String>) -> Self {
-        Self::new(-32000, message)
+        Self::new(ErrorCode::ServerError, message)
     }
     /// Code 3 `execution reverted` with the revert data, as geth answers `eth_call` and
     /// `eth_estimateGas`.
     pub fn reverted(data: &Bytes) -> Self {
         RpcError {
-            code: 3,
+            code: ErrorCode::ExecutionReverted,
             message: "execution reverted".into(),
             data: Some(json!(data)),
         }
     }
     fn to_json(&self) -> Value {
-        let mut e = json!({ "code": self.code, "message": self.message });
+        let mut e = json!({ "code": self.code.as_i64(), "message": self.message });
         if let Some(d) = &self.data {
             e["data"] = d.clone();
         }

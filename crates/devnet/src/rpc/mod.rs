@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex};
 use crate::chain::{Chain, ChainConfig};
 
 pub use api::decode_raw_transaction;
-pub use error::RpcError;
+pub use error::{ErrorCode, RpcError};
 pub use server::{handle_body, router};
 
 /// The largest request body (HTTP) or message (WebSocket) answered: 5 MiB, geth's

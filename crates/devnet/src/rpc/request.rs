@@ -9,7 +9,7 @@ use crate::chain::{Block, CallRequest, Chain, LogFilter};
 use crate::state::State;
 
 use super::api::filter_not_found;
-use super::error::RpcError;
+use super::error::{ErrorCode, RpcError};
 use super::MAX_TIMESTAMP;
 
 /// `(required, at most)` positional params of each method `dispatch` knows.
@@ -98,7 +98,7 @@ pub(super) fn check_arity(method: &str, p: &Params) -> Result<(), RpcError> {
 /// Prefixes a params error with the argument's position (geth: "invalid argument 1: …").
 pub(super) fn arg<T>(i: usize, r: Result<T, RpcError>) -> Result<T, RpcError> {
     r.map_err(|mut e| {
-        if e.code == -32602 && !e.message.starts_with("invalid argument") {
+        if e.code == ErrorCode::InvalidParams && !e.message.starts_with("invalid argument") {
             e.message = format!("invalid argument {i}: {}", e.message);
         }
         e

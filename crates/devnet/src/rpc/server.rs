@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::chain::{Chain, Recovered};
 
 use super::api::dispatch;
-use super::error::{error_response, RpcError};
+use super::error::{error_response, ErrorCode, RpcError};
 use super::request::{check_arity, Params};
 use super::ws::ws_handler;
 use super::{Shared, MAX_BODY_BYTES};
@@ -78,7 +78,7 @@ pub(super) async fn http_handler(
                     .and_then(|v| v.to_str().ok()?.parse().ok());
                 RpcError::too_large(length)
             } else {
-                RpcError::new(-32600, rejection.body_text())
+                RpcError::new(ErrorCode::InvalidRequest, rejection.body_text())
             };
             (
                 rejection.status(),

@@ -8,7 +8,7 @@ use crate::common::rpc_client::{sign_1559, sign_legacy, start, Sender, CHAIN_ID}
 use alloy_consensus::{SignableTransaction, TxEnvelope, TxLegacy};
 use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::{Address, Bytes, Signature, TxKind, U256};
-use bursar_devnet::rpc::{decode_raw_transaction, handle_body, MAX_BODY_BYTES};
+use bursar_devnet::rpc::{decode_raw_transaction, handle_body, ErrorCode, MAX_BODY_BYTES};
 use bursar_devnet::Chain;
 use futures_util::{SinkExt, StreamExt};
 use proptest::prelude::*;
@@ -693,7 +693,7 @@ proptest! {
     #[test]
     fn the_raw_tx_decoder_never_panics(raw in prop::collection::vec(any::<u8>(), 0..300)) {
         if let Err(e) = decode_raw_transaction(&raw) {
-            prop_assert_eq!(e.code, -32000);
+            prop_assert_eq!(e.code, ErrorCode::ServerError);
         }
     }
 
@@ -701,7 +701,7 @@ proptest! {
     fn damaged_transactions_are_refused_cleanly(raw in damaged_tx()) {
         // Straight into the decoder, then through the whole eth_sendRawTransaction path.
         if let Err(e) = decode_raw_transaction(&raw) {
-            prop_assert_eq!(e.code, -32000);
+            prop_assert_eq!(e.code, ErrorCode::ServerError);
         }
         let chain = shared();
         let reply = assert_reply(&handle_body(
