@@ -1,0 +1,221 @@
+//! Running what is not mined: `eth_call`, `eth_estimateGas` and `debug_trace*` replays.
+
+use super::*;
+
+impl Chain {
+    /// The call tree of mined transaction `hash` (`debug_traceTransaction` with `callTracer`):
+    /// the transactions before it in its block are replayed on the state before the block,
+    /// then it runs with the tracer. The outermost frame carries the transaction's gas limit and
+    /// `gasUsed`, as geth's does.
+    pub fn trace_transaction(&mut self, hash: B256) -> Result<CallFrame, TraceError> {
+        let target = self
+            .txs
+            .get(&hash)
+            .cloned()
+            .ok_or(TraceError::NotFound(hash))?;
+        let n = target.block_number;
+        let base = n
+            .checked_sub(1)
+            .and_then(|p| self.history.get(p))
+            .cloned()
+            .ok_or(TraceError::NoState(n))?;
+        let block = self.blocks[n as usize].clone();
+        let earlier: Vec<PendingTx> = block.transactions[..target.index as usize]
+            .iter()
+            .map(|h| {
+                let t = &self.txs[h];
+                PendingTx {
+                    envelope: t.envelope.clone(),
+                    hash: t.hash,
+                    from: t.from,
+                }
+            })
+            .collect();
+
+        // Replay in the block's own environment (its base fee included, which `execute` reads).
+        let base_fee = block
+            .header
+            .base_fee_per_gas
+            .unwrap_or(self.config.base_fee);
+        let set_env = |b: &mut BlockEnv| {
+            b.number = n;
+            b.timestamp = block.header.timestamp;
+            b.basefee = U256::from(base_fee);
+        };
+        let target_tx = PendingTx {
+            envelope: target.envelope.clone(),
+            hash,
+            from: target.from,
+        };
+        let (receipt, frames) = self.on_state(base, set_env, |chain| {
+            for tx in &earlier {
+                chain.execute(tx);
+            }
+            chain.exec.start_trace();
+            let receipt = chain.execute(&target_tx);
+            (receipt, chain.exec.take_trace())
+        });
+
+        let env = &target.envelope;
+        let gas_used = receipt.map_or(target.receipt.gas_used, |r| r.gas_used);
+        let mut root = match (env.to(), frames.len()) {
+            (Some(_), 1) => frames.into_iter().next().expect("one frame"),
+            // A creation runs its initcode outside the message-call path: build its frame.
+            _ => {
+                let mut root = CallFrame {
+                    kind: "CREATE",
+                    from: target.from,
+                    to: target.receipt.contract_address,
+                    value: Some(env.value()),
+                    gas: U64::ZERO,
+                    gas_used: U64::ZERO,
+                    input: env.input().clone(),
+                    output: None,
+                    error: None,
+                    revert_reason: None,
+                    calls: frames,
+                };
+                let status = if target.receipt.status {
+                    CallStatus::Success
+                } else {
+                    CallStatus::Revert
+                };
+                root.finish(status, target.receipt.revert_data.clone(), 0);
+                root
+            }
+        };
+        root.from = target.from;
+        root.gas = U64::from(env.gas_limit());
+        root.gas_used = U64::from(gas_used);
+        Ok(root)
+    }
+
+    /// The call tree of a simulated call (`debug_traceCall` with `callTracer`), on the state
+    /// of block `at` (the head if `None`), as [`Chain::simulate`] runs it.
+    pub fn trace_call(&mut self, req: &CallRequest, at: Option<u64>) -> Option<CallFrame> {
+        self.exec.start_trace();
+        let out = self.simulate(req, at, |_| {});
+        let mut root = self.exec.take_trace().into_iter().next()?;
+        root.gas = U64::from(req.gas.unwrap_or(self.config.block_gas_limit));
+        root.gas_used = U64::from(out.gas_used);
+        Some(root)
+    }
+
+    /// Runs `req` against the state after block `number` (or the current state) in the next
+    /// block's environment, with `state_override` applied first, and leaves nothing behind.
+    /// No nonce, fee or balance-for-gas checks (as `eth_call`); the gas limit defaults to the
+    /// block gas limit.
+    pub fn simulate(
+        &mut self,
+        req: &CallRequest,
+        at: Option<u64>,
+        state_override: impl FnOnce(&mut State),
+    ) -> SimOutcome {
+        let mut base = match at {
+            Some(n) if n != self.block_number() => match self.history.get(n) {
+                Some(s) => s.clone(),
+                None => self.exec.state().clone(),
+            },
+            _ => self.exec.state().clone(),
+        };
+        state_override(&mut base);
+        // The next block's environment.
+        let (number, timestamp) = (self.block_number() + 1, self.next_block_timestamp());
+        let set_env = |b: &mut BlockEnv| {
+            b.number = number;
+            b.timestamp = timestamp;
+        };
+        self.on_state(base, set_env, |chain| chain.run_simulated(req))
+    }
+
+    /// Runs `f` against `state` in the block environment `env` sets up, then puts the chain's
+    /// own state and environment back: simulations and trace replays leave no trace.
+    pub(super) fn on_state<R>(
+        &mut self,
+        state: State,
+        env: impl FnOnce(&mut BlockEnv),
+        f: impl FnOnce(&mut Self) -> R,
+    ) -> R {
+        let saved_state = std::mem::replace(self.exec.state_mut(), state);
+        let saved_env = self.exec.block().clone();
+        env(self.exec.block_mut());
+        self.exec.begin_block();
+        let out = f(self);
+        *self.exec.state_mut() = saved_state;
+        *self.exec.block_mut() = saved_env;
+        out
+    }
+
+    /// One simulated message on the current executor state: intrinsic gas, no fees.
+    pub(super) fn run_simulated(&mut self, req: &CallRequest) -> SimOutcome {
+        self.exec.tx_env_mut().gas_price = U256::ZERO;
+        let from = req.from.unwrap_or_default();
+        let gas_limit = req.gas.unwrap_or(self.config.block_gas_limit);
+        let intrinsic =
+            21_000 + calldata_gas(&req.data) + if req.to.is_none() { 32_000 } else { 0 };
+        if gas_limit < intrinsic {
+            return SimOutcome {
+                success: false,
+                output: Bytes::new(),
+                gas_used: gas_limit,
+                logs: vec![],
+            };
+        }
+        let gas = gas_limit - intrinsic;
+        match req.to {
+            None => {
+                let c = self.exec.create(from, req.value, &req.data, gas);
+                SimOutcome {
+                    success: c.address.is_some(),
+                    output: c
+                        .address
+                        .map_or(c.revert_data, |a| self.exec.state().code(a)),
+                    gas_used: intrinsic + c.gas_used,
+                    logs: vec![],
+                }
+            }
+            Some(to) => {
+                let r = self.exec.call(from, to, req.value, &req.data, gas, false);
+                SimOutcome {
+                    success: r.success,
+                    output: r.return_data,
+                    gas_used: intrinsic + r.gas_used,
+                    logs: r.logs,
+                }
+            }
+        }
+    }
+
+    /// The smallest gas limit (to within 1/64) with which `req` succeeds, found by binary
+    /// search between the gas used at the cap and the cap (the 63/64 rule means gas used is
+    /// not always enough). `Err` carries the failing outcome at the cap.
+    pub fn estimate_gas(
+        &mut self,
+        req: &CallRequest,
+        state_override: impl Fn(&mut State),
+    ) -> Result<u64, SimOutcome> {
+        let cap = req.gas.unwrap_or(self.config.block_gas_limit);
+        let mut r = req.clone();
+        r.gas = Some(cap);
+        let first = self.simulate(&r, None, &state_override);
+        if !first.success {
+            return Err(first);
+        }
+        r.gas = Some(first.gas_used);
+        if self.simulate(&r, None, &state_override).success {
+            return Ok(first.gas_used);
+        }
+        // Invariant: fails at `lo`, succeeds at `hi`.
+        let (mut lo, mut hi) = (first.gas_used, cap);
+        while hi - lo > 1 && (hi - lo) * 64 > hi {
+            let mid = lo + (hi - lo) / 2;
+            r.gas = Some(mid);
+            if self.simulate(&r, None, &state_override).success {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        Ok(hi)
+    }
+}
