@@ -352,11 +352,7 @@ async fn memory_after(n: usize) {
                        "params": [{"from": from, "to": to, "value": "0x1", "gas": "0x5208"}]})
             })
             .collect();
-        post_batch(client.url(), &batch).await;
-        let _: serde_json::Value = client
-            .request("anvil_mine", json!([1]))
-            .await
-            .expect("mine");
+        send_and_mine(&client, &batch).await;
         let done = (sent + 1_000).min(n);
         if done % (n / 4).max(1) == 0 {
             line += &format!(", {:.0} MiB after {done}", rss_mib());
@@ -668,12 +664,8 @@ async fn get_logs_latency(n: usize) {
                 json!({"jsonrpc": "2.0", "id": i, "method": "eth_sendRawTransaction", "params": [raw]})
             })
             .collect();
-        post_batch(client.url(), &batch).await;
         // One block of 250 transfers (the block gas limit holds 300 at the 100k gas limit).
-        let _: serde_json::Value = client
-            .request("anvil_mine", json!([1]))
-            .await
-            .expect("mine");
+        send_and_mine(&client, &batch).await;
     }
     // Whatever is still pooled (the pending nonce runs ahead of the mined one).
     loop {
@@ -909,16 +901,21 @@ async fn anvil_log_dataset(
                 json!({"jsonrpc": "2.0", "id": i, "method": "eth_sendRawTransaction", "params": [raw]})
             })
             .collect();
-        post_batch(client.url(), &batch).await;
-        let _: serde_json::Value = client
-            .request("anvil_mine", json!([1]))
-            .await
-            .expect("mine");
+        send_and_mine(&client, &batch).await;
     }
     let last = client.block_number().await.expect("block");
     let times = time_log_queries(client.url(), emitter, first, last, last, recipients).await;
     assert_eq!(times[0].1, n, "anvil holds every log");
     (anvil, times)
+}
+
+/// Sends a batch of requests (transactions) and mines one block.
+async fn send_and_mine(client: &Client, batch: &[serde_json::Value]) {
+    post_batch(client.url(), batch).await;
+    let _: serde_json::Value = client
+        .request("anvil_mine", json!([1]))
+        .await
+        .expect("mine");
 }
 
 async fn post_batch(url: &str, batch: &[serde_json::Value]) {

@@ -428,7 +428,7 @@ async fn dev_methods_and_protocol_errors() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn safe_and_finalized_lag_the_head_by_the_finality_depth() {
-    use bursar_devnet::{spawn, ChainConfig, RpcConfig};
+    use bursar_devnet::ChainConfig;
     let number = |b: Value| {
         u64::from_str_radix(b["number"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
     };
@@ -445,18 +445,11 @@ async fn safe_and_finalized_lag_the_head_by_the_finality_depth() {
     }
 
     // Depth 2: safe is 2 blocks behind the head, finalized 4 (never below genesis).
-    let handle = spawn(RpcConfig {
-        addr: "127.0.0.1:0".parse().unwrap(),
-        chain: ChainConfig {
-            finality_depth: 2,
-            ..ChainConfig::default()
-        },
-        block_time: None,
+    let (_handle, p) = start_with(ChainConfig {
+        finality_depth: 2,
+        ..ChainConfig::default()
     })
-    .await
-    .unwrap();
-    let p = ethers_providers::Provider::<ethers_providers::Http>::try_from(handle.url.as_str())
-        .unwrap();
+    .await;
     let at = |tag: &'static str| {
         let p = p.clone();
         async move {
@@ -800,19 +793,12 @@ async fn send_transaction_as_dev_and_impersonated_accounts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transaction_block_keeper_forgets_old_transactions_and_their_logs() {
     use bursar_bindings::token::ITestToken;
-    use bursar_devnet::{spawn, ChainConfig, RpcConfig};
-    let handle = spawn(RpcConfig {
-        addr: "127.0.0.1:0".parse().unwrap(),
-        chain: ChainConfig {
-            transaction_block_keeper: Some(3),
-            ..ChainConfig::default()
-        },
-        block_time: None,
+    use bursar_devnet::ChainConfig;
+    let (_handle, p) = start_with(ChainConfig {
+        transaction_block_keeper: Some(3),
+        ..ChainConfig::default()
     })
-    .await
-    .unwrap();
-    let p = ethers_providers::Provider::<ethers_providers::Http>::try_from(handle.url.as_str())
-        .unwrap();
+    .await;
     let mut owner = Sender::dev(0);
     let token = deploy_token(&p, &mut owner).await;
     // Five mints, one block each: each logs a Transfer.
@@ -860,19 +846,12 @@ async fn transaction_block_keeper_forgets_old_transactions_and_their_logs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pruned_history_keeps_the_last_n_block_states() {
-    use bursar_devnet::{spawn, ChainConfig, RpcConfig};
-    let handle = spawn(RpcConfig {
-        addr: "127.0.0.1:0".parse().unwrap(),
-        chain: ChainConfig {
-            prune_history: Some(3),
-            ..ChainConfig::default()
-        },
-        block_time: None,
+    use bursar_devnet::ChainConfig;
+    let (_handle, p) = start_with(ChainConfig {
+        prune_history: Some(3),
+        ..ChainConfig::default()
     })
-    .await
-    .unwrap();
-    let p = ethers_providers::Provider::<ethers_providers::Http>::try_from(handle.url.as_str())
-        .unwrap();
+    .await;
     let dev = Sender::dev(0).address;
     let _: Value = p.request("anvil_mine", [json!("0xa")]).await.unwrap();
     let balance_at = |n: u64| {

@@ -6,7 +6,7 @@ use alloy_primitives::{Address, Bytes, Signature, TxKind, B256, U256};
 use alloy_sol_types::{SolCall, SolValue};
 use bursar_devnet::accounts::dev_accounts;
 use bursar_devnet::arbwasm::{IArbWasm, ARBWASM_ADDRESS};
-use bursar_devnet::{spawn, Handle, RpcConfig};
+use bursar_devnet::{spawn, ChainConfig, Handle, RpcConfig};
 use ethers_core::types as et;
 use ethers_providers::{Http, JsonRpcClient, Middleware, Provider, ProviderError, RpcError as _};
 use k256::ecdsa::SigningKey;
@@ -18,8 +18,14 @@ pub(crate) const CHAIN_ID: u64 = 412_346;
 /// Starts a devnet server with default settings on a free local port; returns it and an HTTP
 /// provider for it.
 pub(crate) async fn start() -> (Handle, Provider<Http>) {
+    start_with(ChainConfig::default()).await
+}
+
+/// [`start`] with chain settings of its own.
+pub(crate) async fn start_with(chain: ChainConfig) -> (Handle, Provider<Http>) {
     let handle = spawn(RpcConfig {
         addr: "127.0.0.1:0".parse().unwrap(),
+        chain,
         ..Default::default()
     })
     .await
