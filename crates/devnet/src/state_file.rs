@@ -277,6 +277,7 @@ impl StateFile {
                     from: t.from,
                     block_number: number as u64,
                     block_hash: b.hash,
+                    block_timestamp: header.timestamp,
                     index: index as u64,
                     receipt: t.receipt.into(),
                 });

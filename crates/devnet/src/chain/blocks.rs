@@ -121,18 +121,16 @@ impl Chain {
         let mut transactions = Vec::new();
         for (index, (tx, receipt)) in mined.into_iter().enumerate() {
             transactions.push(tx.hash);
-            self.txs.insert(
-                tx.hash,
-                Arc::new(MinedTx {
-                    envelope: tx.envelope,
-                    hash: tx.hash,
-                    from: tx.from,
-                    block_number: number,
-                    block_hash: hash,
-                    index: index as u64,
-                    receipt,
-                }),
-            );
+            self.txs.insert(Arc::new(MinedTx {
+                envelope: tx.envelope,
+                hash: tx.hash,
+                from: tx.from,
+                block_number: number,
+                block_hash: hash,
+                block_timestamp: timestamp,
+                index: index as u64,
+                receipt,
+            }));
         }
         let block = Block {
             header,

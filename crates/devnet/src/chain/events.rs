@@ -75,7 +75,8 @@ impl Chain {
     pub(super) fn indexed_log(&self, pos: LogPos, f: &LogFilter) -> Option<ChainLog> {
         let block = self.blocks.get(pos.block as usize)?;
         let hash = *block.transactions.get(pos.tx as usize)?;
-        let l = self.txs.get(&hash)?.receipt.logs.get(pos.log as usize)?;
+        let tx = self.txs.get(&hash)?;
+        let l = tx.receipt.logs.get(pos.log as usize)?;
         f.matches_log(&l.log).then(|| ChainLog {
             log: l.log.clone(),
             log_index: l.log_index,

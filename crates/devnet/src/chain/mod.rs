@@ -46,7 +46,7 @@ mod reorg;
 mod simulate;
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use alloy_consensus::transaction::SignerRecoverable;
 use alloy_consensus::{Header, SignableTransaction, Transaction, TxEip1559, TxEnvelope};
@@ -269,10 +269,56 @@ pub struct MinedTx {
     pub block_number: u64,
     /// Hash of the block that includes it.
     pub block_hash: B256,
+    /// Timestamp of the block that includes it (so a receipt is answered without the block).
+    pub block_timestamp: u64,
     /// Position of the transaction in its block.
     pub index: u64,
     /// The transaction's receipt.
     pub receipt: Receipt,
+}
+
+/// The canonical chain's mined transactions by hash, shared with the JSON-RPC server so that
+/// receipts are answered while a transaction runs ([`Chain::mined_transactions`]). Each sits
+/// behind an `Arc`: a map slot is 40 bytes (a receipt inline made empty slots cost 900), and
+/// snapshots copy pointers, not receipts.
+#[derive(Clone, Default)]
+pub struct MinedTxs(Arc<RwLock<HashMap<B256, Arc<MinedTx>>>>);
+
+impl MinedTxs {
+    /// The transaction `hash`, if it is mined on the canonical chain.
+    pub fn get(&self, hash: &B256) -> Option<Arc<MinedTx>> {
+        self.read().get(hash).cloned()
+    }
+
+    /// The map, read-locked (writers are the chain's own methods, each holding it briefly).
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<B256, Arc<MinedTx>>> {
+        self.0.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<B256, Arc<MinedTx>>> {
+        self.0.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn contains(&self, hash: &B256) -> bool {
+        self.read().contains_key(hash)
+    }
+
+    fn insert(&self, tx: Arc<MinedTx>) {
+        self.write().insert(tx.hash, tx);
+    }
+
+    fn remove(&self, hash: &B256) {
+        self.write().remove(hash);
+    }
+
+    /// A copy of the map (for snapshots).
+    fn copy(&self) -> HashMap<B256, Arc<MinedTx>> {
+        self.read().clone()
+    }
+
+    fn replace(&self, map: HashMap<B256, Arc<MinedTx>>) {
+        *self.write() = map;
+    }
 }
 
 /// A mined block.
@@ -474,8 +520,6 @@ struct Snapshot {
     block_env: BlockEnv,
     blocks: Vec<Block>,
     history: History,
-    /// Mined transactions by hash, each behind an `Arc`: a map slot stays 40 bytes (a receipt
-    /// inline made empty slots cost 900), and snapshots copy pointers, not receipts.
     txs: HashMap<B256, Arc<MinedTx>>,
     pending: Vec<PendingTx>,
     time_offset: i64,
@@ -489,9 +533,7 @@ pub struct Chain {
     blocks: Vec<Block>,
     /// State after each block (activations included).
     history: History,
-    /// Mined transactions by hash, each behind an `Arc`: a map slot stays 40 bytes (a receipt
-    /// inline made empty slots cost 900), and snapshots copy pointers, not receipts.
-    txs: HashMap<B256, Arc<MinedTx>>,
+    txs: MinedTxs,
     pending: Vec<PendingTx>,
     automine: bool,
     /// Seconds added to the wall clock (`evm_increaseTime`).
@@ -625,7 +667,7 @@ impl Chain {
             exec,
             blocks: vec![],
             history: History::default(),
-            txs: HashMap::new(),
+            txs: MinedTxs::default(),
             pending: vec![],
             automine: true,
             time_offset: 0,
@@ -731,8 +773,14 @@ impl Chain {
     }
 
     /// A mined transaction by hash, with its receipt.
-    pub fn transaction(&self, hash: B256) -> Option<&MinedTx> {
-        self.txs.get(&hash).map(Arc::as_ref)
+    pub fn transaction(&self, hash: B256) -> Option<Arc<MinedTx>> {
+        self.txs.get(&hash)
+    }
+
+    /// A handle on the mined transactions that stays current and can be read without this
+    /// chain's lock (the JSON-RPC server answers receipts from it while a transaction runs).
+    pub fn mined_transactions(&self) -> MinedTxs {
+        self.txs.clone()
     }
 
     /// A transaction waiting in the pool (automine off): its envelope and sender.
@@ -850,7 +898,7 @@ impl Chain {
             block_env: self.exec.block().clone(),
             blocks: self.blocks.clone(),
             history: self.history.clone(),
-            txs: self.txs.clone(),
+            txs: self.txs.copy(),
             pending: self.pending.clone(),
             time_offset: self.time_offset,
             next_timestamp: self.next_timestamp,
@@ -889,7 +937,7 @@ impl Chain {
             self.record(block, true);
         }
         self.blocks = blocks;
-        self.txs = txs;
+        self.txs.replace(txs);
         for n in common..self.blocks.len() {
             let block = self.blocks[n].clone();
             self.record(block, false);
@@ -902,12 +950,9 @@ impl Chain {
     /// receipts; see [`crate::state_file`]), atomically: a temporary file next to it, then a
     /// rename. Pool transactions, snapshots, filters and per-block states are not saved.
     pub fn save_state(&self, path: &std::path::Path) -> Result<(), StateFileError> {
+        let mined = self.txs.read();
         let blocks = self.blocks.iter().map(|b| {
-            let txs = b
-                .transactions
-                .iter()
-                .map(|h| self.txs[h].as_ref())
-                .collect();
+            let txs = b.transactions.iter().map(|h| mined[h].as_ref()).collect();
             (b, txs)
         });
         StateFile::new(self.config.chain_id, self.exec.state(), blocks).write(path)

@@ -79,7 +79,7 @@ impl Chain {
     /// balance; replacing a pooled transaction of the same sender and nonce).
     pub(super) fn submit(&mut self, envelope: TxEnvelope, from: Address) -> Result<B256, TxError> {
         let hash = *envelope.tx_hash();
-        if self.txs.contains_key(&hash) || self.pending.iter().any(|p| p.hash == hash) {
+        if self.txs.contains(&hash) || self.pending.iter().any(|p| p.hash == hash) {
             return Err(TxError::AlreadyKnown);
         }
         let expected = self.pending_nonce(from);

@@ -66,7 +66,7 @@ impl Chain {
             out.excluded.extend(leftover.into_iter().map(|t| t.hash));
         }
         let txs = &self.txs;
-        self.pending.retain(|p| !txs.contains_key(&p.hash));
+        self.pending.retain(|p| !txs.contains(&p.hash));
         Ok(out)
     }
 

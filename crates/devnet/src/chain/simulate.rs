@@ -8,11 +8,7 @@ impl Chain {
     /// then it runs with the tracer. The outermost frame carries the transaction's gas limit and
     /// `gasUsed`, as geth's does.
     pub fn trace_transaction(&mut self, hash: B256) -> Result<CallFrame, TraceError> {
-        let target = self
-            .txs
-            .get(&hash)
-            .cloned()
-            .ok_or(TraceError::NotFound(hash))?;
+        let target = self.txs.get(&hash).ok_or(TraceError::NotFound(hash))?;
         let n = target.block_number;
         let base = n
             .checked_sub(1)
@@ -23,7 +19,7 @@ impl Chain {
         let earlier: Vec<PendingTx> = block.transactions[..target.index as usize]
             .iter()
             .map(|h| {
-                let t = &self.txs[h];
+                let t = self.txs.get(h).expect("the block's transactions are mined");
                 PendingTx {
                     envelope: t.envelope.clone(),
                     hash: t.hash,

@@ -132,7 +132,7 @@ pub(super) fn dispatch(
         "eth_getTransactionByHash" => {
             let h: B256 = p.get(0)?;
             match (chain.transaction(h), chain.pending_transaction(h)) {
-                (Some(tx), _) => tx_json(chain, tx),
+                (Some(tx), _) => tx_json(&tx),
                 (None, Some((env, from))) => envelope_json(env, from, None, env.max_fee_per_gas()),
                 (None, None) => Value::Null,
             }
@@ -141,7 +141,7 @@ pub(super) fn dispatch(
             let h: B256 = p.get(0)?;
             chain
                 .transaction(h)
-                .map_or(Value::Null, |tx| receipt_json(chain, tx))
+                .map_or(Value::Null, |tx| receipt_json(&tx))
         }
         "eth_getBlockReceipts" => {
             // A block number, tag, EIP-1898 object or bare block hash; `null` if unknown.
@@ -157,7 +157,7 @@ pub(super) fn dispatch(
                 b.transactions
                     .iter()
                     .filter_map(|h| chain.transaction(*h))
-                    .map(|tx| receipt_json(chain, tx))
+                    .map(|tx| receipt_json(&tx))
                     .collect()
             })
         }

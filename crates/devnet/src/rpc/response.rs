@@ -24,23 +24,16 @@ pub(super) fn trace_json(mut frame: crate::trace::CallFrame, only_top: bool) -> 
     serde_json::to_value(frame).expect("a call frame serializes")
 }
 
-pub(super) fn tx_json(chain: &Chain, tx: &MinedTx) -> Value {
+/// A mined transaction (geth ≥ 1.16 and anvil add its block's `blockTimestamp`).
+pub(super) fn tx_json(tx: &MinedTx) -> Value {
     let mut v = envelope_json(
         &tx.envelope,
         tx.from,
         Some(tx),
         tx.receipt.effective_gas_price,
     );
-    with_block_timestamp(&mut v, chain, tx.block_hash, tx.block_number);
+    v["blockTimestamp"] = q(tx.block_timestamp);
     v
-}
-
-/// Adds `blockTimestamp` (geth ≥ 1.16 and anvil put it on mined transactions, receipts and
-/// logs) when the block is known; a log of a block dropped by `evm_revert` has none.
-pub(super) fn with_block_timestamp(v: &mut Value, chain: &Chain, hash: B256, number: u64) {
-    if let (Some(ts), Some(o)) = (block_timestamp(chain, hash, number), v.as_object_mut()) {
-        o.insert("blockTimestamp".into(), q(ts));
-    }
 }
 
 /// The timestamp of block `hash` (number `number`), if the chain still knows it.
@@ -119,11 +112,10 @@ pub(super) fn log_json(
     })
 }
 
-pub(super) fn receipt_json(chain: &Chain, tx: &MinedTx) -> Value {
+/// A receipt; it needs nothing but the transaction, so it can be answered without the chain.
+pub(super) fn receipt_json(tx: &MinedTx) -> Value {
     let r = &tx.receipt;
-    let ts = chain
-        .block_by_hash(tx.block_hash)
-        .map_or(Value::Null, |b| q(b.header.timestamp));
+    let ts = q(tx.block_timestamp);
     json!({
         "blockTimestamp": ts,
         "transactionHash": tx.hash,
@@ -148,7 +140,7 @@ pub(super) fn block_json(chain: &Chain, b: &Block, full: bool) -> Value {
     let txs: Vec<Value> = if full {
         b.transactions
             .iter()
-            .filter_map(|t| chain.transaction(*t).map(|tx| tx_json(chain, tx)))
+            .filter_map(|t| chain.transaction(*t).map(|tx| tx_json(&tx)))
             .collect()
     } else {
         b.transactions.iter().map(|t| json!(t)).collect()
@@ -192,7 +184,7 @@ pub(super) struct LogView<'a> {
     data: &'a Bytes,
     block_hash: B256,
     block_number: U64,
-    /// Absent for a log of a block dropped by `evm_revert` (see [`with_block_timestamp`]).
+    /// Absent for a log of a block dropped by `evm_revert` (its block is no longer known).
     #[serde(skip_serializing_if = "Option::is_none")]
     block_timestamp: Option<U64>,
     transaction_hash: B256,

@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use alloy_primitives::Bytes;
+use alloy_primitives::{Bytes, B256};
 use axum::extract::State as AxState;
 use axum::routing::post;
 use axum::Router;
@@ -10,11 +10,12 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::chain::{Chain, Recovered};
+use crate::chain::{Chain, MinedTxs, Recovered};
 
 use super::api::dispatch;
 use super::error::{error_response, ErrorCode, RpcError};
 use super::request::{check_arity, Params};
+use super::response::receipt_json;
 use super::ws::ws_handler;
 use super::{Shared, MAX_BODY_BYTES};
 
@@ -23,26 +24,32 @@ use super::{Shared, MAX_BODY_BYTES};
 pub(super) struct App {
     pub(super) chain: Shared,
     pub(super) events: tokio::sync::watch::Receiver<usize>,
+    /// The chain's mined transactions, readable while the chain is busy.
+    txs: MinedTxs,
 }
 
 /// The axum router answering JSON-RPC at `/` (HTTP POST, or WebSocket on GET + upgrade).
 /// Installs the chain's event hook (see [`Chain::set_event_hook`]).
 pub fn router(chain: Arc<Mutex<Chain>>) -> Router {
-    let (tx, rx) = {
+    let (tx, rx, txs) = {
         let mut c = chain.lock().unwrap_or_else(|e| e.into_inner());
         let (tx, rx) = tokio::sync::watch::channel(c.event_count());
         let hook_tx = tx.clone();
         c.set_event_hook(move |n| {
             hook_tx.send_replace(n);
         });
-        (tx, rx)
+        (tx, rx, c.mined_transactions())
     };
     drop(tx);
     Router::new()
         .route("/", post(http_handler).get(ws_handler))
         // axum's default limit is 2 MB; use geth's.
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(App { chain, events: rx })
+        .with_state(App {
+            chain,
+            events: rx,
+            txs,
+        })
 }
 
 pub(super) async fn http_handler(
@@ -56,7 +63,7 @@ pub(super) async fn http_handler(
         // Chain work (WASM execution under the chain's lock) runs on the blocking pool, so the
         // async workers keep serving I/O and WebSocket clients meanwhile.
         Ok(body) => {
-            let reply = match quick_read(&app.chain, &body) {
+            let reply = match quick_read(&app, &body) {
                 Some(reply) => reply,
                 None => {
                     let chain = Arc::clone(&app.chain);
@@ -107,9 +114,10 @@ pub(super) const QUICK_READS: [&str; 8] = [
     "net_version",
 ];
 
-/// The answer to a body holding one [`QUICK_READS`] request, if the chain's lock is free now;
-/// `None` sends the body to the blocking pool (anything else, or a chain busy executing).
-pub(super) fn quick_read(chain: &Shared, body: &[u8]) -> Option<String> {
+/// The answer to a body holding one [`QUICK_READS`] request, if the chain's lock is free now
+/// (or, for a receipt, even when it is not); `None` sends the body to the blocking pool
+/// (anything else, or a chain busy executing).
+pub(super) fn quick_read(app: &App, body: &[u8]) -> Option<String> {
     if body.len() > 1024 {
         return None;
     }
@@ -118,12 +126,27 @@ pub(super) fn quick_read(chain: &Shared, body: &[u8]) -> Option<String> {
     if !QUICK_READS.contains(&method) {
         return None;
     }
-    let mut guard = match chain.try_lock() {
+    let mut guard = match app.chain.try_lock() {
         Ok(guard) => guard,
         Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-        Err(std::sync::TryLockError::WouldBlock) => return None,
+        // A transaction is running: receipts need only the shared map of mined ones.
+        Err(std::sync::TryLockError::WouldBlock) => return receipt_unlocked(&app.txs, &req),
     };
     Some(answer_locked(&mut guard, &req, None).map_or_else(String::new, |r| String::from(r.get())))
+}
+
+/// `eth_getTransactionReceipt` from the map of mined transactions, without the chain's lock;
+/// `None` for any other method or a malformed request (whose error the locked path words).
+fn receipt_unlocked(txs: &MinedTxs, req: &Value) -> Option<String> {
+    let call = parse_call(req).ok()?;
+    if call.method != "eth_getTransactionReceipt" {
+        return None;
+    }
+    check_arity(&call.method, &call.params).ok()?;
+    let hash: B256 = call.params.get(0).ok()?;
+    let receipt = txs.get(&hash).map_or(Value::Null, |tx| receipt_json(&tx));
+    call.answer(Ok(receipt.into()))
+        .map(|reply| String::from(reply.get()))
 }
 
 /// Answers a raw request body (single request or batch): the response text, empty when the

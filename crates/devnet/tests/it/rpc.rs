@@ -791,6 +791,41 @@ async fn send_transaction_as_dev_and_impersonated_accounts() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// Holding the chain's lock across requests is the point: it stands for a running transaction.
+#[allow(clippy::await_holding_lock)]
+async fn receipts_are_answered_while_the_chain_is_busy() {
+    let (handle, p) = start().await;
+    let mut sender = Sender::dev(0);
+    let mut tx = sender.tx(Some(Address::repeat_byte(0x42)), vec![], 21_000);
+    tx.value = U256::from(7);
+    let pending = p
+        .send_raw_transaction(sign_1559(tx, &sender.key))
+        .await
+        .unwrap();
+    sender.nonce += 1;
+    let hash = pending.tx_hash();
+    let mined = p.get_transaction_receipt(hash).await.unwrap().unwrap();
+
+    let busy = handle.chain.lock().unwrap();
+    // Bounded, so that a receipt waiting for the lock fails the test instead of hanging it.
+    let receipt = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        p.get_transaction_receipt(hash),
+    )
+    .await
+    .expect("answered while the chain is locked")
+    .unwrap()
+    .unwrap();
+    assert_eq!(receipt, mined);
+    let unknown = p
+        .get_transaction_receipt(et::H256::repeat_byte(9))
+        .await
+        .unwrap();
+    assert!(unknown.is_none());
+    drop(busy);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transaction_block_keeper_forgets_old_transactions_and_their_logs() {
     use bursar_bindings::token::ITestToken;
     use bursar_devnet::ChainConfig;

@@ -211,5 +211,5 @@ pub(crate) fn send_signed(
     let sig = Signature::from_signature_and_parity(sig, recid.is_y_odd());
     let envelope: TxEnvelope = tx.into_signed(sig).into();
     let hash = chain.send_transaction(envelope).expect("valid transaction");
-    chain.transaction(hash).expect("automined").clone()
+    chain.transaction(hash).expect("automined").as_ref().clone()
 }
