@@ -15,7 +15,8 @@ use super::request::{
     reorg_depth, state_at, timestamp, BursarReorg, Params, StateOverride,
 };
 use super::response::{
-    block_json, envelope_json, logs_raw, q, qu, receipt_json, trace_json, tx_json,
+    block_json, envelope_json, logs_raw, q, qu, receipt_answer, receipts_answer, trace_json,
+    tx_json,
 };
 use super::server::Answer;
 use super::{CLIENT_VERSION, MAX_MINE_BLOCKS, MAX_TIMESTAMP};
@@ -139,9 +140,7 @@ pub(super) fn dispatch(
         }
         "eth_getTransactionReceipt" => {
             let h: B256 = p.get(0)?;
-            chain
-                .transaction(h)
-                .map_or(Value::Null, |tx| receipt_json(&tx))
+            return Ok(receipt_answer(chain.transaction(h).as_deref()));
         }
         "eth_getBlockReceipts" => {
             // A block number, tag, EIP-1898 object or bare block hash; `null` if unknown.
@@ -153,13 +152,15 @@ pub(super) fn dispatch(
                     Err(e) => return Err(e),
                 },
             };
-            block.map_or(Value::Null, |b| {
-                b.transactions
-                    .iter()
-                    .filter_map(|h| chain.transaction(*h))
-                    .map(|tx| receipt_json(&tx))
-                    .collect()
-            })
+            let Some(b) = block else {
+                return Ok(Value::Null.into());
+            };
+            let txs: Vec<_> = b
+                .transactions
+                .iter()
+                .filter_map(|h| chain.transaction(*h))
+                .collect();
+            return Ok(receipts_answer(txs.iter().map(|tx| tx.as_ref())));
         }
         "eth_getBlockByNumber" => {
             let full: bool = p.opt(1)?.unwrap_or(false);

@@ -1,11 +1,11 @@
 //! Responses: blocks, transactions, receipts and logs as JSON-RPC returns them.
 
 use alloy_consensus::{Transaction, TxEnvelope};
-use alloy_primitives::{Address, Bytes, B256, U256, U64};
+use alloy_primitives::{Address, Bloom, Bytes, B256, U128, U256, U64, U8};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::chain::{Block, Chain, ChainLog, MinedTx};
+use crate::chain::{Block, Chain, ChainLog, MinedTx, ReceiptLog};
 
 use super::server::{raw, Answer};
 
@@ -93,46 +93,61 @@ pub(super) fn envelope_json(
     v
 }
 
-pub(super) fn log_json(
-    block_timestamp: &Value,
-    tx: &MinedTx,
-    l: &crate::chain::ReceiptLog,
-) -> Value {
-    json!({
-        "blockTimestamp": block_timestamp,
-        "address": l.log.address,
-        "topics": l.log.topics,
-        "data": l.log.data,
-        "blockHash": tx.block_hash,
-        "blockNumber": q(tx.block_number),
-        "transactionHash": tx.hash,
-        "transactionIndex": q(tx.index),
-        "logIndex": q(l.log_index),
-        "removed": false,
-    })
+/// A receipt as JSON-RPC returns it. It needs nothing but the transaction, so it can be
+/// answered without the chain (see `receipt_unlocked` in the server).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ReceiptView<'a> {
+    block_timestamp: U64,
+    transaction_hash: B256,
+    transaction_index: U64,
+    block_hash: B256,
+    block_number: U64,
+    from: Address,
+    to: Option<Address>,
+    cumulative_gas_used: U64,
+    gas_used: U64,
+    effective_gas_price: U128,
+    contract_address: Option<Address>,
+    logs: Vec<LogView<'a>>,
+    logs_bloom: &'a Bloom,
+    status: U8,
+    #[serde(rename = "type")]
+    tx_type: U8,
 }
 
-/// A receipt; it needs nothing but the transaction, so it can be answered without the chain.
-pub(super) fn receipt_json(tx: &MinedTx) -> Value {
-    let r = &tx.receipt;
-    let ts = q(tx.block_timestamp);
-    json!({
-        "blockTimestamp": ts,
-        "transactionHash": tx.hash,
-        "transactionIndex": q(tx.index),
-        "blockHash": tx.block_hash,
-        "blockNumber": q(tx.block_number),
-        "from": tx.from,
-        "to": tx.envelope.to(),
-        "cumulativeGasUsed": q(r.cumulative_gas_used),
-        "gasUsed": q(r.gas_used),
-        "effectiveGasPrice": q(r.effective_gas_price),
-        "contractAddress": r.contract_address,
-        "logs": r.logs.iter().map(|l| log_json(&ts, tx, l)).collect::<Vec<_>>(),
-        "logsBloom": r.logs_bloom,
-        "status": q(u8::from(r.status)),
-        "type": q(tx.envelope.tx_type() as u8),
-    })
+impl<'a> ReceiptView<'a> {
+    pub(super) fn new(tx: &'a MinedTx) -> Self {
+        let r = &tx.receipt;
+        ReceiptView {
+            block_timestamp: U64::from(tx.block_timestamp),
+            transaction_hash: tx.hash,
+            transaction_index: U64::from(tx.index),
+            block_hash: tx.block_hash,
+            block_number: U64::from(tx.block_number),
+            from: tx.from,
+            to: tx.envelope.to(),
+            cumulative_gas_used: U64::from(r.cumulative_gas_used),
+            gas_used: U64::from(r.gas_used),
+            effective_gas_price: U128::from(r.effective_gas_price),
+            contract_address: r.contract_address,
+            logs: r.logs.iter().map(|l| LogView::in_receipt(tx, l)).collect(),
+            logs_bloom: &r.logs_bloom,
+            status: U8::from(u8::from(r.status)),
+            tx_type: U8::from(tx.envelope.tx_type() as u8),
+        }
+    }
+}
+
+/// The receipts of `txs` (one transaction: `Some`, or `null` for none), as JSON text.
+pub(super) fn receipts_answer<'a>(txs: impl IntoIterator<Item = &'a MinedTx>) -> Answer {
+    let views: Vec<ReceiptView<'_>> = txs.into_iter().map(ReceiptView::new).collect();
+    Answer::Raw(raw(&views))
+}
+
+/// The receipt of `tx`, or `null`, as JSON text.
+pub(super) fn receipt_answer(tx: Option<&MinedTx>) -> Answer {
+    Answer::Raw(raw(&tx.map(ReceiptView::new)))
 }
 
 pub(super) fn block_json(chain: &Chain, b: &Block, full: bool) -> Value {
@@ -194,6 +209,22 @@ pub(super) struct LogView<'a> {
 }
 
 impl<'a> LogView<'a> {
+    /// A log of a mined transaction's receipt.
+    fn in_receipt(tx: &MinedTx, l: &'a ReceiptLog) -> Self {
+        LogView {
+            address: l.log.address,
+            topics: &l.log.topics,
+            data: &l.log.data,
+            block_hash: tx.block_hash,
+            block_number: U64::from(tx.block_number),
+            block_timestamp: Some(U64::from(tx.block_timestamp)),
+            transaction_hash: tx.hash,
+            transaction_index: U64::from(tx.index),
+            log_index: U64::from(l.log_index),
+            removed: false,
+        }
+    }
+
     pub(super) fn new(chain: &Chain, l: &'a ChainLog) -> Self {
         LogView {
             address: l.log.address,

@@ -15,7 +15,7 @@ use crate::chain::{Chain, MinedTxs, Recovered};
 use super::api::dispatch;
 use super::error::{error_response, ErrorCode, RpcError};
 use super::request::{check_arity, Params};
-use super::response::receipt_json;
+use super::response::receipt_answer;
 use super::ws::ws_handler;
 use super::{Shared, MAX_BODY_BYTES};
 
@@ -144,8 +144,7 @@ fn receipt_unlocked(txs: &MinedTxs, req: &Value) -> Option<String> {
     }
     check_arity(&call.method, &call.params).ok()?;
     let hash: B256 = call.params.get(0).ok()?;
-    let receipt = txs.get(&hash).map_or(Value::Null, |tx| receipt_json(&tx));
-    call.answer(Ok(receipt.into()))
+    call.answer(Ok(receipt_answer(txs.get(&hash).as_deref())))
         .map(|reply| String::from(reply.get()))
 }
 
