@@ -87,6 +87,21 @@ alloy_sol_types::sol! {
     }
 }
 
+impl crate::eip712::PaymentIntent {
+    /// The `pay` call carrying this intent with the session key's `signature` of it.
+    pub fn pay_call(&self, signature: alloy_primitives::Bytes) -> ISessionWallet::payCall {
+        ISessionWallet::payCall {
+            sessionId: self.session,
+            to: self.to,
+            amount: self.amount,
+            purpose: self.purpose,
+            nonce: self.nonce,
+            deadline: self.deadline,
+            signature,
+        }
+    }
+}
+
 /// `status` of a session as returned by `sessionState`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]

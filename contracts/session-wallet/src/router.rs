@@ -396,16 +396,7 @@ mod tests {
         };
         let domain = SESSION_WALLET_DOMAIN.at(host.vm.chain_id(), host.vm.contract_address());
         let signature: Bytes = key.sign(intent.eip712_signing_hash(&domain)).into();
-        payCall {
-            sessionId: intent.session,
-            to: intent.to,
-            amount: intent.amount,
-            purpose: intent.purpose,
-            nonce: intent.nonce,
-            deadline: intent.deadline,
-            signature,
-        }
-        .abi_encode()
+        intent.pay_call(signature).abi_encode()
     }
 
     /// Valid calldata for every function (and the constructor).

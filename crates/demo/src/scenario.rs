@@ -941,15 +941,7 @@ pub fn signed_pay(
 ) -> ISessionWallet::payCall {
     let domain = SESSION_WALLET_DOMAIN.at(chain_id, wallet);
     let signature = agent.sign_hash_rsv(&intent.eip712_signing_hash(&domain));
-    ISessionWallet::payCall {
-        sessionId: intent.session,
-        to: intent.to,
-        amount: intent.amount,
-        purpose: intent.purpose,
-        nonce: intent.nonce,
-        deadline: intent.deadline,
-        signature: signature.into(),
-    }
+    intent.pay_call(signature.into())
 }
 
 /// The `openSessionWithSig` call for `terms`, signed by `owner` for the gateway at `gateway`

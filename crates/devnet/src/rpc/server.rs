@@ -62,18 +62,24 @@ pub(super) async fn http_handler(
     let (status, reply) = match body {
         // Chain work (WASM execution under the chain's lock) runs on the blocking pool, so the
         // async workers keep serving I/O and WebSocket clients meanwhile.
+        // The body is parsed once, here; cheap reads answer on this worker (`quick_read`).
         Ok(body) => {
-            let reply = match quick_read(&app, &body) {
-                Some(reply) => reply,
-                None => {
-                    let chain = Arc::clone(&app.chain);
-                    tokio::task::spawn_blocking(move || handle_body(&chain, &body))
+            let reply = match parse_body(&body) {
+                Err(reply) => reply,
+                Ok(value) => match quick_read(&app, &value) {
+                    Some(reply) => reply,
+                    None => {
+                        let chain = Arc::clone(&app.chain);
+                        tokio::task::spawn_blocking(move || {
+                            answer_body(&value, |r| handle_request(&chain, r))
+                        })
                         .await
                         .unwrap_or_else(|e| {
                             error_response(Value::Null, &RpcError::internal(e.to_string()))
                                 .to_string()
                         })
-                }
+                    }
+                },
             };
             (StatusCode::OK, reply)
         }
@@ -116,12 +122,8 @@ pub(super) const QUICK_READS: [&str; 8] = [
 
 /// The answer to a body holding one [`QUICK_READS`] request, if the chain's lock is free now
 /// (or, for a receipt, even when it is not); `None` sends the body to the blocking pool
-/// (anything else, or a chain busy executing).
-pub(super) fn quick_read(app: &App, body: &[u8]) -> Option<String> {
-    if body.len() > 1024 {
-        return None;
-    }
-    let req: Value = serde_json::from_slice(body).ok()?;
+/// (anything else, batches included, or a chain busy executing).
+pub(super) fn quick_read(app: &App, req: &Value) -> Option<String> {
     let method = req.get("method")?.as_str()?;
     if !QUICK_READS.contains(&method) {
         return None;
@@ -130,9 +132,9 @@ pub(super) fn quick_read(app: &App, body: &[u8]) -> Option<String> {
         Ok(guard) => guard,
         Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
         // A transaction is running: receipts need only the shared map of mined ones.
-        Err(std::sync::TryLockError::WouldBlock) => return receipt_unlocked(&app.txs, &req),
+        Err(std::sync::TryLockError::WouldBlock) => return receipt_unlocked(&app.txs, req),
     };
-    Some(answer_locked(&mut guard, &req, None).map_or_else(String::new, |r| String::from(r.get())))
+    Some(answer_locked(&mut guard, req, None).map_or_else(String::new, |r| String::from(r.get())))
 }
 
 /// `eth_getTransactionReceipt` from the map of mined transactions, without the chain's lock;
@@ -151,21 +153,25 @@ fn receipt_unlocked(txs: &MinedTxs, req: &Value) -> Option<String> {
 /// Answers a raw request body (single request or batch): the response text, empty when the
 /// body held only notifications. Never panics; pure apart from the chain it runs on.
 pub fn handle_body(chain: &Shared, body: &[u8]) -> String {
-    handle_body_with(body, |r| handle_request(chain, r))
+    parse_body(body).map_or_else(
+        |reply| reply,
+        |v| answer_body(&v, |r| handle_request(chain, r)),
+    )
 }
 
-pub(super) fn handle_body_with(
-    body: &[u8],
-    mut one: impl FnMut(&Value) -> Option<Reply>,
-) -> String {
+/// A body as JSON, or the error response for one too large or not JSON.
+pub(super) fn parse_body(body: &[u8]) -> Result<Value, String> {
     if body.len() > MAX_BODY_BYTES {
-        return error_response(Value::Null, &RpcError::too_large(Some(body.len() as u64)))
-            .to_string();
+        let too_large = RpcError::too_large(Some(body.len() as u64));
+        return Err(error_response(Value::Null, &too_large).to_string());
     }
-    let value: Value = match serde_json::from_slice(body) {
-        Ok(v) => v,
-        Err(_) => return error_response(Value::Null, &RpcError::parse()).to_string(),
-    };
+    serde_json::from_slice(body)
+        .map_err(|_| error_response(Value::Null, &RpcError::parse()).to_string())
+}
+
+/// Answers a parsed body (one request, or a batch) with `one` per request: the response text,
+/// empty when the body held only notifications.
+pub(super) fn answer_body(value: &Value, mut one: impl FnMut(&Value) -> Option<Reply>) -> String {
     match value {
         Value::Array(items) if items.is_empty() => {
             error_response(Value::Null, &RpcError::empty_batch()).to_string()
@@ -178,7 +184,7 @@ pub(super) fn handle_body_with(
                 serde_json::to_string(&out).expect("raw JSON values serialize")
             }
         }
-        other => one(&other).map_or_else(String::new, |v| String::from(v.get())),
+        other => one(other).map_or_else(String::new, |v| String::from(v.get())),
     }
 }
 

@@ -9,7 +9,7 @@ use crate::chain::LogFilter;
 use super::error::RpcError;
 use super::request::{arg, check_arity, parse_log_filter, quantity};
 use super::response::{block_json, q, LogView};
-use super::server::{handle_body_with, handle_request, parse_call, raw, Answer, App, Reply};
+use super::server::{answer_body, handle_request, parse_body, parse_call, raw, Answer, App, Reply};
 use super::{Shared, WS_MAX_MESSAGE_BYTES};
 
 pub(super) enum SubKind {
@@ -48,7 +48,10 @@ pub(super) async fn ws_session(mut socket: axum::extract::ws::WebSocket, app: Ap
                     Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
                     Some(Ok(_)) => continue,
                 };
-                let reply = handle_body_with(&text, |r| ws_request(&app.chain, &mut subs, r));
+                let reply = parse_body(&text).map_or_else(
+                    |reply| reply,
+                    |v| answer_body(&v, |r| ws_request(&app.chain, &mut subs, r)),
+                );
                 // Only notifications: nothing to answer.
                 if !reply.is_empty() && socket.send(Message::Text(reply.into())).await.is_err() {
                     break;

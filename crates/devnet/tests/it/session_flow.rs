@@ -177,19 +177,8 @@ fn open_a_session_and_pay_with_a_session_key() {
     };
     let signature = session_key.sign(intent.eip712_signing_hash(&domain));
     let pay = |d: &mut Deployment, intent: &PaymentIntent, signature: Vec<u8>| {
-        d.chain.send(
-            addr(0x4e1a),
-            d.wallet,
-            ISessionWallet::payCall {
-                sessionId: intent.session,
-                to: intent.to,
-                amount: intent.amount,
-                purpose: intent.purpose,
-                nonce: intent.nonce,
-                deadline: intent.deadline,
-                signature: signature.into(),
-            },
-        )
+        d.chain
+            .send(addr(0x4e1a), d.wallet, intent.pay_call(signature.into()))
     };
     let paid = pay(&mut d, &intent, signature.clone());
     assert!(paid.outcome.success, "pay: {:?}", paid.outcome);

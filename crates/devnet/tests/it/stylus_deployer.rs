@@ -4,7 +4,7 @@
 //! failing constructor undoing the creation and the activation; the deployer's own errors;
 //! programs calling ArbWasm; the SDK constructor guard.
 
-use crate::common::{addr, code, CONSTRUCTOR_SELECTOR, GAS};
+use crate::common::{addr, code, send_signed as send, CONSTRUCTOR_SELECTOR, GAS};
 use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
 use alloy_sol_types::{Panic, PanicKind, SolCall, SolError, SolEvent, SolValue};
 use bursar_bindings::arbitrum::{
@@ -43,16 +43,6 @@ fn deploy_call(bytecode: Vec<u8>, init_data: Bytes, init_value: u64, salt: B256)
 fn expected_create2(salt: B256, init_data: &[u8], bytecode: &[u8]) -> Address {
     let salt = keccak256([salt.as_slice(), init_data].concat());
     STYLUS_DEPLOYER_ADDRESS.create2_from_code(salt, bytecode)
-}
-
-fn send(
-    chain: &mut bursar_devnet::Chain,
-    key: usize,
-    to: Address,
-    value: U256,
-    data: Vec<u8>,
-) -> MinedTx {
-    crate::common::send_signed(chain, key, to, value, data)
 }
 
 fn view<C: SolCall>(chain: &mut DevChain, to: Address, call: C) -> C::Return {
