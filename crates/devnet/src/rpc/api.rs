@@ -1,4 +1,5 @@
-//! The methods: `dispatch` maps each name to the chain.
+//! The methods: [`execute`] runs each [`EthRequest`] against the chain, one line per method;
+//! the longer ones are functions below it.
 
 use alloy_consensus::transaction::SignerRecoverable;
 use alloy_consensus::{Transaction, TxEnvelope};
@@ -9,11 +10,12 @@ use crate::chain::{
     Chain, FilterChanges, FilterKind, LogFilter, Recovered, ReorgError, ReorgOutcome, TxError,
 };
 
-use super::error::{ErrorCode, RpcError};
-use super::request::{
-    arg, block_number, call_request, call_tracer_options, filter_id, parse_log_filter, quantity,
-    reorg_depth, state_at, timestamp, BursarReorg, Params, StateOverride,
+use super::error::RpcError;
+use super::params::{
+    BlockSpec, BursarReorg, CallObject, FilterSpec, Id, MineArg, Quantity, StateOverride,
+    TracerOptions,
 };
+use super::request::EthRequest;
 use super::response::{
     block_json, envelope_json, logs_raw, q, qu, receipt_answer, receipts_answer, trace_json,
     tx_json,
@@ -21,325 +23,343 @@ use super::response::{
 use super::server::Answer;
 use super::{CLIENT_VERSION, MAX_MINE_BLOCKS, MAX_TIMESTAMP};
 
-/// Runs `method` with params `p` (their count already checked by `check_arity`) against the
-/// chain; `recovered` is an `eth_sendRawTransaction`'s transaction, decoded and its sender
-/// recovered before the chain was locked.
-pub(super) fn dispatch(
+type Result<T, E = RpcError> = std::result::Result<T, E>;
+
+/// Runs `request` against the chain; `recovered` is an `eth_sendRawTransaction`'s
+/// transaction, decoded and its sender recovered before the chain was locked.
+pub(super) fn execute(
     chain: &mut Chain,
-    method: &str,
-    p: &Params,
+    request: EthRequest,
     recovered: Option<Recovered>,
-) -> Result<Answer, RpcError> {
-    Ok(match method {
-        "web3_clientVersion" => json!(CLIENT_VERSION),
-        "eth_chainId" => q(chain.chain_id()),
-        "net_version" => json!(chain.chain_id().to_string()),
-        "net_listening" => json!(true),
-        "eth_syncing" => json!(false),
-        "eth_accounts" => json!(crate::accounts::dev_accounts()
+) -> Result<Answer> {
+    use EthRequest::*;
+    let null = || Ok(Value::Null.into());
+    let done = |v: Value| Ok(v.into());
+    match request {
+        Web3ClientVersion => done(json!(CLIENT_VERSION)),
+        EthChainId => done(q(chain.chain_id())),
+        NetVersion => done(json!(chain.chain_id().to_string())),
+        NetListening => done(json!(true)),
+        EthSyncing => done(json!(false)),
+        EthAccounts => done(json!(crate::accounts::dev_accounts()
             .iter()
             .map(|a| a.address)
-            .collect::<Vec<_>>()),
-        "eth_blockNumber" => q(chain.block_number()),
-        "eth_gasPrice" => q(chain.base_fee()),
+            .collect::<Vec<_>>())),
+        EthBlockNumber => done(q(chain.block_number())),
+        EthGasPrice => done(q(chain.base_fee())),
         // Arbitrum ignores tips; the devnet accepts them (they go to the coinbase) but does
         // not ask for any.
-        "eth_maxPriorityFeePerGas" => q(0u64),
-        "eth_feeHistory" => fee_history(chain, p)?,
-        "eth_getBalance" => {
-            let a: Address = p.get(0)?;
-            qu(state_at(chain, p, 1)?.balance(a))
+        EthMaxPriorityFeePerGas => done(q(0u64)),
+        EthFeeHistory(count, newest, percentiles) => {
+            done(fee_history(chain, count, newest, percentiles)?)
         }
-        "eth_getTransactionCount" => {
-            let a: Address = p.get(0)?;
-            if p.raw(1).and_then(Value::as_str) == Some("pending") {
-                q(chain.pending_nonce(a))
-            } else {
-                q(state_at(chain, p, 1)?.nonce(a))
-            }
-        }
-        "eth_getCode" => {
-            let a: Address = p.get(0)?;
-            json!(state_at(chain, p, 1)?.code(a))
-        }
-        "eth_getStorageAt" => {
-            let a: Address = p.get(0)?;
-            let slot: U256 = p.get(1)?;
-            json!(state_at(chain, p, 2)?.storage(a, B256::from(slot)))
-        }
-        "eth_call" => {
-            let req = call_request(chain, p.raw(0))?;
-            let at = arg(1, block_number(chain, p.raw(1)))?;
-            let over = arg(2, StateOverride::parse(p.raw(2)))?;
-            let out = chain.simulate(&req, Some(at), |s| over.apply(s));
-            if out.success {
-                json!(out.output)
-            } else {
-                return Err(RpcError::reverted(&out.output));
-            }
-        }
-        "eth_estimateGas" => {
-            let req = call_request(chain, p.raw(0))?;
-            arg(1, block_number(chain, p.raw(1)))?;
-            let over = arg(2, StateOverride::parse(p.raw(2)))?;
-            match chain.estimate_gas(&req, |s| over.apply(s)) {
-                Ok(gas) => q(gas),
-                Err(out)
-                    if out.output.is_empty()
-                        && out.gas_used >= req.gas.unwrap_or(chain.config().block_gas_limit) =>
-                {
-                    return Err(RpcError::server("gas required exceeds allowance"))
-                }
-                Err(out) => return Err(RpcError::reverted(&out.output)),
-            }
-        }
-        "eth_sendTransaction" => send_transaction(chain, p)?,
-        "debug_traceTransaction" => {
-            let h: B256 = p.get(0)?;
-            let only_top = call_tracer_options(p.raw(1))?;
-            let frame = chain
-                .trace_transaction(h)
-                .map_err(|e| RpcError::server(e.to_string()))?;
-            trace_json(frame, only_top)
-        }
-        "debug_traceCall" => {
-            let req = call_request(chain, p.raw(0))?;
-            let at = arg(1, block_number(chain, p.raw(1)))?;
-            let only_top = call_tracer_options(p.raw(2))?;
-            match chain.trace_call(&req, Some(at)) {
-                Some(frame) => trace_json(frame, only_top),
-                None => Value::Null,
-            }
-        }
-        "anvil_impersonateAccount" | "hardhat_impersonateAccount" => {
-            chain.impersonate(p.get(0)?);
-            Value::Null
-        }
-        "anvil_stopImpersonatingAccount" | "hardhat_stopImpersonatingAccount" => {
-            chain.stop_impersonating(p.get(0)?);
-            Value::Null
-        }
-        "eth_sendRawTransaction" => {
-            let tx = match recovered {
-                Some(tx) => tx,
-                None => {
-                    let raw: Bytes = p.get(0)?;
-                    Recovered::new(decode_raw_transaction(&raw)?)
-                }
-            };
-            check_cost_fits(chain, tx.envelope())?;
-            json!(chain.send_recovered(tx)?)
-        }
-        "eth_getTransactionByHash" => {
-            let h: B256 = p.get(0)?;
-            match (chain.transaction(h), chain.pending_transaction(h)) {
-                (Some(tx), _) => tx_json(&tx),
-                (None, Some((env, from))) => envelope_json(env, from, None, env.max_fee_per_gas()),
-                (None, None) => Value::Null,
-            }
-        }
-        "eth_getTransactionReceipt" => {
-            let h: B256 = p.get(0)?;
-            return Ok(receipt_answer(chain.transaction(h).as_deref()));
-        }
-        "eth_getBlockReceipts" => {
-            // A block number, tag, EIP-1898 object or bare block hash; `null` if unknown.
-            let block = match p.raw(0) {
-                Some(Value::String(s)) if s.len() == 66 => chain.block_by_hash(p.get(0)?),
-                v => match arg(0, block_number(chain, v)) {
-                    Ok(n) => chain.block_by_number(n),
-                    Err(e) if e.code == ErrorCode::ServerError => None,
-                    Err(e) => return Err(e),
-                },
-            };
-            let Some(b) = block else {
-                return Ok(Value::Null.into());
-            };
-            let txs: Vec<_> = b
-                .transactions
-                .iter()
-                .filter_map(|h| chain.transaction(*h))
-                .collect();
-            return Ok(receipts_answer(txs.iter().map(|tx| tx.as_ref())));
-        }
-        "eth_getBlockByNumber" => {
-            let full: bool = p.opt(1)?.unwrap_or(false);
-            match arg(0, block_number(chain, p.raw(0))) {
-                Ok(n) => chain
-                    .block_by_number(n)
-                    .map_or(Value::Null, |b| block_json(chain, b, full)),
-                // Unknown future blocks are `null`, as geth answers.
-                Err(e) if e.code == ErrorCode::ServerError => Value::Null,
-                Err(e) => return Err(e),
-            }
-        }
-        "eth_getBlockByHash" => {
-            let h: B256 = p.get(0)?;
-            let full: bool = p.opt(1)?.unwrap_or(false);
+
+        EthGetBalance(a, at) => done(qu(BlockSpec::state(at, chain)?.balance(a))),
+        EthGetTransactionCount(a, at) => done(q(transaction_count(chain, a, at)?)),
+        EthGetCode(a, at) => done(json!(BlockSpec::state(at, chain)?.code(a))),
+        EthGetStorageAt(a, slot, at) => done(json!(
+            BlockSpec::state(at, chain)?.storage(a, B256::from(slot))
+        )),
+        EthCall(call, at, over, _block_overrides) => done(eth_call(chain, &call, at, over)?),
+        EthEstimateGas(call, at, over) => done(estimate_gas(chain, &call, at, over)?),
+
+        EthSendRawTransaction(raw) => done(send_raw_transaction(chain, &raw, recovered)?),
+        EthSendTransaction(call) => done(send_transaction(chain, &call)?),
+        EthGetTransactionByHash(h) => done(transaction_by_hash(chain, h)),
+        EthGetTransactionReceipt(h) => Ok(receipt_answer(chain.transaction(h).as_deref())),
+        DebugTraceTransaction(h, options) => done(trace_json(
             chain
-                .block_by_hash(h)
-                .map_or(Value::Null, |b| block_json(chain, b, full))
+                .trace_transaction(h)
+                .map_err(|e| RpcError::server(e.to_string()))?,
+            TracerOptions::only_top_call(options)?,
+        )),
+        DebugTraceCall(call, at, options) => done(trace_call(chain, &call, at, options)?),
+
+        EthGetBlockByNumber(at, full) => {
+            done(block(chain, BlockSpec::block(Some(at), chain), full))
         }
-        "eth_getLogs" => {
-            let f = arg(0, parse_log_filter(chain, p.raw(0)))?;
-            // As geth (and the execution-apis tests): a range ending past the head is refused,
-            // so a client behind a lagging node retries instead of taking `[]` for "no logs".
-            if f.to_block.is_some_and(|to| to > chain.block_number()) {
-                return Err(RpcError::invalid_params(
-                    "block range extends beyond current head block",
-                ));
-            }
-            return logs_answer(chain, &f);
+        EthGetBlockByHash(h, full) => done(block(chain, chain.block_by_hash(h), full)),
+        EthGetBlockReceipts(at) => Ok(block_receipts(chain, at)),
+
+        EthGetLogs(filter) => get_logs(chain, &filter),
+        EthNewFilter(filter) => done(q(chain.new_filter(FilterKind::Logs(filter.resolve(chain)?)))),
+        EthNewBlockFilter => done(q(chain.new_filter(FilterKind::Blocks))),
+        EthGetFilterChanges(id) => filter_changes(chain, id),
+        EthGetFilterLogs(id) => filter_logs(chain, id),
+        EthUninstallFilter(Id(id)) => done(json!(id.is_some_and(|id| chain.uninstall_filter(id)))),
+        // Subscriptions need a connection to notify: WebSocket only (see `ws`).
+        EthSubscribe(..) => Err(RpcError::method_not_found("eth_subscribe")),
+        EthUnsubscribe(_) => Err(RpcError::method_not_found("eth_unsubscribe")),
+
+        EvmMine(arg) => done(evm_mine(chain, arg)?),
+        AnvilMine(blocks, interval) => {
+            anvil_mine(chain, blocks, interval)?;
+            null()
         }
-        "eth_newFilter" => {
-            let f = arg(0, parse_log_filter(chain, p.raw(0)))?;
-            q(chain.new_filter(FilterKind::Logs(f)))
-        }
-        "eth_newBlockFilter" => q(chain.new_filter(FilterKind::Blocks)),
-        "eth_getFilterChanges" => match chain.filter_changes(filter_id(p)?) {
-            Some(FilterChanges::Blocks(hashes)) => json!(hashes),
-            Some(FilterChanges::Logs(logs)) => return Ok(logs_raw(chain, &logs)),
-            None => return Err(filter_not_found()),
-        },
-        "eth_getFilterLogs" => match chain.filter(filter_id(p)?) {
-            Some(FilterKind::Logs(f)) => {
-                let f = f.clone();
-                return logs_answer(chain, &f);
-            }
-            _ => return Err(filter_not_found()),
-        },
-        "eth_uninstallFilter" => json!(chain.uninstall_filter(filter_id(p)?)),
-        "anvil_reorg" => anvil_reorg(chain, p)?,
-        "bursar_reorg" => bursar_reorg(chain, p)?,
-        // ----- dev methods (anvil names) -----
-        "evm_mine" => {
-            if let Some(ts) = p.raw(0) {
-                let ts = match ts {
-                    Value::Object(o) => o.get("timestamp").map(quantity).transpose(),
-                    other => quantity(other).map(Some),
-                };
-                if let Some(ts) = arg(0, ts)? {
-                    chain.set_next_timestamp(timestamp(0, ts)?);
-                }
-            }
-            chain.mine(1);
-            json!("0x0")
-        }
-        "anvil_mine" | "hardhat_mine" => {
-            let n = p.raw(0).map(|_| p.quantity(0)).transpose()?.unwrap_or(1);
-            if n > MAX_MINE_BLOCKS {
-                return Err(RpcError::invalid_params(format!(
-                    "invalid argument 0: at most {MAX_MINE_BLOCKS} blocks per call, got {n}"
-                )));
-            }
-            let interval = p.raw(1).map(|_| p.quantity(1)).transpose()?;
-            if let Some(i) = interval {
-                // The last block's timestamp must stay representable.
-                let last = i
-                    .checked_mul(n)
-                    .and_then(|d| d.checked_add(chain.latest_block().header.timestamp));
-                if last.is_none_or(|t| t > MAX_TIMESTAMP) {
-                    return Err(RpcError::invalid_params(format!(
-                        "invalid argument 1: timestamps would pass {MAX_TIMESTAMP}"
-                    )));
-                }
-            }
-            for _ in 0..n {
-                if let Some(i) = interval {
-                    let ts = chain.latest_block().header.timestamp + i;
-                    chain.set_next_timestamp(ts);
-                }
-                chain.mine(1);
-            }
-            Value::Null
-        }
-        "evm_setAutomine" | "anvil_setAutomine" => {
-            let on: bool = p.get(0)?;
+        AnvilSetAutomine(on) => {
             chain.set_automine(on);
-            Value::Null
+            null()
         }
-        "anvil_getAutomine" => json!(chain.automine()),
-        "evm_setNextBlockTimestamp" | "anvil_setNextBlockTimestamp" => {
-            let ts = timestamp(0, p.quantity(0)?)?;
-            chain.set_next_timestamp(ts);
-            Value::Null
-        }
-        "evm_increaseTime" | "anvil_increaseTime" => {
-            let s = p.quantity(0)?;
-            // `increase_time(0)` reads the current offset.
-            let offset = chain.increase_time(0).unsigned_abs();
-            if offset.saturating_add(s) > MAX_TIMESTAMP {
-                return Err(RpcError::invalid_params(format!(
-                    "invalid argument 0: the clock offset would pass {MAX_TIMESTAMP} seconds"
-                )));
-            }
-            json!(chain.increase_time(s))
-        }
-        "evm_snapshot" | "anvil_snapshot" => q(chain.snapshot()),
-        "evm_revert" | "anvil_revert" => json!(chain.revert_to(p.quantity(0)?)),
-        "anvil_setBalance" | "hardhat_setBalance" => {
-            let a: Address = p.get(0)?;
-            let v: U256 = p.get(1)?;
-            chain.set_balance(a, v);
-            Value::Null
-        }
-        "anvil_setNonce" | "hardhat_setNonce" => {
-            let a: Address = p.get(0)?;
-            chain.set_nonce(a, p.quantity(1)?);
-            Value::Null
-        }
-        "anvil_setCode" | "hardhat_setCode" => {
-            let a: Address = p.get(0)?;
-            let code: Bytes = p.get(1)?;
-            chain.set_code(a, code);
-            Value::Null
-        }
-        "anvil_setStorageAt" | "hardhat_setStorageAt" => {
-            let a: Address = p.get(0)?;
-            let slot: U256 = p.get(1)?;
-            let value: B256 = p.get(2)?;
-            chain.set_storage(a, B256::from(slot), value);
-            json!(true)
-        }
-        "anvil_dropTransaction" => {
-            let h: B256 = p.get(0)?;
-            if chain.drop_transaction(h) {
-                json!(h)
-            } else {
-                Value::Null
-            }
-        }
-        "evm_setIntervalMining" | "anvil_setIntervalMining" => {
+        AnvilGetAutomine => done(json!(chain.automine())),
+        AnvilSetIntervalMining(Quantity(secs)) => {
             // Seconds, as anvil takes them; 0 turns interval mining off.
-            let secs = p.quantity(0)?;
             chain.set_interval_mining((secs > 0).then(|| std::time::Duration::from_secs(secs)));
-            Value::Null
+            null()
         }
-        "anvil_setNextBlockBaseFeePerGas" => {
-            chain.set_next_block_base_fee(p.quantity(0)?);
-            Value::Null
+        AnvilSetNextBlockTimestamp(Quantity(ts)) => {
+            chain.set_next_timestamp(timestamp(0, ts)?);
+            null()
         }
-        "anvil_dropAllTransactions" => {
+        AnvilIncreaseTime(Quantity(s)) => done(json!(increase_time(chain, s)?)),
+        AnvilSnapshot => done(q(chain.snapshot())),
+        AnvilRevert(Quantity(id)) => done(json!(chain.revert_to(id))),
+        AnvilSetBalance(a, v) => {
+            chain.set_balance(a, v);
+            null()
+        }
+        AnvilSetNonce(a, Quantity(n)) => {
+            chain.set_nonce(a, n);
+            null()
+        }
+        AnvilSetCode(a, code) => {
+            chain.set_code(a, code);
+            null()
+        }
+        AnvilSetStorageAt(a, slot, value) => {
+            chain.set_storage(a, B256::from(slot), value);
+            done(json!(true))
+        }
+        AnvilImpersonateAccount(a) => {
+            chain.impersonate(a);
+            null()
+        }
+        AnvilStopImpersonatingAccount(a) => {
+            chain.stop_impersonating(a);
+            null()
+        }
+        AnvilSetNextBlockBaseFeePerGas(Quantity(fee)) => {
+            chain.set_next_block_base_fee(fee);
+            null()
+        }
+        AnvilDropTransaction(h) => done(if chain.drop_transaction(h) {
+            json!(h)
+        } else {
+            Value::Null
+        }),
+        AnvilDropAllTransactions => {
             chain.drop_all_transactions();
-            Value::Null
+            null()
         }
-        "txpool_status" => json!({ "pending": q(chain.pool().count() as u64), "queued": q(0u64) }),
-        "txpool_content" => {
-            // Sender (lowercase, as anvil) → nonce (decimal) → transaction; no queue for future
-            // nonces.
-            let mut pending = serde_json::Map::new();
-            for (env, from) in chain.pool() {
-                let by_nonce = pending
-                    .entry(format!("{from:#x}"))
-                    .or_insert_with(|| json!({}));
-                by_nonce[env.nonce().to_string()] =
-                    envelope_json(env, from, None, env.max_fee_per_gas());
-            }
-            json!({ "pending": pending, "queued": {} })
+        AnvilReorg(depth, txs) => {
+            anvil_reorg(chain, depth, txs.unwrap_or_default())?;
+            null()
         }
-        _ => return Err(RpcError::method_not_found(method)),
+        BursarReorg(req) => done(bursar_reorg(chain, req)?),
+        TxpoolStatus => {
+            done(json!({ "pending": q(chain.pool().count() as u64), "queued": q(0u64) }))
+        }
+        TxpoolContent => done(txpool_content(chain)),
     }
-    .into())
+}
+
+fn transaction_count(chain: &Chain, a: Address, at: Option<BlockSpec>) -> Result<u64> {
+    if at == Some(BlockSpec::Pending) {
+        return Ok(chain.pending_nonce(a));
+    }
+    Ok(BlockSpec::state(at, chain)?.nonce(a))
+}
+
+fn eth_call(
+    chain: &mut Chain,
+    call: &CallObject,
+    at: Option<BlockSpec>,
+    over: Option<StateOverride>,
+) -> Result<Value> {
+    let req = call.request(chain);
+    let at = BlockSpec::resolve(at, chain)?;
+    let over = over.unwrap_or_default();
+    let out = chain.simulate(&req, Some(at), |s| over.apply(s));
+    if out.success {
+        Ok(json!(out.output))
+    } else {
+        Err(RpcError::reverted(&out.output))
+    }
+}
+
+fn estimate_gas(
+    chain: &mut Chain,
+    call: &CallObject,
+    at: Option<BlockSpec>,
+    over: Option<StateOverride>,
+) -> Result<Value> {
+    let req = call.request(chain);
+    BlockSpec::resolve(at, chain)?;
+    let over = over.unwrap_or_default();
+    match chain.estimate_gas(&req, |s| over.apply(s)) {
+        Ok(gas) => Ok(q(gas)),
+        Err(out)
+            if out.output.is_empty()
+                && out.gas_used >= req.gas.unwrap_or(chain.config().block_gas_limit) =>
+        {
+            Err(RpcError::server("gas required exceeds allowance"))
+        }
+        Err(out) => Err(RpcError::reverted(&out.output)),
+    }
+}
+
+fn trace_call(
+    chain: &mut Chain,
+    call: &CallObject,
+    at: Option<BlockSpec>,
+    options: Option<TracerOptions>,
+) -> Result<Value> {
+    let req = call.request(chain);
+    let at = BlockSpec::resolve(at, chain)?;
+    let only_top = TracerOptions::only_top_call(options)?;
+    Ok(match chain.trace_call(&req, Some(at)) {
+        Some(frame) => trace_json(frame, only_top),
+        None => Value::Null,
+    })
+}
+
+fn send_raw_transaction(
+    chain: &mut Chain,
+    raw: &Bytes,
+    recovered: Option<Recovered>,
+) -> Result<Value> {
+    let tx = match recovered {
+        Some(tx) => tx,
+        None => Recovered::new(decode_raw_transaction(raw)?),
+    };
+    check_cost_fits(chain, tx.envelope())?;
+    Ok(json!(chain.send_recovered(tx)?))
+}
+
+fn transaction_by_hash(chain: &Chain, h: B256) -> Value {
+    match (chain.transaction(h), chain.pending_transaction(h)) {
+        (Some(tx), _) => tx_json(&tx),
+        (None, Some((env, from))) => envelope_json(env, from, None, env.max_fee_per_gas()),
+        (None, None) => Value::Null,
+    }
+}
+
+/// A block (`full`: with its transactions' objects, else their hashes), or `null`.
+fn block(chain: &Chain, b: Option<&crate::chain::Block>, full: Option<bool>) -> Value {
+    b.map_or(Value::Null, |b| block_json(chain, b, full.unwrap_or(false)))
+}
+
+/// A block's receipts, `null` for an unknown block.
+fn block_receipts(chain: &Chain, at: BlockSpec) -> Answer {
+    let Some(b) = BlockSpec::block(Some(at), chain) else {
+        return Value::Null.into();
+    };
+    let txs: Vec<_> = b
+        .transactions
+        .iter()
+        .filter_map(|h| chain.transaction(*h))
+        .collect();
+    receipts_answer(txs.iter().map(|tx| tx.as_ref()))
+}
+
+fn get_logs(chain: &Chain, filter: &FilterSpec) -> Result<Answer> {
+    let f = filter.resolve(chain)?;
+    // As geth (and the execution-apis tests): a range ending past the head is refused, so a
+    // client behind a lagging node retries instead of taking `[]` for "no logs".
+    if f.to_block.is_some_and(|to| to > chain.block_number()) {
+        return Err(RpcError::invalid_params(
+            "block range extends beyond current head block",
+        ));
+    }
+    logs_answer(chain, &f)
+}
+
+fn filter_changes(chain: &mut Chain, Id(id): Id) -> Result<Answer> {
+    match id.and_then(|id| chain.filter_changes(id)) {
+        Some(FilterChanges::Blocks(hashes)) => Ok(json!(hashes).into()),
+        Some(FilterChanges::Logs(logs)) => Ok(logs_raw(chain, &logs)),
+        None => Err(filter_not_found()),
+    }
+}
+
+fn filter_logs(chain: &Chain, Id(id): Id) -> Result<Answer> {
+    match id.and_then(|id| chain.filter(id)) {
+        Some(FilterKind::Logs(f)) => logs_answer(chain, &f.clone()),
+        _ => Err(filter_not_found()),
+    }
+}
+
+fn evm_mine(chain: &mut Chain, arg: Option<MineArg>) -> Result<Value> {
+    if let Some(MineArg(Some(ts))) = arg {
+        chain.set_next_timestamp(timestamp(0, ts)?);
+    }
+    chain.mine(1);
+    Ok(json!("0x0"))
+}
+
+fn anvil_mine(
+    chain: &mut Chain,
+    blocks: Option<Quantity>,
+    interval: Option<Quantity>,
+) -> Result<()> {
+    let n = blocks.map_or(1, |q| q.0);
+    if n > MAX_MINE_BLOCKS {
+        return Err(RpcError::invalid_params(format!(
+            "invalid argument 0: at most {MAX_MINE_BLOCKS} blocks per call, got {n}"
+        )));
+    }
+    let interval = interval.map(|q| q.0);
+    if let Some(i) = interval {
+        // The last block's timestamp must stay representable.
+        let last = i
+            .checked_mul(n)
+            .and_then(|d| d.checked_add(chain.latest_block().header.timestamp));
+        if last.is_none_or(|t| t > MAX_TIMESTAMP) {
+            return Err(RpcError::invalid_params(format!(
+                "invalid argument 1: timestamps would pass {MAX_TIMESTAMP}"
+            )));
+        }
+    }
+    for _ in 0..n {
+        if let Some(i) = interval {
+            let ts = chain.latest_block().header.timestamp + i;
+            chain.set_next_timestamp(ts);
+        }
+        chain.mine(1);
+    }
+    Ok(())
+}
+
+fn increase_time(chain: &mut Chain, seconds: u64) -> Result<i64> {
+    // `increase_time(0)` reads the current offset.
+    let offset = chain.increase_time(0).unsigned_abs();
+    if offset.saturating_add(seconds) > MAX_TIMESTAMP {
+        return Err(RpcError::invalid_params(format!(
+            "invalid argument 0: the clock offset would pass {MAX_TIMESTAMP} seconds"
+        )));
+    }
+    Ok(chain.increase_time(seconds))
+}
+
+/// Timestamps beyond [`MAX_TIMESTAMP`] are refused (the chain adds to them).
+fn timestamp(i: usize, ts: u64) -> Result<u64> {
+    if ts > MAX_TIMESTAMP {
+        return Err(RpcError::invalid_params(format!(
+            "invalid argument {i}: timestamp {ts} is above {MAX_TIMESTAMP}"
+        )));
+    }
+    Ok(ts)
+}
+
+/// Sender (lowercase, as anvil) → nonce (decimal) → transaction; no queue for future nonces.
+fn txpool_content(chain: &Chain) -> Value {
+    let mut pending = serde_json::Map::new();
+    for (env, from) in chain.pool() {
+        let by_nonce = pending
+            .entry(format!("{from:#x}"))
+            .or_insert_with(|| json!({}));
+        by_nonce[env.nonce().to_string()] = envelope_json(env, from, None, env.max_fee_per_gas());
+    }
+    json!({ "pending": pending, "queued": {} })
 }
 
 /// [`crate::chain::decode_raw_transaction`] with its error as a JSON-RPC error (-32000). Pure:
@@ -351,7 +371,7 @@ pub fn decode_raw_transaction(raw: &[u8]) -> Result<TxEnvelope, RpcError> {
 /// `gas * maxFee + value` can exceed 256 bits (a huge `value`); the chain's U256 sum would
 /// wrap around to a small cost and accept the transaction. Refuse it as geth does (its big
 /// integers do not wrap): insufficient funds.
-pub(super) fn check_cost_fits(chain: &Chain, env: &TxEnvelope) -> Result<(), RpcError> {
+fn check_cost_fits(chain: &Chain, env: &TxEnvelope) -> Result<(), RpcError> {
     let cost =
         U512::from(env.gas_limit()) * U512::from(env.max_fee_per_gas()) + U512::from(env.value());
     if cost <= U512::from(U256::MAX) {
@@ -373,9 +393,8 @@ pub(super) fn check_cost_fits(chain: &Chain, env: &TxEnvelope) -> Result<(), Rpc
 /// `eth_sendTransaction`: the call object plus optional `nonce`, `maxFeePerGas` (or
 /// `gasPrice`) and `maxPriorityFeePerGas`; gas is estimated when not given; sent as an
 /// EIP-1559 transaction from a dev or impersonated account.
-pub(super) fn send_transaction(chain: &mut Chain, p: &Params) -> Result<Value, RpcError> {
-    let req = call_request(chain, p.raw(0))?;
-    let Some(from) = req.from else {
+fn send_transaction(chain: &mut Chain, call: &CallObject) -> Result<Value> {
+    let Some(from) = call.from else {
         return Err(RpcError::invalid_params(
             "invalid argument 0: from: missing",
         ));
@@ -383,36 +402,22 @@ pub(super) fn send_transaction(chain: &mut Chain, p: &Params) -> Result<Value, R
     if !chain.may_send_as(from) {
         return Err(TxError::UnknownAccount.into());
     }
-    let o = p
-        .raw(0)
-        .and_then(Value::as_object)
-        .expect("checked by call_request");
-    let quantity_field = |k: &str| -> Result<Option<u64>, RpcError> {
-        arg(
-            0,
-            o.get(k).filter(|v| !v.is_null()).map(quantity).transpose(),
-        )
-    };
+    let req = call.request(chain);
     let gas = match req.gas {
         Some(gas) => gas,
         None => chain
             .estimate_gas(&req, |_| {})
             .map_err(|out| RpcError::reverted(&out.output))?,
     };
-    let base_fee = chain.base_fee();
     let tx = alloy_consensus::TxEip1559 {
         chain_id: chain.chain_id(),
-        nonce: match quantity_field("nonce")? {
-            Some(n) => n,
-            None => chain.pending_nonce(from),
-        },
+        nonce: call.nonce.unwrap_or_else(|| chain.pending_nonce(from)),
         gas_limit: gas,
         max_fee_per_gas: u128::from(
-            quantity_field("maxFeePerGas")?
-                .or(quantity_field("gasPrice")?)
-                .unwrap_or(base_fee.saturating_mul(2)),
+            call.max_fee_per_gas
+                .unwrap_or(chain.base_fee().saturating_mul(2)),
         ),
-        max_priority_fee_per_gas: u128::from(quantity_field("maxPriorityFeePerGas")?.unwrap_or(0)),
+        max_priority_fee_per_gas: u128::from(call.max_priority_fee_per_gas.unwrap_or(0)),
         to: req.to.map_or(
             alloy_primitives::TxKind::Create,
             alloy_primitives::TxKind::Call,
@@ -424,10 +429,15 @@ pub(super) fn send_transaction(chain: &mut Chain, p: &Params) -> Result<Value, R
     Ok(json!(chain.send_as(from, tx)?))
 }
 
-pub(super) fn fee_history(chain: &Chain, p: &Params) -> Result<Value, RpcError> {
-    let count = p.quantity(0)?.clamp(1, 1024);
-    let newest = arg(1, block_number(chain, p.raw(1)))?;
-    let percentiles: Vec<f64> = p.opt(2)?.unwrap_or_default();
+fn fee_history(
+    chain: &Chain,
+    Quantity(count): Quantity,
+    newest: BlockSpec,
+    percentiles: Option<Vec<f64>>,
+) -> Result<Value> {
+    let count = count.clamp(1, 1024);
+    let newest = BlockSpec::resolve(Some(newest), chain)?;
+    let percentiles = percentiles.unwrap_or_default();
     // geth: each within [0, 100], in non-decreasing order.
     for (i, w) in percentiles.iter().enumerate() {
         let before = if i == 0 { 0.0 } else { percentiles[i - 1] };
@@ -464,7 +474,7 @@ pub(super) fn fee_history(chain: &Chain, p: &Params) -> Result<Value, RpcError> 
 }
 
 /// `eth_getLogs` (and `eth_getFilterLogs`) over the canonical chain.
-pub(super) fn logs_answer(chain: &Chain, f: &LogFilter) -> Result<Answer, RpcError> {
+fn logs_answer(chain: &Chain, f: &LogFilter) -> Result<Answer, RpcError> {
     if let Some(h) = f.block_hash {
         if chain.block_by_hash(h).is_none() {
             return Err(RpcError::server("unknown block"));
@@ -479,14 +489,11 @@ pub(super) fn logs_answer(chain: &Chain, f: &LogFilter) -> Result<Answer, RpcErr
     Ok(logs_raw(chain, &chain.logs(f)))
 }
 
-pub(super) fn filter_not_found() -> RpcError {
+fn filter_not_found() -> RpcError {
     RpcError::server("filter not found")
 }
 
-pub(super) fn reorg_result(
-    chain: &mut Chain,
-    blocks: Vec<Vec<TxEnvelope>>,
-) -> Result<ReorgOutcome, RpcError> {
+fn reorg_result(chain: &mut Chain, blocks: Vec<Vec<TxEnvelope>>) -> Result<ReorgOutcome, RpcError> {
     chain.reorg(blocks).map_err(|e| match e {
         ReorgError::Depth { .. } => RpcError::invalid_params(e.to_string()),
         ReorgError::NoHistory { .. } => RpcError::server(e.to_string()),
@@ -495,33 +502,25 @@ pub(super) fn reorg_result(
 }
 
 /// `anvil_reorg [depth, [[rawTx, blockOffset], ...]]`.
-pub(super) fn anvil_reorg(chain: &mut Chain, p: &Params) -> Result<Value, RpcError> {
-    let depth = reorg_depth(
-        chain,
-        p.raw(0)
-            .ok_or_else(|| RpcError::invalid_params("missing depth"))?,
-    )?;
-    let txs: Vec<(Bytes, Value)> = p.opt(1)?.unwrap_or_default();
+fn anvil_reorg(chain: &mut Chain, depth: Quantity, txs: Vec<(Bytes, Quantity)>) -> Result<()> {
+    let depth = reorg_depth(chain, depth)?;
     let mut blocks = vec![vec![]; depth as usize];
-    for (raw, offset) in txs {
-        let offset = quantity(&offset)?;
+    for (raw, Quantity(offset)) in txs {
         if offset >= depth {
             return Err(RpcError::invalid_params(format!(
                 "block offset {offset} must be below the depth {depth}"
             )));
         }
-        let env = decode_raw_transaction(&raw)?;
-        blocks[offset as usize].push(env);
+        blocks[offset as usize].push(decode_raw_transaction(&raw)?);
     }
     reorg_result(chain, blocks)?;
-    Ok(Value::Null)
+    Ok(())
 }
 
 /// `bursar_reorg {depth, drop, reorder}`: rebuilds the last `depth` blocks from their own
 /// transactions minus `drop` (reversed within each block if `reorder`).
-pub(super) fn bursar_reorg(chain: &mut Chain, p: &Params) -> Result<Value, RpcError> {
-    let req: BursarReorg = p.get(0)?;
-    let depth = reorg_depth(chain, &req.depth)?;
+fn bursar_reorg(chain: &mut Chain, req: BursarReorg) -> Result<Value> {
+    let depth = reorg_depth(chain, req.depth)?;
     let head = chain.block_number();
     let blocks: Vec<Vec<TxEnvelope>> = (head - depth + 1..=head)
         .map(|n| {
@@ -538,4 +537,14 @@ pub(super) fn bursar_reorg(chain: &mut Chain, p: &Params) -> Result<Value, RpcEr
         .collect();
     let out = reorg_result(chain, blocks)?;
     Ok(json!({ "blocks": out.blocks, "excluded": out.excluded }))
+}
+
+fn reorg_depth(chain: &Chain, Quantity(depth): Quantity) -> Result<u64> {
+    if depth == 0 || depth > chain.block_number() {
+        return Err(RpcError::invalid_params(format!(
+            "reorg depth must be between 1 and the chain height {}, got {depth}",
+            chain.block_number()
+        )));
+    }
+    Ok(depth)
 }

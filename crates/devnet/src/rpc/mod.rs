@@ -23,6 +23,7 @@
 
 mod api;
 mod error;
+mod params;
 mod request;
 mod response;
 mod server;

@@ -1,423 +1,309 @@
-//! Parameters: positional access with geth's messages, quantities, block tags, call
-//! requests, state overrides and log filters.
+//! Requests as types: one [`EthRequest`] variant per method (anvil's, hardhat's and evm_
+//! aliases included), whose fields are its positional parameters. Parameter counts and types
+//! come from the variants; serde's errors become JSON-RPC errors in one place,
+//! [`EthRequest::parse`].
 
 use alloy_primitives::{Address, Bytes, B256, U256};
-use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde_json::Value;
 
-use crate::chain::{Block, CallRequest, Chain, LogFilter};
-use crate::state::State;
+use super::error::RpcError;
+use super::params::{
+    args, BlockSpec, BursarReorg, CallObject, FilterSpec, Id, MineArg, Quantity, StateOverride,
+    TracerOptions,
+};
 
-use super::api::filter_not_found;
-use super::error::{ErrorCode, RpcError};
-use super::MAX_TIMESTAMP;
+/// Every method the devnet answers, with its parameters.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "method", content = "params")]
+pub(super) enum EthRequest {
+    // ---- node and network ----
+    #[serde(rename = "web3_clientVersion", deserialize_with = "args")]
+    Web3ClientVersion,
+    #[serde(rename = "eth_chainId", deserialize_with = "args")]
+    EthChainId,
+    #[serde(rename = "net_version", deserialize_with = "args")]
+    NetVersion,
+    #[serde(rename = "net_listening", deserialize_with = "args")]
+    NetListening,
+    #[serde(rename = "eth_syncing", deserialize_with = "args")]
+    EthSyncing,
+    #[serde(rename = "eth_accounts", deserialize_with = "args")]
+    EthAccounts,
+    #[serde(rename = "eth_blockNumber", deserialize_with = "args")]
+    EthBlockNumber,
+    #[serde(rename = "eth_gasPrice", deserialize_with = "args")]
+    EthGasPrice,
+    #[serde(rename = "eth_maxPriorityFeePerGas", deserialize_with = "args")]
+    EthMaxPriorityFeePerGas,
+    #[serde(rename = "eth_feeHistory", deserialize_with = "args")]
+    EthFeeHistory(Quantity, BlockSpec, Option<Vec<f64>>),
 
-/// `(required, at most)` positional params of each method `dispatch` knows.
-pub(super) fn arity(method: &str) -> Option<(usize, usize)> {
-    Some(match method {
-        "web3_clientVersion"
-        | "eth_chainId"
-        | "net_version"
-        | "net_listening"
-        | "eth_syncing"
-        | "eth_accounts"
-        | "eth_blockNumber"
-        | "eth_gasPrice"
-        | "eth_maxPriorityFeePerGas"
-        | "eth_newBlockFilter"
-        | "anvil_getAutomine"
-        | "evm_snapshot"
-        | "anvil_snapshot"
-        | "anvil_dropAllTransactions"
-        | "txpool_status"
-        | "txpool_content" => (0, 0),
-        "eth_feeHistory" => (2, 3),
-        "debug_traceTransaction" => (1, 2),
-        "debug_traceCall" => (1, 3),
-        "eth_getBalance" | "eth_getTransactionCount" | "eth_getCode" => (1, 2),
-        "eth_getStorageAt" => (2, 3),
-        "eth_call" => (1, 4),
-        "eth_estimateGas" => (1, 3),
-        "eth_sendRawTransaction"
-        | "eth_getTransactionByHash"
-        | "eth_getTransactionReceipt"
-        | "eth_getBlockReceipts"
-        | "eth_getLogs"
-        | "eth_newFilter"
-        | "eth_getFilterChanges"
-        | "eth_getFilterLogs"
-        | "eth_uninstallFilter"
-        | "bursar_reorg"
-        | "evm_setAutomine"
-        | "anvil_setAutomine"
-        | "evm_setNextBlockTimestamp"
-        | "anvil_setNextBlockTimestamp"
-        | "evm_increaseTime"
-        | "anvil_increaseTime"
-        | "evm_revert"
-        | "anvil_revert"
-        | "eth_unsubscribe"
-        | "anvil_dropTransaction"
-        | "anvil_setNextBlockBaseFeePerGas"
-        | "evm_setIntervalMining"
-        | "anvil_setIntervalMining"
-        | "anvil_impersonateAccount"
-        | "hardhat_impersonateAccount"
-        | "anvil_stopImpersonatingAccount"
-        | "hardhat_stopImpersonatingAccount"
-        | "eth_sendTransaction" => (1, 1),
-        "eth_getBlockByNumber" | "eth_getBlockByHash" | "anvil_reorg" | "eth_subscribe" => (1, 2),
-        "evm_mine" => (0, 1),
-        "anvil_mine" | "hardhat_mine" => (0, 2),
-        "anvil_setBalance" | "hardhat_setBalance" | "anvil_setNonce" | "hardhat_setNonce"
-        | "anvil_setCode" | "hardhat_setCode" => (2, 2),
-        "anvil_setStorageAt" | "hardhat_setStorageAt" => (3, 3),
-        _ => return None,
-    })
+    // ---- state ----
+    #[serde(rename = "eth_getBalance", deserialize_with = "args")]
+    EthGetBalance(Address, Option<BlockSpec>),
+    #[serde(rename = "eth_getTransactionCount", deserialize_with = "args")]
+    EthGetTransactionCount(Address, Option<BlockSpec>),
+    #[serde(rename = "eth_getCode", deserialize_with = "args")]
+    EthGetCode(Address, Option<BlockSpec>),
+    #[serde(rename = "eth_getStorageAt", deserialize_with = "args")]
+    EthGetStorageAt(Address, U256, Option<BlockSpec>),
+    #[serde(rename = "eth_call", deserialize_with = "args")]
+    EthCall(
+        CallObject,
+        Option<BlockSpec>,
+        Option<StateOverride>,
+        Option<Value>,
+    ),
+    #[serde(rename = "eth_estimateGas", deserialize_with = "args")]
+    EthEstimateGas(CallObject, Option<BlockSpec>, Option<StateOverride>),
+
+    // ---- transactions ----
+    #[serde(rename = "eth_sendRawTransaction", deserialize_with = "args")]
+    EthSendRawTransaction(Bytes),
+    #[serde(rename = "eth_sendTransaction", deserialize_with = "args")]
+    EthSendTransaction(CallObject),
+    #[serde(rename = "eth_getTransactionByHash", deserialize_with = "args")]
+    EthGetTransactionByHash(B256),
+    #[serde(rename = "eth_getTransactionReceipt", deserialize_with = "args")]
+    EthGetTransactionReceipt(B256),
+    #[serde(rename = "debug_traceTransaction", deserialize_with = "args")]
+    DebugTraceTransaction(B256, Option<TracerOptions>),
+    #[serde(rename = "debug_traceCall", deserialize_with = "args")]
+    DebugTraceCall(CallObject, Option<BlockSpec>, Option<TracerOptions>),
+
+    // ---- blocks ----
+    #[serde(rename = "eth_getBlockByNumber", deserialize_with = "args")]
+    EthGetBlockByNumber(BlockSpec, Option<bool>),
+    #[serde(rename = "eth_getBlockByHash", deserialize_with = "args")]
+    EthGetBlockByHash(B256, Option<bool>),
+    #[serde(rename = "eth_getBlockReceipts", deserialize_with = "args")]
+    EthGetBlockReceipts(BlockSpec),
+
+    // ---- logs, filters and subscriptions ----
+    #[serde(rename = "eth_getLogs", deserialize_with = "args")]
+    EthGetLogs(FilterSpec),
+    #[serde(rename = "eth_newFilter", deserialize_with = "args")]
+    EthNewFilter(FilterSpec),
+    #[serde(rename = "eth_newBlockFilter", deserialize_with = "args")]
+    EthNewBlockFilter,
+    #[serde(rename = "eth_getFilterChanges", deserialize_with = "args")]
+    EthGetFilterChanges(Id),
+    #[serde(rename = "eth_getFilterLogs", deserialize_with = "args")]
+    EthGetFilterLogs(Id),
+    #[serde(rename = "eth_uninstallFilter", deserialize_with = "args")]
+    EthUninstallFilter(Id),
+    /// WebSocket only: `newHeads`, or `logs` with an optional filter.
+    #[serde(rename = "eth_subscribe", deserialize_with = "args")]
+    EthSubscribe(String, Option<FilterSpec>),
+    /// WebSocket only.
+    #[serde(rename = "eth_unsubscribe", deserialize_with = "args")]
+    EthUnsubscribe(Id),
+
+    // ---- dev methods (anvil's names, with hardhat's and evm_ aliases) ----
+    #[serde(rename = "evm_mine", deserialize_with = "args")]
+    EvmMine(Option<MineArg>),
+    #[serde(
+        rename = "anvil_mine",
+        alias = "hardhat_mine",
+        deserialize_with = "args"
+    )]
+    AnvilMine(Option<Quantity>, Option<Quantity>),
+    #[serde(
+        rename = "anvil_setAutomine",
+        alias = "evm_setAutomine",
+        deserialize_with = "args"
+    )]
+    AnvilSetAutomine(bool),
+    #[serde(rename = "anvil_getAutomine", deserialize_with = "args")]
+    AnvilGetAutomine,
+    #[serde(
+        rename = "anvil_setIntervalMining",
+        alias = "evm_setIntervalMining",
+        deserialize_with = "args"
+    )]
+    AnvilSetIntervalMining(Quantity),
+    #[serde(
+        rename = "anvil_setNextBlockTimestamp",
+        alias = "evm_setNextBlockTimestamp",
+        deserialize_with = "args"
+    )]
+    AnvilSetNextBlockTimestamp(Quantity),
+    #[serde(
+        rename = "anvil_increaseTime",
+        alias = "evm_increaseTime",
+        deserialize_with = "args"
+    )]
+    AnvilIncreaseTime(Quantity),
+    #[serde(
+        rename = "anvil_snapshot",
+        alias = "evm_snapshot",
+        deserialize_with = "args"
+    )]
+    AnvilSnapshot,
+    #[serde(
+        rename = "anvil_revert",
+        alias = "evm_revert",
+        deserialize_with = "args"
+    )]
+    AnvilRevert(Quantity),
+    #[serde(
+        rename = "anvil_setBalance",
+        alias = "hardhat_setBalance",
+        deserialize_with = "args"
+    )]
+    AnvilSetBalance(Address, U256),
+    #[serde(
+        rename = "anvil_setNonce",
+        alias = "hardhat_setNonce",
+        deserialize_with = "args"
+    )]
+    AnvilSetNonce(Address, Quantity),
+    #[serde(
+        rename = "anvil_setCode",
+        alias = "hardhat_setCode",
+        deserialize_with = "args"
+    )]
+    AnvilSetCode(Address, Bytes),
+    #[serde(
+        rename = "anvil_setStorageAt",
+        alias = "hardhat_setStorageAt",
+        deserialize_with = "args"
+    )]
+    AnvilSetStorageAt(Address, U256, B256),
+    #[serde(
+        rename = "anvil_impersonateAccount",
+        alias = "hardhat_impersonateAccount",
+        deserialize_with = "args"
+    )]
+    AnvilImpersonateAccount(Address),
+    #[serde(
+        rename = "anvil_stopImpersonatingAccount",
+        alias = "hardhat_stopImpersonatingAccount",
+        deserialize_with = "args"
+    )]
+    AnvilStopImpersonatingAccount(Address),
+    #[serde(rename = "anvil_setNextBlockBaseFeePerGas", deserialize_with = "args")]
+    AnvilSetNextBlockBaseFeePerGas(Quantity),
+    #[serde(rename = "anvil_dropTransaction", deserialize_with = "args")]
+    AnvilDropTransaction(B256),
+    #[serde(rename = "anvil_dropAllTransactions", deserialize_with = "args")]
+    AnvilDropAllTransactions,
+    /// `[depth, [[rawTx, blockOffset], ...]]`: replaces the last `depth` blocks.
+    #[serde(rename = "anvil_reorg", deserialize_with = "args")]
+    AnvilReorg(Quantity, Option<Vec<(Bytes, Quantity)>>),
+    #[serde(rename = "bursar_reorg", deserialize_with = "args")]
+    BursarReorg(BursarReorg),
+    #[serde(rename = "txpool_status", deserialize_with = "args")]
+    TxpoolStatus,
+    #[serde(rename = "txpool_content", deserialize_with = "args")]
+    TxpoolContent,
 }
 
-/// Too many or too few params, with geth's messages. Methods not in [`arity`] go unchecked
-/// here; `dispatch` answers the unknown ones with -32601.
-pub(super) fn check_arity(method: &str, p: &Params) -> Result<(), RpcError> {
-    let Some((required, max)) = arity(method) else {
-        return Ok(());
-    };
-    if p.0.len() > max {
-        return Err(RpcError::invalid_params(format!(
-            "too many arguments, want at most {max}"
-        )));
-    }
-    if let Some(i) = (0..required).find(|&i| p.0.get(i).is_none_or(Value::is_null)) {
-        return Err(RpcError::invalid_params(format!(
-            "missing value for required argument {i}"
-        )));
-    }
-    Ok(())
-}
-
-/// Prefixes a params error with the argument's position (geth: "invalid argument 1: …").
-pub(super) fn arg<T>(i: usize, r: Result<T, RpcError>) -> Result<T, RpcError> {
-    r.map_err(|mut e| {
-        if e.code == ErrorCode::InvalidParams && !e.message.starts_with("invalid argument") {
-            e.message = format!("invalid argument {i}: {}", e.message);
-        }
-        e
-    })
-}
-
-/// Positional params with typed access.
-pub(super) struct Params(pub(super) Vec<Value>);
-
-impl Params {
-    /// Param `i` as `T`; errors name the position, as geth's do.
-    pub(super) fn get<T: DeserializeOwned>(&self, i: usize) -> Result<T, RpcError> {
-        let v = self.0.get(i).ok_or_else(|| {
-            RpcError::invalid_params(format!("missing value for required argument {i}"))
-        })?;
-        serde_json::from_value(v.clone())
-            .map_err(|e| RpcError::invalid_params(format!("invalid argument {i}: {e}")))
-    }
-    pub(super) fn opt<T: DeserializeOwned>(&self, i: usize) -> Result<Option<T>, RpcError> {
-        match self.0.get(i) {
-            None | Some(Value::Null) => Ok(None),
-            Some(_) => self.get(i).map(Some),
-        }
-    }
-    pub(super) fn raw(&self, i: usize) -> Option<&Value> {
-        self.0.get(i).filter(|v| !v.is_null())
-    }
-    /// Param `i` as a quantity (required).
-    pub(super) fn quantity(&self, i: usize) -> Result<u64, RpcError> {
-        let v = self.raw(i).ok_or_else(|| {
-            RpcError::invalid_params(format!("missing value for required argument {i}"))
-        })?;
-        arg(i, quantity(v))
-    }
-}
-
-/// Parses a quantity given as hex string (geth's hexutil messages) or JSON number. Leading
-/// zeros are accepted (geth refuses them, anvil does not).
-pub(super) fn quantity(v: &Value) -> Result<u64, RpcError> {
-    match v {
-        Value::Number(n) => n.as_u64().ok_or_else(|| {
-            RpcError::invalid_params(format!(
-                "invalid quantity {n}: not a 64-bit unsigned integer"
-            ))
-        }),
-        Value::String(s) => {
-            let bad = |why: &str| RpcError::invalid_params(format!("{why}: {s:?}"));
-            let hex = s
-                .strip_prefix("0x")
-                .or_else(|| s.strip_prefix("0X"))
-                .ok_or_else(|| bad("hex string without 0x prefix"))?;
-            if hex.is_empty() {
-                return Err(bad("empty hex number"));
+impl EthRequest {
+    /// The request for `method` with positional `params`. serde's errors become the JSON-RPC
+    /// ones here: an unknown method -32601, anything else about the params -32602 with geth's
+    /// wording (see [`super::params::Args`]).
+    pub(super) fn parse(method: &str, params: Vec<Value>) -> Result<Self, RpcError> {
+        let mut request = serde_json::Map::new();
+        request.insert("method".into(), Value::String(method.to_owned()));
+        request.insert("params".into(), Value::Array(params));
+        EthRequest::deserialize(Value::Object(request)).map_err(|e| {
+            if e.to_string().starts_with("unknown variant") {
+                RpcError::method_not_found(method)
+            } else {
+                RpcError::invalid_params(e.to_string())
             }
-            // `from_str_radix` alone would accept a sign.
-            if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(bad("invalid hex string"));
-            }
-            u64::from_str_radix(hex, 16).map_err(|_| bad("hex number > 64 bits"))
-        }
-        other => Err(RpcError::invalid_params(format!(
-            "invalid quantity {other}: want a hex string"
-        ))),
+        })
+    }
+
+    /// Methods that only look things up (no WASM, no waiting), answered on the async worker
+    /// when the chain is free rather than through the blocking pool.
+    pub(super) fn is_quick_read(&self) -> bool {
+        matches!(
+            self,
+            Self::EthGetTransactionReceipt(_)
+                | Self::EthGetTransactionByHash(_)
+                | Self::EthBlockNumber
+                | Self::EthChainId
+                | Self::EthGetTransactionCount(..)
+                | Self::EthGetBalance(..)
+                | Self::EthGasPrice
+                | Self::NetVersion
+        )
     }
 }
 
-/// Resolves a block tag / number / EIP-1898 object to a block number (missing = latest).
-pub(super) fn block_number(chain: &Chain, v: Option<&Value>) -> Result<u64, RpcError> {
-    let latest = chain.block_number();
-    let n = match v {
-        None | Some(Value::Null) => latest,
-        Some(Value::String(s)) => match s.as_str() {
-            "latest" | "pending" => latest,
-            // Lag the head by the configured finality depth (0: every block is final).
-            "safe" => chain.safe_block_number(),
-            "finalized" => chain.finalized_block_number(),
-            "earliest" => 0,
-            _ => quantity(&Value::String(s.clone())).map_err(|e| {
-                RpcError::invalid_params(format!("invalid block number or tag: {}", e.message))
-            })?,
-        },
-        Some(Value::Object(o)) => {
-            if let Some(h) = o.get("blockHash") {
-                let hash: B256 = serde_json::from_value(h.clone())
-                    .map_err(|e| RpcError::invalid_params(e.to_string()))?;
-                return chain
-                    .block_by_hash(hash)
-                    .map(Block::number)
-                    .ok_or_else(|| RpcError::server(format!("header for hash {hash} not found")));
-            }
-            match o.get("blockNumber") {
-                Some(n) => return block_number(chain, Some(n)),
-                None => {
-                    return Err(RpcError::invalid_params(
-                        "invalid block selector: want blockHash or blockNumber",
-                    ))
-                }
-            }
-        }
-        Some(other) => quantity(other)?,
-    };
-    if n > latest {
-        return Err(RpcError::server("header not found"));
-    }
-    Ok(n)
-}
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
 
-pub(super) fn state_at<'a>(chain: &'a Chain, p: &Params, i: usize) -> Result<&'a State, RpcError> {
-    let n = arg(i, block_number(chain, p.raw(i)))?;
-    chain
-        .state_at(n)
-        .ok_or_else(|| RpcError::server("header not found"))
-}
+    use super::super::error::ErrorCode;
+    use super::*;
 
-/// Timestamps beyond [`MAX_TIMESTAMP`] are refused (the chain adds to them).
-pub(super) fn timestamp(i: usize, ts: u64) -> Result<u64, RpcError> {
-    if ts > MAX_TIMESTAMP {
-        return Err(RpcError::invalid_params(format!(
-            "invalid argument {i}: timestamp {ts} is above {MAX_TIMESTAMP}"
-        )));
-    }
-    Ok(ts)
-}
-
-/// The call object of `eth_call` / `eth_estimateGas` (param 0). Gas above the block gas
-/// limit is capped to it, as geth caps at its `--rpc.gascap`.
-pub(super) fn call_request(chain: &Chain, v: Option<&Value>) -> Result<CallRequest, RpcError> {
-    let Some(Value::Object(o)) = v else {
-        return Err(RpcError::invalid_params(
-            "invalid argument 0: want a transaction call object",
-        ));
-    };
-    pub(super) fn field<T: DeserializeOwned>(
-        o: &Map<String, Value>,
-        k: &str,
-    ) -> Result<Option<T>, RpcError> {
-        match o.get(k) {
-            None | Some(Value::Null) => Ok(None),
-            Some(v) => serde_json::from_value(v.clone())
-                .map(Some)
-                .map_err(|e| RpcError::invalid_params(format!("invalid argument 0: {k}: {e}"))),
-        }
-    }
-    Ok(CallRequest {
-        from: field(o, "from")?,
-        to: field(o, "to")?,
-        gas: arg(
-            0,
-            o.get("gas")
-                .filter(|v| !v.is_null())
-                .map(quantity)
-                .transpose(),
-        )?
-        .map(|g| g.min(chain.config().block_gas_limit)),
-        value: field(o, "value")?.unwrap_or_default(),
-        data: match field::<Bytes>(o, "input")? {
-            Some(d) => d,
-            None => field(o, "data")?.unwrap_or_default(),
-        },
-    })
-}
-
-/// The tracer options of `debug_trace*`: only geth's `callTracer` is offered (the default
-/// struct logger traces EVM opcodes, which Stylus programs do not have). Returns `onlyTopCall`.
-pub(super) fn call_tracer_options(v: Option<&Value>) -> Result<bool, RpcError> {
-    let tracer = v.and_then(|o| o.get("tracer")).and_then(Value::as_str);
-    if tracer != Some("callTracer") {
-        return Err(RpcError::invalid_params(
-            "only the callTracer is supported: pass {\"tracer\": \"callTracer\"}",
-        ));
-    }
-    Ok(v.and_then(|o| o.pointer("/tracerConfig/onlyTopCall"))
-        .and_then(Value::as_bool)
-        .unwrap_or(false))
-}
-
-/// `eth_call` / `eth_estimateGas` state overrides (geth's format).
-#[derive(Default)]
-pub(super) struct StateOverride(Vec<(Address, AccountOverride)>);
-
-#[derive(Default, serde::Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(super) struct AccountOverride {
-    balance: Option<U256>,
-    nonce: Option<U256>,
-    code: Option<Bytes>,
-    state: Option<std::collections::HashMap<B256, B256>>,
-    state_diff: Option<std::collections::HashMap<B256, B256>>,
-}
-
-impl StateOverride {
-    pub(super) fn parse(v: Option<&Value>) -> Result<Self, RpcError> {
-        let Some(v) = v else {
-            return Ok(Self::default());
+    fn parse(method: &str, params: Value) -> Result<EthRequest, RpcError> {
+        let Value::Array(params) = params else {
+            panic!("params must be an array")
         };
-        let map: std::collections::HashMap<Address, AccountOverride> =
-            serde_json::from_value(v.clone())
-                .map_err(|e| RpcError::invalid_params(format!("state override: {e}")))?;
-        Ok(StateOverride(map.into_iter().collect()))
+        EthRequest::parse(method, params)
     }
 
-    pub(super) fn apply(&self, s: &mut State) {
-        for (a, o) in &self.0 {
-            if let Some(b) = o.balance {
-                s.set_balance(*a, b);
-            }
-            if let Some(n) = o.nonce {
-                s.set_nonce(*a, n.saturating_to());
-            }
-            if let Some(c) = &o.code {
-                s.set_code(*a, c.clone());
-            }
-            if let Some(full) = &o.state {
-                let old: Vec<B256> = s.storage_of(*a).map(|(k, _)| *k).collect();
-                for k in old {
-                    s.set_storage(*a, k, B256::ZERO);
-                }
-                for (k, v) in full {
-                    s.set_storage(*a, *k, *v);
-                }
-            }
-            if let Some(diff) = &o.state_diff {
-                for (k, v) in diff {
-                    s.set_storage(*a, *k, *v);
-                }
-            }
-        }
+    fn message(method: &str, params: Value) -> String {
+        parse(method, params).unwrap_err().message
     }
-}
 
-/// Parses an `eth_getLogs` / `eth_newFilter` / `logs` subscription filter object: block range
-/// (tags kept open, resolved at query time) or `blockHash`, `address` (one or many), `topics`
-/// (positional; `null` = any, an array = one of).
-pub(crate) fn parse_log_filter(
-    chain: &Chain,
-    filter: Option<&Value>,
-) -> Result<LogFilter, RpcError> {
-    let f = match filter {
-        Some(Value::Object(o)) => o,
-        None => return Err(RpcError::invalid_params("missing filter")),
-        Some(_) => return Err(RpcError::invalid_params("filter must be an object")),
-    };
-    let mut out = LogFilter::default();
-    if let Some(h) = f.get("blockHash").filter(|v| !v.is_null()) {
-        if f.contains_key("fromBlock") || f.contains_key("toBlock") {
-            return Err(RpcError::invalid_params(
-                "cannot specify both BlockHash and FromBlock/ToBlock, choose one or the other",
+    #[test]
+    fn counts_and_positions_in_geths_words() {
+        assert!(matches!(
+            parse(
+                "eth_getBalance",
+                json!(["0x5555555555555555555555555555555555555555"])
+            ),
+            Ok(EthRequest::EthGetBalance(_, None))
+        ));
+        assert_eq!(
+            message("eth_blockNumber", json!([1])),
+            "too many arguments, want at most 0"
+        );
+        assert_eq!(
+            message("eth_getBalance", json!([])),
+            "missing value for required argument 0"
+        );
+        assert_eq!(
+            message(
+                "eth_getStorageAt",
+                json!(["0x5555555555555555555555555555555555555555", null])
+            ),
+            "missing value for required argument 1"
+        );
+        assert!(message("eth_getBalance", json!(["0x12"])).starts_with("invalid argument 0: "));
+        assert!(message(
+            "eth_getBalance",
+            json!(["0x5555555555555555555555555555555555555555", "lastest"])
+        )
+        .starts_with("invalid argument 1: invalid block number or tag"));
+        assert!(
+            message("eth_call", json!([{"to": "0x12"}])).starts_with("invalid argument 0: to: ")
+        );
+    }
+
+    #[test]
+    fn aliases_and_unknown_methods() {
+        for name in ["evm_setAutomine", "anvil_setAutomine"] {
+            assert!(matches!(
+                parse(name, json!([true])),
+                Ok(EthRequest::AnvilSetAutomine(true))
             ));
         }
-        out.block_hash = Some(
-            serde_json::from_value(h.clone())
-                .map_err(|e| RpcError::invalid_params(e.to_string()))?,
+        assert!(matches!(
+            parse("hardhat_mine", json!([])),
+            Ok(EthRequest::AnvilMine(None, None))
+        ));
+        let e = parse("eth_nope", json!([])).unwrap_err();
+        assert_eq!(e.code, ErrorCode::MethodNotFound);
+        assert_eq!(
+            e.message,
+            "the method eth_nope does not exist/is not available"
         );
-    } else {
-        let bound = |k: &str| -> Result<Option<u64>, RpcError> {
-            match f.get(k).filter(|v| !v.is_null()) {
-                None => Ok(None),
-                Some(Value::String(s)) if matches!(s.as_str(), "latest" | "pending") => Ok(None),
-                Some(Value::String(s)) if s == "earliest" => Ok(Some(0)),
-                Some(v @ Value::String(s)) if matches!(s.as_str(), "safe" | "finalized") => {
-                    block_number(chain, Some(v)).map(Some)
-                }
-                Some(v @ Value::Object(_)) => block_number(chain, Some(v)).map(Some),
-                Some(v) => quantity(v).map(Some),
-            }
-        };
-        out.from_block = bound("fromBlock")?;
-        out.to_block = bound("toBlock")?;
     }
-    out.addresses = match f.get("address") {
-        None | Some(Value::Null) => vec![],
-        Some(Value::Array(a)) => serde_json::from_value(Value::Array(a.clone()))
-            .map_err(|e| RpcError::invalid_params(e.to_string()))?,
-        Some(v) => vec![serde_json::from_value(v.clone())
-            .map_err(|e| RpcError::invalid_params(e.to_string()))?],
-    };
-    out.topics = match f.get("topics") {
-        None | Some(Value::Null) => vec![],
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|t| match t {
-                Value::Null => Ok(None),
-                Value::Array(alts) => serde_json::from_value(Value::Array(alts.clone()))
-                    .map(|v: Vec<B256>| if v.is_empty() { None } else { Some(v) }),
-                v => serde_json::from_value(v.clone()).map(|h: B256| Some(vec![h])),
-            })
-            .collect::<Result<_, _>>()
-            .map_err(|e| RpcError::invalid_params(e.to_string()))?,
-        Some(_) => return Err(RpcError::invalid_params("topics must be an array")),
-    };
-    Ok(out)
-}
-
-/// Filter ids are quantities; anything unparseable is simply not a known filter.
-pub(super) fn filter_id(p: &Params) -> Result<u64, RpcError> {
-    let v = p
-        .raw(0)
-        .ok_or_else(|| RpcError::invalid_params("missing filter id"))?;
-    quantity(v).map_err(|_| filter_not_found())
-}
-
-/// `bursar_reorg` parameters.
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct BursarReorg {
-    pub(super) depth: Value,
-    #[serde(default)]
-    pub(super) drop: Vec<B256>,
-    #[serde(default)]
-    pub(super) reorder: bool,
-}
-
-pub(super) fn reorg_depth(chain: &Chain, v: &Value) -> Result<u64, RpcError> {
-    let depth = quantity(v)?;
-    if depth == 0 || depth > chain.block_number() {
-        return Err(RpcError::invalid_params(format!(
-            "reorg depth must be between 1 and the chain height {}, got {depth}",
-            chain.block_number()
-        )));
-    }
-    Ok(depth)
 }

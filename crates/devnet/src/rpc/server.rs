@@ -2,7 +2,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use alloy_primitives::{Bytes, B256};
 use axum::extract::State as AxState;
 use axum::routing::post;
 use axum::Router;
@@ -12,9 +11,9 @@ use serde_json::Value;
 
 use crate::chain::{Chain, MinedTxs, Recovered};
 
-use super::api::dispatch;
+use super::api::execute;
 use super::error::{error_response, ErrorCode, RpcError};
-use super::request::{check_arity, Params};
+use super::request::EthRequest;
 use super::response::receipt_answer;
 use super::ws::ws_handler;
 use super::{Shared, MAX_BODY_BYTES};
@@ -64,21 +63,18 @@ pub(super) async fn http_handler(
         // async workers keep serving I/O and WebSocket clients meanwhile.
         // The body is parsed once, here; cheap reads answer on this worker (`quick_read`).
         Ok(body) => {
+            let chain = Arc::clone(&app.chain);
             let reply = match parse_body(&body) {
                 Err(reply) => reply,
-                Ok(value) => match quick_read(&app, &value) {
-                    Some(reply) => reply,
-                    None => {
-                        let chain = Arc::clone(&app.chain);
-                        tokio::task::spawn_blocking(move || {
-                            answer_body(&value, |r| handle_request(&chain, r))
-                        })
-                        .await
-                        .unwrap_or_else(|e| {
-                            error_response(Value::Null, &RpcError::internal(e.to_string()))
-                                .to_string()
-                        })
-                    }
+                Ok(batch @ Value::Array(_)) => {
+                    blocking(move || answer_body(&batch, |r| handle_request(&chain, r))).await
+                }
+                Ok(single) => match parse_call(&single) {
+                    Err(reply) => reply.to_string(),
+                    Ok(call) => match quick_read(&app, &call) {
+                        Some(reply) => reply,
+                        None => blocking(move || reply_text(answer_call(&chain, call))).await,
+                    },
                 },
             };
             (StatusCode::OK, reply)
@@ -107,47 +103,38 @@ pub(super) async fn http_handler(
     resp
 }
 
-/// Methods that only look things up (no WASM, no waiting): answered on the async worker when
-/// the chain is free, saving the blocking pool's two thread hand-offs.
-pub(super) const QUICK_READS: [&str; 8] = [
-    "eth_getTransactionReceipt",
-    "eth_getTransactionByHash",
-    "eth_blockNumber",
-    "eth_chainId",
-    "eth_getTransactionCount",
-    "eth_getBalance",
-    "eth_gasPrice",
-    "net_version",
-];
+/// Runs chain work (WASM execution under the chain's lock) on the blocking pool, so the async
+/// workers keep serving I/O and WebSocket clients meanwhile.
+async fn blocking(work: impl FnOnce() -> String + Send + 'static) -> String {
+    tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| {
+        error_response(Value::Null, &RpcError::internal(e.to_string())).to_string()
+    })
+}
 
-/// The answer to a body holding one [`QUICK_READS`] request, if the chain's lock is free now
-/// (or, for a receipt, even when it is not); `None` sends the body to the blocking pool
-/// (anything else, batches included, or a chain busy executing).
-pub(super) fn quick_read(app: &App, req: &Value) -> Option<String> {
-    let method = req.get("method")?.as_str()?;
-    if !QUICK_READS.contains(&method) {
+/// The answer to a [quick read](EthRequest::is_quick_read) if the chain's lock is free now
+/// (or, for a receipt, even when it is not); `None` sends the call to the blocking pool.
+fn quick_read(app: &App, call: &Call) -> Option<String> {
+    let request = call.request.as_ref().ok()?;
+    if !request.is_quick_read() {
         return None;
     }
     let mut guard = match app.chain.try_lock() {
         Ok(guard) => guard,
         Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
         // A transaction is running: receipts need only the shared map of mined ones.
-        Err(std::sync::TryLockError::WouldBlock) => return receipt_unlocked(&app.txs, req),
+        Err(std::sync::TryLockError::WouldBlock) => {
+            let EthRequest::EthGetTransactionReceipt(hash) = request else {
+                return None;
+            };
+            let answer = receipt_answer(app.txs.get(hash).as_deref());
+            return Some(reply_text(call.answer(Ok(answer))));
+        }
     };
-    Some(answer_locked(&mut guard, req, None).map_or_else(String::new, |r| String::from(r.get())))
+    Some(reply_text(answer_locked(&mut guard, call.clone(), None)))
 }
 
-/// `eth_getTransactionReceipt` from the map of mined transactions, without the chain's lock;
-/// `None` for any other method or a malformed request (whose error the locked path words).
-fn receipt_unlocked(txs: &MinedTxs, req: &Value) -> Option<String> {
-    let call = parse_call(req).ok()?;
-    if call.method != "eth_getTransactionReceipt" {
-        return None;
-    }
-    check_arity(&call.method, &call.params).ok()?;
-    let hash: B256 = call.params.get(0).ok()?;
-    call.answer(Ok(receipt_answer(txs.get(&hash).as_deref())))
-        .map(|reply| String::from(reply.get()))
+fn reply_text(reply: Option<Reply>) -> String {
+    reply.map_or_else(String::new, |r| String::from(r.get()))
 }
 
 /// Answers a raw request body (single request or batch): the response text, empty when the
@@ -188,12 +175,13 @@ pub(super) fn answer_body(value: &Value, mut one: impl FnMut(&Value) -> Option<R
     }
 }
 
-/// A request that passed the envelope checks.
+/// A request that passed the envelope checks, with its method and params parsed (or the
+/// error that answers them).
+#[derive(Clone)]
 pub(super) struct Call {
     /// `None`: a notification (no `id` member), which gets no response.
     pub(super) id: Option<Value>,
-    pub(super) method: String,
-    pub(super) params: Params,
+    pub(super) request: Result<EthRequest, RpcError>,
 }
 
 /// One response of a body's answer, as JSON text (batches are arrays of these).
@@ -219,23 +207,29 @@ impl From<Value> for Answer {
 }
 
 impl Call {
+    /// The response to this call with `result` (`None` for a notification).
     pub(super) fn answer(&self, result: Result<Answer, RpcError>) -> Option<Reply> {
-        #[derive(Serialize)]
-        struct Success<'a> {
-            jsonrpc: &'static str,
-            id: &'a Value,
-            result: Answer,
-        }
-        let id = self.id.as_ref()?;
-        Some(match result {
-            Ok(result) => raw(&Success {
-                jsonrpc: "2.0",
-                id,
-                result,
-            }),
-            Err(e) => raw(&error_response(id.clone(), &e)),
-        })
+        reply(self.id.as_ref(), result)
     }
+}
+
+/// The response with `result` to the request with `id` (`None`: a notification, unanswered).
+fn reply(id: Option<&Value>, result: Result<Answer, RpcError>) -> Option<Reply> {
+    #[derive(Serialize)]
+    struct Success<'a> {
+        jsonrpc: &'static str,
+        id: &'a Value,
+        result: Answer,
+    }
+    let id = id?;
+    Some(match result {
+        Ok(result) => raw(&Success {
+            jsonrpc: "2.0",
+            id,
+            result,
+        }),
+        Err(e) => raw(&error_response(id.clone(), &e)),
+    })
 }
 
 /// Checks the request envelope as geth does (object, `jsonrpc: "2.0"`, an id that is a
@@ -255,71 +249,66 @@ pub(super) fn parse_call(req: &Value) -> Result<Call, Value> {
         return Err(invalid(reply_id));
     }
     let method = match obj.get("method").and_then(Value::as_str) {
-        Some(m) if !m.is_empty() => m.to_owned(),
+        Some(m) if !m.is_empty() => m,
         _ => return Err(invalid(reply_id)),
     };
     let params = match obj.get("params") {
-        None | Some(Value::Null) => Params(vec![]),
-        Some(Value::Array(a)) => Params(a.clone()),
+        None | Some(Value::Null) => Ok(vec![]),
+        Some(Value::Array(a)) => Ok(a.clone()),
         // ethers-providers' Ws sends `eth_unsubscribe` with the bare id as params.
-        Some(v @ Value::String(_)) if method == "eth_unsubscribe" => Params(vec![v.clone()]),
-        Some(_) => {
-            return Err(error_response(
-                reply_id,
-                &RpcError::invalid_params("non-array args"),
-            ))
-        }
+        Some(v @ Value::String(_)) if method == "eth_unsubscribe" => Ok(vec![v.clone()]),
+        Some(_) => Err(RpcError::invalid_params("non-array args")),
     };
-    Ok(Call { id, method, params })
+    let request = params.and_then(|p| EthRequest::parse(method, p));
+    Ok(Call { id, request })
 }
 
-pub(super) fn handle_request(chain: &Shared, req: &Value) -> Option<Reply> {
-    let recovered = recover_early(req);
+fn handle_request(chain: &Shared, req: &Value) -> Option<Reply> {
+    match parse_call(req) {
+        Ok(call) => answer_call(chain, call),
+        Err(reply) => Some(raw(&reply)),
+    }
+}
+
+/// Answers one call: decodes a raw transaction and recovers its sender before locking the
+/// chain (so concurrent senders' recoveries overlap), then runs the call under the lock.
+pub(super) fn answer_call(chain: &Shared, call: Call) -> Option<Reply> {
+    let recovered = match &call.request {
+        Ok(EthRequest::EthSendRawTransaction(raw)) => crate::chain::decode_raw_transaction(raw)
+            .ok()
+            .map(Recovered::new),
+        _ => None,
+    };
     // A poisoned lock only means an earlier request panicked (answered with -32603 below);
     // keep serving.
     answer_locked(
         &mut chain.lock().unwrap_or_else(|e| e.into_inner()),
-        req,
+        call,
         recovered,
     )
 }
 
-/// For a well-formed `eth_sendRawTransaction`, the transaction with its sender recovered
-/// before the chain is locked, so that concurrent senders' recoveries overlap. Anything else
-/// (including malformed input, whose error the method itself words) is `None`.
-pub(super) fn recover_early(req: &Value) -> Option<Recovered> {
-    if req.get("method")?.as_str()? != "eth_sendRawTransaction" {
-        return None;
-    }
-    let raw: Bytes = serde_json::from_value(req.get("params")?.get(0)?.clone()).ok()?;
-    crate::chain::decode_raw_transaction(&raw)
-        .ok()
-        .map(Recovered::new)
-}
-
-/// One request against the locked chain (`recovered`: see [`recover_early`]).
+/// One call against the locked chain (`recovered`: see [`answer_call`]).
 pub(super) fn answer_locked(
     chain: &mut Chain,
-    req: &Value,
+    call: Call,
     recovered: Option<Recovered>,
 ) -> Option<Reply> {
-    let call = match parse_call(req) {
-        Ok(call) => call,
-        Err(reply) => return Some(raw(&reply)),
-    };
+    let Call { id, request } = call;
     // A panic here is a devnet bug; answer it rather than drop the connection. The chain
     // mutates only after validation, so a panic leaves it as consistent as it can be.
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        check_arity(&call.method, &call.params)?;
-        dispatch(chain, &call.method, &call.params, recovered)
-    }))
-    .unwrap_or_else(|panic| {
-        let why = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "panic".into());
-        Err(RpcError::internal(why))
+    let result = request.and_then(|request| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            execute(chain, request, recovered)
+        }))
+        .unwrap_or_else(|panic| {
+            let why = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panic".into());
+            Err(RpcError::internal(why))
+        })
     });
-    call.answer(result)
+    reply(id.as_ref(), result)
 }

@@ -7,9 +7,10 @@ use serde_json::{json, Value};
 use crate::chain::LogFilter;
 
 use super::error::RpcError;
-use super::request::{arg, check_arity, parse_log_filter, quantity};
+use super::params::{FilterSpec, Id};
+use super::request::EthRequest;
 use super::response::{block_json, q, LogView};
-use super::server::{answer_body, handle_request, parse_body, parse_call, raw, Answer, App, Reply};
+use super::server::{answer_body, answer_call, parse_body, parse_call, raw, Answer, App, Reply};
 use super::{Shared, WS_MAX_MESSAGE_BYTES};
 
 pub(super) enum SubKind {
@@ -81,45 +82,44 @@ pub(super) fn ws_request(
         Ok(call) => call,
         Err(reply) => return Some(raw(&reply)),
     };
-    if !matches!(call.method.as_str(), "eth_subscribe" | "eth_unsubscribe") {
-        return handle_request(chain, req);
-    }
-    let params = &call.params;
-    let result = (|| -> Result<Answer, RpcError> {
-        check_arity(&call.method, params)?;
-        if call.method == "eth_unsubscribe" {
-            let sub = params
-                .raw(0)
-                .map(quantity)
-                .and_then(Result::ok)
-                .unwrap_or(0);
-            return Ok(json!(subs.remove(&sub).is_some()).into());
+    let result = match &call.request {
+        Ok(EthRequest::EthUnsubscribe(Id(id))) => {
+            Ok(json!(id.is_some_and(|id| subs.remove(&id).is_some())).into())
         }
-        let c = chain.lock().unwrap_or_else(|e| e.into_inner());
-        let kind: String = params.get(0)?;
-        let kind = match kind.as_str() {
-            "newHeads" => SubKind::Heads,
-            "logs" => SubKind::Logs(match params.raw(1) {
-                None => LogFilter::default(),
-                v => arg(1, parse_log_filter(&c, v))?,
-            }),
-            other => {
-                return Err(RpcError::invalid_params(format!(
-                    "unsupported subscription type {other}"
-                )))
-            }
-        };
-        let sub = NEXT_SUBSCRIPTION.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        subs.insert(
-            sub,
-            Subscription {
-                kind,
-                cursor: c.event_count(),
-            },
-        );
-        Ok(q(sub).into())
-    })();
+        Ok(EthRequest::EthSubscribe(kind, filter)) => subscribe(chain, subs, kind, filter.as_ref()),
+        _ => return answer_call(chain, call),
+    };
     call.answer(result)
+}
+
+fn subscribe(
+    chain: &Shared,
+    subs: &mut std::collections::BTreeMap<u64, Subscription>,
+    kind: &str,
+    filter: Option<&FilterSpec>,
+) -> Result<Answer, RpcError> {
+    let c = chain.lock().unwrap_or_else(|e| e.into_inner());
+    let kind = match kind {
+        "newHeads" => SubKind::Heads,
+        "logs" => SubKind::Logs(match filter {
+            None => LogFilter::default(),
+            Some(f) => f.resolve(&c)?,
+        }),
+        other => {
+            return Err(RpcError::invalid_params(format!(
+                "unsupported subscription type {other}"
+            )))
+        }
+    };
+    let sub = NEXT_SUBSCRIPTION.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    subs.insert(
+        sub,
+        Subscription {
+            kind,
+            cursor: c.event_count(),
+        },
+    );
+    Ok(q(sub).into())
 }
 
 /// Notifications owed to `subs` since their cursors (heads of added blocks; matching logs of
