@@ -17,8 +17,7 @@ use super::params::{
 };
 use super::request::EthRequest;
 use super::response::{
-    block_json, envelope_json, logs_raw, q, qu, receipt_answer, receipts_answer, trace_json,
-    tx_json,
+    block_view, logs_raw, q, qu, receipt_answer, receipts_answer, trace_json, typed, TxView,
 };
 use super::server::Answer;
 use super::{CLIENT_VERSION, MAX_MINE_BLOCKS, MAX_TIMESTAMP};
@@ -51,7 +50,7 @@ pub(super) fn execute(
         // not ask for any.
         EthMaxPriorityFeePerGas => done(q(0u64)),
         EthFeeHistory(count, newest, percentiles) => {
-            done(fee_history(chain, count, newest, percentiles)?)
+            Ok(typed(&fee_history(chain, count, newest, percentiles)?))
         }
 
         EthGetBalance(a, at) => done(qu(BlockSpec::state(at, chain)?.balance(a))),
@@ -65,7 +64,7 @@ pub(super) fn execute(
 
         EthSendRawTransaction(raw) => done(send_raw_transaction(chain, &raw, recovered)?),
         EthSendTransaction(call) => done(send_transaction(chain, &call)?),
-        EthGetTransactionByHash(h) => done(transaction_by_hash(chain, h)),
+        EthGetTransactionByHash(h) => Ok(typed(&transaction_by_hash(chain, h))),
         EthGetTransactionReceipt(h) => Ok(receipt_answer(chain.transaction(h).as_deref())),
         DebugTraceTransaction(h, options) => done(trace_json(
             chain
@@ -75,10 +74,8 @@ pub(super) fn execute(
         )),
         DebugTraceCall(call, at, options) => done(trace_call(chain, &call, at, options)?),
 
-        EthGetBlockByNumber(at, full) => {
-            done(block(chain, BlockSpec::block(Some(at), chain), full))
-        }
-        EthGetBlockByHash(h, full) => done(block(chain, chain.block_by_hash(h), full)),
+        EthGetBlockByNumber(at, full) => Ok(block(chain, BlockSpec::block(Some(at), chain), full)),
+        EthGetBlockByHash(h, full) => Ok(block(chain, chain.block_by_hash(h), full)),
         EthGetBlockReceipts(at) => Ok(block_receipts(chain, at)),
 
         EthGetLogs(filter) => get_logs(chain, &filter),
@@ -235,17 +232,16 @@ fn send_raw_transaction(
     Ok(json!(chain.send_recovered(tx)?))
 }
 
-fn transaction_by_hash(chain: &Chain, h: B256) -> Value {
+fn transaction_by_hash(chain: &Chain, h: B256) -> Option<TxView> {
     match (chain.transaction(h), chain.pending_transaction(h)) {
-        (Some(tx), _) => tx_json(&tx),
-        (None, Some((env, from))) => envelope_json(env, from, None, env.max_fee_per_gas()),
-        (None, None) => Value::Null,
+        (Some(tx), _) => Some(TxView::mined(&tx)),
+        (None, pending) => pending.map(|(env, from)| TxView::pending(env, from)),
     }
 }
 
 /// A block (`full`: with its transactions' objects, else their hashes), or `null`.
-fn block(chain: &Chain, b: Option<&crate::chain::Block>, full: Option<bool>) -> Value {
-    b.map_or(Value::Null, |b| block_json(chain, b, full.unwrap_or(false)))
+fn block(chain: &Chain, b: Option<&crate::chain::Block>, full: Option<bool>) -> Answer {
+    typed(&b.map(|b| block_view(chain, b, full.unwrap_or(false))))
 }
 
 /// A block's receipts, `null` for an unknown block.
@@ -357,7 +353,7 @@ fn txpool_content(chain: &Chain) -> Value {
         let by_nonce = pending
             .entry(format!("{from:#x}"))
             .or_insert_with(|| json!({}));
-        by_nonce[env.nonce().to_string()] = envelope_json(env, from, None, env.max_fee_per_gas());
+        by_nonce[env.nonce().to_string()] = json!(TxView::pending(env, from));
     }
     json!({ "pending": pending, "queued": {} })
 }
@@ -434,7 +430,7 @@ fn fee_history(
     Quantity(count): Quantity,
     newest: BlockSpec,
     percentiles: Option<Vec<f64>>,
-) -> Result<Value> {
+) -> Result<alloy_rpc_types_eth::FeeHistory> {
     let count = count.clamp(1, 1024);
     let newest = BlockSpec::resolve(Some(newest), chain)?;
     let percentiles = percentiles.unwrap_or_default();
@@ -448,29 +444,26 @@ fn fee_history(
         }
     }
     let oldest = newest.saturating_sub(count - 1);
-    let mut base = vec![];
-    let mut ratio = vec![];
-    let mut reward = vec![];
-    for n in oldest..=newest {
-        let b = chain.block_by_number(n).expect("within range");
-        base.push(q(b.header.base_fee_per_gas.unwrap_or_default()));
-        ratio.push(json!(b.header.gas_used as f64 / b.header.gas_limit as f64));
-        reward.push(json!(percentiles
+    let blocks: Vec<_> = (oldest..=newest)
+        .map(|n| &chain.block_by_number(n).expect("within range").header)
+        .collect();
+    Ok(alloy_rpc_types_eth::FeeHistory {
+        oldest_block: oldest,
+        // The constant base fee is also the next block's.
+        base_fee_per_gas: blocks
             .iter()
-            .map(|_| q(0u64))
-            .collect::<Vec<_>>()));
-    }
-    // The constant base fee is also the next block's.
-    base.push(q(chain.base_fee()));
-    let mut out = json!({
-        "oldestBlock": q(oldest),
-        "baseFeePerGas": base,
-        "gasUsedRatio": ratio,
-    });
-    if !percentiles.is_empty() {
-        out["reward"] = json!(reward);
-    }
-    Ok(out)
+            .map(|h| u128::from(h.base_fee_per_gas.unwrap_or_default()))
+            .chain([u128::from(chain.base_fee())])
+            .collect(),
+        gas_used_ratio: blocks
+            .iter()
+            .map(|h| h.gas_used as f64 / h.gas_limit as f64)
+            .collect(),
+        // Arbitrum has no tips to rank: every percentile is 0.
+        reward: (!percentiles.is_empty())
+            .then(|| blocks.iter().map(|_| vec![0; percentiles.len()]).collect()),
+        ..Default::default()
+    })
 }
 
 /// `eth_getLogs` (and `eth_getFilterLogs`) over the canonical chain.

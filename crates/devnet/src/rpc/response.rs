@@ -1,9 +1,13 @@
 //! Responses: blocks, transactions, receipts and logs as JSON-RPC returns them.
 
+use alloy_consensus::transaction::Recovered;
 use alloy_consensus::{Transaction, TxEnvelope};
 use alloy_primitives::{Address, Bloom, Bytes, B256, U128, U256, U64, U8};
+use alloy_rpc_types_eth::{
+    Block as RpcBlock, BlockTransactions, Header as RpcHeader, Transaction as RpcTransaction,
+};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::chain::{Block, Chain, ChainLog, MinedTx, ReceiptLog};
 
@@ -24,20 +28,77 @@ pub(super) fn trace_json(mut frame: crate::trace::CallFrame, only_top: bool) -> 
     serde_json::to_value(frame).expect("a call frame serializes")
 }
 
-/// A mined transaction (geth ≥ 1.16 and anvil add its block's `blockTimestamp`).
-pub(super) fn tx_json(tx: &MinedTx) -> Value {
-    let mut v = envelope_json(
-        &tx.envelope,
-        tx.from,
-        Some(tx),
-        tx.receipt.effective_gas_price,
-    );
-    v["blockTimestamp"] = q(tx.block_timestamp);
-    v
+/// A transaction as JSON-RPC returns it: alloy's type (block fields `null` while pending),
+/// plus, once mined, its block's `blockTimestamp` (geth ≥ 1.16 and anvil add it).
+#[derive(Clone, Serialize)]
+pub(super) struct TxView {
+    #[serde(flatten)]
+    tx: RpcTransaction,
+    #[serde(rename = "blockTimestamp", skip_serializing_if = "Option::is_none")]
+    block_timestamp: Option<U64>,
+}
+
+impl TxView {
+    pub(super) fn mined(tx: &MinedTx) -> Self {
+        TxView {
+            tx: RpcTransaction {
+                inner: Recovered::new_unchecked(tx.envelope.clone(), tx.from),
+                block_hash: Some(tx.block_hash),
+                block_number: Some(tx.block_number),
+                transaction_index: Some(tx.index),
+                effective_gas_price: Some(tx.receipt.effective_gas_price),
+            },
+            block_timestamp: Some(U64::from(tx.block_timestamp)),
+        }
+    }
+
+    /// A transaction still in the pool (its `gasPrice` is its fee cap, as anvil shows it).
+    pub(super) fn pending(env: &TxEnvelope, from: Address) -> Self {
+        TxView {
+            tx: RpcTransaction {
+                inner: Recovered::new_unchecked(env.clone(), from),
+                block_hash: None,
+                block_number: None,
+                transaction_index: None,
+                effective_gas_price: Some(env.max_fee_per_gas()),
+            },
+            block_timestamp: None,
+        }
+    }
+}
+
+/// A block's header as JSON-RPC returns it (and `newHeads` notifies it).
+pub(super) fn header_view(b: &Block) -> RpcHeader {
+    RpcHeader {
+        hash: b.hash,
+        inner: b.header.clone(),
+        total_difficulty: Some(U256::ZERO),
+        size: Some(U256::from(alloy_rlp::Encodable::length(&b.header))),
+    }
+}
+
+/// A block with its transactions' hashes, or (`full`) their objects.
+pub(super) fn block_view(chain: &Chain, b: &Block, full: bool) -> RpcBlock<TxView> {
+    let transactions = if full {
+        BlockTransactions::Full(
+            b.transactions
+                .iter()
+                .filter_map(|h| chain.transaction(*h).map(|tx| TxView::mined(&tx)))
+                .collect(),
+        )
+    } else {
+        BlockTransactions::Hashes(b.transactions.clone())
+    };
+    RpcBlock {
+        header: header_view(b),
+        uncles: vec![],
+        transactions,
+        withdrawals: None,
+    }
 }
 
 /// The timestamp of block `hash` (number `number`), if the chain still knows it.
-pub(super) fn block_timestamp(chain: &Chain, hash: B256, number: u64) -> Option<u64> {
+fn block_timestamp(chain: &Chain, hash: B256, number: u64) -> Option<u64> {
     chain
         .block_by_number(number)
         .filter(|b| b.hash == hash)
@@ -45,52 +106,9 @@ pub(super) fn block_timestamp(chain: &Chain, hash: B256, number: u64) -> Option<
         .map(|b| b.header.timestamp)
 }
 
-/// A transaction object; block fields are `null` while it is pending.
-pub(super) fn envelope_json(
-    env: &TxEnvelope,
-    from: Address,
-    mined: Option<&MinedTx>,
-    price: u128,
-) -> Value {
-    let sig = env.signature();
-    let mut v = json!({
-        "hash": env.tx_hash(),
-        "nonce": q(env.nonce()),
-        "blockHash": mined.map(|t| t.block_hash),
-        "blockNumber": mined.map(|t| q(t.block_number)),
-        "transactionIndex": mined.map(|t| q(t.index)),
-        "from": from,
-        "to": env.to(),
-        "value": qu(env.value()),
-        "gas": q(env.gas_limit()),
-        "input": env.input(),
-        "r": qu(sig.r()),
-        "s": qu(sig.s()),
-        "type": q(env.tx_type() as u8),
-        "gasPrice": q(price),
-    });
-    match env {
-        TxEnvelope::Legacy(t) => {
-            v["v"] = q(alloy_consensus::transaction::to_eip155_value(
-                sig.v(),
-                t.tx().chain_id,
-            ));
-            if let Some(id) = t.tx().chain_id {
-                v["chainId"] = q(id);
-            }
-        }
-        _ => {
-            v["v"] = q(u8::from(sig.v()));
-            v["yParity"] = q(u8::from(sig.v()));
-            v["chainId"] = q(env.chain_id().unwrap_or_default());
-            v["accessList"] = json!(env.access_list().map(|l| l.0.clone()).unwrap_or_default());
-            if env.is_dynamic_fee() {
-                v["maxFeePerGas"] = q(env.max_fee_per_gas());
-                v["maxPriorityFeePerGas"] = q(env.max_priority_fee_per_gas().unwrap_or_default());
-            }
-        }
-    }
-    v
+/// Typed data as a method's answer.
+pub(super) fn typed(v: &impl Serialize) -> Answer {
+    Answer::Raw(raw(v))
 }
 
 /// A receipt as JSON-RPC returns it. It needs nothing but the transaction, so it can be
@@ -148,41 +166,6 @@ pub(super) fn receipts_answer<'a>(txs: impl IntoIterator<Item = &'a MinedTx>) ->
 /// The receipt of `tx`, or `null`, as JSON text.
 pub(super) fn receipt_answer(tx: Option<&MinedTx>) -> Answer {
     Answer::Raw(raw(&tx.map(ReceiptView::new)))
-}
-
-pub(super) fn block_json(chain: &Chain, b: &Block, full: bool) -> Value {
-    let h = &b.header;
-    let txs: Vec<Value> = if full {
-        b.transactions
-            .iter()
-            .filter_map(|t| chain.transaction(*t).map(|tx| tx_json(&tx)))
-            .collect()
-    } else {
-        b.transactions.iter().map(|t| json!(t)).collect()
-    };
-    json!({
-        "number": q(h.number),
-        "hash": b.hash,
-        "parentHash": h.parent_hash,
-        "nonce": h.nonce,
-        "sha3Uncles": h.ommers_hash,
-        "logsBloom": h.logs_bloom,
-        "transactionsRoot": h.transactions_root,
-        "stateRoot": h.state_root,
-        "receiptsRoot": h.receipts_root,
-        "miner": h.beneficiary,
-        "difficulty": qu(h.difficulty),
-        "totalDifficulty": "0x0",
-        "extraData": h.extra_data,
-        "size": q(alloy_rlp::Encodable::length(h) as u64),
-        "gasLimit": q(h.gas_limit),
-        "gasUsed": q(h.gas_used),
-        "timestamp": q(h.timestamp),
-        "baseFeePerGas": q(h.base_fee_per_gas.unwrap_or_default()),
-        "mixHash": h.mix_hash,
-        "transactions": txs,
-        "uncles": [],
-    })
 }
 
 pub(super) fn logs_raw(chain: &Chain, logs: &[ChainLog]) -> Answer {

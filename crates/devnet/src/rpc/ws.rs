@@ -9,7 +9,7 @@ use crate::chain::LogFilter;
 use super::error::RpcError;
 use super::params::{FilterSpec, Id};
 use super::request::EthRequest;
-use super::response::{block_json, q, LogView};
+use super::response::{header_view, q, LogView};
 use super::server::{answer_body, answer_call, parse_body, parse_call, raw, Answer, App, Reply};
 use super::{Shared, WS_MAX_MESSAGE_BYTES};
 
@@ -138,14 +138,7 @@ pub(super) fn notifications(
         for ev in c.events_since(sub.cursor) {
             let results: Vec<Value> = match &sub.kind {
                 SubKind::Heads if ev.removed => vec![],
-                SubKind::Heads => {
-                    let mut h = block_json(&c, &ev.block, false);
-                    if let Some(o) = h.as_object_mut() {
-                        o.remove("transactions");
-                        o.remove("uncles");
-                    }
-                    vec![h]
-                }
+                SubKind::Heads => vec![json!(header_view(&ev.block))],
                 SubKind::Logs(f) => ev
                     .logs
                     .iter()
