@@ -18,9 +18,10 @@ use alloy_sol_types::{SolCall, SolError, SolEvent};
 pub use bursar_bindings::arbitrum::{IArbWasm, ARBWASM_ADDRESS};
 use IArbWasm::*;
 
-use crate::exec::{CallKind, CallStatus, FrameResult, Message, World};
+use crate::frame::{CallKind, CallStatus, FrameResult, Message};
 use crate::state::{Log, State, KECCAK_EMPTY};
 use crate::stylus::{is_stylus_program, ActivationError, ProgramInfo, STYLUS_VERSION};
+use crate::world::World;
 
 /// Fixed gas `activateProgram` burns on Arbitrum (reference §3); compile costs are not modelled.
 pub const ACTIVATION_GAS: u64 = 1_659_168;

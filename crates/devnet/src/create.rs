@@ -9,9 +9,9 @@
 
 use alloy_primitives::{Address, Bytes, B256, U256};
 
-use crate::exec::World;
 use crate::meter::{self, CODE_DEPOSIT_GAS, MAX_CALL_DEPTH};
 use crate::stylus::is_stylus_program;
+use crate::world::World;
 
 /// The result of a creation.
 #[derive(Debug)]

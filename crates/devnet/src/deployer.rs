@@ -29,8 +29,9 @@ pub use bursar_bindings::arbitrum::{IStylusDeployer, STYLUS_DEPLOYER_ADDRESS};
 use IStylusDeployer::*;
 
 use crate::arbwasm::{self, IArbWasm::activateProgramCall, ARBWASM_ADDRESS};
-use crate::exec::{call_frame, CallKind, CallStatus, FrameResult, Message, World};
-use crate::host::on_enough_stack;
+use crate::frame::{on_enough_stack, CallKind, CallStatus, FrameResult, Message};
+use crate::world::World;
+
 use crate::meter::{
     CALL_STIPEND, CALL_VALUE_GAS, COLD_ACCOUNT_GAS, CREATE_GAS, KECCAK_WORD_GAS, LOG_DATA_GAS,
     LOG_GAS, LOG_TOPIC_GAS, WARM_ACCESS_GAS,
@@ -289,7 +290,7 @@ impl Frame<'_> {
             depth: self.msg.depth + 1,
         };
         let world = self.world.take().expect("world present");
-        let (world, result) = on_enough_stack(|| call_frame(world, msg));
+        let (world, result) = world.call(msg);
         self.world = Some(world);
         // As in the EVM, what the callee left (stipend included) comes back.
         self.gas += result.gas_left;

@@ -13,69 +13,21 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use alloy_primitives::{Address, Bytes, B256, U256};
-use wasmi::{Linker, Store, TrapCode};
+use wasmi::{Store, TrapCode};
 
 use crate::arbwasm::{self, ARBWASM_ADDRESS};
 use crate::deployer::{self, STYLUS_DEPLOYER_ADDRESS};
-use crate::host::{self, Ctx, Escape, Frame};
+use crate::frame::{CallKind, FrameResult, Message};
+use crate::host::{self, Escape};
 use crate::meter::{self, INK_PER_FUEL, INK_PRICE};
 use crate::precompiles;
 use crate::state::{Log, State};
 use crate::stylus::{is_stylus_program, ActivationError, ProgramInfo, Programs, STYLUS_VERSION};
 use crate::trace::{CallFrame, CallTracer};
+use crate::world::{Ctx, Frame, RecentPrograms, World};
 
-/// Chain id of nitro's dev node.
-pub const DEFAULT_CHAIN_ID: u64 = 412_346;
-
-/// Block values visible to programs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BlockEnv {
-    /// Block number (`block_number` hostio / `NUMBER`).
-    pub number: u64,
-    /// Block timestamp in seconds since the Unix epoch.
-    pub timestamp: u64,
-    /// Chain id (`chainid`); nitro's dev node id by default.
-    pub chain_id: u64,
-    /// Base fee per gas, in wei.
-    pub basefee: U256,
-    /// Block beneficiary (`block_coinbase`), paid the priority fees; the zero address here.
-    pub coinbase: Address,
-    /// Block gas limit (`block_gas_limit`).
-    pub gas_limit: u64,
-}
-
-impl Default for BlockEnv {
-    fn default() -> Self {
-        BlockEnv {
-            number: 1,
-            timestamp: 1_700_000_000,
-            chain_id: DEFAULT_CHAIN_ID,
-            basefee: U256::from(100_000_000u64),
-            coinbase: Address::ZERO,
-            gas_limit: 1 << 50,
-        }
-    }
-}
-
-/// Transaction values visible to programs (`tx_origin` is the top-level caller).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TxEnv {
-    /// The top-level sender of the transaction (`tx_origin`).
-    pub origin: Address,
-    /// Effective gas price of the transaction, in wei (`tx_gas_price`).
-    pub gas_price: U256,
-}
-
-/// How a call ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CallStatus {
-    /// The call returned normally.
-    Success,
-    /// Reverted: explicit revert, a trap or a program failure. Unused gas is returned.
-    Revert,
-    /// Out of gas/ink: all gas consumed.
-    OutOfGas,
-}
+pub use crate::frame::CallStatus;
+pub use crate::world::{BlockEnv, TxEnv, DEFAULT_CHAIN_ID};
 
 /// The result of [`Executor::call`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -103,101 +55,6 @@ pub struct CreateOutcome {
     pub revert_data: Bytes,
     /// Gas consumed by the creation, before refunds.
     pub gas_used: u64,
-}
-
-/// The kind of message call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum CallKind {
-    Call,
-    StaticCall,
-    DelegateCall,
-}
-
-/// A message to execute.
-#[derive(Clone, Debug)]
-pub(crate) struct Message {
-    pub kind: CallKind,
-    /// `msg.sender` seen by the callee.
-    pub caller: Address,
-    /// The account whose storage, balance and address the code acts on.
-    pub address: Address,
-    /// The account whose code runs (differs from `address` for delegate calls).
-    pub code_address: Address,
-    /// `msg.value` seen by the callee.
-    pub value: U256,
-    /// Value actually moved from `caller` to `address` (zero for delegate/static calls).
-    pub transfer: U256,
-    pub input: Bytes,
-    pub gas: u64,
-    pub is_static: bool,
-    pub depth: usize,
-}
-
-/// A frame's result.
-#[derive(Debug)]
-pub(crate) struct FrameResult {
-    pub status: CallStatus,
-    pub output: Bytes,
-    pub gas_left: u64,
-}
-
-impl FrameResult {
-    pub(crate) fn revert(output: Bytes, gas_left: u64) -> Self {
-        FrameResult {
-            status: CallStatus::Revert,
-            output,
-            gas_left,
-        }
-    }
-    pub(crate) fn out_of_gas() -> Self {
-        FrameResult {
-            status: CallStatus::OutOfGas,
-            output: Bytes::new(),
-            gas_left: 0,
-        }
-    }
-}
-
-/// Everything a frame can reach: state, the module cache, environment and per-tx counters.
-pub(crate) struct World {
-    pub state: State,
-    pub programs: Programs,
-    pub linker: Arc<Linker<Ctx>>,
-    pub block: BlockEnv,
-    pub tx: TxEnv,
-    /// Open non-delegate frames per acting address (`msg_reentrant`).
-    pub open_frames: HashMap<Address, u32>,
-    /// Wasm pages open now / ever in this transaction (memory model).
-    pub open_pages: u16,
-    pub ever_pages: u16,
-    /// Installed while a transaction is replayed for `debug_trace*`.
-    pub tracer: Option<CallTracer>,
-    /// Programs called in this block (see [`RecentPrograms`]).
-    pub recent_programs: RecentPrograms,
-}
-
-/// ArbOS 60's `RecentWasms`: the code hashes of the [`meter::BLOCK_CACHE_SIZE`] programs called
-/// most recently in this block, least recent first. A call into one of them pays only the cached
-/// init gas. Not undone by reverts (nitro does not journal it); emptied at each block.
-#[derive(Default)]
-pub(crate) struct RecentPrograms(Vec<B256>);
-
-impl RecentPrograms {
-    /// Records a call into `code_hash`; whether it was already recent.
-    fn insert(&mut self, code_hash: B256) -> bool {
-        let hit = match self.0.iter().position(|h| *h == code_hash) {
-            Some(i) => {
-                self.0.remove(i);
-                true
-            }
-            None => false,
-        };
-        if self.0.len() == meter::BLOCK_CACHE_SIZE {
-            self.0.remove(0);
-        }
-        self.0.push(code_hash);
-        hit
-    }
 }
 
 impl World {
@@ -247,6 +104,7 @@ impl Executor {
                 ever_pages: 0,
                 tracer: None,
                 recent_programs: RecentPrograms::default(),
+                router: call_frame,
             })),
         }
     }

@@ -5,16 +5,14 @@
 //! does its work. Pointers are offsets into the program's exported `memory`; an out-of-bounds
 //! pointer is a program failure (revert, empty data), as is every static-context violation.
 
-use std::collections::HashMap;
-
 use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
-use wasmi::errors::{HostError, MemoryError, TableError};
-use wasmi::{Caller, Engine, Linker, Memory, ResourceLimiter, Store};
-use wasmi_core::LimiterError;
+use wasmi::errors::HostError;
+use wasmi::{Caller, Engine, Linker, Memory, Store};
 
-use crate::exec::{call_frame, CallKind, CallStatus, Message, World};
+use crate::frame::{on_enough_stack, CallKind, CallStatus, Message};
 use crate::meter::{self, *};
 use crate::state::Log;
+use crate::world::{CachedSlot, Ctx};
 
 /// Why a program stopped inside a hostio (carried through wasmi as a host error).
 #[derive(Debug, thiserror::Error)]
@@ -36,121 +34,6 @@ type HostResult<T = ()> = Result<T, wasmi::Error>;
 
 fn fail(reason: &'static str) -> wasmi::Error {
     wasmi::Error::host(Escape::Failure(reason))
-}
-
-/// A cached storage slot: its value and whether it still has to be written.
-#[derive(Clone, Copy, Debug)]
-struct CachedSlot {
-    value: B256,
-    dirty: bool,
-}
-
-/// The frame a program runs in.
-pub(crate) struct Frame {
-    pub msg: Message,
-    /// The last `write_result` data.
-    pub result: Vec<u8>,
-    /// Return data of the last call/create made by this frame.
-    return_data: Bytes,
-    /// The per-call storage cache (`storage_load_bytes32` / `storage_cache_bytes32`).
-    cache: HashMap<B256, CachedSlot>,
-    /// Wasm pages this frame holds open in the transaction: its footprint plus growth.
-    pub open_pages: u16,
-}
-
-impl Frame {
-    pub(crate) fn new(msg: Message, footprint: u16) -> Self {
-        Frame {
-            msg,
-            result: Vec::new(),
-            return_data: Bytes::new(),
-            cache: HashMap::new(),
-            open_pages: footprint,
-        }
-    }
-}
-
-/// Tracks `memory.grow` so it can be paid for (nitro injects `pay_for_memory_grow` before
-/// every `memory.grow`; wasmi cannot, so the pages are counted here and charged later).
-#[derive(Default)]
-pub(crate) struct GrowthMeter {
-    unpaid_pages: u16,
-}
-
-const PAGE_BYTES: usize = 65_536;
-
-impl ResourceLimiter for GrowthMeter {
-    fn memory_growing(
-        &mut self,
-        current: usize,
-        desired: usize,
-        maximum: Option<usize>,
-    ) -> Result<bool, LimiterError> {
-        if maximum.is_some_and(|max| desired > max) || desired > PAGE_LIMIT as usize * PAGE_BYTES {
-            return Ok(false);
-        }
-        // The initial allocation (current == 0) is the footprint, paid before the call.
-        if current > 0 {
-            let pages = (desired - current).div_ceil(PAGE_BYTES);
-            self.unpaid_pages = self.unpaid_pages.saturating_add(pages as u16);
-        }
-        Ok(true)
-    }
-
-    fn memory_grow_failed(&mut self, _error: &MemoryError) -> Result<(), LimiterError> {
-        Ok(())
-    }
-
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        maximum: Option<usize>,
-    ) -> Result<bool, LimiterError> {
-        Ok(maximum.is_none_or(|max| desired <= max))
-    }
-
-    fn table_grow_failed(&mut self, _error: &TableError) -> Result<(), LimiterError> {
-        Ok(())
-    }
-
-    fn instances(&self) -> usize {
-        1
-    }
-
-    fn tables(&self) -> usize {
-        1
-    }
-
-    fn memories(&self) -> usize {
-        1
-    }
-}
-
-/// The wasmi store data of a program frame.
-pub(crate) struct Ctx {
-    /// The world; `None` only while a nested call has it.
-    pub world: Option<Box<World>>,
-    pub memory: Option<Memory>,
-    pub frame: Frame,
-    pub limiter: GrowthMeter,
-}
-
-impl Ctx {
-    pub(crate) fn new(world: Box<World>, frame: Frame) -> Self {
-        Ctx {
-            world: Some(world),
-            memory: None,
-            frame,
-            limiter: GrowthMeter::default(),
-        }
-    }
-
-    fn world(&mut self) -> &mut World {
-        self.world
-            .as_deref_mut()
-            .expect("world present outside nested calls")
-    }
 }
 
 // ----- ink ------------------------------------------------------------------------------------
@@ -491,17 +374,6 @@ fn transient_store_bytes32(mut caller: Caller<'_, Ctx>, key: u32, value: u32) ->
 
 // ----- calls ------------------------------------------------------------------------------------
 
-/// Stack that must be left before entering a nested frame, and the size of each extra segment.
-/// A nested call recurses through wasmi and the host on the native stack (hundreds of KiB per
-/// level in debug builds), and the EVM allows 1024 levels; without this a deep call chain would
-/// overflow a 2 MiB thread stack and abort the process.
-const STACK_RED_ZONE: usize = 1 << 20;
-const STACK_SEGMENT: usize = 16 << 20;
-
-pub(crate) fn on_enough_stack<R>(f: impl FnOnce() -> R) -> R {
-    stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, f)
-}
-
 #[allow(clippy::too_many_arguments)]
 fn do_call(
     caller: &mut Caller<'_, Ctx>,
@@ -596,7 +468,7 @@ fn do_call(
         },
     };
     let world = caller.data_mut().world.take().expect("world present");
-    let (world, result) = on_enough_stack(|| call_frame(world, msg));
+    let (world, result) = world.call(msg);
     caller.data_mut().world = Some(world);
 
     // As in the EVM, whatever the callee left (stipend included) goes back to the caller.

@@ -32,6 +32,7 @@ pub mod chain;
 pub mod create;
 pub mod deployer;
 pub mod exec;
+mod frame;
 mod host;
 pub mod log_index;
 pub mod meter;
@@ -42,6 +43,7 @@ pub mod state;
 pub mod state_file;
 pub mod stylus;
 pub mod trace;
+mod world;
 
 pub use chain::{Chain, ChainConfig, TxError};
 pub use exec::{

@@ -17,6 +17,10 @@
 //!   ends or calls out, from the pages the wasmi resource limiter saw. wasmi additionally
 //!   charges its own fuel for the grown bytes (about 10 gas per page).
 
+use wasmi::errors::{MemoryError, TableError};
+use wasmi::ResourceLimiter;
+use wasmi_core::LimiterError;
+
 /// Ink per gas (`initialInkPrice`).
 pub const INK_PRICE: u64 = 10_000;
 /// Ink per wasmi fuel unit: a flat per-instruction cost.
@@ -188,5 +192,62 @@ mod tests {
         assert_eq!(memory_gas(3, 0, 0), 1_000);
         assert_eq!(memory_gas(1, 3, 3), 1_000);
         assert_eq!(memory_gas(1, 1, 3), 0);
+    }
+}
+
+/// Tracks `memory.grow` so it can be paid for (nitro injects `pay_for_memory_grow` before
+/// every `memory.grow`; wasmi cannot, so the pages are counted here and charged later).
+#[derive(Default)]
+pub(crate) struct GrowthMeter {
+    pub unpaid_pages: u16,
+}
+
+const PAGE_BYTES: usize = 65_536;
+
+impl ResourceLimiter for GrowthMeter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> Result<bool, LimiterError> {
+        if maximum.is_some_and(|max| desired > max) || desired > PAGE_LIMIT as usize * PAGE_BYTES {
+            return Ok(false);
+        }
+        // The initial allocation (current == 0) is the footprint, paid before the call.
+        if current > 0 {
+            let pages = (desired - current).div_ceil(PAGE_BYTES);
+            self.unpaid_pages = self.unpaid_pages.saturating_add(pages as u16);
+        }
+        Ok(true)
+    }
+
+    fn memory_grow_failed(&mut self, _error: &MemoryError) -> Result<(), LimiterError> {
+        Ok(())
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> Result<bool, LimiterError> {
+        Ok(maximum.is_none_or(|max| desired <= max))
+    }
+
+    fn table_grow_failed(&mut self, _error: &TableError) -> Result<(), LimiterError> {
+        Ok(())
+    }
+
+    fn instances(&self) -> usize {
+        1
+    }
+
+    fn tables(&self) -> usize {
+        1
+    }
+
+    fn memories(&self) -> usize {
+        1
     }
 }

@@ -3,13 +3,13 @@
 //! StylusDeployer — with gas, input, output and revert data per frame, so that a failing
 //! payment can be explained call by call.
 //!
-//! The executor reports every message call (`exec::call_frame`) to the tracer when one is
+//! The executor reports every message call (`exec::call_frame`, reached through `World::call`) to the tracer when one is
 //! installed; the chain installs it only while it replays a transaction for a trace.
 
 use alloy_primitives::{Address, Bytes, U256, U64};
 use serde::Serialize;
 
-use crate::exec::{CallKind, CallStatus, FrameResult, Message};
+use crate::frame::{CallKind, CallStatus, FrameResult, Message};
 
 /// One call frame in geth's `callTracer` shape.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
