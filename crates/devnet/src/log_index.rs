@@ -5,9 +5,17 @@
 //! Postings are kept in chain order. Blocks are only ever added at the head and removed from
 //! the head (mining, reorgs, snapshot reverts, state loads all go through `Chain::record`), so
 //! removing a block pops its postings off the ends of the lists it touched.
+//!
+//! The maps and lists are persistent (`imbl`): the chain publishes a copy of its index with
+//! every block (see [`crate::chain::ChainView`]) for O(1), and adding to it then copies only
+//! the paths it changes.
 
-use std::collections::HashMap;
 use std::hash::Hash;
+
+use imbl::{HashMap, Vector};
+
+/// A range of postings.
+type Focus<'a, A> = imbl::vector::Focus<'a, A, imbl::shared_ptr::DefaultSharedPtr>;
 
 use alloy_primitives::{Address, B256};
 
@@ -26,28 +34,31 @@ pub struct LogPos {
 }
 
 /// Postings of the canonical chain's logs (see the module docs).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct LogIndex {
-    by_address: HashMap<Address, Vec<LogPos>>,
+    by_address: HashMap<Address, Vector<LogPos>>,
     /// By topic position (0..4), then topic.
-    by_topic: [HashMap<B256, Vec<LogPos>>; 4],
+    by_topic: [HashMap<B256, Vector<LogPos>>; 4],
 }
 
 impl LogIndex {
     /// Indexes `log`, which must come after every log indexed so far.
     pub fn add(&mut self, pos: LogPos, log: &Log) {
-        self.by_address.entry(log.address).or_default().push(pos);
+        self.by_address
+            .entry(log.address)
+            .or_default()
+            .push_back(pos);
         for (i, topic) in log.topics.iter().take(4).enumerate() {
-            self.by_topic[i].entry(*topic).or_default().push(pos);
+            self.by_topic[i].entry(*topic).or_default().push_back(pos);
         }
     }
 
     /// Removes the postings of block `block`'s `log`; the block must be the newest indexed.
     pub fn remove(&mut self, block: u64, log: &Log) {
-        fn pop<K: Hash + Eq>(map: &mut HashMap<K, Vec<LogPos>>, key: K, block: u64) {
+        fn pop<K: Hash + Eq + Clone>(map: &mut HashMap<K, Vector<LogPos>>, key: K, block: u64) {
             if let Some(list) = map.get_mut(&key) {
                 if list.last().is_some_and(|p| p.block == block) {
-                    list.pop();
+                    list.pop_back();
                 }
                 if list.is_empty() {
                     map.remove(&key);
@@ -62,12 +73,17 @@ impl LogIndex {
 
     /// Drops the postings of blocks before `block` (their transactions were forgotten).
     pub fn forget_before(&mut self, block: u64) {
-        fn trim<K: Hash + Eq>(map: &mut HashMap<K, Vec<LogPos>>, block: u64) {
-            map.retain(|_, list| {
-                let old = list.partition_point(|p| p.block < block);
-                list.drain(..old);
-                !list.is_empty()
-            });
+        fn trim<K: Hash + Eq + Clone>(map: &mut HashMap<K, Vector<LogPos>>, block: u64) {
+            let keys: Vec<K> = map.keys().cloned().collect();
+            for key in keys {
+                let list = map.get_mut(&key).expect("listed above");
+                let old = partition_point(list, |p| p.block < block);
+                if old == list.len() {
+                    map.remove(&key);
+                } else if old > 0 {
+                    *list = list.skip(old);
+                }
+            }
         }
         trim(&mut self.by_address, block);
         for map in &mut self.by_topic {
@@ -79,23 +95,20 @@ impl LogIndex {
     /// checks each), from its most selective criterion; `None` when `f` has no address or
     /// topic criterion, so nothing narrows the search.
     pub fn candidates(&self, f: &LogFilter, from: u64, to: u64) -> Option<Vec<LogPos>> {
-        fn in_range(list: &[LogPos], from: u64, to: u64) -> &[LogPos] {
-            let start = list.partition_point(|p| p.block < from);
-            let end = list.partition_point(|p| p.block <= to);
-            &list[start..end.max(start)]
+        fn in_range(list: &Vector<LogPos>, from: u64, to: u64) -> Focus<'_, LogPos> {
+            let start = partition_point(list, |p| p.block < from);
+            let end = partition_point(list, |p| p.block <= to);
+            list.focus().narrow(start..end.max(start))
         }
-        // One slice per alternative of each criterion; the criterion with the fewest postings
+        let empty = Vector::new();
+        // One range per alternative of each criterion; the criterion with the fewest postings
         // in range wins.
-        let mut criteria: Vec<Vec<&[LogPos]>> = Vec::new();
+        let mut criteria: Vec<Vec<Focus<'_, LogPos>>> = Vec::new();
         if !f.addresses.is_empty() {
             criteria.push(
                 f.addresses
                     .iter()
-                    .map(|a| {
-                        self.by_address
-                            .get(a)
-                            .map_or(&[][..], |l| in_range(l, from, to))
-                    })
+                    .map(|a| in_range(self.by_address.get(a).unwrap_or(&empty), from, to))
                     .collect(),
             );
         }
@@ -103,11 +116,7 @@ impl LogIndex {
             if let Some(alts) = want {
                 criteria.push(
                     alts.iter()
-                        .map(|t| {
-                            self.by_topic[i]
-                                .get(t)
-                                .map_or(&[][..], |l| in_range(l, from, to))
-                        })
+                        .map(|t| in_range(self.by_topic[i].get(t).unwrap_or(&empty), from, to))
                         .collect(),
                 );
             }
@@ -115,13 +124,28 @@ impl LogIndex {
         let best = criteria
             .into_iter()
             .min_by_key(|slices| slices.iter().map(|s| s.len()).sum::<usize>())?;
-        let mut out: Vec<LogPos> = best.concat();
-        if best.len() > 1 {
+        let merge = best.len() > 1;
+        let mut out: Vec<LogPos> = best.into_iter().flatten().copied().collect();
+        if merge {
             out.sort_unstable();
             out.dedup();
         }
         Some(out)
     }
+}
+
+/// The first index of the sorted `list` where `pred` stops holding (as `slice::partition_point`).
+fn partition_point(list: &Vector<LogPos>, pred: impl Fn(&LogPos) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, list.len());
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(&list[mid]) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 #[cfg(test)]

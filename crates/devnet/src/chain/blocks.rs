@@ -17,6 +17,7 @@ impl Chain {
             let (leftover, _) = self.build_block(number, ts, pending, Bytes::new());
             self.pending = leftover;
         }
+        self.publish();
     }
 
     /// Executes `txs` in order as block `number` (skipping those whose sender can no longer
@@ -33,8 +34,8 @@ impl Chain {
             let b = self.exec.block_mut();
             b.number = number;
             b.timestamp = ts;
-            b.basefee = U256::from(self.config.base_fee);
-            b.gas_limit = self.config.block_gas_limit;
+            b.basefee = U256::from(self.view.config.base_fee);
+            b.gas_limit = self.view.config.block_gas_limit;
         }
         self.exec.begin_block();
         let mut leftover = Vec::new();
@@ -47,8 +48,8 @@ impl Chain {
         for tx in txs {
             // Too big for what is left of the block, or priced below a base fee raised since it
             // was pooled: it waits in the pool.
-            if cumulative + tx.envelope.gas_limit() > self.config.block_gas_limit
-                || tx.envelope.max_fee_per_gas() < u128::from(self.config.base_fee)
+            if cumulative + tx.envelope.gas_limit() > self.view.config.block_gas_limit
+                || tx.envelope.max_fee_per_gas() < u128::from(self.view.config.base_fee)
                 || held.contains(&tx.from)
             {
                 held.insert(tx.from);
@@ -79,7 +80,7 @@ impl Chain {
         mined: Vec<(PendingTx, Receipt)>,
         extra_data: Bytes,
     ) {
-        let parent_hash = self.blocks.last().map_or(B256::ZERO, |b| b.hash);
+        let parent_hash = self.view.blocks.last().map_or(B256::ZERO, |b| b.hash);
         let mut bloom = Bloom::default();
         let mut tx_hashes = Vec::new();
         let mut receipt_bytes = Vec::new();
@@ -108,20 +109,20 @@ impl Chain {
             logs_bloom: bloom,
             difficulty: U256::ZERO,
             number,
-            gas_limit: self.config.block_gas_limit,
+            gas_limit: self.view.config.block_gas_limit,
             gas_used,
             timestamp,
             extra_data,
             mix_hash: B256::ZERO,
             nonce: Default::default(),
-            base_fee_per_gas: Some(self.config.base_fee),
+            base_fee_per_gas: Some(self.view.config.base_fee),
             ..Default::default()
         };
         let hash = header.hash_slow();
         let mut transactions = Vec::new();
         for (index, (tx, receipt)) in mined.into_iter().enumerate() {
             transactions.push(tx.hash);
-            self.txs.insert(Arc::new(MinedTx {
+            self.view.txs.insert(Arc::new(MinedTx {
                 envelope: tx.envelope,
                 hash: tx.hash,
                 from: tx.from,
@@ -137,9 +138,9 @@ impl Chain {
             hash,
             transactions,
         };
-        self.blocks.push(block.clone());
-        let keep = self.config.prune_history;
-        self.history.push(self.exec.state().clone(), keep);
+        self.view.blocks.push_back(block.clone());
+        let keep = self.view.config.prune_history;
+        self.view.history.push(self.exec.state().clone(), keep);
         self.record(block, false);
         self.forget_old_transactions();
     }
@@ -148,21 +149,21 @@ impl Chain {
     /// them) of the block that just fell out of the last N, and chain events older than about
     /// 2N. Headers stay, so numbers, hashes and timestamps still answer.
     pub(super) fn forget_old_transactions(&mut self) {
-        let Some(keep) = self.config.transaction_block_keeper else {
+        let Some(keep) = self.view.config.transaction_block_keeper else {
             return;
         };
         let keep = keep.max(1);
         let Some(old) = self.block_number().checked_sub(keep) else {
             return;
         };
-        if let Some(block) = self.blocks.get_mut(old as usize) {
+        if let Some(block) = self.view.blocks.get_mut(old as usize) {
             for hash in std::mem::take(&mut block.transactions) {
-                self.txs.remove(&hash);
+                self.view.txs.remove(&hash);
             }
         }
         // Postings of forgotten logs find nothing; drop them now and then, not every block.
         if old % 256 == 0 {
-            self.log_index.forget_before(old + 1);
+            self.view.log_index.forget_before(old + 1);
         }
         let keep_events = usize::try_from(keep).unwrap_or(usize::MAX);
         if self.events.len() / 2 > keep_events {

@@ -4,36 +4,6 @@
 use super::*;
 
 impl Chain {
-    /// The logs of a block (its transactions must be indexed).
-    pub(super) fn block_logs(&self, block: &Block, removed: bool) -> Vec<ChainLog> {
-        self.block_logs_where(block, removed, |_| true)
-    }
-
-    /// The logs of `block` that satisfy `keep` (checked before anything is copied).
-    pub(super) fn block_logs_where(
-        &self,
-        block: &Block,
-        removed: bool,
-        keep: impl Fn(&Log) -> bool,
-    ) -> Vec<ChainLog> {
-        let mut out = vec![];
-        for (i, h) in block.transactions.iter().enumerate() {
-            let Some(tx) = self.txs.get(h) else { continue };
-            for l in tx.receipt.logs.iter().filter(|l| keep(&l.log)) {
-                out.push(ChainLog {
-                    log: l.log.clone(),
-                    log_index: l.log_index,
-                    block_number: block.number(),
-                    block_hash: block.hash,
-                    tx_hash: *h,
-                    tx_index: i as u64,
-                    removed,
-                });
-            }
-        }
-        out
-    }
-
     pub(super) fn record(&mut self, block: Block, removed: bool) {
         let logs = self.block_logs(&block, removed);
         self.index_logs(&logs, removed);
@@ -52,7 +22,7 @@ impl Chain {
     pub(super) fn index_logs(&mut self, logs: &[ChainLog], removed: bool) {
         if removed {
             for l in logs.iter().rev() {
-                self.log_index.remove(l.block_number, &l.log);
+                self.view.log_index.remove(l.block_number, &l.log);
             }
             return;
         }
@@ -67,25 +37,8 @@ impl Chain {
                 tx: l.tx_index as u32,
                 log: local,
             };
-            self.log_index.add(pos, &l.log);
+            self.view.log_index.add(pos, &l.log);
         }
-    }
-
-    /// The log at `pos` of the canonical chain, if it matches `f`'s address and topics.
-    pub(super) fn indexed_log(&self, pos: LogPos, f: &LogFilter) -> Option<ChainLog> {
-        let block = self.blocks.get(pos.block as usize)?;
-        let hash = *block.transactions.get(pos.tx as usize)?;
-        let tx = self.txs.get(&hash)?;
-        let l = tx.receipt.logs.get(pos.log as usize)?;
-        f.matches_log(&l.log).then(|| ChainLog {
-            log: l.log.clone(),
-            log_index: l.log_index,
-            block_number: pos.block,
-            block_hash: block.hash,
-            tx_hash: hash,
-            tx_index: u64::from(pos.tx),
-            removed: false,
-        })
     }
 
     /// Registers a callback run with the new event count whenever the chain records events
@@ -124,7 +77,7 @@ impl Chain {
 
     /// Uninstalls the filters nobody polled within [`ChainConfig::filter_timeout`].
     pub(super) fn expire_filters(&mut self) {
-        let timeout = self.config.filter_timeout;
+        let timeout = self.view.config.filter_timeout;
         self.filters.retain(|_, f| f.polled.elapsed() < timeout);
     }
 
@@ -132,7 +85,7 @@ impl Chain {
     pub fn filter(&self, id: u64) -> Option<&FilterKind> {
         self.filters
             .get(&id)
-            .filter(|f| f.polled.elapsed() < self.config.filter_timeout)
+            .filter(|f| f.polled.elapsed() < self.view.config.filter_timeout)
             .map(|f| &f.kind)
     }
 
@@ -167,37 +120,5 @@ impl Chain {
         let end = self.event_count();
         self.filters.get_mut(&id).expect("present").cursor = end;
         Some(out)
-    }
-
-    /// Logs of the canonical chain matching `f` (`eth_getLogs`); open bounds are the head.
-    pub fn logs(&self, f: &LogFilter) -> Vec<ChainLog> {
-        let latest = self.block_number();
-        let (from, to) = match f.block_hash {
-            Some(h) => match self.block_by_hash(h) {
-                Some(b) => (b.number(), b.number()),
-                None => return vec![],
-            },
-            None => (
-                f.from_block.unwrap_or(latest),
-                f.to_block.unwrap_or(latest).min(latest),
-            ),
-        };
-        if let Some(candidates) = self.log_index.candidates(f, from, to) {
-            return candidates
-                .into_iter()
-                .filter_map(|pos| self.indexed_log(pos, f))
-                .collect();
-        }
-        // No address or topic to narrow by: every block in range, blooms skipping none.
-        let mut out = vec![];
-        for n in from..=to {
-            let Some(block) = self.blocks.get(n as usize) else {
-                break;
-            };
-            if f.may_match(&block.header.logs_bloom) {
-                out.extend(self.block_logs_where(block, false, |l| f.matches_log(l)));
-            }
-        }
-        out
     }
 }

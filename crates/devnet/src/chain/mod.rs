@@ -33,9 +33,10 @@
 //!   `eth_call` at such a block runs against the loaded state, and a reorg cannot fork below
 //!   the loaded head.
 //!
-//! Layout: this module holds the types, the chain's storage (blocks, per-block states,
-//! transactions, snapshots, the state file) and its accessors; `Chain`'s other methods are
-//! split by concern: `pool` (accepting transactions), `blocks` (building and sealing them),
+//! Layout: this module holds the types, snapshots and the state file; `view` the blocks,
+//! per-block states, transactions and log index with their read accessors ([`ChainView`], which
+//! the chain derefs to and publishes after every change); `Chain`'s other methods are split by
+//! concern: `pool` (accepting transactions), `blocks` (building and sealing them),
 //! `events` (the event record, the log index, filters, `eth_getLogs`), `reorg`, and `simulate`
 //! (`eth_call`, `eth_estimateGas`, traces).
 
@@ -44,8 +45,12 @@ mod events;
 mod pool;
 mod reorg;
 mod simulate;
+mod view;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use view::History;
+pub use view::{ChainView, PublishedView};
+
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
 use alloy_consensus::transaction::SignerRecoverable;
@@ -59,6 +64,7 @@ use crate::log_index::{LogIndex, LogPos};
 use crate::state::{Log, State};
 use crate::state_file::{StateFile, StateFileError};
 use crate::trace::CallFrame;
+use imbl::Vector;
 
 /// Chain parameters.
 #[derive(Clone, Debug)]
@@ -518,7 +524,7 @@ pub struct ReorgOutcome {
 struct Snapshot {
     state: State,
     block_env: BlockEnv,
-    blocks: Vec<Block>,
+    blocks: Vector<Block>,
     history: History,
     txs: HashMap<B256, Arc<MinedTx>>,
     pending: Vec<PendingTx>,
@@ -528,12 +534,11 @@ struct Snapshot {
 
 /// The dev chain.
 pub struct Chain {
-    config: ChainConfig,
+    /// Blocks, states, mined transactions, the log index and the settings (see [`ChainView`]).
+    view: ChainView,
+    /// The last copy of `view` published (see [`Chain::publish`]).
+    published: PublishedView,
     exec: Executor,
-    blocks: Vec<Block>,
-    /// State after each block (activations included).
-    history: History,
-    txs: MinedTxs,
     pending: Vec<PendingTx>,
     automine: bool,
     /// Seconds added to the wall clock (`evm_increaseTime`).
@@ -555,42 +560,6 @@ pub struct Chain {
     interval_mining: Option<std::time::Duration>,
     /// Called when `interval_mining` changes (wakes the miner task).
     on_interval: Option<Box<dyn Fn(Option<std::time::Duration>) + Send>>,
-    /// The canonical chain's logs by emitter and topic, kept in step by [`Chain::record`].
-    log_index: LogIndex,
-}
-
-/// The state after each block from `first` on (block 0, unless the chain was loaded from a
-/// state file, which keeps only the state of its head, or history is pruned).
-#[derive(Clone, Default)]
-struct History {
-    first: u64,
-    states: VecDeque<State>,
-}
-
-impl History {
-    fn get(&self, number: u64) -> Option<&State> {
-        let i = number.checked_sub(self.first)?;
-        self.states.get(usize::try_from(i).ok()?)
-    }
-
-    /// Adds the state after the next block, keeping at most `keep` states (`None`: all).
-    fn push(&mut self, state: State, keep: Option<u64>) {
-        self.states.push_back(state);
-        let keep = keep.map_or(usize::MAX, |k| {
-            usize::try_from(k.max(1)).unwrap_or(usize::MAX)
-        });
-        while self.states.len() > keep {
-            self.states.pop_front();
-            self.first += 1;
-        }
-    }
-
-    /// Forgets the states after block `number`.
-    fn truncate_after(&mut self, number: u64) {
-        let keep = (number + 1).saturating_sub(self.first);
-        self.states
-            .truncate(usize::try_from(keep).unwrap_or(usize::MAX));
-    }
 }
 
 /// Decodes a raw signed transaction (an EIP-2718 envelope or legacy RLP) with geth's errors:
@@ -662,12 +631,17 @@ impl Chain {
             b.basefee = U256::from(config.base_fee);
             b.gas_limit = config.block_gas_limit;
         }
-        let mut chain = Chain {
+        let view = ChainView {
             config,
-            exec,
-            blocks: vec![],
+            blocks: Vector::new(),
             history: History::default(),
             txs: MinedTxs::default(),
+            log_index: LogIndex::default(),
+        };
+        let mut chain = Chain {
+            published: PublishedView::new(view.clone()),
+            view,
+            exec,
             pending: vec![],
             automine: true,
             time_offset: 0,
@@ -677,7 +651,6 @@ impl Chain {
             events_base: 0,
             on_event: None,
             filters: HashMap::new(),
-            log_index: LogIndex::default(),
             impersonated: HashSet::new(),
             interval_mining: None,
             on_interval: None,
@@ -686,29 +659,16 @@ impl Chain {
         };
         let ts = chain.config.genesis_timestamp.unwrap_or_else(now);
         chain.seal_block(0, ts, vec![], Bytes::new());
+        chain.publish();
         chain
-    }
-
-    /// The parameters the chain was started with.
-    pub fn config(&self) -> &ChainConfig {
-        &self.config
-    }
-
-    /// The chain id (EIP-155).
-    pub fn chain_id(&self) -> u64 {
-        self.config.chain_id
-    }
-
-    /// The base fee per gas in wei of the next block (constant unless set, see the module docs).
-    pub fn base_fee(&self) -> u64 {
-        self.config.base_fee
     }
 
     /// Sets the base fee of the next block and the ones after it
     /// (`anvil_setNextBlockBaseFeePerGas`; the devnet's base fee does not adjust by itself).
     /// Pooled transactions that no longer pay it wait in the pool.
     pub fn set_next_block_base_fee(&mut self, base_fee: u64) {
-        self.config.base_fee = base_fee;
+        self.view.config.base_fee = base_fee;
+        self.publish();
     }
 
     /// The executor (read access to state, programs, environment).
@@ -716,71 +676,9 @@ impl Chain {
         &self.exec
     }
 
-    /// Mutable executor access (tests, cheats). Not snapshotted into history until the next block.
-    pub fn executor_mut(&mut self) -> &mut Executor {
-        &mut self.exec
-    }
-
     /// The world state at the head.
     pub fn state(&self) -> &State {
         self.exec.state()
-    }
-
-    /// The state after block `number` (the current state for the latest block).
-    pub fn state_at(&self, number: u64) -> Option<&State> {
-        if number == self.block_number() {
-            Some(self.exec.state())
-        } else {
-            self.history.get(number)
-        }
-    }
-
-    /// Height of the head block.
-    pub fn block_number(&self) -> u64 {
-        self.blocks.len() as u64 - 1
-    }
-
-    /// The block the `safe` tag names: `finality_depth` below the head (genesis at least).
-    pub fn safe_block_number(&self) -> u64 {
-        self.block_number()
-            .saturating_sub(self.config.finality_depth)
-    }
-
-    /// The block the `finalized` tag names: twice `finality_depth` below the head.
-    pub fn finalized_block_number(&self) -> u64 {
-        self.block_number()
-            .saturating_sub(self.config.finality_depth.saturating_mul(2))
-    }
-
-    /// The head block.
-    pub fn latest_block(&self) -> &Block {
-        self.blocks.last().expect("genesis exists")
-    }
-
-    /// The canonical block at `number`, if the chain is that high.
-    pub fn block_by_number(&self, number: u64) -> Option<&Block> {
-        self.blocks.get(usize::try_from(number).ok()?)
-    }
-
-    /// The canonical block with `hash`, if any.
-    pub fn block_by_hash(&self, hash: B256) -> Option<&Block> {
-        self.blocks.iter().rev().find(|b| b.hash == hash)
-    }
-
-    /// All canonical blocks, genesis first.
-    pub fn blocks(&self) -> &[Block] {
-        &self.blocks
-    }
-
-    /// A mined transaction by hash, with its receipt.
-    pub fn transaction(&self, hash: B256) -> Option<Arc<MinedTx>> {
-        self.txs.get(&hash)
-    }
-
-    /// A handle on the mined transactions that stays current and can be read without this
-    /// chain's lock (the JSON-RPC server answers receipts from it while a transaction runs).
-    pub fn mined_transactions(&self) -> MinedTxs {
-        self.txs.clone()
     }
 
     /// A transaction waiting in the pool (automine off): its envelope and sender.
@@ -842,17 +740,20 @@ impl Chain {
     /// Sets an account's nonce in the current state (`anvil_setNonce`).
     pub fn set_nonce(&mut self, address: Address, nonce: u64) {
         self.exec.state_mut().set_nonce(address, nonce);
+        self.publish_head_state();
     }
 
     /// Sets an account's code in the current state (`anvil_setCode`); a Stylus program still
     /// needs activating.
     pub fn set_code(&mut self, address: Address, code: Bytes) {
         self.exec.state_mut().set_code(address, code);
+        self.publish_head_state();
     }
 
     /// Sets one storage slot in the current state (`anvil_setStorageAt`).
     pub fn set_storage(&mut self, address: Address, slot: B256, value: B256) {
         self.exec.state_mut().set_storage(address, slot, value);
+        self.publish_head_state();
     }
 
     /// Sets a storage slot directly (`anvil_setStorageAt`), bypassing execution.
@@ -863,6 +764,7 @@ impl Chain {
     /// Turns automine on or off (`evm_setAutomine`).
     pub fn set_balance(&mut self, address: Address, balance: U256) {
         self.exec.state_mut().set_balance(address, balance);
+        self.publish_head_state();
     }
 
     /// The next block's timestamp: the one set by `evm_setNextBlockTimestamp`, else the wall
@@ -896,9 +798,9 @@ impl Chain {
         self.snapshots.push(Some(Snapshot {
             state: self.exec.state().clone(),
             block_env: self.exec.block().clone(),
-            blocks: self.blocks.clone(),
-            history: self.history.clone(),
-            txs: self.txs.copy(),
+            blocks: self.view.blocks.clone(),
+            history: self.view.history.clone(),
+            txs: self.view.txs.copy(),
             pending: self.pending.clone(),
             time_offset: self.time_offset,
             next_timestamp: self.next_timestamp,
@@ -915,31 +817,32 @@ impl Chain {
         self.snapshots.truncate(id as usize);
         *self.exec.state_mut() = snap.state;
         *self.exec.block_mut() = snap.block_env;
-        self.history = snap.history;
+        self.view.history = snap.history;
         self.replace_blocks(snap.blocks, snap.txs);
         self.pending = snap.pending;
         self.time_offset = snap.time_offset;
         self.next_timestamp = snap.next_timestamp;
+        self.publish();
         true
     }
 
     /// Makes `blocks` (with their transactions `txs`) the canonical chain, recording the blocks
     /// after the common prefix as removed (newest first), then the new ones as added.
-    fn replace_blocks(&mut self, blocks: Vec<Block>, txs: HashMap<B256, Arc<MinedTx>>) {
+    fn replace_blocks(&mut self, blocks: Vector<Block>, txs: HashMap<B256, Arc<MinedTx>>) {
         let common = self
             .blocks
             .iter()
             .zip(&blocks)
             .take_while(|(a, b)| a.hash == b.hash)
             .count();
-        for n in (common..self.blocks.len()).rev() {
-            let block = self.blocks[n].clone();
+        for n in (common..self.view.blocks.len()).rev() {
+            let block = self.view.blocks[n].clone();
             self.record(block, true);
         }
-        self.blocks = blocks;
-        self.txs.replace(txs);
-        for n in common..self.blocks.len() {
-            let block = self.blocks[n].clone();
+        self.view.blocks = blocks;
+        self.view.txs.replace(txs);
+        for n in common..self.view.blocks.len() {
+            let block = self.view.blocks[n].clone();
             self.record(block, false);
         }
     }
@@ -950,12 +853,12 @@ impl Chain {
     /// receipts; see [`crate::state_file`]), atomically: a temporary file next to it, then a
     /// rename. Pool transactions, snapshots, filters and per-block states are not saved.
     pub fn save_state(&self, path: &std::path::Path) -> Result<(), StateFileError> {
-        let mined = self.txs.read();
-        let blocks = self.blocks.iter().map(|b| {
+        let mined = self.view.txs.read();
+        let blocks = self.view.blocks.iter().map(|b| {
             let txs = b.transactions.iter().map(|h| mined[h].as_ref()).collect();
             (b, txs)
         });
-        StateFile::new(self.config.chain_id, self.exec.state(), blocks).write(path)
+        StateFile::new(self.view.config.chain_id, self.exec.state(), blocks).write(path)
     }
 
     /// Replaces this chain's blocks, transactions and world state with those saved in `path`
@@ -964,25 +867,23 @@ impl Chain {
     /// subscribers see the old blocks removed and the loaded ones added. History: see the
     /// module docs.
     pub fn load_state(&mut self, path: &std::path::Path) -> Result<(), StateFileError> {
-        let loaded = StateFile::read(path)?.into_chain(self.config.chain_id)?;
+        let loaded = StateFile::read(path)?.into_chain(self.view.config.chain_id)?;
         let head = loaded
             .blocks
             .last()
             .expect("a state file has blocks")
             .number();
         *self.exec.state_mut() = loaded.state.clone();
-        self.history = History {
-            first: head,
-            states: VecDeque::from([loaded.state]),
-        };
+        self.view.history = History::only(head, loaded.state);
         let txs = loaded
             .txs
             .into_iter()
             .map(|t| (t.hash, Arc::new(t)))
             .collect();
-        self.replace_blocks(loaded.blocks, txs);
+        self.replace_blocks(loaded.blocks.into(), txs);
         self.pending.clear();
         self.snapshots.clear();
+        self.publish();
         Ok(())
     }
 }

@@ -27,10 +27,10 @@ impl Chain {
         // Pre-EIP-155 legacy transactions carry no chain id; they are accepted (as geth does
         // with --rpc.allow-unprotected-txs), since some deploy tools still produce them.
         if let Some(have) = envelope.chain_id() {
-            if have != self.config.chain_id {
+            if have != self.view.config.chain_id {
                 return Err(TxError::WrongChainId {
                     have,
-                    want: self.config.chain_id,
+                    want: self.view.config.chain_id,
                 });
             }
         }
@@ -79,7 +79,7 @@ impl Chain {
     /// balance; replacing a pooled transaction of the same sender and nonce).
     pub(super) fn submit(&mut self, envelope: TxEnvelope, from: Address) -> Result<B256, TxError> {
         let hash = *envelope.tx_hash();
-        if self.txs.contains(&hash) || self.pending.iter().any(|p| p.hash == hash) {
+        if self.view.txs.contains(&hash) || self.pending.iter().any(|p| p.hash == hash) {
             return Err(TxError::AlreadyKnown);
         }
         let expected = self.pending_nonce(from);
@@ -102,7 +102,7 @@ impl Chain {
                 tx: nonce,
             });
         }
-        if envelope.gas_limit() > self.config.block_gas_limit {
+        if envelope.gas_limit() > self.view.config.block_gas_limit {
             return Err(TxError::GasLimitExceeded);
         }
         let want = intrinsic_gas(&envelope);
@@ -118,10 +118,10 @@ impl Chain {
                 return Err(TxError::TipAboveFeeCap);
             }
         }
-        if max_fee < u128::from(self.config.base_fee) {
+        if max_fee < u128::from(self.view.config.base_fee) {
             return Err(TxError::FeeCapTooLow {
                 max_fee,
-                base_fee: self.config.base_fee,
+                base_fee: self.view.config.base_fee,
             });
         }
         let cost = U256::from(envelope.gas_limit()) * U256::from(max_fee) + envelope.value();

@@ -14,10 +14,10 @@ impl Chain {
             return Err(ReorgError::Depth { depth, head });
         }
         let fork = head - depth;
-        let Some(fork_state) = self.history.get(fork).cloned() else {
+        let Some(fork_state) = self.view.history.get(fork).cloned() else {
             return Err(ReorgError::NoHistory {
                 fork,
-                first: self.history.first,
+                first: self.view.history.first,
             });
         };
         let mut plan = Vec::with_capacity(blocks.len());
@@ -25,7 +25,7 @@ impl Chain {
             let mut b = Vec::with_capacity(txs.len());
             for envelope in txs {
                 // Impersonated transactions have no recoverable sender: use the known one.
-                let from = match self.txs.get(envelope.tx_hash()) {
+                let from = match self.view.txs.get(envelope.tx_hash()) {
                     Some(mined) => mined.from,
                     None => envelope
                         .recover_signer()
@@ -40,16 +40,16 @@ impl Chain {
             plan.push(b);
         }
         for n in (fork + 1..=head).rev() {
-            let block = self.blocks[n as usize].clone();
+            let block = self.view.blocks[n as usize].clone();
             self.record(block, true);
         }
-        let old: Vec<Block> = self.blocks.drain(fork as usize + 1..).collect();
+        let old = self.view.blocks.split_off(fork as usize + 1);
         for b in &old {
             for h in &b.transactions {
-                self.txs.remove(h);
+                self.view.txs.remove(h);
             }
         }
-        self.history.truncate_after(fork);
+        self.view.history.truncate_after(fork);
         *self.exec.state_mut() = fork_state;
         self.reorgs += 1;
         let extra = Bytes::from(format!("bursar-reorg-{}", self.reorgs).into_bytes());
@@ -65,8 +65,9 @@ impl Chain {
             out.excluded.extend(skipped);
             out.excluded.extend(leftover.into_iter().map(|t| t.hash));
         }
-        let txs = &self.txs;
+        let txs = &self.view.txs;
         self.pending.retain(|p| !txs.contains(&p.hash));
+        self.publish();
         Ok(out)
     }
 
@@ -76,7 +77,7 @@ impl Chain {
             .map(|b| {
                 b.transactions
                     .iter()
-                    .filter_map(|h| self.txs.get(h).map(|t| t.envelope.clone()))
+                    .filter_map(|h| self.view.txs.get(h).map(|t| t.envelope.clone()))
                     .collect()
             })
             .unwrap_or_default()

@@ -8,18 +8,22 @@ impl Chain {
     /// then it runs with the tracer. The outermost frame carries the transaction's gas limit and
     /// `gasUsed`, as geth's does.
     pub fn trace_transaction(&mut self, hash: B256) -> Result<CallFrame, TraceError> {
-        let target = self.txs.get(&hash).ok_or(TraceError::NotFound(hash))?;
+        let target = self.view.txs.get(&hash).ok_or(TraceError::NotFound(hash))?;
         let n = target.block_number;
         let base = n
             .checked_sub(1)
-            .and_then(|p| self.history.get(p))
+            .and_then(|p| self.view.history.get(p))
             .cloned()
             .ok_or(TraceError::NoState(n))?;
-        let block = self.blocks[n as usize].clone();
+        let block = self.view.blocks[n as usize].clone();
         let earlier: Vec<PendingTx> = block.transactions[..target.index as usize]
             .iter()
             .map(|h| {
-                let t = self.txs.get(h).expect("the block's transactions are mined");
+                let t = self
+                    .view
+                    .txs
+                    .get(h)
+                    .expect("the block's transactions are mined");
                 PendingTx {
                     envelope: t.envelope.clone(),
                     hash: t.hash,
@@ -32,7 +36,7 @@ impl Chain {
         let base_fee = block
             .header
             .base_fee_per_gas
-            .unwrap_or(self.config.base_fee);
+            .unwrap_or(self.view.config.base_fee);
         let set_env = |b: &mut BlockEnv| {
             b.number = n;
             b.timestamp = block.header.timestamp;
@@ -92,7 +96,7 @@ impl Chain {
         self.exec.start_trace();
         let out = self.simulate(req, at, |_| {});
         let mut root = self.exec.take_trace().into_iter().next()?;
-        root.gas = U64::from(req.gas.unwrap_or(self.config.block_gas_limit));
+        root.gas = U64::from(req.gas.unwrap_or(self.view.config.block_gas_limit));
         root.gas_used = U64::from(out.gas_used);
         Some(root)
     }
@@ -108,7 +112,7 @@ impl Chain {
         state_override: impl FnOnce(&mut State),
     ) -> SimOutcome {
         let mut base = match at {
-            Some(n) if n != self.block_number() => match self.history.get(n) {
+            Some(n) if n != self.block_number() => match self.view.history.get(n) {
                 Some(s) => s.clone(),
                 None => self.exec.state().clone(),
             },
@@ -146,7 +150,7 @@ impl Chain {
     pub(super) fn run_simulated(&mut self, req: &CallRequest) -> SimOutcome {
         self.exec.tx_env_mut().gas_price = U256::ZERO;
         let from = req.from.unwrap_or_default();
-        let gas_limit = req.gas.unwrap_or(self.config.block_gas_limit);
+        let gas_limit = req.gas.unwrap_or(self.view.config.block_gas_limit);
         let intrinsic =
             21_000 + calldata_gas(&req.data) + if req.to.is_none() { 32_000 } else { 0 };
         if gas_limit < intrinsic {
@@ -190,7 +194,7 @@ impl Chain {
         req: &CallRequest,
         state_override: impl Fn(&mut State),
     ) -> Result<u64, SimOutcome> {
-        let cap = req.gas.unwrap_or(self.config.block_gas_limit);
+        let cap = req.gas.unwrap_or(self.view.config.block_gas_limit);
         let mut r = req.clone();
         r.gas = Some(cap);
         let first = self.simulate(&r, None, &state_override);

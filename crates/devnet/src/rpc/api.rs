@@ -3,11 +3,12 @@
 
 use alloy_consensus::transaction::SignerRecoverable;
 use alloy_consensus::{Transaction, TxEnvelope};
-use alloy_primitives::{Address, Bytes, B256, U256, U512};
+use alloy_primitives::{Bytes, B256, U256, U512};
 use serde_json::{json, Value};
 
 use crate::chain::{
-    Chain, FilterChanges, FilterKind, LogFilter, Recovered, ReorgError, ReorgOutcome, TxError,
+    Block, Chain, ChainView, FilterChanges, FilterKind, LogFilter, Recovered, ReorgError,
+    ReorgOutcome, TxError,
 };
 
 use super::error::RpcError;
@@ -31,41 +32,72 @@ pub(super) fn execute(
     request: EthRequest,
     recovered: Option<Recovered>,
 ) -> Result<Answer> {
+    match read(chain, &request) {
+        Some(answer) => answer,
+        None => write(chain, request, recovered),
+    }
+}
+
+/// Answers a read of finished blocks from `view` — the chain itself under its lock, or the view
+/// it last published, without the lock; `None` for any other request (one that executes, waits
+/// or changes something, or needs the pool).
+pub(super) fn read(view: &ChainView, request: &EthRequest) -> Option<Result<Answer>> {
     use EthRequest::*;
-    let null = || Ok(Value::Null.into());
     let done = |v: Value| Ok(v.into());
-    match request {
+    Some(match request {
         Web3ClientVersion => done(json!(CLIENT_VERSION)),
-        EthChainId => done(q(chain.chain_id())),
-        NetVersion => done(json!(chain.chain_id().to_string())),
+        EthChainId => done(q(view.chain_id())),
+        NetVersion => done(json!(view.chain_id().to_string())),
         NetListening => done(json!(true)),
         EthSyncing => done(json!(false)),
         EthAccounts => done(json!(crate::accounts::dev_accounts()
             .iter()
             .map(|a| a.address)
             .collect::<Vec<_>>())),
-        EthBlockNumber => done(q(chain.block_number())),
-        EthGasPrice => done(q(chain.base_fee())),
+        EthBlockNumber => done(q(view.block_number())),
+        EthGasPrice => done(q(view.base_fee())),
         // Arbitrum ignores tips; the devnet accepts them (they go to the coinbase) but does
         // not ask for any.
         EthMaxPriorityFeePerGas => done(q(0u64)),
         EthFeeHistory(count, newest, percentiles) => {
-            Ok(typed(&fee_history(chain, count, newest, percentiles)?))
+            fee_history(view, *count, *newest, percentiles.as_deref()).map(|h| typed(&h))
         }
+        EthGetBalance(a, at) => BlockSpec::state(*at, view).map(|s| qu(s.balance(*a)).into()),
+        // `pending` counts the pool: the chain answers it.
+        EthGetTransactionCount(_, Some(BlockSpec::Pending)) => return None,
+        EthGetTransactionCount(a, at) => BlockSpec::state(*at, view).map(|s| q(s.nonce(*a)).into()),
+        EthGetCode(a, at) => BlockSpec::state(*at, view).map(|s| json!(s.code(*a)).into()),
+        EthGetStorageAt(a, slot, at) => {
+            BlockSpec::state(*at, view).map(|s| json!(s.storage(*a, B256::from(*slot))).into())
+        }
+        // Not mined: perhaps in the pool, which the chain answers.
+        EthGetTransactionByHash(h) => Ok(typed(&TxView::mined(view.transaction(*h)?.as_ref()))),
+        EthGetTransactionReceipt(h) => Ok(receipt_answer(view.transaction(*h).as_deref())),
+        EthGetBlockByNumber(at, full) => Ok(block(view, BlockSpec::block(Some(*at), view), *full)),
+        EthGetBlockByHash(h, full) => Ok(block(view, view.block_by_hash(*h), *full)),
+        EthGetBlockReceipts(at) => Ok(block_receipts(view, *at)),
+        EthGetLogs(filter) => get_logs(view, filter),
+        _ => return None,
+    })
+}
 
-        EthGetBalance(a, at) => done(qu(BlockSpec::state(at, chain)?.balance(a))),
-        EthGetTransactionCount(a, at) => done(q(transaction_count(chain, a, at)?)),
-        EthGetCode(a, at) => done(json!(BlockSpec::state(at, chain)?.code(a))),
-        EthGetStorageAt(a, slot, at) => done(json!(
-            BlockSpec::state(at, chain)?.storage(a, B256::from(slot))
+/// Everything [`read`] does not answer.
+fn write(chain: &mut Chain, request: EthRequest, recovered: Option<Recovered>) -> Result<Answer> {
+    use EthRequest::*;
+    let null = || Ok(Value::Null.into());
+    let done = |v: Value| Ok(v.into());
+    match request {
+        EthGetTransactionCount(a, _) => done(q(chain.pending_nonce(a))),
+        EthGetTransactionByHash(h) => Ok(typed(
+            &chain
+                .pending_transaction(h)
+                .map(|(env, from)| TxView::pending(env, from)),
         )),
         EthCall(call, at, over, _block_overrides) => done(eth_call(chain, &call, at, over)?),
         EthEstimateGas(call, at, over) => done(estimate_gas(chain, &call, at, over)?),
 
         EthSendRawTransaction(raw) => done(send_raw_transaction(chain, &raw, recovered)?),
         EthSendTransaction(call) => done(send_transaction(chain, &call)?),
-        EthGetTransactionByHash(h) => Ok(typed(&transaction_by_hash(chain, h))),
-        EthGetTransactionReceipt(h) => Ok(receipt_answer(chain.transaction(h).as_deref())),
         DebugTraceTransaction(h, options) => done(trace_json(
             chain
                 .trace_transaction(h)
@@ -74,11 +106,6 @@ pub(super) fn execute(
         )),
         DebugTraceCall(call, at, options) => done(trace_call(chain, &call, at, options)?),
 
-        EthGetBlockByNumber(at, full) => Ok(block(chain, BlockSpec::block(Some(at), chain), full)),
-        EthGetBlockByHash(h, full) => Ok(block(chain, chain.block_by_hash(h), full)),
-        EthGetBlockReceipts(at) => Ok(block_receipts(chain, at)),
-
-        EthGetLogs(filter) => get_logs(chain, &filter),
         EthNewFilter(filter) => done(q(chain.new_filter(FilterKind::Logs(filter.resolve(chain)?)))),
         EthNewBlockFilter => done(q(chain.new_filter(FilterKind::Blocks))),
         EthGetFilterChanges(id) => filter_changes(chain, id),
@@ -147,6 +174,24 @@ pub(super) fn execute(
             chain.drop_all_transactions();
             null()
         }
+        Web3ClientVersion
+        | EthChainId
+        | NetVersion
+        | NetListening
+        | EthSyncing
+        | EthAccounts
+        | EthBlockNumber
+        | EthGasPrice
+        | EthMaxPriorityFeePerGas
+        | EthFeeHistory(..)
+        | EthGetBalance(..)
+        | EthGetCode(..)
+        | EthGetStorageAt(..)
+        | EthGetTransactionReceipt(_)
+        | EthGetBlockByNumber(..)
+        | EthGetBlockByHash(..)
+        | EthGetBlockReceipts(_)
+        | EthGetLogs(_) => unreachable!("answered by read()"),
         AnvilReorg(depth, txs) => {
             anvil_reorg(chain, depth, txs.unwrap_or_default())?;
             null()
@@ -157,13 +202,6 @@ pub(super) fn execute(
         }
         TxpoolContent => done(txpool_content(chain)),
     }
-}
-
-fn transaction_count(chain: &Chain, a: Address, at: Option<BlockSpec>) -> Result<u64> {
-    if at == Some(BlockSpec::Pending) {
-        return Ok(chain.pending_nonce(a));
-    }
-    Ok(BlockSpec::state(at, chain)?.nonce(a))
 }
 
 fn eth_call(
@@ -232,41 +270,34 @@ fn send_raw_transaction(
     Ok(json!(chain.send_recovered(tx)?))
 }
 
-fn transaction_by_hash(chain: &Chain, h: B256) -> Option<TxView> {
-    match (chain.transaction(h), chain.pending_transaction(h)) {
-        (Some(tx), _) => Some(TxView::mined(&tx)),
-        (None, pending) => pending.map(|(env, from)| TxView::pending(env, from)),
-    }
-}
-
 /// A block (`full`: with its transactions' objects, else their hashes), or `null`.
-fn block(chain: &Chain, b: Option<&crate::chain::Block>, full: Option<bool>) -> Answer {
-    typed(&b.map(|b| block_view(chain, b, full.unwrap_or(false))))
+fn block(view: &ChainView, b: Option<&Block>, full: Option<bool>) -> Answer {
+    typed(&b.map(|b| block_view(view, b, full.unwrap_or(false))))
 }
 
 /// A block's receipts, `null` for an unknown block.
-fn block_receipts(chain: &Chain, at: BlockSpec) -> Answer {
-    let Some(b) = BlockSpec::block(Some(at), chain) else {
+fn block_receipts(view: &ChainView, at: BlockSpec) -> Answer {
+    let Some(b) = BlockSpec::block(Some(at), view) else {
         return Value::Null.into();
     };
     let txs: Vec<_> = b
         .transactions
         .iter()
-        .filter_map(|h| chain.transaction(*h))
+        .filter_map(|h| view.transaction(*h))
         .collect();
     receipts_answer(txs.iter().map(|tx| tx.as_ref()))
 }
 
-fn get_logs(chain: &Chain, filter: &FilterSpec) -> Result<Answer> {
-    let f = filter.resolve(chain)?;
+fn get_logs(view: &ChainView, filter: &FilterSpec) -> Result<Answer> {
+    let f = filter.resolve(view)?;
     // As geth (and the execution-apis tests): a range ending past the head is refused, so a
     // client behind a lagging node retries instead of taking `[]` for "no logs".
-    if f.to_block.is_some_and(|to| to > chain.block_number()) {
+    if f.to_block.is_some_and(|to| to > view.block_number()) {
         return Err(RpcError::invalid_params(
             "block range extends beyond current head block",
         ));
     }
-    logs_answer(chain, &f)
+    logs_answer(view, &f)
 }
 
 fn filter_changes(chain: &mut Chain, Id(id): Id) -> Result<Answer> {
@@ -426,13 +457,13 @@ fn send_transaction(chain: &mut Chain, call: &CallObject) -> Result<Value> {
 }
 
 fn fee_history(
-    chain: &Chain,
+    view: &ChainView,
     Quantity(count): Quantity,
     newest: BlockSpec,
-    percentiles: Option<Vec<f64>>,
+    percentiles: Option<&[f64]>,
 ) -> Result<alloy_rpc_types_eth::FeeHistory> {
     let count = count.clamp(1, 1024);
-    let newest = BlockSpec::resolve(Some(newest), chain)?;
+    let newest = BlockSpec::resolve(Some(newest), view)?;
     let percentiles = percentiles.unwrap_or_default();
     // geth: each within [0, 100], in non-decreasing order.
     for (i, w) in percentiles.iter().enumerate() {
@@ -445,7 +476,7 @@ fn fee_history(
     }
     let oldest = newest.saturating_sub(count - 1);
     let blocks: Vec<_> = (oldest..=newest)
-        .map(|n| &chain.block_by_number(n).expect("within range").header)
+        .map(|n| &view.block_by_number(n).expect("within range").header)
         .collect();
     Ok(alloy_rpc_types_eth::FeeHistory {
         oldest_block: oldest,
@@ -453,7 +484,7 @@ fn fee_history(
         base_fee_per_gas: blocks
             .iter()
             .map(|h| u128::from(h.base_fee_per_gas.unwrap_or_default()))
-            .chain([u128::from(chain.base_fee())])
+            .chain([u128::from(view.base_fee())])
             .collect(),
         gas_used_ratio: blocks
             .iter()
@@ -467,19 +498,19 @@ fn fee_history(
 }
 
 /// `eth_getLogs` (and `eth_getFilterLogs`) over the canonical chain.
-fn logs_answer(chain: &Chain, f: &LogFilter) -> Result<Answer, RpcError> {
+fn logs_answer(view: &ChainView, f: &LogFilter) -> Result<Answer, RpcError> {
     if let Some(h) = f.block_hash {
-        if chain.block_by_hash(h).is_none() {
+        if view.block_by_hash(h).is_none() {
             return Err(RpcError::server("unknown block"));
         }
     }
-    let latest = chain.block_number();
+    let latest = view.block_number();
     if let (Some(from), Some(to)) = (f.from_block, f.to_block) {
         if from > to && from <= latest {
             return Err(RpcError::invalid_params("invalid block range params"));
         }
     }
-    Ok(logs_raw(chain, &chain.logs(f)))
+    Ok(logs_raw(view, &view.logs(f)))
 }
 
 fn filter_not_found() -> RpcError {

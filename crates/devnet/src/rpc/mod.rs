@@ -16,10 +16,11 @@
 //! the chain's event record ([`crate::chain::ChainEvent`]), so after a reorg `logs`
 //! subscribers first get the removed logs (`removed: true`), then the new ones.
 //!
-//! Layout: `server` (HTTP, envelopes, batches, the answers' JSON text), `ws` (subscriptions),
-//! `request` (parameters with geth's messages), `api` (`dispatch`: each method against the
-//! chain), `response` (blocks, transactions, receipts and logs as JSON), `error`
-//! ([`RpcError`]).
+//! Layout: `server` (HTTP, envelopes, batches, which requests run where), `ws`
+//! (subscriptions), `request` ([`EthRequest`](request::EthRequest): every method and its
+//! parameters), `params` (argument types with geth's messages), `api` (`execute`: each method
+//! against the chain or its published view), `response` (blocks, transactions, receipts and
+//! logs as JSON), `error` ([`RpcError`]).
 
 mod api;
 mod error;

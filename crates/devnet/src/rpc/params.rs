@@ -11,7 +11,7 @@ use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
-use crate::chain::{Block, CallRequest, Chain, LogFilter};
+use crate::chain::{Block, CallRequest, ChainView, LogFilter};
 use crate::state::State;
 
 use super::error::RpcError;
@@ -219,7 +219,7 @@ fn block_spec(v: &Value) -> Result<BlockSpec, String> {
 impl BlockSpec {
     /// The block's number (absent: the head). Blocks past the head and unknown hashes are
     /// server errors, as geth words them.
-    pub(super) fn resolve(spec: Option<Self>, chain: &Chain) -> Result<u64, RpcError> {
+    pub(super) fn resolve(spec: Option<Self>, chain: &ChainView) -> Result<u64, RpcError> {
         let latest = chain.block_number();
         let n = match spec.unwrap_or(BlockSpec::Latest) {
             BlockSpec::Latest | BlockSpec::Pending => latest,
@@ -242,12 +242,12 @@ impl BlockSpec {
     }
 
     /// The block itself; `None` for an unknown one.
-    pub(super) fn block(spec: Option<Self>, chain: &Chain) -> Option<&Block> {
+    pub(super) fn block(spec: Option<Self>, chain: &ChainView) -> Option<&Block> {
         chain.block_by_number(Self::resolve(spec, chain).ok()?)
     }
 
     /// The state after the block.
-    pub(super) fn state(spec: Option<Self>, chain: &Chain) -> Result<&State, RpcError> {
+    pub(super) fn state(spec: Option<Self>, chain: &ChainView) -> Result<&State, RpcError> {
         let n = Self::resolve(spec, chain)?;
         chain
             .state_at(n)
@@ -311,7 +311,7 @@ impl<'de> Deserialize<'de> for CallObject {
 impl CallObject {
     /// The message to simulate; gas above the block gas limit is capped to it, as geth caps
     /// at its `--rpc.gascap`.
-    pub(super) fn request(&self, chain: &Chain) -> CallRequest {
+    pub(super) fn request(&self, chain: &ChainView) -> CallRequest {
         CallRequest {
             from: self.from,
             to: self.to,
@@ -382,7 +382,7 @@ fn filter_spec(v: &Value) -> Result<FilterSpec, String> {
 impl FilterSpec {
     /// The filter the chain runs: `latest`/`pending` bounds stay open (the head when the
     /// filter is polled); other tags, hashes and numbers are fixed now.
-    pub(super) fn resolve(&self, chain: &Chain) -> Result<LogFilter, RpcError> {
+    pub(super) fn resolve(&self, chain: &ChainView) -> Result<LogFilter, RpcError> {
         let bound = |b: Option<BlockSpec>| match b {
             None | Some(BlockSpec::Latest | BlockSpec::Pending) => Ok(None),
             Some(BlockSpec::Number(n)) => Ok(Some(n)),

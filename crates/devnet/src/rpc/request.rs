@@ -217,19 +217,16 @@ impl EthRequest {
         })
     }
 
-    /// Methods that only look things up (no WASM, no waiting), answered on the async worker
-    /// when the chain is free rather than through the blocking pool.
-    pub(super) fn is_quick_read(&self) -> bool {
+    /// Reads that may take a while (many logs or receipts, long fee histories, blocks with
+    /// every transaction): answered off the async workers.
+    pub(super) fn is_heavy_read(&self) -> bool {
         matches!(
             self,
-            Self::EthGetTransactionReceipt(_)
-                | Self::EthGetTransactionByHash(_)
-                | Self::EthBlockNumber
-                | Self::EthChainId
-                | Self::EthGetTransactionCount(..)
-                | Self::EthGetBalance(..)
-                | Self::EthGasPrice
-                | Self::NetVersion
+            Self::EthGetLogs(_)
+                | Self::EthGetBlockReceipts(_)
+                | Self::EthFeeHistory(..)
+                | Self::EthGetBlockByNumber(_, Some(true))
+                | Self::EthGetBlockByHash(_, Some(true))
         )
     }
 }

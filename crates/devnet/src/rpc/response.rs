@@ -9,7 +9,7 @@ use alloy_rpc_types_eth::{
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::chain::{Block, Chain, ChainLog, MinedTx, ReceiptLog};
+use crate::chain::{Block, ChainLog, ChainView, MinedTx, ReceiptLog};
 
 use super::server::{raw, Answer};
 
@@ -78,7 +78,7 @@ pub(super) fn header_view(b: &Block) -> RpcHeader {
 }
 
 /// A block with its transactions' hashes, or (`full`) their objects.
-pub(super) fn block_view(chain: &Chain, b: &Block, full: bool) -> RpcBlock<TxView> {
+pub(super) fn block_view(chain: &ChainView, b: &Block, full: bool) -> RpcBlock<TxView> {
     let transactions = if full {
         BlockTransactions::Full(
             b.transactions
@@ -98,7 +98,7 @@ pub(super) fn block_view(chain: &Chain, b: &Block, full: bool) -> RpcBlock<TxVie
 }
 
 /// The timestamp of block `hash` (number `number`), if the chain still knows it.
-fn block_timestamp(chain: &Chain, hash: B256, number: u64) -> Option<u64> {
+fn block_timestamp(chain: &ChainView, hash: B256, number: u64) -> Option<u64> {
     chain
         .block_by_number(number)
         .filter(|b| b.hash == hash)
@@ -168,7 +168,7 @@ pub(super) fn receipt_answer(tx: Option<&MinedTx>) -> Answer {
     Answer::Raw(raw(&tx.map(ReceiptView::new)))
 }
 
-pub(super) fn logs_raw(chain: &Chain, logs: &[ChainLog]) -> Answer {
+pub(super) fn logs_raw(chain: &ChainView, logs: &[ChainLog]) -> Answer {
     let views: Vec<LogView<'_>> = logs.iter().map(|l| LogView::new(chain, l)).collect();
     Answer::Raw(raw(&views))
 }
@@ -208,7 +208,7 @@ impl<'a> LogView<'a> {
         }
     }
 
-    pub(super) fn new(chain: &Chain, l: &'a ChainLog) -> Self {
+    pub(super) fn new(chain: &ChainView, l: &'a ChainLog) -> Self {
         LogView {
             address: l.log.address,
             topics: &l.log.topics,

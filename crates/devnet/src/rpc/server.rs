@@ -9,12 +9,11 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::chain::{Chain, MinedTxs, Recovered};
+use crate::chain::{Chain, ChainView, PublishedView, Recovered};
 
-use super::api::execute;
+use super::api::{execute, read};
 use super::error::{error_response, ErrorCode, RpcError};
 use super::request::EthRequest;
-use super::response::receipt_answer;
 use super::ws::ws_handler;
 use super::{Shared, MAX_BODY_BYTES};
 
@@ -23,21 +22,21 @@ use super::{Shared, MAX_BODY_BYTES};
 pub(super) struct App {
     pub(super) chain: Shared,
     pub(super) events: tokio::sync::watch::Receiver<usize>,
-    /// The chain's mined transactions, readable while the chain is busy.
-    txs: MinedTxs,
+    /// The view the chain published last: reads of finished blocks are answered from it.
+    view: PublishedView,
 }
 
 /// The axum router answering JSON-RPC at `/` (HTTP POST, or WebSocket on GET + upgrade).
 /// Installs the chain's event hook (see [`Chain::set_event_hook`]).
 pub fn router(chain: Arc<Mutex<Chain>>) -> Router {
-    let (tx, rx, txs) = {
+    let (tx, rx, view) = {
         let mut c = chain.lock().unwrap_or_else(|e| e.into_inner());
         let (tx, rx) = tokio::sync::watch::channel(c.event_count());
         let hook_tx = tx.clone();
         c.set_event_hook(move |n| {
             hook_tx.send_replace(n);
         });
-        (tx, rx, c.mined_transactions())
+        (tx, rx, c.published_view())
     };
     drop(tx);
     Router::new()
@@ -47,7 +46,7 @@ pub fn router(chain: Arc<Mutex<Chain>>) -> Router {
         .with_state(App {
             chain,
             events: rx,
-            txs,
+            view,
         })
 }
 
@@ -71,10 +70,7 @@ pub(super) async fn http_handler(
                 }
                 Ok(single) => match parse_call(&single) {
                     Err(reply) => reply.to_string(),
-                    Ok(call) => match quick_read(&app, &call) {
-                        Some(reply) => reply,
-                        None => blocking(move || reply_text(answer_call(&chain, call))).await,
-                    },
+                    Ok(call) => answer_single(&app, call).await,
                 },
             };
             (StatusCode::OK, reply)
@@ -111,26 +107,29 @@ async fn blocking(work: impl FnOnce() -> String + Send + 'static) -> String {
     })
 }
 
-/// The answer to a [quick read](EthRequest::is_quick_read) if the chain's lock is free now
-/// (or, for a receipt, even when it is not); `None` sends the call to the blocking pool.
-fn quick_read(app: &App, call: &Call) -> Option<String> {
-    let request = call.request.as_ref().ok()?;
-    if !request.is_quick_read() {
-        return None;
-    }
-    let mut guard = match app.chain.try_lock() {
-        Ok(guard) => guard,
-        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-        // A transaction is running: receipts need only the shared map of mined ones.
-        Err(std::sync::TryLockError::WouldBlock) => {
-            let EthRequest::EthGetTransactionReceipt(hash) = request else {
-                return None;
-            };
-            let answer = receipt_answer(app.txs.get(hash).as_deref());
-            return Some(reply_text(call.answer(Ok(answer))));
+/// Answers one request. Reads of finished blocks come from the view the chain published last,
+/// without its lock, so they never wait for a transaction that is running: light ones on this
+/// async worker, heavy ones (logs, receipts, fee history, full blocks) on the blocking pool.
+/// Anything else runs against the locked chain on the blocking pool.
+async fn answer_single(app: &App, call: Call) -> String {
+    let view = app.view.latest();
+    let heavy = call.request.as_ref().is_ok_and(EthRequest::is_heavy_read);
+    if !heavy {
+        if let Some(reply) = answer_from_view(&view, &call) {
+            return reply;
         }
-    };
-    Some(reply_text(answer_locked(&mut guard, call.clone(), None)))
+    }
+    let chain = Arc::clone(&app.chain);
+    blocking(move || {
+        answer_from_view(&view, &call).unwrap_or_else(|| reply_text(answer_call(&chain, call)))
+    })
+    .await
+}
+
+/// `call`'s response from `view`, if it is a read of finished blocks.
+fn answer_from_view(view: &ChainView, call: &Call) -> Option<String> {
+    let answer = read(view, call.request.as_ref().ok()?)?;
+    Some(reply_text(call.answer(answer)))
 }
 
 fn reply_text(reply: Option<Reply>) -> String {

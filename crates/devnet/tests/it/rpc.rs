@@ -793,10 +793,11 @@ async fn send_transaction_as_dev_and_impersonated_accounts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 // Holding the chain's lock across requests is the point: it stands for a running transaction.
 #[allow(clippy::await_holding_lock)]
-async fn receipts_are_answered_while_the_chain_is_busy() {
+async fn reads_of_finished_blocks_are_answered_while_the_chain_is_busy() {
     let (handle, p) = start().await;
     let mut sender = Sender::dev(0);
-    let mut tx = sender.tx(Some(Address::repeat_byte(0x42)), vec![], 21_000);
+    let to = Address::repeat_byte(0x42);
+    let mut tx = sender.tx(Some(to), vec![], 21_000);
     tx.value = U256::from(7);
     let pending = p
         .send_raw_transaction(sign_1559(tx, &sender.key))
@@ -805,23 +806,48 @@ async fn receipts_are_answered_while_the_chain_is_busy() {
     sender.nonce += 1;
     let hash = pending.tx_hash();
     let mined = p.get_transaction_receipt(hash).await.unwrap().unwrap();
+    let head = mined.block_number.unwrap();
+    let block = p.get_block(head).await.unwrap().unwrap();
 
     let busy = handle.chain.lock().unwrap();
-    // Bounded, so that a receipt waiting for the lock fails the test instead of hanging it.
-    let receipt = tokio::time::timeout(
-        std::time::Duration::from_secs(10),
-        p.get_transaction_receipt(hash),
-    )
-    .await
-    .expect("answered while the chain is locked")
-    .unwrap()
-    .unwrap();
-    assert_eq!(receipt, mined);
-    let unknown = p
-        .get_transaction_receipt(et::H256::repeat_byte(9))
-        .await
-        .unwrap();
-    assert!(unknown.is_none());
+    // Bounded, so that a read waiting for the lock fails the test instead of hanging it.
+    let within = std::time::Duration::from_secs(10);
+    macro_rules! unlocked {
+        ($read:expr) => {
+            tokio::time::timeout(within, $read)
+                .await
+                .expect(concat!(
+                    stringify!($read),
+                    " answered while the chain is locked"
+                ))
+                .unwrap()
+        };
+    }
+    assert_eq!(unlocked!(p.get_transaction_receipt(hash)), Some(mined));
+    assert!(unlocked!(p.get_transaction_receipt(et::H256::repeat_byte(9))).is_none());
+    assert_eq!(unlocked!(p.get_transaction(hash)).unwrap().hash, hash);
+    assert_eq!(unlocked!(p.get_block_number()), head);
+    assert_eq!(unlocked!(p.get_block(head)), Some(block.clone()));
+    assert_eq!(unlocked!(p.get_block(block.hash.unwrap())), Some(block));
+    assert_eq!(unlocked!(p.get_balance(h160(to), None)), 7.into());
+    assert_eq!(
+        unlocked!(p.get_transaction_count(h160(sender.address), None)),
+        1.into()
+    );
+    let all = et::Filter::new().from_block(0).to_block(head);
+    assert!(unlocked!(p.get_logs(&all)).is_empty());
+    assert_eq!(
+        unlocked!(p.fee_history(1u64, et::BlockNumber::Latest, &[])).oldest_block,
+        et::U256::from(head.as_u64())
+    );
+    // What needs the chain itself (here: the pool's nonce) waits for it.
+    let pool_nonce =
+        p.get_transaction_count(h160(sender.address), Some(et::BlockNumber::Pending.into()));
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_millis(200), pool_nonce)
+            .await
+            .is_err()
+    );
     drop(busy);
 }
 
