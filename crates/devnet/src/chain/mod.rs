@@ -283,8 +283,8 @@ pub struct MinedTx {
     pub receipt: Receipt,
 }
 
-/// The canonical chain's mined transactions by hash, shared with the JSON-RPC server so that
-/// receipts are answered while a transaction runs ([`Chain::mined_transactions`]). Each sits
+/// The canonical chain's mined transactions by hash, shared by the chain and the views it
+/// publishes (see [`ChainView`]). Each sits
 /// behind an `Arc`: a map slot is 40 bytes (a receipt inline made empty slots cost 900), and
 /// snapshots copy pointers, not receipts.
 #[derive(Clone, Default)]

@@ -127,12 +127,6 @@ impl ChainView {
         self.txs.get(&hash)
     }
 
-    /// A handle on the mined transactions that stays current and can be read without this
-    /// chain's lock (the JSON-RPC server answers receipts from it while a transaction runs).
-    pub fn mined_transactions(&self) -> MinedTxs {
-        self.txs.clone()
-    }
-
     /// The logs of a block (its transactions must be indexed).
     pub(super) fn block_logs(&self, block: &Block, removed: bool) -> Vec<ChainLog> {
         self.block_logs_where(block, removed, |_| true)

@@ -17,8 +17,7 @@
 //! subscribers first get the removed logs (`removed: true`), then the new ones.
 //!
 //! Layout: `server` (HTTP, envelopes, batches, which requests run where), `ws`
-//! (subscriptions), `request` ([`EthRequest`](request::EthRequest): every method and its
-//! parameters), `params` (argument types with geth's messages), `api` (`execute`: each method
+//! (subscriptions), `request` (`EthRequest`: every method and its parameters), `params` (argument types with geth's messages), `api` (`execute`: each method
 //! against the chain or its published view), `response` (blocks, transactions, receipts and
 //! logs as JSON), `error` ([`RpcError`]).
 
