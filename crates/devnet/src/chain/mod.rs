@@ -33,18 +33,21 @@
 //!   `eth_call` at such a block runs against the loaded state, and a reorg cannot fork below
 //!   the loaded head.
 //!
-//! Layout: this module holds the types, snapshots and the state file; `view` the blocks,
-//! per-block states, transactions and log index with their read accessors ([`ChainView`], which
-//! the chain derefs to and publishes after every change); `Chain`'s other methods are split by
-//! concern: `pool` (accepting transactions), `blocks` (building and sealing them),
-//! `events` (the event record, the log index, filters, `eth_getLogs`), `reorg`, and `simulate`
-//! (`eth_call`, `eth_estimateGas`, traces).
+//! Layout: this module holds the types and the state file; `view` the blocks, per-block
+//! states, transactions and log index with their read accessors ([`ChainView`], which the
+//! chain derefs to and publishes after every change); `Chain`'s other methods are split by
+//! concern: `pool` (accepting and validating transactions, the pool), `blocks` (building and
+//! sealing them), `events` (the event record, the log index, filters), `reorg`, `simulate`
+//! (`eth_call`, `eth_estimateGas`, traces), `time` (the clock) and `dev` (automine, interval
+//! mining, cheats, snapshots).
 
 mod blocks;
+mod dev;
 mod events;
 mod pool;
 mod reorg;
 mod simulate;
+mod time;
 mod view;
 
 use view::History;
@@ -663,14 +666,6 @@ impl Chain {
         chain
     }
 
-    /// Sets the base fee of the next block and the ones after it
-    /// (`anvil_setNextBlockBaseFeePerGas`; the devnet's base fee does not adjust by itself).
-    /// Pooled transactions that no longer pay it wait in the pool.
-    pub fn set_next_block_base_fee(&mut self, base_fee: u64) {
-        self.view.config.base_fee = base_fee;
-        self.publish();
-    }
-
     /// The executor (read access to state, programs, environment).
     pub fn executor(&self) -> &Executor {
         &self.exec
@@ -679,151 +674,6 @@ impl Chain {
     /// The world state at the head.
     pub fn state(&self) -> &State {
         self.exec.state()
-    }
-
-    /// A transaction waiting in the pool (automine off): its envelope and sender.
-    pub fn pending_transaction(&self, hash: B256) -> Option<(&TxEnvelope, Address)> {
-        self.pending
-            .iter()
-            .find(|p| p.hash == hash)
-            .map(|p| (&p.envelope, p.from))
-    }
-
-    /// Whether automine is on (a block mined for every transaction).
-    pub fn automine(&self) -> bool {
-        self.automine
-    }
-
-    /// The interval-mining period, if on.
-    pub fn interval_mining(&self) -> Option<std::time::Duration> {
-        self.interval_mining
-    }
-
-    /// Turns interval mining on (every `period`, automine off, as anvil's `--block-time`) or
-    /// off (`None`). The miner task of [`crate::miner`] does the mining.
-    pub fn set_interval_mining(&mut self, period: Option<std::time::Duration>) {
-        if period.is_some() {
-            self.automine = false;
-        }
-        self.interval_mining = period;
-        if let Some(hook) = &self.on_interval {
-            hook(period);
-        }
-    }
-
-    /// Registers the callback [`Chain::set_interval_mining`] calls (the miner task's wake-up).
-    pub fn set_interval_hook(
-        &mut self,
-        hook: impl Fn(Option<std::time::Duration>) + Send + 'static,
-    ) {
-        self.on_interval = Some(Box::new(hook));
-    }
-
-    /// The pool: transactions waiting for the next block, in arrival order, with their senders
-    /// (`txpool_content`).
-    pub fn pool(&self) -> impl Iterator<Item = (&TxEnvelope, Address)> {
-        self.pending.iter().map(|p| (&p.envelope, p.from))
-    }
-
-    /// Removes a pooled transaction (`anvil_dropTransaction`); false if none has this hash.
-    pub fn drop_transaction(&mut self, hash: B256) -> bool {
-        let before = self.pending.len();
-        self.pending.retain(|p| p.hash != hash);
-        self.pending.len() != before
-    }
-
-    /// Empties the pool (`anvil_dropAllTransactions`).
-    pub fn drop_all_transactions(&mut self) {
-        self.pending.clear();
-    }
-
-    /// Sets an account's nonce in the current state (`anvil_setNonce`).
-    pub fn set_nonce(&mut self, address: Address, nonce: u64) {
-        self.exec.state_mut().set_nonce(address, nonce);
-        self.publish_head_state();
-    }
-
-    /// Sets an account's code in the current state (`anvil_setCode`); a Stylus program still
-    /// needs activating.
-    pub fn set_code(&mut self, address: Address, code: Bytes) {
-        self.exec.state_mut().set_code(address, code);
-        self.publish_head_state();
-    }
-
-    /// Sets one storage slot in the current state (`anvil_setStorageAt`).
-    pub fn set_storage(&mut self, address: Address, slot: B256, value: B256) {
-        self.exec.state_mut().set_storage(address, slot, value);
-        self.publish_head_state();
-    }
-
-    /// Sets a storage slot directly (`anvil_setStorageAt`), bypassing execution.
-    pub fn set_automine(&mut self, on: bool) {
-        self.automine = on;
-    }
-
-    /// Turns automine on or off (`evm_setAutomine`).
-    pub fn set_balance(&mut self, address: Address, balance: U256) {
-        self.exec.state_mut().set_balance(address, balance);
-        self.publish_head_state();
-    }
-
-    /// The next block's timestamp: the one set by `evm_setNextBlockTimestamp`, else the wall
-    /// clock plus `evm_increaseTime`'s offset; always after the head's. (Mining and simulation
-    /// share this one rule.)
-    fn next_block_timestamp(&self) -> u64 {
-        self.next_timestamp
-            .unwrap_or_else(|| (now() as i64 + self.time_offset).max(0) as u64)
-            .max(self.latest_block().header.timestamp + 1)
-    }
-
-    /// The timestamp the next block gets (`evm_setNextBlockTimestamp`).
-    pub fn set_next_timestamp(&mut self, ts: u64) {
-        self.next_timestamp = Some(ts);
-    }
-
-    /// Moves the clock forward by `seconds` (`evm_increaseTime`); returns the total offset.
-    pub fn increase_time(&mut self, seconds: u64) -> i64 {
-        self.time_offset += seconds as i64;
-        self.time_offset
-    }
-
-    /// Next nonce of `address` counting pool transactions (`pending` tag).
-    pub fn pending_nonce(&self, address: Address) -> u64 {
-        let pooled = self.pending.iter().filter(|p| p.from == address).count() as u64;
-        self.exec.state().nonce(address) + pooled
-    }
-
-    /// Saves the whole chain; returns the snapshot id (`evm_snapshot`).
-    pub fn snapshot(&mut self) -> u64 {
-        self.snapshots.push(Some(Snapshot {
-            state: self.exec.state().clone(),
-            block_env: self.exec.block().clone(),
-            blocks: self.view.blocks.clone(),
-            history: self.view.history.clone(),
-            txs: self.view.txs.copy(),
-            pending: self.pending.clone(),
-            time_offset: self.time_offset,
-            next_timestamp: self.next_timestamp,
-        }));
-        self.snapshots.len() as u64 - 1
-    }
-
-    /// Restores snapshot `id`; later snapshots are dropped, and `id` itself is consumed (as in
-    /// anvil/ganache). Returns false for an unknown id.
-    pub fn revert_to(&mut self, id: u64) -> bool {
-        let Some(Some(snap)) = self.snapshots.get_mut(id as usize).map(Option::take) else {
-            return false;
-        };
-        self.snapshots.truncate(id as usize);
-        *self.exec.state_mut() = snap.state;
-        *self.exec.block_mut() = snap.block_env;
-        self.view.history = snap.history;
-        self.replace_blocks(snap.blocks, snap.txs);
-        self.pending = snap.pending;
-        self.time_offset = snap.time_offset;
-        self.next_timestamp = snap.next_timestamp;
-        self.publish();
-        true
     }
 
     /// Makes `blocks` (with their transactions `txs`) the canonical chain, recording the blocks

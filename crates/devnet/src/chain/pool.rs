@@ -156,4 +156,36 @@ impl Chain {
         }
         Ok(hash)
     }
+
+    /// A transaction waiting in the pool (automine off): its envelope and sender.
+    pub fn pending_transaction(&self, hash: B256) -> Option<(&TxEnvelope, Address)> {
+        self.pending
+            .iter()
+            .find(|p| p.hash == hash)
+            .map(|p| (&p.envelope, p.from))
+    }
+
+    /// The pool: transactions waiting for the next block, in arrival order, with their senders
+    /// (`txpool_content`).
+    pub fn pool(&self) -> impl Iterator<Item = (&TxEnvelope, Address)> {
+        self.pending.iter().map(|p| (&p.envelope, p.from))
+    }
+
+    /// Removes a pooled transaction (`anvil_dropTransaction`); false if none has this hash.
+    pub fn drop_transaction(&mut self, hash: B256) -> bool {
+        let before = self.pending.len();
+        self.pending.retain(|p| p.hash != hash);
+        self.pending.len() != before
+    }
+
+    /// Empties the pool (`anvil_dropAllTransactions`).
+    pub fn drop_all_transactions(&mut self) {
+        self.pending.clear();
+    }
+
+    /// Next nonce of `address` counting pool transactions (`pending` tag).
+    pub fn pending_nonce(&self, address: Address) -> u64 {
+        let pooled = self.pending.iter().filter(|p| p.from == address).count() as u64;
+        self.exec.state().nonce(address) + pooled
+    }
 }
