@@ -180,9 +180,12 @@ async fn pay_gas() {
             .expect("pay");
         gas.push((label, r.gas_used.to::<u64>()));
     }
+    // The same owner's next session: the next nonce.
+    let mut next = b.open.clone();
+    next.nonce += U256::from(1);
     let r = b
         .owner
-        .transact(&b.client, b.wallet, &b.open)
+        .transact(&b.client, b.wallet, &next)
         .await
         .expect("open");
     let second = decode_events::<ISessionWallet::SessionOpened>(&r.logs, b.wallet)[0].sessionId;
@@ -472,6 +475,7 @@ async fn bench_session() -> Bench {
         leaseKeeper: Address::ZERO,
         allowlistId: list,
         metadata: keccak256("bench"),
+        nonce: U256::from(1),
     };
     let r = owner.transact(&client, wallet, &open).await.expect("open");
     let session = decode_events::<ISessionWallet::SessionOpened>(&r.logs, wallet)[0].sessionId;

@@ -14,9 +14,13 @@ alloy_sol_types::sol! {
     /// owner and the session key renew the lease, otherwise only the owner and the keeper can.
     /// Amounts (deposit, caps, budget, threshold) are at most `2^128 - 1`, list ids at most
     /// `2^64 - 1`. Tokens must move exactly the amount asked (no fee-on-transfer, no rebasing).
+    ///
+    /// A session's id is `uint256(keccak256(abi.encode(owner, nonce)))` (`sessionId`): each of an
+    /// owner's nonces opens at most one session (`WalletNonceUsed` otherwise), which is also what
+    /// makes an owner's signed `OpenSession` single-use — no nonce is stored besides the session.
     interface ISessionWallet {
         // ---- lifecycle -------------------------------------------------------------------
-        function openSession(address owner, address sessionKey, address guardian, address token, uint256 deposit, uint256 perPaymentCap, uint256 periodBudget, uint64 periodSeconds, uint256 coSignThreshold, uint64 validAfter, uint64 expiresAt, uint64 leaseSeconds, address leaseKeeper, uint256 allowlistId, bytes32 metadata) external payable returns (uint256);
+        function openSession(address owner, address sessionKey, address guardian, address token, uint256 deposit, uint256 perPaymentCap, uint256 periodBudget, uint64 periodSeconds, uint256 coSignThreshold, uint64 validAfter, uint64 expiresAt, uint64 leaseSeconds, address leaseKeeper, uint256 allowlistId, bytes32 metadata, uint256 nonce) external payable returns (uint256);
         function pay(uint256 sessionId, address to, uint256 amount, bytes32 purpose, uint256 nonce, uint256 deadline, bytes signature) external returns (bool, uint256);
         function approvePending(uint256 pendingId) external returns (uint256);
         function rejectPending(uint256 pendingId) external;
@@ -39,7 +43,7 @@ alloy_sol_types::sol! {
         function counterpartyRegistry() external view returns (address);
         function receiptRegistry() external view returns (address);
         function gateway() external view returns (address);
-        function sessionCount() external view returns (uint256);
+        function sessionId(address owner, uint256 nonce) external pure returns (uint256);
         function pendingTtl() external pure returns (uint64);
         function claimable(address owner, address token) external view returns (uint256);
 
@@ -85,6 +89,18 @@ alloy_sol_types::sol! {
         error WalletInvalidPayee(address payee);
         error WalletTransferShortfall(address token, uint256 expected, uint256 received);
     }
+}
+
+/// The id of the session `owner` opens with `nonce`: `uint256(keccak256(abi.encode(owner,
+/// nonce)))`, as `sessionId` computes it.
+pub fn session_id(
+    owner: alloy_primitives::Address,
+    nonce: alloy_primitives::U256,
+) -> alloy_primitives::U256 {
+    let mut words = [0u8; 64];
+    words[12..32].copy_from_slice(owner.as_slice());
+    words[32..].copy_from_slice(&nonce.to_be_bytes::<32>());
+    alloy_primitives::keccak256(words).into()
 }
 
 impl crate::eip712::PaymentIntent {

@@ -2,15 +2,17 @@
 //!
 //! Owner-signed entry points into SessionWallet. An owner (an EOA, or a contract wallet through
 //! ERC-1271) signs an EIP-712 `OpenSession` or `PendingDecision`; anyone submits it here; the
-//! gateway checks the signature, deadline and nonce, submits the owner's EIP-2612 permit, and
-//! forwards to the one SessionWallet it is bound to, which trusts it as the owner's agent.
+//! gateway checks the signature and deadline (and a decision's nonce), submits the owner's
+//! EIP-2612 permit, and forwards to the one SessionWallet it is bound to, which trusts it as the
+//! owner's agent. An `OpenSession`'s nonce is not stored here: the wallet opens the session
+//! under the id of the owner's nonce and never opens that id twice.
 //!
 //! Binding is unforgeable: only the binder named at construction (the deployer) may bind, only
 //! once, and only to a wallet whose `gateway()` is this contract. After that nobody has any
 //! power over the gateway.
 //!
 //! It is a separate contract so that SessionWallet stays far from Stylus's 24 KiB code limit:
-//! ERC-1271, the owner nonces and the two wide signed messages live here.
+//! ERC-1271, the owners' decision nonces and the two wide signed messages live here.
 //!
 //! The ABI, events and errors are declared once in `bursar_bindings::gateway`.
 #![cfg_attr(not(any(test, feature = "export-abi")), no_main)]
@@ -103,14 +105,14 @@ impl SessionGateway {
     /// `OpenSession` signature, submitted by anyone. The ERC-20 deposit is pulled from the owner
     /// by the wallet; `permitSignature` (`r ‖ s ‖ v`, may be empty) is an EIP-2612 permit for
     /// exactly `deposit` to the wallet with the same `deadline`, submitted first.
-    /// Returns the session id.
+    /// Returns the session id (the wallet's `sessionId(owner, nonce)`).
     ///
     /// # Errors
     /// * [`GatewayInvalidParameter`] — zero owner (`Owner`) or the native token (`Token`).
-    /// * [`GatewayDeadlinePassed`], [`GatewayNonceUsed`], [`GatewayInvalidSignature`],
-    ///   [`GatewayNotBound`].
+    /// * [`GatewayDeadlinePassed`], [`GatewayInvalidSignature`], [`GatewayNotBound`].
     /// * [`GatewayWalletCallFailed`] — the wallet refused, with its custom error as `reason`
-    ///   (e.g. `WalletTransferFailed` without allowance, `WalletTokenWithoutCode`).
+    ///   (e.g. `WalletNonceUsed` when the owner's nonce already opened a session — a replay —,
+    ///   `WalletTransferFailed` without allowance, `WalletTokenWithoutCode`).
     ///
     /// # Events
     /// The wallet's `SessionOpened`.
@@ -145,7 +147,7 @@ impl SessionGateway {
         }
         let wallet = self.bound_wallet()?;
         // The session's terms, word for word: the tail of the signed struct and the wallet call.
-        let terms: [Word; 15] = [
+        let terms: [Word; 16] = [
             word(owner),
             word(session_key),
             word(guardian),
@@ -161,13 +163,15 @@ impl SessionGateway {
             word(lease_keeper),
             word(allowlist_id),
             word(metadata),
+            word(nonce),
         ];
         let mut message = [[0u8; 32]; 18];
         message[0] = word(OPEN_SESSION_TYPEHASH);
-        message[1..16].copy_from_slice(&terms);
-        message[16] = word(nonce);
+        message[1..17].copy_from_slice(&terms);
         message[17] = word(deadline);
-        self.authorize(owner, &message, nonce, deadline, &owner_signature)?;
+        // No nonce is used up here: the wallet opens the session under the id of `owner`'s
+        // `nonce` and refuses a second one, which makes the signature single-use.
+        self.verify(owner, &message, deadline, &owner_signature)?;
         if !permit_signature.is_empty() {
             token::permit(
                 self.vm(),
@@ -232,7 +236,8 @@ impl SessionGateway {
         self.wallet.get()
     }
 
-    /// Whether `owner` has used `nonce`.
+    /// Whether `owner` has used `nonce` for a `PendingDecision` (an `OpenSession`'s nonce is
+    /// used when the wallet has a session under `sessionId(owner, nonce)`).
     pub fn is_owner_nonce_used(&self, owner: Address, nonce: U256) -> bool {
         nonce::is_used(&self.nonces.getter(owner), nonce)
     }
@@ -266,11 +271,23 @@ impl SessionGateway {
         deadline: U256,
         signature: &[u8],
     ) -> Result<()> {
-        if U256::from(self.vm().block_timestamp()) > deadline {
-            return Err(GatewayDeadlinePassed { deadline }.into());
-        }
         if !nonce::consume(&mut self.nonces.setter(owner), n) {
             return Err(GatewayNonceUsed { nonce: n }.into());
+        }
+        self.verify(owner, message, deadline, signature)
+    }
+
+    /// Checks the deadline and verifies the owner's signature of the struct whose words
+    /// (typehash first) are `message`.
+    fn verify(
+        &self,
+        owner: Address,
+        message: &[Word],
+        deadline: U256,
+        signature: &[u8],
+    ) -> Result<()> {
+        if U256::from(self.vm().block_timestamp()) > deadline {
+            return Err(GatewayDeadlinePassed { deadline }.into());
         }
         let digest = typed_data_hash(self.domain_separator(), hash_words(message));
         if !signature::is_valid(self.vm(), owner, digest, signature) {

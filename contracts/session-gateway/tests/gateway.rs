@@ -5,6 +5,7 @@ use std::{cell::RefCell, rc::Rc};
 
 use alloy_primitives::{address, Address, Bytes, FixedBytes, B256, U256};
 use alloy_sol_types::{SolCall, SolError, SolEventInterface, SolStruct, SolValue};
+use bursar_bindings::wallet::session_id;
 use bursar_bindings::{
     eip712::{OpenSession, PendingDecision, SESSION_GATEWAY_DOMAIN},
     erc::{IERC20Permit, IERC1271},
@@ -86,8 +87,13 @@ impl Fixture {
                 return Err(reason);
             }
             if let Ok(c) = ISessionWallet::openSessionCall::abi_decode(&call.data) {
+                // As the wallet: the id is the owner's nonce's, and opens once.
+                let id = session_id(c.owner, c.nonce);
+                if w.opened.iter().any(|o| session_id(o.owner, o.nonce) == id) {
+                    return Err(ISessionWallet::WalletNonceUsed { nonce: c.nonce }.abi_encode());
+                }
                 w.opened.push(c);
-                return Ok(U256::from(w.opened.len()).abi_encode());
+                return Ok(id.abi_encode());
             }
             let c = ISessionWallet::decidePendingForCall::abi_decode(&call.data)
                 .expect("a wallet call the gateway makes");
@@ -299,7 +305,10 @@ fn open_session_with_sig_forwards_the_signed_terms_and_the_permit() {
     let sig = f.sign(&f.owner.clone(), &m);
     let permit = Bytes::from([vec![1u8; 32], vec![2u8; 32], vec![27u8]].concat());
     let calls_before = f.host.calls().len();
-    assert_eq!(f.open(&m, sig.clone(), permit).unwrap(), U256::from(1));
+    assert_eq!(
+        f.open(&m, sig.clone(), permit).unwrap(),
+        session_id(m.owner, m.nonce)
+    );
 
     let p = f.permits.borrow()[0].clone();
     assert_eq!(
@@ -347,6 +356,7 @@ fn open_session_with_sig_forwards_the_signed_terms_and_the_permit() {
             m.metadata
         )
     );
+    assert_eq!(o.nonce, m.nonce);
     // The permit goes first, then the wallet call.
     let calls: Vec<Address> = f
         .host
@@ -357,11 +367,14 @@ fn open_session_with_sig_forwards_the_signed_terms_and_the_permit() {
         .filter(|a| *a != bursar_contract_testing::ECRECOVER)
         .collect();
     assert_eq!(calls, vec![TOKEN, WALLET]);
-    assert!(f.gateway.is_owner_nonce_used(m.owner, U256::from(9)));
+    // A replay: the gateway keeps no open nonces; the wallet refuses the same id twice.
+    assert!(!f.gateway.is_owner_nonce_used(m.owner, m.nonce));
     assert_revert(
         f.open(&m, sig, Bytes::new()),
-        GatewayNonceUsed {
-            nonce: U256::from(9),
+        GatewayWalletCallFailed {
+            reason: ISessionWallet::WalletNonceUsed { nonce: m.nonce }
+                .abi_encode()
+                .into(),
         },
     );
     assert_eq!(f.permits.borrow().len(), 1, "no permit without one given");

@@ -77,7 +77,8 @@ wallet_errors! {
     InvalidSignature(WalletInvalidSignature),
     /// [`WalletWrongSigner`]: the signature is someone else's.
     WrongSigner(WalletWrongSigner),
-    /// [`WalletNonceUsed`]: the signed nonce was used before.
+    /// [`WalletNonceUsed`]: the signed nonce was used before (a payment intent's or renewal's),
+    /// or the owner opened a session with this nonce before.
     NonceUsed(WalletNonceUsed),
     /// [`WalletDeadlinePassed`]: the signed deadline is in the past.
     DeadlinePassed(WalletDeadlinePassed),

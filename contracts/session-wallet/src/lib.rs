@@ -55,7 +55,6 @@ pub struct SessionWallet {
     receipt_registry: StorageAddress,
     /// SessionGateway: may open sessions and decide pending payments for owners who signed.
     gateway: StorageAddress,
-    session_count: StorageU256,
     pending_count: StorageU256,
     sessions: StorageMap<U256, Session>,
     pendings: StorageMap<U256, Pending>,
@@ -90,13 +89,14 @@ impl SessionWallet {
     /// Opens a session owned by `owner` and escrows `deposit`: `msg.value` for the native
     /// currency (`token == 0`), otherwise pulled from `owner` with `transferFrom` (approve or
     /// permit first). The caller is the owner, or SessionGateway acting on the owner's signed
-    /// `OpenSession`. Returns the new session id.
+    /// `OpenSession`. Returns the new session's id, [`Self::session_id`]`(owner, nonce)`.
     ///
     /// The session is recorded before the deposit is pulled (checks-effects-interactions), and
     /// the deposit counts only if the wallet's balance grew by exactly `deposit`.
     ///
     /// # Errors
     /// * [`WalletUnauthorized`] — the caller is neither `owner` nor the gateway.
+    /// * [`WalletNonceUsed`] — `owner` opened a session with `nonce` before.
     /// * [`WalletInvalidParameter`] — zero owner, session key or deposit, `expiresAt` not in the
     ///   future or not after `validAfter`, a period budget without a period length or vice
     ///   versa, an amount above `uint128` or a list id above `uint64` (`OutOfRange`).
@@ -127,6 +127,7 @@ impl SessionWallet {
         lease_keeper: Address,
         allowlist_id: U256,
         metadata: B256,
+        nonce: U256,
     ) -> Result<U256> {
         let caller = self.vm().msg_sender();
         if caller != owner && caller != self.gateway.get() {
@@ -152,7 +153,7 @@ impl SessionWallet {
             metadata,
         };
         let value = self.vm().msg_value();
-        self.open(owner, &terms, value)
+        self.open(owner, nonce, &terms, value)
     }
 
     /// Executes a `PaymentIntent` signed by the session key, submitted by anyone. Above the
@@ -539,9 +540,9 @@ impl SessionWallet {
         self.gateway.get()
     }
 
-    /// Number of sessions opened; ids run from 1 to this.
-    pub fn session_count(&self) -> U256 {
-        self.session_count.get()
+    /// The id of the session `owner` opens (or opened) with `nonce`.
+    pub fn session_id(owner: Address, nonce: U256) -> U256 {
+        bursar_bindings::wallet::session_id(owner, nonce)
     }
 
     /// Seconds a pending payment waits for the owner before it expires.
@@ -696,9 +697,9 @@ impl SessionWallet {
         Ok(lease_expires_at)
     }
 
-    /// Validates `t`, records the session, then escrows the deposit (`value` for native
-    /// sessions, else pulled from `owner`).
-    fn open(&mut self, owner: Address, t: &Terms, value: U256) -> Result<U256> {
+    /// Validates `t`, records the session under its id (`owner`'s `nonce`), then escrows the
+    /// deposit (`value` for native sessions, else pulled from `owner`).
+    fn open(&mut self, owner: Address, nonce: U256, t: &Terms, value: U256) -> Result<U256> {
         let now = self.vm().block_timestamp();
         if t.session_key.is_zero() {
             return Err(WalletError::invalid(InvalidParameter::SessionKey));
@@ -724,8 +725,10 @@ impl SessionWallet {
         {
             return Err(WalletError::invalid(InvalidParameter::OutOfRange));
         }
-        let id = self.session_count.get() + U256::from(1);
-        self.session_count.set(id);
+        let id = Self::session_id(owner, nonce);
+        if self.sessions.getter(id).status() != SessionStatus::None as u8 {
+            return Err(WalletNonceUsed { nonce }.into());
+        }
         let mut s = self.sessions.setter(id);
         s.owner.set(owner);
         s.status.set(U8::from(SessionStatus::Active as u8));

@@ -206,6 +206,7 @@ fn call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Outcome> {
             a.address(12)?,
             a.u256(13)?,
             a.b256(14)?,
+            a.u256(15)?,
         );
         one(r.map(word))
     } else if s == sel::<payCall>() {
@@ -295,8 +296,11 @@ fn call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Outcome> {
         Outcome::Ok(words(&[word(w.receipt_registry())]))
     } else if s == sel::<gatewayCall>() {
         Outcome::Ok(words(&[word(w.gateway())]))
-    } else if s == sel::<sessionCountCall>() {
-        Outcome::Ok(words(&[word(w.session_count())]))
+    } else if s == sel::<sessionIdCall>() {
+        Outcome::Ok(words(&[word(SessionWallet::session_id(
+            a.address(0)?,
+            a.u256(1)?,
+        ))]))
     } else if s == sel::<pendingTtlCall>() {
         Outcome::Ok(words(&[word(SessionWallet::pending_ttl())]))
     } else {
@@ -380,6 +384,7 @@ mod tests {
             Address::ZERO,
             U256::from(7),
             B256::ZERO,
+            U256::from(1),
         )
         .unwrap();
         (host, key)
@@ -387,7 +392,7 @@ mod tests {
 
     fn pay(host: &MockHost, key: &TestKey, amount: u64, nonce: u64) -> Vec<u8> {
         let intent = PaymentIntent {
-            session: U256::from(1),
+            session: bursar_bindings::wallet::session_id(OWNER, U256::from(1)),
             to: VENDOR,
             amount: U256::from(amount),
             purpose: B256::repeat_byte(0x11),
@@ -401,6 +406,8 @@ mod tests {
 
     /// Valid calldata for every function (and the constructor).
     fn calls(host: &MockHost, key: &TestKey) -> Vec<Vec<u8>> {
+        // The session opens with nonce 1; pending ids count from 1.
+        let session = bursar_bindings::wallet::session_id(OWNER, U256::from(1));
         let id = U256::from(1);
         let a = Address::repeat_byte(0x42);
         let mut constructor = CONSTRUCTOR_SELECTOR.to_be_bytes().to_vec();
@@ -423,6 +430,7 @@ mod tests {
                 leaseKeeper: a,
                 allowlistId: U256::from(7),
                 metadata: B256::repeat_byte(1),
+                nonce: U256::from(1),
             }
             .abi_encode(),
             pay(host, key, 40, 1),
@@ -437,12 +445,12 @@ mod tests {
             }
             .abi_encode(),
             topUpCall {
-                sessionId: id,
+                sessionId: session,
                 amount: U256::from(5),
             }
             .abi_encode(),
-            revokeCall { sessionId: id }.abi_encode(),
-            closeCall { sessionId: id }.abi_encode(),
+            revokeCall { sessionId: session }.abi_encode(),
+            closeCall { sessionId: session }.abi_encode(),
             claimCall {
                 token: Address::ZERO,
                 to: a,
@@ -454,20 +462,20 @@ mod tests {
             }
             .abi_encode(),
             renewLeaseCall {
-                sessionId: id,
+                sessionId: session,
                 nonce: U256::from(9),
                 deadline: U256::from(T0 + 5),
                 signature: Bytes::from(vec![7; 65]),
             }
             .abi_encode(),
-            sessionTermsCall { sessionId: id }.abi_encode(),
-            sessionStateCall { sessionId: id }.abi_encode(),
-            sessionAuthorityCall { sessionId: id }.abi_encode(),
-            remainingDepositCall { sessionId: id }.abi_encode(),
-            remainingPeriodBudgetCall { sessionId: id }.abi_encode(),
+            sessionTermsCall { sessionId: session }.abi_encode(),
+            sessionStateCall { sessionId: session }.abi_encode(),
+            sessionAuthorityCall { sessionId: session }.abi_encode(),
+            remainingDepositCall { sessionId: session }.abi_encode(),
+            remainingPeriodBudgetCall { sessionId: session }.abi_encode(),
             pendingPaymentCall { pendingId: id }.abi_encode(),
             isNonceUsedCall {
-                sessionId: id,
+                sessionId: session,
                 nonce: U256::from(1),
             }
             .abi_encode(),
@@ -475,7 +483,11 @@ mod tests {
             counterpartyRegistryCall {}.abi_encode(),
             receiptRegistryCall {}.abi_encode(),
             gatewayCall {}.abi_encode(),
-            sessionCountCall {}.abi_encode(),
+            sessionIdCall {
+                owner: OWNER,
+                nonce: U256::from(1),
+            }
+            .abi_encode(),
             pendingTtlCall {}.abi_encode(),
         ]
     }

@@ -9,10 +9,11 @@ use crate::error::WalletError;
 
 /// One session, packed into nine slots (a new slot costs 22,100 gas): amounts are `uint128`
 /// (`openSession` refuses more), list ids `uint64`, small fields share slots with addresses.
-/// Fields written together share a slot: what a payment updates (`spent`, `periodSpent`,
-/// `reserved`) sits beside a term set at open, so a first payment rewrites slots instead of
-/// creating them, and a session without a keeper or lease leaves their slot empty. The
-/// metadata is not stored: it is in `SessionOpened`, which is where auditors read it.
+/// The terms set at open fill seven slots (fewer without a guardian, a period, a lease keeper
+/// or caps); what every payment updates (`spent`, `periodSpent`) has a slot of its own, which a
+/// session's first payment creates and later ones rewrite (one slot, not two); `reserved`
+/// (pending payments) shares a slot with the allowlist id. The metadata is not stored: it is in
+/// `SessionOpened`, which is where auditors read it.
 #[storage]
 pub struct Session {
     /// Owns the deposit: decides pending payments, may close at any time, gets the refund.
@@ -39,18 +40,18 @@ pub struct Session {
     pub lease_seconds: StorageU64,
     /// Escrowed in all, top-ups included.
     pub deposit: StorageU128,
-    /// Paid out so far.
-    pub spent: StorageU128,
     /// What may be spent per period (with `period_seconds`).
     pub period_budget: StorageU128,
-    /// Spent in the period that starts at `period_start`.
-    pub period_spent: StorageU128,
     /// Payments above this wait for the owner (0: none do).
     pub co_sign_threshold: StorageU128,
-    /// Held back for pending payments until they are approved or rejected.
-    pub reserved: StorageU128,
     /// The largest single payment (0: no cap).
     pub per_payment_cap: StorageU128,
+    /// Paid out so far.
+    pub spent: StorageU128,
+    /// Spent in the period that starts at `period_start`.
+    pub period_spent: StorageU128,
+    /// Held back for pending payments until they are approved or rejected.
+    pub reserved: StorageU128,
     /// The CounterpartyRegistry list payees must be on.
     pub allowlist_id: StorageU64,
     /// Zero without a lease.

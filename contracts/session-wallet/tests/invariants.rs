@@ -46,6 +46,12 @@ enum Op {
     Toggle(usize),
     Renew(usize),
     OpenPhantom,
+    /// Opens again with a nonce (of the owner, or another caller's claim of it) that already
+    /// opened one of the two sessions.
+    Reopen {
+        session: usize,
+        native: bool,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -61,6 +67,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..3usize).prop_map(Op::Toggle),
         2 => (0..2usize).prop_map(Op::Renew),
         1 => Just(Op::OpenPhantom),
+        1 => (0..2usize, any::<bool>()).prop_map(|(session, native)| Op::Reopen { session, native }),
     ]
 }
 
@@ -236,6 +243,17 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     m.native.push(false);
                 }
                 opened.map(|_| ())
+            }
+            Op::Reopen { session, native } => {
+                // The two sessions were opened with the owner's nonces 1 and 2. Were a second
+                // open accepted, it would overwrite a live session's terms and deposit.
+                let nonce = U256::from(session + 1);
+                let mut t = phantom_terms.clone();
+                t.token = if native { Address::ZERO } else { TOKEN };
+                let value = if native { t.deposit } else { U256::ZERO };
+                let reopened = f.open_nonce(OWNER, OWNER, nonce, &t, value);
+                prop_assert!(reopened.is_err(), "nonce {nonce} opened twice");
+                reopened.map(|_| ())
             }
         };
 

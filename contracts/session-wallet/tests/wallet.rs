@@ -5,6 +5,7 @@ mod fixture;
 
 use alloy_primitives::{address, Address, Bytes, B256, U256};
 use alloy_sol_types::SolStruct;
+use bursar_bindings::wallet::session_id;
 use bursar_bindings::wallet::{ISessionWallet::*, InvalidParameter, PendingStatus, SessionStatus};
 use bursar_contract_testing::TestKey;
 use fixture::*;
@@ -21,7 +22,6 @@ fn constructor_rejects_zero_registries_and_wires_addresses() {
     let f = Fixture::new();
     assert_eq!(f.wallet.counterparty_registry(), REGISTRY);
     assert_eq!(f.wallet.receipt_registry(), RECEIPTS);
-    assert_eq!(f.wallet.session_count(), U256::ZERO);
     assert_eq!(SessionWallet::pending_ttl(), PENDING_TTL);
 
     assert_eq!(f.wallet.gateway(), GATEWAY);
@@ -57,11 +57,36 @@ fn domain_separator_and_digests_match_alloy() {
 // ---- openSession -------------------------------------------------------------------------
 
 #[test]
+fn an_owners_nonce_opens_one_session_and_names_it() {
+    let mut f = Fixture::new();
+    f.fund(STRANGER, usd(1000));
+    let t = f.terms();
+    let nonce = U256::from(77);
+    let id = f.open_nonce(OWNER, OWNER, nonce, &t, U256::ZERO).unwrap();
+    assert_eq!(id, session_id(OWNER, nonce));
+    assert_eq!(id, SessionWallet::session_id(OWNER, nonce));
+    // The same nonce again (a replayed signature, or a mistake) opens nothing and takes nothing.
+    let before = f.token_balance(OWNER);
+    assert_revert(
+        f.open_nonce(OWNER, OWNER, nonce, &t, U256::ZERO),
+        WalletNonceUsed { nonce },
+    );
+    assert_eq!(f.token_balance(OWNER), before);
+    // Another owner's same nonce is another session.
+    let other = f
+        .open_nonce(STRANGER, STRANGER, nonce, &t, U256::ZERO)
+        .unwrap();
+    assert_ne!(other, id);
+    assert_eq!(f.state(other)._0, SessionStatus::Active as u8);
+}
+
+#[test]
 fn open_session_escrows_the_deposit_and_emits_everything() {
     let mut f = Fixture::new();
     let id = f.open();
-    assert_eq!(id, U256::from(1));
-    assert_eq!(f.wallet.session_count(), U256::from(1));
+    // The id is the owner's nonce's: the fixture's first open uses nonce 1.
+    assert_eq!(id, session_id(OWNER, U256::from(1)));
+    assert_eq!(f.sessions_opened(), 1);
     assert_eq!(f.token_balance(f.wallet_address()), usd(100));
     assert_eq!(f.token_balance(OWNER), usd(900));
     let t = f.terms();
@@ -147,7 +172,7 @@ fn open_session_validates_its_terms() {
         change(&mut t);
         assert_revert(f.open_with(&t, U256::ZERO), invalid(expected));
     }
-    assert_eq!(f.wallet.session_count(), U256::ZERO);
+    assert_eq!(f.sessions_opened(), 0);
 }
 
 #[test]
@@ -981,7 +1006,7 @@ fn a_token_without_code_is_refused_so_no_deposit_is_phantom() {
         f.open_with(&t, U256::ZERO),
         WalletTokenWithoutCode { token: PHANTOM },
     );
-    assert_eq!(f.wallet.session_count(), U256::ZERO);
+    assert_eq!(f.sessions_opened(), 0);
     assert!(f.events().is_empty());
 }
 

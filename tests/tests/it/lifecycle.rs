@@ -15,15 +15,17 @@ use bursar_bindings::counterparty::ICounterpartyRegistry::{
     self, ICounterpartyRegistryErrors as CounterpartyError,
 };
 use bursar_bindings::eip712::{
-    LeaseRenewal, PaymentIntent, ProvenanceRecord, RECEIPT_REGISTRY_DOMAIN, SESSION_WALLET_DOMAIN,
+    LeaseRenewal, OpenSession, PaymentIntent, ProvenanceRecord, RECEIPT_REGISTRY_DOMAIN,
+    SESSION_WALLET_DOMAIN,
 };
 use bursar_bindings::gateway::ISessionGateway::{self, ISessionGatewayErrors as GatewayError};
 use bursar_bindings::receipts::IReceiptRegistry::{self, IReceiptRegistryErrors as RegistryError};
 use bursar_bindings::receipts::{receipt_commitment, Receipt as PaymentReceipt};
 use bursar_bindings::token::ITestToken;
+use bursar_bindings::wallet::session_id;
 use bursar_bindings::wallet::ISessionWallet::{self, ISessionWalletErrors as E};
 use bursar_demo::money::usd;
-use bursar_demo::scenario::{decode_events, label, signed_pay};
+use bursar_demo::scenario::{decode_events, label, signed_open_with_permit, signed_pay};
 use bursar_deploy::artifacts::Artifact;
 use bursar_deploy::deploy::{activation_fee, CONSTRUCTOR_SELECTOR};
 use bursar_deploy::rpc::Receipt;
@@ -49,6 +51,8 @@ struct World {
     agent: Key,
     list: U256,
     nonce: u64,
+    /// The last owner nonce an `openSession` call was built with (each names its session).
+    opens: std::sync::atomic::AtomicU64,
 }
 
 /// Session terms with defaults the tests override.
@@ -100,6 +104,7 @@ impl World {
             agent: Key::from_bytes(&keccak256("lifecycle agent")).unwrap(),
             list: U256::ZERO,
             nonce: 0,
+            opens: Default::default(),
             client,
             _devnet: devnet,
         };
@@ -238,6 +243,11 @@ impl World {
             leaseKeeper: t.keeper,
             allowlistId: self.list,
             metadata: keccak256("lifecycle"),
+            nonce: U256::from(
+                self.opens
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                    + 1,
+            ),
         }
     }
 
@@ -710,8 +720,14 @@ async fn a_deposit_in_a_token_that_does_not_exist_yet_is_refused() {
     assert!(
         matches!(refusal(attacker.transact(&w.client, w.wallet, &call).await), Err(E::WalletTokenWithoutCode(e)) if e.token == predicted)
     );
-    let sessions = ISessionWallet::sessionCountCall {};
-    assert_eq!(w.view(w.wallet, sessions.clone()).await, U256::ZERO);
+    let refused = ISessionWallet::sessionStateCall {
+        sessionId: session_id(attacker.address(), call.nonce),
+    };
+    assert_eq!(
+        w.view(w.wallet, refused.clone()).await._0,
+        0,
+        "no session opened"
+    );
 
     // The org deploys a real token at exactly that address; the owner deposits in it.
     let token = w.deploy_token().await;
@@ -726,9 +742,10 @@ async fn a_deposit_in_a_token_that_does_not_exist_yet_is_refused() {
             },
         )
         .await;
-    // The owner's session is the first: the attacker was never given one.
-    assert_eq!(sid, U256::from(1));
-    assert_eq!(w.view(w.wallet, sessions).await, U256::from(1));
+    // The owner's session exists; the attacker was never given one.
+    let opened = ISessionWallet::sessionStateCall { sessionId: sid };
+    assert_eq!(w.view(w.wallet, opened).await._0, 1);
+    assert_eq!(w.view(w.wallet, refused).await._0, 0);
     assert_eq!(w.balance_in(token, w.wallet).await, usd(250));
 
     // Now that the token exists, the attacker still gets nothing without paying for it.
@@ -1145,11 +1162,12 @@ async fn a_token_that_reenters_the_wallet_from_transfer_from_gets_nowhere() {
     let mut w = World::new().await;
     let a = vendor(0xa1);
     w.allow(a, 0).await;
-    // The session the hostile token's own deposit opens has the next id; the token is made its
-    // guardian, so that re-entering `revoke` would be authorised but for the guard.
-    let first: U256 = w.view(w.wallet, ISessionWallet::sessionCountCall {}).await + U256::from(1);
+    // The session the hostile token's own deposit opens has an id known beforehand (the owner's
+    // nonce's); the token is made its guardian, so that re-entering `revoke` would be authorised
+    // but for the guard.
     for (i, name) in ["close", "revoke", "pay"].into_iter().enumerate() {
-        let id = first + U256::from(i);
+        let nonce = U256::from(1_000 + i);
+        let id = session_id(w.owner.address(), nonce);
         let reentry = match name {
             "close" => ISessionWallet::closeCall { sessionId: id }.abi_encode(),
             "revoke" => ISessionWallet::revokeCall { sessionId: id }.abi_encode(),
@@ -1169,6 +1187,7 @@ async fn a_token_that_reenters_the_wallet_from_transfer_from_gets_nowhere() {
             )
             .await;
         call.guardian = token;
+        call.nonce = nonce;
         let r = w.owner.transact(&w.client, w.wallet, &call).await.unwrap();
         let opened = decode_events::<ISessionWallet::SessionOpened>(&r.logs, w.wallet);
         assert_eq!(opened[0].sessionId, id, "{name}");
@@ -1292,4 +1311,66 @@ async fn a_payment_is_explained_call_by_call() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("not found"), "{err}");
+}
+
+#[tokio::test]
+async fn a_signed_open_session_opens_once_under_the_owners_nonce() {
+    let mut w = World::new().await;
+    let owner_key = dev_key(1);
+    let now = w.now().await;
+    let terms = OpenSession {
+        owner: w.owner.address(),
+        sessionKey: w.agent.address(),
+        guardian: Address::ZERO,
+        token: w.token,
+        deposit: usd(100),
+        perPaymentCap: U256::ZERO,
+        periodBudget: U256::ZERO,
+        periodSeconds: 0,
+        coSignThreshold: U256::ZERO,
+        validAfter: 0,
+        expiresAt: now + 3_600,
+        leaseSeconds: 0,
+        leaseKeeper: Address::ZERO,
+        allowlistId: w.list,
+        metadata: keccak256("signed once"),
+        nonce: U256::from(42),
+        deadline: U256::from(now + 600),
+    };
+    let permit_nonce = w
+        .view(
+            w.token,
+            ITestToken::noncesCall {
+                owner: w.owner.address(),
+            },
+        )
+        .await;
+    let call =
+        signed_open_with_permit(&owner_key, CHAIN, w.gateway, w.wallet, &terms, permit_nonce);
+    let r = w
+        .relayer
+        .transact(&w.client, w.gateway, &call)
+        .await
+        .unwrap();
+    let opened = decode_events::<ISessionWallet::SessionOpened>(&r.logs, w.wallet);
+    let id = session_id(w.owner.address(), terms.nonce);
+    assert_eq!(opened[0].sessionId, id);
+    let check = ISessionWallet::sessionIdCall {
+        owner: w.owner.address(),
+        nonce: terms.nonce,
+    };
+    assert_eq!(w.view(w.wallet, check).await, id);
+
+    // Replayed by anyone, the same signature opens nothing and moves no money: the wallet
+    // refuses the owner's nonce a second time (the gateway stores none of its own).
+    let before = w.balance_in(w.token, w.owner.address()).await;
+    let err = refused::<GatewayError>(w.relayer.transact(&w.client, w.gateway, &call).await);
+    let GatewayError::GatewayWalletCallFailed(failed) = err else {
+        panic!("{err:?}")
+    };
+    assert!(matches!(
+        E::abi_decode(&failed.reason),
+        Ok(E::WalletNonceUsed(e)) if e.nonce == terms.nonce
+    ));
+    assert_eq!(w.balance_in(w.token, w.owner.address()).await, before);
 }

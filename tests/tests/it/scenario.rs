@@ -13,16 +13,17 @@ async fn agent_session_end_to_end_with_audit_trail() {
     let (_devnet, client) = devnet().await;
     let record = deploy(&client, &scratch("scenario")).await;
     let mut transcript = Transcript::default();
-    let report = bursar_demo::run(
-        &client,
-        &record,
-        Actors::fresh(dev_key(0), "e2e"),
-        &mut transcript,
-    )
-    .await
-    .unwrap_or_else(|e| panic!("scenario: {e}\n{}", transcript.0.join("\n")));
+    let actors = Actors::fresh(dev_key(0), "e2e");
+    let owner = actors.owner.address();
+    let report = bursar_demo::run(&client, &record, actors, &mut transcript)
+        .await
+        .unwrap_or_else(|e| panic!("scenario: {e}\n{}", transcript.0.join("\n")));
 
-    assert_eq!(report.session_id, U256::from(1));
+    // The owner signed nonce 1: the session is named after it.
+    assert_eq!(
+        report.session_id,
+        bursar_bindings::wallet::session_id(owner, U256::from(1))
+    );
     assert_eq!(report.receipt_ids.len(), 4);
     assert_eq!(report.provenance_ids.len(), 2);
     assert_eq!((report.spent, report.refund), (usd(66), usd(34)));

@@ -153,6 +153,7 @@ fn open_a_session_and_pay_with_a_session_key() {
             leaseKeeper: Address::ZERO,
             allowlistId: list,
             metadata: B256::repeat_byte(0x4d),
+            nonce: U256::from(1),
         },
     );
     assert!(opened.outcome.success, "openSession: {:?}", opened.outcome);
