@@ -7,7 +7,7 @@
 pragma solidity ^0.8.23;
 
 interface ISessionWallet {
-    function openSession(address owner, address session_key, address guardian, address token, uint256 deposit, uint256 per_payment_cap, uint256 period_budget, uint64 period_seconds, uint256 co_sign_threshold, uint64 valid_after, uint64 expires_at, uint64 lease_seconds, address lease_keeper, uint256 allowlist_id, bytes32 metadata) external payable returns (uint256);
+    function openSession(address owner, address session_key, address guardian, address token, uint256 deposit, uint256 per_payment_cap, uint256 period_budget, uint64 period_seconds, uint256 co_sign_threshold, uint64 valid_after, uint64 expires_at, uint64 lease_seconds, address lease_keeper, uint256 allowlist_id, bytes32 metadata, uint256 nonce) external payable returns (uint256);
 
     function pay(uint256 session_id, address to, uint256 amount, bytes32 purpose, uint256 nonce, uint256 deadline, bytes calldata signature) external returns (bool, uint256);
 
@@ -49,7 +49,7 @@ interface ISessionWallet {
 
     function gateway() external view returns (address);
 
-    function sessionCount() external view returns (uint256);
+    function sessionId(address owner, uint256 nonce) external pure returns (uint256);
 
     function pendingTtl() external pure returns (uint64);
 
