@@ -101,8 +101,8 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?;
     println!(
-        "\n▶ Audit trail of session #{} ({} events, read back with eth_getLogs)",
-        report.session_id,
+        "\n▶ Audit trail of session {} ({} events, read back with eth_getLogs)",
+        bursar_demo::audit::session_label(report.session_id),
         trail.len()
     );
     for entry in &trail {

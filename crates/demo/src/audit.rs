@@ -181,6 +181,12 @@ fn short(a: &Address) -> String {
     format!("{}…{}", &s[..6], &s[s.len() - 4..])
 }
 
+/// A session id (a 32-byte hash of its owner and nonce) as `0x1234…abcd`.
+pub fn session_label(id: U256) -> String {
+    let s = format!("{:#066x}", id);
+    format!("{}…{}", &s[..6], &s[s.len() - 4..])
+}
+
 fn text(b: &B256) -> String {
     let end = b.iter().position(|&c| c == 0).unwrap_or(32);
     match std::str::from_utf8(&b[..end]) {
@@ -197,8 +203,8 @@ impl fmt::Display for AuditEntry {
             AuditEvent::Wallet(w) => match w {
                 WalletEvent::SessionOpened(e) => write!(
                     f,
-                    "SessionOpened       #{} owner {} key {} guardian {} deposit {} cap {} budget {}/{}s co-sign > {} list #{}",
-                    e.sessionId, short(&e.owner), short(&e.sessionKey), short(&e.guardian),
+                    "SessionOpened       {} owner {} key {} guardian {} deposit {} cap {} budget {}/{}s co-sign > {} list #{}",
+                    session_label(e.sessionId), short(&e.owner), short(&e.sessionKey), short(&e.guardian),
                     format_usd(e.deposit), format_usd(e.perPaymentCap), format_usd(e.periodBudget),
                     e.periodSeconds, format_usd(e.coSignThreshold), e.allowlistId
                 ),

@@ -400,8 +400,8 @@ impl<N: Narrator> Scenario<'_, N> {
         self.check(approval.len() == 1, "the permit's Approval")?;
         self.report.session_id = opened.sessionId;
         self.narrator.note(&format!(
-            "session #{}: deposit 100.00, ≤ 30.00 per payment, 40.00 per hour, owner co-signs above 20.00, vendors of list #{}",
-            opened.sessionId, self.report.list_id
+            "session {}: deposit 100.00, ≤ 30.00 per payment, 40.00 per hour, owner co-signs above 20.00, vendors of list #{}",
+            crate::audit::session_label(opened.sessionId), self.report.list_id
         ));
         self.expect_balance("owner", owner.address(), U256::ZERO)
             .await?;
