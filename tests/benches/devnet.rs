@@ -25,11 +25,10 @@ use bursar_bindings::counterparty::ICounterpartyRegistry;
 use bursar_bindings::eip712::{OpenSession, PaymentIntent};
 use bursar_bindings::token::ITestToken;
 use bursar_bindings::wallet::ISessionWallet;
+use bursar_client::sign::{signed_open_with_permit, signed_pay};
+use bursar_client::{Client, Key, Sender};
 use bursar_demo::money::usd;
-use bursar_demo::scenario::{
-    self, decode_events, label, signed_open_with_permit, signed_pay, Actors, Contracts, Transcript,
-};
-use bursar_deploy::{Client, Key, Sender};
+use bursar_demo::scenario::{self, decode_events, label, Actors, Contracts, Transcript};
 use bursar_e2e::{deploy, dev_key, devnet, scratch};
 use serde_json::json;
 
@@ -286,7 +285,7 @@ fn entry_point(
     contracts: &Contracts,
     to: Address,
     input: &[u8],
-    receipt: &bursar_deploy::rpc::Receipt,
+    receipt: &bursar_client::rpc::Receipt,
 ) -> Option<String> {
     use bursar_bindings::{
         counterparty::ICounterpartyRegistry::ICounterpartyRegistryCalls as Lists,

@@ -7,7 +7,8 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
-use bursar_deploy::{Client, DeployOptions, DeploymentRecord, Key, Network};
+use bursar_client::{Client, Key};
+use bursar_deploy::{DeployOptions, DeploymentRecord, Network};
 use bursar_devnet::{ChainConfig, Handle, RpcConfig};
 
 /// The repository root.

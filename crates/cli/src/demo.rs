@@ -7,8 +7,9 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use bursar_client::{Client, Key};
 use bursar_demo::{audit, Actors, Contracts, Narrator};
-use bursar_deploy::{Client, DeployOptions, Key, Network};
+use bursar_deploy::{DeployOptions, Network};
 use bursar_devnet::RpcConfig;
 
 use crate::deploy::{git_commit, print_progress};

@@ -4,8 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use bursar_deploy::key::{KeyError, KEYSTORE_PASSWORD_ENV};
-use bursar_deploy::{Client, DeployOptions, Key, Network, Progress};
+use bursar_client::key::{KeyError, KEYSTORE_PASSWORD_ENV};
+use bursar_client::{Client, Key};
+use bursar_deploy::{DeployOptions, Network, Progress};
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct DeployArgs {

@@ -12,7 +12,7 @@ use bursar_bindings::counterparty::ICounterpartyRegistry::ICounterpartyRegistryE
 use bursar_bindings::receipts::IReceiptRegistry::IReceiptRegistryEvents as RegistryEvent;
 use bursar_bindings::token::ITestToken::ITestTokenEvents as TokenEvent;
 use bursar_bindings::wallet::ISessionWallet::ISessionWalletEvents as WalletEvent;
-use bursar_deploy::rpc::{Client, RpcError, RpcLog};
+use bursar_client::rpc::{Client, RpcError, RpcLog};
 
 use crate::money::format_usd;
 use crate::scenario::Contracts;

@@ -10,16 +10,16 @@ use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
 use alloy_sol_types::{SolCall, SolEvent, SolInterface, SolStruct};
 use bursar_bindings::counterparty::ICounterpartyRegistry;
 use bursar_bindings::eip712::{
-    OpenSession, PaymentIntent, Permit, ProvenanceRecord, RECEIPT_REGISTRY_DOMAIN,
-    SESSION_GATEWAY_DOMAIN, SESSION_WALLET_DOMAIN, TEST_TOKEN_DOMAIN,
+    OpenSession, PaymentIntent, ProvenanceRecord, RECEIPT_REGISTRY_DOMAIN,
 };
-use bursar_bindings::gateway::ISessionGateway;
 use bursar_bindings::receipts::{IReceiptRegistry, Receipt as PaymentReceipt};
 use bursar_bindings::token::ITestToken;
 use bursar_bindings::wallet::ISessionWallet::{self, ISessionWalletErrors};
-use bursar_deploy::rpc::{Client, Receipt, RpcError, RpcLog};
-use bursar_deploy::sender::SendError;
-use bursar_deploy::{Contract, DeploymentRecord, Key, Sender};
+use bursar_client::rpc::{Client, Receipt, RpcError, RpcLog};
+use bursar_client::sender::SendError;
+use bursar_client::sign::{signed_open_with_permit, signed_pay};
+use bursar_client::{Key, Sender};
+use bursar_deploy::{Contract, DeploymentRecord};
 use serde_json::json;
 
 use crate::money::usd;
@@ -705,7 +705,7 @@ impl<N: Narrator> Scenario<'_, N> {
                 Ok(e) => Ok(Err(e)),
                 Err(_) => Err(ScenarioError::Check(format!(
                     "pay reverted with {}",
-                    bursar_deploy::revert::describe(&data)
+                    bursar_client::revert::describe(&data)
                 ))),
             },
             Err(source) => Err(ScenarioError::Send {
@@ -928,64 +928,6 @@ impl<N: Narrator> Scenario<'_, N> {
             crate::money::format_usd(left)
         ));
         Ok(())
-    }
-}
-
-/// The `pay` call carrying `intent`, signed by the session key `agent` for the wallet at
-/// `wallet` on `chain_id` (what an agent hands the relayer).
-pub fn signed_pay(
-    agent: &Key,
-    chain_id: u64,
-    wallet: Address,
-    intent: PaymentIntent,
-) -> ISessionWallet::payCall {
-    let domain = SESSION_WALLET_DOMAIN.at(chain_id, wallet);
-    let signature = agent.sign_hash_rsv(&intent.eip712_signing_hash(&domain));
-    intent.pay_call(signature.into())
-}
-
-/// The `openSessionWithSig` call for `terms`, signed by `owner` for the gateway at `gateway`
-/// on `chain_id`, with the owner's EIP-2612 permit (nonce `permit_nonce` of `terms.token`)
-/// letting `wallet` pull the deposit (what an owner hands the relayer).
-pub fn signed_open_with_permit(
-    owner: &Key,
-    chain_id: u64,
-    gateway: Address,
-    wallet: Address,
-    terms: &OpenSession,
-    permit_nonce: U256,
-) -> ISessionGateway::openSessionWithSigCall {
-    let owner_sig = owner
-        .sign_hash_rsv(&terms.eip712_signing_hash(&SESSION_GATEWAY_DOMAIN.at(chain_id, gateway)));
-    let permit = Permit {
-        owner: terms.owner,
-        spender: wallet,
-        value: terms.deposit,
-        nonce: permit_nonce,
-        deadline: terms.deadline,
-    };
-    let permit_sig = owner
-        .sign_hash_rsv(&permit.eip712_signing_hash(&TEST_TOKEN_DOMAIN.at(chain_id, terms.token)));
-    ISessionGateway::openSessionWithSigCall {
-        owner: terms.owner,
-        sessionKey: terms.sessionKey,
-        guardian: terms.guardian,
-        token: terms.token,
-        deposit: terms.deposit,
-        perPaymentCap: terms.perPaymentCap,
-        periodBudget: terms.periodBudget,
-        periodSeconds: terms.periodSeconds,
-        coSignThreshold: terms.coSignThreshold,
-        validAfter: terms.validAfter,
-        expiresAt: terms.expiresAt,
-        leaseSeconds: terms.leaseSeconds,
-        leaseKeeper: terms.leaseKeeper,
-        allowlistId: terms.allowlistId,
-        metadata: terms.metadata,
-        nonce: terms.nonce,
-        deadline: terms.deadline,
-        ownerSignature: owner_sig.into(),
-        permitSignature: permit_sig.into(),
     }
 }
 

@@ -14,14 +14,14 @@ use bursar_bindings::{
 use serde_json::json;
 
 use crate::artifacts::{Artifact, ArtifactError, BuildInfo};
-use crate::key::Key;
 use crate::network::Network;
 use crate::record::{
     ContractRecord, DeploymentRecord, RecordError, Toolchain, WiringRecord, FORMAT,
 };
-use crate::revert;
-use crate::rpc::{Client, Receipt, RpcError};
-use crate::sender::{SendError, Sender};
+use bursar_client::revert;
+use bursar_client::rpc::{Client, Receipt, RpcError};
+use bursar_client::sender::{SendError, Sender};
+use bursar_client::Key;
 
 /// The contracts, in deployment order (the wallet's constructor needs the other three; the
 /// deployer then binds those three to it).
@@ -346,7 +346,7 @@ pub async fn deploy(
 
     // Check the balance covers everything still to deploy before sending anything.
     let mut sender = Sender::new(client, key).await?;
-    let (max_fee, _) = sender.fees(client).await?;
+    let max_fee = sender.fees(client).await?.max_fee_per_gas;
     let mut need = U256::ZERO;
     let mut fees = Vec::with_capacity(contracts.len());
     for ((contract, artifact), kept) in contracts.iter().zip(&artifacts).zip(&reuse) {

@@ -9,9 +9,10 @@ use bursar_bindings::gateway::ISessionGateway;
 use bursar_bindings::receipts::IReceiptRegistry;
 use bursar_bindings::token::ITestToken;
 use bursar_bindings::wallet::ISessionWallet;
+use bursar_client::{Client, Key};
 use bursar_deploy::artifacts::{Artifact, ArtifactError};
 use bursar_deploy::deploy::activation_fee;
-use bursar_deploy::{Client, Contract, DeployError, DeploymentRecord, Key, Network, Progress};
+use bursar_deploy::{Contract, DeployError, DeploymentRecord, Network, Progress};
 use bursar_e2e::*;
 
 async fn view<C: SolCall>(client: &Client, to: Address, call: C) -> C::Return {

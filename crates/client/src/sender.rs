@@ -5,6 +5,7 @@ use alloy_consensus::TxEip1559;
 use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
 use alloy_sol_types::SolCall;
 
+use crate::fees::Fees;
 use crate::key::Key;
 use crate::rpc::{Client, Receipt, RpcError};
 
@@ -127,9 +128,9 @@ impl Sender {
         }
     }
 
-    /// The fee caps for the next transaction: the tip the node suggests and twice the latest
-    /// base fee on top, so a rising base fee does not strand the transaction.
-    pub async fn fees(&self, client: &Client) -> Result<(u128, u128), RpcError> {
+    /// The fee caps for the next transaction ([`Fees::for_next_block`] of the latest base fee
+    /// and the tip the node suggests).
+    pub async fn fees(&self, client: &Client) -> Result<Fees, RpcError> {
         let base: u128 = client
             .latest_block()
             .await?
@@ -137,7 +138,7 @@ impl Sender {
             .unwrap_or_default()
             .saturating_to();
         let tip = client.max_priority_fee().await?;
-        Ok((base.saturating_mul(2).saturating_add(tip), tip))
+        Ok(Fees::for_next_block(base, tip))
     }
 
     /// Signs and sends with an explicit gas limit; returns the receipt whatever its status.
@@ -149,13 +150,13 @@ impl Sender {
         value: U256,
         gas_limit: u64,
     ) -> Result<Receipt, RpcError> {
-        let (max_fee, tip) = self.fees(client).await?;
+        let fees = self.fees(client).await?;
         let tx = TxEip1559 {
             chain_id: self.chain_id,
             nonce: self.nonce,
             gas_limit,
-            max_fee_per_gas: max_fee,
-            max_priority_fee_per_gas: tip,
+            max_fee_per_gas: fees.max_fee_per_gas,
+            max_priority_fee_per_gas: fees.max_priority_fee_per_gas,
             to: to.map_or(TxKind::Create, TxKind::Call),
             value,
             input: data.into(),

@@ -1,10 +1,11 @@
-//! A small Ethereum JSON-RPC client: the handful of methods deploying and driving the contracts
-//! needs, with typed errors. Works against the devnet and any Stylus chain's RPC.
+//! The Ethereum JSON-RPC methods Bursar calls, with typed errors, over ethers-providers' HTTP
+//! transport (which owns the JSON-RPC envelope, ids and error objects); requests and answers
+//! are alloy types. Works against the devnet and any Stylus chain's RPC.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use alloy_primitives::{Address, Bytes, B256, U256, U64};
+use ethers_providers::{Http, HttpClientError, JsonRpcClient};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -141,8 +142,8 @@ pub struct BlockHeader {
 #[derive(Debug)]
 pub struct Client {
     url: String,
-    http: reqwest::Client,
-    next_id: AtomicU64,
+    /// `Err`: the URL did not parse (reported by every request).
+    transport: Result<Http, String>,
     /// How long [`Client::wait_for_receipt`] waits before giving up.
     pub receipt_timeout: Duration,
 }
@@ -151,15 +152,18 @@ impl Client {
     /// A client for the endpoint at `url` (10 s connect and 60 s request timeouts; receipts
     /// waited for 120 s).
     pub fn new(url: impl Into<String>) -> Self {
+        let url = url.into();
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(60))
             .build()
             .expect("static reqwest configuration");
+        let transport = url::Url::parse(&url)
+            .map(|u| Http::new_with_client(u, http))
+            .map_err(|e| format!("not a URL ({e})"));
         Client {
-            url: url.into(),
-            http,
-            next_id: AtomicU64::new(1),
+            url,
+            transport,
             receipt_timeout: Duration::from_secs(120),
         }
     }
@@ -176,52 +180,45 @@ impl Client {
     }
 
     /// Calls `method` with `params` and decodes the result.
-    pub async fn request<T: DeserializeOwned>(
+    pub async fn request<T: DeserializeOwned + Send>(
         &self,
         method: &'static str,
         params: Value,
     ) -> Result<T, RpcError> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
-        let response = self
-            .http
-            .post(&self.url)
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| RpcError::Unreachable {
+        let transport = self
+            .transport
+            .as_ref()
+            .map_err(|reason| RpcError::Unreachable {
                 url: self.display_url(),
-                reason: error_chain(&e.without_url()),
+                reason: reason.clone(),
             })?;
-        let bad = |reason: String| RpcError::BadResponse {
-            method,
-            url: self.display_url(),
-            reason,
-        };
-        let status = response.status();
-        let mut answer: Value = response
-            .json()
+        transport
+            .request(method, params)
             .await
-            .map_err(|e| bad(format!("HTTP {status}, body is not JSON ({e})")))?;
-        if let Some(error) = answer.get("error") {
-            return Err(RpcError::Node {
+            .map_err(|e| self.error(method, e))
+    }
+
+    /// A transport error as an [`RpcError`], with the endpoint's URL redacted wherever the
+    /// underlying error quotes it.
+    fn error(&self, method: &'static str, e: HttpClientError) -> RpcError {
+        let redact = |text: String| text.replace(&self.url, &self.display_url());
+        match e {
+            HttpClientError::JsonRpcError(e) => RpcError::Node {
                 method,
-                code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
-                message: error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-                data: error
-                    .get("data")
-                    .and_then(|d| serde_json::from_value(d.clone()).ok()),
-            });
+                code: e.code,
+                message: e.message,
+                data: e.data.and_then(|d| serde_json::from_value(d).ok()),
+            },
+            HttpClientError::SerdeJson { err, text } => RpcError::BadResponse {
+                method,
+                url: self.display_url(),
+                reason: redact(format!("{err} in {text:.200}")),
+            },
+            HttpClientError::ReqwestError(e) => RpcError::Unreachable {
+                url: self.display_url(),
+                reason: redact(error_chain(&e)),
+            },
         }
-        let result = answer
-            .get_mut("result")
-            .map(Value::take)
-            .ok_or_else(|| bad("neither result nor error".into()))?;
-        serde_json::from_value(result).map_err(|e| bad(e.to_string()))
     }
 
     /// The chain id (`eth_chainId`).
