@@ -9,6 +9,7 @@
 //! ```
 
 mod build_contracts;
+mod postgres;
 mod report;
 mod test;
 mod toolchain;
@@ -36,6 +37,9 @@ enum Cmd {
     /// The main job: build the contracts, then run `bursar demo` (devnet in-process, deploy,
     /// an agent session end to end, its audit trail).
     Demo(build_contracts::BuildArgs),
+    /// Start this machine's PostgreSQL if needed (creating the cluster, the `bursar` role and
+    /// the `bursar_test` database) and print the URL for `BURSAR_TEST_POSTGRES_URL`.
+    Postgres,
 }
 
 fn main() -> ExitCode {
@@ -44,6 +48,7 @@ fn main() -> ExitCode {
         Cmd::BuildContracts(args) => build_contracts::run(args),
         Cmd::Test(args) => test::run(args),
         Cmd::Demo(args) => test::demo(args),
+        Cmd::Postgres => postgres::test_url().map(|url| println!("{url}")),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -6,10 +6,11 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 use crate::build_contracts::{self, BuildArgs, CONTRACTS};
+use crate::postgres;
 
 /// Formatting and lints, then the contracts as deployable WASM (which enforces the activation
 /// rules and the code-size limit, and gives the devnet tests fresh artifacts), then every
-/// workspace test.
+/// workspace test, with a PostgreSQL server for those that run on both databases.
 pub(crate) fn run(build: &BuildArgs) -> Result<()> {
     cargo("format", &["fmt", "--all", "--", "--check"])?;
     cargo(
@@ -41,7 +42,12 @@ pub(crate) fn run(build: &BuildArgs) -> Result<()> {
     cargo("lints (contracts as deployed)", &contracts)?;
     eprintln!("==> contracts: build-contracts");
     build_contracts::run(build)?;
-    cargo("tests", &["test", "--workspace"])
+    let postgres = postgres::test_url()?;
+    cargo_with(
+        "tests",
+        &["test", "--workspace"],
+        &[(postgres::URL_VAR, postgres.as_str())],
+    )
 }
 
 /// Builds the contracts, then runs the demonstration against them.
@@ -52,9 +58,14 @@ pub(crate) fn demo(build: &BuildArgs) -> Result<()> {
 }
 
 fn cargo(step: &str, args: &[&str]) -> Result<()> {
+    cargo_with(step, args, &[])
+}
+
+fn cargo_with(step: &str, args: &[&str], env: &[(&str, &str)]) -> Result<()> {
     eprintln!("==> {step}: cargo {}", args.join(" "));
     let status = Command::new(env!("CARGO"))
         .args(args)
+        .envs(env.iter().copied())
         .status()
         .with_context(|| format!("running cargo {}", args[0]))?;
     if !status.success() {

@@ -1,0 +1,396 @@
+//! The transaction engine's rows: signers with their next nonce, transactions, and the signed
+//! attempts of each.
+
+use sqlx::Row;
+
+use super::{Store, StoreError};
+
+/// Where a transaction is. `signed` → `submitted` → `mined` → `confirmed`, or `failed`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TxStatus {
+    /// Nonce allocated and signed bytes stored; not yet accepted by the node.
+    Signed,
+    /// Accepted by the node; no receipt yet. A missing receipt means "unknown", never failed.
+    Submitted,
+    /// In a block, not yet final.
+    Mined,
+    /// Enough blocks on top (or finalized): the receipt is final.
+    Confirmed,
+    /// Will never be mined: its nonce went to another transaction of the same key.
+    Failed,
+}
+
+impl TxStatus {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TxStatus::Signed => "signed",
+            TxStatus::Submitted => "submitted",
+            TxStatus::Mined => "mined",
+            TxStatus::Confirmed => "confirmed",
+            TxStatus::Failed => "failed",
+        }
+    }
+
+    fn parse(s: &str) -> Result<Self, StoreError> {
+        Ok(match s {
+            "signed" => TxStatus::Signed,
+            "submitted" => TxStatus::Submitted,
+            "mined" => TxStatus::Mined,
+            "confirmed" => TxStatus::Confirmed,
+            "failed" => TxStatus::Failed,
+            other => return Err(StoreError::Corrupt(format!("transaction status {other:?}"))),
+        })
+    }
+}
+
+/// What a new transaction does (the engine signs it once its nonce is known).
+#[derive(Clone, Debug)]
+pub struct NewTransaction {
+    /// The relayer signer that sends it.
+    pub signer: String,
+    /// The callee.
+    pub to: String,
+    /// Calldata, hex.
+    pub data: String,
+    /// Value in wei, decimal.
+    pub value: String,
+    /// Gas limit.
+    pub gas_limit: i64,
+}
+
+/// One signed version of a transaction.
+#[derive(Clone, Debug)]
+pub struct NewAttempt {
+    /// Its hash.
+    pub hash: String,
+    /// The signed EIP-2718 bytes, hex.
+    pub raw: String,
+    /// `maxFeePerGas`, decimal.
+    pub max_fee: String,
+    /// `maxPriorityFeePerGas`, decimal.
+    pub max_priority_fee: String,
+}
+
+/// A stored transaction.
+#[derive(Clone, Debug)]
+pub struct TxRow {
+    /// Its id.
+    pub id: i64,
+    /// The signer that sends it.
+    pub signer: String,
+    /// Its nonce.
+    pub nonce: i64,
+    /// What it does.
+    pub to: String,
+    /// Calldata, hex.
+    pub data: String,
+    /// Value in wei, decimal.
+    pub value: String,
+    /// Gas limit.
+    pub gas_limit: i64,
+    /// Where it is.
+    pub status: TxStatus,
+    /// When the engine looks at it next (unix ms).
+    pub next_check_at: i64,
+    /// When the node first accepted it (unix ms).
+    pub submitted_at: Option<i64>,
+    /// The attempt that was mined.
+    pub mined_hash: Option<String>,
+    /// Its block.
+    pub block_number: Option<i64>,
+    /// That block's hash.
+    pub block_hash: Option<String>,
+    /// 1: succeeded, 0: reverted.
+    pub receipt_status: Option<i64>,
+    /// The last error met while sending it.
+    pub last_error: Option<String>,
+}
+
+/// A stored attempt.
+#[derive(Clone, Debug)]
+pub struct AttemptRow {
+    /// 0 for the first, then one more per replacement.
+    pub attempt: i64,
+    /// Its hash.
+    pub hash: String,
+    /// The signed bytes, hex.
+    pub raw: String,
+    /// `maxFeePerGas`, decimal.
+    pub max_fee: String,
+    /// `maxPriorityFeePerGas`, decimal.
+    pub max_priority_fee: String,
+}
+
+const TX_COLUMNS: &str = "id, signer, nonce, to_address, data, value, gas_limit, status, \
+    next_check_at, submitted_at, mined_hash, block_number, block_hash, receipt_status, last_error";
+
+fn tx_row(r: &sqlx::any::AnyRow) -> Result<TxRow, StoreError> {
+    Ok(TxRow {
+        id: r.try_get("id")?,
+        signer: r.try_get("signer")?,
+        nonce: r.try_get("nonce")?,
+        to: r.try_get("to_address")?,
+        data: r.try_get("data")?,
+        value: r.try_get("value")?,
+        gas_limit: r.try_get("gas_limit")?,
+        status: TxStatus::parse(r.try_get::<String, _>("status")?.as_str())?,
+        next_check_at: r.try_get("next_check_at")?,
+        submitted_at: r.try_get("submitted_at")?,
+        mined_hash: r.try_get("mined_hash")?,
+        block_number: r.try_get("block_number")?,
+        block_hash: r.try_get("block_hash")?,
+        receipt_status: r.try_get("receipt_status")?,
+        last_error: r.try_get("last_error")?,
+    })
+}
+
+impl Store {
+    /// Records `signer` with the chain's nonce for it, or, when the chain is ahead of the
+    /// stored next nonce (the key sent transactions the relayer did not), catches up with it.
+    pub async fn reconcile_signer(
+        &self,
+        signer: &str,
+        chain_nonce: i64,
+    ) -> Result<i64, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let stored: Option<i64> =
+            sqlx::query_scalar("SELECT next_nonce FROM signers WHERE address = $1")
+                .bind(signer)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let next = match stored {
+            None => {
+                sqlx::query("INSERT INTO signers (address, next_nonce) VALUES ($1, $2)")
+                    .bind(signer)
+                    .bind(chain_nonce)
+                    .execute(&mut *tx)
+                    .await?;
+                chain_nonce
+            }
+            Some(n) if n < chain_nonce => {
+                sqlx::query("UPDATE signers SET next_nonce = $1 WHERE address = $2")
+                    .bind(chain_nonce)
+                    .bind(signer)
+                    .execute(&mut *tx)
+                    .await?;
+                chain_nonce
+            }
+            Some(n) => n,
+        };
+        tx.commit().await?;
+        Ok(next)
+    }
+
+    /// Allocates the signer's next nonce, signs with it (`sign`) and stores the transaction
+    /// and its first attempt — all in one database transaction, so a nonce is never handed out
+    /// without the signed bytes that use it being stored, and a crash before the commit
+    /// leaves nothing behind.
+    pub async fn insert_transaction(
+        &self,
+        new: &NewTransaction,
+        now: i64,
+        sign: impl FnOnce(u64) -> NewAttempt,
+    ) -> Result<TxRow, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let next: i64 = sqlx::query_scalar(
+            "UPDATE signers SET next_nonce = next_nonce + 1 WHERE address = $1 RETURNING next_nonce",
+        )
+        .bind(&new.signer)
+        .fetch_one(&mut *tx)
+        .await?;
+        let nonce = next - 1;
+        let attempt = sign(nonce as u64);
+        let row = sqlx::query(&format!(
+            "INSERT INTO transactions (signer, nonce, to_address, data, value, gas_limit, status, \
+             next_check_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+             RETURNING {TX_COLUMNS}"
+        ))
+        .bind(&new.signer)
+        .bind(nonce)
+        .bind(&new.to)
+        .bind(&new.data)
+        .bind(&new.value)
+        .bind(new.gas_limit)
+        .bind(TxStatus::Signed.as_str())
+        .bind(now)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await?;
+        let row = tx_row(&row)?;
+        insert_attempt(&mut tx, row.id, 0, &attempt, now).await?;
+        tx.commit().await?;
+        Ok(row)
+    }
+
+    /// Stores a replacement of transaction `id` (the next attempt number).
+    pub async fn add_attempt(
+        &self,
+        id: i64,
+        attempt: &NewAttempt,
+        now: i64,
+    ) -> Result<i64, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let last: i64 =
+            sqlx::query_scalar("SELECT MAX(attempt) FROM attempts WHERE transaction_id = $1")
+                .bind(id)
+                .fetch_one(&mut *tx)
+                .await?;
+        insert_attempt(&mut tx, id, last + 1, attempt, now).await?;
+        tx.commit().await?;
+        Ok(last + 1)
+    }
+
+    /// Transaction `id`.
+    pub async fn transaction(&self, id: i64) -> Result<Option<TxRow>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {TX_COLUMNS} FROM transactions WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(tx_row).transpose()
+    }
+
+    /// Unfinished transactions due for a look at `now`, per signer in nonce order.
+    pub async fn due_transactions(&self, now: i64, limit: i64) -> Result<Vec<TxRow>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {TX_COLUMNS} FROM transactions WHERE status IN ('signed', 'submitted', 'mined') \
+             AND next_check_at <= $1 ORDER BY signer, nonce LIMIT $2"
+        ))
+        .bind(now)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(tx_row).collect()
+    }
+
+    /// Every attempt of transaction `id`, the newest first.
+    pub async fn attempts(&self, id: i64) -> Result<Vec<AttemptRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT attempt, hash, raw, max_fee, max_priority_fee FROM attempts \
+             WHERE transaction_id = $1 ORDER BY attempt DESC",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(AttemptRow {
+                    attempt: r.try_get("attempt")?,
+                    hash: r.try_get("hash")?,
+                    raw: r.try_get("raw")?,
+                    max_fee: r.try_get("max_fee")?,
+                    max_priority_fee: r.try_get("max_priority_fee")?,
+                })
+            })
+            .collect()
+    }
+
+    /// The node accepted transaction `id` (first time: `submitted_at` is set).
+    pub async fn mark_submitted(
+        &self,
+        id: i64,
+        now: i64,
+        next_check_at: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE transactions SET status = $1, submitted_at = COALESCE(submitted_at, $2), \
+             next_check_at = $3, last_error = NULL WHERE id = $4",
+        )
+        .bind(TxStatus::Submitted.as_str())
+        .bind(now)
+        .bind(next_check_at)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Transaction `id` is in block `block_number` (`block_hash`) as `hash`.
+    pub async fn mark_mined(
+        &self,
+        id: i64,
+        hash: &str,
+        block_number: i64,
+        block_hash: &str,
+        receipt_status: i64,
+        next_check_at: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE transactions SET status = $1, mined_hash = $2, block_number = $3, \
+             block_hash = $4, receipt_status = $5, next_check_at = $6, last_error = NULL \
+             WHERE id = $7",
+        )
+        .bind(TxStatus::Mined.as_str())
+        .bind(hash)
+        .bind(block_number)
+        .bind(block_hash)
+        .bind(receipt_status)
+        .bind(next_check_at)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Sets the status of transaction `id` (confirmed, failed, or back to submitted after a
+    /// reorg) with the next look and an error note.
+    pub async fn set_status(
+        &self,
+        id: i64,
+        status: TxStatus,
+        next_check_at: i64,
+        error: Option<&str>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE transactions SET status = $1, next_check_at = $2, last_error = $3 WHERE id = $4",
+        )
+        .bind(status.as_str())
+        .bind(next_check_at)
+        .bind(error)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Looks at transaction `id` again at `next_check_at`, noting `error`.
+    pub async fn reschedule(
+        &self,
+        id: i64,
+        next_check_at: i64,
+        error: Option<&str>,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE transactions SET next_check_at = $1, last_error = $2 WHERE id = $3")
+            .bind(next_check_at)
+            .bind(error)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+}
+
+async fn insert_attempt(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    id: i64,
+    attempt: i64,
+    a: &NewAttempt,
+    now: i64,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO attempts (transaction_id, attempt, hash, raw, max_fee, max_priority_fee, \
+         created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(id)
+    .bind(attempt)
+    .bind(&a.hash)
+    .bind(&a.raw)
+    .bind(&a.max_fee)
+    .bind(&a.max_priority_fee)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,93 @@
+//! The only place with SQL. One schema, two databases: SQLite (a file, the default) and
+//! PostgreSQL (`postgres://…`), each with its own migrations (`migrations/sqlite`,
+//! `migrations/postgres`); queries run through sqlx's `Any` driver and are written to mean the
+//! same on both (`$n` placeholders in order, `RETURNING`, integers as `BIGINT`).
+
+mod engine;
+
+use std::str::FromStr;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::AnyPool;
+
+pub use engine::{AttemptRow, NewAttempt, NewTransaction, TxRow, TxStatus};
+
+/// Why the store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database refused or could not be reached.
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// A migration failed.
+    #[error("database migration: {0}")]
+    Migration(#[from] sqlx::migrate::MigrateError),
+    /// The URL names neither SQLite nor PostgreSQL.
+    #[error("unsupported database URL (want sqlite://FILE or postgres://…)")]
+    UnsupportedUrl,
+    /// A stored value does not parse (the database was edited by hand?).
+    #[error("corrupt row: {0}")]
+    Corrupt(String),
+}
+
+/// Which database a store runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// A SQLite file.
+    Sqlite,
+    /// A PostgreSQL server.
+    Postgres,
+}
+
+/// The relayer's database.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: AnyPool,
+    backend: Backend,
+}
+
+impl Store {
+    /// Connects to `url` (`sqlite://FILE`, created if missing, or `postgres://…`) and brings
+    /// the schema up to date.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        sqlx::any::install_default_drivers();
+        let backend = if url.starts_with("sqlite:") {
+            Backend::Sqlite
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            Backend::Postgres
+        } else {
+            return Err(StoreError::UnsupportedUrl);
+        };
+        let options = match backend {
+            // Create the file if missing; wait for a busy database rather than fail.
+            Backend::Sqlite => {
+                let sep = if url.contains('?') { '&' } else { '?' };
+                AnyConnectOptions::from_str(&format!("{url}{sep}mode=rwc"))?
+            }
+            Backend::Postgres => AnyConnectOptions::from_str(url)?,
+        };
+        // SQLite has one writer at a time: one connection serializes writes instead of
+        // failing them with "database is locked".
+        let max = if backend == Backend::Sqlite { 1 } else { 8 };
+        let pool = AnyPoolOptions::new()
+            .max_connections(max)
+            .connect_with(options)
+            .await?;
+        match backend {
+            Backend::Sqlite => sqlx::migrate!("./migrations/sqlite").run(&pool).await?,
+            Backend::Postgres => sqlx::migrate!("./migrations/postgres").run(&pool).await?,
+        }
+        Ok(Store { pool, backend })
+    }
+
+    /// The database this store runs on.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+}
+
+/// Milliseconds since the Unix epoch, as stored.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

@@ -1,0 +1,455 @@
+//! The transaction engine: transactions that are never lost and never sent twice.
+//!
+//! * A nonce is allocated and the transaction signed and stored in one database transaction,
+//!   before anything is broadcast ([`Engine::submit`]); a crash at any point leaves either
+//!   nothing or the signed bytes, which the next [`Engine::tick`] sends.
+//! * Per signer, transactions go out in nonce order; the same bytes are sent again while the
+//!   node does not know them (a dropped transaction comes back), and a transaction pending for
+//!   longer than [`EngineConfig::stuck_after`] is replaced with higher fees
+//!   ([`bursar_client::Fees::replacement`]). Every attempt is stored before it is sent.
+//! * A missing receipt is "unknown", never "failed": a transaction fails only when the chain's
+//!   nonce for its signer has passed it and none of its attempts has a receipt (another
+//!   transaction from the same key took the nonce).
+//! * Mined transactions are re-read until [`EngineConfig::confirmations`] blocks are on top; a
+//!   receipt that disappears (a reorg) sends the transaction back to `submitted`.
+//! * Each row carries its own `next_check_at`: the engine looks only at rows that are due.
+//! * At start every signer is reconciled with the chain: a key that sent transactions
+//!   elsewhere has its next nonce moved up to the chain's.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use alloy_consensus::TxEip1559;
+use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
+use bursar_client::rpc::RpcError;
+use bursar_client::{Client, Fees, Key};
+use serde_json::json;
+
+use crate::store::{now_ms, NewAttempt, NewTransaction, Store, StoreError, TxRow, TxStatus};
+
+/// How the engine paces itself.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Blocks on top of a transaction's block before it is `confirmed` (0: at once).
+    pub confirmations: u64,
+    /// How soon a sent transaction is looked at again.
+    pub poll: Duration,
+    /// How long a transaction may stay unmined before it is replaced with higher fees.
+    pub stuck_after: Duration,
+    /// The longest wait before retrying after an RPC error (doubling from `poll`).
+    pub max_backoff: Duration,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            confirmations: 1,
+            poll: Duration::from_millis(500),
+            stuck_after: Duration::from_secs(30),
+            max_backoff: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Why the engine could not do what it was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The node failed (before anything was stored).
+    #[error(transparent)]
+    Rpc(#[from] RpcError),
+    /// No signer with this address.
+    #[error("no relayer signer {0}")]
+    UnknownSigner(Address),
+}
+
+/// The transaction engine over a store, a node and the relayer's signers.
+pub struct Engine {
+    store: Store,
+    client: Arc<Client>,
+    signers: HashMap<Address, Key>,
+    chain_id: u64,
+    config: EngineConfig,
+}
+
+impl Engine {
+    /// An engine for `signers`, each reconciled with the chain's nonce for it.
+    pub async fn new(
+        store: Store,
+        client: Arc<Client>,
+        signers: Vec<Key>,
+        config: EngineConfig,
+    ) -> Result<Self, EngineError> {
+        let chain_id = client.chain_id().await?;
+        for key in &signers {
+            let chain_nonce = client.nonce(key.address()).await?;
+            let next = store
+                .reconcile_signer(&hex_address(key.address()), chain_nonce as i64)
+                .await?;
+            tracing::info!(signer = %key.address(), chain_nonce, next_nonce = next, "signer reconciled");
+        }
+        Ok(Engine {
+            store,
+            client,
+            signers: signers.into_iter().map(|k| (k.address(), k)).collect(),
+            chain_id,
+            config,
+        })
+    }
+
+    /// The store the engine keeps its transactions in.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Allocates `signer`'s next nonce, signs the call with the fees the chain asks now and
+    /// stores it; returns the transaction's id. Nothing is broadcast here ([`Engine::tick`]).
+    pub async fn submit(
+        &self,
+        signer: Address,
+        to: Address,
+        data: Bytes,
+        value: U256,
+        gas_limit: u64,
+    ) -> Result<i64, EngineError> {
+        let key = self
+            .signers
+            .get(&signer)
+            .ok_or(EngineError::UnknownSigner(signer))?;
+        let fees = self.fees().await?;
+        let new = NewTransaction {
+            signer: hex_address(signer),
+            to: hex_address(to),
+            data: data.to_string(),
+            value: value.to_string(),
+            gas_limit: gas_limit as i64,
+        };
+        let chain_id = self.chain_id;
+        let row = self
+            .store
+            .insert_transaction(&new, now_ms(), |nonce| {
+                sign(key, chain_id, nonce, to, &data, value, gas_limit, fees)
+            })
+            .await?;
+        tracing::debug!(id = row.id, %signer, nonce = row.nonce, "transaction stored");
+        Ok(row.id)
+    }
+
+    /// Looks at every transaction that is due: sends the signed ones, finds receipts,
+    /// replaces stuck ones, confirms mined ones. Returns how many it looked at. An RPC error
+    /// postpones the one transaction it hit (and that signer's later ones, to keep the order).
+    pub async fn tick(&self) -> Result<usize, EngineError> {
+        let rows = self.store.due_transactions(now_ms(), 256).await?;
+        let mut held: HashSet<String> = HashSet::new();
+        for row in &rows {
+            if held.contains(&row.signer) {
+                continue;
+            }
+            let outcome = match row.status {
+                TxStatus::Signed => self.broadcast(row).await,
+                TxStatus::Submitted => self.check(row).await,
+                TxStatus::Mined => self.confirm(row).await,
+                TxStatus::Confirmed | TxStatus::Failed => Ok(()),
+            };
+            if let Err(e) = outcome {
+                let EngineError::Rpc(e) = e else {
+                    return Err(e);
+                };
+                tracing::warn!(id = row.id, error = %e, "node error; retrying later");
+                held.insert(row.signer.clone());
+                let backoff = self.backoff(row);
+                self.store
+                    .reschedule(row.id, now_ms() + backoff, Some(&e.to_string()))
+                    .await?;
+            }
+        }
+        Ok(rows.len())
+    }
+
+    /// Ticks until `stop` resolves.
+    pub async fn run(&self, stop: impl std::future::Future<Output = ()>) {
+        tokio::pin!(stop);
+        loop {
+            if let Err(e) = self.tick().await {
+                tracing::error!(error = %e, "engine tick failed");
+            }
+            tokio::select! {
+                _ = &mut stop => return,
+                _ = tokio::time::sleep(self.config.poll) => {}
+            }
+        }
+    }
+
+    /// Sends a stored transaction's newest attempt for the first time.
+    async fn broadcast(&self, row: &TxRow) -> Result<(), EngineError> {
+        let attempts = self.store.attempts(row.id).await?;
+        let newest = attempts.first().ok_or_else(|| corrupt(row, "no attempt"))?;
+        match self.send_raw(&newest.raw).await? {
+            Sent::Accepted => {
+                let now = now_ms();
+                self.store
+                    .mark_submitted(row.id, now, now + self.poll_ms())
+                    .await?;
+            }
+            // Its nonce is used: by one of its own attempts (a receipt settles it) or by
+            // another transaction; `check` tells which.
+            Sent::NonceUsed => self.check(row).await?,
+        }
+        Ok(())
+    }
+
+    /// A submitted transaction: a receipt for any attempt makes it mined; otherwise it is sent
+    /// again if the node lost it, replaced if stuck, or failed if its nonce went elsewhere.
+    async fn check(&self, row: &TxRow) -> Result<(), EngineError> {
+        let attempts = self.store.attempts(row.id).await?;
+        for a in &attempts {
+            let hash: B256 = a.hash.parse().map_err(|_| corrupt(row, "attempt hash"))?;
+            if let Some(r) = self.client.receipt(hash).await? {
+                let next = now_ms() + self.poll_ms();
+                self.store
+                    .mark_mined(
+                        row.id,
+                        &a.hash,
+                        r.block() as i64,
+                        &r.block_hash.to_string(),
+                        i64::from(r.succeeded()),
+                        next,
+                    )
+                    .await?;
+                return self.confirm_at(row.id, r.block()).await;
+            }
+        }
+        let signer: Address = row
+            .signer
+            .parse()
+            .map_err(|_| corrupt(row, "signer address"))?;
+        let mined_nonce: alloy_primitives::U64 = self
+            .client
+            .request("eth_getTransactionCount", json!([signer, "latest"]))
+            .await?;
+        if mined_nonce.to::<u64>() > row.nonce as u64 {
+            // No attempt has a receipt, yet the nonce is spent: another transaction of this
+            // key took it. This one can never be mined.
+            self.store
+                .set_status(
+                    row.id,
+                    TxStatus::Failed,
+                    i64::MAX,
+                    Some("nonce taken by another transaction of this signer"),
+                )
+                .await?;
+            tracing::warn!(
+                id = row.id,
+                nonce = row.nonce,
+                "nonce taken elsewhere; failed"
+            );
+            return Ok(());
+        }
+        let newest = attempts.first().ok_or_else(|| corrupt(row, "no attempt"))?;
+        let stuck = row.submitted_at.is_some_and(|at| {
+            now_ms() - at > (self.config.stuck_after.as_millis() as i64) * (newest.attempt + 1)
+        });
+        if stuck {
+            self.replace(row, newest).await?;
+        } else if !self.node_knows(&newest.hash).await? {
+            // Dropped from the node's pool (restart, eviction): the same bytes again.
+            tracing::info!(id = row.id, hash = %newest.hash, "resending a dropped transaction");
+            self.send_raw(&newest.raw).await?;
+        }
+        let now = now_ms();
+        self.store
+            .mark_submitted(row.id, now, now + self.poll_ms())
+            .await?;
+        Ok(())
+    }
+
+    /// A replacement of `row` with fees raised over `newest`'s, stored before it is sent.
+    async fn replace(
+        &self,
+        row: &TxRow,
+        newest: &crate::store::AttemptRow,
+    ) -> Result<(), EngineError> {
+        let signer: Address = row.signer.parse().map_err(|_| corrupt(row, "signer"))?;
+        let key = self
+            .signers
+            .get(&signer)
+            .ok_or(EngineError::UnknownSigner(signer))?;
+        let old = Fees {
+            max_fee_per_gas: newest
+                .max_fee
+                .parse()
+                .map_err(|_| corrupt(row, "max fee"))?,
+            max_priority_fee_per_gas: newest
+                .max_priority_fee
+                .parse()
+                .map_err(|_| corrupt(row, "tip"))?,
+        };
+        let fees = old.replacement(self.fees().await?);
+        let to: Address = row.to.parse().map_err(|_| corrupt(row, "to"))?;
+        let data: Bytes = row.data.parse().map_err(|_| corrupt(row, "data"))?;
+        let value: U256 = row.value.parse().map_err(|_| corrupt(row, "value"))?;
+        let attempt = sign(
+            key,
+            self.chain_id,
+            row.nonce as u64,
+            to,
+            &data,
+            value,
+            row.gas_limit as u64,
+            fees,
+        );
+        let n = self.store.add_attempt(row.id, &attempt, now_ms()).await?;
+        tracing::info!(
+            id = row.id,
+            attempt = n,
+            max_fee = fees.max_fee_per_gas,
+            "replacing a stuck transaction"
+        );
+        self.send_raw(&attempt.raw).await?;
+        Ok(())
+    }
+
+    /// A mined transaction: confirmed once deep enough; back to submitted if its receipt is
+    /// gone or moved (a reorg).
+    async fn confirm(&self, row: &TxRow) -> Result<(), EngineError> {
+        let hash: B256 = row
+            .mined_hash
+            .as_deref()
+            .and_then(|h| h.parse().ok())
+            .ok_or_else(|| corrupt(row, "mined hash"))?;
+        match self.client.receipt(hash).await? {
+            Some(r) if Some(r.block_hash.to_string()) == row.block_hash => {
+                self.confirm_at(row.id, r.block()).await
+            }
+            _ => {
+                tracing::warn!(id = row.id, "receipt gone or moved (reorg); checking again");
+                self.store
+                    .set_status(row.id, TxStatus::Submitted, now_ms(), None)
+                    .await?;
+                Ok(())
+            }
+        }
+    }
+
+    async fn confirm_at(&self, id: i64, block: u64) -> Result<(), EngineError> {
+        let head = self.client.block_number().await?;
+        if head.saturating_sub(block) >= self.config.confirmations {
+            self.store
+                .set_status(id, TxStatus::Confirmed, i64::MAX, None)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Sends signed bytes; the node already having them (or an earlier attempt) is success.
+    async fn send_raw(&self, raw: &str) -> Result<Sent, EngineError> {
+        let bytes: Bytes = raw
+            .parse()
+            .map_err(|_| EngineError::Store(StoreError::Corrupt("raw transaction".into())))?;
+        match self.client.send_raw_transaction(&bytes).await {
+            Ok(_) => Ok(Sent::Accepted),
+            Err(RpcError::Node { message, .. }) => {
+                let m = message.to_ascii_lowercase();
+                if m.contains("already known") || m.contains("known transaction") {
+                    Ok(Sent::Accepted)
+                } else if m.contains("nonce too low")
+                    || m.contains("replacement transaction underpriced")
+                {
+                    Ok(Sent::NonceUsed)
+                } else {
+                    Err(RpcError::Node {
+                        method: "eth_sendRawTransaction",
+                        code: 0,
+                        message,
+                        data: None,
+                    }
+                    .into())
+                }
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn node_knows(&self, hash: &str) -> Result<bool, EngineError> {
+        let tx: serde_json::Value = self
+            .client
+            .request("eth_getTransactionByHash", json!([hash]))
+            .await?;
+        Ok(!tx.is_null())
+    }
+
+    async fn fees(&self) -> Result<Fees, RpcError> {
+        let base: u128 = self
+            .client
+            .latest_block()
+            .await?
+            .base_fee_per_gas
+            .unwrap_or_default()
+            .saturating_to();
+        let tip = self.client.max_priority_fee().await?;
+        Ok(Fees::for_next_block(base, tip))
+    }
+
+    fn poll_ms(&self) -> i64 {
+        self.config.poll.as_millis() as i64
+    }
+
+    /// Doubling from `poll` with each error in a row (counted from how late the row is).
+    fn backoff(&self, row: &TxRow) -> i64 {
+        let late = (now_ms() - row.next_check_at).max(self.poll_ms());
+        late.saturating_mul(2)
+            .min(self.config.max_backoff.as_millis() as i64)
+    }
+}
+
+enum Sent {
+    Accepted,
+    NonceUsed,
+}
+
+/// The signed attempt of a call.
+#[allow(clippy::too_many_arguments)]
+fn sign(
+    key: &Key,
+    chain_id: u64,
+    nonce: u64,
+    to: Address,
+    data: &Bytes,
+    value: U256,
+    gas_limit: u64,
+    fees: Fees,
+) -> NewAttempt {
+    let tx = TxEip1559 {
+        chain_id,
+        nonce,
+        gas_limit,
+        max_fee_per_gas: fees.max_fee_per_gas,
+        max_priority_fee_per_gas: fees.max_priority_fee_per_gas,
+        to: TxKind::Call(to),
+        value,
+        input: data.clone(),
+        access_list: Default::default(),
+    };
+    let (raw, hash) = key.sign_transaction(tx);
+    NewAttempt {
+        hash: hash.to_string(),
+        raw: Bytes::from(raw).to_string(),
+        max_fee: fees.max_fee_per_gas.to_string(),
+        max_priority_fee: fees.max_priority_fee_per_gas.to_string(),
+    }
+}
+
+/// Addresses are stored in lowercase hex.
+fn hex_address(a: Address) -> String {
+    format!("{a:#x}")
+}
+
+fn corrupt(row: &TxRow, what: &str) -> EngineError {
+    EngineError::Store(StoreError::Corrupt(format!(
+        "transaction {}: {what}",
+        row.id
+    )))
+}

@@ -1,0 +1,216 @@
+//! The transaction engine: every transaction mined exactly once through crashes, drops, outside
+//! transactions and stuck fees.
+
+use alloy_primitives::{Address, Bytes, U256};
+use bursar_relayer::store::TxStatus;
+use bursar_relayer::submission::{Engine, EngineConfig};
+
+use super::*;
+
+const GAS: u64 = 21_000;
+
+fn config() -> EngineConfig {
+    EngineConfig {
+        confirmations: 0,
+        poll: std::time::Duration::ZERO,
+        ..EngineConfig::default()
+    }
+}
+
+async fn engine(db: &Db, client: &Arc<Client>, key: &Key) -> Engine {
+    Engine::new(
+        db.store().await,
+        client.clone(),
+        vec![key.clone()],
+        config(),
+    )
+    .await
+    .unwrap()
+}
+
+/// Ticks until every one of `ids` is final (each tick is one look per due row; a bounded
+/// number of looks, not a wait).
+async fn settle(engine: &Engine, ids: &[i64]) {
+    for _ in 0..20 {
+        engine.tick().await.unwrap();
+        let mut done = true;
+        for id in ids {
+            let row = engine.store().transaction(*id).await.unwrap().unwrap();
+            done &= matches!(row.status, TxStatus::Confirmed | TxStatus::Failed);
+        }
+        if done {
+            return;
+        }
+    }
+    panic!("not settled after 20 ticks");
+}
+
+async fn status(engine: &Engine, id: i64) -> TxStatus {
+    engine
+        .store()
+        .transaction(id)
+        .await
+        .unwrap()
+        .unwrap()
+        .status
+}
+
+async fn balance(client: &Client, a: Address) -> U256 {
+    client.balance(a).await.unwrap()
+}
+
+async fn crash_before_and_after_broadcast_loses_and_duplicates_nothing(db: Db) {
+    let (_devnet, client) = devnet(true).await;
+    let key = dev_key(7);
+    let to = Address::repeat_byte(0x51);
+    // Stored but never broadcast, then the process dies.
+    let first = {
+        let e = engine(&db, &client, &key).await;
+        e.submit(key.address(), to, Bytes::new(), U256::from(1), GAS)
+            .await
+            .unwrap()
+    };
+    assert_eq!(balance(&client, to).await, U256::ZERO);
+    // A new process finds it and sends it; a second one is stored and broadcast, and the
+    // process dies before it reads the receipt.
+    let second = {
+        let e = engine(&db, &client, &key).await;
+        let id = e
+            .submit(key.address(), to, Bytes::new(), U256::from(2), GAS)
+            .await
+            .unwrap();
+        e.tick().await.unwrap();
+        id
+    };
+    assert_eq!(balance(&client, to).await, U256::from(3));
+    // A third process settles both without sending anything twice.
+    let e = engine(&db, &client, &key).await;
+    settle(&e, &[first, second]).await;
+    assert_eq!(status(&e, first).await, TxStatus::Confirmed);
+    assert_eq!(status(&e, second).await, TxStatus::Confirmed);
+    assert_eq!(balance(&client, to).await, U256::from(3));
+    assert_eq!(client.nonce(key.address()).await.unwrap(), 2);
+}
+
+async fn a_dropped_transaction_is_sent_again_and_an_outside_one_is_survived(db: Db) {
+    let (_devnet, client) = devnet(false).await;
+    let key = dev_key(8);
+    let to = Address::repeat_byte(0x52);
+    let e = engine(&db, &client, &key).await;
+    let id = e
+        .submit(key.address(), to, Bytes::new(), U256::from(5), GAS)
+        .await
+        .unwrap();
+    e.tick().await.unwrap();
+    assert_eq!(status(&e, id).await, TxStatus::Submitted);
+    // The node loses it from its pool.
+    let hash = e.store().attempts(id).await.unwrap()[0].hash.clone();
+    let dropped: serde_json::Value = client
+        .request("anvil_dropTransaction", serde_json::json!([hash]))
+        .await
+        .unwrap();
+    assert!(!dropped.is_null());
+    e.tick().await.unwrap();
+    let _: serde_json::Value = client
+        .request("evm_mine", serde_json::json!([]))
+        .await
+        .unwrap();
+    settle(&e, &[id]).await;
+    assert_eq!(status(&e, id).await, TxStatus::Confirmed);
+    assert_eq!(balance(&client, to).await, U256::from(5));
+
+    // Someone sends from the relayer's key behind its back; a restarted engine starts from
+    // the chain's nonce and its next transaction goes through.
+    let mut outside = bursar_client::Sender::new(&client, key.clone())
+        .await
+        .unwrap();
+    let _: serde_json::Value = client
+        .request("evm_setAutomine", serde_json::json!([true]))
+        .await
+        .unwrap();
+    outside
+        .send(&client, Some(to), vec![], U256::from(100))
+        .await
+        .unwrap();
+    let e = engine(&db, &client, &key).await;
+    let next = e
+        .submit(key.address(), to, Bytes::new(), U256::from(7), GAS)
+        .await
+        .unwrap();
+    settle(&e, &[next]).await;
+    assert_eq!(status(&e, next).await, TxStatus::Confirmed);
+    assert_eq!(balance(&client, to).await, U256::from(112));
+}
+
+async fn a_stuck_transaction_is_replaced_with_higher_fees_and_mined_once(db: Db) {
+    let (_devnet, client) = devnet(false).await;
+    let key = dev_key(9);
+    let to = Address::repeat_byte(0x53);
+    let e = Engine::new(
+        db.store().await,
+        client.clone(),
+        vec![key.clone()],
+        EngineConfig {
+            stuck_after: std::time::Duration::ZERO,
+            ..config()
+        },
+    )
+    .await
+    .unwrap();
+    let id = e
+        .submit(key.address(), to, Bytes::new(), U256::from(9), GAS)
+        .await
+        .unwrap();
+    e.tick().await.unwrap(); // sent
+                             // The base fee rises past what the transaction offers: it cannot be mined as it is.
+    let base: u64 = 100_000_000 * 5;
+    let _: serde_json::Value = client
+        .request("anvil_setNextBlockBaseFeePerGas", serde_json::json!([base]))
+        .await
+        .unwrap();
+    let _: serde_json::Value = client
+        .request("evm_mine", serde_json::json!([]))
+        .await
+        .unwrap();
+    assert_eq!(balance(&client, to).await, U256::ZERO);
+    e.tick().await.unwrap(); // stuck: replaced with fees that cover the new base fee
+    let attempts = e.store().attempts(id).await.unwrap();
+    assert_eq!(attempts.len(), 2);
+    let cap: u128 = attempts[0].max_fee.parse().unwrap();
+    assert!(
+        cap >= u128::from(base),
+        "replacement cap {cap} below base fee {base}"
+    );
+    let _: serde_json::Value = client
+        .request("evm_mine", serde_json::json!([]))
+        .await
+        .unwrap();
+    settle(&e, &[id]).await;
+    let row = e.store().transaction(id).await.unwrap().unwrap();
+    assert_eq!(row.status, TxStatus::Confirmed);
+    assert_eq!(row.mined_hash.as_deref(), Some(attempts[0].hash.as_str()));
+    assert_eq!(balance(&client, to).await, U256::from(9));
+}
+
+macro_rules! on_both_databases {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite_db {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                super::$name(super::sqlite()).await
+            })*
+        }
+        mod postgres_db {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                super::$name(super::postgres().await).await
+            })*
+        }
+    };
+}
+
+on_both_databases!(
+    crash_before_and_after_broadcast_loses_and_duplicates_nothing,
+    a_dropped_transaction_is_sent_again_and_an_outside_one_is_survived,
+    a_stuck_transaction_is_replaced_with_higher_fees_and_mined_once,
+);
