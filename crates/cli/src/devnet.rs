@@ -127,7 +127,7 @@ fn print_banner(chain_id: u64, addr: SocketAddr, block_time: Option<u64>) {
 }
 
 /// Waits for Ctrl-C or (on Unix) SIGTERM; returns the signal's name.
-async fn shutdown_signal() -> &'static str {
+pub(crate) async fn shutdown_signal() -> &'static str {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};

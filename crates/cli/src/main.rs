@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 mod demo;
 mod deploy;
 mod devnet;
+mod relayer;
 
 #[derive(Parser)]
 #[command(name = "bursar", version, about = "Bursar command-line tool")]
@@ -21,6 +22,8 @@ enum Command {
     Deploy(deploy::DeployArgs),
     /// The end-to-end demonstration: devnet, deployment, an agent session, its audit trail.
     Demo(demo::DemoArgs),
+    /// Run the relayer (HTTP API and transaction engine), or manage its hosts' API keys.
+    Relayer(relayer::RelayerArgs),
 }
 
 // The devnet instantiates programs with fresh memory many times per transaction (see
@@ -44,6 +47,7 @@ fn main() -> std::process::ExitCode {
         Command::Devnet(args) => devnet::run(args),
         Command::Deploy(args) => deploy::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Relayer(args) => relayer::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -241,6 +241,16 @@ impl Store {
         Ok(last + 1)
     }
 
+    /// How many transactions are in each status.
+    pub async fn transaction_counts(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        let rows = sqlx::query("SELECT status, COUNT(*) FROM transactions GROUP BY status")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+            .collect()
+    }
+
     /// Transaction `id`.
     pub async fn transaction(&self, id: i64) -> Result<Option<TxRow>, StoreError> {
         let row = sqlx::query(&format!(

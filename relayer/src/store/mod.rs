@@ -4,6 +4,7 @@
 //! same on both (`$n` placeholders in order, `RETURNING`, integers as `BIGINT`).
 
 mod engine;
+mod hosts;
 
 use std::str::FromStr;
 
@@ -11,6 +12,7 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::AnyPool;
 
 pub use engine::{AttemptRow, NewAttempt, NewTransaction, TxRow, TxStatus};
+pub use hosts::HostKeyRow;
 
 /// Why the store failed.
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +84,12 @@ impl Store {
     /// The database this store runs on.
     pub fn backend(&self) -> Backend {
         self.backend
+    }
+
+    /// Whether the database answers.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
     }
 }
 

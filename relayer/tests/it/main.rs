@@ -1,6 +1,7 @@
 //! The relayer against a running devnet (real WASM, real signatures), on a SQLite file and on a
 //! PostgreSQL server (`BURSAR_TEST_POSTGRES_URL`, which `cargo xtask test` and `.ci/run` set).
 
+mod api;
 mod engine;
 
 use std::sync::Arc;

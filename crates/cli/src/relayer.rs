@@ -1,0 +1,164 @@
+//! `bursar relayer`: runs the relayer (API and transaction engine) until Ctrl-C / SIGTERM;
+//! `bursar relayer hosts create|list|revoke` manages hosts' API keys in its database.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use bursar_client::{Client, Key};
+use bursar_relayer::store::Store;
+use bursar_relayer::submission::EngineConfig;
+use bursar_relayer::{hosts, Config};
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct RelayerArgs {
+    #[command(subcommand)]
+    command: Option<RelayerCommand>,
+    /// The chain's JSON-RPC endpoint.
+    #[arg(
+        long,
+        env = "BURSAR_RELAYER_RPC",
+        default_value = "http://127.0.0.1:8547"
+    )]
+    rpc: String,
+    /// The database: `sqlite://FILE` (created if missing) or `postgres://…`.
+    #[arg(
+        long,
+        env = "BURSAR_RELAYER_DB",
+        default_value = "sqlite://bursar-relayer.db"
+    )]
+    db: String,
+    /// Where the API listens.
+    #[arg(long, env = "BURSAR_RELAYER_LISTEN", default_value = "127.0.0.1:8549")]
+    listen: SocketAddr,
+    /// A file holding one of the relayer's own keys (hex); repeat for several signers. Also
+    /// `BURSAR_RELAYER_KEYS` (comma-separated hex). On the devnet (chain 412346) the last dev
+    /// account signs when none is given. Keys are never printed.
+    #[arg(long = "signer-key-file", value_name = "FILE")]
+    signer_key_files: Vec<PathBuf>,
+    /// Blocks on top of a transaction's block before the relayer calls it confirmed.
+    #[arg(long, env = "BURSAR_RELAYER_CONFIRMATIONS", default_value_t = 1)]
+    confirmations: u64,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum RelayerCommand {
+    /// Hosts (sandbox platforms) and their API keys.
+    Hosts {
+        #[command(subcommand)]
+        command: HostsCommand,
+    },
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum HostsCommand {
+    /// Create a host and print its API key (shown this once; only its hash is stored).
+    Create {
+        /// The host's name (letters, digits, '-', '_', '.').
+        name: String,
+        /// What the key may do: sessions, payments, provenance, read, webhooks.
+        #[arg(long, default_value = "sessions,payments,provenance,read,webhooks")]
+        scopes: String,
+    },
+    /// List hosts' keys (prefixes, scopes, revocation), never the keys.
+    List,
+    /// Revoke every key of a host.
+    Revoke {
+        /// The host's name.
+        name: String,
+    },
+}
+
+const KEYS_ENV: &str = "BURSAR_RELAYER_KEYS";
+
+pub(crate) fn run(args: RelayerArgs) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    rt.block_on(async move {
+        match args.command {
+            Some(RelayerCommand::Hosts { ref command }) => manage_hosts(&args.db, command).await,
+            None => serve(args).await,
+        }
+    })
+}
+
+async fn serve(args: RelayerArgs) -> Result<(), String> {
+    let signers = signer_keys(&args).await?;
+    let relayer = bursar_relayer::start(Config {
+        rpc: args.rpc.clone(),
+        db: args.db.clone(),
+        listen: args.listen,
+        signers,
+        engine: EngineConfig {
+            confirmations: args.confirmations,
+            ..EngineConfig::default()
+        },
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    println!("Relayer API on http://{} (Ctrl-C to stop)", relayer.addr);
+    crate::devnet::shutdown_signal().await;
+    relayer.shutdown().await;
+    Ok(())
+}
+
+/// The relayer's signers: key files, then `BURSAR_RELAYER_KEYS`; on the devnet, the last dev
+/// account when neither is given.
+async fn signer_keys(args: &RelayerArgs) -> Result<Vec<Key>, String> {
+    let mut keys = Vec::new();
+    for path in &args.signer_key_files {
+        keys.push(Key::from_key_file(path).map_err(|e| e.to_string())?);
+    }
+    if let Ok(list) = std::env::var(KEYS_ENV) {
+        for text in list.split(',').filter(|s| !s.trim().is_empty()) {
+            keys.push(Key::from_hex(text.trim(), KEYS_ENV).map_err(|e| e.to_string())?);
+        }
+    }
+    if keys.is_empty() {
+        let client = Client::new(args.rpc.clone());
+        let chain = client.chain_id().await.map_err(|e| e.to_string())?;
+        if chain == bursar_devnet::DEFAULT_CHAIN_ID {
+            let dev = bursar_devnet::accounts::dev_accounts();
+            keys.push(Key::from_signing_key(dev[dev.len() - 1].signing_key()));
+        }
+    }
+    Ok(keys)
+}
+
+async fn manage_hosts(db: &str, command: &HostsCommand) -> Result<(), String> {
+    let store = Store::connect(db).await.map_err(|e| e.to_string())?;
+    match command {
+        HostsCommand::Create { name, scopes } => {
+            let created = hosts::create(&store, name, scopes)
+                .await
+                .map_err(|e| e.to_string())?;
+            println!("host {name} ({})", created.id);
+            println!("API key (shown once; send it as `Authorization: Bearer <key>`):");
+            println!("{}", created.key);
+        }
+        HostsCommand::List => {
+            for k in hosts::list(&store).await.map_err(|e| e.to_string())? {
+                let state = if k.revoked_at.is_some() {
+                    "revoked"
+                } else {
+                    "live"
+                };
+                println!(
+                    "{:<24} {:<22} {}…  {:<8} {}",
+                    k.host_name, k.host_id, k.key_prefix, state, k.scopes
+                );
+            }
+        }
+        HostsCommand::Revoke { name } => {
+            let n = hosts::revoke(&store, name)
+                .await
+                .map_err(|e| e.to_string())?;
+            if n == 0 {
+                return Err(format!("no live key for a host named {name:?}"));
+            }
+            println!("revoked {n} key(s) of {name}");
+        }
+    }
+    Ok(())
+}

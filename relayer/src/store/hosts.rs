@@ -1,0 +1,113 @@
+//! Hosts and their API keys (stored as SHA-256 hashes).
+
+use sqlx::Row;
+
+use super::{Store, StoreError};
+
+/// A host's API key as stored: never the key itself.
+#[derive(Clone, Debug)]
+pub struct HostKeyRow {
+    /// The host it belongs to.
+    pub host_id: String,
+    /// The host's name.
+    pub host_name: String,
+    /// The key's first characters (not secret), to tell keys apart.
+    pub key_prefix: String,
+    /// Space-separated scopes.
+    pub scopes: String,
+    /// When it was created (unix ms).
+    pub created_at: i64,
+    /// When it was revoked, if it was.
+    pub revoked_at: Option<i64>,
+}
+
+impl Store {
+    /// Records host `id` named `name` with its first key.
+    pub async fn insert_host(
+        &self,
+        id: &str,
+        name: &str,
+        key_hash: &str,
+        key_prefix: &str,
+        scopes: &str,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("INSERT INTO hosts (id, name, created_at) VALUES ($1, $2, $3)")
+            .bind(id)
+            .bind(name)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO host_keys (key_hash, key_prefix, host_id, scopes, created_at) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(key_hash)
+        .bind(key_prefix)
+        .bind(id)
+        .bind(scopes)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The live (unrevoked) key with this hash.
+    pub async fn host_key(&self, key_hash: &str) -> Result<Option<HostKeyRow>, StoreError> {
+        let row = sqlx::query(&format!(
+            "{HOST_KEY_SELECT} WHERE k.key_hash = $1 AND k.revoked_at IS NULL"
+        ))
+        .bind(key_hash)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(host_key_row).transpose()
+    }
+
+    /// Every key of every host, oldest first.
+    pub async fn host_keys(&self) -> Result<Vec<HostKeyRow>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "{HOST_KEY_SELECT} ORDER BY k.created_at, k.key_prefix"
+        ))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(host_key_row).collect()
+    }
+
+    /// Revokes every key of the host named `name`; returns how many were live.
+    pub async fn revoke_host(&self, name: &str, now: i64) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "UPDATE host_keys SET revoked_at = $1 WHERE revoked_at IS NULL AND host_id IN \
+             (SELECT id FROM hosts WHERE name = $2)",
+        )
+        .bind(now)
+        .bind(name)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// Whether a host is named `name`.
+    pub async fn host_exists(&self, name: &str) -> Result<bool, StoreError> {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM hosts WHERE name = $1")
+            .bind(name)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(n > 0)
+    }
+}
+
+const HOST_KEY_SELECT: &str = "SELECT k.host_id, h.name, k.key_prefix, k.scopes, k.created_at, \
+    k.revoked_at FROM host_keys k JOIN hosts h ON h.id = k.host_id";
+
+fn host_key_row(r: &sqlx::any::AnyRow) -> Result<HostKeyRow, StoreError> {
+    Ok(HostKeyRow {
+        host_id: r.try_get(0)?,
+        host_name: r.try_get(1)?,
+        key_prefix: r.try_get(2)?,
+        scopes: r.try_get(3)?,
+        created_at: r.try_get(4)?,
+        revoked_at: r.try_get(5)?,
+    })
+}

@@ -1,0 +1,100 @@
+//! The API over HTTP: health, metrics, host keys (created, checked, scoped, revoked).
+
+use bursar_relayer::hosts::{self, Scope};
+use bursar_relayer::submission::EngineConfig;
+use bursar_relayer::{start, Config, Relayer};
+use serde_json::Value;
+
+use super::*;
+
+async fn relayer(db: &Db, client: &Client) -> Relayer {
+    start(Config {
+        rpc: client.url().to_string(),
+        db: db.url(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        signers: vec![dev_key(9)],
+        engine: EngineConfig::default(),
+    })
+    .await
+    .unwrap()
+}
+
+async fn get(url: &str, bearer: Option<&str>) -> (u16, String) {
+    let mut req = reqwest::Client::new().get(url);
+    if let Some(key) = bearer {
+        req = req.bearer_auth(key);
+    }
+    let r = req.send().await.unwrap();
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
+async fn host_keys_are_checked_scoped_and_revocable(db: Db) {
+    let (_devnet, client) = devnet(true).await;
+    let relayer = relayer(&db, &client).await;
+    let base = format!("http://{}", relayer.addr);
+
+    let (status, body) = get(&format!("{base}/health"), None).await;
+    assert_eq!(status, 200, "{body}");
+    let health: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(health["chainId"], 412_346);
+    let (status, body) = get(&format!("{base}/metrics"), None).await;
+    assert_eq!(status, 200);
+    assert!(
+        body.contains("bursar_relayer_transactions{status=\"confirmed\"} 0"),
+        "{body}"
+    );
+
+    let store = db.store().await;
+    let created = hosts::create(&store, "e2b-prod", "sessions,read")
+        .await
+        .unwrap();
+    assert!(created.key.starts_with("bhk_") && created.key.len() == 68);
+    // The key itself is not stored, only its hash and a short prefix.
+    let listed = hosts::list(&store).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].key_prefix, &created.key[..12]);
+    assert!(matches!(
+        hosts::create(&store, "e2b-prod", "read").await,
+        Err(hosts::HostError::Exists(_))
+    ));
+
+    let me = format!("{base}/v1/host");
+    for bearer in [None, Some("bhk_00"), Some("not-a-key")] {
+        let (status, body) = get(&me, bearer).await;
+        assert_eq!(status, 401, "{bearer:?}: {body}");
+        let error: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(error["code"], "unauthorized");
+        assert!(error["message"].is_string() && error["details"].is_object());
+    }
+    let (status, body) = get(&me, Some(&created.key)).await;
+    assert_eq!(status, 200, "{body}");
+    let host: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(host["name"], "e2b-prod");
+    assert_eq!(host["scopes"], serde_json::json!(["sessions", "read"]));
+    assert!(!body.contains(&created.key));
+    let authenticated = hosts::authenticate(&store, &created.key).await.unwrap();
+    assert!(authenticated.require(Scope::Read).is_ok());
+    assert!(matches!(
+        authenticated.require(Scope::Payments),
+        Err(bursar_relayer::error::ApiError::Forbidden { scope: "payments" })
+    ));
+
+    assert_eq!(hosts::revoke(&store, "e2b-prod").await.unwrap(), 1);
+    let (status, _) = get(&me, Some(&created.key)).await;
+    assert_eq!(status, 401);
+    relayer.shutdown().await;
+}
+
+mod sqlite_db {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn host_keys_are_checked_scoped_and_revocable() {
+        super::host_keys_are_checked_scoped_and_revocable(super::sqlite()).await
+    }
+}
+
+mod postgres_db {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn host_keys_are_checked_scoped_and_revocable() {
+        super::host_keys_are_checked_scoped_and_revocable(super::postgres().await).await
+    }
+}
