@@ -7,6 +7,7 @@
 //! * [`hosts`] — hosts' API keys, scopes and authentication.
 //! * [`submission`] — the transaction engine: nonces, persistence before broadcast,
 //!   resubmission, replacement, confirmation.
+//! * [`vault`] — custodial session keys, sealed under the master key.
 //! * [`store`] — the only place with SQL (SQLite or PostgreSQL).
 //! * [`error`] — the API's one error type and its JSON.
 //! * [`metrics`] — Prometheus text.
@@ -17,6 +18,7 @@ pub mod hosts;
 pub mod metrics;
 pub mod store;
 pub mod submission;
+pub mod vault;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

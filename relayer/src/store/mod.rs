@@ -5,6 +5,7 @@
 
 mod engine;
 mod hosts;
+mod keys;
 
 use std::str::FromStr;
 
@@ -13,6 +14,7 @@ use sqlx::AnyPool;
 
 pub use engine::{AttemptRow, NewAttempt, NewTransaction, TxRow, TxStatus};
 pub use hosts::HostKeyRow;
+pub use keys::SealedKeyRow;
 
 /// Why the store failed.
 #[derive(Debug, thiserror::Error)]

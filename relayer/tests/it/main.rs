@@ -3,6 +3,7 @@
 
 mod api;
 mod engine;
+mod vault;
 
 use std::sync::Arc;
 

@@ -1,0 +1,82 @@
+//! Sealed custodial session keys.
+
+use sqlx::Row;
+
+use super::{Store, StoreError};
+
+/// A sealed key as stored.
+#[derive(Clone, Debug)]
+pub struct SealedKeyRow {
+    /// The key's address.
+    pub address: String,
+    /// The host it was made for.
+    pub host_id: String,
+    /// `hex(nonce ‖ ciphertext ‖ tag)`.
+    pub sealed: String,
+    /// The master key that sealed it.
+    pub master_key_id: String,
+}
+
+impl Store {
+    /// Stores a sealed session key.
+    pub async fn insert_session_key(&self, row: &SealedKeyRow, now: i64) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO session_keys (address, host_id, sealed, master_key_id, created_at) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(&row.address)
+        .bind(&row.host_id)
+        .bind(&row.sealed)
+        .bind(&row.master_key_id)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The sealed key of `address`.
+    pub async fn session_key(&self, address: &str) -> Result<Option<SealedKeyRow>, StoreError> {
+        let row = sqlx::query(
+            "SELECT address, host_id, sealed, master_key_id FROM session_keys WHERE address = $1",
+        )
+        .bind(address)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(sealed_row).transpose()
+    }
+
+    /// Re-seals every key: `reseal` gets each row and returns its new sealing (and master key
+    /// id); all rows change in one database transaction, or none does.
+    pub async fn reseal_session_keys(
+        &self,
+        mut reseal: impl FnMut(&SealedKeyRow) -> Result<(String, String), StoreError>,
+    ) -> Result<usize, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let rows = sqlx::query("SELECT address, host_id, sealed, master_key_id FROM session_keys")
+            .fetch_all(&mut *tx)
+            .await?;
+        let rows: Vec<SealedKeyRow> = rows.iter().map(sealed_row).collect::<Result<_, _>>()?;
+        for row in &rows {
+            let (sealed, master_key_id) = reseal(row)?;
+            sqlx::query(
+                "UPDATE session_keys SET sealed = $1, master_key_id = $2 WHERE address = $3",
+            )
+            .bind(sealed)
+            .bind(master_key_id)
+            .bind(&row.address)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(rows.len())
+    }
+}
+
+fn sealed_row(r: &sqlx::any::AnyRow) -> Result<SealedKeyRow, StoreError> {
+    Ok(SealedKeyRow {
+        address: r.try_get(0)?,
+        host_id: r.try_get(1)?,
+        sealed: r.try_get(2)?,
+        master_key_id: r.try_get(3)?,
+    })
+}
