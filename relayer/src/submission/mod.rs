@@ -204,6 +204,17 @@ impl Engine {
     /// A submitted transaction: a receipt for any attempt makes it mined; otherwise it is sent
     /// again if the node lost it, replaced if stuck, or failed if its nonce went elsewhere.
     async fn check(&self, row: &TxRow) -> Result<(), EngineError> {
+        // The chain's nonce is read before the receipts: if it has passed this transaction's
+        // and still no attempt has a receipt, none was mined (one mined in between would have
+        // its receipt by then), so "failed" is never said of a transaction that was mined.
+        let signer: Address = row
+            .signer
+            .parse()
+            .map_err(|_| corrupt(row, "signer address"))?;
+        let mined_nonce: alloy_primitives::U64 = self
+            .client
+            .request("eth_getTransactionCount", json!([signer, "latest"]))
+            .await?;
         let attempts = self.store.attempts(row.id).await?;
         for a in &attempts {
             let hash: B256 = a.hash.parse().map_err(|_| corrupt(row, "attempt hash"))?;
@@ -222,14 +233,6 @@ impl Engine {
                 return self.confirm_at(row.id, r.block()).await;
             }
         }
-        let signer: Address = row
-            .signer
-            .parse()
-            .map_err(|_| corrupt(row, "signer address"))?;
-        let mined_nonce: alloy_primitives::U64 = self
-            .client
-            .request("eth_getTransactionCount", json!([signer, "latest"]))
-            .await?;
         if mined_nonce.to::<u64>() > row.nonce as u64 {
             // No attempt has a receipt, yet the nonce is spent: another transaction of this
             // key took it. This one can never be mined.
