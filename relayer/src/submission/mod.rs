@@ -37,7 +37,8 @@ pub struct EngineConfig {
     pub poll: Duration,
     /// How long a transaction may stay unmined before it is replaced with higher fees.
     pub stuck_after: Duration,
-    /// The longest wait before retrying after an RPC error (doubling from `poll`).
+    /// The longest wait before retrying after RPC errors (the wait doubles from `poll` with
+    /// each error in a row).
     pub max_backoff: Duration,
 }
 
@@ -73,6 +74,9 @@ pub struct Engine {
     signers: HashMap<Address, Key>,
     chain_id: u64,
     config: EngineConfig,
+    /// RPC errors in a row per transaction, for the backoff (kept in memory: a restart retries
+    /// at once).
+    errors: std::sync::Mutex<HashMap<i64, u32>>,
 }
 
 impl Engine {
@@ -97,6 +101,7 @@ impl Engine {
             signers: signers.into_iter().map(|k| (k.address(), k)).collect(),
             chain_id,
             config,
+            errors: Default::default(),
         })
     }
 
@@ -154,13 +159,31 @@ impl Engine {
                 TxStatus::Mined => self.confirm(row).await,
                 TxStatus::Confirmed | TxStatus::Failed => Ok(()),
             };
+            let errors_in_a_row = {
+                let mut errors = self.errors.lock().unwrap_or_else(|e| e.into_inner());
+                match &outcome {
+                    Ok(()) => {
+                        errors.remove(&row.id);
+                        0
+                    }
+                    Err(_) => {
+                        let n = errors.entry(row.id).or_insert(0);
+                        *n += 1;
+                        *n
+                    }
+                }
+            };
             if let Err(e) = outcome {
                 let EngineError::Rpc(e) = e else {
                     return Err(e);
                 };
                 tracing::warn!(id = row.id, error = %e, "node error; retrying later");
                 held.insert(row.signer.clone());
-                let backoff = self.backoff(row);
+                let backoff = backoff(
+                    self.poll_ms(),
+                    self.config.max_backoff.as_millis() as i64,
+                    errors_in_a_row,
+                );
                 self.store
                     .reschedule(row.id, now_ms() + backoff, Some(&e.to_string()))
                     .await?;
@@ -399,13 +422,12 @@ impl Engine {
     fn poll_ms(&self) -> i64 {
         self.config.poll.as_millis() as i64
     }
+}
 
-    /// Doubling from `poll` with each error in a row (counted from how late the row is).
-    fn backoff(&self, row: &TxRow) -> i64 {
-        let late = (now_ms() - row.next_check_at).max(self.poll_ms());
-        late.saturating_mul(2)
-            .min(self.config.max_backoff.as_millis() as i64)
-    }
+/// The wait (ms) after the `n`th error in a row: the poll interval (at least 100 ms) doubled
+/// `n` times, at most `max`.
+fn backoff(poll: i64, max: i64, n: u32) -> i64 {
+    poll.max(100).saturating_mul(1i64 << n.min(30)).min(max)
 }
 
 enum Sent {
@@ -455,4 +477,18 @@ fn corrupt(row: &TxRow, what: &str) -> EngineError {
         "transaction {}: {what}",
         row.id
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::backoff;
+
+    #[test]
+    fn the_wait_after_errors_doubles_up_to_its_cap() {
+        let waits: Vec<i64> = (1..=6).map(|n| backoff(500, 10_000, n)).collect();
+        assert_eq!(waits, [1_000, 2_000, 4_000, 8_000, 10_000, 10_000]);
+        // A zero poll interval still waits; many errors neither overflow nor pass the cap.
+        assert_eq!(backoff(0, 30_000, 1), 200);
+        assert_eq!(backoff(500, 30_000, u32::MAX), 30_000);
+    }
 }
