@@ -1,7 +1,10 @@
 //! Sandbox hosts: API keys (shown once, stored as SHA-256), scopes, revocation, and the
 //! authentication of a request's `Authorization: Bearer …`.
 
+use alloy_primitives::hex::encode as hex;
 use sha2::{Digest, Sha256};
+
+use crate::random_bytes;
 
 use crate::error::ApiError;
 use crate::store::{now_ms, HostKeyRow, Store, StoreError};
@@ -107,8 +110,8 @@ pub async fn create(store: &Store, name: &str, scopes: &str) -> Result<CreatedHo
     if store.host_exists(name).await? {
         return Err(HostError::Exists(name.into()));
     }
-    let id = format!("host_{}", hex(&random::<8>()));
-    let key = format!("bhk_{}", hex(&random::<32>()));
+    let id = format!("host_{}", hex(random_bytes::<8>()));
+    let key = format!("bhk_{}", hex(random_bytes::<32>()));
     store
         .insert_host(&id, name, &hash(&key), &key[..12], &scopes, now_ms())
         .await?;
@@ -161,17 +164,7 @@ fn parse_scopes(text: &str) -> Result<String, HostError> {
 }
 
 fn hash(key: &str) -> String {
-    hex(&Sha256::digest(key.as_bytes()))
-}
-
-fn random<const N: usize>() -> [u8; N] {
-    let mut bytes = [0u8; N];
-    rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut bytes);
-    bytes
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    hex(Sha256::digest(key.as_bytes()))
 }
 
 #[cfg(test)]

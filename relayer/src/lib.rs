@@ -28,6 +28,13 @@ use bursar_client::{Client, Key};
 use crate::store::{Store, StoreError};
 use crate::submission::{Engine, EngineConfig, EngineError};
 
+/// `N` bytes from the operating system's CSPRNG (keys, ids, nonces).
+pub(crate) fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut bytes = [0u8; N];
+    rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut bytes);
+    bytes
+}
+
 /// What a relayer runs with.
 pub struct Config {
     /// The chain's JSON-RPC endpoint.

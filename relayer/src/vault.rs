@@ -15,6 +15,7 @@ use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use sha2::{Digest, Sha256};
 
+use crate::random_bytes;
 use crate::store::{now_ms, SealedKeyRow, Store, StoreError};
 
 /// Why a master key or a sealed key could not be used.
@@ -84,7 +85,7 @@ impl MasterKey {
             reason: e.to_string(),
         };
         if create && !path.exists() {
-            let key = MasterKey(random());
+            let key = MasterKey(random_bytes());
             write_private(path, &format!("{}\n", hex(key.0))).map_err(file_err)?;
             return Ok(key);
         }
@@ -103,7 +104,7 @@ impl MasterKey {
 
     /// Seals `secret` for `address`: `hex(nonce ‖ ciphertext ‖ tag)`.
     fn seal(&self, address: &str, secret: &[u8; 32]) -> String {
-        let nonce: [u8; 24] = random();
+        let nonce: [u8; 24] = random_bytes();
         let sealed = self
             .cipher()
             .encrypt(
@@ -148,7 +149,7 @@ pub async fn new_session_key(
     host_id: &str,
 ) -> Result<Key, VaultError> {
     let (secret, key) = loop {
-        let secret: [u8; 32] = random();
+        let secret: [u8; 32] = random_bytes();
         // Out of range for secp256k1 with probability ~2^-128; draw again then.
         if let Some(key) = Key::from_bytes(&B256::from(secret)) {
             break (secret, key);
@@ -202,12 +203,6 @@ pub async fn rotate(store: &Store, old: &MasterKey, new: &MasterKey) -> Result<u
     }
 }
 
-fn random<const N: usize>() -> [u8; N] {
-    let mut bytes = [0u8; N];
-    rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut bytes);
-    bytes
-}
-
 /// Writes `text` to a new file readable by its owner only.
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
@@ -233,8 +228,8 @@ mod tests {
 
     #[test]
     fn a_sealed_key_opens_only_under_its_master_key_and_for_its_address() {
-        let master = MasterKey(random());
-        let secret: [u8; 32] = random();
+        let master = MasterKey(random_bytes());
+        let secret: [u8; 32] = random_bytes();
         let sealed = master.seal("0xaa", &secret);
         assert_eq!(
             master.open(&row("0xaa", sealed.clone(), &master)).unwrap(),
@@ -242,7 +237,7 @@ mod tests {
         );
         // Fresh nonces: sealing twice never gives the same text.
         assert_ne!(master.seal("0xaa", &secret), sealed);
-        let other = MasterKey(random());
+        let other = MasterKey(random_bytes());
         assert!(other.open(&row("0xaa", sealed.clone(), &other)).is_err());
         assert!(master.open(&row("0xbb", sealed.clone(), &master)).is_err());
         let mut tampered = sealed.into_bytes();

@@ -62,6 +62,11 @@ fn an_owners_nonce_opens_one_session_and_names_it() {
     f.fund(STRANGER, usd(1000));
     let t = f.terms();
     let nonce = U256::from(77);
+    // A stranger cannot take an owner's id ahead of it (squatting the nonce it will sign).
+    assert_revert(
+        f.open_nonce(STRANGER, OWNER, nonce, &t, U256::ZERO),
+        WalletUnauthorized { caller: STRANGER },
+    );
     let id = f.open_nonce(OWNER, OWNER, nonce, &t, U256::ZERO).unwrap();
     assert_eq!(id, session_id(OWNER, nonce));
     assert_eq!(id, SessionWallet::session_id(OWNER, nonce));

@@ -7,6 +7,8 @@ use std::time::Duration;
 use alloy_primitives::{Address, Bytes, B256, U256, U64};
 use ethers_providers::{Http, HttpClientError, JsonRpcClient};
 use serde::de::DeserializeOwned;
+
+use crate::fees::Fees;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -252,6 +254,27 @@ impl Client {
             .request("eth_getTransactionCount", json!([address, "pending"]))
             .await?;
         Ok(n.to())
+    }
+
+    /// How many transactions of `address` are mined (its nonce at the latest block).
+    pub async fn mined_nonce(&self, address: Address) -> Result<u64, RpcError> {
+        let n: U64 = self
+            .request("eth_getTransactionCount", json!([address, "latest"]))
+            .await?;
+        Ok(n.to())
+    }
+
+    /// The fee caps for a transaction sent now ([`Fees::for_next_block`] of the latest base
+    /// fee and the tip the node suggests).
+    pub async fn fees(&self) -> Result<Fees, RpcError> {
+        let base: u128 = self
+            .latest_block()
+            .await?
+            .base_fee_per_gas
+            .unwrap_or_default()
+            .saturating_to();
+        let tip = self.max_priority_fee().await?;
+        Ok(Fees::for_next_block(base, tip))
     }
 
     /// The code at `address` at the latest block (empty for an account without code).

@@ -5,7 +5,6 @@ use alloy_consensus::TxEip1559;
 use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
 use alloy_sol_types::SolCall;
 
-use crate::fees::Fees;
 use crate::key::Key;
 use crate::rpc::{Client, Receipt, RpcError};
 
@@ -128,19 +127,6 @@ impl Sender {
         }
     }
 
-    /// The fee caps for the next transaction ([`Fees::for_next_block`] of the latest base fee
-    /// and the tip the node suggests).
-    pub async fn fees(&self, client: &Client) -> Result<Fees, RpcError> {
-        let base: u128 = client
-            .latest_block()
-            .await?
-            .base_fee_per_gas
-            .unwrap_or_default()
-            .saturating_to();
-        let tip = client.max_priority_fee().await?;
-        Ok(Fees::for_next_block(base, tip))
-    }
-
     /// Signs and sends with an explicit gas limit; returns the receipt whatever its status.
     pub async fn send_with_gas(
         &mut self,
@@ -150,7 +136,7 @@ impl Sender {
         value: U256,
         gas_limit: u64,
     ) -> Result<Receipt, RpcError> {
-        let fees = self.fees(client).await?;
+        let fees = client.fees().await?;
         let tx = TxEip1559 {
             chain_id: self.chain_id,
             nonce: self.nonce,

@@ -346,7 +346,7 @@ pub async fn deploy(
 
     // Check the balance covers everything still to deploy before sending anything.
     let mut sender = Sender::new(client, key).await?;
-    let max_fee = sender.fees(client).await?.max_fee_per_gas;
+    let max_fee = client.fees().await?.max_fee_per_gas;
     let mut need = U256::ZERO;
     let mut fees = Vec::with_capacity(contracts.len());
     for ((contract, artifact), kept) in contracts.iter().zip(&artifacts).zip(&reuse) {

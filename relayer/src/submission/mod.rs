@@ -124,7 +124,7 @@ impl Engine {
             .signers
             .get(&signer)
             .ok_or(EngineError::UnknownSigner(signer))?;
-        let fees = self.fees().await?;
+        let fees = self.client.fees().await?;
         let new = NewTransaction {
             signer: hex_address(signer),
             to: hex_address(to),
@@ -234,10 +234,7 @@ impl Engine {
             .signer
             .parse()
             .map_err(|_| corrupt(row, "signer address"))?;
-        let mined_nonce: alloy_primitives::U64 = self
-            .client
-            .request("eth_getTransactionCount", json!([signer, "latest"]))
-            .await?;
+        let mined_nonce = self.client.mined_nonce(signer).await?;
         let attempts = self.store.attempts(row.id).await?;
         for a in &attempts {
             let hash: B256 = a.hash.parse().map_err(|_| corrupt(row, "attempt hash"))?;
@@ -256,7 +253,7 @@ impl Engine {
                 return self.confirm_at(row.id, r.block()).await;
             }
         }
-        if mined_nonce.to::<u64>() > row.nonce as u64 {
+        if mined_nonce > row.nonce as u64 {
             // No attempt has a receipt, yet the nonce is spent: another transaction of this
             // key took it. This one can never be mined.
             self.store
@@ -313,7 +310,7 @@ impl Engine {
                 .parse()
                 .map_err(|_| corrupt(row, "tip"))?,
         };
-        let fees = old.replacement(self.fees().await?);
+        let fees = old.replacement(self.client.fees().await?);
         let to: Address = row.to.parse().map_err(|_| corrupt(row, "to"))?;
         let data: Bytes = row.data.parse().map_err(|_| corrupt(row, "data"))?;
         let value: U256 = row.value.parse().map_err(|_| corrupt(row, "value"))?;
@@ -360,11 +357,16 @@ impl Engine {
         }
     }
 
+    /// Confirms transaction `id` (mined in `block`) once deep enough, else looks again later.
     async fn confirm_at(&self, id: i64, block: u64) -> Result<(), EngineError> {
         let head = self.client.block_number().await?;
         if head.saturating_sub(block) >= self.config.confirmations {
             self.store
                 .set_status(id, TxStatus::Confirmed, i64::MAX, None)
+                .await?;
+        } else {
+            self.store
+                .reschedule(id, now_ms() + self.poll_ms(), None)
                 .await?;
         }
         Ok(())
@@ -405,18 +407,6 @@ impl Engine {
             .request("eth_getTransactionByHash", json!([hash]))
             .await?;
         Ok(!tx.is_null())
-    }
-
-    async fn fees(&self) -> Result<Fees, RpcError> {
-        let base: u128 = self
-            .client
-            .latest_block()
-            .await?
-            .base_fee_per_gas
-            .unwrap_or_default()
-            .saturating_to();
-        let tip = self.client.max_priority_fee().await?;
-        Ok(Fees::for_next_block(base, tip))
     }
 
     fn poll_ms(&self) -> i64 {

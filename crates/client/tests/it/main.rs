@@ -79,8 +79,7 @@ async fn a_replacement_with_the_computed_bump_is_accepted_and_one_below_it_is_no
         .await
         .unwrap();
     let key = dev_key(6);
-    let sender = Sender::new(&client, key.clone()).await.unwrap();
-    let first = sender.fees(&client).await.unwrap();
+    let first = client.fees().await.unwrap();
     let tx = |fees: Fees, value: u64| TxEip1559 {
         chain_id: 412_346,
         nonce: 0,
@@ -95,7 +94,7 @@ async fn a_replacement_with_the_computed_bump_is_accepted_and_one_below_it_is_no
     let (raw, _) = key.sign_transaction(tx(first, 1));
     client.send_raw_transaction(&raw).await.unwrap();
 
-    let bumped = first.replacement(sender.fees(&client).await.unwrap());
+    let bumped = first.replacement(client.fees().await.unwrap());
     assert!(
         bumped.max_fee_per_gas * 100 >= first.max_fee_per_gas * (100 + REPLACEMENT_BUMP_PERCENT)
     );
