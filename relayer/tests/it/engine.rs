@@ -192,6 +192,39 @@ async fn a_stuck_transaction_is_replaced_with_higher_fees_and_mined_once(db: Db)
     assert_eq!(balance(&client, to).await, U256::from(9));
 }
 
+async fn concurrent_submits_get_distinct_nonces_and_all_land_once(db: Db) {
+    let (_devnet, client) = devnet(true).await;
+    let key = dev_key(6);
+    let to = Address::repeat_byte(0x54);
+    let e = Arc::new(engine(&db, &client, &key).await);
+    // Sixteen callers at once: each nonce is allocated inside its own database transaction.
+    let tasks: Vec<_> = (1..=16u64)
+        .map(|i| {
+            let e = e.clone();
+            let signer = key.address();
+            tokio::spawn(async move {
+                e.submit(signer, to, Bytes::new(), U256::from(i), GAS)
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for t in tasks {
+        ids.push(t.await.unwrap());
+    }
+    let mut nonces = Vec::new();
+    for id in &ids {
+        nonces.push(e.store().transaction(*id).await.unwrap().unwrap().nonce);
+    }
+    nonces.sort();
+    assert_eq!(nonces, (0..16).collect::<Vec<i64>>());
+    settle(&e, &ids).await;
+    // 1 + 2 + … + 16, each transfer exactly once.
+    assert_eq!(balance(&client, to).await, U256::from(136));
+    assert_eq!(client.nonce(key.address()).await.unwrap(), 16);
+}
+
 macro_rules! on_both_databases {
     ($($name:ident),* $(,)?) => {
         mod sqlite_db {
@@ -213,4 +246,5 @@ on_both_databases!(
     crash_before_and_after_broadcast_loses_and_duplicates_nothing,
     a_dropped_transaction_is_sent_again_and_an_outside_one_is_survived,
     a_stuck_transaction_is_replaced_with_higher_fees_and_mined_once,
+    concurrent_submits_get_distinct_nonces_and_all_land_once,
 );
