@@ -5,7 +5,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
+use bursar_client::revert::ContractError;
+use bursar_client::rpc::RpcError;
+
 use crate::store::StoreError;
+use crate::submission::EngineError;
+use crate::vault::VaultError;
 
 /// Why a request was refused or failed.
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +35,23 @@ pub enum ApiError {
         /// Where (field names) and what was expected.
         details: Value,
     },
+    /// The contracts refuse it: `code` is the contract error's name (`WalletPeriodBudgetExceeded`)
+    /// and `details` its decoded arguments. Checked before anything is sent, by the contracts'
+    /// own rules at the current block.
+    #[error("refused by the contracts: {}", .0.name)]
+    Contract(ContractError),
+    /// The request conflicts with the state of what it names (a session not open yet, an
+    /// idempotency key used with another body…); `code` says which.
+    #[error("{message}")]
+    Conflict {
+        /// The stable code.
+        code: &'static str,
+        /// What conflicts.
+        message: String,
+    },
+    /// The request body is larger than the API accepts.
+    #[error("request body too large")]
+    TooLarge,
     /// The database or the node cannot be reached now; retrying later may work.
     #[error("a backing service is unavailable; retry later")]
     Unavailable,
@@ -39,13 +61,19 @@ pub enum ApiError {
 }
 
 impl ApiError {
-    /// The stable machine-readable code.
-    pub fn code(&self) -> &'static str {
+    /// The stable machine-readable code: the contract error's name for [`ApiError::Contract`].
+    pub fn code(&self) -> &str {
+        if let ApiError::Contract(e) = self {
+            return &e.name;
+        }
         match self {
             ApiError::Unauthorized => "unauthorized",
             ApiError::Forbidden { .. } => "forbidden",
             ApiError::NotFound => "not_found",
             ApiError::Invalid { .. } => "invalid_request",
+            ApiError::Contract(_) => "contract_error",
+            ApiError::Conflict { code, .. } => code,
+            ApiError::TooLarge => "body_too_large",
             ApiError::Unavailable => "unavailable",
             ApiError::Internal => "internal",
         }
@@ -57,6 +85,9 @@ impl ApiError {
             ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::Invalid { .. } => StatusCode::BAD_REQUEST,
+            ApiError::Contract(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -66,6 +97,7 @@ impl ApiError {
         match self {
             ApiError::Forbidden { scope } => json!({ "scope": scope }),
             ApiError::Invalid { details, .. } => details.clone(),
+            ApiError::Contract(e) => Value::Object(e.args.clone()),
             _ => json!({}),
         }
     }
@@ -78,6 +110,64 @@ impl From<StoreError> for ApiError {
         match e {
             StoreError::Database(_) => ApiError::Unavailable,
             _ => ApiError::Internal,
+        }
+    }
+}
+
+impl ApiError {
+    /// A malformed request: `message` names the problem, `field` where it is.
+    pub fn invalid(field: &str, message: impl Into<String>) -> Self {
+        ApiError::Invalid {
+            message: message.into(),
+            details: json!({ "field": field }),
+        }
+    }
+
+    /// A conflict with a stable `code`.
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        ApiError::Conflict {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<RpcError> for ApiError {
+    fn from(e: RpcError) -> Self {
+        // A revert the contracts explain is the caller's answer; anything else is the node's
+        // trouble, logged (the URL is redacted by the client) and reported as unavailable.
+        if let Some(decoded) = e
+            .revert_data()
+            .and_then(|d| bursar_client::revert::decode_error(d))
+        {
+            return ApiError::Contract(decoded);
+        }
+        tracing::warn!(error = %e, "node error");
+        ApiError::Unavailable
+    }
+}
+
+impl From<EngineError> for ApiError {
+    fn from(e: EngineError) -> Self {
+        match e {
+            EngineError::Store(e) => e.into(),
+            EngineError::Rpc(e) => e.into(),
+            EngineError::UnknownSigner(a) => {
+                tracing::error!(signer = %a, "a session is pinned to a signer the relayer lacks");
+                ApiError::Internal
+            }
+        }
+    }
+}
+
+impl From<VaultError> for ApiError {
+    fn from(e: VaultError) -> Self {
+        match e {
+            VaultError::Store(e) => e.into(),
+            other => {
+                tracing::error!(error = %other, "vault error");
+                ApiError::Internal
+            }
         }
     }
 }

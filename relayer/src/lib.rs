@@ -5,28 +5,42 @@
 //!
 //! * [`api`] — the HTTP handlers (thin: extract, call one domain function, answer).
 //! * [`hosts`] — hosts' API keys, scopes and authentication.
+//! * [`sessions`] — preparing, opening, registering, revoking and closing sessions; capability
+//!   tokens; lease heartbeats.
+//! * [`payments`] — sandboxes' payments: checked by the contracts' rules, signed, queued.
+//! * [`provenance`] — sandboxes' provenance records.
+//! * [`outcomes`] — what mined transactions did (receipt ids, pending ids, decoded reverts).
 //! * [`submission`] — the transaction engine: nonces, persistence before broadcast,
 //!   resubmission, replacement, confirmation.
 //! * [`vault`] — custodial session keys, sealed under the master key.
 //! * [`store`] — the only place with SQL (SQLite or PostgreSQL).
 //! * [`error`] — the API's one error type and its JSON.
+//! * [`wire`] — amounts, hashes and ids in the API's JSON.
 //! * [`metrics`] — Prometheus text.
 
 pub mod api;
 pub mod error;
 pub mod hosts;
 pub mod metrics;
+pub mod outcomes;
+pub mod payments;
+pub mod provenance;
+pub mod sessions;
 pub mod store;
 pub mod submission;
 pub mod vault;
+pub mod wire;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
+use alloy_primitives::Address;
 use bursar_client::{Client, Key};
 
 use crate::store::{Store, StoreError};
 use crate::submission::{Engine, EngineConfig, EngineError};
+use crate::vault::MasterKey;
 
 /// `N` bytes from the operating system's CSPRNG (keys, ids, nonces).
 pub(crate) fn random_bytes<const N: usize>() -> [u8; N] {
@@ -47,6 +61,105 @@ pub struct Config {
     pub signers: Vec<Key>,
     /// How the engine paces itself.
     pub engine: EngineConfig,
+    /// The deployed contracts.
+    pub contracts: Contracts,
+    /// Seals custodial session keys at rest.
+    pub master_key: MasterKey,
+    /// Timeouts and lifetimes.
+    pub settings: Settings,
+}
+
+/// The deployed Bursar contracts the relayer drives (from a deployment record).
+#[derive(Clone, Copy, Debug)]
+pub struct Contracts {
+    /// The SessionWallet.
+    pub wallet: Address,
+    /// The SessionGateway (gasless opens and decisions).
+    pub gateway: Address,
+    /// The ReceiptRegistry (provenance).
+    pub receipts: Address,
+}
+
+/// Timeouts and lifetimes, with safe defaults.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// How long `POST /v1/sessions` waits for the open to be mined before answering `opening`.
+    pub open_wait: Duration,
+    /// How long a signed payment intent or provenance record stays valid (its `deadline`).
+    pub intent_ttl: Duration,
+    /// How long an owner's `OpenSession` signature stays valid after `prepare`.
+    pub prepare_ttl: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            open_wait: Duration::from_secs(30),
+            intent_ttl: Duration::from_secs(600),
+            prepare_ttl: Duration::from_secs(3_600),
+        }
+    }
+}
+
+/// What the API handlers and the background tasks share.
+pub struct Core {
+    /// The database.
+    pub store: Store,
+    /// The node.
+    pub client: Arc<Client>,
+    /// The transaction engine.
+    pub engine: Arc<Engine>,
+    /// The chain's id.
+    pub chain_id: u64,
+    /// The contracts.
+    pub contracts: Contracts,
+    /// The master key.
+    pub master_key: MasterKey,
+    /// Timeouts and lifetimes.
+    pub settings: Settings,
+    /// Bumped after each pass of [`outcomes`] that settled something.
+    pub settled: tokio::sync::watch::Sender<u64>,
+    /// Serializes the check-then-queue of payments per session (the budget check must see the
+    /// payments queued before it).
+    pub session_locks: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Gas limits measured per session on its first payment (later ones cost no more).
+    pub pay_gas: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+}
+
+impl Core {
+    /// Runs `look` until it finds something or `wait` passes (then the last look's answer is
+    /// `None`), looking again after each engine pass and each settling of outcomes — not on a
+    /// timer.
+    pub async fn wait_for<T, F, Fut>(&self, wait: Duration, mut look: F) -> Result<Option<T>, error::ApiError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<Option<T>, error::ApiError>>,
+    {
+        let mut settled = self.settled.subscribe();
+        let mut engine = self.engine.changes();
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            if let Some(found) = look().await? {
+                return Ok(Some(found));
+            }
+            let changed = async {
+                tokio::select! {
+                    r = settled.changed() => r.is_ok(),
+                    r = engine.changed() => r.is_ok(),
+                }
+            };
+            match tokio::time::timeout_at(deadline, changed).await {
+                Ok(true) => continue,
+                _ => return Ok(None),
+            }
+        }
+    }
+
+    /// The lock that orders payment checks of session `id`.
+    pub fn session_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.session_locks.lock().unwrap_or_else(|e| e.into_inner());
+        locks.entry(id.to_owned()).or_default().clone()
+    }
 }
 
 /// Why the relayer did not start.
@@ -75,6 +188,8 @@ pub enum StartError {
 pub struct Relayer {
     /// The address the API listens on.
     pub addr: SocketAddr,
+    /// What the API and the background tasks share (for embedding and tests).
+    pub core: Arc<Core>,
     stop: tokio::sync::watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -97,7 +212,10 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
     }
     let store = Store::connect(&config.db).await?;
     let client = Arc::new(Client::new(config.rpc.clone()));
-    let engine = Engine::new(store.clone(), client.clone(), config.signers, config.engine).await?;
+    let chain_id = client.chain_id().await.map_err(EngineError::from)?;
+    let engine = Arc::new(
+        Engine::new(store.clone(), client.clone(), config.signers, config.engine).await?,
+    );
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|source| StartError::Listen {
@@ -108,6 +226,18 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
         addr: config.listen,
         source,
     })?;
+    let core = Arc::new(Core {
+        store,
+        client,
+        engine: engine.clone(),
+        chain_id,
+        contracts: config.contracts,
+        master_key: config.master_key,
+        settings: config.settings,
+        settled: tokio::sync::watch::channel(0).0,
+        session_locks: Default::default(),
+        pay_gas: Default::default(),
+    });
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let until_stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|stop| *stop).await;
@@ -116,7 +246,12 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
         let stopped = until_stopped(stopped.clone());
         async move { engine.run(stopped).await }
     });
-    let app = api::router(api::AppState { store, client });
+    let outcomes_task = tokio::spawn({
+        let stopped = until_stopped(stopped.clone());
+        let core = core.clone();
+        async move { outcomes::run(&core, stopped).await }
+    });
+    let app = api::router(core.clone());
     let api_task = tokio::spawn({
         let stopped = until_stopped(stopped);
         async move {
@@ -131,7 +266,8 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
     tracing::info!(%addr, "relayer listening");
     Ok(Relayer {
         addr,
+        core,
         stop,
-        tasks: vec![engine_task, api_task],
+        tasks: vec![engine_task, outcomes_task, api_task],
     })
 }

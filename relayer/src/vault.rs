@@ -148,6 +148,13 @@ pub async fn new_session_key(
     master: &MasterKey,
     host_id: &str,
 ) -> Result<Key, VaultError> {
+    let (key, row) = new_sealed_key(master, host_id);
+    store.insert_session_key(&row, now_ms()).await?;
+    Ok(key)
+}
+
+/// Makes a session key for `host_id` and seals it, for the caller to store with its session.
+pub fn new_sealed_key(master: &MasterKey, host_id: &str) -> (Key, SealedKeyRow) {
     let (secret, key) = loop {
         let secret: [u8; 32] = random_bytes();
         // Out of range for secp256k1 with probability ~2^-128; draw again then.
@@ -162,8 +169,7 @@ pub async fn new_session_key(
         host_id: host_id.into(),
         master_key_id: master.id(),
     };
-    store.insert_session_key(&row, now_ms()).await?;
-    Ok(key)
+    (key, row)
 }
 
 /// The session key with this address, opened.

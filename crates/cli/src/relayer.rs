@@ -5,9 +5,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use bursar_client::{Client, Key};
+use bursar_deploy::{Contract, DeploymentRecord};
 use bursar_relayer::store::Store;
 use bursar_relayer::submission::EngineConfig;
-use bursar_relayer::{hosts, Config};
+use bursar_relayer::vault::MasterKey;
+use bursar_relayer::{hosts, Config, Contracts, Settings};
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct RelayerArgs {
@@ -38,6 +40,18 @@ pub(crate) struct RelayerArgs {
     /// Blocks on top of a transaction's block before the relayer calls it confirmed.
     #[arg(long, env = "BURSAR_RELAYER_CONFIRMATIONS", default_value_t = 1)]
     confirmations: u64,
+    /// The network: names `deployments/<network>.json`, where the contracts' addresses are.
+    #[arg(long, env = "BURSAR_NETWORK", default_value = "devnet")]
+    network: String,
+    /// The deployment record to use instead of `deployments/<network>.json` (e.g. the one
+    /// `bursar demo` writes).
+    #[arg(long, env = "BURSAR_DEPLOYMENT")]
+    deployment: Option<PathBuf>,
+    /// A file holding the master key (64 hex digits) that seals custodial session keys at
+    /// rest; also `BURSAR_MASTER_KEY`. On the devnet, when neither is given,
+    /// `<db file>.master-key` is created on first run (mode 0600).
+    #[arg(long, value_name = "FILE")]
+    master_key_file: Option<PathBuf>,
 }
 
 #[derive(clap::Subcommand, Debug)]
@@ -69,6 +83,7 @@ enum HostsCommand {
 }
 
 const KEYS_ENV: &str = "BURSAR_RELAYER_KEYS";
+const MASTER_KEY_ENV: &str = "BURSAR_MASTER_KEY";
 
 pub(crate) fn run(args: RelayerArgs) -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -85,6 +100,12 @@ pub(crate) fn run(args: RelayerArgs) -> Result<(), String> {
 
 async fn serve(args: RelayerArgs) -> Result<(), String> {
     let signers = signer_keys(&args).await?;
+    let chain_id = Client::new(args.rpc.clone())
+        .chain_id()
+        .await
+        .map_err(|e| e.to_string())?;
+    let contracts = contracts(&args, chain_id)?;
+    let master_key = master_key(&args, chain_id == bursar_devnet::DEFAULT_CHAIN_ID)?;
     let relayer = bursar_relayer::start(Config {
         rpc: args.rpc.clone(),
         db: args.db.clone(),
@@ -94,6 +115,9 @@ async fn serve(args: RelayerArgs) -> Result<(), String> {
             confirmations: args.confirmations,
             ..EngineConfig::default()
         },
+        contracts,
+        master_key,
+        settings: Settings::default(),
     })
     .await
     .map_err(|e| e.to_string())?;
@@ -101,6 +125,64 @@ async fn serve(args: RelayerArgs) -> Result<(), String> {
     crate::devnet::shutdown_signal().await;
     relayer.shutdown().await;
     Ok(())
+}
+
+/// The contracts of the deployment record (`--deployment`, else `deployments/<network>.json`),
+/// which must be for the RPC's chain.
+fn contracts(args: &RelayerArgs, chain_id: u64) -> Result<Contracts, String> {
+    let path = args
+        .deployment
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("deployments").join(format!("{}.json", args.network)));
+    let record = DeploymentRecord::read(&path)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| {
+            format!(
+                "no deployment record at {}: deploy first (`bursar deploy --network {}`) or \
+                 name one with --deployment",
+                path.display(),
+                args.network
+            )
+        })?;
+    if record.chain_id != chain_id {
+        return Err(format!(
+            "{} is for chain {}, but the RPC endpoint is chain {chain_id}",
+            path.display(),
+            record.chain_id
+        ));
+    }
+    let get = |c: Contract| {
+        record
+            .address(c.key())
+            .ok_or_else(|| format!("{} has no {}", path.display(), c.key()))
+    };
+    Ok(Contracts {
+        wallet: get(Contract::SessionWallet)?,
+        gateway: get(Contract::SessionGateway)?,
+        receipts: get(Contract::ReceiptRegistry)?,
+    })
+}
+
+/// The master key: `--master-key-file`, else `BURSAR_MASTER_KEY`, else (devnet only) a key
+/// file beside the SQLite database, created on first run.
+fn master_key(args: &RelayerArgs, devnet: bool) -> Result<MasterKey, String> {
+    if let Some(path) = &args.master_key_file {
+        return MasterKey::from_file(path, false).map_err(|e| e.to_string());
+    }
+    if let Ok(text) = std::env::var(MASTER_KEY_ENV) {
+        return MasterKey::from_hex(&text, MASTER_KEY_ENV).map_err(|e| e.to_string());
+    }
+    if !devnet {
+        return Err(format!(
+            "no master key: give --master-key-file or {MASTER_KEY_ENV} (64 hex digits; keep it \
+             apart from the database)"
+        ));
+    }
+    let path = match args.db.strip_prefix("sqlite://") {
+        Some(file) => PathBuf::from(format!("{}.master-key", file.split('?').next().unwrap_or(file))),
+        None => PathBuf::from("bursar-relayer.master-key"),
+    };
+    MasterKey::from_file(&path, true).map_err(|e| e.to_string())
 }
 
 /// The relayer's signers: key files, then `BURSAR_RELAYER_KEYS`; on the devnet, the last dev

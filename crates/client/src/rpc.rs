@@ -102,6 +102,15 @@ impl Receipt {
     pub fn fee(&self) -> U256 {
         U256::from(self.gas_used) * self.effective_gas_price
     }
+
+    /// The `E` events the contract at `address` logged in this transaction.
+    pub fn events<E: alloy_sol_types::SolEvent>(&self, address: Address) -> Vec<E> {
+        self.logs
+            .iter()
+            .filter(|l| l.address == address)
+            .filter_map(|l| E::decode_raw_log(l.topics.iter().copied(), &l.data).ok())
+            .collect()
+    }
 }
 
 /// A log as `eth_getLogs` and receipts return it.
@@ -308,6 +317,46 @@ impl Client {
             None => json!([tx, "latest"]),
         };
         self.request("eth_call", params).await
+    }
+
+    /// What a mined transaction (from `from` to `to` with `data`) reverted with: the call
+    /// replayed on the state its block started from. `None` when the replay does not revert
+    /// (the state it depended on was changed by a transaction before it in the same block).
+    pub async fn revert_reason(
+        &self,
+        from: Address,
+        to: Address,
+        data: &[u8],
+        block: u64,
+    ) -> Result<Option<Bytes>, RpcError> {
+        let tx = json!({ "from": from, "to": to, "data": Bytes::copy_from_slice(data) });
+        let at = U64::from(block.saturating_sub(1));
+        match self.request::<Bytes>("eth_call", json!([tx, at])).await {
+            Ok(_) => Ok(None),
+            Err(e) => match e.revert_data() {
+                Some(data) => Ok(Some(data.clone())),
+                None if matches!(e, RpcError::Node { .. }) => Ok(Some(Bytes::new())),
+                None => Err(e),
+            },
+        }
+    }
+
+    /// `call` to `to` (from `from` if given) at the latest block, its return decoded; a
+    /// revert comes back as [`RpcError::Node`] with its data.
+    pub async fn view<C: alloy_sol_types::SolCall>(
+        &self,
+        from: Option<Address>,
+        to: Address,
+        call: C,
+    ) -> Result<C::Return, RpcError> {
+        let out = self
+            .call(from, to, &call.abi_encode(), U256::ZERO, None)
+            .await?;
+        C::abi_decode_returns(&out).map_err(|e| RpcError::BadResponse {
+            method: "eth_call",
+            url: self.display_url(),
+            reason: format!("{} returned {out}: {e}", C::SIGNATURE),
+        })
     }
 
     /// The gas a transaction from `from` to `to` (`None`: contract creation) would use

@@ -100,8 +100,9 @@ pub fn open_session_typed_data(terms: &OpenSession, chain_id: u64, gateway: Addr
     typed_data::<OpenSession>(&SESSION_GATEWAY_DOMAIN.at(chain_id, gateway), message)
 }
 
-/// `permit` as `eth_signTypedData_v4` takes it, for the token at `token` on `chain_id`.
-pub fn permit_typed_data(permit: &Permit, chain_id: u64, token: Address) -> Value {
+/// `permit` as `eth_signTypedData_v4` takes it, in the token's EIP-712 `domain` (for the test
+/// token, `TEST_TOKEN_DOMAIN.at(chain_id, token)`).
+pub fn permit_typed_data(permit: &Permit, domain: &alloy_sol_types::Eip712Domain) -> Value {
     let message = json!({
         "owner": permit.owner,
         "spender": permit.spender,
@@ -109,7 +110,7 @@ pub fn permit_typed_data(permit: &Permit, chain_id: u64, token: Address) -> Valu
         "nonce": permit.nonce.to_string(),
         "deadline": permit.deadline.to_string(),
     });
-    typed_data::<Permit>(&TEST_TOKEN_DOMAIN.at(chain_id, token), message)
+    typed_data::<Permit>(domain, message)
 }
 
 /// The `eth_signTypedData_v4` object for a struct of type `S` with `message` as its values.
@@ -196,8 +197,8 @@ mod tests {
             nonce: U256::from(3),
             deadline: terms.deadline,
         };
-        let json = permit_typed_data(&permit, 412_346, token);
         let domain = TEST_TOKEN_DOMAIN.at(412_346, token);
+        let json = permit_typed_data(&permit, &domain);
         assert_eq!(digest_of(&json), permit.eip712_signing_hash(&domain));
     }
 }

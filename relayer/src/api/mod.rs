@@ -1,28 +1,36 @@
 //! The HTTP API: thin axum handlers (extract, call one domain function, return a DTO).
+//!
+//! * [`sessions`] — hosts' session routes and sandboxes' heartbeats.
+//! * [`payments`] — sandboxes' payments and provenance.
+//! * [`idempotency`] — `Idempotency-Key` on every POST.
+//! * [`extract`] — who is calling (a host key or a capability token) and JSON bodies with the
+//!   API's own errors.
+
+mod extract;
+mod idempotency;
+mod payments;
+mod sessions;
 
 use std::sync::Arc;
 
-use axum::extract::{FromRequestParts, State};
-use axum::http::request::Parts;
+use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
+pub use extract::{Body, Caller, Sandbox};
+
 use crate::error::ApiError;
-use crate::hosts::{self, Host};
-use crate::store::Store;
-use bursar_client::Client;
+use crate::hosts::Host;
+use crate::Core;
 
 /// What the handlers share.
-#[derive(Clone)]
-pub struct AppState {
-    /// The database.
-    pub store: Store,
-    /// The node.
-    pub client: Arc<Client>,
-}
+pub type AppState = Arc<Core>;
+
+/// The largest request body accepted.
+pub const MAX_BODY: usize = 64 * 1024;
 
 /// The API's routes.
 pub fn router(state: AppState) -> Router {
@@ -30,6 +38,21 @@ pub fn router(state: AppState) -> Router {
         .route("/health", get(health))
         .route("/metrics", get(metrics))
         .route("/v1/host", get(whoami))
+        .route("/v1/sessions/prepare", post(sessions::prepare))
+        .route("/v1/sessions/register", post(sessions::register))
+        .route("/v1/sessions", post(sessions::open).get(sessions::list))
+        .route("/v1/sessions/{id}", get(sessions::get))
+        .route("/v1/sessions/{id}/revoke", post(sessions::revoke))
+        .route("/v1/sessions/{id}/close", post(sessions::close))
+        .route("/v1/sessions/{id}/heartbeat", post(sessions::heartbeat))
+        .route("/v1/payments", post(payments::pay).get(payments::list))
+        .route("/v1/payments/{id}", get(payments::get))
+        .route("/v1/provenance", post(payments::record_provenance))
+        .route("/v1/provenance/{id}", get(payments::get_provenance))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            idempotency::layer,
+        ))
         .with_state(state)
 }
 
@@ -61,18 +84,4 @@ async fn whoami(host: Host) -> Json<Value> {
         "name": host.name,
         "scopes": host.scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
     }))
-}
-
-impl FromRequestParts<AppState> for Host {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, s: &AppState) -> Result<Self, ApiError> {
-        let bearer = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .ok_or(ApiError::Unauthorized)?;
-        hosts::authenticate(&s.store, bearer.trim()).await
-    }
 }

@@ -3,7 +3,7 @@
 
 use sqlx::Row;
 
-use super::{Store, StoreError};
+use super::{DbTx, Store, StoreError};
 
 /// Where a transaction is. `signed` → `submitted` → `mined` → `confirmed`, or `failed`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,21 +183,20 @@ impl Store {
     }
 
     /// Allocates the signer's next nonce, signs with it (`sign`) and stores the transaction
-    /// and its first attempt — all in one database transaction, so a nonce is never handed out
-    /// without the signed bytes that use it being stored, and a crash before the commit
-    /// leaves nothing behind.
+    /// and its first attempt, inside `db`: a nonce is never handed out without the signed bytes
+    /// that use it being stored, and the caller's own rows (a payment, a session) commit with
+    /// the transaction or not at all. A crash before the commit leaves nothing behind.
     pub async fn insert_transaction(
-        &self,
+        db: &mut DbTx,
         new: &NewTransaction,
         now: i64,
         sign: impl FnOnce(u64) -> NewAttempt,
     ) -> Result<TxRow, StoreError> {
-        let mut tx = self.pool.begin().await?;
         let next: i64 = sqlx::query_scalar(
             "UPDATE signers SET next_nonce = next_nonce + 1 WHERE address = $1 RETURNING next_nonce",
         )
         .bind(&new.signer)
-        .fetch_one(&mut *tx)
+        .fetch_one(&mut **db)
         .await?;
         let nonce = next - 1;
         let attempt = sign(nonce as u64);
@@ -215,11 +214,10 @@ impl Store {
         .bind(TxStatus::Signed.as_str())
         .bind(now)
         .bind(now)
-        .fetch_one(&mut *tx)
+        .fetch_one(&mut **db)
         .await?;
         let row = tx_row(&row)?;
-        insert_attempt(&mut tx, row.id, 0, &attempt, now).await?;
-        tx.commit().await?;
+        insert_attempt(db, row.id, 0, &attempt, now).await?;
         Ok(row)
     }
 
@@ -383,7 +381,7 @@ impl Store {
 }
 
 async fn insert_attempt(
-    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    tx: &mut DbTx,
     id: i64,
     attempt: i64,
     a: &NewAttempt,

@@ -2,7 +2,7 @@
 
 use sqlx::Row;
 
-use super::{Store, StoreError};
+use super::{DbTx, Store, StoreError};
 
 /// A sealed key as stored.
 #[derive(Clone, Debug)]
@@ -20,6 +20,18 @@ pub struct SealedKeyRow {
 impl Store {
     /// Stores a sealed session key.
     pub async fn insert_session_key(&self, row: &SealedKeyRow, now: i64) -> Result<(), StoreError> {
+        let mut db = self.begin().await?;
+        Self::insert_session_key_in(&mut db, row, now).await?;
+        db.commit().await?;
+        Ok(())
+    }
+
+    /// Stores a sealed session key inside `db`.
+    pub(crate) async fn insert_session_key_in(
+        db: &mut DbTx,
+        row: &SealedKeyRow,
+        now: i64,
+    ) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO session_keys (address, host_id, sealed, master_key_id, created_at) \
              VALUES ($1, $2, $3, $4, $5)",
@@ -29,7 +41,7 @@ impl Store {
         .bind(&row.sealed)
         .bind(&row.master_key_id)
         .bind(now)
-        .execute(&self.pool)
+        .execute(&mut **db)
         .await?;
         Ok(())
     }

@@ -5,7 +5,9 @@
 
 mod engine;
 mod hosts;
+mod idempotency;
 mod keys;
+mod sessions;
 
 use std::str::FromStr;
 
@@ -14,7 +16,12 @@ use sqlx::AnyPool;
 
 pub use engine::{AttemptRow, NewAttempt, NewTransaction, TxRow, TxStatus};
 pub use hosts::HostKeyRow;
+pub use idempotency::Claim;
 pub use keys::SealedKeyRow;
+pub use sessions::{NewPayment, NewSession, PaymentRow, ProvenanceRow, SessionRow, SessionTx};
+
+/// A database transaction: what several writes that must land together share.
+pub type DbTx = sqlx::Transaction<'static, sqlx::Any>;
 
 /// Why the store failed.
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +93,11 @@ impl Store {
     /// The database this store runs on.
     pub fn backend(&self) -> Backend {
         self.backend
+    }
+
+    /// Starts a database transaction.
+    pub async fn begin(&self) -> Result<DbTx, StoreError> {
+        Ok(self.pool.begin().await?)
     }
 
     /// Whether the database answers.

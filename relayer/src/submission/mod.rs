@@ -26,7 +26,9 @@ use bursar_client::rpc::RpcError;
 use bursar_client::{Client, Fees, Key};
 use serde_json::json;
 
-use crate::store::{now_ms, NewAttempt, NewTransaction, Store, StoreError, TxRow, TxStatus};
+use crate::store::{
+    now_ms, DbTx, NewAttempt, NewTransaction, Store, StoreError, TxRow, TxStatus,
+};
 
 /// How the engine paces itself.
 #[derive(Clone, Debug)]
@@ -77,6 +79,27 @@ pub struct Engine {
     /// RPC errors in a row per transaction, for the backoff (kept in memory: a restart retries
     /// at once).
     errors: std::sync::Mutex<HashMap<i64, u32>>,
+    /// The last fee caps read and when.
+    fees: std::sync::Mutex<Option<(std::time::Instant, Fees)>>,
+    /// Wakes the run loop before its poll interval (a new transaction).
+    wake: tokio::sync::Notify,
+    /// Bumped after each pass that looked at transactions.
+    changes: tokio::sync::watch::Sender<u64>,
+}
+
+/// A call for the engine to send.
+#[derive(Clone, Debug)]
+pub struct Call {
+    /// The relayer signer that sends it.
+    pub signer: Address,
+    /// The contract called.
+    pub to: Address,
+    /// The calldata.
+    pub data: Bytes,
+    /// Wei sent with it.
+    pub value: U256,
+    /// Its gas limit.
+    pub gas_limit: u64,
 }
 
 impl Engine {
@@ -102,6 +125,9 @@ impl Engine {
             chain_id,
             config,
             errors: Default::default(),
+            fees: Default::default(),
+            wake: Default::default(),
+            changes: tokio::sync::watch::channel(0).0,
         })
     }
 
@@ -110,37 +136,85 @@ impl Engine {
         &self.store
     }
 
-    /// Allocates `signer`'s next nonce, signs the call with the fees the chain asks now and
+    /// Allocates the signer's next nonce, signs `call` with the fees the chain asks now and
     /// stores it; returns the transaction's id. Nothing is broadcast here ([`Engine::tick`]).
-    pub async fn submit(
+    pub async fn submit(&self, call: &Call) -> Result<i64, EngineError> {
+        let fees = self.fees().await?;
+        let mut db = self.store.begin().await?;
+        let id = self.submit_in(&mut db, call, fees).await?;
+        db.commit().await.map_err(StoreError::from)?;
+        self.wake.notify_one();
+        Ok(id)
+    }
+
+    /// [`Engine::submit`] inside the caller's database transaction `db`, with `fees` (from
+    /// [`Engine::fees`], read before `db` began): the caller's own rows commit with the
+    /// transaction or not at all. Call [`Engine::wake`] after the commit.
+    pub async fn submit_in(
         &self,
-        signer: Address,
-        to: Address,
-        data: Bytes,
-        value: U256,
-        gas_limit: u64,
+        db: &mut DbTx,
+        call: &Call,
+        fees: Fees,
     ) -> Result<i64, EngineError> {
         let key = self
             .signers
-            .get(&signer)
-            .ok_or(EngineError::UnknownSigner(signer))?;
-        let fees = self.client.fees().await?;
+            .get(&call.signer)
+            .ok_or(EngineError::UnknownSigner(call.signer))?;
         let new = NewTransaction {
-            signer: hex_address(signer),
-            to: hex_address(to),
-            data: data.to_string(),
-            value: value.to_string(),
-            gas_limit: gas_limit as i64,
+            signer: hex_address(call.signer),
+            to: hex_address(call.to),
+            data: call.data.to_string(),
+            value: call.value.to_string(),
+            gas_limit: call.gas_limit as i64,
         };
         let chain_id = self.chain_id;
-        let row = self
-            .store
-            .insert_transaction(&new, now_ms(), |nonce| {
-                sign(key, chain_id, nonce, to, &data, value, gas_limit, fees)
-            })
-            .await?;
-        tracing::debug!(id = row.id, %signer, nonce = row.nonce, "transaction stored");
+        let row = Store::insert_transaction(db, &new, now_ms(), |nonce| {
+            sign(
+                key,
+                chain_id,
+                nonce,
+                call.to,
+                &call.data,
+                call.value,
+                call.gas_limit,
+                fees,
+            )
+        })
+        .await?;
+        tracing::debug!(id = row.id, signer = %call.signer, nonce = row.nonce, "transaction stored");
         Ok(row.id)
+    }
+
+    /// Fee caps for a transaction sent now: read from the chain at most once per poll interval
+    /// (at least 1 s), so a burst of submissions costs one read.
+    pub async fn fees(&self) -> Result<Fees, EngineError> {
+        let fresh = self.config.poll.max(Duration::from_secs(1));
+        if let Some((at, fees)) = *self.fees.lock().unwrap_or_else(|e| e.into_inner()) {
+            if at.elapsed() < fresh {
+                return Ok(fees);
+            }
+        }
+        let fees = self.client.fees().await?;
+        *self.fees.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((std::time::Instant::now(), fees));
+        Ok(fees)
+    }
+
+    /// Asks the engine to look at its transactions now rather than at its next poll.
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// A receiver that changes after every pass of the engine that looked at transactions.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// The relayer's signers.
+    pub fn signers(&self) -> Vec<Address> {
+        let mut all: Vec<Address> = self.signers.keys().copied().collect();
+        all.sort();
+        all
     }
 
     /// Looks at every transaction that is due: sends the signed ones, finds receipts,
@@ -196,11 +270,16 @@ impl Engine {
     pub async fn run(&self, stop: impl std::future::Future<Output = ()>) {
         tokio::pin!(stop);
         loop {
-            if let Err(e) = self.tick().await {
-                tracing::error!(error = %e, "engine tick failed");
+            match self.tick().await {
+                Ok(0) => {}
+                Ok(_) => {
+                    self.changes.send_modify(|n| *n += 1);
+                }
+                Err(e) => tracing::error!(error = %e, "engine tick failed"),
             }
             tokio::select! {
                 _ = &mut stop => return,
+                _ = self.wake.notified() => {}
                 _ = tokio::time::sleep(self.config.poll) => {}
             }
         }

@@ -3,11 +3,20 @@
 
 use alloy_primitives::{Address, Bytes, U256};
 use bursar_relayer::store::TxStatus;
-use bursar_relayer::submission::{Engine, EngineConfig};
+use bursar_relayer::submission::{Call, Engine, EngineConfig};
 
 use super::*;
 
-const GAS: u64 = 21_000;
+/// A plain transfer of `wei` from `signer` to `to`.
+fn transfer(signer: Address, to: Address, wei: u64) -> Call {
+    Call {
+        signer,
+        to,
+        data: Bytes::new(),
+        value: U256::from(wei),
+        gas_limit: 21_000,
+    }
+}
 
 fn config() -> EngineConfig {
     EngineConfig {
@@ -66,7 +75,7 @@ async fn crash_before_and_after_broadcast_loses_and_duplicates_nothing(db: Db) {
     // Stored but never broadcast, then the process dies.
     let first = {
         let e = engine(&db, &client, &key).await;
-        e.submit(key.address(), to, Bytes::new(), U256::from(1), GAS)
+        e.submit(&transfer(key.address(), to, 1))
             .await
             .unwrap()
     };
@@ -76,7 +85,7 @@ async fn crash_before_and_after_broadcast_loses_and_duplicates_nothing(db: Db) {
     let second = {
         let e = engine(&db, &client, &key).await;
         let id = e
-            .submit(key.address(), to, Bytes::new(), U256::from(2), GAS)
+            .submit(&transfer(key.address(), to, 2))
             .await
             .unwrap();
         e.tick().await.unwrap();
@@ -98,7 +107,7 @@ async fn a_dropped_transaction_is_sent_again_and_an_outside_one_is_survived(db: 
     let to = Address::repeat_byte(0x52);
     let e = engine(&db, &client, &key).await;
     let id = e
-        .submit(key.address(), to, Bytes::new(), U256::from(5), GAS)
+        .submit(&transfer(key.address(), to, 5))
         .await
         .unwrap();
     e.tick().await.unwrap();
@@ -134,7 +143,7 @@ async fn a_dropped_transaction_is_sent_again_and_an_outside_one_is_survived(db: 
         .unwrap();
     let e = engine(&db, &client, &key).await;
     let next = e
-        .submit(key.address(), to, Bytes::new(), U256::from(7), GAS)
+        .submit(&transfer(key.address(), to, 7))
         .await
         .unwrap();
     settle(&e, &[next]).await;
@@ -158,7 +167,7 @@ async fn a_stuck_transaction_is_replaced_with_higher_fees_and_mined_once(db: Db)
     .await
     .unwrap();
     let id = e
-        .submit(key.address(), to, Bytes::new(), U256::from(9), GAS)
+        .submit(&transfer(key.address(), to, 9))
         .await
         .unwrap();
     e.tick().await.unwrap(); // sent
@@ -203,7 +212,7 @@ async fn concurrent_submits_get_distinct_nonces_and_all_land_once(db: Db) {
             let e = e.clone();
             let signer = key.address();
             tokio::spawn(async move {
-                e.submit(signer, to, Bytes::new(), U256::from(i), GAS)
+                e.submit(&transfer(signer, to, i))
                     .await
                     .unwrap()
             })

@@ -1,0 +1,118 @@
+//! `Idempotency-Key` on every POST: the first response to a (caller, key) is kept; the same key
+//! with the same body gets that response again (`Idempotent-Replayed: true`) and never a second
+//! transaction; the same key with another body gets `409 idempotency_key_reused`. A request
+//! that arrives while the first with its key still runs waits for it. Responses the caller may
+//! cure by retrying (5xx) are not kept.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+
+use super::{AppState, MAX_BODY};
+use crate::error::ApiError;
+use crate::store::{now_ms, Claim};
+
+/// The request header.
+pub(super) const HEADER: &str = "idempotency-key";
+/// Set on a replayed response.
+pub(super) const REPLAYED: &str = "idempotent-replayed";
+
+/// How often, and how many times, a request waits for the first request with its key.
+const WAIT_STEP: Duration = Duration::from_millis(25);
+const WAIT_STEPS: u32 = 1_200;
+
+/// The middleware.
+pub(super) async fn layer(State(s): State<AppState>, req: Request, next: Next) -> Response {
+    if req.method() != Method::POST {
+        return next.run(req).await;
+    }
+    let Some(key) = req.headers().get(HEADER) else {
+        return next.run(req).await;
+    };
+    let key = match key.to_str() {
+        Ok(k) if !k.is_empty() && k.len() <= 255 => k.to_owned(),
+        _ => {
+            return ApiError::invalid(HEADER, "Idempotency-Key must be 1 to 255 visible ASCII characters")
+                .into_response()
+        }
+    };
+    // Keys are per caller: the credential's hash (never the credential itself) names it.
+    let caller = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(|v| hex(&Sha256::digest(v.as_bytes())))
+        .unwrap_or_else(|| "anonymous".into());
+    let (parts, body) = req.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
+        return ApiError::TooLarge.into_response();
+    };
+    let mut hasher = Sha256::new();
+    hasher.update(parts.uri.path().as_bytes());
+    hasher.update([0]);
+    hasher.update(&bytes);
+    let request_hash = hex(&hasher.finalize());
+    for _ in 0..WAIT_STEPS {
+        let claim = match s
+            .store
+            .claim_idempotency_key(&caller, &key, &request_hash, now_ms())
+            .await
+        {
+            Ok(c) => c,
+            Err(e) => return ApiError::from(e).into_response(),
+        };
+        match claim {
+            Claim::New => {
+                let response = next.run(Request::from_parts(parts, Body::from(bytes))).await;
+                return keep(&s, &caller, &key, response).await;
+            }
+            Claim::Replay { status, response } => {
+                let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+                let mut r = (status, response).into_response();
+                let headers = r.headers_mut();
+                headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                headers.insert(REPLAYED, HeaderValue::from_static("true"));
+                return r;
+            }
+            Claim::Mismatch => {
+                return ApiError::conflict(
+                    "idempotency_key_reused",
+                    "this Idempotency-Key was used with another request body",
+                )
+                .into_response()
+            }
+            Claim::Running => tokio::time::sleep(WAIT_STEP).await,
+        }
+    }
+    ApiError::conflict(
+        "idempotency_key_in_use",
+        "a request with this Idempotency-Key is still running; retry later",
+    )
+    .into_response()
+}
+
+/// Keeps `response` for the key (unless it is a 5xx, which a retry may cure) and returns it.
+async fn keep(s: &AppState, caller: &str, key: &str, response: Response) -> Response {
+    let (parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+    let kept = if parts.status.is_server_error() {
+        s.store.release_idempotency_key(caller, key).await
+    } else {
+        let text = String::from_utf8_lossy(&bytes);
+        s.store
+            .complete_idempotency_key(caller, key, parts.status.as_u16(), &text)
+            .await
+    };
+    if let Err(e) = kept {
+        tracing::error!(error = %e, "could not keep an idempotent response");
+    }
+    Response::from_parts(parts, Body::from(bytes))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    alloy_primitives::hex::encode(bytes)
+}

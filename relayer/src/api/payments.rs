@@ -1,0 +1,92 @@
+//! Sandboxes' payments and provenance (hosts may read their sessions' payments).
+
+use std::time::Duration;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{AppState, Body, Caller, Sandbox};
+use crate::error::ApiError;
+use crate::hosts::Scope;
+use crate::payments::{self, PayRequest, PaymentView};
+use crate::provenance::{self, ProvenanceView, RecordRequest};
+use crate::sessions;
+
+/// `POST /v1/payments`: `202` with the payment's id and status.
+pub(super) async fn pay(
+    State(s): State<AppState>,
+    Sandbox(session): Sandbox,
+    Body(req): Body<PayRequest>,
+) -> Result<(StatusCode, Json<PaymentView>), ApiError> {
+    Ok((StatusCode::ACCEPTED, Json(payments::pay(&s, &session, req).await?)))
+}
+
+/// `?wait=SECONDS` (at most 60): answer once settled, or when the time is up.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct WaitQuery {
+    wait: Option<u64>,
+}
+
+impl WaitQuery {
+    fn duration(&self) -> Duration {
+        Duration::from_secs(self.wait.unwrap_or(0).min(60))
+    }
+}
+
+/// `GET /v1/payments/{id}`: the sandbox's own, or (read scope) any of the host's sessions'.
+pub(super) async fn get(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(q): Query<WaitQuery>,
+) -> Result<Json<PaymentView>, ApiError> {
+    let session = match caller {
+        Caller::Sandbox(session) => session,
+        Caller::Host(host) => {
+            host.require(Scope::Read)?;
+            let p = s.store.payment(&id, None).await?.ok_or(ApiError::NotFound)?;
+            sessions::host_session(&s.store, &host, &p.session_id).await?
+        }
+    };
+    Ok(Json(payments::get(&s, &session, &id, q.duration()).await?))
+}
+
+/// Paging of `GET /v1/payments`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ListQuery {
+    limit: Option<i64>,
+}
+
+/// `GET /v1/payments`: the sandbox's session's payments, newest first.
+pub(super) async fn list(
+    State(s): State<AppState>,
+    Sandbox(session): Sandbox,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let payments = payments::list(&s, &session, q.limit).await?;
+    Ok(Json(json!({ "payments": payments })))
+}
+
+/// `POST /v1/provenance`: `202` with the record's id and status.
+pub(super) async fn record_provenance(
+    State(s): State<AppState>,
+    Sandbox(session): Sandbox,
+    Body(req): Body<RecordRequest>,
+) -> Result<(StatusCode, Json<ProvenanceView>), ApiError> {
+    Ok((StatusCode::ACCEPTED, Json(provenance::record(&s, &session, req).await?)))
+}
+
+/// `GET /v1/provenance/{id}`.
+pub(super) async fn get_provenance(
+    State(s): State<AppState>,
+    Sandbox(session): Sandbox,
+    Path(id): Path<String>,
+    Query(q): Query<WaitQuery>,
+) -> Result<Json<ProvenanceView>, ApiError> {
+    Ok(Json(provenance::get(&s, &session, &id, q.duration()).await?))
+}

@@ -1,0 +1,126 @@
+//! Hosts' session routes, and heartbeats (hosts or sandboxes).
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{AppState, Body, Caller};
+use crate::error::ApiError;
+use crate::hosts::{Host, Scope};
+use crate::sessions::{self, Heartbeat, OpenRequest, Opened, PrepareRequest, Prepared, RegisterRequest, Revoked, SessionView};
+
+type Created<T> = (StatusCode, Json<T>);
+
+/// `POST /v1/sessions/prepare`.
+pub(super) async fn prepare(
+    State(s): State<AppState>,
+    host: Host,
+    Body(req): Body<PrepareRequest>,
+) -> Result<Created<Prepared>, ApiError> {
+    host.require(Scope::Sessions)?;
+    Ok((StatusCode::CREATED, Json(sessions::prepare(&s, &host, req).await?)))
+}
+
+/// `POST /v1/sessions`.
+pub(super) async fn open(
+    State(s): State<AppState>,
+    host: Host,
+    Body(req): Body<OpenRequest>,
+) -> Result<Created<Opened>, ApiError> {
+    host.require(Scope::Sessions)?;
+    Ok((StatusCode::CREATED, Json(sessions::open(&s, &host, req).await?)))
+}
+
+/// `POST /v1/sessions/register`.
+pub(super) async fn register(
+    State(s): State<AppState>,
+    host: Host,
+    Body(req): Body<RegisterRequest>,
+) -> Result<Created<Opened>, ApiError> {
+    host.require(Scope::Sessions)?;
+    Ok((StatusCode::CREATED, Json(sessions::register(&s, &host, req).await?)))
+}
+
+/// Filters of `GET /v1/sessions`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct ListQuery {
+    provider: Option<String>,
+    sandbox_id: Option<String>,
+    before: Option<i64>,
+    limit: Option<i64>,
+}
+
+/// `GET /v1/sessions`.
+pub(super) async fn list(
+    State(s): State<AppState>,
+    host: Host,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<Value>, ApiError> {
+    host.require(Scope::Read)?;
+    let sessions = sessions::list(
+        &s,
+        &host,
+        q.provider.as_deref(),
+        q.sandbox_id.as_deref(),
+        q.before,
+        q.limit,
+    )
+    .await?;
+    Ok(Json(json!({ "sessions": sessions })))
+}
+
+/// `GET /v1/sessions/{id}`.
+pub(super) async fn get(
+    State(s): State<AppState>,
+    host: Host,
+    Path(id): Path<String>,
+) -> Result<Json<SessionView>, ApiError> {
+    host.require(Scope::Read)?;
+    Ok(Json(sessions::get(&s, &host, &id).await?))
+}
+
+/// `POST /v1/sessions/{id}/revoke`.
+pub(super) async fn revoke(
+    State(s): State<AppState>,
+    host: Host,
+    Path(id): Path<String>,
+) -> Result<Json<Revoked>, ApiError> {
+    host.require(Scope::Sessions)?;
+    Ok(Json(sessions::revoke(&s, &host, &id).await?))
+}
+
+/// `POST /v1/sessions/{id}/close`.
+pub(super) async fn close(
+    State(s): State<AppState>,
+    host: Host,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    host.require(Scope::Sessions)?;
+    Ok((StatusCode::ACCEPTED, Json(sessions::close(&s, &host, &id).await?)))
+}
+
+/// `POST /v1/sessions/{id}/heartbeat`: the sandbox (its own session only) or its host.
+pub(super) async fn heartbeat(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Heartbeat>, ApiError> {
+    let row = match caller {
+        Caller::Host(host) => {
+            host.require(Scope::Sessions)?;
+            sessions::host_session(&s.store, &host, &id).await?
+        }
+        Caller::Sandbox(row) => {
+            if crate::wire::parse_session_id(&id).map(crate::wire::session_id_text)
+                != Some(row.id.clone())
+            {
+                return Err(ApiError::NotFound);
+            }
+            row
+        }
+    };
+    Ok(Json(sessions::heartbeat(&s, &row).await?))
+}

@@ -1,0 +1,314 @@
+//! Sandboxes' payments: checked against the session's state now by the contracts' own rules
+//! (a simulated `pay` at the latest block) and against the payments already queued for it,
+//! then signed with the custodial session key under the session's next intent nonce and queued
+//! with the engine — the payment row and its transaction commit together.
+//!
+//! Status: `queued → submitted → mined → confirmed`, or `pending_approval` (above the co-sign
+//! threshold: the owner decides), `rejected`, `failed` (with the decoded revert) or `expired`.
+
+use std::time::Duration;
+
+use alloy_primitives::{Address, U256};
+use alloy_sol_types::{SolCall, SolStruct};
+use bursar_bindings::eip712::{PaymentIntent, SESSION_WALLET_DOMAIN};
+use bursar_bindings::wallet::ISessionWallet;
+use bursar_client::revert::ContractError;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::ApiError;
+use crate::sessions::{not_open, parse_id, signer_of, unix_now};
+use crate::store::{now_ms, NewPayment, PaymentRow, SessionRow, Store};
+use crate::submission::Call;
+use crate::wire::{Amount, HashOrText};
+use crate::{random_bytes, vault, Core};
+
+/// `POST /v1/payments`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PayRequest {
+    /// The payee.
+    pub to: Address,
+    /// Base units, decimal string.
+    pub amount: Amount,
+    /// 0x + 64 hex, or text whose keccak-256 is the purpose.
+    pub purpose: HashOrText,
+}
+
+/// A payment as the API shows it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PaymentView {
+    /// `pay_…`.
+    pub id: String,
+    /// `queued`, `submitted`, `mined`, `confirmed`, `pending_approval`, `rejected`, `failed` or
+    /// `expired`.
+    pub status: &'static str,
+    /// Its session.
+    pub session_id: String,
+    /// The payee.
+    pub to: String,
+    /// Base units.
+    pub amount: String,
+    /// The purpose hash.
+    pub purpose: String,
+    /// The intent's nonce.
+    pub nonce: String,
+    /// The intent's deadline (unix seconds).
+    pub deadline: i64,
+    /// The transaction's hash once mined.
+    pub transaction_hash: Option<String>,
+    /// Its block.
+    pub block_number: Option<i64>,
+    /// The receipt registry's id of an executed payment.
+    pub receipt_id: Option<String>,
+    /// The wallet's pending id of a co-signed payment.
+    pub pending_id: Option<String>,
+    /// Why it failed: the contract error's name and arguments.
+    pub error: Option<Value>,
+    /// When it was accepted (unix ms).
+    pub created_at: i64,
+}
+
+impl PaymentView {
+    /// The view of a stored payment.
+    pub fn of(p: PaymentRow) -> Self {
+        PaymentView {
+            status: status(&p),
+            error: p.error_code.as_ref().map(|code| {
+                let details: Value = p
+                    .error_details
+                    .as_deref()
+                    .and_then(|d| serde_json::from_str(d).ok())
+                    .unwrap_or(Value::Object(Map::new()));
+                serde_json::json!({ "code": code, "details": details })
+            }),
+            id: p.id,
+            session_id: p.session_id,
+            to: p.to,
+            amount: p.amount,
+            purpose: p.purpose,
+            nonce: p.intent_nonce,
+            deadline: p.deadline,
+            transaction_hash: p.tx_hash,
+            block_number: p.block_number,
+            receipt_id: p.receipt_id,
+            pending_id: p.pending_id,
+            created_at: p.created_at,
+        }
+    }
+}
+
+/// A payment's status, from its outcome and its transaction's progress.
+pub fn status(p: &PaymentRow) -> &'static str {
+    match p.outcome.as_deref() {
+        Some("executed" | "approved") if p.tx_status == "confirmed" => "confirmed",
+        Some("executed" | "approved") => "mined",
+        Some("pending") => "pending_approval",
+        Some("rejected") => "rejected",
+        Some(_) => match p.error_code.as_deref() {
+            Some("WalletDeadlinePassed" | "WalletPendingExpired") => "expired",
+            _ => "failed",
+        },
+        None => match p.tx_status.as_str() {
+            "signed" => "queued",
+            "submitted" => "submitted",
+            "failed" => "failed",
+            _ => "mined",
+        },
+    }
+}
+
+/// Accepts a payment from `session`'s sandbox: refused at once with the contract error a rule
+/// gives, otherwise signed and queued.
+pub async fn pay(core: &Core, session: &SessionRow, req: PayRequest) -> Result<PaymentView, ApiError> {
+    if session.status != "open" {
+        return Err(not_open(session));
+    }
+    let id = parse_id(&session.id)?;
+    let signer = signer_of(session)?;
+    let key = vault::session_key(&core.store, &core.master_key, &session.session_key).await?;
+    let wallet = core.contracts.wallet;
+    let domain = SESSION_WALLET_DOMAIN.at(core.chain_id, wallet);
+    let deadline = unix_now() + core.settings.intent_ttl.as_secs();
+    let intent = |nonce: U256| PaymentIntent {
+        session: id,
+        to: req.to,
+        amount: req.amount.0,
+        purpose: req.purpose.hash,
+        nonce,
+        deadline: U256::from(deadline),
+    };
+    let signed = |nonce: U256| {
+        let intent = intent(nonce);
+        let signature = key.sign_hash_rsv(&intent.eip712_signing_hash(&domain));
+        intent.pay_call(signature.into())
+    };
+    // One check-then-queue at a time per session, so each check sees the payments before it.
+    let lock = core.session_lock(&session.id);
+    let _turn = lock.lock().await;
+    // The contracts' rules now, with a nonce no real intent uses (the top bit set).
+    let probe = signed((U256::from_be_bytes(random_bytes::<32>()) >> 1) | (U256::from(1) << 255));
+    let (executes, _) = core
+        .client
+        .view(Some(signer), wallet, probe.clone())
+        .await
+        .map(|r| (r._0, r._1))?;
+    if executes {
+        check_queued(core, session, id, req.amount.0).await?;
+    }
+    let gas = pay_gas(core, session, signer, &probe.abi_encode()).await?;
+    let fees = core.engine.fees().await?;
+    let payment_id = format!("pay_{}", alloy_primitives::hex::encode(random_bytes::<16>()));
+    let mut db = core.store.begin().await?;
+    let nonce = Store::take_intent_nonce(&mut db, &session.id).await?;
+    let call = signed(U256::from(nonce));
+    let tx_id = core
+        .engine
+        .submit_in(
+            &mut db,
+            &Call {
+                signer,
+                to: wallet,
+                data: call.abi_encode().into(),
+                value: U256::ZERO,
+                gas_limit: gas,
+            },
+            fees,
+        )
+        .await?;
+    Store::insert_payment(
+        &mut db,
+        &NewPayment {
+            id: &payment_id,
+            session_id: &session.id,
+            to: &format!("{:#x}", req.to),
+            amount: &req.amount.0.to_string(),
+            purpose: &req.purpose.hash.to_string(),
+            intent_nonce: &nonce.to_string(),
+            deadline: deadline as i64,
+            expect_executed: executes,
+            transaction_id: tx_id,
+        },
+        now_ms(),
+    )
+    .await?;
+    db.commit().await.map_err(crate::store::StoreError::from)?;
+    core.engine.wake();
+    tracing::info!(session = %session.id, payment = %payment_id, to = %req.to, amount = %req.amount.0, "payment queued");
+    let row = core
+        .store
+        .payment(&payment_id, None)
+        .await?
+        .ok_or(ApiError::Internal)?;
+    Ok(PaymentView::of(row))
+}
+
+/// Refuses `amount` when, with the session's payments that are queued but not yet on chain,
+/// it would overdraw the deposit or the period budget — with the error the wallet would give.
+async fn check_queued(
+    core: &Core,
+    session: &SessionRow,
+    id: U256,
+    amount: U256,
+) -> Result<(), ApiError> {
+    let queued = core.store.unmined_amounts(&session.id).await?;
+    if queued.is_empty() {
+        return Ok(());
+    }
+    let queued = queued.iter().try_fold(U256::ZERO, |sum, a| {
+        a.parse::<U256>()
+            .map(|a| sum.saturating_add(a))
+            .map_err(|_| ApiError::Internal)
+    })?;
+    let wallet = core.contracts.wallet;
+    let (deposit_left, period_left) = tokio::try_join!(
+        core.client.view(None, wallet, ISessionWallet::remainingDepositCall { sessionId: id }),
+        core.client.view(None, wallet, ISessionWallet::remainingPeriodBudgetCall { sessionId: id }),
+    )?;
+    let refuse = |name: &str, available: U256| {
+        let mut args = Map::new();
+        args.insert("amount".into(), Value::String(amount.to_string()));
+        args.insert("available".into(), Value::String(available.to_string()));
+        args.insert("queued".into(), Value::String(queued.to_string()));
+        Err(ApiError::Contract(ContractError {
+            name: name.into(),
+            args,
+        }))
+    };
+    let deposit_left = deposit_left.saturating_sub(queued);
+    if amount > deposit_left {
+        return refuse("WalletInsufficientDeposit", deposit_left);
+    }
+    let period_left = period_left.saturating_sub(queued);
+    if amount > period_left {
+        return refuse("WalletPeriodBudgetExceeded", period_left);
+    }
+    Ok(())
+}
+
+/// The gas limit of the session's payments: estimated on its first (which costs the most: it
+/// creates the session's spend and nonce slots) with a quarter on top, then reused.
+async fn pay_gas(
+    core: &Core,
+    session: &SessionRow,
+    signer: Address,
+    data: &[u8],
+) -> Result<u64, ApiError> {
+    if let Some(gas) = core
+        .pay_gas
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&session.id)
+    {
+        return Ok(*gas);
+    }
+    let gas = core
+        .client
+        .estimate_gas(signer, Some(core.contracts.wallet), data, U256::ZERO)
+        .await?;
+    let gas = gas + gas / 4;
+    core.pay_gas
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(session.id.clone(), gas);
+    Ok(gas)
+}
+
+/// The statuses a payment stays in until something outside the relayer happens.
+pub const SETTLED: [&str; 5] = ["confirmed", "pending_approval", "rejected", "failed", "expired"];
+
+/// Payment `id` of `session`; with `wait`, once settled (see [`SETTLED`]) or when `wait`
+/// passes, whichever is first.
+pub async fn get(
+    core: &Core,
+    session: &SessionRow,
+    id: &str,
+    wait: Duration,
+) -> Result<PaymentView, ApiError> {
+    let look = || async {
+        let row = core
+            .store
+            .payment(id, Some(&session.id))
+            .await?
+            .ok_or(ApiError::NotFound)?;
+        Ok(SETTLED.contains(&status(&row)).then_some(row))
+    };
+    if let Some(row) = core.wait_for(wait, look).await? {
+        return Ok(PaymentView::of(row));
+    }
+    core.store
+        .payment(id, Some(&session.id))
+        .await?
+        .map(PaymentView::of)
+        .ok_or(ApiError::NotFound)
+}
+
+/// `session`'s payments, newest first.
+pub async fn list(core: &Core, session: &SessionRow, limit: Option<i64>) -> Result<Vec<PaymentView>, ApiError> {
+    let rows = core
+        .store
+        .session_payments(&session.id, limit.unwrap_or(100).clamp(1, 1000))
+        .await?;
+    Ok(rows.into_iter().map(PaymentView::of).collect())
+}

@@ -1,0 +1,221 @@
+//! Sandboxes' provenance records: what an agent produced, from which inputs, on which runtime
+//! under which policy — signed by the session key, checked by the registry's rules at the
+//! latest block, queued with the engine.
+
+use std::time::Duration;
+
+use alloy_primitives::U256;
+use alloy_sol_types::{SolCall, SolStruct};
+use bursar_bindings::eip712::{ProvenanceRecord, RECEIPT_REGISTRY_DOMAIN};
+use bursar_bindings::receipts::IReceiptRegistry;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use crate::error::ApiError;
+use crate::sessions::{not_open, parse_id, signer_of, unix_now};
+use crate::store::{now_ms, ProvenanceRow, SessionRow, Store};
+use crate::submission::Call;
+use crate::wire::{Amount, HashOrText};
+use crate::{random_bytes, vault, Core};
+
+/// The registry refuses more parents than this.
+const MAX_PARENTS: usize = 16;
+
+/// `POST /v1/provenance`: each hash as 0x + 64 hex, or text whose keccak-256 is recorded.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RecordRequest {
+    /// The artifact produced.
+    pub artifact: HashOrText,
+    /// The inputs it was produced from.
+    #[serde(default = "zero")]
+    pub inputs: HashOrText,
+    /// The runtime (image, model, code version).
+    #[serde(default = "zero")]
+    pub runtime: HashOrText,
+    /// The policy it ran under.
+    #[serde(default = "zero")]
+    pub policy: HashOrText,
+    /// Where the artifact is (text is hashed; the registry keeps 32 bytes).
+    #[serde(default = "zero")]
+    pub uri: HashOrText,
+    /// Earlier records it derives from (decimal ids).
+    #[serde(default)]
+    pub parents: Vec<Amount>,
+}
+
+fn zero() -> HashOrText {
+    HashOrText {
+        hash: Default::default(),
+        text: None,
+    }
+}
+
+/// A provenance record as the API shows it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProvenanceView {
+    /// `prov_…`.
+    pub id: String,
+    /// `queued`, `submitted`, `recorded` or `failed`.
+    pub status: &'static str,
+    /// Its session.
+    pub session_id: String,
+    /// The registry's record id once recorded.
+    pub record_id: Option<String>,
+    /// What was submitted.
+    pub record: Value,
+    /// The transaction's hash once mined.
+    pub transaction_hash: Option<String>,
+    /// Its block.
+    pub block_number: Option<i64>,
+    /// Why it failed.
+    pub error: Option<Value>,
+    /// When it was accepted (unix ms).
+    pub created_at: i64,
+}
+
+impl ProvenanceView {
+    fn of(p: ProvenanceRow) -> Self {
+        let status = match (p.outcome.as_deref(), p.tx_status.as_str()) {
+            (Some("recorded"), _) => "recorded",
+            (Some(_), _) | (None, "failed") => "failed",
+            (None, "signed") => "queued",
+            (None, _) => "submitted",
+        };
+        ProvenanceView {
+            status,
+            error: p.error_code.as_ref().map(|code| {
+                let details: Value = p
+                    .error_details
+                    .as_deref()
+                    .and_then(|d| serde_json::from_str(d).ok())
+                    .unwrap_or(Value::Object(Map::new()));
+                json!({ "code": code, "details": details })
+            }),
+            record: serde_json::from_str(&p.record).unwrap_or(Value::Null),
+            id: p.id,
+            session_id: p.session_id,
+            record_id: p.record_id,
+            transaction_hash: p.tx_hash,
+            block_number: p.block_number,
+            created_at: p.created_at,
+        }
+    }
+}
+
+/// Records provenance for `session`'s sandbox: refused at once with the registry's error
+/// (unknown or revoked parent, inactive session…), otherwise signed and queued.
+pub async fn record(
+    core: &Core,
+    session: &SessionRow,
+    req: RecordRequest,
+) -> Result<ProvenanceView, ApiError> {
+    if session.status != "open" {
+        return Err(not_open(session));
+    }
+    if req.parents.len() > MAX_PARENTS {
+        return Err(ApiError::invalid(
+            "parents",
+            format!("at most {MAX_PARENTS} parents"),
+        ));
+    }
+    let id = parse_id(&session.id)?;
+    let signer = signer_of(session)?;
+    let key = vault::session_key(&core.store, &core.master_key, &session.session_key).await?;
+    let registry = core.contracts.receipts;
+    let domain = RECEIPT_REGISTRY_DOMAIN.at(core.chain_id, registry);
+    let deadline = U256::from(unix_now() + core.settings.intent_ttl.as_secs());
+    let parents: Vec<U256> = req.parents.iter().map(|p| p.0).collect();
+    let signed = |nonce: U256| {
+        let record = ProvenanceRecord {
+            session: id,
+            subject: req.artifact.hash,
+            inputs: req.inputs.hash,
+            runtime: req.runtime.hash,
+            policy: req.policy.hash,
+            uri: req.uri.hash,
+            parents: parents.clone(),
+            nonce,
+            deadline,
+        };
+        let signature = key.sign_hash_rsv(&record.eip712_signing_hash(&domain));
+        IReceiptRegistry::recordProvenanceCall {
+            sessionId: id,
+            subject: record.subject,
+            inputs: record.inputs,
+            runtime: record.runtime,
+            policy: record.policy,
+            uri: record.uri,
+            parents: record.parents,
+            nonce,
+            deadline,
+            signature: signature.into(),
+        }
+    };
+    let probe = signed((U256::from_be_bytes(random_bytes::<32>()) >> 1) | (U256::from(1) << 255));
+    let gas = core
+        .client
+        .estimate_gas(signer, Some(registry), &probe.abi_encode(), U256::ZERO)
+        .await?;
+    let text = |h: &HashOrText| h.text.clone().map_or(Value::String(h.hash.to_string()), Value::String);
+    let stored = json!({
+        "artifact": text(&req.artifact),
+        "inputs": text(&req.inputs),
+        "runtime": text(&req.runtime),
+        "policy": text(&req.policy),
+        "uri": text(&req.uri),
+        "parents": parents.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+    })
+    .to_string();
+    let fees = core.engine.fees().await?;
+    let record_id = format!("prov_{}", alloy_primitives::hex::encode(random_bytes::<16>()));
+    let mut db = core.store.begin().await?;
+    let nonce = Store::take_intent_nonce(&mut db, &session.id).await?;
+    let call = signed(U256::from(nonce));
+    let tx_id = core
+        .engine
+        .submit_in(
+            &mut db,
+            &Call {
+                signer,
+                to: registry,
+                data: call.abi_encode().into(),
+                value: U256::ZERO,
+                gas_limit: gas + gas / 4,
+            },
+            fees,
+        )
+        .await?;
+    Store::insert_provenance(&mut db, &record_id, &session.id, &stored, tx_id, now_ms()).await?;
+    db.commit().await.map_err(crate::store::StoreError::from)?;
+    core.engine.wake();
+    tracing::info!(session = %session.id, record = %record_id, "provenance queued");
+    get(core, session, &record_id, Duration::ZERO).await
+}
+
+/// Provenance record `id` of `session`; with `wait`, once recorded or failed or when `wait`
+/// passes, whichever is first.
+pub async fn get(
+    core: &Core,
+    session: &SessionRow,
+    id: &str,
+    wait: Duration,
+) -> Result<ProvenanceView, ApiError> {
+    let look = || async {
+        let row = core
+            .store
+            .provenance(id, Some(&session.id))
+            .await?
+            .ok_or(ApiError::NotFound)?;
+        Ok(row.outcome.is_some().then_some(row))
+    };
+    if let Some(row) = core.wait_for(wait, look).await? {
+        return Ok(ProvenanceView::of(row));
+    }
+    core.store
+        .provenance(id, Some(&session.id))
+        .await?
+        .map(ProvenanceView::of)
+        .ok_or(ApiError::NotFound)
+}

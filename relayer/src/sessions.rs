@@ -1,0 +1,737 @@
+//! Sessions: prepared for the owner's signature, opened through the gateway (gasless for the
+//! owner) or registered after the owner opened it, a capability token per session for its
+//! sandbox, lease heartbeats, revocation and close.
+//!
+//! The relayer signer a session is pinned to is its lease keeper (only it and the owner renew
+//! the lease, so a sandbox that stops heart-beating lets the session lapse) and, unless the host
+//! names another, its guardian (so the relayer can revoke it on the host's word).
+
+use std::time::Duration;
+
+use alloy_primitives::{Address, Bytes, B256, U256};
+use alloy_sol_types::{SolCall, SolValue};
+use bursar_bindings::eip712::{OpenSession, Permit};
+use bursar_bindings::gateway::ISessionGateway;
+use bursar_bindings::token::ITestToken;
+use bursar_bindings::wallet::{session_id, ISessionWallet, SessionStatus};
+use bursar_client::sign;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::error::ApiError;
+use crate::hosts::Host;
+use crate::store::{now_ms, NewSession, SessionRow, SessionTx, Store, TxStatus};
+use crate::submission::Call;
+use crate::wire::{session_id_text, Amount, HashOrText};
+use crate::{random_bytes, vault, Core};
+
+/// Gas for calls whose cost does not depend on the caller's data (revoke, close, renew); the
+/// devnet measures each under 120,000.
+const SMALL_CALL_GAS: u64 = 250_000;
+
+/// `POST /v1/sessions/prepare`: the `openSession` terms (amounts as decimal strings in base
+/// units) and the sandbox they are for.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PrepareRequest {
+    /// Whose money: signs the terms and the permit.
+    pub owner: Address,
+    /// May revoke the session; defaults to the relayer signer the session is pinned to.
+    pub guardian: Option<Address>,
+    /// The ERC-20 token of the deposit.
+    pub token: Address,
+    /// Escrowed at open.
+    pub deposit: Amount,
+    /// The largest single payment (0: no cap).
+    #[serde(default)]
+    pub per_payment_cap: Amount,
+    /// What may be spent per period (0: no budget).
+    #[serde(default)]
+    pub period_budget: Amount,
+    /// The budget's period (0: none).
+    #[serde(default)]
+    pub period_seconds: u64,
+    /// Payments above this wait for the owner (0: none do).
+    #[serde(default)]
+    pub co_sign_threshold: Amount,
+    /// Unix seconds before which it cannot pay (0: at once).
+    #[serde(default)]
+    pub valid_after: u64,
+    /// Unix seconds after which it cannot pay.
+    pub expires_at: u64,
+    /// The lease the relayer renews while the sandbox heart-beats (0: no lease).
+    #[serde(default)]
+    pub lease_seconds: u64,
+    /// The counterparty allowlist (0: any payee).
+    #[serde(default)]
+    pub allowlist_id: Amount,
+    /// 32 bytes of the host's own (0x-hex), or text whose keccak-256 is used.
+    pub metadata: Option<HashOrText>,
+    /// The sandbox provider (`e2b`, `daytona`, `modal`…).
+    pub provider: Option<String>,
+    /// The provider's id of the sandbox.
+    pub sandbox_id: Option<String>,
+}
+
+/// What `prepare` answers.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Prepared {
+    /// Names this preparation in `POST /v1/sessions`.
+    pub prepared_id: String,
+    /// The id the session will have on chain.
+    pub session_id: String,
+    /// The custodial session key's address (the relayer holds the key).
+    pub session_key: Address,
+    /// The relayer signer that keeps the lease (and sends the session's transactions).
+    pub lease_keeper: Address,
+    /// `openSession` and `permit`, each as `eth_signTypedData_v4` takes it; `permit` is null
+    /// when the token has no EIP-2612 permit in the expected domain (approve the wallet first
+    /// and send an empty `permitSignature`).
+    pub typed_data: Value,
+}
+
+/// `POST /v1/sessions`: the owner's signatures of a prepared session's typed data.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OpenRequest {
+    /// From `prepare`.
+    pub prepared_id: String,
+    /// The owner's signature of `typedData.openSession` (65 bytes, or an ERC-1271 signature).
+    pub owner_signature: Bytes,
+    /// The owner's signature of `typedData.permit` (empty when the wallet is approved).
+    #[serde(default)]
+    pub permit_signature: Bytes,
+}
+
+/// `POST /v1/sessions/register`: a prepared session the owner opened with their own wallet.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RegisterRequest {
+    /// From `prepare`.
+    pub prepared_id: String,
+}
+
+/// What opening or registering answers: the sandbox's capability token, shown this once.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Opened {
+    /// The on-chain id.
+    pub session_id: String,
+    /// `Authorization: Bearer <token>` for the sandbox's payments, heartbeats and provenance.
+    pub capability_token: String,
+    /// `open`, or `opening` when the open was not mined within the wait.
+    pub status: String,
+}
+
+/// The terms as stored: the typed data shown to the owner, and the same terms ABI-encoded.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredTerms {
+    typed_data: Value,
+    abi: Bytes,
+}
+
+impl StoredTerms {
+    fn terms(&self) -> Result<OpenSession, ApiError> {
+        OpenSession::abi_decode(&self.abi).map_err(|e| {
+            tracing::error!(error = %e, "stored terms do not decode");
+            ApiError::Internal
+        })
+    }
+}
+
+fn stored_terms(row: &SessionRow) -> Result<StoredTerms, ApiError> {
+    serde_json::from_str(&row.terms).map_err(|e| {
+        tracing::error!(session = %row.id, error = %e, "stored terms do not parse");
+        ApiError::Internal
+    })
+}
+
+/// Prepares a session for `host`: a fresh custodial key, the relayer's signer as lease keeper,
+/// a random owner nonce (which fixes the session id), and the typed data the owner signs.
+pub async fn prepare(core: &Core, host: &Host, req: PrepareRequest) -> Result<Prepared, ApiError> {
+    let now = unix_now();
+    if req.owner.is_zero() {
+        return Err(ApiError::invalid("owner", "owner must not be the zero address"));
+    }
+    if req.token.is_zero() {
+        return Err(ApiError::invalid(
+            "token",
+            "a native-currency deposit cannot be opened gaslessly: open it with the owner's \
+             wallet and register it",
+        ));
+    }
+    if req.expires_at <= now {
+        return Err(ApiError::invalid("expiresAt", "expiresAt is in the past"));
+    }
+    for (field, text) in [("provider", &req.provider), ("sandboxId", &req.sandbox_id)] {
+        if text.as_ref().is_some_and(|t| t.is_empty() || t.len() > 128) {
+            return Err(ApiError::invalid(field, format!("{field} must be 1 to 128 bytes")));
+        }
+    }
+    let signers = core.engine.signers();
+    let signer = signers[usize::from(random_bytes::<1>()[0]) % signers.len()];
+    let owner_nonce = U256::from_be_bytes(random_bytes::<32>()) >> 1;
+    let deadline = now + core.settings.prepare_ttl.as_secs();
+    let terms = OpenSession {
+        owner: req.owner,
+        sessionKey: Address::ZERO,
+        guardian: req.guardian.unwrap_or(signer),
+        token: req.token,
+        deposit: req.deposit.0,
+        perPaymentCap: req.per_payment_cap.0,
+        periodBudget: req.period_budget.0,
+        periodSeconds: req.period_seconds,
+        coSignThreshold: req.co_sign_threshold.0,
+        validAfter: req.valid_after,
+        expiresAt: req.expires_at,
+        leaseSeconds: req.lease_seconds,
+        leaseKeeper: signer,
+        allowlistId: req.allowlist_id.0,
+        metadata: req.metadata.map_or(B256::ZERO, |m| m.hash),
+        nonce: owner_nonce,
+        deadline: U256::from(deadline),
+    };
+    let permit = permit_typed_data(core, &terms).await?;
+    let (key, sealed) = vault::new_sealed_key(&core.master_key, &host.id);
+    let terms = OpenSession {
+        sessionKey: key.address(),
+        ..terms
+    };
+    let open_typed = sign::open_session_typed_data(&terms, core.chain_id, core.contracts.gateway);
+    let typed_data = json!({ "openSession": open_typed, "permit": permit });
+    let id = session_id_text(session_id(terms.owner, terms.nonce));
+    let prepared_id = format!("prep_{}", alloy_primitives::hex::encode(random_bytes::<16>()));
+    let stored = serde_json::to_string(&StoredTerms {
+        typed_data: typed_data.clone(),
+        abi: terms.abi_encode().into(),
+    })
+    .map_err(|_| ApiError::Internal)?;
+    core.store
+        .insert_prepared_session(
+            &sealed,
+            &NewSession {
+                id: &id,
+                host_id: &host.id,
+                prepared_id: &prepared_id,
+                owner: &format!("{:#x}", terms.owner),
+                signer: &format!("{signer:#x}"),
+                terms: &stored,
+                provider: req.provider.as_deref(),
+                sandbox_id: req.sandbox_id.as_deref(),
+                expires_at: terms.expiresAt as i64,
+            },
+            now_ms(),
+        )
+        .await?;
+    tracing::info!(host = %host.id, session = %id, %prepared_id, "session prepared");
+    Ok(Prepared {
+        prepared_id,
+        session_id: id,
+        session_key: key.address(),
+        lease_keeper: signer,
+        typed_data,
+    })
+}
+
+/// The permit of the deposit to the wallet as typed data, when the token's own
+/// `DOMAIN_SEPARATOR` is the one its `name()` and version "1" give (EIP-2612 as most tokens
+/// implement it); `null` otherwise, rather than typed data the token would not accept.
+async fn permit_typed_data(core: &Core, terms: &OpenSession) -> Result<Value, ApiError> {
+    let token = terms.token;
+    let name = core.client.view(None, token, ITestToken::nameCall {}).await;
+    let separator = core
+        .client
+        .view(None, token, ITestToken::DOMAIN_SEPARATORCall {})
+        .await;
+    let nonce = core
+        .client
+        .view(None, token, ITestToken::noncesCall { owner: terms.owner })
+        .await;
+    let (Ok(name), Ok(separator), Ok(nonce)) = (name, separator, nonce) else {
+        return Ok(Value::Null);
+    };
+    let domain = alloy_sol_types::Eip712Domain::new(
+        Some(name.into()),
+        Some("1".into()),
+        Some(U256::from(core.chain_id)),
+        Some(token),
+        None,
+    );
+    if domain.separator() != separator {
+        return Ok(Value::Null);
+    }
+    let permit = Permit {
+        owner: terms.owner,
+        spender: core.contracts.wallet,
+        value: terms.deposit,
+        nonce,
+        deadline: terms.deadline,
+    };
+    Ok(sign::permit_typed_data(&permit, &domain))
+}
+
+/// Opens a prepared session through the gateway with the owner's signatures, after checking
+/// them (and everything else `openSessionWithSig` checks) against the current block; waits up
+/// to [`crate::Settings::open_wait`] for it to be mined.
+pub async fn open(core: &Core, host: &Host, req: OpenRequest) -> Result<Opened, ApiError> {
+    let row = prepared(&core.store, host, &req.prepared_id).await?;
+    let terms = stored_terms(&row)?.terms()?;
+    let call = ISessionGateway::openSessionWithSigCall {
+        owner: terms.owner,
+        sessionKey: terms.sessionKey,
+        guardian: terms.guardian,
+        token: terms.token,
+        deposit: terms.deposit,
+        perPaymentCap: terms.perPaymentCap,
+        periodBudget: terms.periodBudget,
+        periodSeconds: terms.periodSeconds,
+        coSignThreshold: terms.coSignThreshold,
+        validAfter: terms.validAfter,
+        expiresAt: terms.expiresAt,
+        leaseSeconds: terms.leaseSeconds,
+        leaseKeeper: terms.leaseKeeper,
+        allowlistId: terms.allowlistId,
+        metadata: terms.metadata,
+        nonce: terms.nonce,
+        deadline: terms.deadline,
+        ownerSignature: req.owner_signature,
+        permitSignature: req.permit_signature,
+    };
+    let signer = signer_of(&row)?;
+    let data = call.abi_encode();
+    // The gateway's own checks, now: a bad signature or an unfunded owner is refused here.
+    let gas = core
+        .client
+        .estimate_gas(signer, Some(core.contracts.gateway), &data, U256::ZERO)
+        .await?;
+    let fees = core.engine.fees().await?;
+    let (token, token_hash) = capability_token();
+    let mut db = core.store.begin().await?;
+    let tx_id = core
+        .engine
+        .submit_in(
+            &mut db,
+            &Call {
+                signer,
+                to: core.contracts.gateway,
+                data: data.into(),
+                value: U256::ZERO,
+                gas_limit: gas + gas / 4,
+            },
+            fees,
+        )
+        .await?;
+    if !Store::set_session_opening(&mut db, &row.id, Some(tx_id), &token_hash).await? {
+        return Err(already_opened(&row));
+    }
+    db.commit().await.map_err(crate::store::StoreError::from)?;
+    core.engine.wake();
+    tracing::info!(host = %host.id, session = %row.id, "session opening");
+    let status = wait_until_settled(core, &row.id, core.settings.open_wait).await?;
+    Ok(Opened {
+        session_id: row.id,
+        capability_token: token,
+        status,
+    })
+}
+
+/// Registers a prepared session the owner opened with their own wallet (`openSession` naming
+/// the prepared key): checked on chain, then given a capability token.
+pub async fn register(core: &Core, host: &Host, req: RegisterRequest) -> Result<Opened, ApiError> {
+    let row = prepared(&core.store, host, &req.prepared_id).await?;
+    let id = parse_id(&row.id)?;
+    let on_chain = core
+        .client
+        .view(None, core.contracts.wallet, ISessionWallet::sessionTermsCall { sessionId: id })
+        .await?;
+    let key: Address = row.session_key.parse().map_err(|_| ApiError::Internal)?;
+    let owner: Address = row.owner.parse().map_err(|_| ApiError::Internal)?;
+    if on_chain._0 != owner || on_chain._1 != key {
+        return Err(ApiError::conflict(
+            "session_not_opened",
+            format!(
+                "no session {} of owner {owner} with session key {key} is open on chain: the owner \
+                 must call openSession with the prepared terms first",
+                row.id
+            ),
+        ));
+    }
+    let (token, token_hash) = capability_token();
+    let mut db = core.store.begin().await?;
+    if !Store::set_session_opening(&mut db, &row.id, None, &token_hash).await? {
+        return Err(already_opened(&row));
+    }
+    db.commit().await.map_err(crate::store::StoreError::from)?;
+    tracing::info!(host = %host.id, session = %row.id, "session registered");
+    Ok(Opened {
+        session_id: row.id,
+        capability_token: token,
+        status: "open".into(),
+    })
+}
+
+async fn prepared(store: &Store, host: &Host, prepared_id: &str) -> Result<SessionRow, ApiError> {
+    store
+        .prepared_session(&host.id, prepared_id)
+        .await?
+        .ok_or(ApiError::NotFound)
+}
+
+fn already_opened(row: &SessionRow) -> ApiError {
+    ApiError::conflict(
+        "session_already_opened",
+        format!("session {} was opened or registered before", row.id),
+    )
+}
+
+/// Waits until session `id` is no longer `opening`, at most `wait`; returns its status.
+async fn wait_until_settled(core: &Core, id: &str, wait: Duration) -> Result<String, ApiError> {
+    let status = || async {
+        let row = core.store.session(id, None).await?.ok_or(ApiError::Internal)?;
+        Ok((row.status != "opening").then_some(row.status))
+    };
+    Ok(core
+        .wait_for(wait, status)
+        .await?
+        .unwrap_or_else(|| "opening".into()))
+}
+
+/// A new capability token and its SHA-256 (what is stored).
+fn capability_token() -> (String, String) {
+    let token = format!("bct_{}", alloy_primitives::hex::encode(random_bytes::<32>()));
+    let hash = token_hash(&token);
+    (token, hash)
+}
+
+/// The stored form of a bearer token.
+pub fn token_hash(token: &str) -> String {
+    alloy_primitives::hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// The session a capability token opens: live (not revoked by the host, not expired, open).
+pub async fn authenticate(store: &Store, bearer: &str) -> Result<SessionRow, ApiError> {
+    let session = store
+        .session_by_capability(&token_hash(bearer))
+        .await?
+        .ok_or(ApiError::Unauthorized)?;
+    let expired = session.expires_at.saturating_mul(1000) <= now_ms();
+    if session.capability_revoked_at.is_some() || expired {
+        return Err(ApiError::Unauthorized);
+    }
+    Ok(session)
+}
+
+/// A session as the API shows it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionView {
+    /// The on-chain id.
+    pub session_id: String,
+    /// The relayer's view: `prepared`, `opening`, `open` or `failed`.
+    pub status: String,
+    /// The owner.
+    pub owner: String,
+    /// The custodial session key.
+    pub session_key: String,
+    /// The relayer signer pinned to it.
+    pub lease_keeper: String,
+    /// The provider named at prepare.
+    pub provider: Option<String>,
+    /// The sandbox named at prepare.
+    pub sandbox_id: Option<String>,
+    /// The terms, as the owner signed them.
+    pub terms: Value,
+    /// Whether the host revoked the capability token.
+    pub capability_revoked: bool,
+    /// The sandbox's last heartbeat (unix ms).
+    pub last_heartbeat_at: Option<i64>,
+    /// When it was prepared (unix ms).
+    pub created_at: i64,
+    /// The contracts' state now (only on `GET /v1/sessions/{id}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chain: Option<ChainState>,
+}
+
+/// A session's on-chain state, as the wallet reports it at the latest block.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChainState {
+    /// `unknown`, `active`, `revoked` or `closed`.
+    pub status: &'static str,
+    /// Whether it can pay now (active, started, unexpired, lease current).
+    pub can_pay: bool,
+    /// Escrowed.
+    pub deposit: String,
+    /// Paid out.
+    pub spent: String,
+    /// Held by pending payments.
+    pub reserved: String,
+    /// What may still be paid from the deposit.
+    pub remaining_deposit: String,
+    /// What may still be paid this period (2^256-1 without a budget).
+    pub remaining_period_budget: String,
+    /// Spent in the current period.
+    pub period_spent: String,
+    /// The current period's start (unix seconds).
+    pub period_start: u64,
+    /// The lease's expiry (unix seconds; 0 without a lease).
+    pub lease_expires_at: u64,
+}
+
+impl SessionView {
+    fn of(row: SessionRow) -> Result<Self, ApiError> {
+        let terms = stored_terms(&row)?.typed_data["openSession"]["message"].clone();
+        Ok(SessionView {
+            session_id: row.id,
+            status: row.status,
+            owner: row.owner,
+            session_key: row.session_key,
+            lease_keeper: row.signer,
+            provider: row.provider,
+            sandbox_id: row.sandbox_id,
+            terms,
+            capability_revoked: row.capability_revoked_at.is_some(),
+            last_heartbeat_at: row.last_heartbeat_at,
+            created_at: row.created_at,
+            chain: None,
+        })
+    }
+}
+
+/// `host`'s sessions, newest first (filters: provider, sandbox; paging by `before`).
+pub async fn list(
+    core: &Core,
+    host: &Host,
+    provider: Option<&str>,
+    sandbox_id: Option<&str>,
+    before: Option<i64>,
+    limit: Option<i64>,
+) -> Result<Vec<SessionView>, ApiError> {
+    let limit = limit.unwrap_or(100).clamp(1, 1000);
+    let rows = core
+        .store
+        .sessions(&host.id, provider, sandbox_id, before.unwrap_or(i64::MAX), limit)
+        .await?;
+    rows.into_iter().map(SessionView::of).collect()
+}
+
+/// One of `host`'s sessions with its on-chain state.
+pub async fn get(core: &Core, host: &Host, id: &str) -> Result<SessionView, ApiError> {
+    let row = host_session(&core.store, host, id).await?;
+    let chain = chain_state(core, parse_id(&row.id)?).await?;
+    let mut view = SessionView::of(row)?;
+    view.chain = Some(chain);
+    Ok(view)
+}
+
+/// The wallet's view of session `id` now.
+pub async fn chain_state(core: &Core, id: U256) -> Result<ChainState, ApiError> {
+    let wallet = core.contracts.wallet;
+    let (state, authority, deposit_left, period_left) = tokio::try_join!(
+        core.client.view(None, wallet, ISessionWallet::sessionStateCall { sessionId: id }),
+        core.client.view(None, wallet, ISessionWallet::sessionAuthorityCall { sessionId: id }),
+        core.client.view(None, wallet, ISessionWallet::remainingDepositCall { sessionId: id }),
+        core.client.view(None, wallet, ISessionWallet::remainingPeriodBudgetCall { sessionId: id }),
+    )?;
+    Ok(ChainState {
+        status: match state._0 {
+            s if s == SessionStatus::Active as u8 => "active",
+            s if s == SessionStatus::Revoked as u8 => "revoked",
+            s if s == SessionStatus::Closed as u8 => "closed",
+            _ => "unknown",
+        },
+        can_pay: authority._2,
+        deposit: state._1.to_string(),
+        spent: state._2.to_string(),
+        reserved: state._3.to_string(),
+        remaining_deposit: deposit_left.to_string(),
+        remaining_period_budget: period_left.to_string(),
+        period_spent: state._4.to_string(),
+        period_start: state._5,
+        lease_expires_at: state._6,
+    })
+}
+
+/// Session `id` if `host` prepared it (another host's id is not found).
+pub async fn host_session(store: &Store, host: &Host, id: &str) -> Result<SessionRow, ApiError> {
+    let id = crate::wire::parse_session_id(id).ok_or(ApiError::NotFound)?;
+    store
+        .session(&session_id_text(id), Some(&host.id))
+        .await?
+        .ok_or(ApiError::NotFound)
+}
+
+/// What revoking did.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Revoked {
+    /// The session.
+    pub session_id: String,
+    /// The capability token is dead (at once).
+    pub capability_revoked: bool,
+    /// `submitted` (the relayer sent `revoke`), `already` (revoked or closed on chain),
+    /// `not_open` (never opened on chain) or `not_guardian` (the host named another guardian,
+    /// who must revoke on chain).
+    pub on_chain: &'static str,
+}
+
+/// Revokes a session: its capability token at once, and on chain when the relayer is its
+/// guardian.
+pub async fn revoke(core: &Core, host: &Host, id: &str) -> Result<Revoked, ApiError> {
+    let row = host_session(&core.store, host, id).await?;
+    core.store.revoke_capability(&row.id, now_ms()).await?;
+    let session = parse_id(&row.id)?;
+    let terms = stored_terms(&row)?.terms()?;
+    let state = core
+        .client
+        .view(None, core.contracts.wallet, ISessionWallet::sessionStateCall { sessionId: session })
+        .await?;
+    let on_chain = if state._0 == SessionStatus::None as u8 {
+        "not_open"
+    } else if state._0 != SessionStatus::Active as u8 {
+        "already"
+    } else if terms.guardian != signer_of(&row)? {
+        "not_guardian"
+    } else {
+        let call = ISessionWallet::revokeCall { sessionId: session };
+        send(core, &row, core.contracts.wallet, call.abi_encode(), SessionTx::Revoke).await?;
+        "submitted"
+    };
+    tracing::info!(host = %host.id, session = %row.id, on_chain, "session revoked");
+    Ok(Revoked {
+        session_id: row.id,
+        capability_revoked: true,
+        on_chain,
+    })
+}
+
+/// Closes a session on chain (the refund goes to the owner): possible once it is revoked,
+/// expired or its lease has lapsed; refused with the wallet's error otherwise.
+pub async fn close(core: &Core, host: &Host, id: &str) -> Result<Value, ApiError> {
+    let row = host_session(&core.store, host, id).await?;
+    let call = ISessionWallet::closeCall {
+        sessionId: parse_id(&row.id)?,
+    };
+    let refund = core
+        .client
+        .view(Some(signer_of(&row)?), core.contracts.wallet, call.clone())
+        .await?;
+    core.store.revoke_capability(&row.id, now_ms()).await?;
+    let tx = send(core, &row, core.contracts.wallet, call.abi_encode(), SessionTx::Close).await?;
+    tracing::info!(host = %host.id, session = %row.id, "session closing");
+    Ok(json!({ "sessionId": row.id, "refund": refund.to_string(), "transaction": tx }))
+}
+
+/// What a heartbeat did.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Heartbeat {
+    /// The session.
+    pub session_id: String,
+    /// The lease's expiry on chain now (unix seconds; 0 without a lease).
+    pub lease_expires_at: u64,
+    /// Whether a renewal was sent (the lease was past half its length).
+    pub renewal_submitted: bool,
+}
+
+/// Records the sandbox's heartbeat and, once less than half the lease is left, renews the lease
+/// on chain (one renewal in flight at a time).
+pub async fn heartbeat(core: &Core, row: &SessionRow) -> Result<Heartbeat, ApiError> {
+    if row.status != "open" {
+        return Err(not_open(row));
+    }
+    core.store.heartbeat(&row.id, now_ms()).await?;
+    let session = parse_id(&row.id)?;
+    let terms = stored_terms(row)?.terms()?;
+    let state = core
+        .client
+        .view(None, core.contracts.wallet, ISessionWallet::sessionStateCall { sessionId: session })
+        .await?;
+    let lease_expires_at = state._6;
+    let left = lease_expires_at.saturating_sub(unix_now());
+    let due = terms.leaseSeconds > 0 && left < terms.leaseSeconds / 2;
+    let in_flight = match row.lease_transaction {
+        Some(tx) => core
+            .store
+            .transaction(tx)
+            .await?
+            .is_some_and(|t| matches!(t.status, TxStatus::Signed | TxStatus::Submitted)),
+        None => false,
+    };
+    let renewal_submitted = due && !in_flight;
+    if renewal_submitted {
+        let call = ISessionWallet::renewLeaseCall {
+            sessionId: session,
+            nonce: U256::ZERO,
+            deadline: U256::ZERO,
+            signature: Bytes::new(),
+        };
+        // As the keeper the signer renews directly; a refusal (lapsed, revoked) is the answer.
+        core.client
+            .view(Some(signer_of(row)?), core.contracts.wallet, call.clone())
+            .await?;
+        send(core, row, core.contracts.wallet, call.abi_encode(), SessionTx::Lease).await?;
+    }
+    Ok(Heartbeat {
+        session_id: row.id.clone(),
+        lease_expires_at,
+        renewal_submitted,
+    })
+}
+
+/// Queues `data` to `to` from the session's signer and records it in the session's `which`
+/// column, together; returns the transaction's id.
+async fn send(
+    core: &Core,
+    row: &SessionRow,
+    to: Address,
+    data: Vec<u8>,
+    which: SessionTx,
+) -> Result<i64, ApiError> {
+    let fees = core.engine.fees().await?;
+    let mut db = core.store.begin().await?;
+    let tx_id = core
+        .engine
+        .submit_in(
+            &mut db,
+            &Call {
+                signer: signer_of(row)?,
+                to,
+                data: data.into(),
+                value: U256::ZERO,
+                gas_limit: SMALL_CALL_GAS,
+            },
+            fees,
+        )
+        .await?;
+    Store::set_session_transaction(&mut db, &row.id, which, tx_id).await?;
+    db.commit().await.map_err(crate::store::StoreError::from)?;
+    core.engine.wake();
+    Ok(tx_id)
+}
+
+/// The conflict of acting on a session that is not open.
+pub fn not_open(row: &SessionRow) -> ApiError {
+    ApiError::conflict(
+        "session_not_open",
+        format!("session {} is {}, not open", row.id, row.status),
+    )
+}
+
+/// The relayer signer a session is pinned to.
+pub fn signer_of(row: &SessionRow) -> Result<Address, ApiError> {
+    row.signer.parse().map_err(|_| ApiError::Internal)
+}
+
+/// A stored session id as a number.
+pub fn parse_id(id: &str) -> Result<U256, ApiError> {
+    crate::wire::parse_session_id(id).ok_or(ApiError::Internal)
+}
+
+/// Unix seconds now.
+pub fn unix_now() -> u64 {
+    (now_ms() / 1000) as u64
+}

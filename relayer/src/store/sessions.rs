@@ -1,0 +1,679 @@
+//! Sessions, their payments and provenance records.
+
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use super::{DbTx, SealedKeyRow, Store, StoreError};
+
+/// A session as the relayer keeps it (its on-chain state is read from the chain).
+#[derive(Clone, Debug)]
+pub struct SessionRow {
+    /// The on-chain session id (0x + 64 hex).
+    pub id: String,
+    /// The host that prepared it.
+    pub host_id: String,
+    /// The id `prepare` answered with.
+    pub prepared_id: String,
+    /// The owner's address.
+    pub owner: String,
+    /// The custodial session key's address.
+    pub session_key: String,
+    /// The relayer signer it is pinned to (its lease keeper).
+    pub signer: String,
+    /// The `OpenSession` terms, JSON.
+    pub terms: String,
+    /// The sandbox provider the host named.
+    pub provider: Option<String>,
+    /// The sandbox the host named.
+    pub sandbox_id: Option<String>,
+    /// `prepared`, `opening`, `open` or `failed`.
+    pub status: String,
+    /// The transaction that opens it.
+    pub open_transaction: Option<i64>,
+    /// SHA-256 of the capability token.
+    pub capability_hash: Option<String>,
+    /// When the host revoked the capability token.
+    pub capability_revoked_at: Option<i64>,
+    /// `expiresAt` of the terms (unix seconds).
+    pub expires_at: i64,
+    /// The last lease renewal the relayer sent.
+    pub lease_transaction: Option<i64>,
+    /// The sandbox's last heartbeat (unix ms).
+    pub last_heartbeat_at: Option<i64>,
+    /// The revocation the relayer sent.
+    pub revoke_transaction: Option<i64>,
+    /// The close the relayer sent.
+    pub close_transaction: Option<i64>,
+    /// When it was prepared (unix ms).
+    pub created_at: i64,
+}
+
+/// A session to record at `prepare`.
+pub struct NewSession<'a> {
+    /// The on-chain id it will have.
+    pub id: &'a str,
+    /// The host preparing it.
+    pub host_id: &'a str,
+    /// The id handed back to the host.
+    pub prepared_id: &'a str,
+    /// The owner.
+    pub owner: &'a str,
+    /// The signer it is pinned to.
+    pub signer: &'a str,
+    /// The terms, JSON.
+    pub terms: &'a str,
+    /// The provider named.
+    pub provider: Option<&'a str>,
+    /// The sandbox named.
+    pub sandbox_id: Option<&'a str>,
+    /// `expiresAt` (unix seconds).
+    pub expires_at: i64,
+}
+
+/// Which of a session's transactions a column holds.
+#[derive(Clone, Copy, Debug)]
+pub enum SessionTx {
+    /// `lease_transaction`.
+    Lease,
+    /// `revoke_transaction`.
+    Revoke,
+    /// `close_transaction`.
+    Close,
+}
+
+impl SessionTx {
+    fn column(self) -> &'static str {
+        match self {
+            SessionTx::Lease => "lease_transaction",
+            SessionTx::Revoke => "revoke_transaction",
+            SessionTx::Close => "close_transaction",
+        }
+    }
+}
+
+/// A payment to record with its transaction.
+pub struct NewPayment<'a> {
+    /// `pay_…`.
+    pub id: &'a str,
+    /// Its session.
+    pub session_id: &'a str,
+    /// The payee.
+    pub to: &'a str,
+    /// Base units, decimal.
+    pub amount: &'a str,
+    /// The purpose hash.
+    pub purpose: &'a str,
+    /// The intent's nonce, decimal.
+    pub intent_nonce: &'a str,
+    /// The intent's deadline (unix seconds).
+    pub deadline: i64,
+    /// Whether the simulation executed it (rather than making it pending).
+    pub expect_executed: bool,
+    /// The engine's transaction that carries it.
+    pub transaction_id: i64,
+}
+
+/// A payment with its transaction's progress.
+#[derive(Clone, Debug)]
+pub struct PaymentRow {
+    /// `pay_…`.
+    pub id: String,
+    /// Its session.
+    pub session_id: String,
+    /// The payee.
+    pub to: String,
+    /// Base units, decimal.
+    pub amount: String,
+    /// The purpose hash.
+    pub purpose: String,
+    /// The intent's nonce.
+    pub intent_nonce: String,
+    /// The intent's deadline (unix seconds).
+    pub deadline: i64,
+    /// Whether the simulation at acceptance executed it.
+    pub expect_executed: bool,
+    /// The engine's transaction.
+    pub transaction_id: i64,
+    /// What the receipt said: executed, pending, approved, rejected, reverted.
+    pub outcome: Option<String>,
+    /// The receipt registry's id for an executed payment.
+    pub receipt_id: Option<String>,
+    /// The wallet's pending id for a co-signed one.
+    pub pending_id: Option<String>,
+    /// The contract error a failed one reverted with.
+    pub error_code: Option<String>,
+    /// Its arguments, JSON.
+    pub error_details: Option<String>,
+    /// When it was accepted (unix ms).
+    pub created_at: i64,
+    /// The transaction's status (signed, submitted, mined, confirmed, failed).
+    pub tx_status: String,
+    /// The mined attempt's hash.
+    pub tx_hash: Option<String>,
+    /// Its block.
+    pub block_number: Option<i64>,
+    /// The transaction's receipt status (1 ok, 0 reverted).
+    pub receipt_status: Option<i64>,
+}
+
+/// A provenance record with its transaction's progress.
+#[derive(Clone, Debug)]
+pub struct ProvenanceRow {
+    /// `prov_…`.
+    pub id: String,
+    /// Its session.
+    pub session_id: String,
+    /// The record as submitted, JSON.
+    pub record: String,
+    /// The engine's transaction.
+    pub transaction_id: i64,
+    /// `recorded` or `reverted`, once mined.
+    pub outcome: Option<String>,
+    /// The registry's record id.
+    pub record_id: Option<String>,
+    /// The contract error it reverted with.
+    pub error_code: Option<String>,
+    /// Its arguments, JSON.
+    pub error_details: Option<String>,
+    /// When it was accepted (unix ms).
+    pub created_at: i64,
+    /// The transaction's status.
+    pub tx_status: String,
+    /// The mined attempt's hash.
+    pub tx_hash: Option<String>,
+    /// Its block.
+    pub block_number: Option<i64>,
+    /// The transaction's receipt status.
+    pub receipt_status: Option<i64>,
+}
+
+const SESSION_COLUMNS: &str = "id, host_id, prepared_id, owner, session_key, signer, terms, \
+    provider, sandbox_id, status, open_transaction, capability_hash, capability_revoked_at, \
+    expires_at, lease_transaction, last_heartbeat_at, revoke_transaction, close_transaction, \
+    created_at";
+
+fn session_row(r: &AnyRow) -> Result<SessionRow, StoreError> {
+    Ok(SessionRow {
+        id: r.try_get("id")?,
+        host_id: r.try_get("host_id")?,
+        prepared_id: r.try_get("prepared_id")?,
+        owner: r.try_get("owner")?,
+        session_key: r.try_get("session_key")?,
+        signer: r.try_get("signer")?,
+        terms: r.try_get("terms")?,
+        provider: r.try_get("provider")?,
+        sandbox_id: r.try_get("sandbox_id")?,
+        status: r.try_get("status")?,
+        open_transaction: r.try_get("open_transaction")?,
+        capability_hash: r.try_get("capability_hash")?,
+        capability_revoked_at: r.try_get("capability_revoked_at")?,
+        expires_at: r.try_get("expires_at")?,
+        lease_transaction: r.try_get("lease_transaction")?,
+        last_heartbeat_at: r.try_get("last_heartbeat_at")?,
+        revoke_transaction: r.try_get("revoke_transaction")?,
+        close_transaction: r.try_get("close_transaction")?,
+        created_at: r.try_get("created_at")?,
+    })
+}
+
+const PAYMENT_COLUMNS: &str = "p.id, p.session_id, p.to_address, p.amount, p.purpose, \
+    p.intent_nonce, p.deadline, p.expect_executed, p.transaction_id, p.outcome, p.receipt_id, \
+    p.pending_id, p.error_code, p.error_details, p.created_at, t.status AS tx_status, \
+    t.mined_hash, t.block_number, t.receipt_status";
+
+fn payment_row(r: &AnyRow) -> Result<PaymentRow, StoreError> {
+    Ok(PaymentRow {
+        id: r.try_get("id")?,
+        session_id: r.try_get("session_id")?,
+        to: r.try_get("to_address")?,
+        amount: r.try_get("amount")?,
+        purpose: r.try_get("purpose")?,
+        intent_nonce: r.try_get("intent_nonce")?,
+        deadline: r.try_get("deadline")?,
+        expect_executed: r.try_get::<i64, _>("expect_executed")? != 0,
+        transaction_id: r.try_get("transaction_id")?,
+        outcome: r.try_get("outcome")?,
+        receipt_id: r.try_get("receipt_id")?,
+        pending_id: r.try_get("pending_id")?,
+        error_code: r.try_get("error_code")?,
+        error_details: r.try_get("error_details")?,
+        created_at: r.try_get("created_at")?,
+        tx_status: r.try_get("tx_status")?,
+        tx_hash: r.try_get("mined_hash")?,
+        block_number: r.try_get("block_number")?,
+        receipt_status: r.try_get("receipt_status")?,
+    })
+}
+
+const PROVENANCE_COLUMNS: &str = "p.id, p.session_id, p.record, p.transaction_id, p.outcome, \
+    p.record_id, p.error_code, p.error_details, p.created_at, t.status AS tx_status, \
+    t.mined_hash, t.block_number, t.receipt_status";
+
+fn provenance_row(r: &AnyRow) -> Result<ProvenanceRow, StoreError> {
+    Ok(ProvenanceRow {
+        id: r.try_get("id")?,
+        session_id: r.try_get("session_id")?,
+        record: r.try_get("record")?,
+        transaction_id: r.try_get("transaction_id")?,
+        outcome: r.try_get("outcome")?,
+        record_id: r.try_get("record_id")?,
+        error_code: r.try_get("error_code")?,
+        error_details: r.try_get("error_details")?,
+        created_at: r.try_get("created_at")?,
+        tx_status: r.try_get("tx_status")?,
+        tx_hash: r.try_get("mined_hash")?,
+        block_number: r.try_get("block_number")?,
+        receipt_status: r.try_get("receipt_status")?,
+    })
+}
+
+impl Store {
+    /// Records a prepared session with its sealed custodial key, together.
+    pub async fn insert_prepared_session(
+        &self,
+        key: &SealedKeyRow,
+        s: &NewSession<'_>,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        let mut db = self.begin().await?;
+        Self::insert_session_key_in(&mut db, key, now).await?;
+        sqlx::query(
+            "INSERT INTO sessions (id, host_id, prepared_id, owner, session_key, signer, terms, \
+             provider, sandbox_id, status, expires_at, next_intent_nonce, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'prepared', $10, 0, $11)",
+        )
+        .bind(s.id)
+        .bind(s.host_id)
+        .bind(s.prepared_id)
+        .bind(s.owner)
+        .bind(&key.address)
+        .bind(s.signer)
+        .bind(s.terms)
+        .bind(s.provider)
+        .bind(s.sandbox_id)
+        .bind(s.expires_at)
+        .bind(now)
+        .execute(&mut *db)
+        .await?;
+        db.commit().await?;
+        Ok(())
+    }
+
+    /// `host_id`'s session with this prepared id.
+    pub async fn prepared_session(
+        &self,
+        host_id: &str,
+        prepared_id: &str,
+    ) -> Result<Option<SessionRow>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE prepared_id = $1 AND host_id = $2"
+        ))
+        .bind(prepared_id)
+        .bind(host_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(session_row).transpose()
+    }
+
+    /// The session `id`, if `host_id` (when given) prepared it.
+    pub async fn session(
+        &self,
+        id: &str,
+        host_id: Option<&str>,
+    ) -> Result<Option<SessionRow>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1 AND ($2 IS NULL OR host_id = $2)"
+        ))
+        .bind(id)
+        .bind(host_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(session_row).transpose()
+    }
+
+    /// The session whose capability token hashes to `hash`.
+    pub async fn session_by_capability(
+        &self,
+        hash: &str,
+    ) -> Result<Option<SessionRow>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE capability_hash = $1"
+        ))
+        .bind(hash)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(session_row).transpose()
+    }
+
+    /// `host_id`'s sessions, newest first, optionally only one provider's / sandbox's, at most
+    /// `limit`, created before `before` (unix ms; paging).
+    pub async fn sessions(
+        &self,
+        host_id: &str,
+        provider: Option<&str>,
+        sandbox_id: Option<&str>,
+        before: i64,
+        limit: i64,
+    ) -> Result<Vec<SessionRow>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE host_id = $1 \
+             AND ($2 IS NULL OR provider = $2) AND ($3 IS NULL OR sandbox_id = $3) \
+             AND created_at < $4 ORDER BY created_at DESC, id LIMIT $5"
+        ))
+        .bind(host_id)
+        .bind(provider)
+        .bind(sandbox_id)
+        .bind(before)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(session_row).collect()
+    }
+
+    /// Marks a prepared session as opening by transaction `tx_id` with the capability token
+    /// hashing to `capability_hash`, inside `db`. `false` when it was not `prepared` (another
+    /// request opened it first).
+    pub async fn set_session_opening(
+        db: &mut DbTx,
+        id: &str,
+        tx_id: Option<i64>,
+        capability_hash: &str,
+    ) -> Result<bool, StoreError> {
+        let status = if tx_id.is_some() { "opening" } else { "open" };
+        let n = sqlx::query(
+            "UPDATE sessions SET status = $1, open_transaction = $2, capability_hash = $3 \
+             WHERE id = $4 AND status = 'prepared'",
+        )
+        .bind(status)
+        .bind(tx_id)
+        .bind(capability_hash)
+        .bind(id)
+        .execute(&mut **db)
+        .await?
+        .rows_affected();
+        Ok(n == 1)
+    }
+
+    /// Sessions being opened whose open transaction is mined or failed: `(id, transaction
+    /// status, receipt status)`.
+    pub async fn opened_sessions(&self) -> Result<Vec<(String, String, Option<i64>)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT s.id, t.status, t.receipt_status FROM sessions s \
+             JOIN transactions t ON t.id = s.open_transaction \
+             WHERE s.status = 'opening' AND t.status IN ('mined', 'confirmed', 'failed')",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
+            .collect()
+    }
+
+    /// Sets a session's status.
+    pub async fn set_session_status(&self, id: &str, status: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE sessions SET status = $1 WHERE id = $2")
+            .bind(status)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Records the transaction of a lease renewal, revocation or close, inside `db`.
+    pub async fn set_session_transaction(
+        db: &mut DbTx,
+        id: &str,
+        which: SessionTx,
+        tx_id: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(&format!(
+            "UPDATE sessions SET {} = $1 WHERE id = $2",
+            which.column()
+        ))
+        .bind(tx_id)
+        .bind(id)
+        .execute(&mut **db)
+        .await?;
+        Ok(())
+    }
+
+    /// Revokes a session's capability token (the first revocation's time stays).
+    pub async fn revoke_capability(&self, id: &str, now: i64) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE sessions SET capability_revoked_at = $1 \
+             WHERE id = $2 AND capability_revoked_at IS NULL",
+        )
+        .bind(now)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Records a heartbeat.
+    pub async fn heartbeat(&self, id: &str, now: i64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE sessions SET last_heartbeat_at = $1 WHERE id = $2")
+            .bind(now)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Takes the session's next intent nonce, inside `db`.
+    pub async fn take_intent_nonce(db: &mut DbTx, session_id: &str) -> Result<u64, StoreError> {
+        let next: i64 = sqlx::query_scalar(
+            "UPDATE sessions SET next_intent_nonce = next_intent_nonce + 1 WHERE id = $1 \
+             RETURNING next_intent_nonce",
+        )
+        .bind(session_id)
+        .fetch_one(&mut **db)
+        .await?;
+        Ok((next - 1) as u64)
+    }
+
+    /// Records a payment, inside `db` (with its transaction).
+    pub async fn insert_payment(
+        db: &mut DbTx,
+        p: &NewPayment<'_>,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO payments (id, session_id, to_address, amount, purpose, intent_nonce, \
+             deadline, expect_executed, transaction_id, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        )
+        .bind(p.id)
+        .bind(p.session_id)
+        .bind(p.to)
+        .bind(p.amount)
+        .bind(p.purpose)
+        .bind(p.intent_nonce)
+        .bind(p.deadline)
+        .bind(i64::from(p.expect_executed))
+        .bind(p.transaction_id)
+        .bind(now)
+        .execute(&mut **db)
+        .await?;
+        Ok(())
+    }
+
+    /// The payment `id` of session `session_id` (when given).
+    pub async fn payment(
+        &self,
+        id: &str,
+        session_id: Option<&str>,
+    ) -> Result<Option<PaymentRow>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {PAYMENT_COLUMNS} FROM payments p JOIN transactions t ON t.id = p.transaction_id \
+             WHERE p.id = $1 AND ($2 IS NULL OR p.session_id = $2)"
+        ))
+        .bind(id)
+        .bind(session_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(payment_row).transpose()
+    }
+
+    /// A session's payments, newest first.
+    pub async fn session_payments(
+        &self,
+        session_id: &str,
+        limit: i64,
+    ) -> Result<Vec<PaymentRow>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {PAYMENT_COLUMNS} FROM payments p JOIN transactions t ON t.id = p.transaction_id \
+             WHERE p.session_id = $1 ORDER BY p.created_at DESC, p.id LIMIT $2"
+        ))
+        .bind(session_id)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(payment_row).collect()
+    }
+
+    /// Amounts of the session's accepted payments that are not on chain yet and will spend
+    /// from its budget: what the chain's state does not show but a new payment must respect.
+    pub async fn unmined_amounts(&self, session_id: &str) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT p.amount FROM payments p JOIN transactions t ON t.id = p.transaction_id \
+             WHERE p.session_id = $1 AND p.expect_executed = 1 \
+             AND t.status IN ('signed', 'submitted')",
+        )
+        .bind(session_id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Payments whose transaction is mined or failed and whose outcome is not read yet.
+    pub async fn unsettled_payments(&self, limit: i64) -> Result<Vec<PaymentRow>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {PAYMENT_COLUMNS} FROM payments p JOIN transactions t ON t.id = p.transaction_id \
+             WHERE p.outcome IS NULL AND t.status IN ('mined', 'confirmed', 'failed') \
+             ORDER BY p.transaction_id LIMIT $1"
+        ))
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(payment_row).collect()
+    }
+
+    /// Records what a payment's receipt said.
+    pub async fn set_payment_outcome(
+        &self,
+        id: &str,
+        outcome: &str,
+        receipt_id: Option<&str>,
+        pending_id: Option<&str>,
+        error: Option<(&str, &str)>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE payments SET outcome = $1, receipt_id = COALESCE($2, receipt_id), \
+             pending_id = COALESCE($3, pending_id), error_code = $4, error_details = $5 \
+             WHERE id = $6",
+        )
+        .bind(outcome)
+        .bind(receipt_id)
+        .bind(pending_id)
+        .bind(error.map(|e| e.0))
+        .bind(error.map(|e| e.1))
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The payment that went pending as `pending_id` in session `session_id`.
+    pub async fn payment_by_pending(
+        &self,
+        session_id: &str,
+        pending_id: &str,
+    ) -> Result<Option<PaymentRow>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {PAYMENT_COLUMNS} FROM payments p JOIN transactions t ON t.id = p.transaction_id \
+             WHERE p.session_id = $1 AND p.pending_id = $2"
+        ))
+        .bind(session_id)
+        .bind(pending_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(payment_row).transpose()
+    }
+
+    /// Records a provenance record, inside `db` (with its transaction).
+    pub async fn insert_provenance(
+        db: &mut DbTx,
+        id: &str,
+        session_id: &str,
+        record: &str,
+        transaction_id: i64,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO provenance (id, session_id, record, transaction_id, created_at) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(id)
+        .bind(session_id)
+        .bind(record)
+        .bind(transaction_id)
+        .bind(now)
+        .execute(&mut **db)
+        .await?;
+        Ok(())
+    }
+
+    /// The provenance record `id` of session `session_id` (when given).
+    pub async fn provenance(
+        &self,
+        id: &str,
+        session_id: Option<&str>,
+    ) -> Result<Option<ProvenanceRow>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {PROVENANCE_COLUMNS} FROM provenance p \
+             JOIN transactions t ON t.id = p.transaction_id \
+             WHERE p.id = $1 AND ($2 IS NULL OR p.session_id = $2)"
+        ))
+        .bind(id)
+        .bind(session_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(provenance_row).transpose()
+    }
+
+    /// Provenance records whose transaction is mined or failed and whose outcome is unread.
+    pub async fn unsettled_provenance(&self, limit: i64) -> Result<Vec<ProvenanceRow>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {PROVENANCE_COLUMNS} FROM provenance p \
+             JOIN transactions t ON t.id = p.transaction_id \
+             WHERE p.outcome IS NULL AND t.status IN ('mined', 'confirmed', 'failed') \
+             ORDER BY p.transaction_id LIMIT $1"
+        ))
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(provenance_row).collect()
+    }
+
+    /// Records what a provenance record's receipt said.
+    pub async fn set_provenance_outcome(
+        &self,
+        id: &str,
+        outcome: &str,
+        record_id: Option<&str>,
+        error: Option<(&str, &str)>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE provenance SET outcome = $1, record_id = $2, error_code = $3, \
+             error_details = $4 WHERE id = $5",
+        )
+        .bind(outcome)
+        .bind(record_id)
+        .bind(error.map(|e| e.0))
+        .bind(error.map(|e| e.1))
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+}

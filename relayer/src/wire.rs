@@ -1,0 +1,119 @@
+//! How values travel in the API's JSON: amounts as decimal strings in base units (a JSON number
+//! loses precision past 2^53), hashes as 0x-hex, addresses checked and answered EIP-55.
+
+use alloy_primitives::{keccak256, B256, U256};
+use serde::{Deserialize, Deserializer};
+
+/// A non-negative integer given as a decimal string (`"1500000"`): no sign, no exponent, no hex,
+/// at most 78 digits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Amount(pub U256);
+
+impl<'de> Deserialize<'de> for Amount {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        parse_amount(&text).map(Amount).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Parses a decimal amount.
+pub fn parse_amount(text: &str) -> Result<U256, String> {
+    if text.is_empty() || text.len() > 78 || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "expected a decimal string of base units such as \"1500000\", got {text:?}"
+        ));
+    }
+    U256::from_str_radix(text, 10).map_err(|_| format!("{text:?} does not fit in 256 bits"))
+}
+
+/// A 32-byte value given either as 0x + 64 hex digits (used as is) or as any other text (its
+/// keccak-256 is used): purposes, artifact hashes, URIs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HashOrText {
+    /// The 32 bytes.
+    pub hash: B256,
+    /// The text it was hashed from, if it was text.
+    pub text: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for HashOrText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        if text.len() > 4096 {
+            return Err(serde::de::Error::custom("longer than 4096 bytes"));
+        }
+        Ok(hash_or_text(&text))
+    }
+}
+
+/// `text` as 32 bytes: parsed when it is 0x + 64 hex digits, hashed otherwise.
+pub fn hash_or_text(text: &str) -> HashOrText {
+    let is_hex = text.len() == 66
+        && text.starts_with("0x")
+        && text[2..].bytes().all(|b| b.is_ascii_hexdigit());
+    match text.parse::<B256>() {
+        Ok(hash) if is_hex => HashOrText { hash, text: None },
+        _ => HashOrText {
+            hash: keccak256(text.as_bytes()),
+            text: Some(text.to_owned()),
+        },
+    }
+}
+
+/// A session id in a path: 0x + 64 hex digits (what the API answers) or decimal.
+pub fn parse_session_id(text: &str) -> Option<U256> {
+    if let Some(hex) = text.strip_prefix("0x") {
+        if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return U256::from_str_radix(hex, 16).ok();
+        }
+        return None;
+    }
+    parse_amount(text).ok()
+}
+
+/// A session id as the API answers and stores it: 0x + 64 lowercase hex digits.
+pub fn session_id_text(id: U256) -> String {
+    format!("{:#066x}", id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amounts_are_plain_decimal_strings() {
+        assert_eq!(parse_amount("0"), Ok(U256::ZERO));
+        assert_eq!(parse_amount("1500000"), Ok(U256::from(1_500_000)));
+        let max = U256::MAX.to_string();
+        assert_eq!(parse_amount(&max), Ok(U256::MAX));
+        for bad in ["", "-1", "+1", "1e6", "0x10", " 1", "1.5", &format!("{max}0")] {
+            assert!(parse_amount(bad).is_err(), "{bad:?}");
+        }
+        // 2^256 has 78 digits but does not fit.
+        let over = "115792089237316195423570985008687907853269984665640564039457584007913129639936";
+        assert!(parse_amount(over).is_err());
+        assert!(serde_json::from_str::<Amount>("1500000").is_err(), "numbers are refused");
+    }
+
+    #[test]
+    fn hashes_are_taken_as_given_and_text_is_hashed() {
+        let h = format!("0x{}", "ab".repeat(32));
+        assert_eq!(hash_or_text(&h).hash, h.parse::<B256>().unwrap());
+        assert_eq!(hash_or_text(&h).text, None);
+        let t = hash_or_text("gpu-minutes for job 7");
+        assert_eq!(t.hash, keccak256("gpu-minutes for job 7"));
+        // Almost-hex text is text.
+        assert!(hash_or_text(&format!("0x{}", "ab".repeat(31))).text.is_some());
+    }
+
+    #[test]
+    fn session_ids_in_paths() {
+        let id = U256::from(0xabcdu64);
+        let text = session_id_text(id);
+        assert_eq!(text.len(), 66);
+        assert_eq!(parse_session_id(&text), Some(id));
+        assert_eq!(parse_session_id("43981"), Some(id));
+        assert_eq!(parse_session_id("0xabcd"), None);
+        assert_eq!(parse_session_id("-1"), None);
+    }
+}
