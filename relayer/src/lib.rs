@@ -121,7 +121,8 @@ pub struct Core {
     pub settled: tokio::sync::watch::Sender<u64>,
     /// Serializes the check-then-queue of payments per session (the budget check must see the
     /// payments queued before it).
-    pub session_locks: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    pub session_locks:
+        std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Gas limits measured per session on its first payment (later ones cost no more).
     pub pay_gas: std::sync::Mutex<std::collections::HashMap<String, u64>>,
 }
@@ -130,7 +131,11 @@ impl Core {
     /// Runs `look` until it finds something or `wait` passes (then the last look's answer is
     /// `None`), looking again after each engine pass and each settling of outcomes — not on a
     /// timer.
-    pub async fn wait_for<T, F, Fut>(&self, wait: Duration, mut look: F) -> Result<Option<T>, error::ApiError>
+    pub async fn wait_for<T, F, Fut>(
+        &self,
+        wait: Duration,
+        mut look: F,
+    ) -> Result<Option<T>, error::ApiError>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<Option<T>, error::ApiError>>,
@@ -213,9 +218,8 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
     let store = Store::connect(&config.db).await?;
     let client = Arc::new(Client::new(config.rpc.clone()));
     let chain_id = client.chain_id().await.map_err(EngineError::from)?;
-    let engine = Arc::new(
-        Engine::new(store.clone(), client.clone(), config.signers, config.engine).await?,
-    );
+    let engine =
+        Arc::new(Engine::new(store.clone(), client.clone(), config.signers, config.engine).await?);
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|source| StartError::Listen {

@@ -121,7 +121,11 @@ pub fn status(p: &PaymentRow) -> &'static str {
 
 /// Accepts a payment from `session`'s sandbox: refused at once with the contract error a rule
 /// gives, otherwise signed and queued.
-pub async fn pay(core: &Core, session: &SessionRow, req: PayRequest) -> Result<PaymentView, ApiError> {
+pub async fn pay(
+    core: &Core,
+    session: &SessionRow,
+    req: PayRequest,
+) -> Result<PaymentView, ApiError> {
     if session.status != "open" {
         return Err(not_open(session));
     }
@@ -149,17 +153,18 @@ pub async fn pay(core: &Core, session: &SessionRow, req: PayRequest) -> Result<P
     let _turn = lock.lock().await;
     // The contracts' rules now, with a nonce no real intent uses (the top bit set).
     let probe = signed((U256::from_be_bytes(random_bytes::<32>()) >> 1) | (U256::from(1) << 255));
-    let (executes, _) = core
+    let executes = core
         .client
         .view(Some(signer), wallet, probe.clone())
-        .await
-        .map(|r| (r._0, r._1))?;
-    if executes {
-        check_queued(core, session, id, req.amount.0).await?;
-    }
+        .await?
+        ._0;
+    check_queued(core, session, id, req.amount.0, executes).await?;
     let gas = pay_gas(core, session, signer, &probe.abi_encode()).await?;
     let fees = core.engine.fees().await?;
-    let payment_id = format!("pay_{}", alloy_primitives::hex::encode(random_bytes::<16>()));
+    let payment_id = format!(
+        "pay_{}",
+        alloy_primitives::hex::encode(random_bytes::<16>())
+    );
     let mut db = core.store.begin().await?;
     let nonce = Store::take_intent_nonce(&mut db, &session.id).await?;
     let call = signed(U256::from(nonce));
@@ -205,28 +210,70 @@ pub async fn pay(core: &Core, session: &SessionRow, req: PayRequest) -> Result<P
 }
 
 /// Refuses `amount` when, with the session's payments that are queued but not yet on chain,
-/// it would overdraw the deposit or the period budget — with the error the wallet would give.
+/// it would overdraw the deposit (which pending payments hold too) or the period budget —
+/// with the error the wallet would give. All reads are at one block; a queued payment whose
+/// nonce that block has used is in the block's state already and is not counted twice.
 async fn check_queued(
     core: &Core,
     session: &SessionRow,
     id: U256,
     amount: U256,
+    executes: bool,
 ) -> Result<(), ApiError> {
-    let queued = core.store.unmined_amounts(&session.id).await?;
+    let queued = core.store.unmined_payments(&session.id).await?;
     if queued.is_empty() {
         return Ok(());
     }
-    let queued = queued.iter().try_fold(U256::ZERO, |sum, a| {
-        a.parse::<U256>()
-            .map(|a| sum.saturating_add(a))
-            .map_err(|_| ApiError::Internal)
-    })?;
+    let block = Some(core.client.block_number().await?);
     let wallet = core.contracts.wallet;
-    let (deposit_left, period_left) = tokio::try_join!(
-        core.client.view(None, wallet, ISessionWallet::remainingDepositCall { sessionId: id }),
-        core.client.view(None, wallet, ISessionWallet::remainingPeriodBudgetCall { sessionId: id }),
+    let on_chain =
+        futures_util::future::try_join_all(queued.iter().map(|(_, nonce, _, status)| {
+            let nonce: U256 = nonce.parse().unwrap_or_default();
+            let sent = status == "submitted";
+            async move {
+                if !sent {
+                    return Ok(false);
+                }
+                core.client
+                    .view_at(
+                        None,
+                        wallet,
+                        ISessionWallet::isNonceUsedCall {
+                            sessionId: id,
+                            nonce,
+                        },
+                        block,
+                    )
+                    .await
+            }
+        }));
+    let (on_chain, deposit_left, period_left) = tokio::try_join!(
+        on_chain,
+        core.client.view_at(
+            None,
+            wallet,
+            ISessionWallet::remainingDepositCall { sessionId: id },
+            block
+        ),
+        core.client.view_at(
+            None,
+            wallet,
+            ISessionWallet::remainingPeriodBudgetCall { sessionId: id },
+            block
+        ),
     )?;
-    let refuse = |name: &str, available: U256| {
+    let (mut for_deposit, mut for_period) = (U256::ZERO, U256::ZERO);
+    for ((queued_amount, _, executes, _), mined) in queued.iter().zip(on_chain) {
+        if mined {
+            continue;
+        }
+        let a: U256 = queued_amount.parse().map_err(|_| ApiError::Internal)?;
+        for_deposit = for_deposit.saturating_add(a);
+        if *executes {
+            for_period = for_period.saturating_add(a);
+        }
+    }
+    let refuse = |name: &str, available: U256, queued: U256| {
         let mut args = Map::new();
         args.insert("amount".into(), Value::String(amount.to_string()));
         args.insert("available".into(), Value::String(available.to_string()));
@@ -236,13 +283,13 @@ async fn check_queued(
             args,
         }))
     };
-    let deposit_left = deposit_left.saturating_sub(queued);
+    let deposit_left = deposit_left.saturating_sub(for_deposit);
     if amount > deposit_left {
-        return refuse("WalletInsufficientDeposit", deposit_left);
+        return refuse("WalletInsufficientDeposit", deposit_left, for_deposit);
     }
-    let period_left = period_left.saturating_sub(queued);
-    if amount > period_left {
-        return refuse("WalletPeriodBudgetExceeded", period_left);
+    let period_left = period_left.saturating_sub(for_period);
+    if executes && amount > period_left {
+        return refuse("WalletPeriodBudgetExceeded", period_left, for_period);
     }
     Ok(())
 }
@@ -276,7 +323,13 @@ async fn pay_gas(
 }
 
 /// The statuses a payment stays in until something outside the relayer happens.
-pub const SETTLED: [&str; 5] = ["confirmed", "pending_approval", "rejected", "failed", "expired"];
+pub const SETTLED: [&str; 5] = [
+    "confirmed",
+    "pending_approval",
+    "rejected",
+    "failed",
+    "expired",
+];
 
 /// Payment `id` of `session`; with `wait`, once settled (see [`SETTLED`]) or when `wait`
 /// passes, whichever is first.
@@ -305,7 +358,11 @@ pub async fn get(
 }
 
 /// `session`'s payments, newest first.
-pub async fn list(core: &Core, session: &SessionRow, limit: Option<i64>) -> Result<Vec<PaymentView>, ApiError> {
+pub async fn list(
+    core: &Core,
+    session: &SessionRow,
+    limit: Option<i64>,
+) -> Result<Vec<PaymentView>, ApiError> {
     let rows = core
         .store
         .session_payments(&session.id, limit.unwrap_or(100).clamp(1, 1000))

@@ -158,7 +158,11 @@ pub async fn record(
         .client
         .estimate_gas(signer, Some(registry), &probe.abi_encode(), U256::ZERO)
         .await?;
-    let text = |h: &HashOrText| h.text.clone().map_or(Value::String(h.hash.to_string()), Value::String);
+    let text = |h: &HashOrText| {
+        h.text
+            .clone()
+            .map_or(Value::String(h.hash.to_string()), Value::String)
+    };
     let stored = json!({
         "artifact": text(&req.artifact),
         "inputs": text(&req.inputs),
@@ -169,7 +173,10 @@ pub async fn record(
     })
     .to_string();
     let fees = core.engine.fees().await?;
-    let record_id = format!("prov_{}", alloy_primitives::hex::encode(random_bytes::<16>()));
+    let record_id = format!(
+        "prov_{}",
+        alloy_primitives::hex::encode(random_bytes::<16>())
+    );
     let mut db = core.store.begin().await?;
     let nonce = Store::take_intent_nonce(&mut db, &session.id).await?;
     let call = signed(U256::from(nonce));

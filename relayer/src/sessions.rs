@@ -154,7 +154,10 @@ fn stored_terms(row: &SessionRow) -> Result<StoredTerms, ApiError> {
 pub async fn prepare(core: &Core, host: &Host, req: PrepareRequest) -> Result<Prepared, ApiError> {
     let now = unix_now();
     if req.owner.is_zero() {
-        return Err(ApiError::invalid("owner", "owner must not be the zero address"));
+        return Err(ApiError::invalid(
+            "owner",
+            "owner must not be the zero address",
+        ));
     }
     if req.token.is_zero() {
         return Err(ApiError::invalid(
@@ -168,7 +171,10 @@ pub async fn prepare(core: &Core, host: &Host, req: PrepareRequest) -> Result<Pr
     }
     for (field, text) in [("provider", &req.provider), ("sandboxId", &req.sandbox_id)] {
         if text.as_ref().is_some_and(|t| t.is_empty() || t.len() > 128) {
-            return Err(ApiError::invalid(field, format!("{field} must be 1 to 128 bytes")));
+            return Err(ApiError::invalid(
+                field,
+                format!("{field} must be 1 to 128 bytes"),
+            ));
         }
     }
     let signers = core.engine.signers();
@@ -203,7 +209,10 @@ pub async fn prepare(core: &Core, host: &Host, req: PrepareRequest) -> Result<Pr
     let open_typed = sign::open_session_typed_data(&terms, core.chain_id, core.contracts.gateway);
     let typed_data = json!({ "openSession": open_typed, "permit": permit });
     let id = session_id_text(session_id(terms.owner, terms.nonce));
-    let prepared_id = format!("prep_{}", alloy_primitives::hex::encode(random_bytes::<16>()));
+    let prepared_id = format!(
+        "prep_{}",
+        alloy_primitives::hex::encode(random_bytes::<16>())
+    );
     let stored = serde_json::to_string(&StoredTerms {
         typed_data: typed_data.clone(),
         abi: terms.abi_encode().into(),
@@ -345,7 +354,11 @@ pub async fn register(core: &Core, host: &Host, req: RegisterRequest) -> Result<
     let id = parse_id(&row.id)?;
     let on_chain = core
         .client
-        .view(None, core.contracts.wallet, ISessionWallet::sessionTermsCall { sessionId: id })
+        .view(
+            None,
+            core.contracts.wallet,
+            ISessionWallet::sessionTermsCall { sessionId: id },
+        )
         .await?;
     let key: Address = row.session_key.parse().map_err(|_| ApiError::Internal)?;
     let owner: Address = row.owner.parse().map_err(|_| ApiError::Internal)?;
@@ -390,7 +403,11 @@ fn already_opened(row: &SessionRow) -> ApiError {
 /// Waits until session `id` is no longer `opening`, at most `wait`; returns its status.
 async fn wait_until_settled(core: &Core, id: &str, wait: Duration) -> Result<String, ApiError> {
     let status = || async {
-        let row = core.store.session(id, None).await?.ok_or(ApiError::Internal)?;
+        let row = core
+            .store
+            .session(id, None)
+            .await?
+            .ok_or(ApiError::Internal)?;
         Ok((row.status != "opening").then_some(row.status))
     };
     Ok(core
@@ -401,7 +418,10 @@ async fn wait_until_settled(core: &Core, id: &str, wait: Duration) -> Result<Str
 
 /// A new capability token and its SHA-256 (what is stored).
 fn capability_token() -> (String, String) {
-    let token = format!("bct_{}", alloy_primitives::hex::encode(random_bytes::<32>()));
+    let token = format!(
+        "bct_{}",
+        alloy_primitives::hex::encode(random_bytes::<32>())
+    );
     let hash = token_hash(&token);
     (token, hash)
 }
@@ -513,7 +533,13 @@ pub async fn list(
     let limit = limit.unwrap_or(100).clamp(1, 1000);
     let rows = core
         .store
-        .sessions(&host.id, provider, sandbox_id, before.unwrap_or(i64::MAX), limit)
+        .sessions(
+            &host.id,
+            provider,
+            sandbox_id,
+            before.unwrap_or(i64::MAX),
+            limit,
+        )
         .await?;
     rows.into_iter().map(SessionView::of).collect()
 }
@@ -531,10 +557,26 @@ pub async fn get(core: &Core, host: &Host, id: &str) -> Result<SessionView, ApiE
 pub async fn chain_state(core: &Core, id: U256) -> Result<ChainState, ApiError> {
     let wallet = core.contracts.wallet;
     let (state, authority, deposit_left, period_left) = tokio::try_join!(
-        core.client.view(None, wallet, ISessionWallet::sessionStateCall { sessionId: id }),
-        core.client.view(None, wallet, ISessionWallet::sessionAuthorityCall { sessionId: id }),
-        core.client.view(None, wallet, ISessionWallet::remainingDepositCall { sessionId: id }),
-        core.client.view(None, wallet, ISessionWallet::remainingPeriodBudgetCall { sessionId: id }),
+        core.client.view(
+            None,
+            wallet,
+            ISessionWallet::sessionStateCall { sessionId: id }
+        ),
+        core.client.view(
+            None,
+            wallet,
+            ISessionWallet::sessionAuthorityCall { sessionId: id }
+        ),
+        core.client.view(
+            None,
+            wallet,
+            ISessionWallet::remainingDepositCall { sessionId: id }
+        ),
+        core.client.view(
+            None,
+            wallet,
+            ISessionWallet::remainingPeriodBudgetCall { sessionId: id }
+        ),
     )?;
     Ok(ChainState {
         status: match state._0 {
@@ -587,7 +629,11 @@ pub async fn revoke(core: &Core, host: &Host, id: &str) -> Result<Revoked, ApiEr
     let terms = stored_terms(&row)?.terms()?;
     let state = core
         .client
-        .view(None, core.contracts.wallet, ISessionWallet::sessionStateCall { sessionId: session })
+        .view(
+            None,
+            core.contracts.wallet,
+            ISessionWallet::sessionStateCall { sessionId: session },
+        )
         .await?;
     let on_chain = if state._0 == SessionStatus::None as u8 {
         "not_open"
@@ -597,7 +643,14 @@ pub async fn revoke(core: &Core, host: &Host, id: &str) -> Result<Revoked, ApiEr
         "not_guardian"
     } else {
         let call = ISessionWallet::revokeCall { sessionId: session };
-        send(core, &row, core.contracts.wallet, call.abi_encode(), SessionTx::Revoke).await?;
+        send(
+            core,
+            &row,
+            core.contracts.wallet,
+            call.abi_encode(),
+            SessionTx::Revoke,
+        )
+        .await?;
         "submitted"
     };
     tracing::info!(host = %host.id, session = %row.id, on_chain, "session revoked");
@@ -620,7 +673,14 @@ pub async fn close(core: &Core, host: &Host, id: &str) -> Result<Value, ApiError
         .view(Some(signer_of(&row)?), core.contracts.wallet, call.clone())
         .await?;
     core.store.revoke_capability(&row.id, now_ms()).await?;
-    let tx = send(core, &row, core.contracts.wallet, call.abi_encode(), SessionTx::Close).await?;
+    let tx = send(
+        core,
+        &row,
+        core.contracts.wallet,
+        call.abi_encode(),
+        SessionTx::Close,
+    )
+    .await?;
     tracing::info!(host = %host.id, session = %row.id, "session closing");
     Ok(json!({ "sessionId": row.id, "refund": refund.to_string(), "transaction": tx }))
 }
@@ -648,10 +708,16 @@ pub async fn heartbeat(core: &Core, row: &SessionRow) -> Result<Heartbeat, ApiEr
     let terms = stored_terms(row)?.terms()?;
     let state = core
         .client
-        .view(None, core.contracts.wallet, ISessionWallet::sessionStateCall { sessionId: session })
+        .view(
+            None,
+            core.contracts.wallet,
+            ISessionWallet::sessionStateCall { sessionId: session },
+        )
         .await?;
     let lease_expires_at = state._6;
-    let left = lease_expires_at.saturating_sub(unix_now());
+    // The chain's clock, not ours: it is the one the wallet checks the lease against.
+    let chain_now: u64 = core.client.latest_block().await?.timestamp.to();
+    let left = lease_expires_at.saturating_sub(chain_now);
     let due = terms.leaseSeconds > 0 && left < terms.leaseSeconds / 2;
     let in_flight = match row.lease_transaction {
         Some(tx) => core
@@ -673,7 +739,14 @@ pub async fn heartbeat(core: &Core, row: &SessionRow) -> Result<Heartbeat, ApiEr
         core.client
             .view(Some(signer_of(row)?), core.contracts.wallet, call.clone())
             .await?;
-        send(core, row, core.contracts.wallet, call.abi_encode(), SessionTx::Lease).await?;
+        send(
+            core,
+            row,
+            core.contracts.wallet,
+            call.abi_encode(),
+            SessionTx::Lease,
+        )
+        .await?;
     }
     Ok(Heartbeat {
         session_id: row.id.clone(),

@@ -12,7 +12,9 @@ pub struct Amount(pub U256);
 impl<'de> Deserialize<'de> for Amount {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = String::deserialize(d)?;
-        parse_amount(&text).map(Amount).map_err(serde::de::Error::custom)
+        parse_amount(&text)
+            .map(Amount)
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -86,13 +88,25 @@ mod tests {
         assert_eq!(parse_amount("1500000"), Ok(U256::from(1_500_000)));
         let max = U256::MAX.to_string();
         assert_eq!(parse_amount(&max), Ok(U256::MAX));
-        for bad in ["", "-1", "+1", "1e6", "0x10", " 1", "1.5", &format!("{max}0")] {
+        for bad in [
+            "",
+            "-1",
+            "+1",
+            "1e6",
+            "0x10",
+            " 1",
+            "1.5",
+            &format!("{max}0"),
+        ] {
             assert!(parse_amount(bad).is_err(), "{bad:?}");
         }
         // 2^256 has 78 digits but does not fit.
         let over = "115792089237316195423570985008687907853269984665640564039457584007913129639936";
         assert!(parse_amount(over).is_err());
-        assert!(serde_json::from_str::<Amount>("1500000").is_err(), "numbers are refused");
+        assert!(
+            serde_json::from_str::<Amount>("1500000").is_err(),
+            "numbers are refused"
+        );
     }
 
     #[test]
@@ -103,7 +117,9 @@ mod tests {
         let t = hash_or_text("gpu-minutes for job 7");
         assert_eq!(t.hash, keccak256("gpu-minutes for job 7"));
         // Almost-hex text is text.
-        assert!(hash_or_text(&format!("0x{}", "ab".repeat(31))).text.is_some());
+        assert!(hash_or_text(&format!("0x{}", "ab".repeat(31)))
+            .text
+            .is_some());
     }
 
     #[test]

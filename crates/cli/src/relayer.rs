@@ -179,7 +179,10 @@ fn master_key(args: &RelayerArgs, devnet: bool) -> Result<MasterKey, String> {
         ));
     }
     let path = match args.db.strip_prefix("sqlite://") {
-        Some(file) => PathBuf::from(format!("{}.master-key", file.split('?').next().unwrap_or(file))),
+        Some(file) => PathBuf::from(format!(
+            "{}.master-key",
+            file.split('?').next().unwrap_or(file)
+        )),
         None => PathBuf::from("bursar-relayer.master-key"),
     };
     MasterKey::from_file(&path, true).map_err(|e| e.to_string())

@@ -123,7 +123,9 @@ fn json_of(value: &alloy_dyn_abi::DynSolValue) -> serde_json::Value {
         V::Uint(n, _) => Value::String(n.to_string()),
         V::Int(n, _) => Value::String(n.to_string()),
         V::Address(a) => Value::String(a.to_checksum(None)),
-        V::FixedBytes(word, size) => Value::String(alloy_primitives::hex::encode_prefixed(&word[..*size])),
+        V::FixedBytes(word, size) => {
+            Value::String(alloy_primitives::hex::encode_prefixed(&word[..*size]))
+        }
         V::Bytes(bytes) => Value::String(alloy_primitives::hex::encode_prefixed(bytes)),
         V::String(s) => Value::String(s.clone()),
         V::Array(items) | V::FixedArray(items) | V::Tuple(items) => {
@@ -178,7 +180,10 @@ mod tests {
             reason: inner.into(),
         }
         .abi_encode();
-        assert_eq!(decode_error(&outer).unwrap().name, "WalletPeriodBudgetExceeded");
+        assert_eq!(
+            decode_error(&outer).unwrap().name,
+            "WalletPeriodBudgetExceeded"
+        );
         let payee = Address::repeat_byte(0xab);
         let e = decode_error(&ISessionWallet::WalletInvalidPayee { payee }.abi_encode()).unwrap();
         assert_eq!(e.args["payee"], payee.to_checksum(None));

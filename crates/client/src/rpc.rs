@@ -349,9 +349,24 @@ impl Client {
         to: Address,
         call: C,
     ) -> Result<C::Return, RpcError> {
-        let out = self
-            .call(from, to, &call.abi_encode(), U256::ZERO, None)
-            .await?;
+        self.view_at(from, to, call, None).await
+    }
+
+    /// [`Client::view`] at block `block` (`None`: the latest), so that several reads see one
+    /// state.
+    pub async fn view_at<C: alloy_sol_types::SolCall>(
+        &self,
+        from: Option<Address>,
+        to: Address,
+        call: C,
+        block: Option<u64>,
+    ) -> Result<C::Return, RpcError> {
+        let mut tx = json!({ "to": to, "data": Bytes::from(call.abi_encode()) });
+        if let Some(from) = from {
+            tx["from"] = json!(from);
+        }
+        let at = block.map_or(json!("latest"), |b| json!(U64::from(b)));
+        let out: Bytes = self.request("eth_call", json!([tx, at])).await?;
         C::abi_decode_returns(&out).map_err(|e| RpcError::BadResponse {
             method: "eth_call",
             url: self.display_url(),

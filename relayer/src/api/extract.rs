@@ -60,7 +60,7 @@ pub enum Caller {
     /// A host key.
     Host(Host),
     /// A capability token.
-    Sandbox(SessionRow),
+    Sandbox(Box<SessionRow>),
 }
 
 impl FromRequestParts<AppState> for Caller {
@@ -68,7 +68,9 @@ impl FromRequestParts<AppState> for Caller {
 
     async fn from_request_parts(parts: &mut Parts, s: &AppState) -> Result<Self, ApiError> {
         if bearer(parts)?.starts_with(CAPABILITY_PREFIX) {
-            Ok(Caller::Sandbox(Sandbox::from_request_parts(parts, s).await?.0))
+            Ok(Caller::Sandbox(Box::new(
+                Sandbox::from_request_parts(parts, s).await?.0,
+            )))
         } else {
             Ok(Caller::Host(Host::from_request_parts(parts, s).await?))
         }

@@ -37,8 +37,11 @@ pub(super) async fn layer(State(s): State<AppState>, req: Request, next: Next) -
     let key = match key.to_str() {
         Ok(k) if !k.is_empty() && k.len() <= 255 => k.to_owned(),
         _ => {
-            return ApiError::invalid(HEADER, "Idempotency-Key must be 1 to 255 visible ASCII characters")
-                .into_response()
+            return ApiError::invalid(
+                HEADER,
+                "Idempotency-Key must be 1 to 255 visible ASCII characters",
+            )
+            .into_response()
         }
     };
     // Keys are per caller: the credential's hash (never the credential itself) names it.
@@ -67,14 +70,19 @@ pub(super) async fn layer(State(s): State<AppState>, req: Request, next: Next) -
         };
         match claim {
             Claim::New => {
-                let response = next.run(Request::from_parts(parts, Body::from(bytes))).await;
+                let response = next
+                    .run(Request::from_parts(parts, Body::from(bytes)))
+                    .await;
                 return keep(&s, &caller, &key, response).await;
             }
             Claim::Replay { status, response } => {
                 let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
                 let mut r = (status, response).into_response();
                 let headers = r.headers_mut();
-                headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                headers.insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                );
                 headers.insert(REPLAYED, HeaderValue::from_static("true"));
                 return r;
             }
@@ -98,7 +106,9 @@ pub(super) async fn layer(State(s): State<AppState>, req: Request, next: Next) -
 /// Keeps `response` for the key (unless it is a 5xx, which a retry may cure) and returns it.
 async fn keep(s: &AppState, caller: &str, key: &str, response: Response) -> Response {
     let (parts, body) = response.into_parts();
-    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+    let bytes = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .unwrap_or_default();
     let kept = if parts.status.is_server_error() {
         s.store.release_idempotency_key(caller, key).await
     } else {

@@ -21,7 +21,10 @@ pub(super) async fn pay(
     Sandbox(session): Sandbox,
     Body(req): Body<PayRequest>,
 ) -> Result<(StatusCode, Json<PaymentView>), ApiError> {
-    Ok((StatusCode::ACCEPTED, Json(payments::pay(&s, &session, req).await?)))
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(payments::pay(&s, &session, req).await?),
+    ))
 }
 
 /// `?wait=SECONDS` (at most 60): answer once settled, or when the time is up.
@@ -45,10 +48,14 @@ pub(super) async fn get(
     Query(q): Query<WaitQuery>,
 ) -> Result<Json<PaymentView>, ApiError> {
     let session = match caller {
-        Caller::Sandbox(session) => session,
+        Caller::Sandbox(session) => *session,
         Caller::Host(host) => {
             host.require(Scope::Read)?;
-            let p = s.store.payment(&id, None).await?.ok_or(ApiError::NotFound)?;
+            let p = s
+                .store
+                .payment(&id, None)
+                .await?
+                .ok_or(ApiError::NotFound)?;
             sessions::host_session(&s.store, &host, &p.session_id).await?
         }
     };
@@ -78,7 +85,10 @@ pub(super) async fn record_provenance(
     Sandbox(session): Sandbox,
     Body(req): Body<RecordRequest>,
 ) -> Result<(StatusCode, Json<ProvenanceView>), ApiError> {
-    Ok((StatusCode::ACCEPTED, Json(provenance::record(&s, &session, req).await?)))
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(provenance::record(&s, &session, req).await?),
+    ))
 }
 
 /// `GET /v1/provenance/{id}`.
@@ -88,5 +98,7 @@ pub(super) async fn get_provenance(
     Path(id): Path<String>,
     Query(q): Query<WaitQuery>,
 ) -> Result<Json<ProvenanceView>, ApiError> {
-    Ok(Json(provenance::get(&s, &session, &id, q.duration()).await?))
+    Ok(Json(
+        provenance::get(&s, &session, &id, q.duration()).await?,
+    ))
 }

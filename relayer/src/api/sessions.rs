@@ -9,7 +9,10 @@ use serde_json::{json, Value};
 use super::{AppState, Body, Caller};
 use crate::error::ApiError;
 use crate::hosts::{Host, Scope};
-use crate::sessions::{self, Heartbeat, OpenRequest, Opened, PrepareRequest, Prepared, RegisterRequest, Revoked, SessionView};
+use crate::sessions::{
+    self, Heartbeat, OpenRequest, Opened, PrepareRequest, Prepared, RegisterRequest, Revoked,
+    SessionView,
+};
 
 type Created<T> = (StatusCode, Json<T>);
 
@@ -20,7 +23,10 @@ pub(super) async fn prepare(
     Body(req): Body<PrepareRequest>,
 ) -> Result<Created<Prepared>, ApiError> {
     host.require(Scope::Sessions)?;
-    Ok((StatusCode::CREATED, Json(sessions::prepare(&s, &host, req).await?)))
+    Ok((
+        StatusCode::CREATED,
+        Json(sessions::prepare(&s, &host, req).await?),
+    ))
 }
 
 /// `POST /v1/sessions`.
@@ -30,7 +36,10 @@ pub(super) async fn open(
     Body(req): Body<OpenRequest>,
 ) -> Result<Created<Opened>, ApiError> {
     host.require(Scope::Sessions)?;
-    Ok((StatusCode::CREATED, Json(sessions::open(&s, &host, req).await?)))
+    Ok((
+        StatusCode::CREATED,
+        Json(sessions::open(&s, &host, req).await?),
+    ))
 }
 
 /// `POST /v1/sessions/register`.
@@ -40,7 +49,10 @@ pub(super) async fn register(
     Body(req): Body<RegisterRequest>,
 ) -> Result<Created<Opened>, ApiError> {
     host.require(Scope::Sessions)?;
-    Ok((StatusCode::CREATED, Json(sessions::register(&s, &host, req).await?)))
+    Ok((
+        StatusCode::CREATED,
+        Json(sessions::register(&s, &host, req).await?),
+    ))
 }
 
 /// Filters of `GET /v1/sessions`.
@@ -99,7 +111,10 @@ pub(super) async fn close(
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     host.require(Scope::Sessions)?;
-    Ok((StatusCode::ACCEPTED, Json(sessions::close(&s, &host, &id).await?)))
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(sessions::close(&s, &host, &id).await?),
+    ))
 }
 
 /// `POST /v1/sessions/{id}/heartbeat`: the sandbox (its own session only) or its host.
@@ -119,7 +134,7 @@ pub(super) async fn heartbeat(
             {
                 return Err(ApiError::NotFound);
             }
-            row
+            *row
         }
     };
     Ok(Json(sessions::heartbeat(&s, &row).await?))

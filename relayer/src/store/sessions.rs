@@ -532,17 +532,31 @@ impl Store {
         rows.iter().map(payment_row).collect()
     }
 
-    /// Amounts of the session's accepted payments that are not on chain yet and will spend
-    /// from its budget: what the chain's state does not show but a new payment must respect.
-    pub async fn unmined_amounts(&self, session_id: &str) -> Result<Vec<String>, StoreError> {
-        Ok(sqlx::query_scalar(
-            "SELECT p.amount FROM payments p JOIN transactions t ON t.id = p.transaction_id \
-             WHERE p.session_id = $1 AND p.expect_executed = 1 \
-             AND t.status IN ('signed', 'submitted')",
+    /// The session's accepted payments whose transaction the engine has not seen mined:
+    /// `(amount, intent nonce, expect_executed, transaction status)`. Some of the `submitted`
+    /// ones may be on chain already; the caller asks the chain.
+    pub async fn unmined_payments(
+        &self,
+        session_id: &str,
+    ) -> Result<Vec<(String, String, bool, String)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT p.amount, p.intent_nonce, p.expect_executed, t.status \
+             FROM payments p JOIN transactions t ON t.id = p.transaction_id \
+             WHERE p.session_id = $1 AND t.status IN ('signed', 'submitted')",
         )
         .bind(session_id)
         .fetch_all(&self.pool)
-        .await?)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    r.try_get(0)?,
+                    r.try_get(1)?,
+                    r.try_get::<i64, _>(2)? != 0,
+                    r.try_get(3)?,
+                ))
+            })
+            .collect()
     }
 
     /// Payments whose transaction is mined or failed and whose outcome is not read yet.

@@ -26,9 +26,7 @@ use bursar_client::rpc::RpcError;
 use bursar_client::{Client, Fees, Key};
 use serde_json::json;
 
-use crate::store::{
-    now_ms, DbTx, NewAttempt, NewTransaction, Store, StoreError, TxRow, TxStatus,
-};
+use crate::store::{now_ms, DbTx, NewAttempt, NewTransaction, Store, StoreError, TxRow, TxStatus};
 
 /// How the engine paces itself.
 #[derive(Clone, Debug)]

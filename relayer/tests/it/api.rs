@@ -1,8 +1,10 @@
 //! The API over HTTP: health, metrics, host keys (created, checked, scoped, revoked).
 
+use alloy_primitives::Address;
 use bursar_relayer::hosts::{self, Scope};
 use bursar_relayer::submission::EngineConfig;
-use bursar_relayer::{start, Config, Relayer};
+use bursar_relayer::vault::MasterKey;
+use bursar_relayer::{start, Config, Contracts, Relayer, Settings};
 use serde_json::Value;
 
 use super::*;
@@ -14,6 +16,14 @@ async fn relayer(db: &Db, client: &Client) -> Relayer {
         listen: "127.0.0.1:0".parse().unwrap(),
         signers: vec![dev_key(9)],
         engine: EngineConfig::default(),
+        // No contracts are called here.
+        contracts: Contracts {
+            wallet: Address::ZERO,
+            gateway: Address::ZERO,
+            receipts: Address::ZERO,
+        },
+        master_key: MasterKey::from_hex(&"42".repeat(32), "test").unwrap(),
+        settings: Settings::default(),
     })
     .await
     .unwrap()

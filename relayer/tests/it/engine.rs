@@ -75,19 +75,14 @@ async fn crash_before_and_after_broadcast_loses_and_duplicates_nothing(db: Db) {
     // Stored but never broadcast, then the process dies.
     let first = {
         let e = engine(&db, &client, &key).await;
-        e.submit(&transfer(key.address(), to, 1))
-            .await
-            .unwrap()
+        e.submit(&transfer(key.address(), to, 1)).await.unwrap()
     };
     assert_eq!(balance(&client, to).await, U256::ZERO);
     // A new process finds it and sends it; a second one is stored and broadcast, and the
     // process dies before it reads the receipt.
     let second = {
         let e = engine(&db, &client, &key).await;
-        let id = e
-            .submit(&transfer(key.address(), to, 2))
-            .await
-            .unwrap();
+        let id = e.submit(&transfer(key.address(), to, 2)).await.unwrap();
         e.tick().await.unwrap();
         id
     };
@@ -106,10 +101,7 @@ async fn a_dropped_transaction_is_sent_again_and_an_outside_one_is_survived(db: 
     let key = dev_key(8);
     let to = Address::repeat_byte(0x52);
     let e = engine(&db, &client, &key).await;
-    let id = e
-        .submit(&transfer(key.address(), to, 5))
-        .await
-        .unwrap();
+    let id = e.submit(&transfer(key.address(), to, 5)).await.unwrap();
     e.tick().await.unwrap();
     assert_eq!(status(&e, id).await, TxStatus::Submitted);
     // The node loses it from its pool.
@@ -142,10 +134,7 @@ async fn a_dropped_transaction_is_sent_again_and_an_outside_one_is_survived(db: 
         .await
         .unwrap();
     let e = engine(&db, &client, &key).await;
-    let next = e
-        .submit(&transfer(key.address(), to, 7))
-        .await
-        .unwrap();
+    let next = e.submit(&transfer(key.address(), to, 7)).await.unwrap();
     settle(&e, &[next]).await;
     assert_eq!(status(&e, next).await, TxStatus::Confirmed);
     assert_eq!(balance(&client, to).await, U256::from(112));
@@ -166,10 +155,7 @@ async fn a_stuck_transaction_is_replaced_with_higher_fees_and_mined_once(db: Db)
     )
     .await
     .unwrap();
-    let id = e
-        .submit(&transfer(key.address(), to, 9))
-        .await
-        .unwrap();
+    let id = e.submit(&transfer(key.address(), to, 9)).await.unwrap();
     e.tick().await.unwrap(); // sent
                              // The base fee rises past what the transaction offers: it cannot be mined as it is.
     let base: u64 = 100_000_000 * 5;
@@ -211,11 +197,7 @@ async fn concurrent_submits_get_distinct_nonces_and_all_land_once(db: Db) {
         .map(|i| {
             let e = e.clone();
             let signer = key.address();
-            tokio::spawn(async move {
-                e.submit(&transfer(signer, to, i))
-                    .await
-                    .unwrap()
-            })
+            tokio::spawn(async move { e.submit(&transfer(signer, to, i)).await.unwrap() })
         })
         .collect();
     let mut ids = Vec::new();

@@ -3,6 +3,7 @@
 
 mod api;
 mod engine;
+mod flow;
 mod vault;
 
 use std::sync::Arc;
@@ -11,8 +12,20 @@ use bursar_client::{Client, Key};
 use bursar_devnet::{accounts::dev_accounts, RpcConfig};
 use bursar_relayer::store::Store;
 
+/// Log lines go to the test's output (shown for failing tests; `RUST_LOG` filters them).
+fn logs() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "bursar_relayer=debug".into()),
+        )
+        .with_test_writer()
+        .try_init();
+}
+
 /// A devnet with automine as given, and a client for it.
 async fn devnet(automine: bool) -> (bursar_devnet::Handle, Arc<Client>) {
+    logs();
     let handle = bursar_devnet::spawn(RpcConfig {
         addr: "127.0.0.1:0".parse().unwrap(),
         ..Default::default()

@@ -1,0 +1,602 @@
+//! The whole flow over HTTP on a devnet running the real contracts: a host prepares a session,
+//! the owner signs its typed data as a wallet would, the relayer opens it gaslessly, the
+//! sandbox pays (allowed, refused by each rule, pending), heart-beats, records provenance; the
+//! host revokes and closes it and the owner gets the rest back. Plus idempotency, host
+//! isolation and hostile bodies.
+
+use std::time::Duration;
+
+use alloy_primitives::{Address, B256, U256};
+use bursar_bindings::counterparty::ICounterpartyRegistry;
+use bursar_bindings::token::ITestToken;
+use bursar_client::Sender;
+use bursar_deploy::{Contract, DeploymentRecord};
+use bursar_relayer::hosts;
+use bursar_relayer::submission::EngineConfig;
+use bursar_relayer::vault::MasterKey;
+use bursar_relayer::{start, Config, Contracts, Relayer, Settings};
+use serde_json::{json, Value};
+
+use super::*;
+
+/// One tUSD in base units (6 decimals).
+fn usd(n: u64) -> U256 {
+    U256::from(n * 1_000_000)
+}
+
+struct System {
+    _devnet: bursar_devnet::Handle,
+    _db: Db,
+    client: Arc<Client>,
+    record: DeploymentRecord,
+    relayer: Relayer,
+    http: reqwest::Client,
+    base: String,
+    /// The host's API key.
+    host: String,
+    /// Another host's API key.
+    stranger: String,
+    owner: Key,
+    vendor_a: Address,
+    vendor_b: Address,
+    vendor_c: Address,
+    list_id: U256,
+}
+
+fn address_of(record: &DeploymentRecord, c: Contract) -> Address {
+    record.address(c.key()).unwrap()
+}
+
+async fn system(db: Db) -> System {
+    let (devnet, client) = devnet(true).await;
+    let dir = bursar_e2e::scratch("relayer-flow");
+    let record = bursar_e2e::deploy(&client, &dir).await;
+    let token = address_of(&record, Contract::TestToken);
+    let registry = address_of(&record, Contract::CounterpartyRegistry);
+    let mut operator = Sender::new(&client, dev_key(0)).await.unwrap();
+    // The owner has tokens and no ETH: opening and paying must cost it no gas.
+    let owner = Key::from_bytes(&B256::from(U256::from(0xb0b5_u64) << 64)).unwrap();
+    operator
+        .transact(
+            &client,
+            token,
+            &ITestToken::mintCall {
+                to: owner.address(),
+                value: usd(100),
+            },
+        )
+        .await
+        .unwrap();
+    let (vendor_a, vendor_b, vendor_c) = (
+        Address::repeat_byte(0xa1),
+        Address::repeat_byte(0xb2),
+        Address::repeat_byte(0xc3),
+    );
+    let r = operator
+        .transact(&client, registry, &ICounterpartyRegistry::createListCall {})
+        .await
+        .unwrap();
+    let list_id = r.events::<ICounterpartyRegistry::ListCreated>(registry)[0].listId;
+    operator
+        .transact(
+            &client,
+            registry,
+            &ICounterpartyRegistry::setEntriesCall {
+                listId: list_id,
+                counterparties: vec![vendor_a, vendor_b],
+                allowed: vec![true, true],
+                maxPerPayment: vec![usd(25), U256::ZERO],
+                labels: vec![B256::ZERO, B256::ZERO],
+            },
+        )
+        .await
+        .unwrap();
+    let relayer = start(Config {
+        rpc: client.url().to_string(),
+        db: db.url(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        signers: vec![dev_key(9)],
+        engine: EngineConfig {
+            confirmations: 0,
+            poll: Duration::from_millis(20),
+            ..EngineConfig::default()
+        },
+        contracts: Contracts {
+            wallet: address_of(&record, Contract::SessionWallet),
+            gateway: address_of(&record, Contract::SessionGateway),
+            receipts: address_of(&record, Contract::ReceiptRegistry),
+        },
+        master_key: MasterKey::from_hex(&"42".repeat(32), "test").unwrap(),
+        settings: Settings {
+            // The tests move the chain's clock forward; intents must outlive that.
+            intent_ttl: Duration::from_secs(86_400),
+            ..Settings::default()
+        },
+    })
+    .await
+    .unwrap();
+    let store = db.store().await;
+    let host = hosts::create(&store, "e2b-prod", "sessions,payments,provenance,read")
+        .await
+        .unwrap()
+        .key;
+    let stranger = hosts::create(&store, "daytona-prod", "sessions,payments,provenance,read")
+        .await
+        .unwrap()
+        .key;
+    System {
+        base: format!("http://{}", relayer.addr),
+        _devnet: devnet,
+        _db: db,
+        client,
+        record,
+        relayer,
+        http: reqwest::Client::new(),
+        host,
+        stranger,
+        owner,
+        vendor_a,
+        vendor_b,
+        vendor_c,
+        list_id,
+    }
+}
+
+/// What an owner's wallet does with `eth_signTypedData_v4` JSON: hash it per EIP-712 (an
+/// implementation independent of the relayer's) and sign.
+fn wallet_sign(key: &Key, typed: &Value) -> String {
+    let typed: alloy_dyn_abi::TypedData = serde_json::from_value(typed.clone()).unwrap();
+    let hash = typed.eip712_signing_hash().unwrap();
+    format!(
+        "0x{}",
+        alloy_primitives::hex::encode(key.sign_hash_rsv(&hash))
+    )
+}
+
+impl System {
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        bearer: &str,
+        body: Option<Value>,
+        idempotency_key: Option<&str>,
+    ) -> (u16, Value, bool) {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(bearer);
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        if let Some(key) = idempotency_key {
+            req = req.header("Idempotency-Key", key);
+        }
+        let r = req.send().await.unwrap();
+        let status = r.status().as_u16();
+        let replayed = r.headers().contains_key("idempotent-replayed");
+        let text = r.text().await.unwrap();
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, body, replayed)
+    }
+
+    async fn post(&self, path: &str, bearer: &str, body: Value) -> (u16, Value) {
+        let (status, body, _) = self
+            .call(reqwest::Method::POST, path, bearer, Some(body), None)
+            .await;
+        (status, body)
+    }
+
+    async fn get(&self, path: &str, bearer: &str) -> (u16, Value) {
+        let (status, body, _) = self
+            .call(reqwest::Method::GET, path, bearer, None, None)
+            .await;
+        (status, body)
+    }
+
+    async fn chain_now(&self) -> u64 {
+        self.client.latest_block().await.unwrap().timestamp.to()
+    }
+
+    async fn token_balance(&self, of: Address) -> U256 {
+        self.client
+            .view(
+                None,
+                address_of(&self.record, Contract::TestToken),
+                ITestToken::balanceOfCall { account: of },
+            )
+            .await
+            .unwrap()
+    }
+
+    /// Prepares, signs (as the owner's wallet) and opens a session; returns (id, token).
+    async fn open_session(&self, extra: Value) -> (String, String) {
+        let mut terms = json!({
+            "owner": self.owner.address(),
+            "token": address_of(&self.record, Contract::TestToken),
+            "deposit": usd(100).to_string(),
+            "perPaymentCap": usd(30).to_string(),
+            "periodBudget": usd(40).to_string(),
+            "periodSeconds": 3600,
+            "coSignThreshold": usd(20).to_string(),
+            "expiresAt": self.chain_now().await + 86_400,
+            "leaseSeconds": 600,
+            "allowlistId": self.list_id.to_string(),
+            "metadata": "research agent, job 7",
+            "provider": "e2b",
+            "sandboxId": "sbx-7",
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            terms[k] = v.clone();
+        }
+        let (status, prep) = self.post("/v1/sessions/prepare", &self.host, terms).await;
+        assert_eq!(status, 201, "{prep}");
+        let typed = &prep["typedData"];
+        assert_eq!(
+            typed["openSession"]["message"]["leaseKeeper"],
+            json!(dev_key(9).address())
+        );
+        assert!(
+            typed["permit"].is_object(),
+            "the test token has an EIP-2612 permit: {prep}"
+        );
+        let (status, opened) = self
+            .post(
+                "/v1/sessions",
+                &self.host,
+                json!({
+                    "preparedId": prep["preparedId"],
+                    "ownerSignature": wallet_sign(&self.owner, &typed["openSession"]),
+                    "permitSignature": wallet_sign(&self.owner, &typed["permit"]),
+                }),
+            )
+            .await;
+        assert_eq!(status, 201, "{opened}");
+        assert_eq!(opened["status"], "open", "{opened}");
+        assert_eq!(opened["sessionId"], prep["sessionId"]);
+        (
+            opened["sessionId"].as_str().unwrap().to_owned(),
+            opened["capabilityToken"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    /// Pays and waits until the payment settles; returns the payment.
+    async fn pay_settled(&self, token: &str, to: Address, amount: U256) -> Value {
+        let (status, p) = self.pay(token, to, amount).await;
+        assert_eq!(status, 202, "{p}");
+        self.settled(token, &p).await
+    }
+
+    async fn pay(&self, token: &str, to: Address, amount: U256) -> (u16, Value) {
+        let body = json!({ "to": to, "amount": amount.to_string(), "purpose": "inference call" });
+        self.post("/v1/payments", token, body).await
+    }
+
+    async fn settled(&self, token: &str, p: &Value) -> Value {
+        let id = p["id"].as_str().unwrap();
+        let (status, p) = self.get(&format!("/v1/payments/{id}?wait=30"), token).await;
+        assert_eq!(status, 200, "{p}");
+        p
+    }
+
+    /// The session as the host sees it, once `done` holds of it (looked at after each engine
+    /// pass; at most 30 s).
+    async fn session_when(&self, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let look = || async {
+            let (status, s) = self.get(&format!("/v1/sessions/{id}"), &self.host).await;
+            assert_eq!(status, 200, "{s}");
+            Ok(done(&s).then_some(s))
+        };
+        let found = self
+            .relayer
+            .core
+            .wait_for(Duration::from_secs(30), look)
+            .await
+            .unwrap();
+        found.unwrap_or_else(|| panic!("session {id} never reached the state asked for"))
+    }
+}
+
+fn code(body: &Value) -> &str {
+    body["code"].as_str().unwrap_or_default()
+}
+
+async fn the_whole_flow(db: Db) {
+    let s = system(db).await;
+    let owner_eth = s.client.balance(s.owner.address()).await.unwrap();
+
+    // A signature from someone else is refused before anything is sent.
+    let (status, prep) = s
+        .post(
+            "/v1/sessions/prepare",
+            &s.host,
+            json!({
+                "owner": s.owner.address(),
+                "token": address_of(&s.record, Contract::TestToken),
+                "deposit": usd(100).to_string(),
+                "expiresAt": s.chain_now().await + 86_400,
+            }),
+        )
+        .await;
+    assert_eq!(status, 201, "{prep}");
+    let impostor = dev_key(5);
+    let (status, refused) = s
+        .post(
+            "/v1/sessions",
+            &s.host,
+            json!({
+                "preparedId": prep["preparedId"],
+                "ownerSignature": wallet_sign(&impostor, &prep["typedData"]["openSession"]),
+                "permitSignature": wallet_sign(&s.owner, &prep["typedData"]["permit"]),
+            }),
+        )
+        .await;
+    assert_eq!(status, 422, "{refused}");
+    assert!(code(&refused).starts_with("Gateway"), "{refused}");
+
+    let (id, token) = s.open_session(json!({})).await;
+    assert!(token.starts_with("bct_"));
+    assert_eq!(
+        s.token_balance(s.owner.address()).await,
+        U256::ZERO,
+        "the deposit is escrowed"
+    );
+    assert_eq!(
+        s.client.balance(s.owner.address()).await.unwrap(),
+        owner_eth,
+        "the owner paid no gas"
+    );
+
+    // Allowed.
+    let paid = s.pay_settled(&token, s.vendor_a, usd(10)).await;
+    assert_eq!(paid["status"], "confirmed", "{paid}");
+    assert!(
+        paid["receiptId"].is_string() && paid["transactionHash"].is_string(),
+        "{paid}"
+    );
+    assert_eq!(s.token_balance(s.vendor_a).await, usd(10));
+
+    // Refused at once, each with its rule's error and arguments.
+    let (status, e) = s.pay(&token, s.vendor_b, usd(31)).await;
+    assert_eq!((status, code(&e)), (422, "WalletPaymentCapExceeded"), "{e}");
+    assert_eq!(
+        e["details"],
+        json!({ "amount": usd(31).to_string(), "cap": usd(30).to_string() })
+    );
+    let (status, e) = s.pay(&token, s.vendor_a, usd(26)).await;
+    assert_eq!(
+        (status, code(&e)),
+        (422, "WalletCounterpartyNotAllowed"),
+        "{e}"
+    );
+    let (status, e) = s.pay(&token, s.vendor_c, usd(1)).await;
+    assert_eq!(
+        (status, code(&e)),
+        (422, "WalletCounterpartyNotAllowed"),
+        "{e}"
+    );
+    assert_eq!(
+        e["details"]["counterparty"],
+        json!(s.vendor_c.to_checksum(None))
+    );
+
+    // Above the co-sign threshold: waits for the owner.
+    let pending = s.pay_settled(&token, s.vendor_b, usd(25)).await;
+    assert_eq!(pending["status"], "pending_approval", "{pending}");
+    assert!(pending["pendingId"].is_string(), "{pending}");
+
+    // The period budget counts payments queued but not yet mined: 10 + 15 + 15 = 40.
+    let (s1, p1) = s.pay(&token, s.vendor_b, usd(15)).await;
+    let (s2, p2) = s.pay(&token, s.vendor_b, usd(15)).await;
+    assert_eq!((s1, s2), (202, 202), "{p1} {p2}");
+    let (status, e) = s.pay(&token, s.vendor_b, usd(1)).await;
+    assert_eq!(
+        (status, code(&e)),
+        (422, "WalletPeriodBudgetExceeded"),
+        "{e}"
+    );
+    for p in [p1, p2] {
+        assert_eq!(s.settled(&token, &p).await["status"], "confirmed");
+    }
+    assert_eq!(s.token_balance(s.vendor_b).await, usd(30));
+
+    // Heartbeats: the lease is renewed once less than half of it is left.
+    let path = format!("/v1/sessions/{id}/heartbeat");
+    let (status, hb) = s.post(&path, &token, json!({})).await;
+    assert_eq!(status, 200, "{hb}");
+    assert_eq!(hb["renewalSubmitted"], false, "{hb}");
+    let first_lease = hb["leaseExpiresAt"].as_u64().unwrap();
+    let _: Value = s
+        .client
+        .request("evm_increaseTime", json!([400]))
+        .await
+        .unwrap();
+    let _: Value = s.client.request("evm_mine", json!([])).await.unwrap();
+    let (status, hb) = s.post(&path, &token, json!({})).await;
+    assert_eq!(status, 200, "{hb}");
+    assert_eq!(hb["renewalSubmitted"], true, "{hb}");
+    let renewed = s
+        .session_when(&id, |v| {
+            v["chain"]["leaseExpiresAt"].as_u64() > Some(first_lease)
+        })
+        .await;
+    assert!(renewed["lastHeartbeatAt"].is_i64());
+    // A sandbox heart-beats only its own session.
+    let other = format!("/v1/sessions/0x{}/heartbeat", "11".repeat(32));
+    assert_eq!(s.post(&other, &token, json!({})).await.0, 404);
+
+    // Provenance, signed by the session key.
+    let (status, rec) = s
+        .post(
+            "/v1/provenance",
+            &token,
+            json!({ "artifact": "report-v1.md", "inputs": format!("0x{}", "ab".repeat(32)), "runtime": "python:3.12" }),
+        )
+        .await;
+    assert_eq!(status, 202, "{rec}");
+    let (status, rec) = s
+        .get(
+            &format!("/v1/provenance/{}?wait=30", rec["id"].as_str().unwrap()),
+            &token,
+        )
+        .await;
+    assert_eq!(status, 200, "{rec}");
+    assert_eq!(rec["status"], "recorded", "{rec}");
+    assert!(rec["recordId"].is_string());
+
+    // Another host sees none of it.
+    assert_eq!(
+        s.get(&format!("/v1/sessions/{id}"), &s.stranger).await.0,
+        404
+    );
+    assert_eq!(
+        s.post(&format!("/v1/sessions/{id}/revoke"), &s.stranger, json!({}))
+            .await
+            .0,
+        404
+    );
+    let payment = format!("/v1/payments/{}", paid["id"].as_str().unwrap());
+    assert_eq!(s.get(&payment, &s.stranger).await.0, 404);
+    assert_eq!(s.get(&payment, &s.host).await.0, 200);
+    let (_, listed) = s.get("/v1/sessions", &s.stranger).await;
+    assert_eq!(listed["sessions"], json!([]));
+    let (_, listed) = s
+        .get("/v1/sessions?provider=e2b&sandboxId=sbx-7", &s.host)
+        .await;
+    assert_eq!(listed["sessions"].as_array().unwrap().len(), 1, "{listed}");
+
+    // Revoked: the token dies at once, the session on chain soon after.
+    let (status, r) = s
+        .post(&format!("/v1/sessions/{id}/revoke"), &s.host, json!({}))
+        .await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["onChain"], "submitted", "{r}");
+    assert_eq!(s.pay(&token, s.vendor_a, usd(1)).await.0, 401);
+    s.session_when(&id, |v| v["chain"]["status"] == "revoked")
+        .await;
+
+    // Closed: 100 − 40 spent comes back (the pending payment died with the session).
+    let (status, c) = s
+        .post(&format!("/v1/sessions/{id}/close"), &s.host, json!({}))
+        .await;
+    assert_eq!(status, 202, "{c}");
+    assert_eq!(c["refund"], usd(60).to_string());
+    s.session_when(&id, |v| v["chain"]["status"] == "closed")
+        .await;
+    assert_eq!(s.token_balance(s.owner.address()).await, usd(60));
+    s.relayer.shutdown().await;
+}
+
+async fn idempotent_and_hostile_requests(db: Db) {
+    let s = system(db).await;
+    let (_, token) = s.open_session(json!({ "coSignThreshold": "0" })).await;
+    let body = json!({ "to": s.vendor_a, "amount": usd(1).to_string(), "purpose": "same" });
+
+    // The same key twice at once: one payment, the same answer twice.
+    let post = |key: &'static str, body: Value| {
+        let s = &s;
+        let token = token.clone();
+        async move {
+            s.call(
+                reqwest::Method::POST,
+                "/v1/payments",
+                &token,
+                Some(body),
+                Some(key),
+            )
+            .await
+        }
+    };
+    let (a, b) = tokio::join!(post("k-1", body.clone()), post("k-1", body.clone()));
+    assert_eq!((a.0, b.0), (202, 202), "{a:?} {b:?}");
+    assert_eq!(a.1["id"], b.1["id"]);
+    assert!(a.2 ^ b.2, "exactly one of them is the replay");
+    let (_, again, replayed) = post("k-1", body.clone()).await;
+    assert!(replayed);
+    assert_eq!(again["id"], a.1["id"]);
+    let (status, e, _) = post(
+        "k-1",
+        json!({ "to": s.vendor_a, "amount": "2", "purpose": "x" }),
+    )
+    .await;
+    assert_eq!((status, code(&e)), (409, "idempotency_key_reused"), "{e}");
+    let (_, list) = s.get("/v1/payments", &token).await;
+    assert_eq!(list["payments"].as_array().unwrap().len(), 1, "{list}");
+    // Refusals are kept too: the same key gets the same refusal, not a new check.
+    let over = json!({ "to": s.vendor_a, "amount": usd(31).to_string(), "purpose": "p" });
+    let (s1, e1, _) = post("k-2", over.clone()).await;
+    let (s2, e2, r2) = post("k-2", over).await;
+    assert_eq!((s1, s2, r2), (422, 422, true));
+    assert_eq!(e1, e2);
+
+    // Hostile bodies get a 4xx with the API's error shape, never a 5xx.
+    let hostile = [
+        json!({}),
+        json!({ "to": s.vendor_a, "amount": 5, "purpose": "p" }),
+        json!({ "to": s.vendor_a, "amount": "-5", "purpose": "p" }),
+        json!({ "to": s.vendor_a, "amount": "0x10", "purpose": "p" }),
+        json!({ "to": s.vendor_a, "amount": "1e6", "purpose": "p" }),
+        json!({ "to": s.vendor_a, "amount": U256::MAX.to_string() + "0", "purpose": "p" }),
+        json!({ "to": s.vendor_a, "amount": U256::MAX.to_string(), "purpose": "p" }),
+        json!({ "to": s.vendor_a, "amount": "0", "purpose": "p" }),
+        json!({ "to": "0x12", "amount": "1", "purpose": "p" }),
+        json!({ "to": Address::ZERO, "amount": "1", "purpose": "p" }),
+        json!({ "to": s.vendor_a, "amount": "1", "purpose": "p", "extra": true }),
+        json!({ "to": s.vendor_a, "amount": "1", "purpose": "x".repeat(5000) }),
+        json!([1, 2, 3]),
+        json!("pay me"),
+        json!(null),
+    ];
+    for body in hostile {
+        let (status, e) = s.post("/v1/payments", &token, body.clone()).await;
+        assert!((400..500).contains(&status), "{body} → {status} {e}");
+        assert!(
+            e["code"].is_string() && e["details"].is_object(),
+            "{body} → {e}"
+        );
+    }
+    // Bytes that are not JSON at all, and a body over the limit.
+    for raw in [b"\xff\xfe{".to_vec(), vec![b' '; 70_000]] {
+        let r = s
+            .http
+            .post(format!("{}/v1/payments", s.base))
+            .bearer_auth(&token)
+            .body(raw)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_client_error(), "{}", r.status());
+    }
+    let (status, _) = s
+        .post(
+            "/v1/sessions/prepare",
+            &s.host,
+            json!({ "owner": s.owner.address(), "deposit": "1" }),
+        )
+        .await;
+    assert_eq!(status, 400);
+    s.relayer.shutdown().await;
+}
+
+macro_rules! on_both_databases {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite_db {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::sqlite()).await
+                }
+            )*
+        }
+        mod postgres_db {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::postgres().await).await
+                }
+            )*
+        }
+    };
+}
+
+on_both_databases!(the_whole_flow, idempotent_and_hostile_requests);
