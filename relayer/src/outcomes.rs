@@ -88,6 +88,43 @@ pub async fn settle(core: &Core) -> Result<usize, OutcomeError> {
         tracing::info!(payment = %p.id, outcome, "payment settled");
         n += 1;
     }
+    for (payment, pending_id, tx_id) in core.store.decided_payments().await? {
+        let tx = transaction(core, tx_id).await?;
+        let wallet = core.contracts.wallet;
+        let (outcome, receipt_id, error) = match mined(core, &tx).await? {
+            Mined::Succeeded(receipt) => {
+                let approved = receipt
+                    .events::<ISessionWallet::PaymentApproved>(wallet)
+                    .iter()
+                    .any(|e| e.pendingId.to_string() == pending_id);
+                if approved {
+                    let executed = receipt.events::<ISessionWallet::PaymentExecuted>(wallet);
+                    let receipt_id = executed.first().map(|e| e.receiptId.to_string());
+                    ("approved", receipt_id, None)
+                } else {
+                    ("rejected", None, None)
+                }
+            }
+            // The decision did not land; the payment stays pending (it may be decided again
+            // or expire), with the reason kept.
+            Mined::Reverted(error) | Mined::Failed(error) => ("pending", None, Some(error)),
+        };
+        let error = error.map(|(code, details)| (code, details.to_string()));
+        core.store
+            .set_payment_outcome(
+                &payment,
+                outcome,
+                receipt_id.as_deref(),
+                None,
+                error.as_ref().map(|(c, d)| (c.as_str(), d.as_str())),
+            )
+            .await?;
+        if outcome == "pending" {
+            core.store.clear_payment_decision(&payment).await?;
+        }
+        tracing::info!(%payment, outcome, "decision settled");
+        n += 1;
+    }
     for p in core.store.unsettled_provenance(256).await? {
         let tx = transaction(core, p.transaction_id).await?;
         let (outcome, record_id, error) = match mined(core, &tx).await? {

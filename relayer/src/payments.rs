@@ -369,3 +369,154 @@ pub async fn list(
         .await?;
     Ok(rows.into_iter().map(PaymentView::of).collect())
 }
+
+/// What the owner signs to decide a pending payment, and the values to send back with it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionToSign {
+    /// The wallet's pending id.
+    pub pending_id: String,
+    /// Approve (true) or reject (false).
+    pub approve: bool,
+    /// The gateway nonce the signature uses (send it back).
+    pub nonce: String,
+    /// Unix seconds after which the signature is void (send it back).
+    pub deadline: u64,
+    /// `PendingDecision` as `eth_signTypedData_v4` takes it.
+    pub typed_data: Value,
+    /// The payment waiting, as the wallet holds it.
+    pub payment: Value,
+}
+
+/// `POST …/decision`: the owner's signed decision.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DecisionRequest {
+    /// Approve (true) or reject (false).
+    pub approve: bool,
+    /// From the typed data.
+    pub nonce: Amount,
+    /// From the typed data.
+    pub deadline: u64,
+    /// The owner's signature of the typed data.
+    pub signature: alloy_primitives::Bytes,
+}
+
+/// The pending payment `pending_id` of `session`, as the wallet holds it; not found unless it
+/// belongs to this session and still waits.
+async fn waiting(
+    core: &Core,
+    session: &SessionRow,
+    pending_id: &str,
+) -> Result<(U256, Value), ApiError> {
+    let id = crate::wire::parse_amount(pending_id).map_err(|_| ApiError::NotFound)?;
+    let p = core
+        .client
+        .view(
+            None,
+            core.contracts.wallet,
+            ISessionWallet::pendingPaymentCall { pendingId: id },
+        )
+        .await?;
+    if crate::wire::session_id_text(p._0) != session.id {
+        return Err(ApiError::NotFound);
+    }
+    if p._6 != bursar_bindings::wallet::PendingStatus::Pending as u8 {
+        return Err(ApiError::conflict(
+            "pending_resolved",
+            format!("pending payment {id} was already decided"),
+        ));
+    }
+    let payment = serde_json::json!({
+        "to": p._1.to_checksum(None),
+        "amount": p._2.to_string(),
+        "purpose": p._3.to_string(),
+        "expiresAt": p._5,
+    });
+    Ok((id, payment))
+}
+
+/// The typed data the owner signs to approve (or reject) pending payment `pending_id`.
+pub async fn decision_to_sign(
+    core: &Core,
+    session: &SessionRow,
+    pending_id: &str,
+    approve: bool,
+) -> Result<DecisionToSign, ApiError> {
+    let (id, payment) = waiting(core, session, pending_id).await?;
+    let nonce = U256::from_be_bytes(random_bytes::<32>()) >> 1;
+    let deadline = unix_now() + core.settings.prepare_ttl.as_secs();
+    let decision = bursar_bindings::eip712::PendingDecision {
+        pendingId: id,
+        approve,
+        nonce,
+        deadline: U256::from(deadline),
+    };
+    Ok(DecisionToSign {
+        pending_id: id.to_string(),
+        approve,
+        nonce: nonce.to_string(),
+        deadline,
+        typed_data: bursar_client::sign::pending_decision_typed_data(
+            &decision,
+            core.chain_id,
+            core.contracts.gateway,
+        ),
+        payment,
+    })
+}
+
+/// Sends the owner's signed decision on pending payment `pending_id` through the gateway,
+/// after the gateway's own checks at the latest block.
+pub async fn decide(
+    core: &Core,
+    session: &SessionRow,
+    pending_id: &str,
+    req: DecisionRequest,
+) -> Result<Value, ApiError> {
+    let (id, _) = waiting(core, session, pending_id).await?;
+    let call = bursar_bindings::gateway::ISessionGateway::decidePendingWithSigCall {
+        pendingId: id,
+        approve: req.approve,
+        nonce: req.nonce.0,
+        deadline: U256::from(req.deadline),
+        signature: req.signature,
+    };
+    let signer = signer_of(session)?;
+    let data = call.abi_encode();
+    let gas = core
+        .client
+        .estimate_gas(signer, Some(core.contracts.gateway), &data, U256::ZERO)
+        .await?;
+    let fees = core.engine.fees().await?;
+    let ours = core
+        .store
+        .payment_by_pending(&session.id, &id.to_string())
+        .await?;
+    let mut db = core.store.begin().await?;
+    let tx_id = core
+        .engine
+        .submit_in(
+            &mut db,
+            &Call {
+                signer,
+                to: core.contracts.gateway,
+                data: data.into(),
+                value: U256::ZERO,
+                gas_limit: gas + gas / 4,
+            },
+            fees,
+        )
+        .await?;
+    if let Some(p) = &ours {
+        Store::set_payment_decision(&mut db, &p.id, tx_id).await?;
+    }
+    db.commit().await.map_err(crate::store::StoreError::from)?;
+    core.engine.wake();
+    tracing::info!(session = %session.id, pending = %id, approve = req.approve, "decision queued");
+    Ok(serde_json::json!({
+        "pendingId": id.to_string(),
+        "approve": req.approve,
+        "paymentId": ours.map(|p| p.id),
+    }))
+}

@@ -6,8 +6,8 @@
 use alloy_primitives::{Address, U256};
 use alloy_sol_types::SolStruct;
 use bursar_bindings::eip712::{
-    OpenSession, PaymentIntent, Permit, SESSION_GATEWAY_DOMAIN, SESSION_WALLET_DOMAIN,
-    TEST_TOKEN_DOMAIN,
+    OpenSession, PaymentIntent, PendingDecision, Permit, SESSION_GATEWAY_DOMAIN,
+    SESSION_WALLET_DOMAIN, TEST_TOKEN_DOMAIN,
 };
 use bursar_bindings::gateway::ISessionGateway;
 use bursar_bindings::wallet::ISessionWallet;
@@ -98,6 +98,22 @@ pub fn open_session_typed_data(terms: &OpenSession, chain_id: u64, gateway: Addr
         "deadline": terms.deadline.to_string(),
     });
     typed_data::<OpenSession>(&SESSION_GATEWAY_DOMAIN.at(chain_id, gateway), message)
+}
+
+/// `decision` as `eth_signTypedData_v4` takes it: what an owner signs to approve or reject a
+/// pending payment through the gateway at `gateway` on `chain_id`.
+pub fn pending_decision_typed_data(
+    decision: &PendingDecision,
+    chain_id: u64,
+    gateway: Address,
+) -> Value {
+    let message = json!({
+        "pendingId": decision.pendingId.to_string(),
+        "approve": decision.approve,
+        "nonce": decision.nonce.to_string(),
+        "deadline": decision.deadline.to_string(),
+    });
+    typed_data::<PendingDecision>(&SESSION_GATEWAY_DOMAIN.at(chain_id, gateway), message)
 }
 
 /// `permit` as `eth_signTypedData_v4` takes it, in the token's EIP-712 `domain` (for the test
@@ -200,5 +216,15 @@ mod tests {
         let domain = TEST_TOKEN_DOMAIN.at(412_346, token);
         let json = permit_typed_data(&permit, &domain);
         assert_eq!(digest_of(&json), permit.eip712_signing_hash(&domain));
+
+        let decision = PendingDecision {
+            pendingId: U256::from(12),
+            approve: true,
+            nonce: U256::MAX >> 1,
+            deadline: U256::from(1_800_000_000u64),
+        };
+        let json = pending_decision_typed_data(&decision, 412_346, gateway);
+        let domain = SESSION_GATEWAY_DOMAIN.at(412_346, gateway);
+        assert_eq!(digest_of(&json), decision.eip712_signing_hash(&domain));
     }
 }

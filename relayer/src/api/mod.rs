@@ -45,6 +45,10 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/sessions/{id}/revoke", post(sessions::revoke))
         .route("/v1/sessions/{id}/close", post(sessions::close))
         .route("/v1/sessions/{id}/heartbeat", post(sessions::heartbeat))
+        .route(
+            "/v1/sessions/{id}/pending/{pending_id}/decision",
+            get(sessions::decision_to_sign).post(sessions::decide),
+        )
         .route("/v1/payments", post(payments::pay).get(payments::list))
         .route("/v1/payments/{id}", get(payments::get))
         .route("/v1/provenance", post(payments::record_provenance))

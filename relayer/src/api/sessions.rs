@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use super::{AppState, Body, Caller};
 use crate::error::ApiError;
 use crate::hosts::{Host, Scope};
+use crate::payments::{self, DecisionRequest, DecisionToSign};
 use crate::sessions::{
     self, Heartbeat, OpenRequest, Opened, PrepareRequest, Prepared, RegisterRequest, Revoked,
     SessionView,
@@ -138,4 +139,41 @@ pub(super) async fn heartbeat(
         }
     };
     Ok(Json(sessions::heartbeat(&s, &row).await?))
+}
+
+/// `?approve=true|false` of the decision's typed data.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct DecisionQuery {
+    approve: bool,
+}
+
+/// `GET /v1/sessions/{id}/pending/{pending_id}/decision?approve=…`: the typed data the owner
+/// signs.
+pub(super) async fn decision_to_sign(
+    State(s): State<AppState>,
+    host: Host,
+    Path((id, pending_id)): Path<(String, String)>,
+    Query(q): Query<DecisionQuery>,
+) -> Result<Json<DecisionToSign>, ApiError> {
+    host.require(Scope::Sessions)?;
+    let session = sessions::host_session(&s.store, &host, &id).await?;
+    Ok(Json(
+        payments::decision_to_sign(&s, &session, &pending_id, q.approve).await?,
+    ))
+}
+
+/// `POST /v1/sessions/{id}/pending/{pending_id}/decision`: the owner's signed decision.
+pub(super) async fn decide(
+    State(s): State<AppState>,
+    host: Host,
+    Path((id, pending_id)): Path<(String, String)>,
+    Body(req): Body<DecisionRequest>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    host.require(Scope::Sessions)?;
+    let session = sessions::host_session(&s.store, &host, &id).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(payments::decide(&s, &session, &pending_id, req).await?),
+    ))
 }

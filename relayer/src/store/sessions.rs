@@ -614,6 +614,44 @@ impl Store {
         row.as_ref().map(payment_row).transpose()
     }
 
+    /// Records the transaction carrying the owner's decision on payment `id`, inside `db`.
+    pub async fn set_payment_decision(
+        db: &mut DbTx,
+        id: &str,
+        tx_id: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE payments SET decision_transaction = $1 WHERE id = $2")
+            .bind(tx_id)
+            .bind(id)
+            .execute(&mut **db)
+            .await?;
+        Ok(())
+    }
+
+    /// Forgets a decision that did not land (so another may be sent).
+    pub async fn clear_payment_decision(&self, id: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE payments SET decision_transaction = NULL WHERE id = $1")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Pending payments whose decision transaction is mined or failed:
+    /// `(payment id, pending id, decision transaction id)`.
+    pub async fn decided_payments(&self) -> Result<Vec<(String, String, i64)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT p.id, p.pending_id, p.decision_transaction FROM payments p \
+             JOIN transactions t ON t.id = p.decision_transaction \
+             WHERE p.outcome = 'pending' AND t.status IN ('mined', 'confirmed', 'failed')",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
+            .collect()
+    }
+
     /// Records a provenance record, inside `db` (with its transaction).
     pub async fn insert_provenance(
         db: &mut DbTx,

@@ -279,13 +279,15 @@ impl System {
         p
     }
 
-    /// The session as the host sees it, once `done` holds of it (looked at after each engine
-    /// pass; at most 30 s).
-    async fn session_when(&self, id: &str, done: impl Fn(&Value) -> bool) -> Value {
-        let look = || async {
-            let (status, s) = self.get(&format!("/v1/sessions/{id}"), &self.host).await;
-            assert_eq!(status, 200, "{s}");
-            Ok(done(&s).then_some(s))
+    /// Returns once `done` is true, looking after each engine pass (at most 30 s).
+    async fn when<F, Fut>(&self, mut done: F)
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        let look = || {
+            let fut = done();
+            async move { Ok(fut.await.then_some(())) }
         };
         let found = self
             .relayer
@@ -293,7 +295,22 @@ impl System {
             .wait_for(Duration::from_secs(30), look)
             .await
             .unwrap();
-        found.unwrap_or_else(|| panic!("session {id} never reached the state asked for"))
+        assert!(found.is_some(), "the state asked for never came");
+    }
+
+    /// The session as the host sees it, once `done` holds of it.
+    async fn session_when(&self, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let path = format!("/v1/sessions/{id}");
+        let last = std::sync::Mutex::new(Value::Null);
+        self.when(|| async {
+            let (status, s) = self.get(&path, &self.host).await;
+            assert_eq!(status, 200, "{s}");
+            let ok = done(&s);
+            *last.lock().unwrap() = s;
+            ok
+        })
+        .await;
+        last.into_inner().unwrap()
     }
 }
 
@@ -384,6 +401,36 @@ async fn the_whole_flow(db: Db) {
     let pending = s.pay_settled(&token, s.vendor_b, usd(25)).await;
     assert_eq!(pending["status"], "pending_approval", "{pending}");
     assert!(pending["pendingId"].is_string(), "{pending}");
+    let decision = format!(
+        "/v1/sessions/{id}/pending/{}/decision",
+        pending["pendingId"].as_str().unwrap()
+    );
+    let (status, to_sign) = s.get(&format!("{decision}?approve=false"), &s.host).await;
+    assert_eq!(status, 200, "{to_sign}");
+    assert_eq!(to_sign["payment"]["amount"], usd(25).to_string());
+    // A signature by someone else is refused by the gateway before anything is sent.
+    let mut body = json!({
+        "approve": false,
+        "nonce": to_sign["nonce"],
+        "deadline": to_sign["deadline"],
+        "signature": wallet_sign(&impostor, &to_sign["typedData"]),
+    });
+    let (status, e) = s.post(&decision, &s.host, body.clone()).await;
+    assert_eq!((status, code(&e)), (422, "GatewayInvalidSignature"), "{e}");
+    body["signature"] = json!(wallet_sign(&s.owner, &to_sign["typedData"]));
+    let (status, d) = s.post(&decision, &s.host, body).await;
+    assert_eq!(status, 202, "{d}");
+    assert_eq!(d["paymentId"], pending["id"]);
+    let path = format!("/v1/payments/{}", pending["id"].as_str().unwrap());
+    s.when(|| async {
+        let (_, p) = s.get(&path, &token).await;
+        p["status"] == "rejected"
+    })
+    .await;
+    assert_eq!(
+        s.get(&format!("{decision}?approve=true"), &s.host).await.0,
+        409
+    );
 
     // The period budget counts payments queued but not yet mined: 10 + 15 + 15 = 40.
     let (s1, p1) = s.pay(&token, s.vendor_b, usd(15)).await;
@@ -475,7 +522,7 @@ async fn the_whole_flow(db: Db) {
     s.session_when(&id, |v| v["chain"]["status"] == "revoked")
         .await;
 
-    // Closed: 100 − 40 spent comes back (the pending payment died with the session).
+    // Closed: 100 − 40 spent comes back.
     let (status, c) = s
         .post(&format!("/v1/sessions/{id}/close"), &s.host, json!({}))
         .await;
