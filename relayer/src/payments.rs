@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use alloy_primitives::{Address, U256};
+use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::{SolCall, SolStruct};
 use bursar_bindings::eip712::{PaymentIntent, SESSION_WALLET_DOMAIN};
 use bursar_bindings::wallet::ISessionWallet;
@@ -23,7 +23,49 @@ use crate::submission::Call;
 use crate::wire::{Amount, HashOrText};
 use crate::{random_bytes, vault, Core};
 
-/// `POST /v1/payments`.
+/// `POST /v1/payments`: what to pay, for the relayer to sign with the custodial key — or, from
+/// a sandbox that holds its own session key, the `PaymentIntent` it signed (a body with a
+/// `signature`).
+#[derive(Debug)]
+pub enum PayBody {
+    /// The relayer signs.
+    Custodial(PayRequest),
+    /// The sandbox signed.
+    Signed(SignedIntent),
+}
+
+impl<'de> Deserialize<'de> for PayBody {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        let signed = v.get("signature").is_some();
+        let parsed = if signed {
+            SignedIntent::deserialize(v).map(PayBody::Signed)
+        } else {
+            PayRequest::deserialize(v).map(PayBody::Custodial)
+        };
+        parsed.map_err(serde::de::Error::custom)
+    }
+}
+
+/// A `PaymentIntent` signed by the sandbox's own session key (EIP-712, the wallet's domain).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SignedIntent {
+    /// The payee.
+    pub to: Address,
+    /// Base units, decimal string.
+    pub amount: Amount,
+    /// 0x + 64 hex.
+    pub purpose: B256,
+    /// Any nonce the session key has not used (decimal string).
+    pub nonce: Amount,
+    /// Unix seconds.
+    pub deadline: u64,
+    /// The session key's signature of the intent.
+    pub signature: alloy_primitives::Bytes,
+}
+
+/// What to pay, signed by the relayer with the custodial key.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PayRequest {
@@ -120,45 +162,83 @@ pub fn status(p: &PaymentRow) -> &'static str {
 }
 
 /// Accepts a payment from `session`'s sandbox: refused at once with the contract error a rule
-/// gives, otherwise signed and queued.
+/// gives, otherwise signed (unless the sandbox signed it) and queued.
 pub async fn pay(
     core: &Core,
     session: &SessionRow,
-    req: PayRequest,
+    body: PayBody,
 ) -> Result<PaymentView, ApiError> {
     if session.status != "open" {
         return Err(not_open(session));
     }
     let id = parse_id(&session.id)?;
-    let signer = signer_of(session)?;
-    let key = vault::session_key(&core.store, &core.master_key, &session.session_key).await?;
     let wallet = core.contracts.wallet;
     let domain = SESSION_WALLET_DOMAIN.at(core.chain_id, wallet);
-    let deadline = unix_now() + core.settings.intent_ttl.as_secs();
-    let intent = |nonce: U256| PaymentIntent {
-        session: id,
-        to: req.to,
-        amount: req.amount.0,
-        purpose: req.purpose.hash,
-        nonce,
-        deadline: U256::from(deadline),
+    // Who signs: the custodial key (with the session's next nonce, taken when the payment is
+    // stored) or nobody (the sandbox did).
+    let (intent, key, sandbox_signature) = match body {
+        PayBody::Custodial(req) => {
+            let key = vault::session_key(&core.store, &core.master_key, &session.session_key)
+                .await
+                .map_err(|e| match e {
+                    vault::VaultError::Unknown(_) => ApiError::conflict(
+                        "session_key_not_custodial",
+                        "this session's key is the sandbox's own: post signed intents",
+                    ),
+                    e => e.into(),
+                })?;
+            let intent = PaymentIntent {
+                session: id,
+                to: req.to,
+                amount: req.amount.0,
+                purpose: req.purpose.hash,
+                nonce: U256::ZERO,
+                deadline: U256::from(unix_now() + core.settings.intent_ttl.as_secs()),
+            };
+            (intent, Some(key), None)
+        }
+        PayBody::Signed(req) => {
+            let intent = PaymentIntent {
+                session: id,
+                to: req.to,
+                amount: req.amount.0,
+                purpose: req.purpose,
+                nonce: req.nonce.0,
+                deadline: U256::from(req.deadline),
+            };
+            (intent, None, Some(req.signature))
+        }
     };
-    let signed = |nonce: U256| {
-        let intent = intent(nonce);
-        let signature = key.sign_hash_rsv(&intent.eip712_signing_hash(&domain));
-        intent.pay_call(signature.into())
+    let call = |nonce: U256| {
+        let intent = PaymentIntent {
+            nonce,
+            ..intent.clone()
+        };
+        let signature = match (&key, &sandbox_signature) {
+            (Some(key), _) => key
+                .sign_hash_rsv(&intent.eip712_signing_hash(&domain))
+                .into(),
+            (None, Some(signature)) => signature.clone(),
+            (None, None) => Default::default(),
+        };
+        intent.pay_call(signature)
     };
+    let signer = signer_of(session)?;
     // One check-then-queue at a time per session, so each check sees the payments before it.
     let lock = core.session_lock(&session.id);
     let _turn = lock.lock().await;
-    // The contracts' rules now, with a nonce no real intent uses (the top bit set).
-    let probe = signed((U256::from_be_bytes(random_bytes::<32>()) >> 1) | (U256::from(1) << 255));
+    // The contracts' rules now; a custodial probe uses a nonce no real intent uses (the top
+    // bit set).
+    let probe = match key {
+        Some(_) => call((U256::from_be_bytes(random_bytes::<32>()) >> 1) | (U256::from(1) << 255)),
+        None => call(intent.nonce),
+    };
     let executes = core
         .client
         .view(Some(signer), wallet, probe.clone())
         .await?
         ._0;
-    check_queued(core, session, id, req.amount.0, executes).await?;
+    check_queued(core, session, id, intent.amount, executes).await?;
     let gas = pay_gas(core, session, signer, &probe.abi_encode()).await?;
     let fees = core.engine.fees().await?;
     let payment_id = format!(
@@ -166,8 +246,10 @@ pub async fn pay(
         alloy_primitives::hex::encode(random_bytes::<16>())
     );
     let mut db = core.store.begin().await?;
-    let nonce = Store::take_intent_nonce(&mut db, &session.id).await?;
-    let call = signed(U256::from(nonce));
+    let nonce = match key {
+        Some(_) => U256::from(Store::take_intent_nonce(&mut db, &session.id).await?),
+        None => intent.nonce,
+    };
     let tx_id = core
         .engine
         .submit_in(
@@ -175,7 +257,7 @@ pub async fn pay(
             &Call {
                 signer,
                 to: wallet,
-                data: call.abi_encode().into(),
+                data: call(nonce).abi_encode().into(),
                 value: U256::ZERO,
                 gas_limit: gas,
             },
@@ -187,11 +269,11 @@ pub async fn pay(
         &NewPayment {
             id: &payment_id,
             session_id: &session.id,
-            to: &format!("{:#x}", req.to),
-            amount: &req.amount.0.to_string(),
-            purpose: &req.purpose.hash.to_string(),
+            to: &format!("{:#x}", intent.to),
+            amount: &intent.amount.to_string(),
+            purpose: &intent.purpose.to_string(),
             intent_nonce: &nonce.to_string(),
-            deadline: deadline as i64,
+            deadline: intent.deadline.saturating_to(),
             expect_executed: executes,
             transaction_id: tx_id,
         },
@@ -200,7 +282,7 @@ pub async fn pay(
     .await?;
     db.commit().await.map_err(crate::store::StoreError::from)?;
     core.engine.wake();
-    tracing::info!(session = %session.id, payment = %payment_id, to = %req.to, amount = %req.amount.0, "payment queued");
+    tracing::info!(session = %session.id, payment = %payment_id, to = %intent.to, amount = %intent.amount, "payment queued");
     let row = core
         .store
         .payment(&payment_id, None)

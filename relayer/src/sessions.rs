@@ -63,11 +63,13 @@ pub struct PrepareRequest {
     /// The lease the relayer renews while the sandbox heart-beats (0: no lease).
     #[serde(default)]
     pub lease_seconds: u64,
-    /// The counterparty allowlist (0: any payee).
-    #[serde(default)]
+    /// The counterparty allowlist the session may pay (the CounterpartyRegistry's list id).
     pub allowlist_id: Amount,
     /// 32 bytes of the host's own (0x-hex), or text whose keccak-256 is used.
     pub metadata: Option<HashOrText>,
+    /// The session key, when the sandbox holds its own and signs its payment intents itself;
+    /// by default the relayer makes a custodial one.
+    pub session_key: Option<Address>,
     /// The sandbox provider (`e2b`, `daytona`, `modal`…).
     pub provider: Option<String>,
     /// The provider's id of the sandbox.
@@ -82,7 +84,7 @@ pub struct Prepared {
     pub prepared_id: String,
     /// The id the session will have on chain.
     pub session_id: String,
-    /// The custodial session key's address (the relayer holds the key).
+    /// The session key's address (custodial: the relayer holds the key).
     pub session_key: Address,
     /// The relayer signer that keeps the lease (and sends the session's transactions).
     pub lease_keeper: Address,
@@ -201,9 +203,15 @@ pub async fn prepare(core: &Core, host: &Host, req: PrepareRequest) -> Result<Pr
         deadline: U256::from(deadline),
     };
     let permit = permit_typed_data(core, &terms).await?;
-    let (key, sealed) = vault::new_sealed_key(&core.master_key, &host.id);
+    let (session_key, sealed) = match req.session_key {
+        Some(own) => (own, None),
+        None => {
+            let (key, sealed) = vault::new_sealed_key(&core.master_key, &host.id);
+            (key.address(), Some(sealed))
+        }
+    };
     let terms = OpenSession {
-        sessionKey: key.address(),
+        sessionKey: session_key,
         ..terms
     };
     let open_typed = sign::open_session_typed_data(&terms, core.chain_id, core.contracts.gateway);
@@ -220,12 +228,13 @@ pub async fn prepare(core: &Core, host: &Host, req: PrepareRequest) -> Result<Pr
     .map_err(|_| ApiError::Internal)?;
     core.store
         .insert_prepared_session(
-            &sealed,
+            sealed.as_ref(),
             &NewSession {
                 id: &id,
                 host_id: &host.id,
                 prepared_id: &prepared_id,
                 owner: &format!("{:#x}", terms.owner),
+                session_key: &format!("{session_key:#x}"),
                 signer: &format!("{signer:#x}"),
                 terms: &stored,
                 provider: req.provider.as_deref(),
@@ -239,7 +248,7 @@ pub async fn prepare(core: &Core, host: &Host, req: PrepareRequest) -> Result<Pr
     Ok(Prepared {
         prepared_id,
         session_id: id,
-        session_key: key.address(),
+        session_key,
         lease_keeper: signer,
         typed_data,
     })

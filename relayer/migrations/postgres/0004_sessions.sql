@@ -7,7 +7,8 @@ CREATE TABLE sessions (
     host_id                TEXT NOT NULL REFERENCES hosts (id),
     prepared_id            TEXT NOT NULL UNIQUE,
     owner                  TEXT NOT NULL,
-    session_key            TEXT NOT NULL REFERENCES session_keys (address),
+    -- The session key: custodial (in session_keys) or the sandbox's own.
+    session_key            TEXT NOT NULL,
     -- The relayer signer this session is pinned to: it sends the session's transactions and
     -- is its lease keeper.
     signer                 TEXT NOT NULL,

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::{AppState, Body, Caller, Sandbox};
 use crate::error::ApiError;
 use crate::hosts::Scope;
-use crate::payments::{self, PayRequest, PaymentView};
+use crate::payments::{self, PayBody, PaymentView};
 use crate::provenance::{self, ProvenanceView, RecordRequest};
 use crate::sessions;
 
@@ -19,7 +19,7 @@ use crate::sessions;
 pub(super) async fn pay(
     State(s): State<AppState>,
     Sandbox(session): Sandbox,
-    Body(req): Body<PayRequest>,
+    Body(req): Body<PayBody>,
 ) -> Result<(StatusCode, Json<PaymentView>), ApiError> {
     Ok((
         StatusCode::ACCEPTED,

@@ -58,6 +58,8 @@ pub struct NewSession<'a> {
     pub prepared_id: &'a str,
     /// The owner.
     pub owner: &'a str,
+    /// The session key's address.
+    pub session_key: &'a str,
     /// The signer it is pinned to.
     pub signer: &'a str,
     /// The terms, JSON.
@@ -268,15 +270,18 @@ fn provenance_row(r: &AnyRow) -> Result<ProvenanceRow, StoreError> {
 }
 
 impl Store {
-    /// Records a prepared session with its sealed custodial key, together.
+    /// Records a prepared session with its sealed custodial key (none when the sandbox holds
+    /// its own), together.
     pub async fn insert_prepared_session(
         &self,
-        key: &SealedKeyRow,
+        key: Option<&SealedKeyRow>,
         s: &NewSession<'_>,
         now: i64,
     ) -> Result<(), StoreError> {
         let mut db = self.begin().await?;
-        Self::insert_session_key_in(&mut db, key, now).await?;
+        if let Some(key) = key {
+            Self::insert_session_key_in(&mut db, key, now).await?;
+        }
         sqlx::query(
             "INSERT INTO sessions (id, host_id, prepared_id, owner, session_key, signer, terms, \
              provider, sandbox_id, status, expires_at, next_intent_nonce, created_at) \
@@ -286,7 +291,7 @@ impl Store {
         .bind(s.host_id)
         .bind(s.prepared_id)
         .bind(s.owner)
-        .bind(&key.address)
+        .bind(s.session_key)
         .bind(s.signer)
         .bind(s.terms)
         .bind(s.provider)

@@ -332,6 +332,7 @@ async fn the_whole_flow(db: Db) {
                 "token": address_of(&s.record, Contract::TestToken),
                 "deposit": usd(100).to_string(),
                 "expiresAt": s.chain_now().await + 86_400,
+                "allowlistId": s.list_id.to_string(),
             }),
         )
         .await;
@@ -625,6 +626,149 @@ async fn idempotent_and_hostile_requests(db: Db) {
     s.relayer.shutdown().await;
 }
 
+async fn sandbox_keys_and_owner_opened_sessions(db: Db) {
+    let s = system(db).await;
+    // The sandbox holds its own key; the owner opens the session from its own wallet (and pays
+    // its own gas) and the host registers it.
+    let sandbox = Key::from_bytes(&B256::from(U256::from(0x5a4d_u64) << 64)).unwrap();
+    let owner = dev_key(4);
+    let token = address_of(&s.record, Contract::TestToken);
+    let wallet = address_of(&s.record, Contract::SessionWallet);
+    let mut operator = Sender::new(&s.client, dev_key(0)).await.unwrap();
+    operator
+        .transact(
+            &s.client,
+            token,
+            &ITestToken::mintCall {
+                to: owner.address(),
+                value: usd(50),
+            },
+        )
+        .await
+        .unwrap();
+    let (status, prep) = s
+        .post(
+            "/v1/sessions/prepare",
+            &s.host,
+            json!({
+                "owner": owner.address(),
+                "token": token,
+                "deposit": usd(50).to_string(),
+                "expiresAt": s.chain_now().await + 86_400,
+                "allowlistId": s.list_id.to_string(),
+                "sessionKey": sandbox.address(),
+            }),
+        )
+        .await;
+    assert_eq!(status, 201, "{prep}");
+    assert_eq!(prep["sessionKey"], json!(sandbox.address()));
+    let (status, e) = s
+        .post(
+            "/v1/sessions/register",
+            &s.host,
+            json!({ "preparedId": prep["preparedId"] }),
+        )
+        .await;
+    assert_eq!((status, code(&e)), (409, "session_not_opened"), "{e}");
+    let m = &prep["typedData"]["openSession"]["message"];
+    let n = |k: &str| m[k].as_str().unwrap().parse::<U256>().unwrap();
+    let a = |k: &str| m[k].as_str().unwrap().parse::<Address>().unwrap();
+    let mut own = Sender::new(&s.client, owner.clone()).await.unwrap();
+    own.transact(
+        &s.client,
+        token,
+        &ITestToken::approveCall {
+            spender: wallet,
+            value: usd(50),
+        },
+    )
+    .await
+    .unwrap();
+    own.transact(
+        &s.client,
+        wallet,
+        &bursar_bindings::wallet::ISessionWallet::openSessionCall {
+            owner: a("owner"),
+            sessionKey: a("sessionKey"),
+            guardian: a("guardian"),
+            token: a("token"),
+            deposit: n("deposit"),
+            perPaymentCap: n("perPaymentCap"),
+            periodBudget: n("periodBudget"),
+            periodSeconds: n("periodSeconds").to(),
+            coSignThreshold: n("coSignThreshold"),
+            validAfter: n("validAfter").to(),
+            expiresAt: n("expiresAt").to(),
+            leaseSeconds: n("leaseSeconds").to(),
+            leaseKeeper: a("leaseKeeper"),
+            allowlistId: n("allowlistId"),
+            metadata: m["metadata"].as_str().unwrap().parse().unwrap(),
+            nonce: n("nonce"),
+        },
+    )
+    .await
+    .unwrap();
+    let (status, opened) = s
+        .post(
+            "/v1/sessions/register",
+            &s.host,
+            json!({ "preparedId": prep["preparedId"] }),
+        )
+        .await;
+    assert_eq!(status, 201, "{opened}");
+    assert_eq!(opened["sessionId"], prep["sessionId"]);
+    let bearer = opened["capabilityToken"].as_str().unwrap();
+    let (status, again) = s
+        .post(
+            "/v1/sessions/register",
+            &s.host,
+            json!({ "preparedId": prep["preparedId"] }),
+        )
+        .await;
+    assert_eq!((status, code(&again)), (409, "session_already_opened"));
+
+    // The relayer has no key to sign with; the sandbox signs.
+    let (status, e) = s.pay(bearer, s.vendor_c, usd(1)).await;
+    assert_eq!(
+        (status, code(&e)),
+        (409, "session_key_not_custodial"),
+        "{e}"
+    );
+    let session: U256 = prep["sessionId"].as_str().unwrap().parse().unwrap();
+    let signed = |key: &Key, nonce: u64| {
+        let intent = bursar_bindings::eip712::PaymentIntent {
+            session,
+            to: s.vendor_b,
+            amount: usd(2),
+            purpose: B256::repeat_byte(7),
+            nonce: U256::from(nonce),
+            deadline: U256::from(4_000_000_000u64),
+        };
+        let domain = bursar_bindings::eip712::SESSION_WALLET_DOMAIN.at(412_346, wallet);
+        let signature = key.sign_hash_rsv(&alloy_sol_types::SolStruct::eip712_signing_hash(
+            &intent, &domain,
+        ));
+        json!({
+            "to": intent.to,
+            "amount": intent.amount.to_string(),
+            "purpose": intent.purpose,
+            "nonce": nonce.to_string(),
+            "deadline": 4_000_000_000u64,
+            "signature": format!("0x{}", alloy_primitives::hex::encode(signature)),
+        })
+    };
+    let (status, e) = s.post("/v1/payments", bearer, signed(&dev_key(6), 9)).await;
+    assert_eq!((status, code(&e)), (422, "WalletWrongSigner"), "{e}");
+    let (status, p) = s.post("/v1/payments", bearer, signed(&sandbox, 9)).await;
+    assert_eq!(status, 202, "{p}");
+    assert_eq!(p["nonce"], "9");
+    assert_eq!(s.settled(bearer, &p).await["status"], "confirmed");
+    assert_eq!(s.token_balance(s.vendor_b).await, usd(2));
+    let (status, e) = s.post("/v1/payments", bearer, signed(&sandbox, 9)).await;
+    assert_eq!((status, code(&e)), (422, "WalletNonceUsed"), "{e}");
+    s.relayer.shutdown().await;
+}
+
 macro_rules! on_both_databases {
     ($($name:ident),* $(,)?) => {
         mod sqlite_db {
@@ -646,4 +790,8 @@ macro_rules! on_both_databases {
     };
 }
 
-on_both_databases!(the_whole_flow, idempotent_and_hostile_requests);
+on_both_databases!(
+    the_whole_flow,
+    idempotent_and_hostile_requests,
+    sandbox_keys_and_owner_opened_sessions,
+);
