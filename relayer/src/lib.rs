@@ -10,6 +10,7 @@
 //! * [`payments`] — sandboxes' payments: checked by the contracts' rules, signed, queued.
 //! * [`provenance`] — sandboxes' provenance records.
 //! * [`outcomes`] — what mined transactions did (receipt ids, pending ids, decoded reverts).
+//! * [`webhooks`] — outbound webhooks to hosts (Standard Webhooks), retried, dead-lettered.
 //! * [`submission`] — the transaction engine: nonces, persistence before broadcast,
 //!   resubmission, replacement, confirmation.
 //! * [`vault`] — custodial session keys, sealed under the master key.
@@ -29,6 +30,7 @@ pub mod sessions;
 pub mod store;
 pub mod submission;
 pub mod vault;
+pub mod webhooks;
 pub mod wire;
 
 use std::net::SocketAddr;
@@ -89,6 +91,11 @@ pub struct Settings {
     pub intent_ttl: Duration,
     /// How long an owner's `OpenSession` signature stays valid after `prepare`.
     pub prepare_ttl: Duration,
+    /// Failed webhook attempts before a delivery is dead-lettered.
+    pub webhook_attempts: u32,
+    /// The wait after a failed webhook attempt, doubled with each further failure (at most
+    /// an hour).
+    pub webhook_backoff: Duration,
 }
 
 impl Default for Settings {
@@ -97,6 +104,8 @@ impl Default for Settings {
             open_wait: Duration::from_secs(30),
             intent_ttl: Duration::from_secs(600),
             prepare_ttl: Duration::from_secs(3_600),
+            webhook_attempts: 8,
+            webhook_backoff: Duration::from_secs(5),
         }
     }
 }
@@ -117,12 +126,15 @@ pub struct Core {
     pub master_key: MasterKey,
     /// Timeouts and lifetimes.
     pub settings: Settings,
-    /// Bumped after each pass of [`outcomes`] that settled something.
+    /// Bumped after each pass of [`outcomes`] that settled something, and of [`webhooks`] that
+    /// attempted a delivery.
     pub settled: tokio::sync::watch::Sender<u64>,
     /// Serializes the check-then-queue of payments per session (the budget check must see the
     /// payments queued before it).
     pub session_locks:
         std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Wakes the webhook deliverer (a new message, a replay).
+    pub webhooks_due: tokio::sync::Notify,
     /// Gas limits measured per session on its first payment (later ones cost no more).
     pub pay_gas: std::sync::Mutex<std::collections::HashMap<String, u64>>,
 }
@@ -240,6 +252,7 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
         settings: config.settings,
         settled: tokio::sync::watch::channel(0).0,
         session_locks: Default::default(),
+        webhooks_due: Default::default(),
         pay_gas: Default::default(),
     });
     let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -254,6 +267,11 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
         let stopped = until_stopped(stopped.clone());
         let core = core.clone();
         async move { outcomes::run(&core, stopped).await }
+    });
+    let webhooks_task = tokio::spawn({
+        let stopped = until_stopped(stopped.clone());
+        let core = core.clone();
+        async move { webhooks::run(&core, stopped).await }
     });
     let app = api::router(core.clone());
     let api_task = tokio::spawn({
@@ -272,6 +290,6 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
         addr,
         core,
         stop,
-        tasks: vec![engine_task, outcomes_task, api_task],
+        tasks: vec![engine_task, outcomes_task, webhooks_task, api_task],
     })
 }

@@ -7,10 +7,11 @@ use alloy_primitives::{Address, Bytes, B256, U256};
 use bursar_bindings::receipts::IReceiptRegistry;
 use bursar_bindings::wallet::ISessionWallet;
 use bursar_client::revert::decode_error;
-use serde_json::Value;
+use serde_json::{json, Value};
 
-use crate::store::{StoreError, TxRow};
-use crate::Core;
+use crate::payments::PaymentView;
+use crate::store::{PaymentRow, SessionTx, StoreError, TxRow};
+use crate::{webhooks, Core};
 
 /// Why a pass failed (it is retried).
 #[derive(Debug, thiserror::Error)]
@@ -43,22 +44,43 @@ pub async fn run(core: &Core, stop: impl std::future::Future<Output = ()>) {
     }
 }
 
-/// One pass: returns how many outcomes it recorded.
+/// One pass: returns how many outcomes it recorded. Each outcome is announced to the host's
+/// webhooks before it is recorded: a crash in between announces it again under the same
+/// message id, never not at all.
 pub async fn settle(core: &Core) -> Result<usize, OutcomeError> {
-    let mut n = 0;
-    for (id, tx_status, receipt_status) in core.store.opened_sessions().await? {
-        let opened = tx_status != "failed" && receipt_status == Some(1);
-        let status = if opened { "open" } else { "failed" };
-        core.store.set_session_status(&id, status).await?;
+    Ok(opens(core).await?
+        + payments(core).await?
+        + decisions(core).await?
+        + session_ends(core, SessionTx::Revoke).await?
+        + session_ends(core, SessionTx::Close).await?
+        + provenance(core).await?)
+}
+
+async fn opens(core: &Core) -> Result<usize, OutcomeError> {
+    let opened = core.store.opened_sessions().await?;
+    for (id, host, tx_status, receipt_status) in &opened {
+        let ok = tx_status != "failed" && *receipt_status == Some(1);
+        let (status, event) = if ok {
+            ("open", "session.opened")
+        } else {
+            ("failed", "session.failed")
+        };
+        let data = json!({ "sessionId": id, "status": status });
+        webhooks::emit(core, host, event, id, status, data).await?;
+        core.store.set_session_status(id, status).await?;
         tracing::info!(session = %id, status, "session open settled");
-        n += 1;
     }
-    for p in core.store.unsettled_payments(256).await? {
+    Ok(opened.len())
+}
+
+async fn payments(core: &Core) -> Result<usize, OutcomeError> {
+    let unsettled = core.store.unsettled_payments(256).await?;
+    for p in &unsettled {
         let tx = transaction(core, p.transaction_id).await?;
-        let (outcome, receipt_id, pending_id, error) = match mined(core, &tx).await? {
+        let wallet = core.contracts.wallet;
+        let outcome = match mined(core, &tx).await? {
             Mined::Succeeded(receipt) => {
                 let nonce: U256 = p.intent_nonce.parse().unwrap_or_default();
-                let wallet = core.contracts.wallet;
                 let executed = receipt
                     .events::<ISessionWallet::PaymentExecuted>(wallet)
                     .into_iter()
@@ -68,64 +90,152 @@ pub async fn settle(core: &Core) -> Result<usize, OutcomeError> {
                     .into_iter()
                     .find(|e| e.nonce == nonce);
                 match (executed, pending) {
-                    (Some(e), _) => ("executed", Some(e.receiptId.to_string()), None, None),
-                    (None, Some(e)) => ("pending", None, Some(e.pendingId.to_string()), None),
-                    (None, None) => ("reverted", None, None, Some(no_event())),
+                    (Some(e), _) => Outcome::new("executed").receipt(e.receiptId),
+                    (None, Some(e)) => Outcome::new("pending").pending(e.pendingId),
+                    (None, None) => Outcome::new("reverted").error(no_event()),
                 }
             }
-            Mined::Reverted(error) | Mined::Failed(error) => ("reverted", None, None, Some(error)),
+            Mined::Reverted(error) | Mined::Failed(error) => Outcome::new("reverted").error(error),
         };
-        let error = error.map(|(code, details)| (code, details.to_string()));
-        core.store
-            .set_payment_outcome(
-                &p.id,
-                outcome,
-                receipt_id.as_deref(),
-                pending_id.as_deref(),
-                error.as_ref().map(|(c, d)| (c.as_str(), d.as_str())),
-            )
-            .await?;
-        tracing::info!(payment = %p.id, outcome, "payment settled");
-        n += 1;
+        record_payment(core, p.clone(), outcome).await?;
     }
-    for (payment, pending_id, tx_id) in core.store.decided_payments().await? {
-        let tx = transaction(core, tx_id).await?;
+    Ok(unsettled.len())
+}
+
+async fn decisions(core: &Core) -> Result<usize, OutcomeError> {
+    let decided = core.store.decided_payments().await?;
+    for (payment, pending_id, tx_id) in &decided {
+        let tx = transaction(core, *tx_id).await?;
         let wallet = core.contracts.wallet;
-        let (outcome, receipt_id, error) = match mined(core, &tx).await? {
+        let outcome = match mined(core, &tx).await? {
             Mined::Succeeded(receipt) => {
                 let approved = receipt
                     .events::<ISessionWallet::PaymentApproved>(wallet)
                     .iter()
-                    .any(|e| e.pendingId.to_string() == pending_id);
-                if approved {
-                    let executed = receipt.events::<ISessionWallet::PaymentExecuted>(wallet);
-                    let receipt_id = executed.first().map(|e| e.receiptId.to_string());
-                    ("approved", receipt_id, None)
-                } else {
-                    ("rejected", None, None)
+                    .any(|e| e.pendingId.to_string() == *pending_id);
+                let executed = receipt.events::<ISessionWallet::PaymentExecuted>(wallet);
+                match executed.first() {
+                    Some(e) if approved => Outcome::new("approved").receipt(e.receiptId),
+                    _ => Outcome::new("rejected"),
                 }
             }
             // The decision did not land; the payment stays pending (it may be decided again
             // or expire), with the reason kept.
-            Mined::Reverted(error) | Mined::Failed(error) => ("pending", None, Some(error)),
+            Mined::Reverted(error) | Mined::Failed(error) => Outcome::new("pending").error(error),
         };
-        let error = error.map(|(code, details)| (code, details.to_string()));
-        core.store
-            .set_payment_outcome(
-                &payment,
-                outcome,
-                receipt_id.as_deref(),
-                None,
-                error.as_ref().map(|(c, d)| (c.as_str(), d.as_str())),
-            )
-            .await?;
-        if outcome == "pending" {
-            core.store.clear_payment_decision(&payment).await?;
+        let undecided = outcome.outcome == "pending";
+        if let Some(row) = core.store.payment(payment, None).await? {
+            record_payment(core, row, outcome).await?;
         }
-        tracing::info!(%payment, outcome, "decision settled");
-        n += 1;
+        if undecided {
+            core.store.clear_payment_decision(payment).await?;
+        }
     }
-    for p in core.store.unsettled_provenance(256).await? {
+    Ok(decided.len())
+}
+
+/// What a payment's (or its decision's) receipt said.
+struct Outcome {
+    outcome: &'static str,
+    receipt_id: Option<String>,
+    pending_id: Option<String>,
+    error: Option<(String, Value)>,
+}
+
+impl Outcome {
+    fn new(outcome: &'static str) -> Self {
+        Outcome {
+            outcome,
+            receipt_id: None,
+            pending_id: None,
+            error: None,
+        }
+    }
+    fn receipt(self, id: U256) -> Self {
+        Outcome {
+            receipt_id: Some(id.to_string()),
+            ..self
+        }
+    }
+    fn pending(self, id: U256) -> Self {
+        Outcome {
+            pending_id: Some(id.to_string()),
+            ..self
+        }
+    }
+    fn error(self, error: (String, Value)) -> Self {
+        Outcome {
+            error: Some(error),
+            ..self
+        }
+    }
+}
+
+/// Announces and records a payment's outcome.
+async fn record_payment(core: &Core, mut p: PaymentRow, o: Outcome) -> Result<(), OutcomeError> {
+    let error = o.error.map(|(code, details)| (code, details.to_string()));
+    p.outcome = Some(o.outcome.to_owned());
+    p.receipt_id = o.receipt_id.clone().or(p.receipt_id);
+    p.pending_id = o.pending_id.clone().or(p.pending_id);
+    p.error_code = error.as_ref().map(|e| e.0.clone());
+    p.error_details = error.as_ref().map(|e| e.1.clone());
+    if let Some(host) = core.store.session_host(&p.session_id).await? {
+        let state = format!("{}:{}", o.outcome, p.error_code.as_deref().unwrap_or(""));
+        let view = serde_json::to_value(PaymentView::of(p.clone())).unwrap_or(Value::Null);
+        webhooks::emit(core, &host, "payment.updated", &p.id, &state, view).await?;
+    }
+    core.store
+        .set_payment_outcome(
+            &p.id,
+            o.outcome,
+            o.receipt_id.as_deref(),
+            o.pending_id.as_deref(),
+            error.as_ref().map(|(c, d)| (c.as_str(), d.as_str())),
+        )
+        .await?;
+    tracing::info!(payment = %p.id, outcome = o.outcome, "payment settled");
+    Ok(())
+}
+
+/// Revocations and closes the relayer sent: announced once mined (with the refund of a close).
+async fn session_ends(core: &Core, which: SessionTx) -> Result<usize, OutcomeError> {
+    let ended = core.store.unsettled_session_transactions(which).await?;
+    for (id, host, tx_id) in &ended {
+        let tx = transaction(core, *tx_id).await?;
+        let event = match which {
+            SessionTx::Close => "session.closed",
+            _ => "session.revoked",
+        };
+        let data = match mined(core, &tx).await? {
+            Mined::Succeeded(receipt) => {
+                let closed = receipt.events::<ISessionWallet::SessionClosed>(core.contracts.wallet);
+                match closed.first() {
+                    Some(c) => json!({
+                        "sessionId": id,
+                        "spent": c.spent.to_string(),
+                        "refund": c.refund.to_string(),
+                        "transactionHash": receipt.transaction_hash,
+                    }),
+                    None => json!({ "sessionId": id, "transactionHash": receipt.transaction_hash }),
+                }
+            }
+            // Someone else revoked or closed it first, or the chain refused: not announced as
+            // done by the relayer; the session's state says what it is.
+            Mined::Reverted(e) | Mined::Failed(e) => {
+                tracing::warn!(session = %id, error = %e.0, "{event} transaction did not land");
+                core.store.settle_session_transaction(id, which).await?;
+                continue;
+            }
+        };
+        webhooks::emit(core, host, event, id, "done", data).await?;
+        core.store.settle_session_transaction(id, which).await?;
+    }
+    Ok(ended.len())
+}
+
+async fn provenance(core: &Core) -> Result<usize, OutcomeError> {
+    let unsettled = core.store.unsettled_provenance(256).await?;
+    for p in &unsettled {
         let tx = transaction(core, p.transaction_id).await?;
         let (outcome, record_id, error) = match mined(core, &tx).await? {
             Mined::Succeeded(receipt) => {
@@ -140,6 +250,16 @@ pub async fn settle(core: &Core) -> Result<usize, OutcomeError> {
             Mined::Reverted(error) | Mined::Failed(error) => ("reverted", None, Some(error)),
         };
         let error = error.map(|(code, details)| (code, details.to_string()));
+        if let Some(host) = core.store.session_host(&p.session_id).await? {
+            let data = json!({
+                "id": p.id,
+                "sessionId": p.session_id,
+                "status": if outcome == "recorded" { "recorded" } else { "failed" },
+                "recordId": record_id,
+                "error": error.as_ref().map(|e| e.0.clone()),
+            });
+            webhooks::emit(core, &host, "provenance.updated", &p.id, outcome, data).await?;
+        }
         core.store
             .set_provenance_outcome(
                 &p.id,
@@ -148,9 +268,8 @@ pub async fn settle(core: &Core) -> Result<usize, OutcomeError> {
                 error.as_ref().map(|(c, d)| (c.as_str(), d.as_str())),
             )
             .await?;
-        n += 1;
     }
-    Ok(n)
+    Ok(unsettled.len())
 }
 
 fn no_event() -> (String, Value) {

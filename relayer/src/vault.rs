@@ -35,11 +35,11 @@ pub enum VaultError {
         /// Why.
         reason: String,
     },
-    /// A sealed key does not open under this master key (another key sealed it, or it was
+    /// A sealed secret does not open under this master key (another key sealed it, or it was
     /// tampered with).
-    #[error("session key {address} does not open under master key {master_key_id}")]
+    #[error("the secret of {address} does not open under master key {master_key_id}")]
     Sealed {
-        /// The session key's address.
+        /// What it belongs to (a session key's address, a webhook endpoint's id).
         address: String,
         /// The master key tried.
         master_key_id: String,
@@ -102,8 +102,9 @@ impl MasterKey {
         XChaCha20Poly1305::new(&self.0.into())
     }
 
-    /// Seals `secret` for `address`: `hex(nonce ‖ ciphertext ‖ tag)`.
-    fn seal(&self, address: &str, secret: &[u8; 32]) -> String {
+    /// Seals `secret` for `aad` (what it belongs to: a key's address, an endpoint's id):
+    /// `hex(nonce ‖ ciphertext ‖ tag)`.
+    pub(crate) fn seal(&self, aad: &str, secret: &[u8; 32]) -> String {
         let nonce: [u8; 24] = random_bytes();
         let sealed = self
             .cipher()
@@ -111,7 +112,7 @@ impl MasterKey {
                 XNonce::from_slice(&nonce),
                 Payload {
                     msg: secret,
-                    aad: address.as_bytes(),
+                    aad: aad.as_bytes(),
                 },
             )
             .expect("sealing 32 bytes cannot fail");
@@ -119,11 +120,16 @@ impl MasterKey {
     }
 
     fn open(&self, row: &SealedKeyRow) -> Result<[u8; 32], VaultError> {
+        self.open_sealed(&row.address, &row.sealed)
+    }
+
+    /// Opens what [`MasterKey::seal`] sealed for `aad`.
+    pub(crate) fn open_sealed(&self, aad: &str, sealed: &str) -> Result<[u8; 32], VaultError> {
         let refused = || VaultError::Sealed {
-            address: row.address.clone(),
+            address: aad.to_owned(),
             master_key_id: self.id(),
         };
-        let bytes = alloy_primitives::hex::decode(&row.sealed).map_err(|_| refused())?;
+        let bytes = alloy_primitives::hex::decode(sealed).map_err(|_| refused())?;
         if bytes.len() < 24 {
             return Err(refused());
         }
@@ -134,7 +140,7 @@ impl MasterKey {
                 XNonce::from_slice(nonce),
                 Payload {
                     msg: sealed,
-                    aad: row.address.as_bytes(),
+                    aad: aad.as_bytes(),
                 },
             )
             .map_err(|_| refused())?;
@@ -189,16 +195,19 @@ pub async fn session_key(
     })
 }
 
-/// Re-seals every session key under `new` (each must open under `old`); all or nothing.
+/// Re-seals every session key and webhook secret under `new` (each must open under `old`); all
+/// or nothing.
 pub async fn rotate(store: &Store, old: &MasterKey, new: &MasterKey) -> Result<usize, VaultError> {
     let mut failure = None;
     let result = store
-        .reseal_session_keys(|row| match old.open(row) {
-            Ok(secret) => Ok((new.seal(&row.address, &secret), new.id())),
-            Err(e) => {
-                let note = e.to_string();
-                failure = Some(e);
-                Err(StoreError::Corrupt(note))
+        .reseal_all(&new.id(), |aad, sealed| {
+            match old.open_sealed(aad, sealed) {
+                Ok(secret) => Ok(new.seal(aad, &secret)),
+                Err(e) => {
+                    let note = e.to_string();
+                    failure = Some(e);
+                    Err(StoreError::Corrupt(note))
+                }
             }
         })
         .await;

@@ -31,6 +31,9 @@ CREATE TABLE sessions (
     last_heartbeat_at      BIGINT,
     revoke_transaction     BIGINT REFERENCES transactions (id),
     close_transaction      BIGINT REFERENCES transactions (id),
+    -- Whether the revocation's / close's outcome was read (and announced to webhooks).
+    revoke_settled         BIGINT NOT NULL DEFAULT 0,
+    close_settled          BIGINT NOT NULL DEFAULT 0,
     created_at             BIGINT NOT NULL
 );
 

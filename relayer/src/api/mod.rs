@@ -2,6 +2,7 @@
 //!
 //! * [`sessions`] — hosts' session routes and sandboxes' heartbeats.
 //! * [`payments`] — sandboxes' payments and provenance.
+//! * [`webhooks`] — hosts' outbound webhook endpoints and deliveries.
 //! * [`idempotency`] — `Idempotency-Key` on every POST.
 //! * [`extract`] — who is calling (a host key or a capability token) and JSON bodies with the
 //!   API's own errors.
@@ -10,6 +11,7 @@ mod extract;
 mod idempotency;
 mod payments;
 mod sessions;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -53,6 +55,13 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/payments/{id}", get(payments::get))
         .route("/v1/provenance", post(payments::record_provenance))
         .route("/v1/provenance/{id}", get(payments::get_provenance))
+        .route("/v1/webhooks", post(webhooks::create).get(webhooks::list))
+        .route("/v1/webhooks/{id}", axum::routing::delete(webhooks::delete))
+        .route("/v1/webhooks/{id}/deliveries", get(webhooks::deliveries))
+        .route(
+            "/v1/webhooks/{id}/deliveries/{message_id}/replay",
+            post(webhooks::replay),
+        )
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             idempotency::layer,

@@ -57,30 +57,46 @@ impl Store {
         row.as_ref().map(sealed_row).transpose()
     }
 
-    /// Re-seals every key: `reseal` gets each row and returns its new sealing (and master key
-    /// id); all rows change in one database transaction, or none does.
-    pub async fn reseal_session_keys(
+    /// Re-seals every sealed secret (session keys and webhook secrets): `reseal` gets each
+    /// one's associated data (the key's address, the endpoint's id) and sealed text and returns
+    /// its new sealing, stored with `master_key_id`; all rows change in one database
+    /// transaction, or none does. Returns how many were re-sealed.
+    pub async fn reseal_all(
         &self,
-        mut reseal: impl FnMut(&SealedKeyRow) -> Result<(String, String), StoreError>,
+        master_key_id: &str,
+        mut reseal: impl FnMut(&str, &str) -> Result<String, StoreError>,
     ) -> Result<usize, StoreError> {
         let mut tx = self.pool.begin().await?;
-        let rows = sqlx::query("SELECT address, host_id, sealed, master_key_id FROM session_keys")
-            .fetch_all(&mut *tx)
-            .await?;
-        let rows: Vec<SealedKeyRow> = rows.iter().map(sealed_row).collect::<Result<_, _>>()?;
-        for row in &rows {
-            let (sealed, master_key_id) = reseal(row)?;
+        let keys: Vec<(String, String)> =
+            sqlx::query_as("SELECT address, sealed FROM session_keys")
+                .fetch_all(&mut *tx)
+                .await?;
+        for (address, sealed) in &keys {
             sqlx::query(
                 "UPDATE session_keys SET sealed = $1, master_key_id = $2 WHERE address = $3",
             )
-            .bind(sealed)
+            .bind(reseal(address, sealed)?)
             .bind(master_key_id)
-            .bind(&row.address)
+            .bind(address)
+            .execute(&mut *tx)
+            .await?;
+        }
+        let secrets: Vec<(String, String)> =
+            sqlx::query_as("SELECT id, sealed_secret FROM webhook_endpoints")
+                .fetch_all(&mut *tx)
+                .await?;
+        for (id, sealed) in &secrets {
+            sqlx::query(
+                "UPDATE webhook_endpoints SET sealed_secret = $1, master_key_id = $2 WHERE id = $3",
+            )
+            .bind(reseal(id, sealed)?)
+            .bind(master_key_id)
+            .bind(id)
             .execute(&mut *tx)
             .await?;
         }
         tx.commit().await?;
-        Ok(rows.len())
+        Ok(keys.len() + secrets.len())
     }
 }
 

@@ -8,6 +8,7 @@ mod hosts;
 mod idempotency;
 mod keys;
 mod sessions;
+mod webhooks;
 
 use std::str::FromStr;
 
@@ -19,6 +20,7 @@ pub use hosts::HostKeyRow;
 pub use idempotency::Claim;
 pub use keys::SealedKeyRow;
 pub use sessions::{NewPayment, NewSession, PaymentRow, ProvenanceRow, SessionRow, SessionTx};
+pub use webhooks::{DeliveryRow, EndpointRow};
 
 /// A database transaction: what several writes that must land together share.
 pub type DbTx = sqlx::Transaction<'static, sqlx::Any>;

@@ -399,19 +399,72 @@ impl Store {
         Ok(n == 1)
     }
 
-    /// Sessions being opened whose open transaction is mined or failed: `(id, transaction
-    /// status, receipt status)`.
-    pub async fn opened_sessions(&self) -> Result<Vec<(String, String, Option<i64>)>, StoreError> {
+    /// Sessions being opened whose open transaction is mined or failed: `(id, host id,
+    /// transaction status, receipt status)`.
+    pub async fn opened_sessions(
+        &self,
+    ) -> Result<Vec<(String, String, String, Option<i64>)>, StoreError> {
         let rows = sqlx::query(
-            "SELECT s.id, t.status, t.receipt_status FROM sessions s \
+            "SELECT s.id, s.host_id, t.status, t.receipt_status FROM sessions s \
              JOIN transactions t ON t.id = s.open_transaction \
              WHERE s.status = 'opening' AND t.status IN ('mined', 'confirmed', 'failed')",
         )
         .fetch_all(&self.pool)
         .await?;
         rows.iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?)))
+            .collect()
+    }
+
+    /// Sessions whose revocation (or close) the relayer sent, is mined or failed, and was not
+    /// read yet: `(id, host id, transaction id)`.
+    pub async fn unsettled_session_transactions(
+        &self,
+        which: SessionTx,
+    ) -> Result<Vec<(String, String, i64)>, StoreError> {
+        let (column, settled) = match which {
+            SessionTx::Revoke => ("revoke_transaction", "revoke_settled"),
+            SessionTx::Close => ("close_transaction", "close_settled"),
+            SessionTx::Lease => return Ok(Vec::new()),
+        };
+        let rows = sqlx::query(&format!(
+            "SELECT s.id, s.host_id, s.{column} FROM sessions s \
+             JOIN transactions t ON t.id = s.{column} \
+             WHERE s.{settled} = 0 AND t.status IN ('mined', 'confirmed', 'failed')"
+        ))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
             .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
             .collect()
+    }
+
+    /// Marks a session's revocation (or close) as read.
+    pub async fn settle_session_transaction(
+        &self,
+        id: &str,
+        which: SessionTx,
+    ) -> Result<(), StoreError> {
+        let settled = match which {
+            SessionTx::Revoke => "revoke_settled",
+            SessionTx::Close => "close_settled",
+            SessionTx::Lease => return Ok(()),
+        };
+        sqlx::query(&format!("UPDATE sessions SET {settled} = 1 WHERE id = $1"))
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// The host of session `id`.
+    pub async fn session_host(&self, id: &str) -> Result<Option<String>, StoreError> {
+        Ok(
+            sqlx::query_scalar("SELECT host_id FROM sessions WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?,
+        )
     }
 
     /// Sets a session's status.

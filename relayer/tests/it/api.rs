@@ -30,7 +30,7 @@ async fn relayer(db: &Db, client: &Client) -> Relayer {
 }
 
 async fn get(url: &str, bearer: Option<&str>) -> (u16, String) {
-    let mut req = reqwest::Client::new().get(url);
+    let mut req = reqwest12::Client::new().get(url);
     if let Some(key) = bearer {
         req = req.bearer_auth(key);
     }

@@ -11,12 +11,13 @@ use bursar_bindings::counterparty::ICounterpartyRegistry;
 use bursar_bindings::token::ITestToken;
 use bursar_client::Sender;
 use bursar_deploy::{Contract, DeploymentRecord};
-use bursar_relayer::hosts;
 use bursar_relayer::submission::EngineConfig;
 use bursar_relayer::vault::MasterKey;
+use bursar_relayer::{hosts, webhooks};
 use bursar_relayer::{start, Config, Contracts, Relayer, Settings};
 use serde_json::{json, Value};
 
+use super::receiver::Receiver;
 use super::*;
 
 /// One tUSD in base units (6 decimals).
@@ -30,7 +31,7 @@ struct System {
     client: Arc<Client>,
     record: DeploymentRecord,
     relayer: Relayer,
-    http: reqwest::Client,
+    http: reqwest12::Client,
     base: String,
     /// The host's API key.
     host: String,
@@ -41,6 +42,11 @@ struct System {
     vendor_b: Address,
     vendor_c: Address,
     list_id: U256,
+    /// The host's webhook receiver and its endpoint's id.
+    store: bursar_relayer::store::Store,
+    receiver: Receiver,
+    receiver_secret: String,
+    endpoint: String,
 }
 
 fn address_of(record: &DeploymentRecord, c: Contract) -> Address {
@@ -110,28 +116,52 @@ async fn system(db: Db) -> System {
         settings: Settings {
             // The tests move the chain's clock forward; intents must outlive that.
             intent_ttl: Duration::from_secs(86_400),
+            webhook_attempts: 3,
+            webhook_backoff: Duration::from_millis(10),
             ..Settings::default()
         },
     })
     .await
     .unwrap();
     let store = db.store().await;
-    let host = hosts::create(&store, "e2b-prod", "sessions,payments,provenance,read")
-        .await
-        .unwrap()
-        .key;
+    let host = hosts::create(
+        &store,
+        "e2b-prod",
+        "sessions,payments,provenance,read,webhooks",
+    )
+    .await
+    .unwrap()
+    .key;
     let stranger = hosts::create(&store, "daytona-prod", "sessions,payments,provenance,read")
         .await
         .unwrap()
         .key;
+    let receiver = Receiver::start().await;
+    let base = format!("http://{}", relayer.addr);
+    let created: Value = reqwest12::Client::new()
+        .post(format!("{base}/v1/webhooks"))
+        .bearer_auth(&host)
+        .json(&json!({ "url": receiver.url }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let receiver_secret = created["secret"].as_str().unwrap().to_owned();
+    receiver.set_secret(&receiver_secret);
     System {
-        base: format!("http://{}", relayer.addr),
+        store,
+        receiver,
+        receiver_secret,
+        endpoint: created["id"].as_str().unwrap().to_owned(),
+        base,
         _devnet: devnet,
         _db: db,
         client,
         record,
         relayer,
-        http: reqwest::Client::new(),
+        http: reqwest12::Client::new(),
         host,
         stranger,
         owner,
@@ -156,7 +186,7 @@ fn wallet_sign(key: &Key, typed: &Value) -> String {
 impl System {
     async fn call(
         &self,
-        method: reqwest::Method,
+        method: reqwest12::Method,
         path: &str,
         bearer: &str,
         body: Option<Value>,
@@ -182,14 +212,14 @@ impl System {
 
     async fn post(&self, path: &str, bearer: &str, body: Value) -> (u16, Value) {
         let (status, body, _) = self
-            .call(reqwest::Method::POST, path, bearer, Some(body), None)
+            .call(reqwest12::Method::POST, path, bearer, Some(body), None)
             .await;
         (status, body)
     }
 
     async fn get(&self, path: &str, bearer: &str) -> (u16, Value) {
         let (status, body, _) = self
-            .call(reqwest::Method::GET, path, bearer, None, None)
+            .call(reqwest12::Method::GET, path, bearer, None, None)
             .await;
         (status, body)
     }
@@ -320,6 +350,7 @@ fn code(body: &Value) -> &str {
 
 async fn the_whole_flow(db: Db) {
     let s = system(db).await;
+    s.receiver.fail_first(true);
     let owner_eth = s.client.balance(s.owner.address()).await.unwrap();
 
     // A signature from someone else is refused before anything is sent.
@@ -532,6 +563,69 @@ async fn the_whole_flow(db: Db) {
     s.session_when(&id, |v| v["chain"]["status"] == "closed")
         .await;
     assert_eq!(s.token_balance(s.owner.address()).await, usd(60));
+
+    // The host heard about all of it, each message verified, after a refused first attempt.
+    s.receiver
+        .until(|got| got.iter().any(|(_, p)| p["type"] == "session.closed"))
+        .await;
+    let got = s.receiver.accepted();
+    for (a, _) in &got {
+        assert_eq!(s.receiver.attempts(&a.id), 2, "{a:?}");
+    }
+    let of_type = |t: &str| got.iter().filter(|(_, p)| p["type"] == t).count();
+    assert_eq!(of_type("session.opened"), 1);
+    assert_eq!(of_type("session.revoked"), 1);
+    assert_eq!(of_type("provenance.updated"), 1);
+    // 10 confirmed, 25 pending then rejected, 15 and 15 confirmed.
+    assert_eq!(of_type("payment.updated"), 5, "{got:#?}");
+    let closed = &got
+        .iter()
+        .find(|(_, p)| p["type"] == "session.closed")
+        .unwrap()
+        .1;
+    assert_eq!(closed["data"]["refund"], usd(60).to_string());
+    let rejected = got
+        .iter()
+        .find(|(_, p)| p["data"]["status"] == "rejected")
+        .expect("the rejection was announced");
+    assert_eq!(rejected.1["data"]["id"], pending["id"]);
+    let delivered = format!("/v1/webhooks/{}/deliveries?status=delivered", s.endpoint);
+    let (_, listed) = s.get(&delivered, &s.host).await;
+    assert_eq!(
+        listed["deliveries"].as_array().unwrap().len(),
+        got.len(),
+        "{listed}"
+    );
+    // What a receiver must refuse: a tampered body, another id, a stale timestamp.
+    let (a, _) = &got[0];
+    let now = a.timestamp.parse::<i64>().unwrap();
+    let verify = |id: &str, body: &[u8], now: i64| {
+        let tolerance = Duration::from_secs(300);
+        webhooks::verify(
+            &s.receiver_secret,
+            id,
+            &a.timestamp,
+            &a.signature,
+            body,
+            now,
+            tolerance,
+        )
+    };
+    assert_eq!(verify(&a.id, &a.body, now), Ok(()));
+    let mut tampered = a.body.clone();
+    tampered[1] ^= 1;
+    assert_eq!(
+        verify(&a.id, &tampered, now),
+        Err(webhooks::VerifyError::Mismatch)
+    );
+    assert_eq!(
+        verify("msg_other", &a.body, now),
+        Err(webhooks::VerifyError::Mismatch)
+    );
+    assert_eq!(
+        verify(&a.id, &a.body, now + 301),
+        Err(webhooks::VerifyError::Stale)
+    );
     s.relayer.shutdown().await;
 }
 
@@ -546,7 +640,7 @@ async fn idempotent_and_hostile_requests(db: Db) {
         let token = token.clone();
         async move {
             s.call(
-                reqwest::Method::POST,
+                reqwest12::Method::POST,
                 "/v1/payments",
                 &token,
                 Some(body),
@@ -769,6 +863,55 @@ async fn sandbox_keys_and_owner_opened_sessions(db: Db) {
     s.relayer.shutdown().await;
 }
 
+async fn webhooks_are_dead_lettered_and_replayed(db: Db) {
+    let s = system(db).await;
+    s.receiver.fail_all(true);
+    let (id, _) = s.open_session(json!({})).await;
+    let deliveries = format!("/v1/webhooks/{}/deliveries", s.endpoint);
+    let dead = format!("{deliveries}?status=dead");
+    s.when(|| async {
+        let (_, d) = s.get(&dead, &s.host).await;
+        d["deliveries"].as_array().is_some_and(|d| !d.is_empty())
+    })
+    .await;
+    let (_, d) = s.get(&dead, &s.host).await;
+    let letter = &d["deliveries"][0];
+    assert_eq!(letter["eventType"], "session.opened");
+    assert_eq!(letter["attempts"], 3);
+    assert_eq!(letter["lastStatus"], 500);
+    let message = letter["messageId"].as_str().unwrap().to_owned();
+    assert_eq!(s.receiver.attempts(&message), 3);
+    assert!(s.receiver.accepted().is_empty());
+
+    // Another host can neither see nor replay it.
+    let stranger = hosts::create(&s.store, "modal-prod", "webhooks")
+        .await
+        .unwrap()
+        .key;
+    assert_eq!(s.get(&deliveries, &stranger).await.0, 404);
+    let replay = format!("{deliveries}/{message}/replay");
+    assert_eq!(s.post(&replay, &stranger, json!({})).await.0, 404);
+    s.receiver.fail_all(false);
+    let (status, _) = s.post(&replay, &s.host, json!({})).await;
+    assert_eq!(status, 202);
+    s.receiver
+        .until(|got| got.iter().any(|(a, _)| a.id == message))
+        .await;
+    assert_eq!(s.receiver.accepted()[0].1["data"]["sessionId"], json!(id));
+    let unknown = format!("{deliveries}/msg_nope/replay");
+    assert_eq!(s.post(&unknown, &s.host, json!({})).await.0, 404);
+
+    // A deleted endpoint is gone from the list.
+    let endpoint = format!("/v1/webhooks/{}", s.endpoint);
+    let (status, _, _) = s
+        .call(reqwest12::Method::DELETE, &endpoint, &s.host, None, None)
+        .await;
+    assert_eq!(status, 204);
+    let (_, listed) = s.get("/v1/webhooks", &s.host).await;
+    assert_eq!(listed["webhooks"], json!([]));
+    s.relayer.shutdown().await;
+}
+
 macro_rules! on_both_databases {
     ($($name:ident),* $(,)?) => {
         mod sqlite_db {
@@ -794,4 +937,5 @@ on_both_databases!(
     the_whole_flow,
     idempotent_and_hostile_requests,
     sandbox_keys_and_owner_opened_sessions,
+    webhooks_are_dead_lettered_and_replayed,
 );

@@ -4,6 +4,7 @@
 mod api;
 mod engine;
 mod flow;
+mod receiver;
 mod vault;
 
 use std::sync::Arc;
