@@ -49,6 +49,10 @@ pub enum ApiError {
         /// What conflicts.
         message: String,
     },
+    /// The credential sent more requests than its rate limit allows; retry after
+    /// `Retry-After` seconds.
+    #[error("rate limit exceeded; retry later")]
+    RateLimited,
     /// The request body is larger than the API accepts.
     #[error("request body too large")]
     TooLarge,
@@ -74,6 +78,7 @@ impl ApiError {
             ApiError::Contract(_) => "contract_error",
             ApiError::Conflict { code, .. } => code,
             ApiError::TooLarge => "body_too_large",
+            ApiError::RateLimited => "rate_limited",
             ApiError::Unavailable => "unavailable",
             ApiError::Internal => "internal",
         }
@@ -88,6 +93,7 @@ impl ApiError {
             ApiError::Contract(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }

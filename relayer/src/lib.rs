@@ -96,6 +96,8 @@ pub struct Settings {
     /// The wait after a failed webhook attempt, doubled with each further failure (at most
     /// an hour).
     pub webhook_backoff: Duration,
+    /// Requests per second per credential (bursts of twice that); `None`: no limit.
+    pub rate_limit: Option<f64>,
 }
 
 impl Default for Settings {
@@ -106,6 +108,7 @@ impl Default for Settings {
             prepare_ttl: Duration::from_secs(3_600),
             webhook_attempts: 8,
             webhook_backoff: Duration::from_secs(5),
+            rate_limit: Some(1_000.0),
         }
     }
 }
@@ -133,6 +136,8 @@ pub struct Core {
     /// payments queued before it).
     pub session_locks:
         std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Requests per credential.
+    pub limiter: api::Limiter,
     /// Wakes the webhook deliverer (a new message, a replay).
     pub webhooks_due: tokio::sync::Notify,
     /// Gas limits measured per session on its first payment (later ones cost no more).
@@ -253,6 +258,7 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
         settled: tokio::sync::watch::channel(0).0,
         session_locks: Default::default(),
         webhooks_due: Default::default(),
+        limiter: Default::default(),
         pay_gas: Default::default(),
     });
     let (stop, stopped) = tokio::sync::watch::channel(false);

@@ -4,12 +4,14 @@
 //! * [`payments`] — sandboxes' payments and provenance.
 //! * [`webhooks`] — hosts' outbound webhook endpoints and deliveries.
 //! * [`idempotency`] — `Idempotency-Key` on every POST.
+//! * [`ratelimit`] — requests per second per credential.
 //! * [`extract`] — who is calling (a host key or a capability token) and JSON bodies with the
 //!   API's own errors.
 
 mod extract;
 mod idempotency;
 mod payments;
+mod ratelimit;
 mod sessions;
 mod webhooks;
 
@@ -23,6 +25,7 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 pub use extract::{Body, Caller, Sandbox};
+pub use ratelimit::Limiter;
 
 use crate::error::ApiError;
 use crate::hosts::Host;
@@ -66,6 +69,10 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             idempotency::layer,
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            ratelimit::layer,
+        ))
         .with_state(state)
 }
 
@@ -86,7 +93,7 @@ async fn health(State(s): State<AppState>) -> impl IntoResponse {
 
 /// `GET /metrics`: Prometheus text.
 async fn metrics(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    let text = crate::metrics::render(&s.store).await?;
+    let text = crate::metrics::render(&s).await?;
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text))
 }
 

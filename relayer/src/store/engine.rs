@@ -93,6 +93,8 @@ pub struct TxRow {
     pub status: TxStatus,
     /// When the engine looks at it next (unix ms).
     pub next_check_at: i64,
+    /// When it was stored (unix ms).
+    pub created_at: i64,
     /// When the node first accepted it (unix ms).
     pub submitted_at: Option<i64>,
     /// The attempt that was mined.
@@ -123,7 +125,7 @@ pub struct AttemptRow {
 }
 
 const TX_COLUMNS: &str = "id, signer, nonce, to_address, data, value, gas_limit, status, \
-    next_check_at, submitted_at, mined_hash, block_number, block_hash, receipt_status, last_error";
+    next_check_at, created_at, submitted_at, mined_hash, block_number, block_hash, receipt_status, last_error";
 
 fn tx_row(r: &sqlx::any::AnyRow) -> Result<TxRow, StoreError> {
     Ok(TxRow {
@@ -136,6 +138,7 @@ fn tx_row(r: &sqlx::any::AnyRow) -> Result<TxRow, StoreError> {
         gas_limit: r.try_get("gas_limit")?,
         status: TxStatus::parse(r.try_get::<String, _>("status")?.as_str())?,
         next_check_at: r.try_get("next_check_at")?,
+        created_at: r.try_get("created_at")?,
         submitted_at: r.try_get("submitted_at")?,
         mined_hash: r.try_get("mined_hash")?,
         block_number: r.try_get("block_number")?,

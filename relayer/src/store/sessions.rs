@@ -116,7 +116,7 @@ pub struct NewPayment<'a> {
 }
 
 /// A payment with its transaction's progress.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct PaymentRow {
     /// `pay_…`.
     pub id: String,
@@ -613,6 +613,29 @@ impl Store {
                     r.try_get::<i64, _>(2)? != 0,
                     r.try_get(3)?,
                 ))
+            })
+            .collect()
+    }
+
+    /// How many payments are in each combination of what decides their status (a row with
+    /// only those fields filled, and the count).
+    pub async fn payment_status_counts(&self) -> Result<Vec<(PaymentRow, i64)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT p.outcome, t.status, p.error_code, COUNT(*) FROM payments p \
+             JOIN transactions t ON t.id = p.transaction_id \
+             GROUP BY p.outcome, t.status, p.error_code",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let row = PaymentRow {
+                    outcome: r.try_get(0)?,
+                    tx_status: r.try_get(1)?,
+                    error_code: r.try_get(2)?,
+                    ..PaymentRow::default()
+                };
+                Ok((row, r.try_get(3)?))
             })
             .collect()
     }

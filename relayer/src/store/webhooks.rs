@@ -244,6 +244,15 @@ impl Store {
         Ok(())
     }
 
+    /// How many deliveries are in each status.
+    pub async fn delivery_counts(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        Ok(
+            sqlx::query_as("SELECT status, COUNT(*) FROM webhook_deliveries GROUP BY status")
+                .fetch_all(&self.pool)
+                .await?,
+        )
+    }
+
     /// Sends a delivery again from its first attempt; `false` when there is none.
     pub async fn replay_delivery(
         &self,

@@ -83,6 +83,8 @@ pub struct Engine {
     wake: tokio::sync::Notify,
     /// Bumped after each pass that looked at transactions.
     changes: tokio::sync::watch::Sender<u64>,
+    /// Latencies and errors, for `/metrics`.
+    metrics: crate::metrics::EngineMetrics,
 }
 
 /// A call for the engine to send.
@@ -126,6 +128,7 @@ impl Engine {
             fees: Default::default(),
             wake: Default::default(),
             changes: tokio::sync::watch::channel(0).0,
+            metrics: Default::default(),
         })
     }
 
@@ -208,6 +211,11 @@ impl Engine {
         self.changes.subscribe()
     }
 
+    /// What the engine measured.
+    pub fn metrics(&self) -> &crate::metrics::EngineMetrics {
+        &self.metrics
+    }
+
     /// The relayer's signers.
     pub fn signers(&self) -> Vec<Address> {
         let mut all: Vec<Address> = self.signers.keys().copied().collect();
@@ -250,6 +258,9 @@ impl Engine {
                     return Err(e);
                 };
                 tracing::warn!(id = row.id, error = %e, "node error; retrying later");
+                self.metrics
+                    .rpc_errors
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 held.insert(row.signer.clone());
                 let backoff = backoff(
                     self.poll_ms(),
@@ -290,6 +301,9 @@ impl Engine {
         match self.send_raw(&newest.raw).await? {
             Sent::Accepted => {
                 let now = now_ms();
+                self.metrics
+                    .submit_latency
+                    .observe((now - row.created_at) as f64 / 1000.0);
                 self.store
                     .mark_submitted(row.id, now, now + self.poll_ms())
                     .await?;
@@ -316,6 +330,9 @@ impl Engine {
         for a in &attempts {
             let hash: B256 = a.hash.parse().map_err(|_| corrupt(row, "attempt hash"))?;
             if let Some(r) = self.client.receipt(hash).await? {
+                self.metrics
+                    .mine_latency
+                    .observe((now_ms() - row.created_at) as f64 / 1000.0);
                 let next = now_ms() + self.poll_ms();
                 self.store
                     .mark_mined(

@@ -10,6 +10,10 @@ use serde_json::Value;
 use super::*;
 
 async fn relayer(db: &Db, client: &Client) -> Relayer {
+    relayer_with(db, client, Settings::default()).await
+}
+
+async fn relayer_with(db: &Db, client: &Client, settings: Settings) -> Relayer {
     start(Config {
         rpc: client.url().to_string(),
         db: db.url(),
@@ -23,7 +27,7 @@ async fn relayer(db: &Db, client: &Client) -> Relayer {
             receipts: Address::ZERO,
         },
         master_key: MasterKey::from_hex(&"42".repeat(32), "test").unwrap(),
-        settings: Settings::default(),
+        settings,
     })
     .await
     .unwrap()
@@ -95,7 +99,48 @@ async fn host_keys_are_checked_scoped_and_revocable(db: Db) {
     relayer.shutdown().await;
 }
 
+/// Each credential has its own bucket: one key over its limit gets 429 with `Retry-After`, and
+/// another key is not slowed by it.
+async fn rate_limits_are_per_credential(db: Db) {
+    let (_devnet, client) = devnet(true).await;
+    let settings = Settings {
+        rate_limit: Some(5.0),
+        ..Settings::default()
+    };
+    let relayer = relayer_with(&db, &client, settings).await;
+    let store = db.store().await;
+    let busy = hosts::create(&store, "busy", "read").await.unwrap().key;
+    let calm = hosts::create(&store, "calm", "read").await.unwrap().key;
+    let me = format!("http://{}/v1/host", relayer.addr);
+    // A burst of twice the rate passes; the next request does not.
+    for _ in 0..10 {
+        assert_eq!(get(&me, Some(&busy)).await.0, 200);
+    }
+    let r = reqwest12::Client::new()
+        .get(&me)
+        .bearer_auth(&busy)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 429);
+    let wait: u64 = r.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=2).contains(&wait), "{wait}");
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["code"], "rate_limited");
+    assert_eq!(get(&me, Some(&calm)).await.0, 200);
+    relayer.shutdown().await;
+}
+
 mod sqlite_db {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn rate_limits_are_per_credential() {
+        super::rate_limits_are_per_credential(super::sqlite()).await
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn host_keys_are_checked_scoped_and_revocable() {
         super::host_keys_are_checked_scoped_and_revocable(super::sqlite()).await

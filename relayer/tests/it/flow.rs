@@ -596,6 +596,29 @@ async fn the_whole_flow(db: Db) {
         got.len(),
         "{listed}"
     );
+    // The metrics count what happened.
+    let metrics = s
+        .http
+        .get(format!("{}/metrics", s.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "bursar_relayer_payments{status=\"confirmed\"} 3",
+        "bursar_relayer_payments{status=\"rejected\"} 1",
+        "bursar_relayer_webhook_deliveries{status=\"delivered\"} 9",
+        "bursar_relayer_rpc_errors_total 0",
+    ] {
+        assert!(metrics.contains(line), "{line} not in\n{metrics}");
+    }
+    assert!(
+        !metrics.contains("bursar_relayer_submit_latency_seconds_count 0"),
+        "{metrics}"
+    );
+
     // What a receiver must refuse: a tampered body, another id, a stale timestamp.
     let (a, _) = &got[0];
     let now = a.timestamp.parse::<i64>().unwrap();
