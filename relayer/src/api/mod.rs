@@ -3,6 +3,7 @@
 //! * [`sessions`] — hosts' session routes and sandboxes' heartbeats.
 //! * [`payments`] — sandboxes' payments and provenance.
 //! * [`webhooks`] — hosts' outbound webhook endpoints and deliveries.
+//! * [`openapi`] — the OpenAPI document at `/openapi.json`.
 //! * [`idempotency`] — `Idempotency-Key` on every POST.
 //! * [`ratelimit`] — requests per second per credential.
 //! * [`extract`] — who is calling (a host key or a capability token) and JSON bodies with the
@@ -10,6 +11,7 @@
 
 mod extract;
 mod idempotency;
+pub mod openapi;
 mod payments;
 mod ratelimit;
 mod sessions;
@@ -43,6 +45,7 @@ pub fn router(state: AppState) -> Router {
         .route("/health", get(health))
         .route("/metrics", get(metrics))
         .route("/v1/host", get(whoami))
+        .route("/openapi.json", get(|| async { Json(openapi::document()) }))
         .route("/v1/sessions/prepare", post(sessions::prepare))
         .route("/v1/sessions/register", post(sessions::register))
         .route("/v1/sessions", post(sessions::open).get(sessions::list))
