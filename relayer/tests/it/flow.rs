@@ -224,6 +224,11 @@ impl System {
         (status, body)
     }
 
+    async fn session_key_of(&self, id: &str) -> String {
+        let (_, v) = self.get(&format!("/v1/sessions/{id}"), &self.host).await;
+        v["sessionKey"].as_str().unwrap().to_owned()
+    }
+
     async fn chain_now(&self) -> u64 {
         self.client.latest_block().await.unwrap().timestamp.to()
     }
@@ -649,6 +654,22 @@ async fn the_whole_flow(db: Db) {
         verify(&a.id, &a.body, now + 301),
         Err(webhooks::VerifyError::Stale)
     );
+
+    // No secret reached the log (everything, at debug level, from every crate).
+    let logs = captured_logs();
+    assert!(logs.contains(&id), "the log is captured");
+    let key_address = s.session_key_of(&id).await;
+    let sealed = s.store.session_key(&key_address).await.unwrap().unwrap().sealed;
+    let secrets = [
+        ("host API key", s.host.clone()),
+        ("capability token", token.clone()),
+        ("webhook secret", s.receiver_secret.clone()),
+        ("master key", "42".repeat(32)),
+        ("sealed session key", sealed),
+    ];
+    for (what, secret) in secrets {
+        assert!(!logs.contains(&secret), "the {what} is in the log");
+    }
     s.relayer.shutdown().await;
 }
 

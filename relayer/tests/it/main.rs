@@ -13,14 +13,35 @@ use bursar_client::{Client, Key};
 use bursar_devnet::{accounts::dev_accounts, RpcConfig};
 use bursar_relayer::store::Store;
 
-/// Log lines go to the test's output (shown for failing tests; `RUST_LOG` filters them).
+/// Every log line of every test in this binary, at debug level, for the tests that check no
+/// secret is ever logged.
+static LOGS: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
+
+/// The log so far, as text.
+fn captured_logs() -> String {
+    String::from_utf8_lossy(&LOGS.lock().unwrap()).into_owned()
+}
+
+/// Writes a log line to the captured log and to the test's output (shown for failing tests).
+struct Tee;
+
+impl std::io::Write for Tee {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        LOGS.lock().unwrap().extend_from_slice(buf);
+        print!("{}", String::from_utf8_lossy(buf));
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 fn logs() {
     let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "bursar_relayer=debug".into()),
-        )
-        .with_test_writer()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("debug"))
+        .with_ansi(false)
+        .with_writer(|| Tee)
         .try_init();
 }
 
