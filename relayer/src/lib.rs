@@ -98,6 +98,9 @@ pub struct Settings {
     pub webhook_backoff: Duration,
     /// Requests per second per credential (bursts of twice that); `None`: no limit.
     pub rate_limit: Option<f64>,
+    /// A relayer process that has not beaten for this long is taken for dead: a retry takes
+    /// over the idempotency keys of its unanswered requests. It beats four times as often.
+    pub instance_timeout: Duration,
 }
 
 impl Default for Settings {
@@ -109,6 +112,7 @@ impl Default for Settings {
             webhook_attempts: 8,
             webhook_backoff: Duration::from_secs(5),
             rate_limit: Some(1_000.0),
+            instance_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -138,6 +142,8 @@ pub struct Core {
         std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Requests per credential.
     pub limiter: api::Limiter,
+    /// This process's id among the relayer processes sharing the database.
+    pub instance: String,
     /// Wakes the webhook deliverer (a new message, a replay).
     pub webhooks_due: tokio::sync::Notify,
     /// Gas limits measured per session on its first payment (later ones cost no more).
@@ -259,6 +265,10 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
         session_locks: Default::default(),
         webhooks_due: Default::default(),
         limiter: Default::default(),
+        instance: format!(
+            "inst_{}",
+            alloy_primitives::hex::encode(random_bytes::<8>())
+        ),
         pay_gas: Default::default(),
     });
     let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -273,6 +283,29 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
         let stopped = until_stopped(stopped.clone());
         let core = core.clone();
         async move { outcomes::run(&core, stopped).await }
+    });
+    core.store
+        .heartbeat_instance(&core.instance, store::now_ms())
+        .await?;
+    let heartbeat_task = tokio::spawn({
+        let mut stopped = stopped.clone();
+        let core = core.clone();
+        async move {
+            let every = core.settings.instance_timeout / 4;
+            loop {
+                tokio::select! {
+                    _ = stopped.wait_for(|stop| *stop) => return,
+                    _ = tokio::time::sleep(every) => {}
+                }
+                if let Err(e) = core
+                    .store
+                    .heartbeat_instance(&core.instance, store::now_ms())
+                    .await
+                {
+                    tracing::warn!(error = %e, "instance heartbeat failed");
+                }
+            }
+        }
     });
     let webhooks_task = tokio::spawn({
         let stopped = until_stopped(stopped.clone());
@@ -296,6 +329,12 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
         addr,
         core,
         stop,
-        tasks: vec![engine_task, outcomes_task, webhooks_task, api_task],
+        tasks: vec![
+            engine_task,
+            outcomes_task,
+            webhooks_task,
+            heartbeat_task,
+            api_task,
+        ],
     })
 }

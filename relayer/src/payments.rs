@@ -167,7 +167,14 @@ pub async fn pay(
     core: &Core,
     session: &SessionRow,
     body: PayBody,
+    request_key: Option<&str>,
 ) -> Result<PaymentView, ApiError> {
+    // A retry of a request whose process died after storing the payment finds it.
+    if let Some(key) = request_key {
+        if let Some(p) = core.store.payment_by_request_key(key).await? {
+            return Ok(PaymentView::of(p));
+        }
+    }
     if session.status != "open" {
         return Err(not_open(session));
     }
@@ -276,6 +283,7 @@ pub async fn pay(
             deadline: intent.deadline.saturating_to(),
             expect_executed: executes,
             transaction_id: tx_id,
+            request_key,
         },
         now_ms(),
     )

@@ -110,7 +110,14 @@ pub async fn record(
     core: &Core,
     session: &SessionRow,
     req: RecordRequest,
+    request_key: Option<&str>,
 ) -> Result<ProvenanceView, ApiError> {
+    // A retry of a request whose process died after storing the record finds it.
+    if let Some(key) = request_key {
+        if let Some(p) = core.store.provenance_by_request_key(key).await? {
+            return Ok(ProvenanceView::of(p));
+        }
+    }
     if session.status != "open" {
         return Err(not_open(session));
     }
@@ -194,7 +201,16 @@ pub async fn record(
             fees,
         )
         .await?;
-    Store::insert_provenance(&mut db, &record_id, &session.id, &stored, tx_id, now_ms()).await?;
+    Store::insert_provenance(
+        &mut db,
+        &record_id,
+        &session.id,
+        &stored,
+        tx_id,
+        request_key,
+        now_ms(),
+    )
+    .await?;
     db.commit().await.map_err(crate::store::StoreError::from)?;
     core.engine.wake();
     tracing::info!(session = %session.id, record = %record_id, "provenance queued");

@@ -42,6 +42,9 @@ CREATE INDEX sessions_sandbox ON sessions (host_id, provider, sandbox_id);
 
 CREATE TABLE payments (
     id              TEXT PRIMARY KEY,
+    -- SHA-256 of (credential, Idempotency-Key) when the request had one: a retry of a request
+    -- whose process died before answering finds the payment instead of making a second.
+    request_key     TEXT UNIQUE,
     session_id      TEXT NOT NULL REFERENCES sessions (id),
     to_address      TEXT NOT NULL,
     amount          TEXT NOT NULL,
@@ -69,6 +72,7 @@ CREATE INDEX payments_unsettled ON payments (outcome, transaction_id);
 
 CREATE TABLE provenance (
     id              TEXT PRIMARY KEY,
+    request_key     TEXT UNIQUE,
     session_id      TEXT NOT NULL REFERENCES sessions (id),
     -- The record as submitted (JSON, camelCase).
     record          TEXT NOT NULL,
@@ -82,6 +86,13 @@ CREATE TABLE provenance (
 
 CREATE INDEX provenance_session ON provenance (session_id, created_at);
 
+-- Relayer processes, each beating here while it lives: a request claimed by a process that
+-- stopped beating is taken over by a retry.
+CREATE TABLE instances (
+    id            TEXT PRIMARY KEY,
+    heartbeat_at  BIGINT NOT NULL
+);
+
 -- Idempotency-Key: the first response to a (caller, key) is kept and replayed.
 CREATE TABLE idempotency (
     caller        TEXT NOT NULL,
@@ -89,6 +100,8 @@ CREATE TABLE idempotency (
     request_hash  TEXT NOT NULL,
     -- NULL while the first request runs.
     status        BIGINT,
+    -- The relayer process running it (while status is NULL).
+    instance      TEXT NOT NULL,
     response      TEXT,
     created_at    BIGINT NOT NULL,
     PRIMARY KEY (caller, key)

@@ -3,6 +3,11 @@
 //! transaction; the same key with another body gets `409 idempotency_key_reused`. A request
 //! that arrives while the first with its key still runs waits for it. Responses the caller may
 //! cure by retrying (5xx) are not kept.
+//!
+//! A process can die after its payment committed and before its response was kept. So the
+//! handlers that move money or write records get the key ([`RequestKey`]) and store it with
+//! what they create, in the same database transaction: a retry whose claim lapsed finds the
+//! payment rather than making a second one.
 
 use std::time::Duration;
 
@@ -25,6 +30,11 @@ pub(super) const REPLAYED: &str = "idempotent-replayed";
 /// How often, and how many times, a request waits for the first request with its key.
 const WAIT_STEP: Duration = Duration::from_millis(25);
 const WAIT_STEPS: u32 = 1_200;
+
+/// The request's idempotency key, per caller: `hex(SHA-256(credential hash ‖ key))`, for the
+/// handlers that store it with what they create.
+#[derive(Clone, Debug)]
+pub(super) struct RequestKey(pub(super) String);
 
 /// The middleware.
 pub(super) async fn layer(State(s): State<AppState>, req: Request, next: Next) -> Response {
@@ -62,7 +72,14 @@ pub(super) async fn layer(State(s): State<AppState>, req: Request, next: Next) -
     for _ in 0..WAIT_STEPS {
         let claim = match s
             .store
-            .claim_idempotency_key(&caller, &key, &request_hash, now_ms())
+            .claim_idempotency_key(
+                &caller,
+                &key,
+                &request_hash,
+                &s.instance,
+                now_ms(),
+                now_ms() - s.settings.instance_timeout.as_millis() as i64,
+            )
             .await
         {
             Ok(c) => c,

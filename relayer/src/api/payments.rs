@@ -4,10 +4,11 @@ use std::time::Duration;
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::Json;
+use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::idempotency::RequestKey;
 use super::{AppState, Body, Caller, Sandbox};
 use crate::error::ApiError;
 use crate::hosts::Scope;
@@ -19,11 +20,13 @@ use crate::sessions;
 pub(super) async fn pay(
     State(s): State<AppState>,
     Sandbox(session): Sandbox,
+    key: Option<Extension<RequestKey>>,
     Body(req): Body<PayBody>,
 ) -> Result<(StatusCode, Json<PaymentView>), ApiError> {
+    let key = key.as_ref().map(|k| k.0 .0.as_str());
     Ok((
         StatusCode::ACCEPTED,
-        Json(payments::pay(&s, &session, req).await?),
+        Json(payments::pay(&s, &session, req, key).await?),
     ))
 }
 
@@ -83,11 +86,13 @@ pub(super) async fn list(
 pub(super) async fn record_provenance(
     State(s): State<AppState>,
     Sandbox(session): Sandbox,
+    key: Option<Extension<RequestKey>>,
     Body(req): Body<RecordRequest>,
 ) -> Result<(StatusCode, Json<ProvenanceView>), ApiError> {
+    let key = key.as_ref().map(|k| k.0 .0.as_str());
     Ok((
         StatusCode::ACCEPTED,
-        Json(provenance::record(&s, &session, req).await?),
+        Json(provenance::record(&s, &session, req, key).await?),
     ))
 }
 

@@ -113,6 +113,8 @@ pub struct NewPayment<'a> {
     pub expect_executed: bool,
     /// The engine's transaction that carries it.
     pub transaction_id: i64,
+    /// The request's idempotency key, if it had one.
+    pub request_key: Option<&'a str>,
 }
 
 /// A payment with its transaction's progress.
@@ -538,8 +540,8 @@ impl Store {
     ) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO payments (id, session_id, to_address, amount, purpose, intent_nonce, \
-             deadline, expect_executed, transaction_id, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+             deadline, expect_executed, transaction_id, created_at, request_key) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
         )
         .bind(p.id)
         .bind(p.session_id)
@@ -551,9 +553,40 @@ impl Store {
         .bind(i64::from(p.expect_executed))
         .bind(p.transaction_id)
         .bind(now)
+        .bind(p.request_key)
         .execute(&mut **db)
         .await?;
         Ok(())
+    }
+
+    /// The payment a request with idempotency key `request_key` made.
+    pub async fn payment_by_request_key(
+        &self,
+        request_key: &str,
+    ) -> Result<Option<PaymentRow>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {PAYMENT_COLUMNS} FROM payments p JOIN transactions t ON t.id = p.transaction_id \
+             WHERE p.request_key = $1"
+        ))
+        .bind(request_key)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(payment_row).transpose()
+    }
+
+    /// The provenance record a request with idempotency key `request_key` made.
+    pub async fn provenance_by_request_key(
+        &self,
+        request_key: &str,
+    ) -> Result<Option<ProvenanceRow>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {PROVENANCE_COLUMNS} FROM provenance p \
+             JOIN transactions t ON t.id = p.transaction_id WHERE p.request_key = $1"
+        ))
+        .bind(request_key)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(provenance_row).transpose()
     }
 
     /// The payment `id` of session `session_id` (when given).
@@ -740,16 +773,18 @@ impl Store {
         session_id: &str,
         record: &str,
         transaction_id: i64,
+        request_key: Option<&str>,
         now: i64,
     ) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT INTO provenance (id, session_id, record, transaction_id, created_at) \
-             VALUES ($1, $2, $3, $4, $5)",
+            "INSERT INTO provenance (id, session_id, record, transaction_id, request_key, \
+             created_at) VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(id)
         .bind(session_id)
         .bind(record)
         .bind(transaction_id)
+        .bind(request_key)
         .bind(now)
         .execute(&mut **db)
         .await?;

@@ -40,6 +40,9 @@ pub struct EngineConfig {
     /// The longest wait before retrying after RPC errors (the wait doubles from `poll` with
     /// each error in a row).
     pub max_backoff: Duration,
+    /// Whether this process sends transactions. An API-only process (`false`) stores them for
+    /// another process on the same PostgreSQL database to send.
+    pub send: bool,
 }
 
 impl Default for EngineConfig {
@@ -49,6 +52,7 @@ impl Default for EngineConfig {
             poll: Duration::from_millis(500),
             stuck_after: Duration::from_secs(30),
             max_backoff: Duration::from_secs(30),
+            send: true,
         }
     }
 }
@@ -275,9 +279,12 @@ impl Engine {
         Ok(rows.len())
     }
 
-    /// Ticks until `stop` resolves.
+    /// Ticks until `stop` resolves (unless this process does not send).
     pub async fn run(&self, stop: impl std::future::Future<Output = ()>) {
         tokio::pin!(stop);
+        if !self.config.send {
+            return stop.await;
+        }
         loop {
             match self.tick().await {
                 Ok(0) => {}

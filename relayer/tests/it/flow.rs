@@ -659,7 +659,13 @@ async fn the_whole_flow(db: Db) {
     let logs = captured_logs();
     assert!(logs.contains(&id), "the log is captured");
     let key_address = s.session_key_of(&id).await;
-    let sealed = s.store.session_key(&key_address).await.unwrap().unwrap().sealed;
+    let sealed = s
+        .store
+        .session_key(&key_address)
+        .await
+        .unwrap()
+        .unwrap()
+        .sealed;
     let secrets = [
         ("host API key", s.host.clone()),
         ("capability token", token.clone()),

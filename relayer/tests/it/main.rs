@@ -2,6 +2,7 @@
 //! PostgreSQL server (`BURSAR_TEST_POSTGRES_URL`, which `cargo xtask test` and `.ci/run` set).
 
 mod api;
+mod crash;
 mod engine;
 mod flow;
 mod receiver;

@@ -1,0 +1,450 @@
+//! `kill -9` of the relayer process while sandboxes pay: between storing a payment and
+//! broadcasting it, and between broadcasting it and its receipt, round after round. Clients
+//! retry what got no answer with the same `Idempotency-Key`. In the end every payment is on
+//! chain exactly once (one `PaymentExecuted` per intent nonce, one per key).
+//!
+//! The relayer runs in a child process: this test binary itself, running the ignored test
+//! [`relayer_child`] with its configuration in `BURSAR_RELAYER_CHILD`.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use alloy_primitives::{Address, B256, U256};
+use bursar_bindings::token::ITestToken;
+use bursar_bindings::wallet::ISessionWallet;
+use bursar_client::Sender;
+use bursar_deploy::Contract;
+use bursar_relayer::submission::EngineConfig;
+use bursar_relayer::vault::MasterKey;
+use bursar_relayer::{hosts, Config, Contracts, Settings};
+use serde_json::{json, Value};
+
+use super::*;
+
+const CHILD_ENV: &str = "BURSAR_RELAYER_CHILD";
+
+fn config(rpc: &str, db: &str, contracts: &Value, send: bool) -> Config {
+    let address = |k: &str| contracts[k].as_str().unwrap().parse::<Address>().unwrap();
+    Config {
+        rpc: rpc.into(),
+        db: db.into(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        signers: vec![dev_key(9)],
+        engine: EngineConfig {
+            confirmations: 0,
+            poll: Duration::from_millis(20),
+            send,
+            ..EngineConfig::default()
+        },
+        contracts: Contracts {
+            wallet: address("wallet"),
+            gateway: address("gateway"),
+            receipts: address("receipts"),
+        },
+        master_key: MasterKey::from_hex(&"42".repeat(32), "test").unwrap(),
+        settings: Settings {
+            intent_ttl: Duration::from_secs(86_400),
+            rate_limit: None,
+            instance_timeout: Duration::from_millis(400),
+            ..Settings::default()
+        },
+    }
+}
+
+/// The relayer process of [`payments_survive_kill_9`] (does nothing when run by hand).
+#[test]
+#[ignore = "run as a child process by payments_survive_kill_9"]
+fn relayer_child() {
+    let Ok(cfg) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let cfg: Value = serde_json::from_str(&cfg).unwrap();
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let config = config(
+            cfg["rpc"].as_str().unwrap(),
+            cfg["db"].as_str().unwrap(),
+            &cfg["contracts"],
+            cfg["send"].as_bool().unwrap(),
+        );
+        let relayer = bursar_relayer::start(config).await.unwrap();
+        println!("LISTENING {}", relayer.addr);
+        // Until killed.
+        std::future::pending::<()>().await;
+    });
+}
+
+/// A running child relayer.
+struct ChildRelayer {
+    child: Child,
+    base: String,
+}
+
+impl ChildRelayer {
+    /// Starts one and waits (off the runtime's workers, which serve the devnet) until it
+    /// listens.
+    async fn start(cfg: &Value) -> Self {
+        let cfg = cfg.clone();
+        tokio::task::spawn_blocking(move || Self::spawn(&cfg))
+            .await
+            .unwrap()
+    }
+
+    fn spawn(cfg: &Value) -> Self {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--ignored",
+                "--exact",
+                "crash::relayer_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, cfg.to_string())
+            .stdout(Stdio::piped())
+            // Kept beside the test's scratch files for a failure's post-mortem.
+            .stderr(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(cfg["stderr"].as_str().unwrap())
+                    .unwrap(),
+            )
+            .spawn()
+            .unwrap();
+        // The child says where it listens once it does.
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = std::io::BufReader::new(stdout).lines();
+        let addr = loop {
+            let line = lines.next().expect("the child relayer exited").unwrap();
+            // libtest prints "test <name> ... " before the test's own output, on the same line.
+            if let Some((_, addr)) = line.split_once("LISTENING ") {
+                break addr.to_owned();
+            }
+        };
+        // Keep draining its output so it never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        ChildRelayer {
+            child,
+            base: format!("http://{addr}"),
+        }
+    }
+
+    fn kill_9(mut self) {
+        // SIGKILL: no destructor, no graceful shutdown, no flush.
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+/// One payment request: `Ok(nonce)` when accepted, `Err(())` when the relayer died first.
+async fn pay(
+    http: &reqwest12::Client,
+    base: &str,
+    token: &str,
+    key: &str,
+    to: Address,
+    amount: u64,
+) -> Result<String, ()> {
+    let r = http
+        .post(format!("{base}/v1/payments"))
+        .bearer_auth(token)
+        .header("Idempotency-Key", key)
+        .json(&json!({ "to": to, "amount": amount.to_string(), "purpose": key }))
+        .send()
+        .await
+        .map_err(|_| ())?;
+    let status = r.status().as_u16();
+    let body: Value = r.json().await.map_err(|_| ())?;
+    assert_eq!(status, 202, "{key}: {body}");
+    Ok(body["nonce"].as_str().unwrap().to_owned())
+}
+
+async fn payments_survive_kill_9(db: Db) {
+    let (_devnet, client) = devnet(true).await;
+    let dir = bursar_e2e::scratch("relayer-kill9");
+    let record = bursar_e2e::deploy(&client, &dir).await;
+    let at = |c: Contract| record.address(c.key()).unwrap();
+    let contracts = json!({
+        "wallet": at(Contract::SessionWallet),
+        "gateway": at(Contract::SessionGateway),
+        "receipts": at(Contract::ReceiptRegistry),
+    });
+    let stderr = dir.join("relayer-children.err");
+    let cfg = json!({
+        "rpc": client.url(),
+        "db": db.url(),
+        "contracts": contracts,
+        "stderr": stderr,
+    });
+
+    // A session with room for every payment, opened through an in-process relayer.
+    let token_address = at(Contract::TestToken);
+    let registry = at(Contract::CounterpartyRegistry);
+    let payee = Address::repeat_byte(0x77);
+    let owner = Key::from_bytes(&B256::from(U256::from(0x0e11_u64) << 64)).unwrap();
+    let mut operator = Sender::new(&client, dev_key(0)).await.unwrap();
+    operator
+        .transact(
+            &client,
+            token_address,
+            &ITestToken::mintCall {
+                to: owner.address(),
+                value: U256::from(1_000_000_000u64),
+            },
+        )
+        .await
+        .unwrap();
+    let r = operator
+        .transact(
+            &client,
+            registry,
+            &bursar_bindings::counterparty::ICounterpartyRegistry::createListCall {},
+        )
+        .await
+        .unwrap();
+    let list = r
+        .events::<bursar_bindings::counterparty::ICounterpartyRegistry::ListCreated>(registry)[0]
+        .listId;
+    operator
+        .transact(
+            &client,
+            registry,
+            &bursar_bindings::counterparty::ICounterpartyRegistry::setEntryCall {
+                listId: list,
+                counterparty: payee,
+                allowed: true,
+                maxPerPayment: U256::ZERO,
+                label: B256::ZERO,
+            },
+        )
+        .await
+        .unwrap();
+    let store = db.store().await;
+    let host = hosts::create(&store, "crash-host", "sessions,read")
+        .await
+        .unwrap()
+        .key;
+    let http = reqwest12::Client::new();
+    let token = {
+        let relayer =
+            bursar_relayer::start(config(client.url(), &db.url(), &cfg["contracts"], true))
+                .await
+                .unwrap();
+        let base = format!("http://{}", relayer.addr);
+        let now: u64 = client.latest_block().await.unwrap().timestamp.to();
+        let prep: Value = http
+            .post(format!("{base}/v1/sessions/prepare"))
+            .bearer_auth(&host)
+            .json(&json!({
+                "owner": owner.address(), "token": token_address, "deposit": "1000000000",
+                "expiresAt": now + 86_400, "allowlistId": list.to_string(),
+            }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let sign = |typed: &Value| {
+            let typed: alloy_dyn_abi::TypedData = serde_json::from_value(typed.clone()).unwrap();
+            format!(
+                "0x{}",
+                alloy_primitives::hex::encode(
+                    owner.sign_hash_rsv(&typed.eip712_signing_hash().unwrap())
+                )
+            )
+        };
+        let opened: Value = http
+            .post(format!("{base}/v1/sessions"))
+            .bearer_auth(&host)
+            .json(&json!({
+                "preparedId": prep["preparedId"],
+                "ownerSignature": sign(&prep["typedData"]["openSession"]),
+                "permitSignature": sign(&prep["typedData"]["permit"]),
+            }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(opened["status"], "open", "{opened}");
+        relayer.shutdown().await;
+        opened["capabilityToken"].as_str().unwrap().to_owned()
+    };
+
+    // Blocks come only when the test mines them: transactions wait between broadcast and
+    // receipt for as long as the test wants.
+    let _: Value = client
+        .request("evm_setAutomine", json!([false]))
+        .await
+        .unwrap();
+    let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut accepted: BTreeMap<String, String> = BTreeMap::new(); // key → intent nonce
+    let mut unanswered: Vec<(String, u64)> = Vec::new();
+    let (mut seen_signed, mut seen_submitted) = (0, 0);
+    let mut n = 0;
+    for round in 0..8 {
+        // Even rounds: an API-only relayer, killed after storing and before anything is sent.
+        // Odd rounds: one that sends into a chain that mines only when the test says, killed
+        // between broadcast and receipt.
+        let mut cfg = cfg.clone();
+        cfg["send"] = json!(round % 2 == 1);
+        let child = ChildRelayer::start(&cfg).await;
+        // Requests that got no answer first, with the same keys and bodies.
+        let retries = std::mem::take(&mut unanswered);
+        let fresh: Vec<(String, u64)> = (0..10)
+            .map(|_| {
+                n += 1;
+                (format!("pay-{n}"), 1 + next() % 1_000)
+            })
+            .collect();
+        let (answered, mut answers) = tokio::sync::mpsc::unbounded_channel();
+        for (key, amount) in retries.into_iter().chain(fresh) {
+            let (http, base, token) = (http.clone(), child.base.clone(), token.clone());
+            let answered = answered.clone();
+            tokio::spawn(async move {
+                let r = pay(&http, &base, &token, &key, payee, amount).await;
+                let _ = answered.send((key, amount, r));
+            });
+        }
+        drop(answered);
+        // Kill it once a few payments are in, at a random moment after that, while the rest
+        // are in flight.
+        let mut results = Vec::new();
+        while results.len() < 3 {
+            results.push(answers.recv().await.unwrap());
+        }
+        tokio::time::sleep(Duration::from_millis(next() % 15)).await;
+        if round % 4 == 3 {
+            let _: Value = client.request("evm_mine", json!([])).await.unwrap();
+        }
+        child.kill_9();
+        while let Some(r) = answers.recv().await {
+            results.push(r);
+        }
+        for (key, amount, result) in results {
+            match result {
+                Ok(nonce) => {
+                    if let Some(earlier) = accepted.insert(key.clone(), nonce.clone()) {
+                        assert_eq!(earlier, nonce, "{key} answered with two payments");
+                    }
+                }
+                Err(()) => unanswered.push((key, amount)),
+            }
+        }
+        let counts = store.transaction_counts().await.unwrap();
+        let count = |s: &str| counts.iter().find(|(x, _)| x == s).map_or(0, |(_, n)| *n);
+        seen_signed += count("signed");
+        seen_submitted += count("submitted");
+    }
+    println!(
+        "kill -9 loop: {n} payments, {} answered before a kill, {} left for the last relayer; \
+         {seen_signed} stored but unsent and {seen_submitted} sent but unmined at the kills",
+        accepted.len(),
+        unanswered.len()
+    );
+    assert!(
+        seen_signed > 0,
+        "no kill landed between storing and broadcasting"
+    );
+    assert!(
+        seen_submitted > 0,
+        "no kill landed between broadcasting and the receipt"
+    );
+
+    // A last relayer, blocks on demand again, and every request answered.
+    let _: Value = client
+        .request("evm_setAutomine", json!([true]))
+        .await
+        .unwrap();
+    let mut cfg = cfg.clone();
+    cfg["send"] = json!(true);
+    let child = ChildRelayer::start(&cfg).await;
+    for (key, amount) in std::mem::take(&mut unanswered) {
+        let nonce = pay(&http, &child.base, &token, &key, payee, amount)
+            .await
+            .unwrap();
+        accepted.insert(key, nonce);
+    }
+    assert_eq!(accepted.len(), n, "every request was accepted in the end");
+    let _: Value = client.request("evm_mine", json!([])).await.unwrap();
+    let list: Value = http
+        .get(format!("{}/v1/payments?limit=1000", child.base))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    for p in list["payments"].as_array().unwrap() {
+        let path = format!(
+            "{}/v1/payments/{}?wait=30",
+            child.base,
+            p["id"].as_str().unwrap()
+        );
+        let settled: Value = http
+            .get(&path)
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(settled["status"], "confirmed", "{settled}");
+    }
+    child.kill_9();
+
+    // On chain: one execution per accepted payment, none twice.
+    let wallet = at(Contract::SessionWallet);
+    let logs = client.logs(&[wallet], 0, None).await.unwrap();
+    let executed: Vec<U256> = logs
+        .iter()
+        .filter_map(|l| {
+            <ISessionWallet::PaymentExecuted as alloy_sol_types::SolEvent>::decode_raw_log(
+                l.topics.iter().copied(),
+                &l.data,
+            )
+            .ok()
+        })
+        .map(|e| e.nonce)
+        .collect();
+    let distinct: HashSet<U256> = executed.iter().copied().collect();
+    assert_eq!(distinct.len(), executed.len(), "a payment executed twice");
+    assert_eq!(
+        executed.len(),
+        accepted.len(),
+        "every accepted payment executed"
+    );
+    for nonce in accepted.values() {
+        assert!(
+            distinct.contains(&nonce.parse::<U256>().unwrap()),
+            "nonce {nonce} never executed"
+        );
+    }
+}
+
+mod sqlite_db {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn payments_survive_kill_9() {
+        super::payments_survive_kill_9(super::sqlite()).await
+    }
+}
+
+mod postgres_db {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn payments_survive_kill_9() {
+        super::payments_survive_kill_9(super::postgres().await).await
+    }
+}
