@@ -183,6 +183,19 @@ impl Core {
         }
     }
 
+    /// Unix seconds now by the later of the chain's clock and ours: what deadlines are counted
+    /// from (a dev chain's clock runs ahead of the wall clock, and tests move it). `fresh`
+    /// reads the latest block; otherwise the engine's reading of it (at most a second old)
+    /// serves, for the hot path of payments.
+    pub async fn now(&self, fresh: bool) -> Result<u64, error::ApiError> {
+        let chain = if fresh {
+            self.client.latest_block().await?.timestamp.to()
+        } else {
+            self.engine.chain_time().await?
+        };
+        Ok(chain.max((store::now_ms() / 1000) as u64))
+    }
+
     /// The lock that orders payment checks of session `id`.
     pub fn session_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
         let mut locks = self.session_locks.lock().unwrap_or_else(|e| e.into_inner());

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
-use crate::sessions::{not_open, parse_id, signer_of, unix_now};
+use crate::sessions::{not_open, parse_id, signer_of};
 use crate::store::{now_ms, NewPayment, PaymentRow, SessionRow, Store};
 use crate::submission::Call;
 use crate::wire::{Amount, HashOrText};
@@ -127,7 +127,7 @@ impl PaymentView {
             }),
             id: p.id,
             session_id: p.session_id,
-            to: p.to,
+            to: crate::wire::eip55(&p.to),
             amount: p.amount,
             purpose: p.purpose,
             nonce: p.intent_nonce,
@@ -200,7 +200,7 @@ pub async fn pay(
                 amount: req.amount.0,
                 purpose: req.purpose.hash,
                 nonce: U256::ZERO,
-                deadline: U256::from(unix_now() + core.settings.intent_ttl.as_secs()),
+                deadline: U256::from(core.now(false).await? + core.settings.intent_ttl.as_secs()),
             };
             (intent, Some(key), None)
         }
@@ -421,21 +421,23 @@ pub const SETTLED: [&str; 5] = [
     "expired",
 ];
 
-/// Payment `id` of `session`; with `wait`, once settled (see [`SETTLED`]) or when `wait`
-/// passes, whichever is first.
+/// Payment `id` of `session`; with `wait`, once its status is one of `until` (default:
+/// [`SETTLED`]) or when `wait` passes, whichever is first.
 pub async fn get(
     core: &Core,
     session: &SessionRow,
     id: &str,
     wait: Duration,
+    until: Option<&[&str]>,
 ) -> Result<PaymentView, ApiError> {
+    let until = until.unwrap_or(&SETTLED);
     let look = || async {
         let row = core
             .store
             .payment(id, Some(&session.id))
             .await?
             .ok_or(ApiError::NotFound)?;
-        Ok(SETTLED.contains(&status(&row)).then_some(row))
+        Ok(until.contains(&status(&row)).then_some(row))
     };
     if let Some(row) = core.wait_for(wait, look).await? {
         return Ok(PaymentView::of(row));
@@ -535,7 +537,7 @@ pub async fn decision_to_sign(
 ) -> Result<DecisionToSign, ApiError> {
     let (id, payment) = waiting(core, session, pending_id).await?;
     let nonce = U256::from_be_bytes(random_bytes::<32>()) >> 1;
-    let deadline = unix_now() + core.settings.prepare_ttl.as_secs();
+    let deadline = core.now(true).await? + core.settings.prepare_ttl.as_secs();
     let decision = bursar_bindings::eip712::PendingDecision {
         pendingId: id,
         approve,

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::error::ApiError;
-use crate::sessions::{not_open, parse_id, signer_of, unix_now};
+use crate::sessions::{not_open, parse_id, signer_of};
 use crate::store::{now_ms, ProvenanceRow, SessionRow, Store};
 use crate::submission::Call;
 use crate::wire::{Amount, HashOrText};
@@ -132,7 +132,7 @@ pub async fn record(
     let key = vault::session_key(&core.store, &core.master_key, &session.session_key).await?;
     let registry = core.contracts.receipts;
     let domain = RECEIPT_REGISTRY_DOMAIN.at(core.chain_id, registry);
-    let deadline = U256::from(unix_now() + core.settings.intent_ttl.as_secs());
+    let deadline = U256::from(core.now(false).await? + core.settings.intent_ttl.as_secs());
     let parents: Vec<U256> = req.parents.iter().map(|p| p.0).collect();
     let signed = |nonce: U256| {
         let record = ProvenanceRecord {

@@ -125,6 +125,8 @@ pub struct Opened {
     pub capability_token: String,
     /// `open`, or `opening` when the open was not mined within the wait.
     pub status: String,
+    /// The opening transaction once mined (none for a registered session).
+    pub transaction_hash: Option<String>,
 }
 
 /// The terms as stored: the typed data shown to the owner, and the same terms ABI-encoded.
@@ -154,7 +156,7 @@ fn stored_terms(row: &SessionRow) -> Result<StoredTerms, ApiError> {
 /// Prepares a session for `host`: a fresh custodial key, the relayer's signer as lease keeper,
 /// a random owner nonce (which fixes the session id), and the typed data the owner signs.
 pub async fn prepare(core: &Core, host: &Host, req: PrepareRequest) -> Result<Prepared, ApiError> {
-    let now = unix_now();
+    let now = core.now(true).await?;
     if req.owner.is_zero() {
         return Err(ApiError::invalid(
             "owner",
@@ -349,10 +351,16 @@ pub async fn open(core: &Core, host: &Host, req: OpenRequest) -> Result<Opened, 
     core.engine.wake();
     tracing::info!(host = %host.id, session = %row.id, "session opening");
     let status = wait_until_settled(core, &row.id, core.settings.open_wait).await?;
+    let transaction_hash = core
+        .store
+        .transaction(tx_id)
+        .await?
+        .and_then(|t| t.mined_hash);
     Ok(Opened {
         session_id: row.id,
         capability_token: token,
         status,
+        transaction_hash,
     })
 }
 
@@ -392,6 +400,7 @@ pub async fn register(core: &Core, host: &Host, req: RegisterRequest) -> Result<
         session_id: row.id,
         capability_token: token,
         status: "open".into(),
+        transaction_hash: None,
     })
 }
 
@@ -516,9 +525,9 @@ impl SessionView {
         Ok(SessionView {
             session_id: row.id,
             status: row.status,
-            owner: row.owner,
-            session_key: row.session_key,
-            lease_keeper: row.signer,
+            owner: crate::wire::eip55(&row.owner),
+            session_key: crate::wire::eip55(&row.session_key),
+            lease_keeper: crate::wire::eip55(&row.signer),
             provider: row.provider,
             sandbox_id: row.sandbox_id,
             terms,
@@ -623,14 +632,16 @@ pub struct Revoked {
     pub session_id: String,
     /// The capability token is dead (at once).
     pub capability_revoked: bool,
-    /// `submitted` (the relayer sent `revoke`), `already` (revoked or closed on chain),
-    /// `not_open` (never opened on chain) or `not_guardian` (the host named another guardian,
-    /// who must revoke on chain).
+    /// `revoked` (the relayer's `revoke` is mined), `submitted` (sent, not mined within the
+    /// wait), `already` (revoked or closed on chain), `not_open` (never opened on chain) or
+    /// `not_guardian` (the host named another guardian, who must revoke on chain).
     pub on_chain: &'static str,
+    /// The relayer's `revoke` transaction once mined.
+    pub transaction_hash: Option<String>,
 }
 
 /// Revokes a session: its capability token at once, and on chain when the relayer is its
-/// guardian.
+/// guardian (waiting, as long as an open does, for that to be mined).
 pub async fn revoke(core: &Core, host: &Host, id: &str) -> Result<Revoked, ApiError> {
     let row = host_session(&core.store, host, id).await?;
     core.store.revoke_capability(&row.id, now_ms()).await?;
@@ -644,6 +655,7 @@ pub async fn revoke(core: &Core, host: &Host, id: &str) -> Result<Revoked, ApiEr
             ISessionWallet::sessionStateCall { sessionId: session },
         )
         .await?;
+    let mut transaction_hash = None;
     let on_chain = if state._0 == SessionStatus::None as u8 {
         "not_open"
     } else if state._0 != SessionStatus::Active as u8 {
@@ -652,7 +664,7 @@ pub async fn revoke(core: &Core, host: &Host, id: &str) -> Result<Revoked, ApiEr
         "not_guardian"
     } else {
         let call = ISessionWallet::revokeCall { sessionId: session };
-        send(
+        let tx = send(
             core,
             &row,
             core.contracts.wallet,
@@ -660,18 +672,25 @@ pub async fn revoke(core: &Core, host: &Host, id: &str) -> Result<Revoked, ApiEr
             SessionTx::Revoke,
         )
         .await?;
-        "submitted"
+        transaction_hash = mined(core, tx).await?;
+        if transaction_hash.is_some() {
+            "revoked"
+        } else {
+            "submitted"
+        }
     };
     tracing::info!(host = %host.id, session = %row.id, on_chain, "session revoked");
     Ok(Revoked {
         session_id: row.id,
         capability_revoked: true,
         on_chain,
+        transaction_hash,
     })
 }
 
 /// Closes a session on chain (the refund goes to the owner): possible once it is revoked,
-/// expired or its lease has lapsed; refused with the wallet's error otherwise.
+/// expired or its lease has lapsed; refused with the wallet's error otherwise. Waits (as long
+/// as an open does) for the close to be mined.
 pub async fn close(core: &Core, host: &Host, id: &str) -> Result<Value, ApiError> {
     let row = host_session(&core.store, host, id).await?;
     let call = ISessionWallet::closeCall {
@@ -691,7 +710,26 @@ pub async fn close(core: &Core, host: &Host, id: &str) -> Result<Value, ApiError
     )
     .await?;
     tracing::info!(host = %host.id, session = %row.id, "session closing");
-    Ok(json!({ "sessionId": row.id, "refund": refund.to_string(), "transaction": tx }))
+    let transaction_hash = mined(core, tx).await?;
+    Ok(json!({
+        "sessionId": row.id,
+        "refund": refund.to_string(),
+        "status": if transaction_hash.is_some() { "closed" } else { "closing" },
+        "transactionHash": transaction_hash,
+    }))
+}
+
+/// The hash of transaction `tx` once mined, waiting at most [`crate::Settings::open_wait`].
+async fn mined(core: &Core, tx: i64) -> Result<Option<String>, ApiError> {
+    let look = || async {
+        let row = core
+            .store
+            .transaction(tx)
+            .await?
+            .ok_or(ApiError::Internal)?;
+        Ok(row.mined_hash.filter(|_| row.receipt_status == Some(1)))
+    };
+    core.wait_for(core.settings.open_wait, look).await
 }
 
 /// What a heartbeat did.
@@ -811,9 +849,4 @@ pub fn signer_of(row: &SessionRow) -> Result<Address, ApiError> {
 /// A stored session id as a number.
 pub fn parse_id(id: &str) -> Result<U256, ApiError> {
     crate::wire::parse_session_id(id).ok_or(ApiError::Internal)
-}
-
-/// Unix seconds now.
-pub fn unix_now() -> u64 {
-    (now_ms() / 1000) as u64
 }

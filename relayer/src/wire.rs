@@ -73,6 +73,13 @@ pub fn parse_session_id(text: &str) -> Option<U256> {
     parse_amount(text).ok()
 }
 
+/// A stored (lowercase) address as the API answers it: EIP-55 checksummed.
+pub fn eip55(stored: &str) -> String {
+    stored
+        .parse::<alloy_primitives::Address>()
+        .map_or_else(|_| stored.to_owned(), |a| a.to_checksum(None))
+}
+
 /// A session id as the API answers and stores it: 0x + 64 lowercase hex digits.
 pub fn session_id_text(id: U256) -> String {
     format!("{:#066x}", id)

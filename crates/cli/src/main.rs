@@ -33,16 +33,21 @@ static ALLOCATOR: bursar_devnet::allocator::MiMalloc = bursar_devnet::allocator:
 
 fn main() -> std::process::ExitCode {
     bursar_devnet::allocator::keep_freed_memory();
-    // Structured log lines on stderr (stdout carries the banner); level from RUST_LOG.
+    let cli = Cli::parse();
+    // Structured log lines on stderr (stdout carries the banner); level from RUST_LOG. The
+    // demo narrates on stdout, so its in-process relayer logs only warnings by default.
+    let default = match cli.command {
+        Command::Demo(_) => "info,bursar_relayer=warn",
+        _ => "info",
+    };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default)),
         )
         .init();
-    let cli = Cli::parse();
     let result = match cli.command {
         Command::Devnet(args) => devnet::run(args),
         Command::Deploy(args) => deploy::run(args),

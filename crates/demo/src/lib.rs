@@ -5,6 +5,8 @@
 //! * [`scenario`] — the story: vendor list, session with permit, payments within and against
 //!   the policy, period refill, co-signed payment, receipt acknowledgement, provenance with
 //!   lineage, guardian revocation, owner's refund.
+//! * [`host`] — the sandbox host's side: the relayer in this process, the host's key and its
+//!   webhook receiver.
 //! * [`audit`] — the session's trail from `eth_getLogs` alone.
 //! * [`money`] — test-token amounts.
 //!
@@ -13,6 +15,7 @@
 //! run the same code.
 
 pub mod audit;
+pub mod host;
 pub mod money;
 pub mod scenario;
 

@@ -1,23 +1,21 @@
-//! The agent-session scenario: an org's vendor list, a session opened with a permit, an agent
-//! paying within (and against) its policy, a co-signed payment, a receipt acknowledged,
-//! provenance with lineage, revocation by the guardian and the owner's refund.
+//! The agent-session scenario: an org's vendor list; a sandbox host preparing a session through
+//! the relayer, the owner signing it and a permit in its own wallet (no gas); the sandbox paying
+//! within (and against) its policy over HTTP with its capability token, heart-beating, a
+//! co-signed payment the owner approves, a receipt acknowledged, provenance with lineage; the
+//! host revoking and closing the session and the owner's refund; the host's webhooks.
 //!
 //! Every step checks what the chain did — the events in the receipt and every token balance —
 //! and fails with [`ScenarioError::Check`] when anything differs, so the demonstration is also
 //! a test.
 
-use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
-use alloy_sol_types::{SolCall, SolEvent, SolInterface, SolStruct};
+use alloy_primitives::{keccak256, Address, B256, U256};
+use alloy_sol_types::{SolCall, SolEvent};
 use bursar_bindings::counterparty::ICounterpartyRegistry;
-use bursar_bindings::eip712::{
-    OpenSession, PaymentIntent, ProvenanceRecord, RECEIPT_REGISTRY_DOMAIN,
-};
 use bursar_bindings::receipts::{IReceiptRegistry, Receipt as PaymentReceipt};
 use bursar_bindings::token::ITestToken;
-use bursar_bindings::wallet::ISessionWallet::{self, ISessionWalletErrors};
+use bursar_bindings::wallet::ISessionWallet;
 use bursar_client::rpc::{Client, Receipt, RpcError, RpcLog};
 use bursar_client::sender::SendError;
-use bursar_client::sign::{signed_open_with_permit, signed_pay};
 use bursar_client::{Key, Sender};
 use bursar_deploy::{Contract, DeploymentRecord};
 use serde_json::json;
@@ -83,7 +81,7 @@ pub struct Actors {
     pub agent: Key,
     /// May revoke the session.
     pub guardian: Key,
-    /// Submits signed intents and pays gas (a relayer, later).
+    /// The relayer's signer: sends every transaction of the session and pays its gas.
     pub relayer: Key,
     /// Two allowed vendors and one that is not on the list.
     pub vendor_a: Key,
@@ -128,6 +126,8 @@ pub const PERIOD_BUDGET: u64 = 40;
 pub const PERIOD_SECONDS: u64 = 3_600;
 /// Payments above this (whole tUSD) wait for the owner.
 pub const CO_SIGN_THRESHOLD: u64 = 20;
+/// The session's lease: the relayer renews it while the sandbox heart-beats.
+pub const LEASE_SECONDS: u64 = 7_200;
 
 /// What the scenario produced, for the audit trail and for tests.
 #[derive(Clone, Debug, Default)]
@@ -199,15 +199,18 @@ impl Contracts {
 /// The scenario's state while it runs.
 pub struct Scenario<'a, N: Narrator> {
     client: &'a Client,
-    chain_id: u64,
     /// The contracts it runs against.
     pub contracts: Contracts,
     actors: Actors,
     narrator: &'a mut N,
     senders: Vec<(Address, Sender)>,
     report: Report,
-    /// Nonces for the agent's payment intents (the wallet accepts any unused one).
-    next_nonce: u64,
+    /// The relayer (in this process) and the host's key and webhooks.
+    host: Option<crate::host::Host>,
+    /// The sandbox's capability token.
+    token: String,
+    /// The session's custodial key (the relayer holds it).
+    session_key: Address,
     /// The receipts of executed payments, as `ReceiptRecorded` announced them (the registry
     /// keeps only their commitments; a payee restates its receipt to acknowledge it).
     receipts: Vec<PaymentReceipt>,
@@ -221,30 +224,47 @@ pub async fn run<N: Narrator>(
     narrator: &mut N,
 ) -> Result<Report> {
     let contracts = Contracts::from_record(record)?;
+    let db_file = std::env::temp_dir().join(format!(
+        "bursar-demo-relayer-{}-{}.db",
+        std::process::id(),
+        actors.relayer.address()
+    ));
     let mut s = Scenario {
         client,
-        chain_id: record.chain_id,
         contracts,
         actors,
         narrator,
         senders: Vec::new(),
         report: Report::default(),
-        next_nonce: 1,
         receipts: Vec::new(),
+        host: None,
+        token: String::new(),
+        session_key: Address::ZERO,
     };
     s.report.first_block = client.block_number().await? + 1;
     s.fund_actors().await?;
-    s.vendor_list().await?;
-    s.fund_owner().await?;
-    s.open_session().await?;
-    s.pay_within_policy().await?;
-    s.refusals().await?;
-    s.refill().await?;
-    s.co_signed_payment().await?;
-    s.acknowledge().await?;
-    s.provenance().await?;
-    s.revoke_and_close().await?;
-    Ok(s.report)
+    let relayer_key = s.actors.relayer.clone();
+    s.host = Some(crate::host::start(client.url(), record, &db_file, relayer_key).await?);
+    let story = async {
+        s.vendor_list().await?;
+        s.fund_owner().await?;
+        s.open_session().await?;
+        s.pay_within_policy().await?;
+        s.refusals().await?;
+        s.refill().await?;
+        s.heartbeat().await?;
+        s.co_signed_payment().await?;
+        s.acknowledge().await?;
+        s.provenance().await?;
+        s.revoke_and_close().await?;
+        s.host_webhooks().await
+    };
+    let outcome = story.await;
+    if let Some(host) = s.host.take() {
+        host.relayer.shutdown().await;
+    }
+    let _ = std::fs::remove_file(&db_file);
+    outcome.map(|()| s.report)
 }
 
 impl<N: Narrator> Scenario<'_, N> {
@@ -252,18 +272,12 @@ impl<N: Narrator> Scenario<'_, N> {
 
     async fn fund_actors(&mut self) -> Result<()> {
         self.narrator
-            .step("The operator gives everyone who sends transactions gas money");
+            .step("The operator gives gas money to the org, a vendor and the relayer's signer");
         let operator = self.actors.operator.clone();
         let client = self.client;
         let a = &self.actors;
-        // The agent never pays gas: the relayer submits its signed intents.
-        let payees = [
-            a.org.address(),
-            a.owner.address(),
-            a.guardian.address(),
-            a.relayer.address(),
-            a.vendor_a.address(),
-        ];
+        // The owner and the sandbox never pay gas: the relayer sends their signed messages.
+        let payees = [a.org.address(), a.relayer.address(), a.vendor_a.address()];
         for to in payees {
             let sender = self.sender(&operator).await?;
             let r = sender
@@ -277,12 +291,10 @@ impl<N: Narrator> Scenario<'_, N> {
         }
         let a = &self.actors;
         self.narrator.note(&format!(
-            "org {}, owner {}, agent key {} (no gas: it only signs), guardian {}, relayer {}",
+            "org {}, relayer signer {}; the owner {} holds no ETH at all",
             a.org.address(),
+            a.relayer.address(),
             a.owner.address(),
-            a.agent.address(),
-            a.guardian.address(),
-            a.relayer.address()
         ));
         Ok(())
     }
@@ -355,58 +367,86 @@ impl<N: Narrator> Scenario<'_, N> {
 
     async fn open_session(&mut self) -> Result<()> {
         self.narrator.step(
-            "The owner signs a session for the sandbox (EIP-712) and a permit for the deposit; the relayer submits both",
+            "The host prepares a session for its sandbox; the owner signs it and a permit in its own wallet (EIP-712); the relayer opens it",
         );
         let now = self.client.latest_block().await?.timestamp.to::<u64>();
         let owner = self.actors.owner.clone();
-        let deadline = U256::from(now + 600);
-        let terms = OpenSession {
-            owner: owner.address(),
-            sessionKey: self.actors.agent.address(),
-            guardian: self.actors.guardian.address(),
-            token: self.contracts.token,
-            deposit: usd(DEPOSIT),
-            perPaymentCap: usd(PER_PAYMENT_CAP),
-            periodBudget: usd(PERIOD_BUDGET),
-            periodSeconds: PERIOD_SECONDS,
-            coSignThreshold: usd(CO_SIGN_THRESHOLD),
-            validAfter: 0,
-            expiresAt: now + 86_400,
-            leaseSeconds: 0,
-            leaseKeeper: Address::ZERO,
-            allowlistId: self.report.list_id,
-            metadata: keccak256("sandbox e2b:sbx_7f3a (research agent)"),
-            nonce: U256::from(1),
-            deadline,
-        };
-        let call = signed_open_with_permit(
-            &owner,
-            self.chain_id,
-            self.contracts.gateway,
-            self.contracts.wallet,
-            &terms,
-            U256::ZERO,
-        );
-        let relayer = self.actors.relayer.clone();
-        let r = self
-            .send(&relayer, self.contracts.gateway, "openSessionWithSig", call)
-            .await?;
+        let terms = json!({
+            "owner": owner.address(),
+            "token": self.contracts.token,
+            "deposit": usd(DEPOSIT).to_string(),
+            "perPaymentCap": usd(PER_PAYMENT_CAP).to_string(),
+            "periodBudget": usd(PERIOD_BUDGET).to_string(),
+            "periodSeconds": PERIOD_SECONDS,
+            "coSignThreshold": usd(CO_SIGN_THRESHOLD).to_string(),
+            "expiresAt": now + 86_400,
+            "leaseSeconds": LEASE_SECONDS,
+            "allowlistId": self.report.list_id.to_string(),
+            "metadata": "sandbox e2b:sbx_7f3a (research agent)",
+            "provider": "e2b",
+            "sandboxId": "sbx_7f3a",
+        });
+        let (api, key) = self.api();
+        let prepared = self.expect(201, api.post("/v1/sessions/prepare", &key, terms).await?)?;
+        let typed = &prepared["typedData"];
+        let opened = self.expect(
+            201,
+            api.post(
+                "/v1/sessions",
+                &key,
+                json!({
+                    "preparedId": prepared["preparedId"],
+                    "ownerSignature": crate::host::wallet_sign(&owner, &typed["openSession"])?,
+                    "permitSignature": crate::host::wallet_sign(&owner, &typed["permit"])?,
+                }),
+            )
+            .await?,
+        )?;
+        self.check(opened["status"] == "open", "the session is open")?;
+        self.token = text(&opened["capabilityToken"])?;
+        self.session_key = text(&prepared["sessionKey"])?
+            .parse()
+            .map_err(|_| ScenarioError::Check("sessionKey is an address".into()))?;
+        let r = self.mined(&opened["transactionHash"]).await?;
         let opened = self.event::<ISessionWallet::SessionOpened>(&r, self.contracts.wallet)?;
         self.check(
-            opened.owner == owner.address() && opened.sessionKey == self.actors.agent.address(),
-            "SessionOpened names the owner and the agent's key",
+            opened.owner == owner.address()
+                && opened.sessionKey == self.session_key
+                && opened.leaseKeeper == self.actors.relayer.address(),
+            "SessionOpened names the owner, the custodial key and the relayer as lease keeper",
         )?;
         let approval = self.events::<ITestToken::Approval>(&r, self.contracts.token);
         self.check(approval.len() == 1, "the permit's Approval")?;
         self.report.session_id = opened.sessionId;
         self.narrator.note(&format!(
-            "session {}: deposit 100.00, ≤ 30.00 per payment, 40.00 per hour, owner co-signs above 20.00, vendors of list #{}",
+            "session {}: deposit 100.00, ≤ 30.00 per payment, 40.00 per hour, owner co-signs above 20.00, vendors of list #{}, 2 h lease",
             crate::audit::session_label(opened.sessionId), self.report.list_id
+        ));
+        self.narrator.note(&format!(
+            "the sandbox got a capability token; its key {} stays sealed in the relayer",
+            self.session_key
         ));
         self.expect_balance("owner", owner.address(), U256::ZERO)
             .await?;
         self.expect_balance("wallet escrow", self.contracts.wallet, usd(DEPOSIT))
             .await
+    }
+
+    async fn heartbeat(&mut self) -> Result<()> {
+        self.narrator
+            .step("The sandbox heart-beats; past half its lease, the relayer renews it on chain");
+        let path = format!("/v1/sessions/{}/heartbeat", self.session_path());
+        let (api, token) = (self.api().0, self.token.clone());
+        let beat = self.expect(200, api.post(&path, &token, json!({})).await?)?;
+        self.check(
+            beat["renewalSubmitted"] == true,
+            "the lease (2 h, an hour gone) is renewed",
+        )?;
+        self.narrator.note(&format!(
+            "lease ran until {}; renewal sent by the relayer, the session's lease keeper",
+            beat["leaseExpiresAt"]
+        ));
+        Ok(())
     }
 
     async fn pay_within_policy(&mut self) -> Result<()> {
@@ -424,27 +464,31 @@ impl<N: Narrator> Scenario<'_, N> {
     }
 
     async fn refusals(&mut self) -> Result<()> {
-        self.narrator.step("The policy refuses what it must");
+        self.narrator
+            .step("The relayer refuses, by the contracts' own rules, what the policy forbids");
         let c = self.actors.vendor_c.address();
         match self.pay(c, usd(5), "unknown vendor").await? {
-            Err(ISessionWalletErrors::WalletCounterpartyNotAllowed(e)) if e.counterparty == c => {
+            Err(r) if r.code == "WalletCounterpartyNotAllowed"
+                && r.details["counterparty"] == json!(c.to_checksum(None)) =>
+            {
                 self.narrator.note(&format!(
-                    "refused: 5.00 to vendor C {c} — not on list #{} (WalletCounterpartyNotAllowed)",
-                    e.listId
+                    "refused ({}): 5.00 to vendor C {c} — not on list #{} (WalletCounterpartyNotAllowed)",
+                    r.status, r.details["listId"].as_str().unwrap_or("?")
                 ))
             }
-            other => return Err(self.unexpected("WalletCounterpartyNotAllowed", other)),
+            other => return Err(self.unexpected("WalletCounterpartyNotAllowed", other.map(|_| ()))),
         }
         let a = self.actors.vendor_a.address();
         match self.pay(a, usd(18), "inference: more tokens").await? {
-            Err(ISessionWalletErrors::WalletPeriodBudgetExceeded(e))
-                if e.amount == usd(18) && e.available == usd(13) =>
+            Err(r) if r.code == "WalletPeriodBudgetExceeded"
+                && r.details["amount"] == usd(18).to_string()
+                && r.details["available"] == usd(13).to_string() =>
             {
                 self.narrator.note(
-                    "refused: 18.00 to vendor A — only 13.00 left of this hour's 40.00 (WalletPeriodBudgetExceeded)",
+                    "refused (422): 18.00 to vendor A — only 13.00 left of this hour's 40.00 (WalletPeriodBudgetExceeded)",
                 )
             }
-            other => return Err(self.unexpected("WalletPeriodBudgetExceeded", other)),
+            other => return Err(self.unexpected("WalletPeriodBudgetExceeded", other.map(|_| ()))),
         }
         self.expect_balance("vendor C", c, U256::ZERO).await?;
         self.expect_balance("wallet escrow", self.contracts.wallet, usd(73))
@@ -471,16 +515,16 @@ impl<N: Narrator> Scenario<'_, N> {
 
     async fn co_signed_payment(&mut self) -> Result<()> {
         self.narrator
-            .step("A payment above the co-sign threshold waits for the owner");
+            .step("A payment above the co-sign threshold waits for the owner, who approves it in its wallet");
         let b = self.actors.vendor_b.address();
-        let pending_id = match self.pay(b, usd(21), "gpu: fine-tuning run").await? {
-            Ok((r, false, id)) => {
+        let (payment, pending_id) = match self.pay(b, usd(21), "gpu: fine-tuning run").await? {
+            Ok((r, false, id, payment)) => {
                 let p = self.event::<ISessionWallet::PaymentPending>(&r, self.contracts.wallet)?;
                 self.check(
                     p.pendingId == id && p.amount == usd(21),
                     "PaymentPending(21.00)",
                 )?;
-                id
+                (payment, id)
             }
             other => return Err(self.unexpected("a pending payment", other.map(|_| ()))),
         };
@@ -490,26 +534,42 @@ impl<N: Narrator> Scenario<'_, N> {
         ));
         self.expect_balance("vendor B", b, usd(15)).await?;
         let owner = self.actors.owner.clone();
-        let r = self
-            .send(
-                &owner,
-                self.contracts.wallet,
-                "approvePending",
-                ISessionWallet::approvePendingCall {
-                    pendingId: pending_id,
-                },
-            )
+        let (api, key) = self.api();
+        let path = format!(
+            "/v1/sessions/{}/pending/{pending_id}/decision",
+            self.session_path()
+        );
+        let to_sign = self.expect(200, api.get(&format!("{path}?approve=true"), &key).await?)?;
+        let decision = json!({
+            "approve": true,
+            "nonce": to_sign["nonce"],
+            "deadline": to_sign["deadline"],
+            "signature": crate::host::wallet_sign(&owner, &to_sign["typedData"])?,
+        });
+        self.expect(202, api.post(&path, &key, decision).await?)?;
+        let id = text(&payment["id"])?;
+        let settled = self
+            .payment(&id, "confirmed,rejected,failed,expired")
             .await?;
-        let approved = self.event::<ISessionWallet::PaymentApproved>(&r, self.contracts.wallet)?;
         self.check(
-            approved.by == owner.address(),
-            "PaymentApproved by the owner",
+            settled["status"] == "confirmed",
+            "the approved payment is confirmed",
         )?;
-        let paid = self.event::<ISessionWallet::PaymentExecuted>(&r, self.contracts.wallet)?;
-        self.report.receipt_ids.push(paid.receiptId);
+        let receipt_id: U256 = text(&settled["receiptId"])?
+            .parse()
+            .map_err(|_| ScenarioError::Check("receiptId".into()))?;
+        let approved = self
+            .logs_since::<ISessionWallet::PaymentApproved>(self.contracts.wallet)
+            .await?;
+        self.check(
+            approved
+                .iter()
+                .any(|e| e.pendingId == pending_id && e.by == owner.address()),
+            "PaymentApproved by the owner (through the gateway, gasless)",
+        )?;
+        self.report.receipt_ids.push(receipt_id);
         self.narrator.note(&format!(
-            "the owner approved: 21.00 paid to vendor B, receipt #{}",
-            paid.receiptId
+            "the owner approved: 21.00 paid to vendor B, receipt #{receipt_id}"
         ));
         self.expect_balance("vendor B", b, usd(36)).await?;
         self.expect_balance("wallet escrow", self.contracts.wallet, usd(34))
@@ -579,16 +639,10 @@ impl<N: Narrator> Scenario<'_, N> {
                 "dataset.parquet",
                 "s3://bursar-demo/dataset.parquet",
                 vec![],
-                1,
             )
             .await?;
         let report = self
-            .record_provenance(
-                "report.pdf",
-                "s3://bursar-demo/report.pdf",
-                vec![dataset],
-                2,
-            )
+            .record_provenance("report.pdf", "s3://bursar-demo/report.pdf", vec![dataset])
             .await?;
         let parents = self
             .view(
@@ -605,41 +659,35 @@ impl<N: Narrator> Scenario<'_, N> {
     }
 
     async fn revoke_and_close(&mut self) -> Result<()> {
-        self.narrator
-            .step("The guardian revokes the session; the owner closes it and gets the rest back");
+        self.narrator.step(
+            "The host revokes the session (the relayer is its guardian) and closes it; the owner gets the rest back",
+        );
         let sid = self.report.session_id;
-        let guardian = self.actors.guardian.clone();
-        let r = self
-            .send(
-                &guardian,
-                self.contracts.wallet,
-                "revoke",
-                ISessionWallet::revokeCall { sessionId: sid },
-            )
-            .await?;
-        let revoked = self.event::<ISessionWallet::SessionRevoked>(&r, self.contracts.wallet)?;
-        self.check(
-            revoked.by == guardian.address(),
-            "SessionRevoked by the guardian",
+        let (api, key) = self.api();
+        let path = format!("/v1/sessions/{}", self.session_path());
+        let revoked = self.expect(
+            200,
+            api.post(&format!("{path}/revoke"), &key, json!({})).await?,
         )?;
-        match self
-            .pay(self.actors.vendor_a.address(), usd(1), "after revoke")
-            .await?
-        {
-            Err(ISessionWalletErrors::WalletSessionRevoked(_)) => self
-                .narrator
-                .note("the agent's next payment is refused: WalletSessionRevoked"),
-            other => return Err(self.unexpected("WalletSessionRevoked", other)),
+        self.check(revoked["onChain"] == "revoked", "revoked on chain")?;
+        let r = self.mined(&revoked["transactionHash"]).await?;
+        let e = self.event::<ISessionWallet::SessionRevoked>(&r, self.contracts.wallet)?;
+        self.check(
+            e.sessionId == sid && e.by == self.actors.relayer.address(),
+            "SessionRevoked by the relayer, the session's guardian",
+        )?;
+        match self.pay(self.actors.vendor_a.address(), usd(1), "after revoke").await? {
+            Err(refusal) if refusal.status == 401 => self.narrator.note(
+                "the sandbox's next payment is refused: its capability token died with the session (401; on chain: WalletSessionRevoked)",
+            ),
+            other => return Err(self.unexpected("401 after revocation", other.map(|_| ()))),
         }
-        let owner = self.actors.owner.clone();
-        let r = self
-            .send(
-                &owner,
-                self.contracts.wallet,
-                "close",
-                ISessionWallet::closeCall { sessionId: sid },
-            )
-            .await?;
+        let closed = self.expect(
+            202,
+            api.post(&format!("{path}/close"), &key, json!({})).await?,
+        )?;
+        self.check(closed["status"] == "closed", "closed on chain")?;
+        let r = self.mined(&closed["transactionHash"]).await?;
         let closed = self.event::<ISessionWallet::SessionClosed>(&r, self.contracts.wallet)?;
         self.check(
             closed.spent == usd(66) && closed.refund == usd(34),
@@ -649,76 +697,127 @@ impl<N: Narrator> Scenario<'_, N> {
         self.report.refund = closed.refund;
         self.narrator
             .note("closed: 66.00 spent, 34.00 refunded to the owner");
-        self.expect_balance("owner", owner.address(), usd(34))
-            .await?;
+        let owner = self.actors.owner.address();
+        self.expect_balance("owner", owner, usd(34)).await?;
         self.expect_balance("wallet escrow", self.contracts.wallet, U256::ZERO)
             .await
     }
 
+    async fn host_webhooks(&mut self) -> Result<()> {
+        self.narrator
+            .step("The host's webhook receiver got, verified and kept every change");
+        let webhooks = self.host()?.webhooks.clone();
+        let core = self.host()?.relayer.core.clone();
+        let look = || async {
+            let got = webhooks.lock().unwrap_or_else(|e| e.into_inner());
+            Ok(got
+                .iter()
+                .any(|w| w["type"] == "session.closed")
+                .then(|| got.clone()))
+        };
+        let got = core
+            .wait_for(std::time::Duration::from_secs(30), look)
+            .await
+            .map_err(|e| ScenarioError::Check(format!("webhooks: {e}")))?
+            .ok_or_else(|| ScenarioError::Check("no session.closed webhook within 30 s".into()))?;
+        for w in &got {
+            let d = &w["data"];
+            let what = match w["type"].as_str().unwrap_or_default() {
+                "payment.updated" => format!(
+                    "{} {} to {}",
+                    d["status"].as_str().unwrap_or_default(),
+                    crate::money::format_usd(
+                        d["amount"]
+                            .as_str()
+                            .and_then(|a| a.parse().ok())
+                            .unwrap_or_default()
+                    ),
+                    d["to"].as_str().unwrap_or_default()
+                ),
+                "session.closed" => format!(
+                    "refund {}",
+                    crate::money::format_usd(
+                        d["refund"]
+                            .as_str()
+                            .and_then(|a| a.parse().ok())
+                            .unwrap_or_default()
+                    )
+                ),
+                "provenance.updated" => {
+                    format!("record #{}", d["recordId"].as_str().unwrap_or("?"))
+                }
+                _ => String::new(),
+            };
+            self.narrator.note(&format!(
+                "webhook {:<19} {what}",
+                w["type"].as_str().unwrap_or("?")
+            ));
+        }
+        self.check(got.len() >= 9, "a webhook for every change")
+    }
+
     // ---- helpers -----------------------------------------------------------------------------
 
-    /// The agent signs a payment intent; the relayer submits it. `Ok(Ok((receipt, paid, id)))`
-    /// when mined, `Ok(Err(error))` when the wallet refuses (decoded; nothing is sent).
+    /// The sandbox asks the relayer to pay (`POST /v1/payments` with its capability token) and
+    /// waits for the outcome: `Ok(Ok((receipt, paid, id, payment)))` when mined (`id`: the
+    /// receipt id, or the pending id when it waits for the owner), `Ok(Err(refusal))` when the
+    /// relayer refuses it (the contracts' rule, by name, before anything is sent).
     async fn pay(
         &mut self,
         to: Address,
         amount: U256,
         purpose: &str,
-    ) -> Result<Result<(Receipt, bool, U256), ISessionWalletErrors>> {
-        let nonce = U256::from(self.next_nonce);
-        self.next_nonce += 1;
-        let deadline = U256::from(self.client.latest_block().await?.timestamp.to::<u64>() + 300);
-        let intent = PaymentIntent {
-            session: self.report.session_id,
-            to,
-            amount,
-            purpose: label(purpose),
-            nonce,
-            deadline,
-        };
-        let call = signed_pay(
-            &self.actors.agent,
-            self.chain_id,
-            self.contracts.wallet,
-            intent,
-        );
-        let relayer = self.actors.relayer.clone();
-        let (client, wallet) = (self.client, self.contracts.wallet);
-        let sender = self.sender(&relayer).await?;
-        match sender.transact(client, wallet, &call).await {
-            Ok(r) => {
-                self.report.transactions.push(r.transaction_hash);
-                let (paid, id) = match self
-                    .events::<ISessionWallet::PaymentExecuted>(&r, self.contracts.wallet)
-                    .first()
-                {
-                    Some(e) => (true, e.receiptId),
-                    None => {
-                        let p = self
-                            .event::<ISessionWallet::PaymentPending>(&r, self.contracts.wallet)?;
-                        (false, p.pendingId)
-                    }
-                };
-                Ok(Ok((r, paid, id)))
-            }
-            Err(SendError::WouldRevert { data }) => match ISessionWalletErrors::abi_decode(&data) {
-                Ok(e) => Ok(Err(e)),
-                Err(_) => Err(ScenarioError::Check(format!(
-                    "pay reverted with {}",
-                    bursar_client::revert::describe(&data)
-                ))),
-            },
-            Err(source) => Err(ScenarioError::Send {
-                step: "pay",
-                source,
-            }),
+    ) -> Result<Result<(Receipt, bool, U256, serde_json::Value), Refusal>> {
+        let body = json!({
+            "to": to,
+            "amount": amount.to_string(),
+            "purpose": label(purpose).to_string(),
+        });
+        let (api, token) = (self.api().0, self.token.clone());
+        let (status, answer) = api.post("/v1/payments", &token, body).await?;
+        if status != 202 {
+            return Ok(Err(Refusal {
+                status,
+                code: answer["code"].as_str().unwrap_or_default().to_owned(),
+                details: answer["details"].clone(),
+            }));
         }
+        let id = text(&answer["id"])?;
+        let settled = self
+            .payment(&id, "confirmed,pending_approval,rejected,failed,expired")
+            .await?;
+        let paid = match settled["status"].as_str() {
+            Some("confirmed") => true,
+            Some("pending_approval") => false,
+            _ => {
+                return Err(ScenarioError::Check(format!(
+                    "payment {id} did not settle: {settled}"
+                )))
+            }
+        };
+        let r = self.mined(&settled["transactionHash"]).await?;
+        let number = if paid {
+            &settled["receiptId"]
+        } else {
+            &settled["pendingId"]
+        };
+        let number: U256 = text(number)?
+            .parse()
+            .map_err(|_| ScenarioError::Check(format!("payment {id}: {settled}")))?;
+        Ok(Ok((r, paid, number, settled)))
+    }
+
+    /// Payment `id` once its status is one of `until` (the relayer answers when it is).
+    async fn payment(&mut self, id: &str, until: &str) -> Result<serde_json::Value> {
+        let (api, token) = (self.api().0, self.token.clone());
+        let path = format!("/v1/payments/{id}?wait=30&until={until}");
+        self.expect(200, api.get(&path, &token).await?)
     }
 
     /// [`Self::pay`] that must be executed at once; narrates and returns the receipt id.
     async fn pay_ok(&mut self, to: Address, amount: U256, purpose: &str) -> Result<U256> {
         match self.pay(to, amount, purpose).await? {
-            Ok((r, true, receipt_id)) => {
+            Ok((r, true, receipt_id, _)) => {
                 let e = self.event::<ISessionWallet::PaymentExecuted>(&r, self.contracts.wallet)?;
                 let rec =
                     self.event::<IReceiptRegistry::ReceiptRecorded>(&r, self.contracts.receipts)?;
@@ -754,47 +853,25 @@ impl<N: Narrator> Scenario<'_, N> {
         name: &str,
         uri: &str,
         parents: Vec<U256>,
-        nonce: u64,
     ) -> Result<U256> {
-        let deadline = U256::from(self.client.latest_block().await?.timestamp.to::<u64>() + 300);
-        let record = ProvenanceRecord {
-            session: self.report.session_id,
-            subject: keccak256(name),
-            inputs: keccak256(format!("inputs of {name}")),
-            runtime: keccak256("image sha256:4be1… python 3.12"),
-            policy: keccak256("policy v1"),
-            uri: keccak256(uri),
-            parents: parents.clone(),
-            nonce: U256::from(nonce),
-            deadline,
-        };
-        let sig = self.actors.agent.sign_hash_rsv(&record.eip712_signing_hash(
-            &RECEIPT_REGISTRY_DOMAIN.at(self.chain_id, self.contracts.receipts),
-        ));
-        let relayer = self.actors.relayer.clone();
-        let r = self
-            .send(
-                &relayer,
-                self.contracts.receipts,
-                "recordProvenance",
-                IReceiptRegistry::recordProvenanceCall {
-                    sessionId: record.session,
-                    subject: record.subject,
-                    inputs: record.inputs,
-                    runtime: record.runtime,
-                    policy: record.policy,
-                    uri: record.uri,
-                    parents: record.parents,
-                    nonce: record.nonce,
-                    deadline,
-                    signature: Bytes::from(sig),
-                },
-            )
-            .await?;
+        let body = json!({
+            "artifact": name,
+            "inputs": format!("inputs of {name}"),
+            "runtime": "image sha256:4be1… python 3.12",
+            "policy": "policy v1",
+            "uri": uri,
+            "parents": parents.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+        });
+        let (api, token) = (self.api().0, self.token.clone());
+        let queued = self.expect(202, api.post("/v1/provenance", &token, body).await?)?;
+        let path = format!("/v1/provenance/{}?wait=30", text(&queued["id"])?);
+        let recorded = self.expect(200, api.get(&path, &token).await?)?;
+        self.check(recorded["status"] == "recorded", "the record is on chain")?;
+        let r = self.mined(&recorded["transactionHash"]).await?;
         let e = self.event::<IReceiptRegistry::ProvenanceRecorded>(&r, self.contracts.receipts)?;
         self.check(
-            e.attester == self.actors.agent.address() && e.parents == parents,
-            "ProvenanceRecorded with the agent as attester",
+            e.attester == self.session_key && e.parents == parents && e.subject == keccak256(name),
+            "ProvenanceRecorded with the session key as attester",
         )?;
         let valid = self
             .view(
@@ -806,7 +883,7 @@ impl<N: Narrator> Scenario<'_, N> {
             .await?;
         self.check(valid, "the record is valid")?;
         self.narrator.note(&format!(
-            "record #{}: {name} attested by the agent's key{}",
+            "record #{}: {name} attested by the session key{}",
             e.recordId,
             if parents.is_empty() {
                 String::new()
@@ -815,6 +892,64 @@ impl<N: Narrator> Scenario<'_, N> {
             }
         ));
         Ok(e.recordId)
+    }
+
+    fn host(&self) -> Result<&crate::host::Host> {
+        self.host
+            .as_ref()
+            .ok_or_else(|| ScenarioError::Check("the relayer is not running".into()))
+    }
+
+    /// The relayer's API and the host's key.
+    fn api(&self) -> (crate::host::Api, String) {
+        let host = self
+            .host
+            .as_ref()
+            .expect("the relayer runs for the whole story");
+        (host.api.clone(), host.key.clone())
+    }
+
+    /// The session's id as the API's paths take it.
+    fn session_path(&self) -> String {
+        format!("{:#066x}", self.report.session_id)
+    }
+
+    /// `answer`'s body when its status is `want`; a check failure naming both otherwise.
+    fn expect(
+        &self,
+        want: u16,
+        (status, body): (u16, serde_json::Value),
+    ) -> Result<serde_json::Value> {
+        if status == want {
+            Ok(body)
+        } else {
+            Err(ScenarioError::Check(format!(
+                "the relayer answered {status} (wanted {want}): {body}"
+            )))
+        }
+    }
+
+    /// The receipt of the relayer's transaction `hash` (recorded in the report).
+    async fn mined(&mut self, hash: &serde_json::Value) -> Result<Receipt> {
+        let hash: B256 = text(hash)?
+            .parse()
+            .map_err(|_| ScenarioError::Check(format!("not a transaction hash: {hash}")))?;
+        let r = self
+            .client
+            .receipt(hash)
+            .await?
+            .ok_or_else(|| ScenarioError::Check(format!("no receipt for {hash}")))?;
+        self.report.transactions.push(hash);
+        Ok(r)
+    }
+
+    /// The `E` events `address` logged since the story began.
+    async fn logs_since<E: SolEvent>(&self, address: Address) -> Result<Vec<E>> {
+        let logs = self
+            .client
+            .logs(&[address], self.report.first_block, None)
+            .await?;
+        Ok(decode_events(&logs, address))
     }
 
     async fn sender(&mut self, key: &Key) -> Result<&mut Sender> {
@@ -929,6 +1064,24 @@ impl<N: Narrator> Scenario<'_, N> {
         ));
         Ok(())
     }
+}
+
+/// A payment the relayer refused before sending anything: the HTTP status, and the contract
+/// rule's name and arguments.
+#[derive(Debug)]
+pub struct Refusal {
+    /// 422 for a contract rule, 401 for a dead capability token…
+    pub status: u16,
+    /// The error's name (`WalletPeriodBudgetExceeded`).
+    pub code: String,
+    /// Its arguments.
+    pub details: serde_json::Value,
+}
+
+fn text(v: &serde_json::Value) -> Result<String> {
+    v.as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| ScenarioError::Check(format!("expected a string, got {v}")))
 }
 
 /// A short text as a `bytes32` (labels, purposes): UTF-8, zero-padded, cut at 32 bytes.

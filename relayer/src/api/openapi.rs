@@ -117,7 +117,7 @@ fn schemas_sessions() -> Value {
                 "RegisterRequest": { "type": "object", "required": ["preparedId"], "properties": { "preparedId": { "type": "string" } } },
                 "Opened": { "type": "object", "properties": {
                     "sessionId": { "type": "string" }, "capabilityToken": { "type": "string", "description": "Shown once." },
-                    "status": { "enum": ["open", "opening"] } } },
+                    "status": { "enum": ["open", "opening"] }, "transactionHash": { "type": "string" } } },
                 "Session": { "type": "object", "properties": {
                     "sessionId": { "type": "string" }, "status": { "enum": ["prepared", "opening", "open", "failed"] },
                     "owner": address, "sessionKey": address, "leaseKeeper": address,
@@ -132,8 +132,10 @@ fn schemas_sessions() -> Value {
                 "SessionList": { "type": "object", "properties": { "sessions": { "type": "array", "items": r("Session") } } },
                 "Revoked": { "type": "object", "properties": {
                     "sessionId": { "type": "string" }, "capabilityRevoked": { "type": "boolean" },
-                    "onChain": { "enum": ["submitted", "already", "not_open", "not_guardian"] } } },
-                "Closing": { "type": "object", "properties": { "sessionId": { "type": "string" }, "refund": amount, "transaction": { "type": "integer" } } },
+                    "onChain": { "enum": ["revoked", "submitted", "already", "not_open", "not_guardian"] },
+                    "transactionHash": { "type": "string" } } },
+                "Closing": { "type": "object", "properties": { "sessionId": { "type": "string" }, "refund": amount,
+                    "status": { "enum": ["closed", "closing"] }, "transactionHash": { "type": "string" } } },
                 "Heartbeat": { "type": "object", "properties": {
                     "sessionId": { "type": "string" }, "leaseExpiresAt": { "type": "integer" }, "renewalSubmitted": { "type": "boolean" } } },
                 "DecisionToSign": { "type": "object", "properties": {
@@ -236,7 +238,8 @@ fn paths_payments() -> Value {
                     "summary": "The session's payments, newest first", "security": [{ "capabilityToken": [] }],
                     "responses": ok("200", "PaymentList", "Payments") },
             },
-            "/v1/payments/{id}": { "get": { "parameters": [wait],
+            "/v1/payments/{id}": { "get": { "parameters": [wait, { "name": "until", "in": "query",
+                    "schema": { "type": "string" }, "description": "With wait: the statuses to wait for, comma-separated (default: the settled ones)." }],
                 "summary": "A payment and its status (the sandbox, or its host with scope read)", "security": [{ "hostKeyOrCapabilityToken": [] }],
                 "responses": ok("200", "Payment", "The payment") } },
             "/v1/provenance": { "post": op("Record provenance signed by the session key", "capabilityToken", Some("ProvenanceRequest"), ok("202", "Provenance", "Accepted and queued")) },

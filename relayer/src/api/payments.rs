@@ -30,11 +30,13 @@ pub(super) async fn pay(
     ))
 }
 
-/// `?wait=SECONDS` (at most 60): answer once settled, or when the time is up.
+/// `?wait=SECONDS` (at most 60): answer once settled (or, for a payment, in one of the
+/// comma-separated statuses `until` names), or when the time is up.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct WaitQuery {
     wait: Option<u64>,
+    until: Option<String>,
 }
 
 impl WaitQuery {
@@ -62,7 +64,10 @@ pub(super) async fn get(
             sessions::host_session(&s.store, &host, &p.session_id).await?
         }
     };
-    Ok(Json(payments::get(&s, &session, &id, q.duration()).await?))
+    let until: Option<Vec<&str>> = q.until.as_deref().map(|u| u.split(',').collect());
+    Ok(Json(
+        payments::get(&s, &session, &id, q.duration(), until.as_deref()).await?,
+    ))
 }
 
 /// Paging of `GET /v1/payments`.

@@ -81,8 +81,8 @@ pub struct Engine {
     /// RPC errors in a row per transaction, for the backoff (kept in memory: a restart retries
     /// at once).
     errors: std::sync::Mutex<HashMap<i64, u32>>,
-    /// The last fee caps read and when.
-    fees: std::sync::Mutex<Option<(std::time::Instant, Fees)>>,
+    /// When the latest block was last read, the fee caps it gives and its timestamp.
+    head: std::sync::Mutex<Option<(std::time::Instant, Fees, u64)>>,
     /// Wakes the run loop before its poll interval (a new transaction).
     wake: tokio::sync::Notify,
     /// Bumped after each pass that looked at transactions.
@@ -129,7 +129,7 @@ impl Engine {
             chain_id,
             config,
             errors: Default::default(),
-            fees: Default::default(),
+            head: Default::default(),
             wake: Default::default(),
             changes: tokio::sync::watch::channel(0).0,
             metrics: Default::default(),
@@ -193,16 +193,30 @@ impl Engine {
     /// Fee caps for a transaction sent now: read from the chain at most once per poll interval
     /// (at least 1 s), so a burst of submissions costs one read.
     pub async fn fees(&self) -> Result<Fees, EngineError> {
+        Ok(self.head().await?.0)
+    }
+
+    /// The latest block's timestamp (unix seconds), read as [`Engine::fees`] is: the clock the
+    /// contracts check deadlines against (a dev chain's runs ahead of the wall clock).
+    pub async fn chain_time(&self) -> Result<u64, EngineError> {
+        Ok(self.head().await?.1)
+    }
+
+    async fn head(&self) -> Result<(Fees, u64), EngineError> {
         let fresh = self.config.poll.max(Duration::from_secs(1));
-        if let Some((at, fees)) = *self.fees.lock().unwrap_or_else(|e| e.into_inner()) {
+        if let Some((at, fees, time)) = *self.head.lock().unwrap_or_else(|e| e.into_inner()) {
             if at.elapsed() < fresh {
-                return Ok(fees);
+                return Ok((fees, time));
             }
         }
-        let fees = self.client.fees().await?;
-        *self.fees.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some((std::time::Instant::now(), fees));
-        Ok(fees)
+        let block = self.client.latest_block().await?;
+        let base: u128 = block.base_fee_per_gas.unwrap_or_default().saturating_to();
+        let tip = self.client.max_priority_fee().await?;
+        let fees = Fees::for_next_block(base, tip);
+        let time: u64 = block.timestamp.to();
+        *self.head.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((std::time::Instant::now(), fees, time));
+        Ok((fees, time))
     }
 
     /// Asks the engine to look at its transactions now rather than at its next poll.

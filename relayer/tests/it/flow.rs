@@ -554,7 +554,7 @@ async fn the_whole_flow(db: Db) {
         .post(&format!("/v1/sessions/{id}/revoke"), &s.host, json!({}))
         .await;
     assert_eq!(status, 200, "{r}");
-    assert_eq!(r["onChain"], "submitted", "{r}");
+    assert_eq!(r["onChain"], "revoked", "{r}");
     assert_eq!(s.pay(&token, s.vendor_a, usd(1)).await.0, 401);
     s.session_when(&id, |v| v["chain"]["status"] == "revoked")
         .await;
