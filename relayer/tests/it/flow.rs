@@ -226,7 +226,8 @@ impl System {
 
     async fn session_key_of(&self, id: &str) -> String {
         let (_, v) = self.get(&format!("/v1/sessions/{id}"), &self.host).await;
-        v["sessionKey"].as_str().unwrap().to_owned()
+        // Stored in lowercase; answered EIP-55.
+        v["sessionKey"].as_str().unwrap().to_lowercase()
     }
 
     async fn chain_now(&self) -> u64 {
