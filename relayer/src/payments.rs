@@ -291,12 +291,22 @@ pub async fn pay(
     db.commit().await.map_err(crate::store::StoreError::from)?;
     core.engine.wake();
     tracing::info!(session = %session.id, payment = %payment_id, to = %intent.to, amount = %intent.amount, "payment queued");
-    let row = core
-        .store
-        .payment(&payment_id, None)
-        .await?
-        .ok_or(ApiError::Internal)?;
-    Ok(PaymentView::of(row))
+    Ok(PaymentView {
+        id: payment_id,
+        status: "queued",
+        session_id: session.id.clone(),
+        to: intent.to.to_checksum(None),
+        amount: intent.amount.to_string(),
+        purpose: intent.purpose.to_string(),
+        nonce: nonce.to_string(),
+        deadline: intent.deadline.saturating_to(),
+        transaction_hash: None,
+        block_number: None,
+        receipt_id: None,
+        pending_id: None,
+        error: None,
+        created_at: now_ms(),
+    })
 }
 
 /// Refuses `amount` when, with the session's payments that are queued but not yet on chain,
@@ -314,44 +324,43 @@ async fn check_queued(
     if queued.is_empty() {
         return Ok(());
     }
-    let block = Some(core.client.block_number().await?);
+    // One read of the session's state; with payments already sent, that read and the nonce
+    // checks are pinned to one block.
+    let sent = queued.iter().any(|(_, _, _, status)| status == "submitted");
+    let block = match sent {
+        true => Some(core.client.block_number().await?),
+        false => None,
+    };
     let wallet = core.contracts.wallet;
-    let on_chain =
-        futures_util::future::try_join_all(queued.iter().map(|(_, nonce, _, status)| {
+    let on_chain = futures_util::future::try_join_all(queued.iter().map(
+        |(_, nonce, _, status)| {
             let nonce: U256 = nonce.parse().unwrap_or_default();
             let sent = status == "submitted";
             async move {
                 if !sent {
                     return Ok(false);
                 }
-                core.client
-                    .view_at(
-                        None,
-                        wallet,
-                        ISessionWallet::isNonceUsedCall {
-                            sessionId: id,
-                            nonce,
-                        },
-                        block,
-                    )
-                    .await
+                let call = ISessionWallet::isNonceUsedCall { sessionId: id, nonce };
+                core.client.view_at(None, wallet, call, block).await
             }
-        }));
-    let (on_chain, deposit_left, period_left) = tokio::try_join!(
-        on_chain,
-        core.client.view_at(
-            None,
-            wallet,
-            ISessionWallet::remainingDepositCall { sessionId: id },
-            block
-        ),
-        core.client.view_at(
-            None,
-            wallet,
-            ISessionWallet::remainingPeriodBudgetCall { sessionId: id },
-            block
-        ),
-    )?;
+        },
+    ));
+    let state = core.client.view_at(
+        None,
+        wallet,
+        ISessionWallet::sessionStateCall { sessionId: id },
+        block,
+    );
+    let (on_chain, state) = tokio::try_join!(on_chain, state)?;
+    // As the wallet computes them: the deposit less what was spent and what pending payments
+    // hold; the period's budget less its spend (the view rolls the period forward).
+    let terms = crate::sessions::terms_of(session)?;
+    let deposit_left = state._1.saturating_sub(state._2).saturating_sub(state._3);
+    let period_left = if terms.periodSeconds == 0 {
+        U256::MAX
+    } else {
+        terms.periodBudget.saturating_sub(state._4)
+    };
     let (mut for_deposit, mut for_period) = (U256::ZERO, U256::ZERO);
     for ((queued_amount, _, executes, _), mined) in queued.iter().zip(on_chain) {
         if mined {

@@ -146,6 +146,11 @@ impl StoredTerms {
     }
 }
 
+/// The terms a session was prepared with.
+pub fn terms_of(row: &SessionRow) -> Result<OpenSession, ApiError> {
+    stored_terms(row)?.terms()
+}
+
 fn stored_terms(row: &SessionRow) -> Result<StoredTerms, ApiError> {
     serde_json::from_str(&row.terms).map_err(|e| {
         tracing::error!(session = %row.id, error = %e, "stored terms do not parse");

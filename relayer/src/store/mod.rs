@@ -83,6 +83,21 @@ impl Store {
         let max = if backend == Backend::Sqlite { 1 } else { 8 };
         let pool = AnyPoolOptions::new()
             .max_connections(max)
+            .after_connect(move |conn, _| {
+                Box::pin(async move {
+                    if backend == Backend::Sqlite {
+                        // A write-ahead log: a commit appends to one file and syncs it once
+                        // (FULL: a commit survives power loss, not only a crash).
+                        sqlx::Executor::execute(
+                            &mut *conn,
+                            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
+                             PRAGMA busy_timeout = 5000;",
+                        )
+                        .await?;
+                    }
+                    Ok(())
+                })
+            })
             .connect_with(options)
             .await?;
         match backend {

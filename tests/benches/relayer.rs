@@ -1,0 +1,404 @@
+//! Relayer benchmark (a binary that prints its figures; not a timed test), on a devnet in this
+//! process with the real contracts:
+//!
+//! * accepted: payment requests over HTTP, each checked by the contracts' rules (a simulated
+//!   `pay`) and stored with its signed transaction, per second, from concurrent sandboxes —
+//!   with an API-only relayer, so the figure is the accept path's alone; every accepted payment
+//!   is then counted in the database (zero lost);
+//! * confirmed: payments from request to `confirmed` (mined with automine, receipt read), per
+//!   second and p50/p99 latency, with 1, 4 and 16 sandboxes paying one after another.
+//!
+//! SQLite always; PostgreSQL too when `BURSAR_TEST_POSTGRES_URL` is set (`cargo xtask
+//! postgres` prints it).
+//!
+//! ```text
+//! cargo bench -p bursar-e2e --bench relayer
+//! BENCH_ACCEPT=4000 BENCH_CONFIRM=400 cargo bench -p bursar-e2e --bench relayer
+//! ```
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use alloy_primitives::{Address, B256, U256};
+use bursar_bindings::counterparty::ICounterpartyRegistry;
+use bursar_bindings::token::ITestToken;
+use bursar_client::{Client, Key, Sender};
+use bursar_demo::host::wallet_sign;
+use bursar_deploy::{Contract, DeploymentRecord};
+use bursar_e2e::{deploy, dev_key, devnet, scratch};
+use bursar_relayer::store::Store;
+use bursar_relayer::submission::EngineConfig;
+use bursar_relayer::vault::MasterKey;
+use bursar_relayer::{hosts, Config, Contracts, Settings};
+use serde_json::{json, Value};
+
+#[global_allocator]
+static ALLOCATOR: bursar_devnet::allocator::MiMalloc = bursar_devnet::allocator::MiMalloc;
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    bursar_devnet::allocator::keep_freed_memory();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let accept = env("BENCH_ACCEPT", 2_000);
+        let confirm = env("BENCH_CONFIRM", 200);
+        println!(
+            "relayer benchmark ({} build)",
+            if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "release"
+            }
+        );
+        let mut databases = vec![("SQLite", None)];
+        if let Ok(url) = std::env::var("BURSAR_TEST_POSTGRES_URL") {
+            databases.push(("PostgreSQL", Some(url)));
+        }
+        for (name, postgres) in &databases {
+            accepted(name, postgres.as_deref(), accept).await;
+        }
+        for (name, postgres) in &databases {
+            for sandboxes in [1, 4, 16] {
+                confirmed(name, postgres.as_deref(), sandboxes, confirm).await;
+            }
+        }
+    });
+}
+
+/// A devnet with the contracts, a funded owner and an allowlist with one payee.
+struct Chain {
+    _devnet: bursar_devnet::Handle,
+    client: Client,
+    record: DeploymentRecord,
+    owner: Key,
+    list: U256,
+    payee: Address,
+}
+
+async fn chain() -> Chain {
+    let (devnet, client) = devnet().await;
+    let record = deploy(&client, &scratch("bench-relayer")).await;
+    let at = |c: Contract| record.address(c.key()).expect("deployed");
+    let owner = Key::from_bytes(&B256::from(U256::from(0xbe7c4_u64) << 64)).expect("key");
+    let payee = Address::repeat_byte(0x77);
+    let mut operator = Sender::new(&client, dev_key(0)).await.expect("sender");
+    operator
+        .transact(
+            &client,
+            at(Contract::TestToken),
+            &ITestToken::mintCall {
+                to: owner.address(),
+                value: U256::MAX >> 130,
+            },
+        )
+        .await
+        .expect("mint");
+    let registry = at(Contract::CounterpartyRegistry);
+    let r = operator
+        .transact(&client, registry, &ICounterpartyRegistry::createListCall {})
+        .await
+        .expect("list");
+    let list = r.events::<ICounterpartyRegistry::ListCreated>(registry)[0].listId;
+    operator
+        .transact(
+            &client,
+            registry,
+            &ICounterpartyRegistry::setEntryCall {
+                listId: list,
+                counterparty: payee,
+                allowed: true,
+                maxPerPayment: U256::ZERO,
+                label: B256::ZERO,
+            },
+        )
+        .await
+        .expect("entry");
+    Chain {
+        _devnet: devnet,
+        client,
+        record,
+        owner,
+        list,
+        payee,
+    }
+}
+
+/// A fresh database: a SQLite file, or a new database on the PostgreSQL server.
+async fn database(postgres: Option<&str>) -> String {
+    match postgres {
+        None => {
+            let dir = scratch("bench-relayer-db");
+            format!("sqlite://{}", dir.join("relayer.db").display())
+        }
+        Some(base) => {
+            use sqlx::Connection;
+            let name = format!(
+                "bursar_bench_{}",
+                std::process::id() as u64 * 1000 + rand_suffix()
+            );
+            let mut admin = sqlx::PgConnection::connect(base).await.expect("PostgreSQL");
+            sqlx::Executor::execute(&mut admin, format!("CREATE DATABASE {name}").as_str())
+                .await
+                .expect("create database");
+            let (prefix, _) = base.rsplit_once('/').expect("a database URL");
+            format!("{prefix}/{name}")
+        }
+    }
+}
+
+fn rand_suffix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos() as u64 % 1000)
+}
+
+struct Running {
+    relayer: bursar_relayer::Relayer,
+    base: String,
+    host: String,
+    db: String,
+}
+
+async fn relayer(chain: &Chain, db: String, send: bool) -> Running {
+    let at = |c: Contract| chain.record.address(c.key()).expect("deployed");
+    let relayer = bursar_relayer::start(Config {
+        rpc: chain.client.url().to_string(),
+        db: db.clone(),
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        signers: vec![dev_key(9), dev_key(8), dev_key(7), dev_key(6)],
+        engine: EngineConfig {
+            confirmations: 0,
+            poll: Duration::from_millis(10),
+            send,
+            ..EngineConfig::default()
+        },
+        contracts: Contracts {
+            wallet: at(Contract::SessionWallet),
+            gateway: at(Contract::SessionGateway),
+            receipts: at(Contract::ReceiptRegistry),
+        },
+        master_key: MasterKey::from_hex(&"42".repeat(32), "bench").expect("key"),
+        settings: Settings {
+            rate_limit: None,
+            intent_ttl: Duration::from_secs(86_400),
+            ..Settings::default()
+        },
+    })
+    .await
+    .expect("relayer");
+    let store = Store::connect(&db).await.expect("store");
+    let host = hosts::create(&store, &format!("bench-{}", relayer.addr.port()), "sessions,read")
+        .await
+        .expect("host")
+        .key;
+    Running {
+        base: format!("http://{}", relayer.addr),
+        relayer,
+        host,
+        db,
+    }
+}
+
+/// Opens `n` sessions through `r` (each needs a relayer that sends); returns their tokens.
+async fn sessions(chain: &Chain, r: &Running, n: usize) -> Vec<String> {
+    let http = reqwest::Client::new();
+    let now: u64 = chain
+        .client
+        .latest_block()
+        .await
+        .expect("block")
+        .timestamp
+        .to();
+    let mut tokens = Vec::new();
+    for _ in 0..n {
+        let prep: Value = http
+            .post(format!("{}/v1/sessions/prepare", r.base))
+            .bearer_auth(&r.host)
+            .json(&json!({
+                "owner": chain.owner.address(),
+                "token": chain.record.address(Contract::TestToken.key()),
+                "deposit": (U256::from(1u64) << 100usize).to_string(),
+                "expiresAt": now + 86_400,
+                "allowlistId": chain.list.to_string(),
+            }))
+            .send()
+            .await
+            .expect("prepare")
+            .json()
+            .await
+            .expect("json");
+        let typed = &prep["typedData"];
+        let opened: Value = http
+            .post(format!("{}/v1/sessions", r.base))
+            .bearer_auth(&r.host)
+            .json(&json!({
+                "preparedId": prep["preparedId"],
+                "ownerSignature": wallet_sign(&chain.owner, &typed["openSession"]).expect("sign"),
+                "permitSignature": wallet_sign(&chain.owner, &typed["permit"]).expect("sign"),
+            }))
+            .send()
+            .await
+            .expect("open")
+            .json()
+            .await
+            .expect("json");
+        assert_eq!(opened["status"], "open", "{opened}");
+        tokens.push(
+            opened["capabilityToken"]
+                .as_str()
+                .expect("token")
+                .to_owned(),
+        );
+    }
+    tokens
+}
+
+async fn pay(
+    http: &reqwest::Client,
+    base: &str,
+    token: &str,
+    payee: Address,
+    amount: u64,
+) -> Value {
+    let r = http
+        .post(format!("{base}/v1/payments"))
+        .bearer_auth(token)
+        .json(&json!({ "to": payee, "amount": amount.to_string(), "purpose": "bench" }))
+        .send()
+        .await
+        .expect("pay");
+    assert_eq!(r.status().as_u16(), 202);
+    r.json().await.expect("json")
+}
+
+/// Payment requests accepted and durably queued per second, 16 sandboxes × 4 clients each.
+async fn accepted(db_name: &str, postgres: Option<&str>, total: usize) {
+    let chain = chain().await;
+    let db = database(postgres).await;
+    // Sessions are opened by a sending relayer; the measured one only accepts.
+    let opener = relayer(&chain, db.clone(), true).await;
+    let tokens = sessions(&chain, &opener, 16).await;
+    opener.relayer.shutdown().await;
+    let r = relayer(&chain, db, false).await;
+    let http = reqwest::Client::new();
+    // Warm: each session's first payment measures its gas.
+    for t in &tokens {
+        pay(&http, &r.base, t, chain.payee, 1).await;
+    }
+    let per_client = total / 64;
+    let started = Instant::now();
+    let clients: Vec<_> = (0..64)
+        .map(|i| {
+            let (http, base, token, payee) = (
+                http.clone(),
+                r.base.clone(),
+                tokens[i % 16].clone(),
+                chain.payee,
+            );
+            tokio::spawn(async move {
+                for _ in 0..per_client {
+                    pay(&http, &base, &token, payee, 1).await;
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.await.expect("client");
+    }
+    let elapsed = started.elapsed();
+    let accepted = per_client * 64;
+    let store = Store::connect(&r.db).await.expect("store");
+    let stored: i64 = store
+        .transaction_counts()
+        .await
+        .expect("counts")
+        .iter()
+        .filter(|(s, _)| s == "signed")
+        .map(|(_, n)| n)
+        .sum();
+    println!(
+        "accepted over HTTP ({db_name}): {accepted} payments from 64 clients on 16 sessions in {:.2} s = {:.0}/s; \
+         stored and unsent: {stored} (zero lost: {})",
+        elapsed.as_secs_f64(),
+        accepted as f64 / elapsed.as_secs_f64(),
+        stored as usize == accepted + 16
+    );
+    r.relayer.shutdown().await;
+}
+
+/// Payments confirmed end to end per second, and their latency, with `sandboxes` paying one
+/// payment at a time each.
+async fn confirmed(db_name: &str, postgres: Option<&str>, sandboxes: usize, total: usize) {
+    let chain = chain().await;
+    let r = relayer(&chain, database(postgres).await, true).await;
+    let tokens = sessions(&chain, &r, sandboxes).await;
+    let http = reqwest::Client::new();
+    for t in &tokens {
+        let p = pay(&http, &r.base, t, chain.payee, 1).await;
+        wait_confirmed(&http, &r.base, t, &p).await;
+    }
+    let per = (total / sandboxes).max(1);
+    let latencies = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let started = Instant::now();
+    let runs: Vec<_> = tokens
+        .iter()
+        .map(|t| {
+            let (http, base, token, payee, latencies) = (
+                http.clone(),
+                r.base.clone(),
+                t.clone(),
+                chain.payee,
+                latencies.clone(),
+            );
+            tokio::spawn(async move {
+                for _ in 0..per {
+                    let at = Instant::now();
+                    let p = pay(&http, &base, &token, payee, 1).await;
+                    wait_confirmed(&http, &base, &token, &p).await;
+                    latencies.lock().expect("latencies").push(at.elapsed());
+                }
+            })
+        })
+        .collect();
+    for run in runs {
+        run.await.expect("sandbox");
+    }
+    let elapsed = started.elapsed();
+    let mut l = latencies.lock().expect("latencies").clone();
+    l.sort();
+    let pct = |p: f64| l[((l.len() as f64 * p) as usize).min(l.len() - 1)];
+    println!(
+        "confirmed end to end ({db_name}, {sandboxes:>2} sandboxes): {} payments in {:.2} s = {:.0}/s; \
+         request → confirmed p50 {:.1} ms, p99 {:.1} ms",
+        l.len(),
+        elapsed.as_secs_f64(),
+        l.len() as f64 / elapsed.as_secs_f64(),
+        pct(0.5).as_secs_f64() * 1e3,
+        pct(0.99).as_secs_f64() * 1e3,
+    );
+    r.relayer.shutdown().await;
+}
+
+async fn wait_confirmed(http: &reqwest::Client, base: &str, token: &str, p: &Value) {
+    let id = p["id"].as_str().expect("id");
+    let settled: Value = http
+        .get(format!("{base}/v1/payments/{id}?wait=60"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .expect("get")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(settled["status"], "confirmed", "{settled}");
+}
