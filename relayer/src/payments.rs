@@ -332,19 +332,21 @@ async fn check_queued(
         false => None,
     };
     let wallet = core.contracts.wallet;
-    let on_chain = futures_util::future::try_join_all(queued.iter().map(
-        |(_, nonce, _, status)| {
+    let on_chain =
+        futures_util::future::try_join_all(queued.iter().map(|(_, nonce, _, status)| {
             let nonce: U256 = nonce.parse().unwrap_or_default();
             let sent = status == "submitted";
             async move {
                 if !sent {
                     return Ok(false);
                 }
-                let call = ISessionWallet::isNonceUsedCall { sessionId: id, nonce };
+                let call = ISessionWallet::isNonceUsedCall {
+                    sessionId: id,
+                    nonce,
+                };
                 core.client.view_at(None, wallet, call, block).await
             }
-        },
-    ));
+        }));
     let state = core.client.view_at(
         None,
         wallet,

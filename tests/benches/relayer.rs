@@ -197,10 +197,14 @@ async fn relayer(chain: &Chain, db: String, send: bool) -> Running {
     .await
     .expect("relayer");
     let store = Store::connect(&db).await.expect("store");
-    let host = hosts::create(&store, &format!("bench-{}", relayer.addr.port()), "sessions,read")
-        .await
-        .expect("host")
-        .key;
+    let host = hosts::create(
+        &store,
+        &format!("bench-{}", relayer.addr.port()),
+        "sessions,read",
+    )
+    .await
+    .expect("host")
+    .key;
     Running {
         base: format!("http://{}", relayer.addr),
         relayer,

@@ -90,3 +90,78 @@ pub async fn deploy(client: &Client, dir: &Path) -> DeploymentRecord {
         .await
         .unwrap_or_else(|e| panic!("deploy: {e}"))
 }
+
+/// The anvil executable installed by `.ci/run` (`npm ci --prefix tools/conformance`), or
+/// `$BURSAR_ANVIL`. Not `node_modules/.bin/anvil`: that is a node wrapper, and killing it would
+/// leave anvil running.
+pub fn anvil_bin() -> PathBuf {
+    if let Some(bin) = std::env::var_os("BURSAR_ANVIL") {
+        return PathBuf::from(bin);
+    }
+    let scope = repo_root().join("tools/conformance/node_modules/@foundry-rs");
+    // The platform package npm picked (`anvil-linux-amd64`, ...).
+    std::fs::read_dir(&scope)
+        .ok()
+        .and_then(|dir| {
+            dir.filter_map(Result::ok)
+                .map(|e| e.path().join("bin/anvil"))
+                .find(|p| p.is_file())
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "anvil not found under {}: run .ci/run (npm ci --prefix tools/conformance) or \
+                 set BURSAR_ANVIL",
+                scope.display()
+            )
+        })
+}
+
+/// A running anvil (killed when dropped) with the dev mnemonic's accounts.
+pub struct Anvil {
+    child: std::process::Child,
+    /// Its JSON-RPC endpoint.
+    pub url: String,
+}
+
+impl Drop for Anvil {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts anvil on a free port with `args`, and waits until it answers.
+pub async fn anvil(args: &[&str]) -> Anvil {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let child = Command::new(anvil_bin())
+        .args([
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "--silent",
+        ])
+        .args(["--chain-id", &bursar_devnet::DEFAULT_CHAIN_ID.to_string()])
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn anvil");
+    let anvil = Anvil {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+    };
+    let client = Client::new(anvil.url.clone());
+    // Until it answers: a deadline, each try a connection attempt.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while client.chain_id().await.is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "anvil did not answer within 60 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    anvil
+}

@@ -216,6 +216,119 @@ async fn concurrent_submits_get_distinct_nonces_and_all_land_once(db: Db) {
     assert_eq!(client.nonce(key.address()).await.unwrap(), 16);
 }
 
+/// A TCP proxy in front of a node that the test can cut (refusing new connections and
+/// closing open ones) and restore: the node going away and coming back.
+struct Outage {
+    url: String,
+    up: tokio::sync::watch::Sender<bool>,
+}
+
+impl Outage {
+    async fn in_front_of(node: &str) -> Self {
+        let upstream = node.trim_start_matches("http://").to_owned();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (up, watch) = tokio::sync::watch::channel(true);
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    return;
+                };
+                let mut watch = watch.clone();
+                if !*watch.borrow() {
+                    continue; // dropped: the connection is refused
+                }
+                let upstream = upstream.clone();
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = tokio::net::TcpStream::connect(upstream).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = watch.wait_for(|up| !*up) => {}
+                    }
+                });
+            }
+        });
+        Outage { url, up }
+    }
+
+    fn set(&self, up: bool) {
+        self.up.send_replace(up);
+    }
+}
+
+async fn the_node_going_away_and_back_loses_nothing(db: Db) {
+    let (_devnet, direct) = devnet(true).await;
+    let outage = Outage::in_front_of(direct.url()).await;
+    let client = Arc::new(Client::new(outage.url.clone()));
+    let key = dev_key(4);
+    let to = Address::repeat_byte(0x55);
+    let e = engine(&db, &client, &key).await;
+    let id = e.submit(&transfer(key.address(), to, 11)).await.unwrap();
+    outage.set(false);
+    // Every look fails while the node is away; the transaction stays stored, unsent, not failed.
+    for _ in 0..3 {
+        e.tick().await.unwrap();
+    }
+    assert_eq!(status(&e, id).await, TxStatus::Signed);
+    assert!(
+        e.metrics()
+            .rpc_errors
+            .load(std::sync::atomic::Ordering::Relaxed)
+            >= 1
+    );
+    assert_eq!(balance(&direct, to).await, U256::ZERO);
+    outage.set(true);
+    // The backoff delays the next look: force it due, as time passing would.
+    e.store().reschedule(id, 0, None).await.unwrap();
+    settle(&e, &[id]).await;
+    assert_eq!(status(&e, id).await, TxStatus::Confirmed);
+    assert_eq!(balance(&direct, to).await, U256::from(11));
+}
+
+/// The same engine against anvil, a second independent node, with automine off: sent
+/// transactions wait in its pool, one is dropped from it, blocks come when the test mines.
+async fn against_anvil_with_automine_off(db: Db) {
+    let anvil = bursar_e2e::anvil(&["--no-mining"]).await;
+    let client = Arc::new(Client::new(anvil.url.clone()));
+    let key = dev_key(2);
+    let to = Address::repeat_byte(0x56);
+    let e = engine(&db, &client, &key).await;
+    let ids = [
+        e.submit(&transfer(key.address(), to, 1)).await.unwrap(),
+        e.submit(&transfer(key.address(), to, 2)).await.unwrap(),
+        e.submit(&transfer(key.address(), to, 4)).await.unwrap(),
+    ];
+    e.tick().await.unwrap();
+    for id in ids {
+        assert_eq!(status(&e, id).await, TxStatus::Submitted);
+    }
+    // anvil forgets the first; the engine sends the same bytes again.
+    let first = e.store().attempts(ids[0]).await.unwrap()[0].hash.clone();
+    let _: serde_json::Value = client
+        .request("anvil_dropTransaction", serde_json::json!([first]))
+        .await
+        .unwrap();
+    e.tick().await.unwrap();
+    let _: serde_json::Value = client
+        .request("evm_mine", serde_json::json!([]))
+        .await
+        .unwrap();
+    settle(&e, &ids).await;
+    for id in ids {
+        let row = e.store().transaction(id).await.unwrap().unwrap();
+        assert_eq!(row.status, TxStatus::Confirmed);
+        assert_eq!(
+            e.store().attempts(id).await.unwrap().len(),
+            1,
+            "no replacement was needed"
+        );
+    }
+    assert_eq!(balance(&client, to).await, U256::from(7));
+    assert_eq!(client.nonce(key.address()).await.unwrap(), 3);
+}
+
 macro_rules! on_both_databases {
     ($($name:ident),* $(,)?) => {
         mod sqlite_db {
@@ -238,4 +351,6 @@ on_both_databases!(
     a_dropped_transaction_is_sent_again_and_an_outside_one_is_survived,
     a_stuck_transaction_is_replaced_with_higher_fees_and_mined_once,
     concurrent_submits_get_distinct_nonces_and_all_land_once,
+    the_node_going_away_and_back_loses_nothing,
+    against_anvil_with_automine_off,
 );
