@@ -264,16 +264,76 @@ impl Store {
     }
 
     /// Unfinished transactions due for a look at `now`, per signer in nonce order.
-    pub async fn due_transactions(&self, now: i64, limit: i64) -> Result<Vec<TxRow>, StoreError> {
-        let rows = sqlx::query(&format!(
+    pub async fn due_transactions(
+        &self,
+        signers: &[String],
+        now: i64,
+        limit: i64,
+    ) -> Result<Vec<TxRow>, StoreError> {
+        if signers.is_empty() {
+            return Ok(Vec::new());
+        }
+        let placeholders: Vec<String> = (3..3 + signers.len()).map(|i| format!("${i}")).collect();
+        let sql = format!(
             "SELECT {TX_COLUMNS} FROM transactions WHERE status IN ('signed', 'submitted', 'mined') \
-             AND next_check_at <= $1 ORDER BY signer, nonce LIMIT $2"
-        ))
-        .bind(now)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
+             AND next_check_at <= $1 AND signer IN ({}) ORDER BY signer, nonce LIMIT $2",
+            placeholders.join(", ")
+        );
+        let mut query = sqlx::query(&sql).bind(now).bind(limit);
+        for signer in signers {
+            query = query.bind(signer);
+        }
+        let rows = query.fetch_all(&self.pool).await?;
         rows.iter().map(tx_row).collect()
+    }
+
+    /// Takes (or keeps) `signers` for process `owner` until `until`: those another process
+    /// holds are skipped (on PostgreSQL without waiting for its lock). Returns the signers
+    /// `owner` holds now.
+    pub async fn own_signers(
+        &self,
+        owner: &str,
+        signers: &[String],
+        now: i64,
+        until: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut owned = Vec::new();
+        let skip_locked = match self.backend {
+            super::Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+            super::Backend::Sqlite => "",
+        };
+        for signer in signers {
+            let mut tx = self.pool.begin().await?;
+            let free: Option<String> = sqlx::query_scalar(&format!(
+                "SELECT address FROM signers WHERE address = $1 \
+                 AND (owner IS NULL OR owner = $2 OR owned_until < $3){skip_locked}"
+            ))
+            .bind(signer)
+            .bind(owner)
+            .bind(now)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if free.is_some() {
+                sqlx::query("UPDATE signers SET owner = $1, owned_until = $2 WHERE address = $3")
+                    .bind(owner)
+                    .bind(until)
+                    .bind(signer)
+                    .execute(&mut *tx)
+                    .await?;
+                owned.push(signer.clone());
+            }
+            tx.commit().await?;
+        }
+        Ok(owned)
+    }
+
+    /// Gives up the signers `owner` holds (a clean stop), for another process to take at once.
+    pub async fn release_signers(&self, owner: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE signers SET owner = NULL, owned_until = 0 WHERE owner = $1")
+            .bind(owner)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 
     /// Every attempt of transaction `id`, the newest first.

@@ -43,6 +43,11 @@ pub struct EngineConfig {
     /// Whether this process sends transactions. An API-only process (`false`) stores them for
     /// another process on the same PostgreSQL database to send.
     pub send: bool,
+    /// This process's name among those sharing the database: one process at a time sends for
+    /// a signer, holding it for `signer_lease` and renewing that as it runs.
+    pub owner: String,
+    /// How long a process holds its signers without renewing them (it renews every tick).
+    pub signer_lease: Duration,
 }
 
 impl Default for EngineConfig {
@@ -53,6 +58,11 @@ impl Default for EngineConfig {
             stuck_after: Duration::from_secs(30),
             max_backoff: Duration::from_secs(30),
             send: true,
+            owner: format!(
+                "engine_{}",
+                alloy_primitives::hex::encode(crate::random_bytes::<8>())
+            ),
+            signer_lease: Duration::from_secs(15),
         }
     }
 }
@@ -245,7 +255,14 @@ impl Engine {
     /// replaces stuck ones, confirms mined ones. Returns how many it looked at. An RPC error
     /// postpones the one transaction it hit (and that signer's later ones, to keep the order).
     pub async fn tick(&self) -> Result<usize, EngineError> {
-        let rows = self.store.due_transactions(now_ms(), 256).await?;
+        let mine: Vec<String> = self.signers.keys().map(|a| hex_address(*a)).collect();
+        let now = now_ms();
+        let lease = self.config.signer_lease.as_millis() as i64;
+        let owned = self
+            .store
+            .own_signers(&self.config.owner, &mine, now, now + lease)
+            .await?;
+        let rows = self.store.due_transactions(&owned, now, 256).await?;
         let mut held: HashSet<String> = HashSet::new();
         for row in &rows {
             if held.contains(&row.signer) {
@@ -293,12 +310,26 @@ impl Engine {
         Ok(rows.len())
     }
 
-    /// Ticks until `stop` resolves (unless this process does not send).
+    /// Ticks until `stop` resolves (unless this process does not send), then gives up its
+    /// signers for another process to take at once.
     pub async fn run(&self, stop: impl std::future::Future<Output = ()>) {
         tokio::pin!(stop);
         if !self.config.send {
             return stop.await;
         }
+        self.send_until(stop).await;
+        if let Err(e) = self.release().await {
+            tracing::warn!(error = %e, "could not release the signers");
+        }
+    }
+
+    /// Gives up this process's signers.
+    pub async fn release(&self) -> Result<(), EngineError> {
+        Ok(self.store.release_signers(&self.config.owner).await?)
+    }
+
+    async fn send_until(&self, stop: impl std::future::Future<Output = ()>) {
+        tokio::pin!(stop);
         loop {
             match self.tick().await {
                 Ok(0) => {}
@@ -319,15 +350,17 @@ impl Engine {
     async fn broadcast(&self, row: &TxRow) -> Result<(), EngineError> {
         let attempts = self.store.attempts(row.id).await?;
         let newest = attempts.first().ok_or_else(|| corrupt(row, "no attempt"))?;
+        // Marked before it is sent: a `signed` row is then never on chain, which the payment
+        // checks rely on; if the send fails, `check` finds it unknown and sends it again.
+        let now = now_ms();
+        self.store
+            .mark_submitted(row.id, now, now + self.poll_ms())
+            .await?;
         match self.send_raw(&newest.raw).await? {
             Sent::Accepted => {
-                let now = now_ms();
                 self.metrics
                     .submit_latency
-                    .observe((now - row.created_at) as f64 / 1000.0);
-                self.store
-                    .mark_submitted(row.id, now, now + self.poll_ms())
-                    .await?;
+                    .observe((now_ms() - row.created_at) as f64 / 1000.0);
             }
             // Its nonce is used: by one of its own attempts (a receipt settles it) or by
             // another transaction; `check` tells which.

@@ -36,6 +36,9 @@ fn config(rpc: &str, db: &str, contracts: &Value, send: bool) -> Config {
             confirmations: 0,
             poll: Duration::from_millis(20),
             send,
+            // A restarted relayer is the same process to the others: it holds its signer at
+            // once (a new identity would wait for the dead one's lease).
+            owner: "crash-relayer".into(),
             ..EngineConfig::default()
         },
         contracts: Contracts {

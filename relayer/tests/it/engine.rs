@@ -18,10 +18,13 @@ fn transfer(signer: Address, to: Address, wei: u64) -> Call {
     }
 }
 
+/// The engine as these tests run it: one process identity, so an engine made after another
+/// was dropped (a restart) holds the signers at once.
 fn config() -> EngineConfig {
     EngineConfig {
         confirmations: 0,
         poll: std::time::Duration::ZERO,
+        owner: "engine-under-test".into(),
         ..EngineConfig::default()
     }
 }
@@ -267,11 +270,12 @@ async fn the_node_going_away_and_back_loses_nothing(db: Db) {
     let e = engine(&db, &client, &key).await;
     let id = e.submit(&transfer(key.address(), to, 11)).await.unwrap();
     outage.set(false);
-    // Every look fails while the node is away; the transaction stays stored, unsent, not failed.
+    // Every look fails while the node is away; the transaction stays stored (marked as handed
+    // to the node, which it could not be), not failed.
     for _ in 0..3 {
         e.tick().await.unwrap();
     }
-    assert_eq!(status(&e, id).await, TxStatus::Signed);
+    assert_eq!(status(&e, id).await, TxStatus::Submitted);
     assert!(
         e.metrics()
             .rpc_errors
@@ -329,6 +333,53 @@ async fn against_anvil_with_automine_off(db: Db) {
     assert_eq!(client.nonce(key.address()).await.unwrap(), 3);
 }
 
+/// Two processes on one database with the same signer: only the one holding the signer sends;
+/// when it stops cleanly the other takes over at once.
+async fn one_process_sends_for_a_signer_at_a_time(db: Db) {
+    let (_devnet, client) = devnet(true).await;
+    let key = dev_key(1);
+    let to = Address::repeat_byte(0x57);
+    let process = |owner: &str| {
+        let config = EngineConfig {
+            owner: owner.into(),
+            ..config()
+        };
+        let (db, client, key) = (&db, &client, &key);
+        async move {
+            Engine::new(db.store().await, client.clone(), vec![key.clone()], config)
+                .await
+                .unwrap()
+        }
+    };
+    let (a, b) = (process("process-a").await, process("process-b").await);
+    // Either may store transactions; a takes the signer on its first tick and sends them.
+    let mut ids = Vec::new();
+    for (i, e) in [&a, &b, &a, &b].into_iter().enumerate() {
+        ids.push(
+            e.submit(&transfer(key.address(), to, 1 << i))
+                .await
+                .unwrap(),
+        );
+    }
+    assert_eq!(a.tick().await.unwrap(), 4);
+    assert_eq!(
+        b.tick().await.unwrap(),
+        0,
+        "b holds nothing: it looks at nothing"
+    );
+    settle(&a, &ids).await;
+    assert_eq!(b.tick().await.unwrap(), 0);
+    // a stops cleanly; b takes the signer over on its next tick.
+    a.release().await.unwrap();
+    let late = b.submit(&transfer(key.address(), to, 16)).await.unwrap();
+    assert_eq!(b.tick().await.unwrap(), 1);
+    settle(&b, &[late]).await;
+    for id in ids.iter().chain([&late]) {
+        assert_eq!(b.store().attempts(*id).await.unwrap().len(), 1, "sent once");
+    }
+    assert_eq!(balance(&client, to).await, U256::from(31));
+}
+
 macro_rules! on_both_databases {
     ($($name:ident),* $(,)?) => {
         mod sqlite_db {
@@ -353,4 +404,5 @@ on_both_databases!(
     concurrent_submits_get_distinct_nonces_and_all_land_once,
     the_node_going_away_and_back_loses_nothing,
     against_anvil_with_automine_off,
+    one_process_sends_for_a_signer_at_a_time,
 );
