@@ -11,7 +11,6 @@ use std::time::Duration;
 use alloy_primitives::{Address, Bytes, B256, U256};
 use alloy_sol_types::{SolCall, SolValue};
 use bursar_bindings::eip712::{OpenSession, Permit};
-use bursar_bindings::gateway::ISessionGateway;
 use bursar_bindings::token::ITestToken;
 use bursar_bindings::wallet::{session_id, ISessionWallet, SessionStatus};
 use bursar_client::sign;
@@ -304,27 +303,7 @@ async fn permit_typed_data(core: &Core, terms: &OpenSession) -> Result<Value, Ap
 pub async fn open(core: &Core, host: &Host, req: OpenRequest) -> Result<Opened, ApiError> {
     let row = prepared(&core.store, host, &req.prepared_id).await?;
     let terms = stored_terms(&row)?.terms()?;
-    let call = ISessionGateway::openSessionWithSigCall {
-        owner: terms.owner,
-        sessionKey: terms.sessionKey,
-        guardian: terms.guardian,
-        token: terms.token,
-        deposit: terms.deposit,
-        perPaymentCap: terms.perPaymentCap,
-        periodBudget: terms.periodBudget,
-        periodSeconds: terms.periodSeconds,
-        coSignThreshold: terms.coSignThreshold,
-        validAfter: terms.validAfter,
-        expiresAt: terms.expiresAt,
-        leaseSeconds: terms.leaseSeconds,
-        leaseKeeper: terms.leaseKeeper,
-        allowlistId: terms.allowlistId,
-        metadata: terms.metadata,
-        nonce: terms.nonce,
-        deadline: terms.deadline,
-        ownerSignature: req.owner_signature,
-        permitSignature: req.permit_signature,
-    };
+    let call = terms.with_sig_call(req.owner_signature, req.permit_signature);
     let signer = signer_of(&row)?;
     let data = call.abi_encode();
     // The gateway's own checks, now: a bad signature or an unfunded owner is refused here.
@@ -620,6 +599,15 @@ pub async fn chain_state(core: &Core, id: U256) -> Result<ChainState, ApiError> 
     })
 }
 
+/// The wallet's `sessionState` of session `id` at the latest block.
+async fn session_state(
+    core: &Core,
+    id: U256,
+) -> Result<<ISessionWallet::sessionStateCall as alloy_sol_types::SolCall>::Return, ApiError> {
+    let call = ISessionWallet::sessionStateCall { sessionId: id };
+    Ok(core.client.view(None, core.contracts.wallet, call).await?)
+}
+
 /// Session `id` if `host` prepared it (another host's id is not found).
 pub async fn host_session(store: &Store, host: &Host, id: &str) -> Result<SessionRow, ApiError> {
     let id = crate::wire::parse_session_id(id).ok_or(ApiError::NotFound)?;
@@ -652,14 +640,7 @@ pub async fn revoke(core: &Core, host: &Host, id: &str) -> Result<Revoked, ApiEr
     core.store.revoke_capability(&row.id, now_ms()).await?;
     let session = parse_id(&row.id)?;
     let terms = stored_terms(&row)?.terms()?;
-    let state = core
-        .client
-        .view(
-            None,
-            core.contracts.wallet,
-            ISessionWallet::sessionStateCall { sessionId: session },
-        )
-        .await?;
+    let state = session_state(core, session).await?;
     let mut transaction_hash = None;
     let on_chain = if state._0 == SessionStatus::None as u8 {
         "not_open"
@@ -758,14 +739,7 @@ pub async fn heartbeat(core: &Core, row: &SessionRow) -> Result<Heartbeat, ApiEr
     core.store.heartbeat(&row.id, now_ms()).await?;
     let session = parse_id(&row.id)?;
     let terms = stored_terms(row)?.terms()?;
-    let state = core
-        .client
-        .view(
-            None,
-            core.contracts.wallet,
-            ISessionWallet::sessionStateCall { sessionId: session },
-        )
-        .await?;
+    let state = session_state(core, session).await?;
     let lease_expires_at = state._6;
     // The chain's clock, not ours: it is the one the wallet checks the lease against.
     let chain_now: u64 = core.client.latest_block().await?.timestamp.to();

@@ -42,12 +42,7 @@ static ALLOCATOR: bursar_devnet::allocator::MiMalloc = bursar_devnet::allocator:
 /// long run (one block per payment) must not outlive its deadlines.
 const INTENT_LIFETIME: u64 = 30 * 86_400;
 
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use bursar_e2e::env_usize as env;
 
 fn main() {
     bursar_devnet::allocator::keep_freed_memory();

@@ -36,12 +36,7 @@ use serde_json::{json, Value};
 #[global_allocator]
 static ALLOCATOR: bursar_devnet::allocator::MiMalloc = bursar_devnet::allocator::MiMalloc;
 
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use bursar_e2e::env_usize as env;
 
 fn main() {
     bursar_devnet::allocator::keep_freed_memory();

@@ -42,6 +42,14 @@ pub fn artifacts_dir() -> &'static PathBuf {
     })
 }
 
+/// A benchmark's size from the environment variable `name`, else `default`.
+pub fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// The first dev account: the devnet's default deployer.
 pub fn dev_key(i: usize) -> Key {
     Key::from_bytes(&bursar_devnet::accounts::dev_accounts()[i].private_key)

@@ -32,3 +32,35 @@ alloy_sol_types::sol! {
         error GatewayWalletCallFailed(bytes reason);
     }
 }
+
+impl crate::eip712::OpenSession {
+    /// The `openSessionWithSig` call carrying these terms with the owner's `owner_signature` of
+    /// them and its EIP-2612 `permit_signature` (empty when the wallet is already approved).
+    pub fn with_sig_call(
+        &self,
+        owner_signature: alloy_primitives::Bytes,
+        permit_signature: alloy_primitives::Bytes,
+    ) -> ISessionGateway::openSessionWithSigCall {
+        ISessionGateway::openSessionWithSigCall {
+            owner: self.owner,
+            sessionKey: self.sessionKey,
+            guardian: self.guardian,
+            token: self.token,
+            deposit: self.deposit,
+            perPaymentCap: self.perPaymentCap,
+            periodBudget: self.periodBudget,
+            periodSeconds: self.periodSeconds,
+            coSignThreshold: self.coSignThreshold,
+            validAfter: self.validAfter,
+            expiresAt: self.expiresAt,
+            leaseSeconds: self.leaseSeconds,
+            leaseKeeper: self.leaseKeeper,
+            allowlistId: self.allowlistId,
+            metadata: self.metadata,
+            nonce: self.nonce,
+            deadline: self.deadline,
+            ownerSignature: owner_signature,
+            permitSignature: permit_signature,
+        }
+    }
+}

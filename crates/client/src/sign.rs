@@ -51,27 +51,7 @@ pub fn signed_open_with_permit(
     };
     let permit_sig = owner
         .sign_hash_rsv(&permit.eip712_signing_hash(&TEST_TOKEN_DOMAIN.at(chain_id, terms.token)));
-    ISessionGateway::openSessionWithSigCall {
-        owner: terms.owner,
-        sessionKey: terms.sessionKey,
-        guardian: terms.guardian,
-        token: terms.token,
-        deposit: terms.deposit,
-        perPaymentCap: terms.perPaymentCap,
-        periodBudget: terms.periodBudget,
-        periodSeconds: terms.periodSeconds,
-        coSignThreshold: terms.coSignThreshold,
-        validAfter: terms.validAfter,
-        expiresAt: terms.expiresAt,
-        leaseSeconds: terms.leaseSeconds,
-        leaseKeeper: terms.leaseKeeper,
-        allowlistId: terms.allowlistId,
-        metadata: terms.metadata,
-        nonce: terms.nonce,
-        deadline: terms.deadline,
-        ownerSignature: owner_sig.into(),
-        permitSignature: permit_sig.into(),
-    }
+    terms.with_sig_call(owner_sig.into(), permit_sig.into())
 }
 
 /// `terms` as `eth_signTypedData_v4` takes it (`types`, `primaryType`, `domain`, `message`):
