@@ -146,6 +146,8 @@ pub struct Core {
     pub instance: String,
     /// Wakes the webhook deliverer (a new message, a replay).
     pub webhooks_due: tokio::sync::Notify,
+    /// Custodial keys opened so far, by address.
+    pub open_keys: std::sync::Mutex<std::collections::HashMap<String, Key>>,
     /// Gas limits measured per session on its first payment (later ones cost no more).
     pub pay_gas: std::sync::Mutex<std::collections::HashMap<String, u64>>,
 }
@@ -194,6 +196,26 @@ impl Core {
             self.engine.chain_time().await?
         };
         Ok(chain.max((store::now_ms() / 1000) as u64))
+    }
+
+    /// The custodial session key with this address, opened (and kept open in memory: a busy
+    /// session signs many intents; the sealed copy stays the only one at rest).
+    pub async fn session_key(&self, address: &str) -> Result<Key, vault::VaultError> {
+        if let Some(key) = self
+            .open_keys
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(address)
+        {
+            return Ok(key.clone());
+        }
+        let key = vault::session_key(&self.store, &self.master_key, address).await?;
+        let mut keys = self.open_keys.lock().unwrap_or_else(|e| e.into_inner());
+        if keys.len() >= 10_000 {
+            keys.clear();
+        }
+        keys.insert(address.to_owned(), key.clone());
+        Ok(key)
     }
 
     /// The lock that orders payment checks of session `id`.
@@ -283,6 +305,7 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
             alloy_primitives::hex::encode(random_bytes::<8>())
         ),
         pay_gas: Default::default(),
+        open_keys: Default::default(),
     });
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let until_stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {

@@ -185,7 +185,8 @@ pub async fn pay(
     // stored) or nobody (the sandbox did).
     let (intent, key, sandbox_signature) = match body {
         PayBody::Custodial(req) => {
-            let key = vault::session_key(&core.store, &core.master_key, &session.session_key)
+            let key = core
+                .session_key(&session.session_key)
                 .await
                 .map_err(|e| match e {
                     vault::VaultError::Unknown(_) => ApiError::conflict(

@@ -16,7 +16,7 @@ use crate::sessions::{not_open, parse_id, signer_of};
 use crate::store::{now_ms, ProvenanceRow, SessionRow, Store};
 use crate::submission::Call;
 use crate::wire::{Amount, HashOrText};
-use crate::{random_bytes, vault, Core};
+use crate::{random_bytes, Core};
 
 /// The registry refuses more parents than this.
 const MAX_PARENTS: usize = 16;
@@ -129,7 +129,7 @@ pub async fn record(
     }
     let id = parse_id(&session.id)?;
     let signer = signer_of(session)?;
-    let key = vault::session_key(&core.store, &core.master_key, &session.session_key).await?;
+    let key = core.session_key(&session.session_key).await?;
     let registry = core.contracts.receipts;
     let domain = RECEIPT_REGISTRY_DOMAIN.at(core.chain_id, registry);
     let deadline = U256::from(core.now(false).await? + core.settings.intent_ttl.as_secs());
