@@ -27,7 +27,7 @@ fn usd(n: u64) -> U256 {
 
 struct System {
     _devnet: bursar_devnet::Handle,
-    _db: Db,
+    db: Db,
     client: Arc<Client>,
     record: DeploymentRecord,
     relayer: Relayer,
@@ -157,7 +157,7 @@ async fn system(db: Db) -> System {
         endpoint: created["id"].as_str().unwrap().to_owned(),
         base,
         _devnet: devnet,
-        _db: db,
+        db,
         client,
         record,
         relayer,
@@ -768,6 +768,21 @@ async fn idempotent_and_hostile_requests(db: Db) {
         )
         .await;
     assert_eq!(status, 400);
+
+    // The capability token dies with its session: past `expiresAt` (moved into the past here,
+    // as time passing would) it opens nothing, and says nothing about why.
+    let (status, _) = s.pay(&token, s.vendor_a, usd(1)).await;
+    assert_eq!(status, 202);
+    sqlx::any::install_default_drivers();
+    let db = sqlx::AnyPool::connect(&s.db.url()).await.unwrap();
+    sqlx::query("UPDATE sessions SET expires_at = 1")
+        .execute(&db)
+        .await
+        .unwrap();
+    let (status, e) = s.pay(&token, s.vendor_a, usd(1)).await;
+    assert_eq!((status, code(&e)), (401, "unauthorized"), "{e}");
+    let (status, _) = s.get("/v1/payments", &token).await;
+    assert_eq!(status, 401);
     s.relayer.shutdown().await;
 }
 
