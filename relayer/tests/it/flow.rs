@@ -748,6 +748,20 @@ async fn idempotent_and_hostile_requests(db: Db) {
             "{body} → {e}"
         );
     }
+    // Generated ones: the payment's fields (and strangers) with values of every JSON kind,
+    // numbers at the edges, long and odd strings, nesting.
+    let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    for _ in 0..300 {
+        let body = hostile_body(&mut next, 0);
+        let (status, e) = s.post("/v1/payments", &token, body.clone()).await;
+        assert!((400..500).contains(&status), "{body} → {status} {e}");
+    }
     // Bytes that are not JSON at all, and a body over the limit.
     for raw in [b"\xff\xfe{".to_vec(), vec![b' '; 70_000]] {
         let r = s
@@ -976,6 +990,67 @@ async fn webhooks_are_dead_lettered_and_replayed(db: Db) {
     let (_, listed) = s.get("/v1/webhooks", &s.host).await;
     assert_eq!(listed["webhooks"], json!([]));
     s.relayer.shutdown().await;
+}
+
+/// A random JSON value meant to be refused as a payment body: mostly objects with the real
+/// fields (`to`, `amount`, `purpose`, `nonce`, `deadline`, `signature`) holding wrong or edge
+/// values.
+fn hostile_body(next: &mut impl FnMut() -> u64, depth: u32) -> Value {
+    let strings = [
+        "",
+        "0",
+        "-1",
+        "1e6",
+        "0x",
+        "0x12",
+        "1.5",
+        " 1",
+        "٣",
+        "\u{0}",
+        "null",
+        "115792089237316195423570985008687907853269984665640564039457584007913129639936",
+        "0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1",
+    ];
+    let scalar = |n: u64| match n % 8 {
+        0 => Value::Null,
+        1 => json!(n.is_multiple_of(2)),
+        2 => json!(n as i64),
+        3 => json!(-(n as i64)),
+        4 => json!(f64::from((n % 1000) as u32) / 7.0),
+        5 => json!(strings[(n as usize) % strings.len()]),
+        6 => json!("x".repeat((n % 6000) as usize)),
+        _ => json!(format!("0x{}", "ab".repeat((n % 40) as usize))),
+    };
+    let n = next();
+    if depth > 2 || n.is_multiple_of(5) {
+        return scalar(next());
+    }
+    if n % 5 == 1 {
+        return Value::Array((0..n % 4).map(|_| hostile_body(next, depth + 1)).collect());
+    }
+    let fields = [
+        "to",
+        "amount",
+        "purpose",
+        "nonce",
+        "deadline",
+        "signature",
+        "extra",
+    ];
+    let mut object = serde_json::Map::new();
+    for field in fields {
+        // Keep most fields, each with a random (usually wrong) value; now and then a valid one.
+        if !next().is_multiple_of(4) {
+            let value = match (field, next() % 6) {
+                ("to", 0) => json!(Address::repeat_byte(0xa1)),
+                ("amount", 0) => json!("1"),
+                ("purpose", 0) => json!("p"),
+                _ => hostile_body(next, depth + 1),
+            };
+            object.insert(field.into(), value);
+        }
+    }
+    Value::Object(object)
 }
 
 macro_rules! on_both_databases {
