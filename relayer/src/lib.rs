@@ -130,26 +130,26 @@ pub struct Core {
     /// The contracts.
     pub contracts: Contracts,
     /// The master key.
-    pub master_key: MasterKey,
+    pub(crate) master_key: MasterKey,
     /// Timeouts and lifetimes.
     pub settings: Settings,
     /// Bumped after each pass of [`outcomes`] that settled something, and of [`webhooks`] that
     /// attempted a delivery.
-    pub settled: tokio::sync::watch::Sender<u64>,
+    pub(crate) settled: tokio::sync::watch::Sender<u64>,
     /// Serializes the check-then-queue of payments per session (the budget check must see the
     /// payments queued before it).
-    pub session_locks:
+    pub(crate) session_locks:
         std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Requests per credential.
-    pub limiter: api::Limiter,
+    pub(crate) limiter: api::Limiter,
     /// This process's id among the relayer processes sharing the database.
-    pub instance: String,
+    pub(crate) instance: String,
     /// Wakes the webhook deliverer (a new message, a replay).
-    pub webhooks_due: tokio::sync::Notify,
+    pub(crate) webhooks_due: tokio::sync::Notify,
     /// Custodial keys opened so far, by address.
-    pub open_keys: std::sync::Mutex<std::collections::HashMap<String, Key>>,
+    pub(crate) open_keys: std::sync::Mutex<std::collections::HashMap<String, Key>>,
     /// Gas limits measured per session on its first payment (later ones cost no more).
-    pub pay_gas: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+    pub(crate) pay_gas: std::sync::Mutex<std::collections::HashMap<String, u64>>,
 }
 
 impl Core {
@@ -200,7 +200,7 @@ impl Core {
 
     /// The custodial session key with this address, opened (and kept open in memory: a busy
     /// session signs many intents; the sealed copy stays the only one at rest).
-    pub async fn session_key(&self, address: &str) -> Result<Key, vault::VaultError> {
+    pub(crate) async fn session_key(&self, address: &str) -> Result<Key, vault::VaultError> {
         if let Some(key) = self
             .open_keys
             .lock()
@@ -219,7 +219,7 @@ impl Core {
     }
 
     /// The lock that orders payment checks of session `id`.
-    pub fn session_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
+    pub(crate) fn session_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
         let mut locks = self.session_locks.lock().unwrap_or_else(|e| e.into_inner());
         locks.entry(id.to_owned()).or_default().clone()
     }
