@@ -218,6 +218,41 @@ impl Core {
         Ok(key)
     }
 
+    /// Queues `call` with the engine inside a new database transaction, which the caller
+    /// completes with what it stores alongside (given the transaction's id) and then hands to
+    /// [`Core::commit`]: both land or neither does.
+    pub(crate) async fn queue(
+        &self,
+        call: &submission::Call,
+    ) -> Result<(store::DbTx, i64), error::ApiError> {
+        let fees = self.engine.fees().await?;
+        let mut db = self.store.begin().await?;
+        let id = self.engine.submit_in(&mut db, call, fees).await?;
+        Ok((db, id))
+    }
+
+    /// Commits what [`Core::queue`] began and wakes the engine.
+    pub(crate) async fn commit(&self, db: store::DbTx) -> Result<(), error::ApiError> {
+        db.commit().await.map_err(StoreError::from)?;
+        self.engine.wake();
+        Ok(())
+    }
+
+    /// The gas `data` to `to` from `from` needs now, with a quarter on top; a revert is the
+    /// contracts' refusal (the call is checked by their own rules before anything is sent).
+    pub(crate) async fn gas_for(
+        &self,
+        from: Address,
+        to: Address,
+        data: &[u8],
+    ) -> Result<u64, error::ApiError> {
+        let gas = self
+            .client
+            .estimate_gas(from, Some(to), data, alloy_primitives::U256::ZERO)
+            .await?;
+        Ok(gas + gas / 4)
+    }
+
     /// The lock that orders payment checks of session `id`.
     pub(crate) fn session_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
         let mut locks = self.session_locks.lock().unwrap_or_else(|e| e.into_inner());

@@ -289,8 +289,7 @@ pub async fn pay(
         now_ms(),
     )
     .await?;
-    db.commit().await.map_err(crate::store::StoreError::from)?;
-    core.engine.wake();
+    core.commit(db).await?;
     tracing::info!(session = %session.id, payment = %payment_id, to = %intent.to, amount = %intent.amount, "payment queued");
     Ok(PaymentView {
         id: payment_id,
@@ -412,11 +411,7 @@ async fn pay_gas(
     {
         return Ok(*gas);
     }
-    let gas = core
-        .client
-        .estimate_gas(signer, Some(core.contracts.wallet), data, U256::ZERO)
-        .await?;
-    let gas = gas + gas / 4;
+    let gas = core.gas_for(signer, core.contracts.wallet, data).await?;
     core.pay_gas
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -588,35 +583,23 @@ pub async fn decide(
     };
     let signer = signer_of(session)?;
     let data = call.abi_encode();
-    let gas = core
-        .client
-        .estimate_gas(signer, Some(core.contracts.gateway), &data, U256::ZERO)
-        .await?;
-    let fees = core.engine.fees().await?;
+    let gas_limit = core.gas_for(signer, core.contracts.gateway, &data).await?;
     let ours = core
         .store
         .payment_by_pending(&session.id, &id.to_string())
         .await?;
-    let mut db = core.store.begin().await?;
-    let tx_id = core
-        .engine
-        .submit_in(
-            &mut db,
-            &Call {
-                signer,
-                to: core.contracts.gateway,
-                data: data.into(),
-                value: U256::ZERO,
-                gas_limit: gas + gas / 4,
-            },
-            fees,
-        )
-        .await?;
+    let call = Call {
+        signer,
+        to: core.contracts.gateway,
+        data: data.into(),
+        value: U256::ZERO,
+        gas_limit,
+    };
+    let (mut db, tx_id) = core.queue(&call).await?;
     if let Some(p) = &ours {
         Store::set_payment_decision(&mut db, &p.id, tx_id).await?;
     }
-    db.commit().await.map_err(crate::store::StoreError::from)?;
-    core.engine.wake();
+    core.commit(db).await?;
     tracing::info!(session = %session.id, pending = %id, approve = req.approve, "decision queued");
     Ok(serde_json::json!({
         "pendingId": id.to_string(),

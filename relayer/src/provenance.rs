@@ -161,10 +161,7 @@ pub async fn record(
         }
     };
     let probe = signed((U256::from_be_bytes(random_bytes::<32>()) >> 1) | (U256::from(1) << 255));
-    let gas = core
-        .client
-        .estimate_gas(signer, Some(registry), &probe.abi_encode(), U256::ZERO)
-        .await?;
+    let gas_limit = core.gas_for(signer, registry, &probe.abi_encode()).await?;
     let text = |h: &HashOrText| {
         h.text
             .clone()
@@ -196,7 +193,7 @@ pub async fn record(
                 to: registry,
                 data: call.abi_encode().into(),
                 value: U256::ZERO,
-                gas_limit: gas + gas / 4,
+                gas_limit,
             },
             fees,
         )
@@ -211,8 +208,7 @@ pub async fn record(
         now_ms(),
     )
     .await?;
-    db.commit().await.map_err(crate::store::StoreError::from)?;
-    core.engine.wake();
+    core.commit(db).await?;
     tracing::info!(session = %session.id, record = %record_id, "provenance queued");
     get(core, session, &record_id, Duration::ZERO).await
 }

@@ -307,32 +307,20 @@ pub async fn open(core: &Core, host: &Host, req: OpenRequest) -> Result<Opened, 
     let signer = signer_of(&row)?;
     let data = call.abi_encode();
     // The gateway's own checks, now: a bad signature or an unfunded owner is refused here.
-    let gas = core
-        .client
-        .estimate_gas(signer, Some(core.contracts.gateway), &data, U256::ZERO)
-        .await?;
-    let fees = core.engine.fees().await?;
+    let gas_limit = core.gas_for(signer, core.contracts.gateway, &data).await?;
     let (token, token_hash) = capability_token();
-    let mut db = core.store.begin().await?;
-    let tx_id = core
-        .engine
-        .submit_in(
-            &mut db,
-            &Call {
-                signer,
-                to: core.contracts.gateway,
-                data: data.into(),
-                value: U256::ZERO,
-                gas_limit: gas + gas / 4,
-            },
-            fees,
-        )
-        .await?;
+    let call = Call {
+        signer,
+        to: core.contracts.gateway,
+        data: data.into(),
+        value: U256::ZERO,
+        gas_limit,
+    };
+    let (mut db, tx_id) = core.queue(&call).await?;
     if !Store::set_session_opening(&mut db, &row.id, Some(tx_id), &token_hash).await? {
         return Err(already_opened(&row));
     }
-    db.commit().await.map_err(crate::store::StoreError::from)?;
-    core.engine.wake();
+    core.commit(db).await?;
     tracing::info!(host = %host.id, session = %row.id, "session opening");
     let status = wait_until_settled(core, &row.id, core.settings.open_wait).await?;
     let transaction_hash = core
@@ -433,13 +421,15 @@ pub fn token_hash(token: &str) -> String {
     alloy_primitives::hex::encode(Sha256::digest(token.as_bytes()))
 }
 
-/// The session a capability token opens: live (not revoked by the host, not expired, open).
-pub async fn authenticate(store: &Store, bearer: &str) -> Result<SessionRow, ApiError> {
-    let session = store
+/// The session a capability token opens: live (not revoked by the host, not expired).
+pub async fn authenticate(core: &Core, bearer: &str) -> Result<SessionRow, ApiError> {
+    let session = core
+        .store
         .session_by_capability(&token_hash(bearer))
         .await?
         .ok_or(ApiError::Unauthorized)?;
-    let expired = session.expires_at.saturating_mul(1000) <= now_ms();
+    // By the later of the chain's clock and ours, as the wallet would see it expire.
+    let expired = session.expires_at as u64 <= core.now(false).await?;
     if session.capability_revoked_at.is_some() || expired {
         return Err(ApiError::Unauthorized);
     }
@@ -790,25 +780,16 @@ async fn send(
     data: Vec<u8>,
     which: SessionTx,
 ) -> Result<i64, ApiError> {
-    let fees = core.engine.fees().await?;
-    let mut db = core.store.begin().await?;
-    let tx_id = core
-        .engine
-        .submit_in(
-            &mut db,
-            &Call {
-                signer: signer_of(row)?,
-                to,
-                data: data.into(),
-                value: U256::ZERO,
-                gas_limit: SMALL_CALL_GAS,
-            },
-            fees,
-        )
-        .await?;
+    let call = Call {
+        signer: signer_of(row)?,
+        to,
+        data: data.into(),
+        value: U256::ZERO,
+        gas_limit: SMALL_CALL_GAS,
+    };
+    let (mut db, tx_id) = core.queue(&call).await?;
     Store::set_session_transaction(&mut db, &row.id, which, tx_id).await?;
-    db.commit().await.map_err(crate::store::StoreError::from)?;
-    core.engine.wake();
+    core.commit(db).await?;
     Ok(tx_id)
 }
 

@@ -51,7 +51,7 @@ impl FromRequestParts<AppState> for Sandbox {
         if !token.starts_with(CAPABILITY_PREFIX) {
             return Err(ApiError::Unauthorized);
         }
-        Ok(Sandbox(sessions::authenticate(&s.store, token).await?))
+        Ok(Sandbox(sessions::authenticate(s, token).await?))
     }
 }
 
