@@ -51,6 +51,13 @@ pub(crate) fn random_bytes<const N: usize>() -> [u8; N] {
     bytes
 }
 
+/// A nonce for simulating a signed message before its real nonce is taken: random, with the
+/// top bit set, which the consecutive nonces the relayer hands out never have.
+pub(crate) fn probe_nonce() -> alloy_primitives::U256 {
+    let one = alloy_primitives::U256::from(1);
+    (alloy_primitives::U256::from_be_bytes(random_bytes::<32>()) >> 1) | (one << 255)
+}
+
 /// What a relayer runs with.
 pub struct Config {
     /// The chain's JSON-RPC endpoint.

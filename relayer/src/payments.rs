@@ -238,7 +238,7 @@ pub async fn pay(
     // The contracts' rules now; a custodial probe uses a nonce no real intent uses (the top
     // bit set).
     let probe = match key {
-        Some(_) => call((U256::from_be_bytes(random_bytes::<32>()) >> 1) | (U256::from(1) << 255)),
+        Some(_) => call(crate::probe_nonce()),
         None => call(intent.nonce),
     };
     let executes = core

@@ -160,7 +160,7 @@ pub async fn record(
             signature: signature.into(),
         }
     };
-    let probe = signed((U256::from_be_bytes(random_bytes::<32>()) >> 1) | (U256::from(1) << 255));
+    let probe = signed(crate::probe_nonce());
     let gas_limit = core.gas_for(signer, registry, &probe.abi_encode()).await?;
     let text = |h: &HashOrText| {
         h.text

@@ -297,34 +297,32 @@ impl Store {
         now: i64,
         until: i64,
     ) -> Result<Vec<String>, StoreError> {
-        let mut owned = Vec::new();
-        let skip_locked = match self.backend {
-            super::Backend::Postgres => " FOR UPDATE SKIP LOCKED",
-            super::Backend::Sqlite => "",
-        };
-        for signer in signers {
-            let mut tx = self.pool.begin().await?;
-            let free: Option<String> = sqlx::query_scalar(&format!(
-                "SELECT address FROM signers WHERE address = $1 \
-                 AND (owner IS NULL OR owner = $2 OR owned_until < $3){skip_locked}"
-            ))
-            .bind(signer)
-            .bind(owner)
-            .bind(now)
-            .fetch_optional(&mut *tx)
-            .await?;
-            if free.is_some() {
-                sqlx::query("UPDATE signers SET owner = $1, owned_until = $2 WHERE address = $3")
-                    .bind(owner)
-                    .bind(until)
-                    .bind(signer)
-                    .execute(&mut *tx)
-                    .await?;
-                owned.push(signer.clone());
-            }
-            tx.commit().await?;
+        if signers.is_empty() {
+            return Ok(Vec::new());
         }
-        Ok(owned)
+        // One statement per tick, not one transaction per signer. On PostgreSQL the rows
+        // another process is renewing right now are skipped rather than waited for.
+        let placeholders: Vec<String> = (4..4 + signers.len()).map(|i| format!("${i}")).collect();
+        let free = format!(
+            "address IN ({}) AND (owner IS NULL OR owner = $1 OR owned_until < $3)",
+            placeholders.join(", ")
+        );
+        let filter = match self.backend {
+            super::Backend::Postgres => {
+                format!(
+                    "address IN (SELECT address FROM signers WHERE {free} FOR UPDATE SKIP LOCKED)"
+                )
+            }
+            super::Backend::Sqlite => free,
+        };
+        let sql = format!(
+            "UPDATE signers SET owner = $1, owned_until = $2 WHERE {filter} RETURNING address"
+        );
+        let mut query = sqlx::query_scalar(&sql).bind(owner).bind(until).bind(now);
+        for signer in signers {
+            query = query.bind(signer);
+        }
+        Ok(query.fetch_all(&self.pool).await?)
     }
 
     /// Gives up the signers `owner` holds (a clean stop), for another process to take at once.
