@@ -748,6 +748,56 @@ async fn idempotent_and_hostile_requests(db: Db) {
             "{body} → {e}"
         );
     }
+    // Our own contracts as payees: the wallet refuses them by name.
+    for own in [
+        Contract::SessionWallet,
+        Contract::SessionGateway,
+        Contract::ReceiptRegistry,
+    ] {
+        let body = json!({ "to": address_of(&s.record, own), "amount": "1", "purpose": "p" });
+        let (status, e) = s.post("/v1/payments", &token, body).await;
+        assert_eq!(
+            (status, code(&e)),
+            (422, "WalletInvalidPayee"),
+            "{own:?}: {e}"
+        );
+    }
+    // Terms that end before they start, and a token with no code: refused before anything is
+    // sent (the codeless token gets no permit to sign, and its open fails the wallet's check).
+    let terms = |token: Address, expires_at: u64| {
+        json!({
+            "owner": s.owner.address(), "token": token, "deposit": "1",
+            "expiresAt": expires_at, "allowlistId": s.list_id.to_string(),
+        })
+    };
+    let now = s.chain_now().await;
+    let token_address = address_of(&s.record, Contract::TestToken);
+    let (status, e) = s
+        .post(
+            "/v1/sessions/prepare",
+            &s.host,
+            terms(token_address, now - 1),
+        )
+        .await;
+    assert_eq!(
+        (status, e["details"]["field"].as_str()),
+        (400, Some("expiresAt")),
+        "{e}"
+    );
+    let codeless = Address::repeat_byte(0xdd);
+    let (status, prep) = s
+        .post("/v1/sessions/prepare", &s.host, terms(codeless, now + 600))
+        .await;
+    assert_eq!(status, 201, "{prep}");
+    assert!(prep["typedData"]["permit"].is_null(), "{prep}");
+    let open = json!({
+        "preparedId": prep["preparedId"],
+        "ownerSignature": wallet_sign(&s.owner, &prep["typedData"]["openSession"]),
+        "permitSignature": "0x",
+    });
+    let (status, e) = s.post("/v1/sessions", &s.host, open).await;
+    assert_eq!((status, code(&e)), (422, "WalletTokenWithoutCode"), "{e}");
+
     // Generated ones: the payment's fields (and strangers) with values of every JSON kind,
     // numbers at the edges, long and odd strings, nesting.
     let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
@@ -909,14 +959,14 @@ async fn sandbox_keys_and_owner_opened_sessions(db: Db) {
         "{e}"
     );
     let session: U256 = prep["sessionId"].as_str().unwrap().parse().unwrap();
-    let signed = |key: &Key, nonce: u64| {
+    let signed_until = |key: &Key, nonce: u64, deadline: u64| {
         let intent = bursar_bindings::eip712::PaymentIntent {
             session,
             to: s.vendor_b,
             amount: usd(2),
             purpose: B256::repeat_byte(7),
             nonce: U256::from(nonce),
-            deadline: U256::from(4_000_000_000u64),
+            deadline: U256::from(deadline),
         };
         let domain = bursar_bindings::eip712::SESSION_WALLET_DOMAIN.at(412_346, wallet);
         let signature = key.sign_hash_rsv(&alloy_sol_types::SolStruct::eip712_signing_hash(
@@ -927,10 +977,16 @@ async fn sandbox_keys_and_owner_opened_sessions(db: Db) {
             "amount": intent.amount.to_string(),
             "purpose": intent.purpose,
             "nonce": nonce.to_string(),
-            "deadline": 4_000_000_000u64,
+            "deadline": deadline,
             "signature": format!("0x{}", alloy_primitives::hex::encode(signature)),
         })
     };
+    let signed = |key: &Key, nonce: u64| signed_until(key, nonce, 4_000_000_000);
+    // An intent whose deadline has passed is refused, however well signed.
+    let (status, e) = s
+        .post("/v1/payments", bearer, signed_until(&sandbox, 8, 1))
+        .await;
+    assert_eq!((status, code(&e)), (422, "WalletDeadlinePassed"), "{e}");
     let (status, e) = s.post("/v1/payments", bearer, signed(&dev_key(6), 9)).await;
     assert_eq!((status, code(&e)), (422, "WalletWrongSigner"), "{e}");
     let (status, p) = s.post("/v1/payments", bearer, signed(&sandbox, 9)).await;
