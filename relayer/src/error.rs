@@ -13,7 +13,7 @@ use crate::submission::EngineError;
 use crate::vault::VaultError;
 
 /// Why a request was refused or failed.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum ApiError {
     /// No credentials, or credentials the relayer does not know (or that were revoked).
     #[error("missing, unknown or revoked credentials")]

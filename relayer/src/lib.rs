@@ -143,10 +143,9 @@ pub struct Core {
     /// Bumped after each pass of [`outcomes`] that settled something, and of [`webhooks`] that
     /// attempted a delivery.
     pub(crate) settled: tokio::sync::watch::Sender<u64>,
-    /// Serializes the check-then-queue of payments per session (the budget check must see the
-    /// payments queued before it).
-    pub(crate) session_locks:
-        std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Payments allowed by the contracts' rules, on their way to be checked against their
+    /// sessions' queued payments and stored, a batch at a time.
+    pub(crate) payments: payments::Queue,
     /// Requests per credential.
     pub(crate) limiter: api::Limiter,
     /// This process's id among the relayer processes sharing the database.
@@ -259,12 +258,6 @@ impl Core {
             .await?;
         Ok(gas + gas / 4)
     }
-
-    /// The lock that orders payment checks of session `id`.
-    pub(crate) fn session_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
-        let mut locks = self.session_locks.lock().unwrap_or_else(|e| e.into_inner());
-        locks.entry(id.to_owned()).or_default().clone()
-    }
 }
 
 /// Why the relayer did not start.
@@ -330,6 +323,7 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
         addr: config.listen,
         source,
     })?;
+    let (payment_queue, queued_payments) = payments::Queue::new();
     let core = Arc::new(Core {
         store,
         client,
@@ -339,7 +333,7 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
         master_key: config.master_key,
         settings: config.settings,
         settled: tokio::sync::watch::channel(0).0,
-        session_locks: Default::default(),
+        payments: payment_queue,
         webhooks_due: Default::default(),
         limiter: Default::default(),
         instance: format!(
@@ -385,6 +379,11 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
             }
         }
     });
+    let payments_task = tokio::spawn({
+        let stopped = until_stopped(stopped.clone());
+        let core = core.clone();
+        async move { payments::run_queue(&core, queued_payments, stopped).await }
+    });
     let webhooks_task = tokio::spawn({
         let stopped = until_stopped(stopped.clone());
         let core = core.clone();
@@ -410,6 +409,7 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
         tasks: vec![
             engine_task,
             outcomes_task,
+            payments_task,
             webhooks_task,
             heartbeat_task,
             api_task,

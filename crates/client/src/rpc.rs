@@ -265,10 +265,11 @@ impl Client {
         Ok(n.to())
     }
 
-    /// How many transactions of `address` are mined (its nonce at the latest block).
-    pub async fn mined_nonce(&self, address: Address) -> Result<u64, RpcError> {
+    /// How many transactions of `address` are mined by block `block` (`None`: the latest).
+    pub async fn mined_nonce(&self, address: Address, block: Option<u64>) -> Result<u64, RpcError> {
+        let at = block.map_or(json!("latest"), |b| json!(U64::from(b)));
         let n: U64 = self
-            .request("eth_getTransactionCount", json!([address, "latest"]))
+            .request("eth_getTransactionCount", json!([address, at]))
             .await?;
         Ok(n.to())
     }

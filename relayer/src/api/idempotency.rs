@@ -31,7 +31,7 @@ pub(super) const REPLAYED: &str = "idempotent-replayed";
 const WAIT_STEP: Duration = Duration::from_millis(25);
 const WAIT_STEPS: u32 = 1_200;
 
-/// The request's idempotency key, per caller: `hex(SHA-256(credential hash ‖ key))`, for the
+/// The request's idempotency key, per caller: `hex(SHA-256(credential hash ‖ 0 ‖ key))`, for the
 /// handlers that store it with what they create.
 #[derive(Clone, Debug)]
 pub(super) struct RequestKey(pub(super) String);
@@ -60,7 +60,7 @@ pub(super) async fn layer(State(s): State<AppState>, req: Request, next: Next) -
         .get(header::AUTHORIZATION)
         .map(|v| hex(&Sha256::digest(v.as_bytes())))
         .unwrap_or_else(|| "anonymous".into());
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
         return ApiError::TooLarge.into_response();
     };
@@ -87,6 +87,11 @@ pub(super) async fn layer(State(s): State<AppState>, req: Request, next: Next) -
         };
         match claim {
             Claim::New => {
+                let mut hasher = Sha256::new();
+                hasher.update(caller.as_bytes());
+                hasher.update([0]);
+                hasher.update(key.as_bytes());
+                parts.extensions.insert(RequestKey(hex(&hasher.finalize())));
                 let response = next
                     .run(Request::from_parts(parts, Body::from(bytes)))
                     .await;

@@ -3,7 +3,7 @@
 
 use sqlx::Row;
 
-use super::{DbTx, Store, StoreError};
+use super::{placeholders, DbTx, Store, StoreError, ROWS_PER_INSERT};
 
 /// Where a transaction is. `signed` → `submitted` → `mined` → `confirmed`, or `failed`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,43 +185,88 @@ impl Store {
         Ok(next)
     }
 
-    /// Allocates the signer's next nonce, signs with it (`sign`) and stores the transaction
-    /// and its first attempt, inside `db`: a nonce is never handed out without the signed bytes
-    /// that use it being stored, and the caller's own rows (a payment, a session) commit with
-    /// the transaction or not at all. A crash before the commit leaves nothing behind.
-    pub async fn insert_transaction(
+    /// Allocates each signer's next nonces to its transactions in `new` (in order), signs each
+    /// with its nonce (`sign` is given its index in `new`) and stores the transactions and their
+    /// first attempts, inside `db`: a nonce is never handed out without the signed bytes that
+    /// use it being stored, and the caller's own rows (payments, a session) commit with the
+    /// transactions or not at all. A crash before the commit leaves nothing behind. Answers
+    /// the transactions' `(id, nonce)` in the order of `new`; one statement per signer and per
+    /// [`ROWS_PER_INSERT`] rows, however many transactions there are.
+    pub async fn insert_transactions(
         db: &mut DbTx,
-        new: &NewTransaction,
+        new: &[NewTransaction],
         now: i64,
-        sign: impl FnOnce(u64) -> NewAttempt,
-    ) -> Result<TxRow, StoreError> {
-        let next: i64 = sqlx::query_scalar(
-            "UPDATE signers SET next_nonce = next_nonce + 1 WHERE address = $1 RETURNING next_nonce",
-        )
-        .bind(&new.signer)
-        .fetch_one(&mut **db)
-        .await?;
-        let nonce = next - 1;
-        let attempt = sign(nonce as u64);
-        let row = sqlx::query(&format!(
-            "INSERT INTO transactions (signer, nonce, to_address, data, value, gas_limit, status, \
-             next_check_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
-             RETURNING {TX_COLUMNS}"
-        ))
-        .bind(&new.signer)
-        .bind(nonce)
-        .bind(&new.to)
-        .bind(&new.data)
-        .bind(&new.value)
-        .bind(new.gas_limit)
-        .bind(TxStatus::Signed.as_str())
-        .bind(now)
-        .bind(now)
-        .fetch_one(&mut **db)
-        .await?;
-        let row = tx_row(&row)?;
-        insert_attempt(db, row.id, 0, &attempt, now).await?;
-        Ok(row)
+        mut sign: impl FnMut(usize, u64) -> NewAttempt,
+    ) -> Result<Vec<(i64, u64)>, StoreError> {
+        let mut nonces = vec![0i64; new.len()];
+        let mut signers: Vec<&str> = new.iter().map(|t| t.signer.as_str()).collect();
+        signers.sort_unstable();
+        signers.dedup();
+        for signer in signers {
+            let mine: Vec<usize> = (0..new.len())
+                .filter(|&i| new[i].signer == signer)
+                .collect();
+            let next: i64 = sqlx::query_scalar(
+                "UPDATE signers SET next_nonce = next_nonce + $2 WHERE address = $1 \
+                 RETURNING next_nonce",
+            )
+            .bind(signer)
+            .bind(mine.len() as i64)
+            .fetch_one(&mut **db)
+            .await?;
+            let first = next - mine.len() as i64;
+            for (k, i) in mine.into_iter().enumerate() {
+                nonces[i] = first + k as i64;
+            }
+        }
+        let mut ids = Vec::with_capacity(new.len());
+        for (chunk, start) in new
+            .chunks(ROWS_PER_INSERT)
+            .zip((0..).step_by(ROWS_PER_INSERT))
+        {
+            let sql = format!(
+                "INSERT INTO transactions (signer, nonce, to_address, data, value, gas_limit, \
+                 status, next_check_at, created_at) VALUES {} RETURNING id, signer, nonce",
+                placeholders(chunk.len(), 9)
+            );
+            let mut q = sqlx::query(&sql);
+            for (i, t) in chunk.iter().enumerate() {
+                q = q
+                    .bind(&t.signer)
+                    .bind(nonces[start + i])
+                    .bind(&t.to)
+                    .bind(&t.data)
+                    .bind(&t.value)
+                    .bind(t.gas_limit)
+                    .bind(TxStatus::Signed.as_str())
+                    .bind(now)
+                    .bind(now);
+            }
+            // A multi-row RETURNING promises no order: match rows by (signer, nonce).
+            let rows = q.fetch_all(&mut **db).await?;
+            let mut by_nonce = std::collections::HashMap::with_capacity(rows.len());
+            for r in &rows {
+                let key: (String, i64) = (r.try_get("signer")?, r.try_get("nonce")?);
+                by_nonce.insert(key, r.try_get::<i64, _>("id")?);
+            }
+            for (i, t) in chunk.iter().enumerate() {
+                let id = by_nonce
+                    .get(&(t.signer.clone(), nonces[start + i]))
+                    .ok_or_else(|| StoreError::Corrupt("inserted transaction missing".into()))?;
+                ids.push((*id, nonces[start + i] as u64));
+            }
+            let attempts: Vec<_> = (0..chunk.len())
+                .map(|i| {
+                    (
+                        ids[start + i].0,
+                        0,
+                        sign(start + i, nonces[start + i] as u64),
+                    )
+                })
+                .collect();
+            insert_attempts(db, &attempts, now).await?;
+        }
+        Ok(ids)
     }
 
     /// Stores a replacement of transaction `id` (the next attempt number).
@@ -237,7 +282,7 @@ impl Store {
                 .bind(id)
                 .fetch_one(&mut *tx)
                 .await?;
-        insert_attempt(&mut tx, id, last + 1, attempt, now).await?;
+        insert_attempts(&mut tx, &[(id, last + 1, attempt.clone())], now).await?;
         tx.commit().await?;
         Ok(last + 1)
     }
@@ -441,25 +486,30 @@ impl Store {
     }
 }
 
-async fn insert_attempt(
+/// Stores `(transaction id, attempt number, attempt)`s.
+async fn insert_attempts(
     tx: &mut DbTx,
-    id: i64,
-    attempt: i64,
-    a: &NewAttempt,
+    attempts: &[(i64, i64, NewAttempt)],
     now: i64,
 ) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO attempts (transaction_id, attempt, hash, raw, max_fee, max_priority_fee, \
-         created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-    )
-    .bind(id)
-    .bind(attempt)
-    .bind(&a.hash)
-    .bind(&a.raw)
-    .bind(&a.max_fee)
-    .bind(&a.max_priority_fee)
-    .bind(now)
-    .execute(&mut **tx)
-    .await?;
+    for chunk in attempts.chunks(ROWS_PER_INSERT) {
+        let sql = format!(
+            "INSERT INTO attempts (transaction_id, attempt, hash, raw, max_fee, max_priority_fee, \
+             created_at) VALUES {}",
+            placeholders(chunk.len(), 7)
+        );
+        let mut q = sqlx::query(&sql);
+        for (id, attempt, a) in chunk {
+            q = q
+                .bind(*id)
+                .bind(*attempt)
+                .bind(&a.hash)
+                .bind(&a.raw)
+                .bind(&a.max_fee)
+                .bind(&a.max_priority_fee)
+                .bind(now);
+        }
+        q.execute(&mut **tx).await?;
+    }
     Ok(())
 }

@@ -19,7 +19,9 @@ pub use engine::{AttemptRow, NewAttempt, NewTransaction, TxRow, TxStatus};
 pub use hosts::HostKeyRow;
 pub use idempotency::Claim;
 pub use keys::SealedKeyRow;
-pub use sessions::{NewPayment, NewSession, PaymentRow, ProvenanceRow, SessionRow, SessionTx};
+pub use sessions::{
+    NewPayment, NewSession, PaymentRow, ProvenanceRow, SessionRow, SessionTx, Unmined,
+};
 pub use webhooks::{DeliveryRow, EndpointRow};
 
 /// A database transaction: what several writes that must land together share.
@@ -122,6 +124,26 @@ impl Store {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
     }
+}
+
+/// Rows per multi-row `INSERT` (SQLite allows 32,766 parameters in a statement, PostgreSQL
+/// 65,535).
+pub(crate) const ROWS_PER_INSERT: usize = 256;
+
+/// `($1, …, $cols), (…), …` for `rows` rows.
+pub(crate) fn placeholders(rows: usize, cols: usize) -> String {
+    let mut s = String::with_capacity(rows * cols * 5);
+    for r in 0..rows {
+        s.push_str(if r == 0 { "(" } else { ", (" });
+        for c in 0..cols {
+            if c > 0 {
+                s.push_str(", ");
+            }
+            s.push_str(&format!("${}", r * cols + c + 1));
+        }
+        s.push(')');
+    }
+    s
 }
 
 /// Milliseconds since the Unix epoch, as stored.

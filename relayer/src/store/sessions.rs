@@ -3,7 +3,7 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{DbTx, SealedKeyRow, Store, StoreError};
+use super::{placeholders, DbTx, SealedKeyRow, Store, StoreError, ROWS_PER_INSERT};
 
 /// A session as the relayer keeps it (its on-chain state is read from the chain).
 #[derive(Clone, Debug)]
@@ -115,6 +115,19 @@ pub struct NewPayment<'a> {
     pub transaction_id: i64,
     /// The request's idempotency key, if it had one.
     pub request_key: Option<&'a str>,
+}
+
+/// An accepted payment whose transaction the engine has not seen mined.
+#[derive(Clone, Debug)]
+pub struct Unmined {
+    /// Its session.
+    pub session_id: String,
+    /// Base units, decimal.
+    pub amount: String,
+    /// Whether the simulation executed it (rather than making it pending).
+    pub expect_executed: bool,
+    /// Its transaction's nonce (of the session's signer).
+    pub tx_nonce: i64,
 }
 
 /// A payment with its transaction's progress.
@@ -520,42 +533,52 @@ impl Store {
         Ok(())
     }
 
-    /// Takes the session's next intent nonce, inside `db`.
-    pub async fn take_intent_nonce(db: &mut DbTx, session_id: &str) -> Result<u64, StoreError> {
+    /// Takes the session's next `count` intent nonces, inside `db`; answers the first.
+    pub async fn take_intent_nonces(
+        db: &mut DbTx,
+        session_id: &str,
+        count: u64,
+    ) -> Result<u64, StoreError> {
         let next: i64 = sqlx::query_scalar(
-            "UPDATE sessions SET next_intent_nonce = next_intent_nonce + 1 WHERE id = $1 \
+            "UPDATE sessions SET next_intent_nonce = next_intent_nonce + $2 WHERE id = $1 \
              RETURNING next_intent_nonce",
         )
         .bind(session_id)
+        .bind(count as i64)
         .fetch_one(&mut **db)
         .await?;
-        Ok((next - 1) as u64)
+        Ok(next as u64 - count)
     }
 
-    /// Records a payment, inside `db` (with its transaction).
-    pub async fn insert_payment(
+    /// Records payments, inside `db` (with their transactions).
+    pub async fn insert_payments(
         db: &mut DbTx,
-        p: &NewPayment<'_>,
+        payments: &[NewPayment<'_>],
         now: i64,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO payments (id, session_id, to_address, amount, purpose, intent_nonce, \
-             deadline, expect_executed, transaction_id, created_at, request_key) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-        )
-        .bind(p.id)
-        .bind(p.session_id)
-        .bind(p.to)
-        .bind(p.amount)
-        .bind(p.purpose)
-        .bind(p.intent_nonce)
-        .bind(p.deadline)
-        .bind(i64::from(p.expect_executed))
-        .bind(p.transaction_id)
-        .bind(now)
-        .bind(p.request_key)
-        .execute(&mut **db)
-        .await?;
+        for chunk in payments.chunks(ROWS_PER_INSERT) {
+            let sql = format!(
+                "INSERT INTO payments (id, session_id, to_address, amount, purpose, intent_nonce, \
+                 deadline, expect_executed, transaction_id, created_at, request_key) VALUES {}",
+                placeholders(chunk.len(), 11)
+            );
+            let mut q = sqlx::query(&sql);
+            for p in chunk {
+                q = q
+                    .bind(p.id)
+                    .bind(p.session_id)
+                    .bind(p.to)
+                    .bind(p.amount)
+                    .bind(p.purpose)
+                    .bind(p.intent_nonce)
+                    .bind(p.deadline)
+                    .bind(i64::from(p.expect_executed))
+                    .bind(p.transaction_id)
+                    .bind(now)
+                    .bind(p.request_key);
+            }
+            q.execute(&mut **db).await?;
+        }
         Ok(())
     }
 
@@ -623,29 +646,36 @@ impl Store {
         rows.iter().map(payment_row).collect()
     }
 
-    /// The session's accepted payments whose transaction the engine has not seen mined:
-    /// `(amount, intent nonce, expect_executed, transaction status)`. Some of the `submitted`
-    /// ones may be on chain already; the caller asks the chain.
-    pub async fn unmined_payments(
-        &self,
-        session_id: &str,
-    ) -> Result<Vec<(String, String, bool, String)>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT p.amount, p.intent_nonce, p.expect_executed, t.status \
+    /// The accepted payments of `sessions` whose transaction the engine has not seen mined, in
+    /// the order of their transactions' nonces. Some may be on chain already; the caller asks
+    /// the chain.
+    pub async fn unmined_payments(&self, sessions: &[&str]) -> Result<Vec<Unmined>, StoreError> {
+        if sessions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list = (1..=sessions.len())
+            .map(|i| format!("${i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "SELECT p.session_id, p.amount, p.expect_executed, t.nonce \
              FROM payments p JOIN transactions t ON t.id = p.transaction_id \
-             WHERE p.session_id = $1 AND t.status IN ('signed', 'submitted')",
-        )
-        .bind(session_id)
-        .fetch_all(&self.pool)
-        .await?;
+             WHERE p.session_id IN ({list}) AND t.status IN ('signed', 'submitted') \
+             ORDER BY t.nonce"
+        );
+        let mut q = sqlx::query(&sql);
+        for s in sessions {
+            q = q.bind(*s);
+        }
+        let rows = q.fetch_all(&self.pool).await?;
         rows.iter()
             .map(|r| {
-                Ok((
-                    r.try_get(0)?,
-                    r.try_get(1)?,
-                    r.try_get::<i64, _>(2)? != 0,
-                    r.try_get(3)?,
-                ))
+                Ok(Unmined {
+                    session_id: r.try_get(0)?,
+                    amount: r.try_get(1)?,
+                    expect_executed: r.try_get::<i64, _>(2)? != 0,
+                    tx_nonce: r.try_get(3)?,
+                })
             })
             .collect()
     }

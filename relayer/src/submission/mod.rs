@@ -171,21 +171,41 @@ impl Engine {
         call: &Call,
         fees: Fees,
     ) -> Result<i64, EngineError> {
-        let key = self
-            .signers
-            .get(&call.signer)
-            .ok_or(EngineError::UnknownSigner(call.signer))?;
-        let new = NewTransaction {
-            signer: hex_address(call.signer),
-            to: hex_address(call.to),
-            data: call.data.to_string(),
-            value: call.value.to_string(),
-            gas_limit: call.gas_limit as i64,
-        };
+        let stored = self.submit_all_in(db, std::slice::from_ref(call), fees);
+        Ok(stored.await?[0].0)
+    }
+
+    /// [`Engine::submit_in`] for many calls at once (each signer's in the order given, on
+    /// consecutive nonces); their `(id, nonce)` in the order of `calls`.
+    pub async fn submit_all_in(
+        &self,
+        db: &mut DbTx,
+        calls: &[Call],
+        fees: Fees,
+    ) -> Result<Vec<(i64, u64)>, EngineError> {
+        let keys = calls
+            .iter()
+            .map(|c| {
+                self.signers
+                    .get(&c.signer)
+                    .ok_or(EngineError::UnknownSigner(c.signer))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let new: Vec<NewTransaction> = calls
+            .iter()
+            .map(|call| NewTransaction {
+                signer: hex_address(call.signer),
+                to: hex_address(call.to),
+                data: call.data.to_string(),
+                value: call.value.to_string(),
+                gas_limit: call.gas_limit as i64,
+            })
+            .collect();
         let chain_id = self.chain_id;
-        let row = Store::insert_transaction(db, &new, now_ms(), |nonce| {
+        let ids = Store::insert_transactions(db, &new, now_ms(), |i, nonce| {
+            let call = &calls[i];
             sign(
-                key,
+                keys[i],
                 chain_id,
                 nonce,
                 call.to,
@@ -196,8 +216,8 @@ impl Engine {
             )
         })
         .await?;
-        tracing::debug!(id = row.id, signer = %call.signer, nonce = row.nonce, "transaction stored");
-        Ok(row.id)
+        tracing::debug!(count = ids.len(), "transactions stored");
+        Ok(ids)
     }
 
     /// Fee caps for a transaction sent now: read from the chain at most once per poll interval
@@ -379,7 +399,7 @@ impl Engine {
             .signer
             .parse()
             .map_err(|_| corrupt(row, "signer address"))?;
-        let mined_nonce = self.client.mined_nonce(signer).await?;
+        let mined_nonce = self.client.mined_nonce(signer, None).await?;
         let attempts = self.store.attempts(row.id).await?;
         for a in &attempts {
             let hash: B256 = a.hash.parse().map_err(|_| corrupt(row, "attempt hash"))?;

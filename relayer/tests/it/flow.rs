@@ -707,6 +707,19 @@ async fn idempotent_and_hostile_requests(db: Db) {
     let (_, again, replayed) = post("k-1", body.clone()).await;
     assert!(replayed);
     assert_eq!(again["id"], a.1["id"]);
+    // A process that died after its payment committed and before it kept the response: the
+    // retry finds the payment by the key stored with it, and makes no second one.
+    sqlx::any::install_default_drivers();
+    let mut raw = <sqlx::AnyConnection as sqlx::Connection>::connect(&s.db.url())
+        .await
+        .unwrap();
+    let gone = sqlx::Executor::execute(&mut raw, "DELETE FROM idempotency WHERE key = 'k-1'")
+        .await
+        .unwrap();
+    assert_eq!(gone.rows_affected(), 1);
+    let (status, again, replayed) = post("k-1", body.clone()).await;
+    assert_eq!((status, replayed), (202, false), "{again}");
+    assert_eq!(again["id"], a.1["id"], "the retry found the first payment");
     let (status, e, _) = post(
         "k-1",
         json!({ "to": s.vendor_a, "amount": "2", "purpose": "x" }),
@@ -848,6 +861,37 @@ async fn idempotent_and_hostile_requests(db: Db) {
     let (status, _) = s.get("/v1/payments", &token).await;
     assert_eq!(status, 401);
     s.relayer.shutdown().await;
+}
+
+/// Payments arriving at once are checked against each other, not only against the chain: of
+/// 40 concurrent payments of 3 from a deposit of 100, exactly 33 are accepted and the rest
+/// refused with the wallet's error, whichever batches they land in — and all 33 execute.
+async fn concurrent_payments_never_overdraw(db: Db) {
+    let s = system(db).await;
+    let (_, token) = s
+        .open_session(json!({ "coSignThreshold": "0", "periodSeconds": 0, "periodBudget": "0" }))
+        .await;
+    let answers =
+        futures_util::future::join_all((0..40).map(|_| s.pay(&token, s.vendor_a, usd(3)))).await;
+    let accepted: Vec<&Value> = answers
+        .iter()
+        .filter(|(status, _)| *status == 202)
+        .map(|(_, p)| p)
+        .collect();
+    let statuses: Vec<u16> = answers.iter().map(|(status, _)| *status).collect();
+    assert_eq!(accepted.len(), 33, "{statuses:?}");
+    for (status, e) in answers.iter().filter(|(status, _)| *status != 202) {
+        assert_eq!(
+            (*status, code(e)),
+            (422, "WalletInsufficientDeposit"),
+            "{e}"
+        );
+        assert!(e["details"]["queued"].is_string(), "{e}");
+    }
+    for p in &accepted {
+        assert_eq!(s.settled(&token, p).await["status"], "confirmed");
+    }
+    assert_eq!(s.token_balance(s.vendor_a).await, usd(99));
 }
 
 async fn sandbox_keys_and_owner_opened_sessions(db: Db) {
@@ -1133,6 +1177,7 @@ macro_rules! on_both_databases {
 on_both_databases!(
     the_whole_flow,
     idempotent_and_hostile_requests,
+    concurrent_payments_never_overdraw,
     sandbox_keys_and_owner_opened_sessions,
     webhooks_are_dead_lettered_and_replayed,
 );

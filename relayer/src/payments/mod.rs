@@ -6,19 +6,23 @@
 //! Status: `queued → submitted → mined → confirmed`, or `pending_approval` (above the co-sign
 //! threshold: the owner decides), `rejected`, `failed` (with the decoded revert) or `expired`.
 
+mod queue;
+
 use std::time::Duration;
 
 use alloy_primitives::{Address, B256, U256};
-use alloy_sol_types::{SolCall, SolStruct};
-use bursar_bindings::eip712::{PaymentIntent, SESSION_WALLET_DOMAIN};
+use alloy_sol_types::SolCall;
+use bursar_bindings::eip712::PaymentIntent;
 use bursar_bindings::wallet::ISessionWallet;
-use bursar_client::revert::ContractError;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
 use crate::sessions::{not_open, parse_id, signer_of};
-use crate::store::{now_ms, NewPayment, PaymentRow, SessionRow, Store};
+pub(crate) use queue::{run as run_queue, Queue};
+use queue::{Accepted, IntentSigner};
+
+use crate::store::{PaymentRow, SessionRow, Store};
 use crate::submission::Call;
 use crate::wire::{Amount, HashOrText};
 use crate::{random_bytes, vault, Core};
@@ -162,7 +166,7 @@ pub fn status(p: &PaymentRow) -> &'static str {
 }
 
 /// Accepts a payment from `session`'s sandbox: refused at once with the contract error a rule
-/// gives, otherwise signed (unless the sandbox signed it) and queued.
+/// gives, otherwise signed (unless the sandbox signed it) and queued ([`queue`]).
 pub async fn pay(
     core: &Core,
     session: &SessionRow,
@@ -179,11 +183,7 @@ pub async fn pay(
         return Err(not_open(session));
     }
     let id = parse_id(&session.id)?;
-    let wallet = core.contracts.wallet;
-    let domain = SESSION_WALLET_DOMAIN.at(core.chain_id, wallet);
-    // Who signs: the custodial key (with the session's next nonce, taken when the payment is
-    // stored) or nobody (the sandbox did).
-    let (intent, key, sandbox_signature) = match body {
+    let (intent, signer) = match body {
         PayBody::Custodial(req) => {
             let key = core
                 .session_key(&session.session_key)
@@ -203,7 +203,7 @@ pub async fn pay(
                 nonce: U256::ZERO,
                 deadline: U256::from(core.now(false).await? + core.settings.intent_ttl.as_secs()),
             };
-            (intent, Some(key), None)
+            (intent, IntentSigner::Custodial(key))
         }
         PayBody::Signed(req) => {
             let intent = PaymentIntent {
@@ -214,185 +214,32 @@ pub async fn pay(
                 nonce: req.nonce.0,
                 deadline: U256::from(req.deadline),
             };
-            (intent, None, Some(req.signature))
+            (intent, IntentSigner::Sandbox(req.signature))
         }
     };
-    let call = |nonce: U256| {
-        let intent = PaymentIntent {
-            nonce,
-            ..intent.clone()
-        };
-        let signature = match (&key, &sandbox_signature) {
-            (Some(key), _) => key
-                .sign_hash_rsv(&intent.eip712_signing_hash(&domain))
-                .into(),
-            (None, Some(signature)) => signature.clone(),
-            (None, None) => Default::default(),
-        };
-        intent.pay_call(signature)
+    let mut payment = Accepted {
+        session: session.clone(),
+        intent,
+        signer,
+        executes: false,
+        sender: signer_of(session)?,
+        gas: 0,
+        request_key: request_key.map(str::to_owned),
     };
-    let signer = signer_of(session)?;
-    // One check-then-queue at a time per session, so each check sees the payments before it.
-    let lock = core.session_lock(&session.id);
-    let _turn = lock.lock().await;
     // The contracts' rules now; a custodial probe uses a nonce no real intent uses (the top
     // bit set).
-    let probe = match key {
-        Some(_) => call(crate::probe_nonce()),
-        None => call(intent.nonce),
+    let nonce = match payment.signer {
+        IntentSigner::Custodial(_) => crate::probe_nonce(),
+        IntentSigner::Sandbox(_) => payment.intent.nonce,
     };
-    let executes = core
+    let probe = payment.pay_call(nonce, core.contracts.wallet, core.chain_id);
+    payment.executes = core
         .client
-        .view(Some(signer), wallet, probe.clone())
+        .view(Some(payment.sender), core.contracts.wallet, probe.clone())
         .await?
         ._0;
-    check_queued(core, session, id, intent.amount, executes).await?;
-    let gas = pay_gas(core, session, signer, &probe.abi_encode()).await?;
-    let fees = core.engine.fees().await?;
-    let payment_id = format!(
-        "pay_{}",
-        alloy_primitives::hex::encode(random_bytes::<16>())
-    );
-    let mut db = core.store.begin().await?;
-    let nonce = match key {
-        Some(_) => U256::from(Store::take_intent_nonce(&mut db, &session.id).await?),
-        None => intent.nonce,
-    };
-    let tx_id = core
-        .engine
-        .submit_in(
-            &mut db,
-            &Call {
-                signer,
-                to: wallet,
-                data: call(nonce).abi_encode().into(),
-                value: U256::ZERO,
-                gas_limit: gas,
-            },
-            fees,
-        )
-        .await?;
-    Store::insert_payment(
-        &mut db,
-        &NewPayment {
-            id: &payment_id,
-            session_id: &session.id,
-            to: &format!("{:#x}", intent.to),
-            amount: &intent.amount.to_string(),
-            purpose: &intent.purpose.to_string(),
-            intent_nonce: &nonce.to_string(),
-            deadline: intent.deadline.saturating_to(),
-            expect_executed: executes,
-            transaction_id: tx_id,
-            request_key,
-        },
-        now_ms(),
-    )
-    .await?;
-    core.commit(db).await?;
-    tracing::info!(session = %session.id, payment = %payment_id, to = %intent.to, amount = %intent.amount, "payment queued");
-    Ok(PaymentView {
-        id: payment_id,
-        status: "queued",
-        session_id: session.id.clone(),
-        to: intent.to.to_checksum(None),
-        amount: intent.amount.to_string(),
-        purpose: intent.purpose.to_string(),
-        nonce: nonce.to_string(),
-        deadline: intent.deadline.saturating_to(),
-        transaction_hash: None,
-        block_number: None,
-        receipt_id: None,
-        pending_id: None,
-        error: None,
-        created_at: now_ms(),
-    })
-}
-
-/// Refuses `amount` when, with the session's payments that are queued but not yet on chain,
-/// it would overdraw the deposit (which pending payments hold too) or the period budget —
-/// with the error the wallet would give. All reads are at one block; a queued payment whose
-/// nonce that block has used is in the block's state already and is not counted twice.
-async fn check_queued(
-    core: &Core,
-    session: &SessionRow,
-    id: U256,
-    amount: U256,
-    executes: bool,
-) -> Result<(), ApiError> {
-    let queued = core.store.unmined_payments(&session.id).await?;
-    if queued.is_empty() {
-        return Ok(());
-    }
-    // One read of the session's state; with payments already sent, that read and the nonce
-    // checks are pinned to one block.
-    let sent = queued.iter().any(|(_, _, _, status)| status == "submitted");
-    let block = match sent {
-        true => Some(core.client.block_number().await?),
-        false => None,
-    };
-    let wallet = core.contracts.wallet;
-    let on_chain =
-        futures_util::future::try_join_all(queued.iter().map(|(_, nonce, _, status)| {
-            let nonce: U256 = nonce.parse().unwrap_or_default();
-            let sent = status == "submitted";
-            async move {
-                if !sent {
-                    return Ok(false);
-                }
-                let call = ISessionWallet::isNonceUsedCall {
-                    sessionId: id,
-                    nonce,
-                };
-                core.client.view_at(None, wallet, call, block).await
-            }
-        }));
-    let state = core.client.view_at(
-        None,
-        wallet,
-        ISessionWallet::sessionStateCall { sessionId: id },
-        block,
-    );
-    let (on_chain, state) = tokio::try_join!(on_chain, state)?;
-    // As the wallet computes them: the deposit less what was spent and what pending payments
-    // hold; the period's budget less its spend (the view rolls the period forward).
-    let terms = crate::sessions::terms_of(session)?;
-    let deposit_left = state._1.saturating_sub(state._2).saturating_sub(state._3);
-    let period_left = if terms.periodSeconds == 0 {
-        U256::MAX
-    } else {
-        terms.periodBudget.saturating_sub(state._4)
-    };
-    let (mut for_deposit, mut for_period) = (U256::ZERO, U256::ZERO);
-    for ((queued_amount, _, executes, _), mined) in queued.iter().zip(on_chain) {
-        if mined {
-            continue;
-        }
-        let a: U256 = queued_amount.parse().map_err(|_| ApiError::Internal)?;
-        for_deposit = for_deposit.saturating_add(a);
-        if *executes {
-            for_period = for_period.saturating_add(a);
-        }
-    }
-    let refuse = |name: &str, available: U256, queued: U256| {
-        let mut args = Map::new();
-        args.insert("amount".into(), Value::String(amount.to_string()));
-        args.insert("available".into(), Value::String(available.to_string()));
-        args.insert("queued".into(), Value::String(queued.to_string()));
-        Err(ApiError::Contract(ContractError {
-            name: name.into(),
-            args,
-        }))
-    };
-    let deposit_left = deposit_left.saturating_sub(for_deposit);
-    if amount > deposit_left {
-        return refuse("WalletInsufficientDeposit", deposit_left, for_deposit);
-    }
-    let period_left = period_left.saturating_sub(for_period);
-    if executes && amount > period_left {
-        return refuse("WalletPeriodBudgetExceeded", period_left, for_period);
-    }
-    Ok(())
+    payment.gas = pay_gas(core, session, payment.sender, &probe.abi_encode()).await?;
+    core.payments.push(payment).await
 }
 
 /// The gas limit of the session's payments: estimated on its first (which costs the most: it

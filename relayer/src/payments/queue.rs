@@ -1,0 +1,540 @@
+//! Group commit of payments. A payment the contracts' rules allow (checked by the request's
+//! handler, concurrently with others) waits here for the one task that queues payments. That
+//! task takes every payment that has arrived, checks each against its session's payments
+//! already queued (one read of the session per batch), then stores them all — intent nonces,
+//! signed transactions, payment rows — in one database transaction.
+//!
+//! Why: a burst of payments costs one commit (one fsync on SQLite) and a statement per
+//! session, per signer and per few hundred rows, instead of nine statements and a commit each.
+//! And because one task checks the payments in order, each check sees the payments before it,
+//! with no lock per session.
+//!
+//! The task keeps each session's payments stored but not yet on chain in memory (loaded from
+//! the database the first time it meets the session). A session's transactions are all sent by
+//! its one signer, in nonce order, so the signer's nonce at a block says which of them that
+//! block's state holds already: one read per signer, not one per payment. The session's state
+//! is read once per block. This check is a courtesy (a refusal now rather than a revert later)
+//! and errs only towards accepting: the wallet enforces the budget on chain regardless. It
+//! knows the payments of this process; relayer processes sharing a PostgreSQL database each
+//! count their own.
+
+use std::collections::{HashMap, VecDeque};
+
+use alloy_primitives::{Address, Bytes, U256};
+use alloy_sol_types::{SolCall, SolStruct};
+use bursar_bindings::eip712::{PaymentIntent, SESSION_WALLET_DOMAIN};
+use bursar_bindings::wallet::ISessionWallet;
+use bursar_client::revert::ContractError;
+use bursar_client::Key;
+use serde_json::{Map, Value};
+use tokio::sync::{mpsc, oneshot};
+
+use super::PaymentView;
+use crate::error::ApiError;
+use crate::random_bytes;
+use crate::sessions::{parse_id, signer_of};
+use crate::store::{now_ms, NewPayment, SessionRow, Store};
+use crate::submission::Call;
+use crate::Core;
+
+/// Payments stored in one database transaction at most.
+const MAX_BATCH: usize = 256;
+
+/// Payments waiting for the queue task at most; a handler past this waits its turn.
+const CAPACITY: usize = 4_096;
+
+/// Who signs a payment's intent.
+pub(crate) enum IntentSigner {
+    /// The relayer, with the custodial session key, under the session's next intent nonce.
+    Custodial(Key),
+    /// The sandbox did, under the intent's own nonce.
+    Sandbox(Bytes),
+}
+
+/// A payment the contracts' rules allow now, waiting to be checked against its session's
+/// queued payments and stored.
+pub(crate) struct Accepted {
+    /// Its session.
+    pub session: SessionRow,
+    /// The intent (a custodial one's nonce is taken when it is stored).
+    pub intent: PaymentIntent,
+    /// Who signs the intent.
+    pub signer: IntentSigner,
+    /// Whether the simulation executed it (rather than making it pending).
+    pub executes: bool,
+    /// The relayer signer the session is pinned to, which sends the transaction.
+    pub sender: Address,
+    /// The transaction's gas limit.
+    pub gas: u64,
+    /// The request's idempotency key, if it had one.
+    pub request_key: Option<String>,
+}
+
+impl Accepted {
+    /// The wallet's `pay` of this intent under `nonce`, signed.
+    pub(crate) fn pay_call(
+        &self,
+        nonce: U256,
+        wallet: Address,
+        chain_id: u64,
+    ) -> ISessionWallet::payCall {
+        let intent = PaymentIntent {
+            nonce,
+            ..self.intent.clone()
+        };
+        let signature = match &self.signer {
+            IntentSigner::Custodial(key) => {
+                let domain = SESSION_WALLET_DOMAIN.at(chain_id, wallet);
+                key.sign_hash_rsv(&intent.eip712_signing_hash(&domain))
+                    .into()
+            }
+            IntentSigner::Sandbox(signature) => signature.clone(),
+        };
+        intent.pay_call(signature)
+    }
+
+    fn custodial(&self) -> bool {
+        matches!(self.signer, IntentSigner::Custodial(_))
+    }
+}
+
+type Reply = oneshot::Sender<Result<PaymentView, ApiError>>;
+
+/// The way into the queue task.
+pub(crate) struct Queue(mpsc::Sender<(Accepted, Reply)>);
+
+/// The queue task's end of [`Queue`].
+pub(crate) struct Receiver(mpsc::Receiver<(Accepted, Reply)>);
+
+impl Queue {
+    /// A queue and the receiver [`run`] takes.
+    pub(crate) fn new() -> (Queue, Receiver) {
+        let (tx, rx) = mpsc::channel(CAPACITY);
+        (Queue(tx), Receiver(rx))
+    }
+
+    /// Queues `payment`; answers once it is stored (or refused).
+    pub(crate) async fn push(&self, payment: Accepted) -> Result<PaymentView, ApiError> {
+        let (reply, answer) = oneshot::channel();
+        // The task is gone only when the relayer is stopping: nothing was stored.
+        self.0
+            .send((payment, reply))
+            .await
+            .map_err(|_| ApiError::Unavailable)?;
+        answer.await.map_err(|_| ApiError::Unavailable)?
+    }
+}
+
+/// The queue task: stores what arrives, a batch at a time, until `stopped`.
+pub(crate) async fn run(core: &Core, mut rx: Receiver, stopped: impl std::future::Future) {
+    tokio::pin!(stopped);
+    let mut ledger = Ledger::default();
+    loop {
+        let first = tokio::select! {
+            _ = &mut stopped => return,
+            next = rx.0.recv() => match next {
+                Some(next) => next,
+                None => return,
+            },
+        };
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match rx.0.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        queue_batch(core, &mut ledger, batch).await;
+    }
+}
+
+async fn queue_batch(core: &Core, ledger: &mut Ledger, batch: Vec<(Accepted, Reply)>) {
+    let mut room = match ledger.room(core, &batch).await {
+        Ok(room) => room,
+        Err(e) => {
+            for (_, reply) in batch {
+                let _ = reply.send(Err(e.clone()));
+            }
+            return;
+        }
+    };
+    let mut admitted = Vec::with_capacity(batch.len());
+    for (payment, reply) in batch {
+        let taken = match room.get_mut(&payment.session.id) {
+            Some(room) => room.take(payment.intent.amount, payment.executes),
+            None => Ok(()),
+        };
+        match taken {
+            Ok(()) => admitted.push((payment, reply)),
+            Err(e) => {
+                let _ = reply.send(Err(e));
+            }
+        }
+    }
+    if admitted.is_empty() {
+        return;
+    }
+    let payments: Vec<&Accepted> = admitted.iter().map(|(p, _)| p).collect();
+    let stored = store(core, &payments).await;
+    ledger.record(&payments, &stored);
+    match stored {
+        Ok(stored) => {
+            for ((_, reply), (view, _)) in admitted.into_iter().zip(stored) {
+                let _ = reply.send(Ok(view));
+            }
+        }
+        // Nothing was committed: one payment's trouble (an idempotency key stored meanwhile)
+        // must not refuse the others, so each is tried alone.
+        Err(Staged::NotCommitted(_)) if admitted.len() > 1 => {
+            for (payment, reply) in admitted {
+                let alone = store(core, &[&payment]).await;
+                ledger.record(&[&payment], &alone);
+                let _ = reply.send(alone.map(|mut v| v.remove(0).0).map_err(Staged::into_error));
+            }
+        }
+        Err(e) => {
+            let e = e.into_error();
+            for (_, reply) in admitted {
+                let _ = reply.send(Err(e.clone()));
+            }
+        }
+    }
+}
+
+/// A session's payments stored but not yet in the chain's state, in the order its signer
+/// sends them, with their sums.
+#[derive(Default)]
+struct InFlight {
+    /// `(transaction nonce, amount, executes)`.
+    payments: VecDeque<(u64, U256, bool)>,
+    deposit: U256,
+    period: U256,
+    /// The session's room by its state at a block (deposit and period budget left), and the
+    /// block.
+    state: Option<(u64, U256, U256)>,
+}
+
+impl InFlight {
+    fn push(&mut self, tx_nonce: u64, amount: U256, executes: bool) {
+        self.payments.push_back((tx_nonce, amount, executes));
+        self.deposit = self.deposit.saturating_add(amount);
+        if executes {
+            self.period = self.period.saturating_add(amount);
+        }
+    }
+
+    /// Forgets the payments whose transactions are below `mined` (the signer's nonce at a
+    /// block): that block's state holds them.
+    fn settle(&mut self, mined: u64) {
+        while let Some(&(nonce, amount, executes)) = self.payments.front() {
+            if nonce >= mined {
+                break;
+            }
+            self.payments.pop_front();
+            self.deposit = self.deposit.saturating_sub(amount);
+            if executes {
+                self.period = self.period.saturating_sub(amount);
+            }
+        }
+    }
+}
+
+/// What the queue task knows of sessions' payments in flight.
+#[derive(Default)]
+struct Ledger {
+    sessions: HashMap<String, InFlight>,
+}
+
+impl Ledger {
+    /// Sessions remembered at most; past this, those with nothing in flight are forgotten.
+    const SESSIONS: usize = 10_000;
+
+    /// The room of each session in `batch` that has payments in flight, or several in the
+    /// batch (a lone payment was checked alone by the simulation already).
+    async fn room(
+        &mut self,
+        core: &Core,
+        batch: &[(Accepted, Reply)],
+    ) -> Result<HashMap<String, Room>, ApiError> {
+        let mut sessions: HashMap<&str, (&SessionRow, usize)> = HashMap::new();
+        for (p, _) in batch {
+            sessions.entry(&p.session.id).or_insert((&p.session, 0)).1 += 1;
+        }
+        let unknown: Vec<&str> = sessions
+            .keys()
+            .copied()
+            .filter(|id| !self.sessions.contains_key(*id))
+            .collect();
+        if !unknown.is_empty() {
+            if self.sessions.len() + unknown.len() > Self::SESSIONS {
+                self.sessions.retain(|_, f| !f.payments.is_empty());
+            }
+            let rows = core.store.unmined_payments(&unknown).await?;
+            for id in unknown {
+                self.sessions.insert(id.to_owned(), InFlight::default());
+            }
+            for u in rows {
+                let amount = u.amount.parse().map_err(|_| ApiError::Internal)?;
+                if let Some(f) = self.sessions.get_mut(&u.session_id) {
+                    f.push(u.tx_nonce as u64, amount, u.expect_executed);
+                }
+            }
+        }
+        let checked: Vec<&SessionRow> = sessions
+            .values()
+            .filter(|(s, in_batch)| *in_batch > 1 || !self.sessions[&s.id].payments.is_empty())
+            .map(|(s, _)| *s)
+            .collect();
+        if checked.is_empty() {
+            return Ok(HashMap::new());
+        }
+        // Everything below is read at one block.
+        let block = core.client.block_number().await?;
+        let mut signers: Vec<Address> = checked
+            .iter()
+            .map(|s| signer_of(s))
+            .collect::<Result<_, _>>()?;
+        signers.sort_unstable();
+        signers.dedup();
+        let mined =
+            futures_util::future::try_join_all(signers.iter().map(|s| async {
+                Ok::<_, ApiError>(core.client.mined_nonce(*s, Some(block)).await?)
+            }));
+        let states = futures_util::future::try_join_all(checked.iter().map(|s| {
+            let cached = self.sessions[&s.id].state.filter(|(at, ..)| *at == block);
+            async move {
+                match cached {
+                    Some((_, deposit, period)) => Ok((deposit, period)),
+                    None => session_state(core, s, block).await,
+                }
+            }
+        }));
+        let (mined, states) = tokio::try_join!(mined, states)?;
+        let mined: HashMap<Address, u64> = signers.into_iter().zip(mined).collect();
+        let mut rooms = HashMap::with_capacity(checked.len());
+        for (s, (deposit, period)) in checked.into_iter().zip(states) {
+            let f = self.sessions.get_mut(&s.id).ok_or(ApiError::Internal)?;
+            f.settle(mined[&signer_of(s)?]);
+            f.state = Some((block, deposit, period));
+            rooms.insert(
+                s.id.clone(),
+                Room {
+                    deposit: deposit.saturating_sub(f.deposit),
+                    period: period.saturating_sub(f.period),
+                    queued_deposit: f.deposit,
+                    queued_period: f.period,
+                },
+            );
+        }
+        Ok(rooms)
+    }
+
+    /// Remembers what [`store`] stored; after a commit whose outcome is unknown, forgets the
+    /// sessions involved (the database is asked again).
+    fn record(&mut self, payments: &[&Accepted], stored: &Result<Vec<(PaymentView, u64)>, Staged>) {
+        match stored {
+            Ok(stored) => {
+                for (p, (_, tx_nonce)) in payments.iter().zip(stored) {
+                    if let Some(f) = self.sessions.get_mut(&p.session.id) {
+                        f.push(*tx_nonce, p.intent.amount, p.executes);
+                    }
+                }
+            }
+            Err(Staged::Commit(_)) => {
+                for p in payments {
+                    self.sessions.remove(&p.session.id);
+                }
+            }
+            Err(Staged::NotCommitted(_)) => {}
+        }
+    }
+}
+
+/// What a session can still take: its deposit and period budget left, less the payments
+/// queued but not yet on chain (and those taken in this batch so far).
+struct Room {
+    deposit: U256,
+    period: U256,
+    queued_deposit: U256,
+    queued_period: U256,
+}
+
+impl Room {
+    /// Takes `amount`, or refuses it with the error the wallet would give.
+    fn take(&mut self, amount: U256, executes: bool) -> Result<(), ApiError> {
+        if amount > self.deposit {
+            return Err(refuse(
+                "WalletInsufficientDeposit",
+                amount,
+                self.deposit,
+                self.queued_deposit,
+            ));
+        }
+        if executes && amount > self.period {
+            return Err(refuse(
+                "WalletPeriodBudgetExceeded",
+                amount,
+                self.period,
+                self.queued_period,
+            ));
+        }
+        self.deposit -= amount;
+        self.queued_deposit = self.queued_deposit.saturating_add(amount);
+        if executes {
+            self.period -= amount;
+            self.queued_period = self.queued_period.saturating_add(amount);
+        }
+        Ok(())
+    }
+}
+
+fn refuse(name: &str, amount: U256, available: U256, queued: U256) -> ApiError {
+    let mut args = Map::new();
+    args.insert("amount".into(), Value::String(amount.to_string()));
+    args.insert("available".into(), Value::String(available.to_string()));
+    args.insert("queued".into(), Value::String(queued.to_string()));
+    ApiError::Contract(ContractError {
+        name: name.into(),
+        args,
+    })
+}
+
+/// The deposit and period budget `session` has left by its state at `block`, as the wallet
+/// computes them: the deposit less what was spent and what pending payments hold; the
+/// period's budget less its spend (the view rolls the period forward).
+async fn session_state(
+    core: &Core,
+    session: &SessionRow,
+    block: u64,
+) -> Result<(U256, U256), ApiError> {
+    let state = core
+        .client
+        .view_at(
+            None,
+            core.contracts.wallet,
+            ISessionWallet::sessionStateCall {
+                sessionId: parse_id(&session.id)?,
+            },
+            Some(block),
+        )
+        .await?;
+    let terms = crate::sessions::terms_of(session)?;
+    let deposit = state._1.saturating_sub(state._2).saturating_sub(state._3);
+    let period = match terms.periodSeconds {
+        0 => U256::MAX,
+        _ => terms.periodBudget.saturating_sub(state._4),
+    };
+    Ok((deposit, period))
+}
+
+/// Why [`store`] failed: before its commit (nothing stored) or at it (unknown).
+enum Staged {
+    NotCommitted(ApiError),
+    Commit(ApiError),
+}
+
+impl Staged {
+    fn into_error(self) -> ApiError {
+        match self {
+            Staged::NotCommitted(e) | Staged::Commit(e) => e,
+        }
+    }
+}
+
+/// Stores `payments` in one database transaction: each session's custodial intents take
+/// consecutive intent nonces, each is signed, its transaction queued with the engine and its
+/// row written. Answers each payment's view and its transaction's nonce.
+async fn store(core: &Core, payments: &[&Accepted]) -> Result<Vec<(PaymentView, u64)>, Staged> {
+    let (db, views) = stage(core, payments).await.map_err(Staged::NotCommitted)?;
+    core.commit(db).await.map_err(Staged::Commit)?;
+    for (v, _) in &views {
+        tracing::info!(session = %v.session_id, payment = %v.id, to = %v.to, amount = %v.amount, "payment queued");
+    }
+    Ok(views)
+}
+
+async fn stage(
+    core: &Core,
+    payments: &[&Accepted],
+) -> Result<(crate::store::DbTx, Vec<(PaymentView, u64)>), ApiError> {
+    let fees = core.engine.fees().await?;
+    let mut db = core.store.begin().await?;
+    let mut nonces: Vec<U256> = payments.iter().map(|p| p.intent.nonce).collect();
+    let mut custodial: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, p) in payments.iter().enumerate() {
+        if p.custodial() {
+            custodial.entry(&p.session.id).or_default().push(i);
+        }
+    }
+    for (session, mine) in custodial {
+        let first = Store::take_intent_nonces(&mut db, session, mine.len() as u64).await?;
+        for (k, i) in mine.into_iter().enumerate() {
+            nonces[i] = U256::from(first + k as u64);
+        }
+    }
+    let wallet = core.contracts.wallet;
+    let calls: Vec<Call> = payments
+        .iter()
+        .zip(&nonces)
+        .map(|(p, nonce)| Call {
+            signer: p.sender,
+            to: wallet,
+            data: p
+                .pay_call(*nonce, wallet, core.chain_id)
+                .abi_encode()
+                .into(),
+            value: U256::ZERO,
+            gas_limit: p.gas,
+        })
+        .collect();
+    let txs = core.engine.submit_all_in(&mut db, &calls, fees).await?;
+    let now = now_ms();
+    let views: Vec<PaymentView> = payments
+        .iter()
+        .zip(&nonces)
+        .map(|(p, nonce)| PaymentView {
+            id: format!(
+                "pay_{}",
+                alloy_primitives::hex::encode(random_bytes::<16>())
+            ),
+            status: "queued",
+            session_id: p.session.id.clone(),
+            to: p.intent.to.to_checksum(None),
+            amount: p.intent.amount.to_string(),
+            purpose: p.intent.purpose.to_string(),
+            nonce: nonce.to_string(),
+            deadline: p.intent.deadline.saturating_to(),
+            transaction_hash: None,
+            block_number: None,
+            receipt_id: None,
+            pending_id: None,
+            error: None,
+            created_at: now,
+        })
+        .collect();
+    let to: Vec<String> = payments
+        .iter()
+        .map(|p| format!("{:#x}", p.intent.to))
+        .collect();
+    let rows: Vec<NewPayment> = payments
+        .iter()
+        .zip(&views)
+        .zip(&txs)
+        .zip(&to)
+        .map(|(((p, v), &(transaction_id, _)), to)| NewPayment {
+            id: &v.id,
+            session_id: &v.session_id,
+            to,
+            amount: &v.amount,
+            purpose: &v.purpose,
+            intent_nonce: &v.nonce,
+            deadline: v.deadline,
+            expect_executed: p.executes,
+            transaction_id,
+            request_key: p.request_key.as_deref(),
+        })
+        .collect();
+    Store::insert_payments(&mut db, &rows, now).await?;
+    let nonces = txs.iter().map(|&(_, nonce)| nonce);
+    Ok((db, views.into_iter().zip(nonces).collect()))
+}
