@@ -290,7 +290,7 @@ impl Store {
     /// How many transactions are in each status.
     pub async fn transaction_counts(&self) -> Result<Vec<(String, i64)>, StoreError> {
         let rows = sqlx::query("SELECT status, COUNT(*) FROM transactions GROUP BY status")
-            .fetch_all(&self.pool)
+            .fetch_all(&self.read)
             .await?;
         rows.iter()
             .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
@@ -303,7 +303,7 @@ impl Store {
             "SELECT {TX_COLUMNS} FROM transactions WHERE id = $1"
         ))
         .bind(id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.read)
         .await?;
         row.as_ref().map(tx_row).transpose()
     }
@@ -328,7 +328,7 @@ impl Store {
         for signer in signers {
             query = query.bind(signer);
         }
-        let rows = query.fetch_all(&self.pool).await?;
+        let rows = query.fetch_all(&self.read).await?;
         rows.iter().map(tx_row).collect()
     }
 
@@ -386,7 +386,7 @@ impl Store {
              WHERE transaction_id = $1 ORDER BY attempt DESC",
         )
         .bind(id)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await?;
         rows.iter()
             .map(|r| {

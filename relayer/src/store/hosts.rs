@@ -60,7 +60,7 @@ impl Store {
             "{HOST_KEY_SELECT} WHERE k.key_hash = $1 AND k.revoked_at IS NULL"
         ))
         .bind(key_hash)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.read)
         .await?;
         row.as_ref().map(host_key_row).transpose()
     }
@@ -70,7 +70,7 @@ impl Store {
         let rows = sqlx::query(&format!(
             "{HOST_KEY_SELECT} ORDER BY k.created_at, k.key_prefix"
         ))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await?;
         rows.iter().map(host_key_row).collect()
     }
@@ -92,7 +92,7 @@ impl Store {
     pub async fn host_exists(&self, name: &str) -> Result<bool, StoreError> {
         let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM hosts WHERE name = $1")
             .bind(name)
-            .fetch_one(&self.pool)
+            .fetch_one(&self.read)
             .await?;
         Ok(n > 0)
     }

@@ -75,7 +75,7 @@ impl Store {
         )
         .bind(caller)
         .bind(key)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.read)
         .await?;
         let Some(row) = row else {
             // Released between the insert and the read: the caller may try again.

@@ -52,7 +52,7 @@ impl Store {
             "SELECT address, host_id, sealed, master_key_id FROM session_keys WHERE address = $1",
         )
         .bind(address)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.read)
         .await?;
         row.as_ref().map(sealed_row).transpose()
     }

@@ -56,7 +56,12 @@ pub enum Backend {
 /// The relayer's database.
 #[derive(Clone, Debug)]
 pub struct Store {
+    /// Every write, and reads that must see a transaction's own writes.
     pool: AnyPool,
+    /// Plain reads. On SQLite, other connections than the one writer: in WAL mode readers
+    /// never wait for the writer, so a handler's lookup does not queue behind a batch of
+    /// payments being stored. On PostgreSQL, the same pool.
+    read: AnyPool,
     backend: Backend,
 }
 
@@ -83,30 +88,20 @@ impl Store {
         // SQLite has one writer at a time: one connection serializes writes instead of
         // failing them with "database is locked".
         let max = if backend == Backend::Sqlite { 1 } else { 8 };
-        let pool = AnyPoolOptions::new()
-            .max_connections(max)
-            .after_connect(move |conn, _| {
-                Box::pin(async move {
-                    if backend == Backend::Sqlite {
-                        // A write-ahead log: a commit appends to one file and syncs it once
-                        // (FULL: a commit survives power loss, not only a crash).
-                        sqlx::Executor::execute(
-                            &mut *conn,
-                            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
-                             PRAGMA busy_timeout = 5000;",
-                        )
-                        .await?;
-                    }
-                    Ok(())
-                })
-            })
-            .connect_with(options)
-            .await?;
+        let pool = open_pool(backend, max, options.clone(), "").await?;
         match backend {
             Backend::Sqlite => sqlx::migrate!("./migrations/sqlite").run(&pool).await?,
             Backend::Postgres => sqlx::migrate!("./migrations/postgres").run(&pool).await?,
         }
-        Ok(Store { pool, backend })
+        let read = match backend {
+            Backend::Sqlite => open_pool(backend, 4, options, "PRAGMA query_only = 1;").await?,
+            Backend::Postgres => pool.clone(),
+        };
+        Ok(Store {
+            pool,
+            read,
+            backend,
+        })
     }
 
     /// The database this store runs on.
@@ -144,6 +139,38 @@ pub(crate) fn placeholders(rows: usize, cols: usize) -> String {
         s.push(')');
     }
     s
+}
+
+/// A pool of at most `max` connections, each set up for `backend` and then given `pragmas`
+/// (SQLite).
+async fn open_pool(
+    backend: Backend,
+    max: u32,
+    options: AnyConnectOptions,
+    pragmas: &'static str,
+) -> Result<AnyPool, StoreError> {
+    Ok(AnyPoolOptions::new()
+        .max_connections(max)
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                if backend == Backend::Sqlite {
+                    // A write-ahead log: a commit appends to one file and syncs it once
+                    // (FULL: a commit survives power loss, not only a crash).
+                    sqlx::Executor::execute(
+                        &mut *conn,
+                        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
+                         PRAGMA busy_timeout = 5000;",
+                    )
+                    .await?;
+                    if !pragmas.is_empty() {
+                        sqlx::Executor::execute(&mut *conn, pragmas).await?;
+                    }
+                }
+                Ok(())
+            })
+        })
+        .connect_with(options)
+        .await?)
 }
 
 /// Milliseconds since the Unix epoch, as stored.

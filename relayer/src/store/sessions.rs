@@ -330,7 +330,7 @@ impl Store {
         ))
         .bind(prepared_id)
         .bind(host_id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.read)
         .await?;
         row.as_ref().map(session_row).transpose()
     }
@@ -346,7 +346,7 @@ impl Store {
         ))
         .bind(id)
         .bind(host_id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.read)
         .await?;
         row.as_ref().map(session_row).transpose()
     }
@@ -360,7 +360,7 @@ impl Store {
             "SELECT {SESSION_COLUMNS} FROM sessions WHERE capability_hash = $1"
         ))
         .bind(hash)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.read)
         .await?;
         row.as_ref().map(session_row).transpose()
     }
@@ -385,7 +385,7 @@ impl Store {
         .bind(sandbox_id)
         .bind(before)
         .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await?;
         rows.iter().map(session_row).collect()
     }
@@ -424,7 +424,7 @@ impl Store {
              JOIN transactions t ON t.id = s.open_transaction \
              WHERE s.status = 'opening' AND t.status IN ('mined', 'confirmed', 'failed')",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await?;
         rows.iter()
             .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?)))
@@ -447,7 +447,7 @@ impl Store {
              JOIN transactions t ON t.id = s.{column} \
              WHERE s.{settled} = 0 AND t.status IN ('mined', 'confirmed', 'failed')"
         ))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await?;
         rows.iter()
             .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
@@ -477,7 +477,7 @@ impl Store {
         Ok(
             sqlx::query_scalar("SELECT host_id FROM sessions WHERE id = $1")
                 .bind(id)
-                .fetch_optional(&self.pool)
+                .fetch_optional(&self.read)
                 .await?,
         )
     }
@@ -592,7 +592,7 @@ impl Store {
              WHERE p.request_key = $1"
         ))
         .bind(request_key)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.read)
         .await?;
         row.as_ref().map(payment_row).transpose()
     }
@@ -607,7 +607,7 @@ impl Store {
              JOIN transactions t ON t.id = p.transaction_id WHERE p.request_key = $1"
         ))
         .bind(request_key)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.read)
         .await?;
         row.as_ref().map(provenance_row).transpose()
     }
@@ -624,7 +624,7 @@ impl Store {
         ))
         .bind(id)
         .bind(session_id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.read)
         .await?;
         row.as_ref().map(payment_row).transpose()
     }
@@ -641,7 +641,7 @@ impl Store {
         ))
         .bind(session_id)
         .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await?;
         rows.iter().map(payment_row).collect()
     }
@@ -667,7 +667,7 @@ impl Store {
         for s in sessions {
             q = q.bind(*s);
         }
-        let rows = q.fetch_all(&self.pool).await?;
+        let rows = q.fetch_all(&self.read).await?;
         rows.iter()
             .map(|r| {
                 Ok(Unmined {
@@ -688,7 +688,7 @@ impl Store {
              JOIN transactions t ON t.id = p.transaction_id \
              GROUP BY p.outcome, t.status, p.error_code",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await?;
         rows.iter()
             .map(|r| {
@@ -711,7 +711,7 @@ impl Store {
              ORDER BY p.transaction_id LIMIT $1"
         ))
         .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await?;
         rows.iter().map(payment_row).collect()
     }
@@ -753,7 +753,7 @@ impl Store {
         ))
         .bind(session_id)
         .bind(pending_id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.read)
         .await?;
         row.as_ref().map(payment_row).transpose()
     }
@@ -789,7 +789,7 @@ impl Store {
              JOIN transactions t ON t.id = p.decision_transaction \
              WHERE p.outcome = 'pending' AND t.status IN ('mined', 'confirmed', 'failed')",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await?;
         rows.iter()
             .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
@@ -834,7 +834,7 @@ impl Store {
         ))
         .bind(id)
         .bind(session_id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.read)
         .await?;
         row.as_ref().map(provenance_row).transpose()
     }
@@ -848,7 +848,7 @@ impl Store {
              ORDER BY p.transaction_id LIMIT $1"
         ))
         .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await?;
         rows.iter().map(provenance_row).collect()
     }

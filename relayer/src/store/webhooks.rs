@@ -111,7 +111,7 @@ impl Store {
              WHERE host_id = $1 AND disabled_at IS NULL ORDER BY created_at, id"
         ))
         .bind(host_id)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await?;
         rows.iter().map(endpoint_row).collect()
     }
@@ -122,7 +122,7 @@ impl Store {
             "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1"
         ))
         .bind(id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.read)
         .await?;
         row.as_ref().map(endpoint_row).transpose()
     }
@@ -189,7 +189,7 @@ impl Store {
         ))
         .bind(now)
         .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await?;
         rows.iter().map(delivery_row).collect()
     }
@@ -209,7 +209,7 @@ impl Store {
         .bind(endpoint_id)
         .bind(status)
         .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await?;
         rows.iter().map(delivery_row).collect()
     }
@@ -248,7 +248,7 @@ impl Store {
     pub async fn delivery_counts(&self) -> Result<Vec<(String, i64)>, StoreError> {
         Ok(
             sqlx::query_as("SELECT status, COUNT(*) FROM webhook_deliveries GROUP BY status")
-                .fetch_all(&self.pool)
+                .fetch_all(&self.read)
                 .await?,
         )
     }
