@@ -182,7 +182,7 @@ pub async fn record(
         alloy_primitives::hex::encode(random_bytes::<16>())
     );
     let mut db = core.store.begin().await?;
-    let nonce = Store::take_intent_nonces(&mut db, &session.id, 1).await?;
+    let nonce = Store::take_intent_nonces(&mut db, &[&session.id]).await?[0];
     let call = signed(U256::from(nonce));
     let tx_id = core
         .engine

@@ -459,19 +459,22 @@ async fn stage(
 ) -> Result<(crate::store::DbTx, Vec<(PaymentView, u64)>), ApiError> {
     let fees = core.engine.fees().await?;
     let mut db = core.store.begin().await?;
-    let mut nonces: Vec<U256> = payments.iter().map(|p| p.intent.nonce).collect();
-    let mut custodial: HashMap<&str, Vec<usize>> = HashMap::new();
-    for (i, p) in payments.iter().enumerate() {
-        if p.custodial() {
-            custodial.entry(&p.session.id).or_default().push(i);
-        }
-    }
-    for (session, mine) in custodial {
-        let first = Store::take_intent_nonces(&mut db, session, mine.len() as u64).await?;
-        for (k, i) in mine.into_iter().enumerate() {
-            nonces[i] = U256::from(first + k as u64);
-        }
-    }
+    // Each session's custodial intents take its next intent nonces; sandboxes chose theirs.
+    let custodial: Vec<&str> = payments
+        .iter()
+        .filter(|p| p.custodial())
+        .map(|p| p.session.id.as_str())
+        .collect();
+    let mut taken = Store::take_intent_nonces(&mut db, &custodial)
+        .await?
+        .into_iter();
+    let nonces: Vec<U256> = payments
+        .iter()
+        .map(|p| match p.custodial() {
+            true => taken.next().map(U256::from).ok_or(ApiError::Internal),
+            false => Ok(p.intent.nonce),
+        })
+        .collect::<Result<_, _>>()?;
     let wallet = core.contracts.wallet;
     let calls: Vec<Call> = payments
         .iter()

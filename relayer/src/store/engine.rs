@@ -3,7 +3,7 @@
 
 use sqlx::Row;
 
-use super::{placeholders, DbTx, Store, StoreError, ROWS_PER_INSERT};
+use super::{placeholders, take_numbers, Counter, DbTx, Store, StoreError, ROWS_PER_INSERT};
 
 /// Where a transaction is. `signed` → `submitted` → `mined` → `confirmed`, or `failed`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,35 +190,16 @@ impl Store {
     /// first attempts, inside `db`: a nonce is never handed out without the signed bytes that
     /// use it being stored, and the caller's own rows (payments, a session) commit with the
     /// transactions or not at all. A crash before the commit leaves nothing behind. Answers
-    /// the transactions' `(id, nonce)` in the order of `new`; one statement per signer and per
-    /// [`ROWS_PER_INSERT`] rows, however many transactions there are.
+    /// the transactions' `(id, nonce)` in the order of `new`; a statement for the nonces and
+    /// one per [`ROWS_PER_INSERT`] rows, however many transactions there are.
     pub async fn insert_transactions(
         db: &mut DbTx,
         new: &[NewTransaction],
         now: i64,
         mut sign: impl FnMut(usize, u64) -> NewAttempt,
     ) -> Result<Vec<(i64, u64)>, StoreError> {
-        let mut nonces = vec![0i64; new.len()];
-        let mut signers: Vec<&str> = new.iter().map(|t| t.signer.as_str()).collect();
-        signers.sort_unstable();
-        signers.dedup();
-        for signer in signers {
-            let mine: Vec<usize> = (0..new.len())
-                .filter(|&i| new[i].signer == signer)
-                .collect();
-            let next: i64 = sqlx::query_scalar(
-                "UPDATE signers SET next_nonce = next_nonce + $2 WHERE address = $1 \
-                 RETURNING next_nonce",
-            )
-            .bind(signer)
-            .bind(mine.len() as i64)
-            .fetch_one(&mut **db)
-            .await?;
-            let first = next - mine.len() as i64;
-            for (k, i) in mine.into_iter().enumerate() {
-                nonces[i] = first + k as i64;
-            }
-        }
+        let signers: Vec<&str> = new.iter().map(|t| t.signer.as_str()).collect();
+        let nonces = take_numbers(db, Counter::SignerNonce, &signers).await?;
         let mut ids = Vec::with_capacity(new.len());
         for (chunk, start) in new
             .chunks(ROWS_PER_INSERT)

@@ -14,6 +14,7 @@ use std::str::FromStr;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::AnyPool;
+use sqlx::Row;
 
 pub use engine::{AttemptRow, NewAttempt, NewTransaction, TxRow, TxStatus};
 pub use hosts::HostKeyRow;
@@ -139,6 +140,78 @@ pub(crate) fn placeholders(rows: usize, cols: usize) -> String {
         s.push(')');
     }
     s
+}
+
+/// A column that hands out consecutive numbers per row.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Counter {
+    /// `signers.next_nonce`: a signer's transaction nonces.
+    SignerNonce,
+    /// `sessions.next_intent_nonce`: a custodial session key's intent nonces.
+    IntentNonce,
+}
+
+/// Takes the next number of `counter` for each of `keys` (one row key per item; a key named
+/// several times gets consecutive numbers, in the order named), inside `db`, in one statement
+/// however many rows there are.
+pub(crate) async fn take_numbers(
+    db: &mut DbTx,
+    counter: Counter,
+    keys: &[&str],
+) -> Result<Vec<i64>, StoreError> {
+    let (table, key, column) = match counter {
+        Counter::SignerNonce => ("signers", "address", "next_nonce"),
+        Counter::IntentNonce => ("sessions", "id", "next_intent_nonce"),
+    };
+    let mut counts: Vec<(&str, i64)> = Vec::new();
+    for k in keys {
+        match counts.iter_mut().find(|(c, _)| c == k) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((k, 1)),
+        }
+    }
+    if counts.is_empty() {
+        return Ok(Vec::new());
+    }
+    // VALUES names its columns column1, column2 on both databases.
+    let values = (0..counts.len())
+        .map(|i| {
+            format!(
+                "(CAST(${} AS TEXT), CAST(${} AS BIGINT))",
+                2 * i + 1,
+                2 * i + 2
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "UPDATE {table} SET {column} = {column} + v.column2 FROM (VALUES {values}) AS v \
+         WHERE {key} = v.column1 RETURNING {key}, {column}"
+    );
+    let mut q = sqlx::query(&sql);
+    for (k, n) in &counts {
+        q = q.bind(*k).bind(*n);
+    }
+    let mut next: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+    for r in q.fetch_all(&mut **db).await? {
+        next.insert(r.try_get(0)?, r.try_get(1)?);
+    }
+    // Each key's first number, then counted up as the key comes round again.
+    let mut first: std::collections::HashMap<&str, i64> = std::collections::HashMap::new();
+    for (k, n) in &counts {
+        let after = next
+            .get(*k)
+            .ok_or_else(|| StoreError::Corrupt(format!("no {table} row {k}")))?;
+        first.insert(k, after - n);
+    }
+    Ok(keys
+        .iter()
+        .map(|k| {
+            let n = first.get_mut(k).expect("counted above");
+            *n += 1;
+            *n - 1
+        })
+        .collect())
 }
 
 /// A pool of at most `max` connections, each set up for `backend` and then given `pragmas`

@@ -3,7 +3,9 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{placeholders, DbTx, SealedKeyRow, Store, StoreError, ROWS_PER_INSERT};
+use super::{
+    placeholders, take_numbers, Counter, DbTx, SealedKeyRow, Store, StoreError, ROWS_PER_INSERT,
+};
 
 /// A session as the relayer keeps it (its on-chain state is read from the chain).
 #[derive(Clone, Debug)]
@@ -533,21 +535,14 @@ impl Store {
         Ok(())
     }
 
-    /// Takes the session's next `count` intent nonces, inside `db`; answers the first.
+    /// Takes the next intent nonce of each of `sessions` (a session named several times gets
+    /// consecutive ones), inside `db`.
     pub async fn take_intent_nonces(
         db: &mut DbTx,
-        session_id: &str,
-        count: u64,
-    ) -> Result<u64, StoreError> {
-        let next: i64 = sqlx::query_scalar(
-            "UPDATE sessions SET next_intent_nonce = next_intent_nonce + $2 WHERE id = $1 \
-             RETURNING next_intent_nonce",
-        )
-        .bind(session_id)
-        .bind(count as i64)
-        .fetch_one(&mut **db)
-        .await?;
-        Ok(next as u64 - count)
+        sessions: &[&str],
+    ) -> Result<Vec<u64>, StoreError> {
+        let nonces = take_numbers(db, Counter::IntentNonce, sessions).await?;
+        Ok(nonces.into_iter().map(|n| n as u64).collect())
     }
 
     /// Records payments, inside `db` (with their transactions).
