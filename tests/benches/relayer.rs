@@ -45,7 +45,7 @@ fn main() {
         .build()
         .expect("runtime");
     rt.block_on(async {
-        let accept = env("BENCH_ACCEPT", 2_000);
+        let accept = env("BENCH_ACCEPT", 8_000);
         let confirm = env("BENCH_CONFIRM", 200);
         println!(
             "relayer benchmark ({} build)",

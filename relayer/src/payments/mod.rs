@@ -1,7 +1,8 @@
 //! Sandboxes' payments: checked against the session's state now by the contracts' own rules
-//! (a simulated `pay` at the latest block) and against the payments already queued for it,
-//! then signed with the custodial session key under the session's next intent nonce and queued
-//! with the engine — the payment row and its transaction commit together.
+//! (a simulated `pay` at the latest block, in the request's handler), then handed to the
+//! [`queue`] task, which checks them against the payments already queued for their session,
+//! signs them with the custodial session key under the session's next intent nonce and stores
+//! them with their transactions — a batch of payments per database transaction.
 //!
 //! Status: `queued → submitted → mined → confirmed`, or `pending_approval` (above the co-sign
 //! threshold: the owner decides), `rejected`, `failed` (with the decoded revert) or `expired`.

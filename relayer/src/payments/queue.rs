@@ -243,6 +243,8 @@ impl InFlight {
 #[derive(Default)]
 struct Ledger {
     sessions: HashMap<String, InFlight>,
+    /// Each signer's nonce at a block, and the block (a block's state never changes).
+    mined: HashMap<Address, (u64, u64)>,
 }
 
 impl Ledger {
@@ -296,10 +298,15 @@ impl Ledger {
             .collect::<Result<_, _>>()?;
         signers.sort_unstable();
         signers.dedup();
-        let mined =
-            futures_util::future::try_join_all(signers.iter().map(|s| async {
-                Ok::<_, ApiError>(core.client.mined_nonce(*s, Some(block)).await?)
-            }));
+        let mined = futures_util::future::try_join_all(signers.iter().map(|s| {
+            let cached = self.mined.get(s).filter(|(at, _)| *at == block).copied();
+            async move {
+                match cached {
+                    Some((_, nonce)) => Ok::<_, ApiError>(nonce),
+                    None => Ok(core.client.mined_nonce(*s, Some(block)).await?),
+                }
+            }
+        }));
         let states = futures_util::future::try_join_all(checked.iter().map(|s| {
             let cached = self.sessions[&s.id].state.filter(|(at, ..)| *at == block);
             async move {
@@ -310,6 +317,9 @@ impl Ledger {
             }
         }));
         let (mined, states) = tokio::try_join!(mined, states)?;
+        for (s, nonce) in signers.iter().zip(&mined) {
+            self.mined.insert(*s, (block, *nonce));
+        }
         let mined: HashMap<Address, u64> = signers.into_iter().zip(mined).collect();
         let mut rooms = HashMap::with_capacity(checked.len());
         for (s, (deposit, period)) in checked.into_iter().zip(states) {
