@@ -126,6 +126,8 @@ pub struct RpcLog {
     pub data: Bytes,
     /// The block that included it.
     pub block_number: U64,
+    /// That block's hash.
+    pub block_hash: B256,
     /// The transaction that emitted it.
     pub transaction_hash: B256,
     /// Its position among the block's logs.
@@ -143,6 +145,8 @@ pub struct BlockHeader {
     pub number: U64,
     /// The block hash.
     pub hash: B256,
+    /// The hash of the block before it.
+    pub parent_hash: B256,
     /// The block's timestamp, in seconds since the Unix epoch.
     pub timestamp: U64,
     /// The base fee per gas, in wei; `None` before EIP-1559.
@@ -248,6 +252,12 @@ impl Client {
     /// The latest block's header (`eth_getBlockByNumber`).
     pub async fn latest_block(&self) -> Result<BlockHeader, RpcError> {
         self.request("eth_getBlockByNumber", json!(["latest", false]))
+            .await
+    }
+
+    /// Block `number`'s header, or `None` when the node has no such block (yet).
+    pub async fn block(&self, number: u64) -> Result<Option<BlockHeader>, RpcError> {
+        self.request("eth_getBlockByNumber", json!([U64::from(number), false]))
             .await
     }
 
@@ -438,6 +448,21 @@ impl Client {
         self.request(
             "eth_getLogs",
             json!([{ "address": addresses, "fromBlock": U64::from(from), "toBlock": to }]),
+        )
+        .await
+    }
+
+    /// `eth_getLogs` for `addresses` in the block whose hash is `block_hash` (EIP-234): that
+    /// block's logs even when a reorg replaces it meanwhile (the node then answers an error,
+    /// never another block's logs).
+    pub async fn logs_in_block(
+        &self,
+        addresses: &[Address],
+        block_hash: B256,
+    ) -> Result<Vec<RpcLog>, RpcError> {
+        self.request(
+            "eth_getLogs",
+            json!([{ "address": addresses, "blockHash": block_hash }]),
         )
         .await
     }

@@ -1,7 +1,6 @@
 //! The only place with SQL. One schema, two databases: SQLite (a file, the default) and
 //! PostgreSQL (`postgres://…`), each with its own migrations (`migrations/sqlite`,
-//! `migrations/postgres`); queries run through sqlx's `Any` driver and are written to mean the
-//! same on both (`$n` placeholders in order, `RETURNING`, integers as `BIGINT`).
+//! `migrations/postgres`); see [`bursar_db`] for how queries mean the same on both.
 
 mod engine;
 mod hosts;
@@ -10,11 +9,11 @@ mod keys;
 mod sessions;
 mod webhooks;
 
-use std::str::FromStr;
-
-use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::AnyPool;
 use sqlx::Row;
+
+pub(crate) use bursar_db::{placeholders, ROWS_PER_INSERT};
+pub use bursar_db::{Backend, DbTx};
 
 pub use engine::{AttemptRow, NewAttempt, NewTransaction, TxRow, TxStatus};
 pub use hosts::HostKeyRow;
@@ -24,9 +23,6 @@ pub use sessions::{
     NewPayment, NewSession, PaymentRow, ProvenanceRow, SessionRow, SessionTx, Unmined,
 };
 pub use webhooks::{DeliveryRow, EndpointRow};
-
-/// A database transaction: what several writes that must land together share.
-pub type DbTx = sqlx::Transaction<'static, sqlx::Any>;
 
 /// Why the store failed.
 #[derive(Debug, thiserror::Error)]
@@ -45,13 +41,14 @@ pub enum StoreError {
     Corrupt(String),
 }
 
-/// Which database a store runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
-    /// A SQLite file.
-    Sqlite,
-    /// A PostgreSQL server.
-    Postgres,
+impl From<bursar_db::DbError> for StoreError {
+    fn from(e: bursar_db::DbError) -> Self {
+        match e {
+            bursar_db::DbError::Database(e) => StoreError::Database(e),
+            bursar_db::DbError::Migration(e) => StoreError::Migration(e),
+            bursar_db::DbError::UnsupportedUrl => StoreError::UnsupportedUrl,
+        }
+    }
 }
 
 /// The relayer's database.
@@ -70,38 +67,13 @@ impl Store {
     /// Connects to `url` (`sqlite://FILE`, created if missing, or `postgres://…`) and brings
     /// the schema up to date.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
-        sqlx::any::install_default_drivers();
-        let backend = if url.starts_with("sqlite:") {
-            Backend::Sqlite
-        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-            Backend::Postgres
-        } else {
-            return Err(StoreError::UnsupportedUrl);
-        };
-        let options = match backend {
-            // Create the file if missing; wait for a busy database rather than fail.
-            Backend::Sqlite => {
-                let sep = if url.contains('?') { '&' } else { '?' };
-                AnyConnectOptions::from_str(&format!("{url}{sep}mode=rwc"))?
-            }
-            Backend::Postgres => AnyConnectOptions::from_str(url)?,
-        };
-        // SQLite has one writer at a time: one connection serializes writes instead of
-        // failing them with "database is locked".
-        let max = if backend == Backend::Sqlite { 1 } else { 8 };
-        let pool = open_pool(backend, max, options.clone(), "").await?;
-        match backend {
-            Backend::Sqlite => sqlx::migrate!("./migrations/sqlite").run(&pool).await?,
-            Backend::Postgres => sqlx::migrate!("./migrations/postgres").run(&pool).await?,
-        }
-        let read = match backend {
-            Backend::Sqlite => open_pool(backend, 4, options, "PRAGMA query_only = 1;").await?,
-            Backend::Postgres => pool.clone(),
-        };
+        static SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+        static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+        let pools = bursar_db::connect(url, &SQLITE, &POSTGRES).await?;
         Ok(Store {
-            pool,
-            read,
-            backend,
+            pool: pools.write,
+            read: pools.read,
+            backend: pools.backend,
         })
     }
 
@@ -120,26 +92,6 @@ impl Store {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
     }
-}
-
-/// Rows per multi-row `INSERT` (SQLite allows 32,766 parameters in a statement, PostgreSQL
-/// 65,535).
-pub(crate) const ROWS_PER_INSERT: usize = 256;
-
-/// `($1, …, $cols), (…), …` for `rows` rows.
-pub(crate) fn placeholders(rows: usize, cols: usize) -> String {
-    let mut s = String::with_capacity(rows * cols * 5);
-    for r in 0..rows {
-        s.push_str(if r == 0 { "(" } else { ", (" });
-        for c in 0..cols {
-            if c > 0 {
-                s.push_str(", ");
-            }
-            s.push_str(&format!("${}", r * cols + c + 1));
-        }
-        s.push(')');
-    }
-    s
 }
 
 /// A column that hands out consecutive numbers per row.
@@ -212,38 +164,6 @@ pub(crate) async fn take_numbers(
             *n - 1
         })
         .collect())
-}
-
-/// A pool of at most `max` connections, each set up for `backend` and then given `pragmas`
-/// (SQLite).
-async fn open_pool(
-    backend: Backend,
-    max: u32,
-    options: AnyConnectOptions,
-    pragmas: &'static str,
-) -> Result<AnyPool, StoreError> {
-    Ok(AnyPoolOptions::new()
-        .max_connections(max)
-        .after_connect(move |conn, _| {
-            Box::pin(async move {
-                if backend == Backend::Sqlite {
-                    // A write-ahead log: a commit appends to one file and syncs it once
-                    // (FULL: a commit survives power loss, not only a crash).
-                    sqlx::Executor::execute(
-                        &mut *conn,
-                        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
-                         PRAGMA busy_timeout = 5000;",
-                    )
-                    .await?;
-                    if !pragmas.is_empty() {
-                        sqlx::Executor::execute(&mut *conn, pragmas).await?;
-                    }
-                }
-                Ok(())
-            })
-        })
-        .connect_with(options)
-        .await?)
 }
 
 /// Milliseconds since the Unix epoch, as stored.

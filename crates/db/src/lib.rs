@@ -1,0 +1,150 @@
+//! The databases Bursar's services (relayer, indexer) run on: a SQLite file by default,
+//! PostgreSQL (`postgres://…`) at scale. Queries run through sqlx's `Any` driver and are
+//! written to mean the same on both (`$n` placeholders in order, `RETURNING`, integers as
+//! `BIGINT`); each service keeps its own migrations per database.
+//!
+//! On SQLite, writes go through one connection (SQLite has one writer at a time: one
+//! connection serializes writes instead of failing them with "database is locked") and plain
+//! reads through others: in WAL mode readers never wait for the writer.
+
+use std::str::FromStr;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::migrate::Migrator;
+use sqlx::AnyPool;
+
+/// A database transaction: what several writes that must land together share.
+pub type DbTx = sqlx::Transaction<'static, sqlx::Any>;
+
+/// Why the database could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// The database refused or could not be reached.
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// A migration failed.
+    #[error("database migration: {0}")]
+    Migration(#[from] sqlx::migrate::MigrateError),
+    /// The URL names neither SQLite nor PostgreSQL.
+    #[error("unsupported database URL (want sqlite://FILE or postgres://…)")]
+    UnsupportedUrl,
+}
+
+/// Which database a service runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// A SQLite file.
+    Sqlite,
+    /// A PostgreSQL server.
+    Postgres,
+}
+
+/// The connections to one database.
+#[derive(Clone, Debug)]
+pub struct Pools {
+    /// Every write, and reads that must see a transaction's own writes.
+    pub write: AnyPool,
+    /// Plain reads: on SQLite, other connections than the one writer, so a lookup never
+    /// queues behind a long write transaction; on PostgreSQL, the same pool.
+    pub read: AnyPool,
+    /// Which database.
+    pub backend: Backend,
+}
+
+/// Connects to `url` (`sqlite://FILE`, created if missing, or `postgres://…`) and runs the
+/// migrations for its database.
+pub async fn connect(url: &str, sqlite: &Migrator, postgres: &Migrator) -> Result<Pools, DbError> {
+    sqlx::any::install_default_drivers();
+    let backend = if url.starts_with("sqlite:") {
+        Backend::Sqlite
+    } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+        Backend::Postgres
+    } else {
+        return Err(DbError::UnsupportedUrl);
+    };
+    let options = match backend {
+        // Create the file if missing.
+        Backend::Sqlite => {
+            let sep = if url.contains('?') { '&' } else { '?' };
+            AnyConnectOptions::from_str(&format!("{url}{sep}mode=rwc"))?
+        }
+        Backend::Postgres => AnyConnectOptions::from_str(url)?,
+    };
+    let max = if backend == Backend::Sqlite { 1 } else { 8 };
+    let write = open(backend, max, options.clone(), "").await?;
+    match backend {
+        Backend::Sqlite => sqlite.run(&write).await?,
+        Backend::Postgres => postgres.run(&write).await?,
+    }
+    let read = match backend {
+        Backend::Sqlite => open(backend, 4, options, "PRAGMA query_only = 1;").await?,
+        Backend::Postgres => write.clone(),
+    };
+    Ok(Pools {
+        write,
+        read,
+        backend,
+    })
+}
+
+/// A pool of at most `max` connections, each set up for `backend` and then given `pragmas`
+/// (SQLite).
+async fn open(
+    backend: Backend,
+    max: u32,
+    options: AnyConnectOptions,
+    pragmas: &'static str,
+) -> Result<AnyPool, DbError> {
+    Ok(AnyPoolOptions::new()
+        .max_connections(max)
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                if backend == Backend::Sqlite {
+                    // A write-ahead log: a commit appends to one file and syncs it once
+                    // (FULL: a commit survives power loss, not only a crash); wait for a busy
+                    // database rather than fail.
+                    sqlx::Executor::execute(
+                        &mut *conn,
+                        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
+                         PRAGMA busy_timeout = 5000;",
+                    )
+                    .await?;
+                    if !pragmas.is_empty() {
+                        sqlx::Executor::execute(&mut *conn, pragmas).await?;
+                    }
+                }
+                Ok(())
+            })
+        })
+        .connect_with(options)
+        .await?)
+}
+
+/// Rows per multi-row `INSERT` (SQLite allows 32,766 parameters in a statement, PostgreSQL
+/// 65,535).
+pub const ROWS_PER_INSERT: usize = 256;
+
+/// `($1, …, $cols), (…), …` for `rows` rows.
+pub fn placeholders(rows: usize, cols: usize) -> String {
+    let mut s = String::with_capacity(rows * cols * 5);
+    for r in 0..rows {
+        s.push_str(if r == 0 { "(" } else { ", (" });
+        for c in 0..cols {
+            if c > 0 {
+                s.push_str(", ");
+            }
+            s.push_str(&format!("${}", r * cols + c + 1));
+        }
+        s.push(')');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn placeholders_number_rows_in_order() {
+        assert_eq!(super::placeholders(2, 3), "($1, $2, $3), ($4, $5, $6)");
+        assert_eq!(super::placeholders(1, 1), "($1)");
+    }
+}

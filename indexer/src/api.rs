@@ -1,0 +1,218 @@
+//! The HTTP API: thin handlers that parse the query, ask the store, and answer JSON. Errors are
+//! `{code, message, details}`; a bad query parameter is a 400 naming it.
+
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+use crate::store::{LogFilter, LogRow, Store, StoreError};
+
+/// What the handlers share.
+#[derive(Clone, Debug)]
+pub struct State {
+    /// The database.
+    pub store: Store,
+    /// The chain followed.
+    pub chain_id: u64,
+}
+
+/// The API's routes.
+pub fn router(state: State) -> Router {
+    Router::new()
+        .route("/health", get(health))
+        .route("/v1/events", get(events))
+        .route("/v1/sessions/{id}/timeline", get(timeline))
+        .with_state(state)
+}
+
+/// Why a request failed.
+#[derive(Debug)]
+pub enum ApiError {
+    /// A query parameter is malformed or unknown.
+    BadParameter {
+        /// Which.
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The database cannot be reached now.
+    Unavailable,
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        tracing::error!(error = %e, "store error");
+        ApiError::Unavailable
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, body) = match self {
+            ApiError::BadParameter { name, message } => (
+                StatusCode::BAD_REQUEST,
+                json!({ "code": "invalid_parameter", "message": message, "details": { "parameter": name } }),
+            ),
+            ApiError::Unavailable => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({ "code": "unavailable", "message": "the database is unavailable; retry later", "details": {} }),
+            ),
+        };
+        (status, Json(body)).into_response()
+    }
+}
+
+async fn health(
+    axum::extract::State(s): axum::extract::State<State>,
+) -> Result<Json<Value>, ApiError> {
+    let checkpoint = s.store.checkpoint().await?;
+    Ok(Json(json!({
+        "status": "ok",
+        "chainId": s.chain_id,
+        "indexedBlock": checkpoint.as_ref().map(|(n, _)| n),
+        "indexedBlockHash": checkpoint.map(|(_, h)| h),
+    })))
+}
+
+/// `GET /v1/events`: logs in chain order. Parameters: `session`, `event`, `fromBlock`,
+/// `toBlock`, `includeOrphaned`, `cursor` (from the last page), `limit` (1–1000, default 100).
+async fn events(
+    axum::extract::State(s): axum::extract::State<State>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let filter = filter(&q, None)?;
+    page(&s.store, filter).await
+}
+
+/// `GET /v1/sessions/{id}/timeline`: every event of the session, in order (the parameters of
+/// `/v1/events` but `session`).
+async fn timeline(
+    axum::extract::State(s): axum::extract::State<State>,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let id = alloy_primitives::U256::from_str_radix(id.trim_start_matches("0x"), 16)
+        .ok()
+        .filter(|_| id.starts_with("0x"))
+        .or_else(|| id.parse().ok())
+        .ok_or_else(|| bad("id", "a session id is a decimal or 0x-hex integer"))?;
+    let filter = filter(&q, Some(id.to_string()))?;
+    page(&s.store, filter).await
+}
+
+async fn page(store: &Store, filter: LogFilter) -> Result<Json<Value>, ApiError> {
+    let rows = store.logs(&filter).await?;
+    let next = (rows.len() as u64 == filter.limit)
+        .then(|| {
+            rows.last()
+                .map(|r| format!("{}:{}", r.block_number, r.log_index))
+        })
+        .flatten();
+    Ok(Json(json!({
+        "events": rows.iter().map(view).collect::<Vec<_>>(),
+        "nextCursor": next,
+    })))
+}
+
+fn bad(name: &str, message: &str) -> ApiError {
+    ApiError::BadParameter {
+        name: name.into(),
+        message: format!("{name}: {message}"),
+    }
+}
+
+fn filter(q: &HashMap<String, String>, session: Option<String>) -> Result<LogFilter, ApiError> {
+    let known = [
+        "session",
+        "event",
+        "fromBlock",
+        "toBlock",
+        "includeOrphaned",
+        "cursor",
+        "limit",
+    ];
+    if let Some(unknown) = q
+        .keys()
+        .find(|k| !known.contains(&k.as_str()) || (session.is_some() && *k == "session"))
+    {
+        return Err(bad(unknown, "unknown parameter"));
+    }
+    let number = |name: &str| -> Result<Option<u64>, ApiError> {
+        q.get(name)
+            .map(|v| {
+                v.parse()
+                    .map_err(|_| bad(name, "want a non-negative integer"))
+            })
+            .transpose()
+    };
+    let after = q
+        .get("cursor")
+        .map(|c| {
+            c.split_once(':')
+                .and_then(|(b, i)| Some((b.parse().ok()?, i.parse().ok()?)))
+                .ok_or_else(|| bad("cursor", "use the nextCursor of the previous page"))
+        })
+        .transpose()?;
+    let limit = number("limit")?.unwrap_or(100);
+    if !(1..=1000).contains(&limit) {
+        return Err(bad("limit", "want 1 to 1000"));
+    }
+    let include_orphaned = match q.get("includeOrphaned").map(String::as_str) {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(_) => return Err(bad("includeOrphaned", "want true or false")),
+    };
+    let session_id = match session {
+        Some(s) => Some(s),
+        None => q
+            .get("session")
+            .map(|s| {
+                let parsed = if let Some(hex) = s.strip_prefix("0x") {
+                    alloy_primitives::U256::from_str_radix(hex, 16).ok()
+                } else {
+                    s.parse().ok()
+                };
+                parsed
+                    .map(|v| v.to_string())
+                    .ok_or_else(|| bad("session", "a session id is a decimal or 0x-hex integer"))
+            })
+            .transpose()?,
+    };
+    Ok(LogFilter {
+        session_id,
+        event: q.get("event").cloned(),
+        from_block: number("fromBlock")?,
+        to_block: number("toBlock")?,
+        include_orphaned,
+        after,
+        limit,
+    })
+}
+
+fn view(r: &LogRow) -> Value {
+    let address = r
+        .address
+        .parse::<alloy_primitives::Address>()
+        .map_or(r.address.clone(), |a| a.to_checksum(None));
+    json!({
+        "chainId": r.chain_id,
+        "blockNumber": r.block_number,
+        "blockHash": r.block_hash,
+        "blockTimestamp": r.block_timestamp,
+        "txHash": r.tx_hash,
+        "logIndex": r.log_index,
+        "contract": r.contract,
+        "address": address,
+        "event": r.event,
+        "args": r.args,
+        "decodeError": r.decode_error,
+        "sessionId": r.session_id,
+        "canonical": r.canonical,
+        "orphanedBy": r.orphaned_by,
+    })
+}

@@ -1,0 +1,161 @@
+//! Bursar's events, decoded through the bindings (the one ABI definition) into the event's
+//! name and its arguments as JSON: camelCase names as in the Solidity interface, amounts and
+//! ids as decimal strings, addresses EIP-55, hashes hex, times (`uint64`) as numbers.
+
+use alloy_primitives::{Address, B256, U256};
+use alloy_sol_types::SolEvent;
+use bursar_bindings::counterparty::ICounterpartyRegistry as Lists;
+use bursar_bindings::gateway::ISessionGateway as Gateway;
+use bursar_bindings::receipts::IReceiptRegistry as Receipts;
+use bursar_bindings::wallet::ISessionWallet as Wallet;
+use serde_json::{Map, Value};
+
+/// A decoded event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decoded {
+    /// The event's name (`PaymentExecuted`).
+    pub event: &'static str,
+    /// Its arguments.
+    pub args: Map<String, Value>,
+}
+
+impl Decoded {
+    /// The session the event concerns, when it names one.
+    pub fn session_id(&self) -> Option<&str> {
+        self.args.get("sessionId").and_then(Value::as_str)
+    }
+}
+
+/// An argument as JSON.
+trait Json {
+    fn json(&self) -> Value;
+}
+
+impl Json for U256 {
+    fn json(&self) -> Value {
+        Value::String(self.to_string())
+    }
+}
+
+impl Json for Address {
+    fn json(&self) -> Value {
+        Value::String(self.to_checksum(None))
+    }
+}
+
+impl Json for B256 {
+    fn json(&self) -> Value {
+        Value::String(self.to_string())
+    }
+}
+
+impl Json for bool {
+    fn json(&self) -> Value {
+        Value::Bool(*self)
+    }
+}
+
+impl Json for u64 {
+    fn json(&self) -> Value {
+        Value::from(*self)
+    }
+}
+
+impl Json for Vec<U256> {
+    fn json(&self) -> Value {
+        Value::Array(self.iter().map(Json::json).collect())
+    }
+}
+
+/// `decode(topics, data)`: the first event of the list whose signature hash is `topics[0]`,
+/// decoded; `None` when none is; `Some(Err)` when its data does not decode.
+macro_rules! events {
+    ($( $ty:path { $($field:ident),* $(,)? } ),* $(,)?) => {
+        /// Decodes a log of a Bursar contract.
+        pub fn decode(topics: &[B256], data: &[u8]) -> Option<Result<Decoded, String>> {
+            let topic0 = topics.first()?;
+            $(
+                if *topic0 == <$ty as SolEvent>::SIGNATURE_HASH {
+                    let decoded = <$ty as SolEvent>::decode_raw_log(topics.iter().copied(), data)
+                        .map_err(|e| e.to_string());
+                    return Some(decoded.map(|e| {
+                        let mut args = Map::new();
+                        $( args.insert(stringify!($field).into(), e.$field.json()); )*
+                        let signature = <$ty as SolEvent>::SIGNATURE;
+                        Decoded {
+                            event: signature.split('(').next().unwrap_or(signature),
+                            args,
+                        }
+                    }));
+                }
+            )*
+            None
+        }
+    };
+}
+
+events! {
+    Wallet::SessionOpened {
+        sessionId, owner, sessionKey, guardian, token, deposit, perPaymentCap, periodBudget,
+        periodSeconds, coSignThreshold, validAfter, expiresAt, leaseSeconds, leaseKeeper,
+        allowlistId, metadata,
+    },
+    Wallet::SessionToppedUp { sessionId, from, amount, deposit },
+    Wallet::PaymentExecuted { sessionId, to, receiptId, amount, purpose, nonce },
+    Wallet::PaymentPending { sessionId, to, pendingId, amount, purpose, nonce, expiresAt },
+    Wallet::PaymentApproved { sessionId, pendingId, by },
+    Wallet::PaymentRejected { sessionId, pendingId, by },
+    Wallet::SessionRevoked { sessionId, by },
+    Wallet::SessionClosed { sessionId, by, spent, refund },
+    Wallet::LeaseRenewed { sessionId, leaseExpiresAt },
+    Wallet::RefundDeferred { sessionId, owner, token, amount },
+    Wallet::RefundClaimed { owner, token, to, amount },
+    Gateway::GatewayBound { wallet },
+    Lists::ListCreated { listId, owner },
+    Lists::ListOwnershipTransferred { listId, previousOwner, newOwner },
+    Lists::ListAdminSet { listId, admin, enabled },
+    Lists::EntrySet { listId, counterparty, by, allowed, maxPerPayment, label },
+    Lists::EntryRemoved { listId, counterparty, by },
+    // The receipt registry's `WalletBound` has the same signature: decoded alike.
+    Lists::WalletBound { wallet },
+    Receipts::ReceiptRecorded { receiptId, sessionId, payee, payer, token, amount, purpose, timestamp },
+    Receipts::ReceiptAcknowledged { receiptId, payee, responseHash },
+    Receipts::ProvenanceRecorded {
+        recordId, sessionId, attester, subject, inputs, runtime, policy, uri, parents,
+    },
+    Receipts::ProvenanceRevoked { recordId, by, reason },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_payment_decodes_with_its_session() {
+        let e = Wallet::PaymentExecuted {
+            sessionId: U256::from(7),
+            to: Address::repeat_byte(0xa1),
+            receiptId: U256::from(3),
+            amount: U256::from(1_000_000u64),
+            purpose: B256::repeat_byte(1),
+            nonce: U256::from(9),
+        };
+        let log = e.encode_log_data();
+        let d = decode(log.topics(), &log.data).unwrap().unwrap();
+        assert_eq!(d.event, "PaymentExecuted");
+        assert_eq!(d.session_id(), Some("7"));
+        assert_eq!(d.args["amount"], "1000000");
+        assert_eq!(
+            d.args["to"],
+            Address::repeat_byte(0xa1).to_checksum(None).as_str()
+        );
+    }
+
+    #[test]
+    fn unknown_and_malformed_logs() {
+        assert_eq!(decode(&[], &[]), None);
+        assert_eq!(decode(&[B256::repeat_byte(9)], &[]), None);
+        let truncated = decode(&[Wallet::SessionClosed::SIGNATURE_HASH], &[1, 2, 3]);
+        assert!(matches!(truncated, Some(Err(_))), "{truncated:?}");
+    }
+}

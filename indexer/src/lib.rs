@@ -1,0 +1,145 @@
+//! # Bursar indexer
+//!
+//! Follows the chain, stores every event of the Bursar contracts in SQL (a SQLite file by
+//! default, PostgreSQL at scale), survives reorgs and crashes, and serves audit queries.
+//!
+//! * [`follower`] — backfill in adaptive ranges, then block by block with reorg detection.
+//! * [`decode`] — events decoded through the bindings.
+//! * [`store`] — the only place with SQL.
+//! * [`api`] — the HTTP API.
+
+pub mod api;
+pub mod decode;
+pub mod follower;
+pub mod store;
+
+use std::net::SocketAddr;
+
+use alloy_primitives::Address;
+use bursar_client::Client;
+
+pub use follower::FollowConfig;
+use store::{Store, StoreError};
+
+/// What an indexer runs with.
+pub struct Config {
+    /// The chain's JSON-RPC endpoint.
+    pub rpc: String,
+    /// `sqlite://FILE` or `postgres://…`.
+    pub db: String,
+    /// Where the API listens (port 0: any free port).
+    pub listen: SocketAddr,
+    /// The contracts to follow: address and name (`SessionWallet`, …).
+    pub contracts: Vec<(Address, &'static str)>,
+    /// How to follow.
+    pub follow: FollowConfig,
+}
+
+/// Why the indexer did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The database.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The node (it must answer at start: a wrong URL is reported at once, not retried).
+    #[error(transparent)]
+    Rpc(#[from] bursar_client::rpc::RpcError),
+    /// The listening socket.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// A running indexer: its follower and its API.
+pub struct Indexer {
+    /// The address the API listens on.
+    pub addr: SocketAddr,
+    /// Its database.
+    pub store: Store,
+    progress: tokio::sync::watch::Receiver<Option<(u64, String)>>,
+    stop: tokio::sync::watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Indexer {
+    /// Waits until the block with `hash` is the last one ingested, or `timeout` passes
+    /// (answers whether it got there).
+    pub async fn synced_to(&self, hash: &str, timeout: std::time::Duration) -> bool {
+        let mut progress = self.progress.clone();
+        let reached = async {
+            progress
+                .wait_for(|p| p.as_ref().is_some_and(|(_, h)| h == hash))
+                .await
+                .is_ok()
+        };
+        tokio::time::timeout(timeout, reached)
+            .await
+            .unwrap_or(false)
+    }
+
+    /// Stops following and serving, and waits for both.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+/// Connects the store and the node, and starts following and serving (inside a Tokio
+/// runtime).
+pub async fn start(config: Config) -> Result<Indexer, StartError> {
+    let store = Store::connect(&config.db).await?;
+    let client = Client::new(config.rpc.clone());
+    let chain_id = client.chain_id().await?;
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|source| StartError::Listen {
+            addr: config.listen,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| StartError::Listen {
+        addr: config.listen,
+        source,
+    })?;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let until_stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|stop| *stop).await;
+    };
+    let follower = follower::Follower::new(
+        client,
+        store.clone(),
+        chain_id,
+        config.contracts,
+        config.follow,
+    );
+    let progress = follower.progress();
+    let follow_task = tokio::spawn(follower.run(until_stopped(stopped.clone())));
+    let app = api::router(api::State {
+        store: store.clone(),
+        chain_id,
+    });
+    let api_task = tokio::spawn({
+        let stopped = until_stopped(stopped);
+        async move {
+            if let Err(e) = axum::serve(listener, app)
+                .with_graceful_shutdown(stopped)
+                .await
+            {
+                tracing::error!(error = %e, "API server failed");
+            }
+        }
+    });
+    tracing::info!(%addr, chain_id, "indexer listening");
+    Ok(Indexer {
+        addr,
+        store,
+        progress,
+        stop,
+        tasks: vec![follow_task, api_task],
+    })
+}

@@ -1,0 +1,377 @@
+//! The only place with SQL (see [`bursar_db`] for how one query means the same on SQLite and
+//! PostgreSQL). Everything a batch of blocks brings — blocks, logs, the checkpoint — is written
+//! in one database transaction, and so is everything a reorg changes: `kill -9` at any moment
+//! leaves the database as it was before the batch or after it.
+
+use bursar_db::{placeholders, Backend, DbTx, ROWS_PER_INSERT};
+use serde_json::Value;
+use sqlx::any::AnyRow;
+use sqlx::{AnyPool, Row};
+
+/// Why the store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database refused, could not be reached, or could not be migrated.
+    #[error(transparent)]
+    Db(#[from] bursar_db::DbError),
+    /// A stored value does not parse (the database was edited by hand?).
+    #[error("corrupt row: {0}")]
+    Corrupt(String),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        StoreError::Db(e.into())
+    }
+}
+
+/// A block as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockRow {
+    /// Its number.
+    pub number: u64,
+    /// Its hash.
+    pub hash: String,
+    /// Its parent's hash.
+    pub parent_hash: String,
+    /// Unix seconds.
+    pub timestamp: u64,
+}
+
+/// A log as stored: where it is on chain, what it says, and whether it is still canonical.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogRow {
+    /// The chain's id.
+    pub chain_id: u64,
+    /// Its block.
+    pub block_number: u64,
+    /// That block's hash.
+    pub block_hash: String,
+    /// That block's time (unix seconds).
+    pub block_timestamp: u64,
+    /// Its transaction.
+    pub tx_hash: String,
+    /// Its position in the block.
+    pub log_index: u64,
+    /// The contract that emitted it.
+    pub address: String,
+    /// Which Bursar contract that is (`SessionWallet`, …).
+    pub contract: String,
+    /// Its topics.
+    pub topics: Vec<String>,
+    /// Its data, hex.
+    pub data: String,
+    /// The event's name, when it decoded.
+    pub event: Option<String>,
+    /// The event's arguments (JSON), when it decoded.
+    pub args: Option<Value>,
+    /// Why it did not decode.
+    pub decode_error: Option<String>,
+    /// The session it concerns.
+    pub session_id: Option<String>,
+    /// False once a reorg took its block off the chain.
+    pub canonical: bool,
+    /// The hash of the block that replaced its block, once orphaned.
+    pub orphaned_by: Option<String>,
+}
+
+/// Which logs a query wants.
+#[derive(Clone, Debug, Default)]
+pub struct LogFilter {
+    /// Only this session's.
+    pub session_id: Option<String>,
+    /// Only this event's.
+    pub event: Option<String>,
+    /// From this block on.
+    pub from_block: Option<u64>,
+    /// Up to this block.
+    pub to_block: Option<u64>,
+    /// Orphaned ones too.
+    pub include_orphaned: bool,
+    /// After this `(block number, log index)` (a page's cursor).
+    pub after: Option<(u64, u64)>,
+    /// At most this many.
+    pub limit: u64,
+}
+
+/// The indexer's database.
+#[derive(Clone, Debug)]
+pub struct Store {
+    write: AnyPool,
+    read: AnyPool,
+    backend: Backend,
+}
+
+const LOG_COLUMNS: &str = "chain_id, block_number, block_hash, block_timestamp, tx_hash, \
+    log_index, address, contract, topics, data, event, args, decode_error, session_id, \
+    canonical, orphaned_by";
+
+impl Store {
+    /// Connects to `url` (`sqlite://FILE`, created if missing, or `postgres://…`) and brings
+    /// the schema up to date.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        static SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+        static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+        let pools = bursar_db::connect(url, &SQLITE, &POSTGRES).await?;
+        Ok(Store {
+            write: pools.write,
+            read: pools.read,
+            backend: pools.backend,
+        })
+    }
+
+    /// The database this store runs on.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The last block ingested: `(number, hash)`.
+    pub async fn checkpoint(&self) -> Result<Option<(u64, String)>, StoreError> {
+        let row: Option<(i64, String)> =
+            sqlx::query_as("SELECT block_number, block_hash FROM checkpoint WHERE id = 1")
+                .fetch_optional(&self.read)
+                .await?;
+        Ok(row.map(|(n, h)| (n as u64, h)))
+    }
+
+    /// The canonical block stored at `number`, if any (blocks without Bursar logs below the
+    /// recent window are not stored).
+    pub async fn canonical_block(&self, number: u64) -> Result<Option<BlockRow>, StoreError> {
+        let row = sqlx::query(
+            "SELECT number, hash, parent_hash, timestamp FROM blocks \
+             WHERE number = $1 AND canonical = 1",
+        )
+        .bind(number as i64)
+        .fetch_optional(&self.read)
+        .await?;
+        row.as_ref().map(block_row).transpose()
+    }
+
+    /// Writes a batch: `blocks` and `logs` (a block or log seen before becomes canonical again:
+    /// a reorg can come back), and the checkpoint `(number, hash)` — all or nothing.
+    pub async fn ingest(
+        &self,
+        blocks: &[BlockRow],
+        logs: &[LogRow],
+        checkpoint: (u64, &str),
+    ) -> Result<(), StoreError> {
+        let mut db = self.write.begin().await?;
+        insert_blocks(&mut db, blocks).await?;
+        insert_logs(&mut db, logs).await?;
+        set_checkpoint(&mut db, checkpoint).await?;
+        db.commit().await?;
+        Ok(())
+    }
+
+    /// A reorg: the canonical blocks above `fork` (and their logs) are orphaned, each by the
+    /// hash the chain now has at its height (`replaced_by`, height → hash), and the checkpoint
+    /// goes back to `fork` — all or nothing. Answers how many logs were orphaned.
+    pub async fn orphan_above(
+        &self,
+        fork: (u64, &str),
+        replaced_by: &[(u64, String)],
+    ) -> Result<u64, StoreError> {
+        let mut db = self.write.begin().await?;
+        let mut orphaned = 0;
+        for (number, by) in replaced_by {
+            sqlx::query(
+                "UPDATE blocks SET canonical = 0, orphaned_by = $1 \
+                 WHERE number = $2 AND canonical = 1",
+            )
+            .bind(by)
+            .bind(*number as i64)
+            .execute(&mut *db)
+            .await?;
+            orphaned += sqlx::query(
+                "UPDATE logs SET canonical = 0, orphaned_by = $1 \
+                 WHERE block_number = $2 AND canonical = 1",
+            )
+            .bind(by)
+            .bind(*number as i64)
+            .execute(&mut *db)
+            .await?
+            .rows_affected();
+        }
+        // Anything canonical still above the fork (heights the new chain does not reach yet).
+        let top = replaced_by.iter().map(|(n, _)| *n).max().unwrap_or(fork.0);
+        let tip = replaced_by
+            .iter()
+            .max_by_key(|(n, _)| *n)
+            .map_or(fork.1, |(_, h)| h.as_str());
+        sqlx::query(
+            "UPDATE blocks SET canonical = 0, orphaned_by = $1 WHERE number > $2 AND canonical = 1",
+        )
+        .bind(tip)
+        .bind(top as i64)
+        .execute(&mut *db)
+        .await?;
+        orphaned += sqlx::query(
+            "UPDATE logs SET canonical = 0, orphaned_by = $1 \
+             WHERE block_number > $2 AND canonical = 1",
+        )
+        .bind(tip)
+        .bind(top as i64)
+        .execute(&mut *db)
+        .await?
+        .rows_affected();
+        set_checkpoint(&mut db, fork).await?;
+        db.commit().await?;
+        Ok(orphaned)
+    }
+
+    /// Logs in chain order (block number, log index), as `filter` says.
+    pub async fn logs(&self, filter: &LogFilter) -> Result<Vec<LogRow>, StoreError> {
+        let mut sql = format!("SELECT {LOG_COLUMNS} FROM logs WHERE 1 = 1");
+        let mut n = 0;
+        let mut next = || {
+            n += 1;
+            format!("${n}")
+        };
+        if !filter.include_orphaned {
+            sql.push_str(" AND canonical = 1");
+        }
+        if filter.session_id.is_some() {
+            sql.push_str(&format!(" AND session_id = {}", next()));
+        }
+        if filter.event.is_some() {
+            sql.push_str(&format!(" AND event = {}", next()));
+        }
+        if filter.from_block.is_some() {
+            sql.push_str(&format!(" AND block_number >= {}", next()));
+        }
+        if filter.to_block.is_some() {
+            sql.push_str(&format!(" AND block_number <= {}", next()));
+        }
+        if filter.after.is_some() {
+            let (b, b2, i) = (next(), next(), next());
+            sql.push_str(&format!(
+                " AND (block_number > {b} OR (block_number = {b2} AND log_index > {i}))"
+            ));
+        }
+        sql.push_str(&format!(
+            " ORDER BY block_number, log_index, canonical DESC LIMIT {}",
+            next()
+        ));
+        let mut q = sqlx::query(&sql);
+        if let Some(s) = &filter.session_id {
+            q = q.bind(s);
+        }
+        if let Some(e) = &filter.event {
+            q = q.bind(e);
+        }
+        if let Some(b) = filter.from_block {
+            q = q.bind(b as i64);
+        }
+        if let Some(b) = filter.to_block {
+            q = q.bind(b as i64);
+        }
+        if let Some((b, i)) = filter.after {
+            q = q.bind(b as i64).bind(b as i64).bind(i as i64);
+        }
+        q = q.bind(filter.limit as i64);
+        let rows = q.fetch_all(&self.read).await?;
+        rows.iter().map(log_row).collect()
+    }
+}
+
+async fn insert_blocks(db: &mut DbTx, blocks: &[BlockRow]) -> Result<(), StoreError> {
+    for chunk in blocks.chunks(ROWS_PER_INSERT) {
+        let sql = format!(
+            "INSERT INTO blocks (number, hash, parent_hash, timestamp, canonical) VALUES {} \
+             ON CONFLICT (hash) DO UPDATE SET canonical = 1, orphaned_by = NULL",
+            placeholders(chunk.len(), 5)
+        );
+        let mut q = sqlx::query(&sql);
+        for b in chunk {
+            q = q
+                .bind(b.number as i64)
+                .bind(&b.hash)
+                .bind(&b.parent_hash)
+                .bind(b.timestamp as i64)
+                .bind(1i64);
+        }
+        q.execute(&mut **db).await?;
+    }
+    Ok(())
+}
+
+async fn insert_logs(db: &mut DbTx, logs: &[LogRow]) -> Result<(), StoreError> {
+    for chunk in logs.chunks(ROWS_PER_INSERT) {
+        let sql = format!(
+            "INSERT INTO logs ({LOG_COLUMNS}) VALUES {} \
+             ON CONFLICT (block_hash, log_index) DO UPDATE SET canonical = 1, orphaned_by = NULL",
+            placeholders(chunk.len(), 16)
+        );
+        let mut q = sqlx::query(&sql);
+        for l in chunk {
+            q = q
+                .bind(l.chain_id as i64)
+                .bind(l.block_number as i64)
+                .bind(&l.block_hash)
+                .bind(l.block_timestamp as i64)
+                .bind(&l.tx_hash)
+                .bind(l.log_index as i64)
+                .bind(&l.address)
+                .bind(&l.contract)
+                .bind(serde_json::to_string(&l.topics).unwrap_or_default())
+                .bind(&l.data)
+                .bind(&l.event)
+                .bind(l.args.as_ref().map(Value::to_string))
+                .bind(&l.decode_error)
+                .bind(&l.session_id)
+                .bind(i64::from(l.canonical))
+                .bind(&l.orphaned_by);
+        }
+        q.execute(&mut **db).await?;
+    }
+    Ok(())
+}
+
+async fn set_checkpoint(db: &mut DbTx, (number, hash): (u64, &str)) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO checkpoint (id, block_number, block_hash) VALUES (1, $1, $2) \
+         ON CONFLICT (id) DO UPDATE SET block_number = excluded.block_number, \
+         block_hash = excluded.block_hash",
+    )
+    .bind(number as i64)
+    .bind(hash)
+    .execute(&mut **db)
+    .await?;
+    Ok(())
+}
+
+fn block_row(r: &AnyRow) -> Result<BlockRow, StoreError> {
+    Ok(BlockRow {
+        number: r.try_get::<i64, _>("number")? as u64,
+        hash: r.try_get("hash")?,
+        parent_hash: r.try_get("parent_hash")?,
+        timestamp: r.try_get::<i64, _>("timestamp")? as u64,
+    })
+}
+
+fn log_row(r: &AnyRow) -> Result<LogRow, StoreError> {
+    let topics: String = r.try_get("topics")?;
+    let args: Option<String> = r.try_get("args")?;
+    Ok(LogRow {
+        chain_id: r.try_get::<i64, _>("chain_id")? as u64,
+        block_number: r.try_get::<i64, _>("block_number")? as u64,
+        block_hash: r.try_get("block_hash")?,
+        block_timestamp: r.try_get::<i64, _>("block_timestamp")? as u64,
+        tx_hash: r.try_get("tx_hash")?,
+        log_index: r.try_get::<i64, _>("log_index")? as u64,
+        address: r.try_get("address")?,
+        contract: r.try_get("contract")?,
+        topics: serde_json::from_str(&topics)
+            .map_err(|e| StoreError::Corrupt(format!("topics: {e}")))?,
+        data: r.try_get("data")?,
+        event: r.try_get("event")?,
+        args: args
+            .map(|a| serde_json::from_str(&a))
+            .transpose()
+            .map_err(|e| StoreError::Corrupt(format!("args: {e}")))?,
+        decode_error: r.try_get("decode_error")?,
+        session_id: r.try_get("session_id")?,
+        canonical: r.try_get::<i64, _>("canonical")? != 0,
+        orphaned_by: r.try_get("orphaned_by")?,
+    })
+}

@@ -1,0 +1,397 @@
+//! The indexer against a running devnet (the real WASM), on a SQLite file and on a PostgreSQL
+//! server (`BURSAR_TEST_POSTGRES_URL`, which `cargo xtask test` and `.ci/run` set).
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use alloy_consensus::TxEip1559;
+use alloy_primitives::{Address, TxKind, B256, U256};
+use alloy_sol_types::SolCall;
+use bursar_bindings::counterparty::ICounterpartyRegistry;
+use bursar_client::{Client, Key};
+use bursar_demo::scenario::{self, Actors, Transcript};
+use bursar_deploy::{Contract, DeploymentRecord};
+use bursar_e2e::{deploy, dev_key, devnet, scratch};
+use bursar_indexer::store::LogFilter;
+use bursar_indexer::{Config, FollowConfig, Indexer};
+use serde_json::{json, Value};
+
+/// Where a test keeps its database.
+enum Db {
+    Sqlite(tempfile::TempDir),
+    Postgres(String),
+}
+
+impl Db {
+    fn url(&self) -> String {
+        match self {
+            Db::Sqlite(dir) => format!("sqlite://{}", dir.path().join("index.db").display()),
+            Db::Postgres(url) => url.clone(),
+        }
+    }
+}
+
+fn sqlite() -> Db {
+    Db::Sqlite(tempfile::tempdir().unwrap())
+}
+
+/// A fresh database on the test PostgreSQL server.
+async fn postgres() -> Db {
+    use sqlx::Connection;
+    let base = std::env::var("BURSAR_TEST_POSTGRES_URL").expect(
+        "BURSAR_TEST_POSTGRES_URL is not set: run `cargo xtask test` (it starts PostgreSQL) or \
+         point it at a server whose user may create databases",
+    );
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let name = format!(
+        "bursar_i{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+    );
+    let mut admin = sqlx::PgConnection::connect(&base).await.unwrap();
+    // Databases earlier test processes left behind go first.
+    let ours = format!("bursar_i{}_%", std::process::id());
+    let stale: Vec<String> = sqlx::query_scalar(
+        "SELECT datname FROM pg_database WHERE datname ~ '^bursar_i[0-9]+_' AND datname NOT LIKE $1",
+    )
+    .bind(ours)
+    .fetch_all(&mut admin)
+    .await
+    .unwrap();
+    for db in stale {
+        let drop = format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)");
+        sqlx::Executor::execute(&mut admin, drop.as_str())
+            .await
+            .unwrap();
+    }
+    sqlx::Executor::execute(&mut admin, format!("CREATE DATABASE {name}").as_str())
+        .await
+        .unwrap();
+    let (prefix, _) = base.rsplit_once('/').unwrap();
+    Db::Postgres(format!("{prefix}/{name}"))
+}
+
+/// The Bursar contracts of `record`, as the indexer follows them.
+fn contracts(record: &DeploymentRecord) -> Vec<(Address, &'static str)> {
+    [
+        (Contract::SessionWallet, "SessionWallet"),
+        (Contract::SessionGateway, "SessionGateway"),
+        (Contract::CounterpartyRegistry, "CounterpartyRegistry"),
+        (Contract::ReceiptRegistry, "ReceiptRegistry"),
+    ]
+    .into_iter()
+    .map(|(c, name)| (record.address(c.key()).unwrap(), name))
+    .collect()
+}
+
+async fn start(client: &Client, record: &DeploymentRecord, db: &Db, window: u64) -> Indexer {
+    let start_block = record
+        .contracts
+        .values()
+        .map(|c| c.deploy_block)
+        .min()
+        .unwrap();
+    bursar_indexer::start(Config {
+        rpc: client.url().to_string(),
+        db: db.url(),
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        contracts: contracts(record),
+        follow: FollowConfig {
+            start_block,
+            window,
+            max_range: 16,
+            poll: Duration::from_millis(20),
+        },
+    })
+    .await
+    .unwrap()
+}
+
+/// Waits until the indexer has the node's head block.
+async fn synced(indexer: &Indexer, client: &Client) {
+    let head = client.latest_block().await.unwrap();
+    assert!(
+        indexer
+            .synced_to(&head.hash.to_string(), Duration::from_secs(60))
+            .await,
+        "the indexer did not reach block {}",
+        head.number
+    );
+}
+
+async fn get(indexer: &Indexer, path: &str) -> (u16, Value) {
+    let r = reqwest12::get(format!("http://{}{path}", indexer.addr))
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap())
+}
+
+/// The demo's whole story, indexed: every log `eth_getLogs` returns is stored once, decoded,
+/// in order, and a session's timeline is its events; bad parameters are 400s naming them.
+async fn indexes_the_demo_story(db: Db) {
+    let (_devnet, client) = devnet().await;
+    let record = deploy(&client, &scratch("indexer-demo")).await;
+    // The demo's relayer keeps its database in a file named after the actors: one per test.
+    let actors = Actors::fresh(dev_key(0), &db.url());
+    scenario::run(&client, &record, actors, &mut Transcript::default())
+        .await
+        .expect("the demo's story");
+    // A small window and ranges: most of the story is backfilled, the rest followed.
+    let indexer = start(&client, &record, &db, 4).await;
+    synced(&indexer, &client).await;
+
+    let addresses: Vec<Address> = contracts(&record).iter().map(|(a, _)| *a).collect();
+    let logs = client.logs(&addresses, 0, None).await.unwrap();
+    let stored = indexer
+        .store
+        .logs(&LogFilter {
+            limit: 100_000,
+            ..LogFilter::default()
+        })
+        .await
+        .unwrap();
+    let key = |b: String, i: u64| (b, i);
+    let expected: Vec<_> = logs
+        .iter()
+        .map(|l| key(l.block_hash.to_string(), l.log_index.to()))
+        .collect();
+    let got: Vec<_> = stored
+        .iter()
+        .map(|l| key(l.block_hash.clone(), l.log_index))
+        .collect();
+    assert_eq!(got, expected, "every log, once, in chain order");
+    assert!(stored.iter().all(|l| l.event.is_some() && l.canonical));
+    let events: BTreeSet<&str> = stored.iter().filter_map(|l| l.event.as_deref()).collect();
+    for e in [
+        "SessionOpened",
+        "PaymentExecuted",
+        "PaymentPending",
+        "PaymentApproved",
+        "LeaseRenewed",
+        "SessionRevoked",
+        "SessionClosed",
+        "ReceiptRecorded",
+        "ReceiptAcknowledged",
+        "ProvenanceRecorded",
+        "EntrySet",
+    ] {
+        assert!(events.contains(e), "{e} indexed: {events:?}");
+    }
+
+    // The session's timeline: its events in order, paged.
+    let opened = stored
+        .iter()
+        .find(|l| l.event.as_deref() == Some("SessionOpened"))
+        .unwrap();
+    let session = opened.session_id.clone().unwrap();
+    let hex = format!("{:#x}", session.parse::<U256>().unwrap());
+    let mut timeline = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let (status, page) = get(
+            &indexer,
+            &format!("/v1/sessions/{hex}/timeline?limit=3{cursor}"),
+        )
+        .await;
+        assert_eq!(status, 200, "{page}");
+        timeline.extend(page["events"].as_array().unwrap().iter().cloned());
+        match page["nextCursor"].as_str() {
+            Some(c) => cursor = format!("&cursor={c}"),
+            None => break,
+        }
+    }
+    let mine: Vec<_> = stored
+        .iter()
+        .filter(|l| l.session_id.as_deref() == Some(session.as_str()))
+        .collect();
+    assert_eq!(timeline.len(), mine.len());
+    assert_eq!(timeline[0]["event"], "SessionOpened");
+    assert_eq!(timeline[0]["args"]["sessionId"], session.as_str());
+    assert!(timeline.windows(2).all(
+        |w| (w[0]["blockNumber"].as_u64(), w[0]["logIndex"].as_u64())
+            < (w[1]["blockNumber"].as_u64(), w[1]["logIndex"].as_u64())
+    ));
+
+    for (path, parameter) in [
+        ("/v1/events?limit=0", "limit"),
+        ("/v1/events?fromBlock=-1", "fromBlock"),
+        ("/v1/events?cursor=nope", "cursor"),
+        ("/v1/events?includeOrphaned=yes", "includeOrphaned"),
+        ("/v1/events?colour=red", "colour"),
+        ("/v1/events?session=0xzz", "session"),
+        ("/v1/sessions/banana/timeline", "id"),
+    ] {
+        let (status, e) = get(&indexer, path).await;
+        assert_eq!(status, 400, "{path}: {e}");
+        assert_eq!(e["code"], "invalid_parameter");
+        assert_eq!(e["details"]["parameter"], parameter, "{path}: {e}");
+    }
+    let (status, health) = get(&indexer, "/health").await;
+    assert_eq!(status, 200);
+    assert_eq!(health["chainId"], 412346);
+    indexer.shutdown().await;
+}
+
+/// Signs a call to the counterparty registry from `key` with `nonce` (raw bytes, hash).
+fn signed(client_chain: u64, key: &Key, nonce: u64, to: Address, data: Vec<u8>) -> (Vec<u8>, B256) {
+    key.sign_transaction(TxEip1559 {
+        chain_id: client_chain,
+        nonce,
+        gas_limit: 1_000_000,
+        max_fee_per_gas: 10_000_000_000,
+        max_priority_fee_per_gas: 0,
+        to: TxKind::Call(to),
+        value: U256::ZERO,
+        input: data.into(),
+        access_list: Default::default(),
+    })
+}
+
+/// A reorg that drops a transaction: its event is kept as orphaned evidence (with the hash of
+/// the block that replaced its block), the events re-mined on the new branch are canonical, and
+/// once the dropped transaction is mined again its event is canonical again, in a new block.
+async fn reorgs_orphan_and_come_back(db: Db) {
+    let (_devnet, client) = devnet().await;
+    let record = deploy(&client, &scratch("indexer-reorg")).await;
+    let registry = record
+        .address(Contract::CounterpartyRegistry.key())
+        .unwrap();
+    let indexer = start(&client, &record, &db, 8).await;
+    let key = dev_key(1);
+    let chain_id = client.chain_id().await.unwrap();
+    let mut nonce = client.nonce(key.address()).await.unwrap();
+    let mut send = |data: Vec<u8>| {
+        let tx = signed(chain_id, &key, nonce, registry, data);
+        nonce += 1;
+        tx
+    };
+    let create = send(ICounterpartyRegistry::createListCall {}.abi_encode());
+    let (raw_a, _) = create.clone();
+    let _: B256 = client
+        .request(
+            "eth_sendRawTransaction",
+            json!([alloy_primitives::Bytes::from(raw_a)]),
+        )
+        .await
+        .unwrap();
+    let entry = |who: u8| {
+        ICounterpartyRegistry::setEntryCall {
+            listId: U256::from(1),
+            counterparty: Address::repeat_byte(who),
+            allowed: true,
+            maxPerPayment: U256::ZERO,
+            label: B256::ZERO,
+        }
+        .abi_encode()
+    };
+    let (raw_b, hash_b) = send(entry(0xb0));
+    let (raw_c, hash_c) = send(entry(0xc0));
+    for raw in [&raw_b, &raw_c] {
+        let _: B256 = client
+            .request(
+                "eth_sendRawTransaction",
+                json!([alloy_primitives::Bytes::from(raw.clone())]),
+            )
+            .await
+            .unwrap();
+    }
+    synced(&indexer, &client).await;
+    let before = client.latest_block().await.unwrap();
+
+    // The last two blocks rebuilt without B's transaction; C's (which needs B's nonce first)
+    // falls out with it.
+    let _: Value = client
+        .request("bursar_reorg", json!([{ "depth": 2, "drop": [hash_b] }]))
+        .await
+        .unwrap();
+    synced(&indexer, &client).await;
+    let all = indexer
+        .store
+        .logs(&LogFilter {
+            include_orphaned: true,
+            limit: 1000,
+            ..LogFilter::default()
+        })
+        .await
+        .unwrap();
+    let of = |hash: B256| -> Vec<_> {
+        all.iter()
+            .filter(|l| l.tx_hash == hash.to_string())
+            .cloned()
+            .collect()
+    };
+    let b = of(hash_b);
+    assert_eq!(b.len(), 1, "{b:?}");
+    assert!(!b[0].canonical, "B's event is orphaned");
+    let replaced_by = b[0].orphaned_by.clone().expect("orphaned by a block");
+    let now_at = client.block(b[0].block_number).await.unwrap().unwrap();
+    assert_eq!(replaced_by, now_at.hash.to_string());
+    assert_ne!(b[0].block_hash, replaced_by);
+    assert!(of(hash_c).iter().all(|l| !l.canonical));
+    assert!(before.number.to::<u64>() >= b[0].block_number);
+
+    // Mined again on the new branch: canonical again, in a new block, the orphan kept.
+    for raw in [&raw_b, &raw_c] {
+        let _: B256 = client
+            .request(
+                "eth_sendRawTransaction",
+                json!([alloy_primitives::Bytes::from(raw.clone())]),
+            )
+            .await
+            .unwrap();
+    }
+    synced(&indexer, &client).await;
+    let all = indexer
+        .store
+        .logs(&LogFilter {
+            include_orphaned: true,
+            limit: 1000,
+            ..LogFilter::default()
+        })
+        .await
+        .unwrap();
+    let b: Vec<_> = all
+        .iter()
+        .filter(|l| l.tx_hash == hash_b.to_string())
+        .collect();
+    assert_eq!(b.len(), 2, "the orphan and the re-mined one: {b:?}");
+    assert_eq!(b.iter().filter(|l| l.canonical).count(), 1);
+    let canonical = indexer
+        .store
+        .logs(&LogFilter {
+            event: Some("EntrySet".into()),
+            limit: 1000,
+            ..LogFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(canonical.len(), 2, "B and C, once each");
+    let (_, page) = get(&indexer, "/v1/events?event=EntrySet&includeOrphaned=true").await;
+    assert_eq!(page["events"].as_array().unwrap().len(), 4);
+    indexer.shutdown().await;
+}
+
+macro_rules! on_both_databases {
+    ($($test:ident),* $(,)?) => {
+        mod sqlite_db {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    super::$test(super::sqlite()).await
+                }
+            )*
+        }
+        mod postgres_db {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    super::$test(super::postgres().await).await
+                }
+            )*
+        }
+    };
+}
+
+on_both_databases!(indexes_the_demo_story, reorgs_orphan_and_come_back);
