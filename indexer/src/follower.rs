@@ -84,7 +84,7 @@ pub struct Follower {
     client: Client,
     store: Store,
     chain_id: u64,
-    contracts: Vec<(Address, &'static str)>,
+    contracts: crate::Contracts,
     config: FollowConfig,
     /// The current `eth_getLogs` range.
     range: u64,
@@ -98,7 +98,7 @@ impl Follower {
         client: Client,
         store: Store,
         chain_id: u64,
-        contracts: Vec<(Address, &'static str)>,
+        contracts: crate::Contracts,
         config: FollowConfig,
     ) -> Self {
         let range = config.max_range.clamp(1, 1_000);

@@ -21,6 +21,9 @@ use bursar_client::Client;
 pub use follower::FollowConfig;
 use store::{Store, StoreError};
 
+/// Contracts followed: each address with its name (`SessionWallet`, …).
+pub type Contracts = Vec<(Address, &'static str)>;
+
 /// What an indexer runs with.
 pub struct Config {
     /// The chain's JSON-RPC endpoint.
@@ -29,10 +32,37 @@ pub struct Config {
     pub db: String,
     /// Where the API listens (port 0: any free port).
     pub listen: SocketAddr,
-    /// The contracts to follow: address and name (`SessionWallet`, …).
-    pub contracts: Vec<(Address, &'static str)>,
+    /// The contracts to follow.
+    pub contracts: Contracts,
     /// How to follow.
     pub follow: FollowConfig,
+}
+
+/// The contracts an indexer follows in a deployment record — the wallet, the gateway and both
+/// registries, each with its name — and the block to start from (the first deploy block).
+pub fn followed(record: &bursar_deploy::DeploymentRecord) -> Result<(Contracts, u64), String> {
+    use bursar_deploy::Contract;
+    let contracts = [
+        (Contract::SessionWallet, "SessionWallet"),
+        (Contract::SessionGateway, "SessionGateway"),
+        (Contract::CounterpartyRegistry, "CounterpartyRegistry"),
+        (Contract::ReceiptRegistry, "ReceiptRegistry"),
+    ]
+    .into_iter()
+    .map(|(c, name)| {
+        record
+            .address(c.key())
+            .map(|a| (a, name))
+            .ok_or_else(|| format!("the deployment record has no {}", c.key()))
+    })
+    .collect::<Result<Vec<_>, _>>()?;
+    let start = record
+        .contracts
+        .values()
+        .map(|c| c.deploy_block)
+        .min()
+        .unwrap_or(0);
+    Ok((contracts, start))
 }
 
 /// Why the indexer did not start.

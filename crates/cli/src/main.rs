@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 mod demo;
 mod deploy;
 mod devnet;
+mod indexer;
 mod relayer;
 
 #[derive(Parser)]
@@ -24,12 +25,44 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Run the relayer (HTTP API and transaction engine), or manage its hosts' API keys.
     Relayer(relayer::RelayerArgs),
+    /// Run the indexer: follow the contracts' events into SQL and serve audit queries.
+    Indexer(indexer::IndexerArgs),
 }
 
 // The devnet instantiates programs with fresh memory many times per transaction (see
 // `bursar_devnet::allocator`).
 #[global_allocator]
 static ALLOCATOR: bursar_devnet::allocator::MiMalloc = bursar_devnet::allocator::MiMalloc;
+
+/// The deployment record `deployment` names, else `deployments/<network>.json`; it must be for
+/// chain `chain_id` (the RPC endpoint's).
+fn deployment_record(
+    deployment: Option<&std::path::Path>,
+    network: &str,
+    chain_id: u64,
+) -> Result<bursar_deploy::DeploymentRecord, String> {
+    let path = deployment.map_or_else(
+        || std::path::PathBuf::from("deployments").join(format!("{network}.json")),
+        std::path::Path::to_path_buf,
+    );
+    let record = bursar_deploy::DeploymentRecord::read(&path)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| {
+            format!(
+                "no deployment record at {}: deploy first (`bursar deploy --network {network}`) \
+                 or name one with --deployment",
+                path.display(),
+            )
+        })?;
+    if record.chain_id != chain_id {
+        return Err(format!(
+            "{} is for chain {}, but the RPC endpoint is chain {chain_id}",
+            path.display(),
+            record.chain_id
+        ));
+    }
+    Ok(record)
+}
 
 fn main() -> std::process::ExitCode {
     bursar_devnet::allocator::keep_freed_memory();
@@ -53,6 +86,7 @@ fn main() -> std::process::ExitCode {
         Command::Deploy(args) => deploy::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Relayer(args) => relayer::run(args),
+        Command::Indexer(args) => indexer::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

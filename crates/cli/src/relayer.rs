@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use bursar_client::{Client, Key};
-use bursar_deploy::{Contract, DeploymentRecord};
+use bursar_deploy::Contract;
 use bursar_relayer::store::Store;
 use bursar_relayer::submission::EngineConfig;
 use bursar_relayer::vault::MasterKey;
@@ -130,31 +130,11 @@ async fn serve(args: RelayerArgs) -> Result<(), String> {
 /// The contracts of the deployment record (`--deployment`, else `deployments/<network>.json`),
 /// which must be for the RPC's chain.
 fn contracts(args: &RelayerArgs, chain_id: u64) -> Result<Contracts, String> {
-    let path = args
-        .deployment
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("deployments").join(format!("{}.json", args.network)));
-    let record = DeploymentRecord::read(&path)
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| {
-            format!(
-                "no deployment record at {}: deploy first (`bursar deploy --network {}`) or \
-                 name one with --deployment",
-                path.display(),
-                args.network
-            )
-        })?;
-    if record.chain_id != chain_id {
-        return Err(format!(
-            "{} is for chain {}, but the RPC endpoint is chain {chain_id}",
-            path.display(),
-            record.chain_id
-        ));
-    }
+    let record = crate::deployment_record(args.deployment.as_deref(), &args.network, chain_id)?;
     let get = |c: Contract| {
         record
             .address(c.key())
-            .ok_or_else(|| format!("{} has no {}", path.display(), c.key()))
+            .ok_or_else(|| format!("the deployment record has no {}", c.key()))
     };
     Ok(Contracts {
         wallet: get(Contract::SessionWallet)?,

@@ -72,31 +72,13 @@ async fn postgres() -> Db {
     Db::Postgres(format!("{prefix}/{name}"))
 }
 
-/// The Bursar contracts of `record`, as the indexer follows them.
-fn contracts(record: &DeploymentRecord) -> Vec<(Address, &'static str)> {
-    [
-        (Contract::SessionWallet, "SessionWallet"),
-        (Contract::SessionGateway, "SessionGateway"),
-        (Contract::CounterpartyRegistry, "CounterpartyRegistry"),
-        (Contract::ReceiptRegistry, "ReceiptRegistry"),
-    ]
-    .into_iter()
-    .map(|(c, name)| (record.address(c.key()).unwrap(), name))
-    .collect()
-}
-
 async fn start(client: &Client, record: &DeploymentRecord, db: &Db, window: u64) -> Indexer {
-    let start_block = record
-        .contracts
-        .values()
-        .map(|c| c.deploy_block)
-        .min()
-        .unwrap();
+    let (contracts, start_block) = bursar_indexer::followed(record).unwrap();
     bursar_indexer::start(Config {
         rpc: client.url().to_string(),
         db: db.url(),
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-        contracts: contracts(record),
+        contracts,
         follow: FollowConfig {
             start_block,
             window,
@@ -142,7 +124,8 @@ async fn indexes_the_demo_story(db: Db) {
     let indexer = start(&client, &record, &db, 4).await;
     synced(&indexer, &client).await;
 
-    let addresses: Vec<Address> = contracts(&record).iter().map(|(a, _)| *a).collect();
+    let (contracts, _) = bursar_indexer::followed(&record).unwrap();
+    let addresses: Vec<Address> = contracts.iter().map(|(a, _)| *a).collect();
     let logs = client.logs(&addresses, 0, None).await.unwrap();
     let stored = indexer
         .store

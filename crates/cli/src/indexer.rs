@@ -1,0 +1,80 @@
+//! `bursar indexer`: follows the Bursar contracts' events into SQL and serves audit queries
+//! until Ctrl-C / SIGTERM.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bursar_client::Client;
+use bursar_indexer::{Config, FollowConfig};
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct IndexerArgs {
+    /// The chain's JSON-RPC endpoint.
+    #[arg(
+        long,
+        env = "BURSAR_INDEXER_RPC",
+        default_value = "http://127.0.0.1:8547"
+    )]
+    rpc: String,
+    /// The database: `sqlite://FILE` (created if missing) or `postgres://…`.
+    #[arg(
+        long,
+        env = "BURSAR_INDEXER_DB",
+        default_value = "sqlite://bursar-index.db"
+    )]
+    db: String,
+    /// Where the API listens.
+    #[arg(long, env = "BURSAR_INDEXER_LISTEN", default_value = "127.0.0.1:8548")]
+    listen: SocketAddr,
+    /// The network: names `deployments/<network>.json`, where the contracts' addresses and
+    /// deploy block are.
+    #[arg(long, env = "BURSAR_NETWORK", default_value = "devnet")]
+    network: String,
+    /// The deployment record to use instead of `deployments/<network>.json` (e.g. the one
+    /// `bursar demo` writes).
+    #[arg(long, env = "BURSAR_DEPLOYMENT")]
+    deployment: Option<PathBuf>,
+    /// Recent blocks read one by one and checked for reorgs.
+    #[arg(long, env = "BURSAR_INDEXER_WINDOW", default_value_t = 64)]
+    window: u64,
+    /// The largest block range asked of `eth_getLogs` (it shrinks when the node refuses).
+    #[arg(long, env = "BURSAR_INDEXER_MAX_RANGE", default_value_t = 10_000)]
+    max_range: u64,
+    /// How often to look for a new block once caught up, in milliseconds.
+    #[arg(long, env = "BURSAR_INDEXER_POLL_MS", default_value_t = 500)]
+    poll_ms: u64,
+}
+
+pub(crate) fn run(args: IndexerArgs) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    rt.block_on(async move {
+        let chain_id = Client::new(args.rpc.clone())
+            .chain_id()
+            .await
+            .map_err(|e| e.to_string())?;
+        let record = crate::deployment_record(args.deployment.as_deref(), &args.network, chain_id)?;
+        let (contracts, start_block) = bursar_indexer::followed(&record)?;
+        let indexer = bursar_indexer::start(Config {
+            rpc: args.rpc,
+            db: args.db,
+            listen: args.listen,
+            contracts,
+            follow: FollowConfig {
+                start_block,
+                window: args.window,
+                max_range: args.max_range.max(1),
+                poll: Duration::from_millis(args.poll_ms.max(10)),
+            },
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+        println!("Indexer API on http://{} (Ctrl-C to stop)", indexer.addr);
+        crate::devnet::shutdown_signal().await;
+        indexer.shutdown().await;
+        Ok(())
+    })
+}
