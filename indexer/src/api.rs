@@ -10,6 +10,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
+use crate::projections::Session;
 use crate::store::{LogFilter, LogRow, Store, StoreError};
 
 /// What the handlers share.
@@ -17,7 +18,9 @@ use crate::store::{LogFilter, LogRow, Store, StoreError};
 pub struct State {
     /// The database.
     pub store: Store,
-    /// The chain followed.
+    /// The chain followed (for the time of an `asOfBlock` the store does not hold).
+    pub client: std::sync::Arc<bursar_client::Client>,
+    /// The chain's id.
     pub chain_id: u64,
 }
 
@@ -26,6 +29,8 @@ pub fn router(state: State) -> Router {
     Router::new()
         .route("/health", get(health))
         .route("/v1/events", get(events))
+        .route("/v1/sessions", get(sessions))
+        .route("/v1/sessions/{id}", get(session))
         .route("/v1/sessions/{id}/timeline", get(timeline))
         .with_state(state)
 }
@@ -40,7 +45,9 @@ pub enum ApiError {
         /// What is wrong.
         message: String,
     },
-    /// The database cannot be reached now.
+    /// Nothing with this id.
+    NotFound,
+    /// The database or the node cannot be reached now.
     Unavailable,
 }
 
@@ -57,6 +64,10 @@ impl IntoResponse for ApiError {
             ApiError::BadParameter { name, message } => (
                 StatusCode::BAD_REQUEST,
                 json!({ "code": "invalid_parameter", "message": message, "details": { "parameter": name } }),
+            ),
+            ApiError::NotFound => (
+                StatusCode::NOT_FOUND,
+                json!({ "code": "not_found", "message": "not found", "details": {} }),
             ),
             ApiError::Unavailable => (
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -96,13 +107,123 @@ async fn timeline(
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
-    let id = alloy_primitives::U256::from_str_radix(id.trim_start_matches("0x"), 16)
-        .ok()
-        .filter(|_| id.starts_with("0x"))
-        .or_else(|| id.parse().ok())
-        .ok_or_else(|| bad("id", "a session id is a decimal or 0x-hex integer"))?;
-    let filter = filter(&q, Some(id.to_string()))?;
+    let filter = filter(&q, Some(session_id(&id, "id")?))?;
     page(&s.store, filter).await
+}
+
+/// `GET /v1/sessions`: sessions in the order they opened, with their terms. Filters:
+/// `owner`, `sessionKey`, `token` (one of them), and the paging of `/v1/events`.
+async fn sessions(
+    axum::extract::State(s): axum::extract::State<State>,
+    Query(mut q): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let mut arg = None;
+    for name in ["owner", "sessionKey", "token"] {
+        if let Some(v) = q.remove(name) {
+            let a: alloy_primitives::Address =
+                v.parse().map_err(|_| bad(name, "want an address"))?;
+            if arg.is_some() {
+                return Err(bad(name, "filter by one of owner, sessionKey, token"));
+            }
+            arg = Some((name.to_owned(), a.to_checksum(None)));
+        }
+    }
+    let mut filter = filter(&q, None)?;
+    filter.event = Some("SessionOpened".into());
+    filter.arg = arg;
+    let rows = s.store.logs(&filter).await?;
+    let next = cursor(&rows, filter.limit);
+    let sessions: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            json!({
+                "sessionId": r.session_id,
+                "terms": r.args,
+                "openedAt": { "blockNumber": r.block_number, "blockHash": r.block_hash, "txHash": r.tx_hash, "blockTimestamp": r.block_timestamp },
+                "canonical": r.canonical,
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "sessions": sessions, "nextCursor": next })))
+}
+
+/// `GET /v1/sessions/{id}`: the session's terms and its state by the wallet's rules, at the
+/// last block indexed or at `asOfBlock`.
+async fn session(
+    axum::extract::State(s): axum::extract::State<State>,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let id = session_id(&id, "id")?;
+    if let Some(unknown) = q.keys().find(|k| *k != "asOfBlock") {
+        return Err(bad(unknown, "unknown parameter"));
+    }
+    let Some((indexed, _)) = s.store.checkpoint().await? else {
+        return Err(ApiError::NotFound);
+    };
+    let at = match q.get("asOfBlock") {
+        None => indexed,
+        Some(v) => {
+            let n: u64 = v
+                .parse()
+                .map_err(|_| bad("asOfBlock", "want a block number"))?;
+            if n > indexed {
+                return Err(bad(
+                    "asOfBlock",
+                    &format!("block {n} is not indexed yet (indexed: {indexed})"),
+                ));
+            }
+            n
+        }
+    };
+    let time = match s.store.canonical_block(at).await? {
+        Some(b) => b.timestamp,
+        None => s
+            .client
+            .block(at)
+            .await
+            .map_err(|e| {
+                tracing::warn!(error = %e, "node error");
+                ApiError::Unavailable
+            })?
+            .ok_or(ApiError::Unavailable)?
+            .timestamp
+            .to(),
+    };
+    let events = s
+        .store
+        .logs(&LogFilter {
+            session_id: Some(id.clone()),
+            to_block: Some(at),
+            limit: u64::MAX,
+            ..LogFilter::default()
+        })
+        .await?;
+    let session = Session::fold(&events).ok_or(ApiError::NotFound)?;
+    let mut body = session.to_json(time);
+    body["sessionId"] = json!(id);
+    body["asOf"] = json!({ "blockNumber": at, "blockTimestamp": time });
+    Ok(Json(body))
+}
+
+fn cursor(rows: &[LogRow], limit: u64) -> Option<String> {
+    (rows.len() as u64 == limit)
+        .then(|| {
+            rows.last()
+                .map(|r| format!("{}:{}", r.block_number, r.log_index))
+        })
+        .flatten()
+}
+
+/// A session id, decimal or 0x-hex, as the store keeps it (decimal).
+fn session_id(text: &str, name: &str) -> Result<String, ApiError> {
+    let parsed = match text.strip_prefix("0x") {
+        Some(hex) => alloy_primitives::U256::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    };
+    parsed
+        .map(|v| v.to_string())
+        .ok_or_else(|| bad(name, "a session id is a decimal or 0x-hex integer"))
 }
 
 async fn page(store: &Store, filter: LogFilter) -> Result<Json<Value>, ApiError> {
@@ -171,16 +292,7 @@ fn filter(q: &HashMap<String, String>, session: Option<String>) -> Result<LogFil
         Some(s) => Some(s),
         None => q
             .get("session")
-            .map(|s| {
-                let parsed = if let Some(hex) = s.strip_prefix("0x") {
-                    alloy_primitives::U256::from_str_radix(hex, 16).ok()
-                } else {
-                    s.parse().ok()
-                };
-                parsed
-                    .map(|v| v.to_string())
-                    .ok_or_else(|| bad("session", "a session id is a decimal or 0x-hex integer"))
-            })
+            .map(|s| session_id(s, "session"))
             .transpose()?,
     };
     Ok(LogFilter {
@@ -191,6 +303,7 @@ fn filter(q: &HashMap<String, String>, session: Option<String>) -> Result<LogFil
         include_orphaned,
         after,
         limit,
+        arg: None,
     })
 }
 

@@ -5,12 +5,14 @@
 //!
 //! * [`follower`] — backfill in adaptive ranges, then block by block with reorg detection.
 //! * [`decode`] — events decoded through the bindings.
+//! * [`projections`] — sessions' state by the wallet's rules, folded from their events.
 //! * [`store`] — the only place with SQL.
 //! * [`api`] — the HTTP API.
 
 pub mod api;
 pub mod decode;
 pub mod follower;
+pub mod projections;
 pub mod store;
 
 use std::net::SocketAddr;
@@ -140,8 +142,9 @@ pub async fn start(config: Config) -> Result<Indexer, StartError> {
     let until_stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|stop| *stop).await;
     };
+    let client = std::sync::Arc::new(client);
     let follower = follower::Follower::new(
-        client,
+        Client::new(config.rpc.clone()),
         store.clone(),
         chain_id,
         config.contracts,
@@ -151,6 +154,7 @@ pub async fn start(config: Config) -> Result<Indexer, StartError> {
     let follow_task = tokio::spawn(follower.run(until_stopped(stopped.clone())));
     let app = api::router(api::State {
         store: store.clone(),
+        client,
         chain_id,
     });
     let api_task = tokio::spawn({

@@ -90,6 +90,8 @@ pub struct LogFilter {
     pub include_orphaned: bool,
     /// After this `(block number, log index)` (a page's cursor).
     pub after: Option<(u64, u64)>,
+    /// Only those whose decoded argument `.0` (letters only) is `.1` (as the JSON has it).
+    pub arg: Option<(String, String)>,
     /// At most this many.
     pub limit: u64,
 }
@@ -242,6 +244,16 @@ impl Store {
         if filter.to_block.is_some() {
             sql.push_str(&format!(" AND block_number <= {}", next()));
         }
+        if let Some((name, _)) = &filter.arg {
+            if !name.chars().all(|c| c.is_ascii_alphabetic()) {
+                return Err(StoreError::Corrupt(format!("argument name {name:?}")));
+            }
+            let value = next();
+            sql.push_str(&match self.backend {
+                Backend::Sqlite => format!(" AND json_extract(args, '$.{name}') = {value}"),
+                Backend::Postgres => format!(" AND (args::json ->> '{name}') = {value}"),
+            });
+        }
         if filter.after.is_some() {
             let (b, b2, i) = (next(), next(), next());
             sql.push_str(&format!(
@@ -265,10 +277,13 @@ impl Store {
         if let Some(b) = filter.to_block {
             q = q.bind(b as i64);
         }
+        if let Some((_, value)) = &filter.arg {
+            q = q.bind(value);
+        }
         if let Some((b, i)) = filter.after {
             q = q.bind(b as i64).bind(b as i64).bind(i as i64);
         }
-        q = q.bind(filter.limit as i64);
+        q = q.bind(filter.limit.min(i64::MAX as u64) as i64);
         let rows = q.fetch_all(&self.read).await?;
         rows.iter().map(log_row).collect()
     }

@@ -197,6 +197,61 @@ async fn indexes_the_demo_story(db: Db) {
             < (w[1]["blockNumber"].as_u64(), w[1]["logIndex"].as_u64())
     ));
 
+    // Derived state equals the wallet's own view, now and as of every block of the story.
+    let wallet = record.address(Contract::SessionWallet.key()).unwrap();
+    let id: U256 = session.parse().unwrap();
+    let opened_at = opened.block_number;
+    let head: u64 = client.block_number().await.unwrap();
+    // (At the head the devnet answers in the next block's environment, as for a transaction sent now.)
+    for block in opened_at..head {
+        let (status, body) = get(&indexer, &format!("/v1/sessions/{hex}?asOfBlock={block}")).await;
+        assert_eq!(status, 200, "{body}");
+        let view = client
+            .view_at(
+                None,
+                wallet,
+                bursar_bindings::wallet::ISessionWallet::sessionStateCall { sessionId: id },
+                Some(block),
+            )
+            .await
+            .unwrap();
+        let status_name = ["unknown", "active", "revoked", "closed"][view._0 as usize];
+        assert_eq!(body["status"], status_name, "block {block}: {body}");
+        assert_eq!(body["deposit"], view._1.to_string(), "block {block}");
+        assert_eq!(body["spent"], view._2.to_string(), "block {block}");
+        assert_eq!(body["reserved"], view._3.to_string(), "block {block}");
+        if !body["period"].is_null() {
+            assert_eq!(
+                body["period"]["spent"],
+                view._4.to_string(),
+                "block {block}: {body}"
+            );
+            assert_eq!(body["period"]["start"], view._5, "block {block}");
+        }
+        let lease = if view._6 == 0 {
+            json!(null)
+        } else {
+            json!(view._6)
+        };
+        assert_eq!(body["leaseExpiresAt"], lease, "block {block}");
+    }
+    let (status, now) = get(&indexer, &format!("/v1/sessions/{session}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(now["status"], "closed", "{now}");
+    assert!(now["refunded"].is_string(), "{now}");
+    let owner = opened.args.as_ref().unwrap()["owner"]
+        .as_str()
+        .unwrap()
+        .to_lowercase();
+    let (_, list) = get(&indexer, &format!("/v1/sessions?owner={owner}")).await;
+    let listed = list["sessions"].as_array().unwrap();
+    assert!(!listed.is_empty());
+    assert!(listed
+        .iter()
+        .all(|s| s["terms"]["owner"].as_str().unwrap().to_lowercase() == owner));
+    let (status, _) = get(&indexer, "/v1/sessions/12345").await;
+    assert_eq!(status, 404);
+
     for (path, parameter) in [
         ("/v1/events?limit=0", "limit"),
         ("/v1/events?fromBlock=-1", "fromBlock"),
@@ -205,6 +260,8 @@ async fn indexes_the_demo_story(db: Db) {
         ("/v1/events?colour=red", "colour"),
         ("/v1/events?session=0xzz", "session"),
         ("/v1/sessions/banana/timeline", "id"),
+        ("/v1/sessions/1?asOfBlock=x", "asOfBlock"),
+        ("/v1/sessions?owner=0x12", "owner"),
     ] {
         let (status, e) = get(&indexer, path).await;
         assert_eq!(status, 400, "{path}: {e}");

@@ -101,26 +101,33 @@ impl Chain {
         Some(root)
     }
 
-    /// Runs `req` against the state after block `number` (or the current state) in the next
-    /// block's environment, with `state_override` applied first, and leaves nothing behind.
-    /// No nonce, fee or balance-for-gas checks (as `eth_call`); the gas limit defaults to the
-    /// block gas limit.
+    /// Runs `req` against the state after block `number` (or the current state) with
+    /// `state_override` applied first, and leaves nothing behind. An earlier block's state is
+    /// read in that block's environment (its number and time, as geth does), so a view that
+    /// depends on the time answers as it did then; the current state in the next block's
+    /// environment (what a transaction sent now would see). No nonce, fee or balance-for-gas
+    /// checks (as `eth_call`); the gas limit defaults to the block gas limit.
     pub fn simulate(
         &mut self,
         req: &CallRequest,
         at: Option<u64>,
         state_override: impl FnOnce(&mut State),
     ) -> SimOutcome {
+        let mut env = (self.block_number() + 1, self.next_block_timestamp());
         let mut base = match at {
             Some(n) if n != self.block_number() => match self.view.history.get(n) {
-                Some(s) => s.clone(),
+                Some(s) => {
+                    if let Some(block) = self.view.block_by_number(n) {
+                        env = (n, block.header.timestamp);
+                    }
+                    s.clone()
+                }
                 None => self.exec.state().clone(),
             },
             _ => self.exec.state().clone(),
         };
         state_override(&mut base);
-        // The next block's environment.
-        let (number, timestamp) = (self.block_number() + 1, self.next_block_timestamp());
+        let (number, timestamp) = env;
         let set_env = |b: &mut BlockEnv| {
             b.number = number;
             b.timestamp = timestamp;
