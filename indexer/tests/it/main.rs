@@ -1,6 +1,10 @@
 //! The indexer against a running devnet (the real WASM), on a SQLite file and on a PostgreSQL
 //! server (`BURSAR_TEST_POSTGRES_URL`, which `cargo xtask test` and `.ci/run` set).
 
+mod crash;
+
+use crash::survives_kill_9;
+
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -434,4 +438,8 @@ macro_rules! on_both_databases {
     };
 }
 
-on_both_databases!(indexes_the_demo_story, reorgs_orphan_and_come_back);
+on_both_databases!(
+    indexes_the_demo_story,
+    reorgs_orphan_and_come_back,
+    survives_kill_9,
+);
