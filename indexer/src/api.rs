@@ -323,6 +323,8 @@ fn view(r: &LogRow) -> Value {
         "address": address,
         "event": r.event,
         "args": r.args,
+        "topics": r.topics,
+        "data": r.data,
         "decodeError": r.decode_error,
         "sessionId": r.session_id,
         "canonical": r.canonical,

@@ -218,7 +218,8 @@ impl Follower {
             .buffered(16)
             .try_collect()
             .await?;
-        let rows = self.rows(&logs, &headers)?;
+        let mut rows = self.rows(&logs, &headers)?;
+        self.attribute(&mut rows).await?;
         let blocks: Vec<BlockRow> = headers.iter().map(block_row).collect();
         let end = headers.last().expect("the range's end is among them");
         self.store
@@ -240,7 +241,8 @@ impl Follower {
         }
         let addresses: Vec<Address> = self.contracts.iter().map(|(a, _)| *a).collect();
         let logs = self.client.logs_in_block(&addresses, header.hash).await?;
-        let rows = self.rows(&logs, std::slice::from_ref(&header))?;
+        let mut rows = self.rows(&logs, std::slice::from_ref(&header))?;
+        self.attribute(&mut rows).await?;
         let hash = header.hash.to_string();
         self.store
             .ingest(&[block_row(&header)], &rows, (number, &hash))
@@ -292,6 +294,56 @@ impl Follower {
 
     async fn header(&self, number: u64) -> Result<Option<BlockHeader>, FollowError> {
         Ok(self.client.block(number).await?)
+    }
+
+    /// Gives receipt acknowledgements and provenance revocations the session of the receipt or
+    /// record they name (their events name no session), found in this batch or in the store.
+    async fn attribute(&self, rows: &mut [LogRow]) -> Result<(), StoreError> {
+        const LINKS: [(&str, &str, &str); 2] = [
+            ("ReceiptAcknowledged", "ReceiptRecorded", "receiptId"),
+            ("ProvenanceRevoked", "ProvenanceRecorded", "recordId"),
+        ];
+        for i in 0..rows.len() {
+            let Some((_, origin, field)) = LINKS
+                .iter()
+                .find(|(event, ..)| rows[i].event.as_deref() == Some(*event))
+            else {
+                continue;
+            };
+            let Some(id) = rows[i]
+                .args
+                .as_ref()
+                .and_then(|a| a.get(*field))
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+            else {
+                continue;
+            };
+            let in_batch = rows[..i].iter().rev().find(|r| {
+                r.event.as_deref() == Some(*origin)
+                    && r.args
+                        .as_ref()
+                        .and_then(|a| a.get(*field))
+                        .and_then(|v| v.as_str())
+                        == Some(id.as_str())
+            });
+            rows[i].session_id = match in_batch {
+                Some(r) => r.session_id.clone(),
+                None => self
+                    .store
+                    .logs(&crate::store::LogFilter {
+                        event: Some((*origin).to_owned()),
+                        arg: Some(((*field).to_owned(), id)),
+                        limit: 1,
+                        ..Default::default()
+                    })
+                    .await?
+                    .into_iter()
+                    .next()
+                    .and_then(|r| r.session_id),
+            };
+        }
+        Ok(())
     }
 
     /// `logs` as rows, each with its block's time from `headers`.

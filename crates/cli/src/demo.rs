@@ -1,8 +1,9 @@
 //! `bursar demo`: the whole system on one machine — devnet, contracts deployed, an agent
-//! session narrated end to end, and its audit trail read back from the chain.
+//! session narrated end to end, and its audit trail served by the indexer.
 //!
-//! The stack starts in order (devnet, deployment; the relayer and indexer will join here),
-//! then the scenario runs against it.
+//! The stack starts in order (devnet, deployment, indexer; the scenario starts the relayer),
+//! then the scenario runs against it, and the session's audit trail comes from the indexer's
+//! API, checked against the chain's own logs.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -86,7 +87,30 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
             .await
             .map_err(|e| e.to_string())?;
 
-    // 3. The story.
+    // 3. The indexer, following the chain from the deployment on (a SQLite file per run).
+    let index_db =
+        std::env::temp_dir().join(format!("bursar-demo-index-{}.db", std::process::id()));
+    let (followed, start_block) = bursar_indexer::followed(&record)?;
+    let indexer = bursar_indexer::start(bursar_indexer::Config {
+        rpc: client.url().to_string(),
+        db: format!("sqlite://{}", index_db.display()),
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        contracts: followed,
+        follow: bursar_indexer::FollowConfig {
+            start_block,
+            window: 8,
+            poll: std::time::Duration::from_millis(50),
+            ..bursar_indexer::FollowConfig::default()
+        },
+    })
+    .await
+    .map_err(|e| format!("cannot start the indexer: {e}"))?;
+    println!(
+        "\n▶ Indexer following the contracts, API at http://{}",
+        indexer.addr
+    );
+
+    // 4. The story.
     let seed = format!(
         "{}",
         client.block_number().await.map_err(|e| e.to_string())?
@@ -96,18 +120,56 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
         .await
         .map_err(|e| format!("the scenario failed: {e}"))?;
 
-    // 4. The audit trail, from chain logs alone.
+    // 5. The audit trail: the session's events as the indexer serves them, checked against
+    // the chain's own logs; allowlist changes and token movements (which the indexer does not
+    // attribute to sessions) from the logs.
     let contracts = Contracts::from_record(&record).map_err(|e| e.to_string())?;
-    let trail = audit::trail(&client, &contracts, report.session_id, report.first_block)
+    let head = client.latest_block().await.map_err(|e| e.to_string())?;
+    if !indexer
+        .synced_to(&head.hash.to_string(), std::time::Duration::from_secs(60))
+        .await
+    {
+        return Err(format!(
+            "the indexer did not reach block {} within a minute",
+            head.number
+        ));
+    }
+    let base = format!("http://{}", indexer.addr);
+    let indexed = audit::indexed_trail(&base, &contracts, report.session_id).await?;
+    let chain = audit::trail(&client, &contracts, report.session_id, report.first_block)
         .await
         .map_err(|e| e.to_string())?;
+    let position = |e: &audit::AuditEntry| (e.block, e.tx, e.log_index);
+    let from_chain: Vec<_> = chain
+        .iter()
+        .filter(|e| audit::indexed_kind(e))
+        .map(position)
+        .collect();
+    let from_indexer: Vec<_> = indexed.iter().map(position).collect();
+    if from_indexer != from_chain {
+        return Err(format!(
+            "the indexer's trail ({} events) differs from eth_getLogs' ({} events)",
+            from_indexer.len(),
+            from_chain.len()
+        ));
+    }
+    let mut trail: Vec<audit::AuditEntry> = indexed;
+    trail.extend(chain.into_iter().filter(|e| !audit::indexed_kind(e)));
+    trail.sort_by_key(|e| (e.block, e.log_index));
     println!(
-        "\n▶ Audit trail of session {} ({} events, read back with eth_getLogs)",
+        "\n▶ Audit trail of session {} ({} events: {} from the indexer's API, equal to \
+         eth_getLogs'; {} allowlist and token events from eth_getLogs)",
         bursar_demo::audit::session_label(report.session_id),
-        trail.len()
+        trail.len(),
+        from_indexer.len(),
+        trail.len() - from_indexer.len()
     );
     for entry in &trail {
         println!("  {entry}");
+    }
+    indexer.shutdown().await;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", index_db.display()));
     }
     println!(
         "\n✔ {} transactions; spent {}, refunded {}; every event and balance checked.",

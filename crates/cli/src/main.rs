@@ -68,9 +68,10 @@ fn main() -> std::process::ExitCode {
     bursar_devnet::allocator::keep_freed_memory();
     let cli = Cli::parse();
     // Structured log lines on stderr (stdout carries the banner); level from RUST_LOG. The
-    // demo narrates on stdout, so its in-process relayer logs only warnings by default.
+    // demo narrates on stdout, so its in-process relayer and indexer log only warnings by
+    // default.
     let default = match cli.command {
-        Command::Demo(_) => "info,bursar_relayer=warn",
+        Command::Demo(_) => "info,bursar_relayer=warn,bursar_indexer=warn",
         _ => "info",
     };
     tracing_subscriber::fmt()

@@ -124,27 +124,97 @@ pub async fn trail(
 }
 
 fn decode(contracts: &Contracts, l: &RpcLog) -> Option<AuditEvent> {
-    let topics = l.topics.as_slice();
-    let data = &l.data;
-    if l.address == contracts.wallet {
+    decode_parts(contracts, l.address, &l.topics, &l.data)
+}
+
+fn decode_parts(
+    contracts: &Contracts,
+    address: Address,
+    topics: &[B256],
+    data: &[u8],
+) -> Option<AuditEvent> {
+    if address == contracts.wallet {
         WalletEvent::decode_raw_log(topics, data)
             .ok()
             .map(AuditEvent::Wallet)
-    } else if l.address == contracts.receipts {
+    } else if address == contracts.receipts {
         RegistryEvent::decode_raw_log(topics, data)
             .ok()
             .map(AuditEvent::Registry)
-    } else if l.address == contracts.counterparties {
+    } else if address == contracts.counterparties {
         ListEvent::decode_raw_log(topics, data)
             .ok()
             .map(AuditEvent::List)
-    } else if l.address == contracts.token {
+    } else if address == contracts.token {
         TokenEvent::decode_raw_log(topics, data)
             .ok()
             .map(AuditEvent::Token)
     } else {
         None
     }
+}
+
+/// The session's trail as the indexer at `indexer` (its base URL) serves it —
+/// `GET /v1/sessions/{id}/timeline`, every page — each event decoded from the raw log the API
+/// returns with it. It holds the wallet's and the receipt registry's events of the session;
+/// allowlist changes and token movements are not attributed to sessions there.
+pub async fn indexed_trail(
+    indexer: &str,
+    contracts: &Contracts,
+    session_id: U256,
+) -> Result<Vec<AuditEntry>, String> {
+    let http = reqwest::Client::new();
+    let mut out = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let url = format!("{indexer}/v1/sessions/{session_id:#x}/timeline?limit=1000{cursor}");
+        let page: serde_json::Value = http
+            .get(&url)
+            .send()
+            .await
+            .and_then(|r| r.error_for_status())
+            .map_err(|e| format!("the indexer: {e}"))?
+            .json()
+            .await
+            .map_err(|e| format!("the indexer's answer: {e}"))?;
+        for e in page["events"].as_array().into_iter().flatten() {
+            let field = |name: &str| {
+                e[name]
+                    .as_str()
+                    .ok_or_else(|| format!("the indexer's event lacks {name}: {e}"))
+            };
+            let bad = |what: &str| format!("the indexer's event has a bad {what}: {e}");
+            let address: Address = field("address")?.parse().map_err(|_| bad("address"))?;
+            let topics: Vec<B256> = e["topics"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|t| t.as_str().and_then(|t| t.parse().ok()))
+                .collect::<Option<_>>()
+                .ok_or_else(|| bad("topic"))?;
+            let data: alloy_primitives::Bytes = field("data")?.parse().map_err(|_| bad("data"))?;
+            let event = decode_parts(contracts, address, &topics, &data)
+                .ok_or_else(|| bad("log (it does not decode)"))?;
+            out.push(AuditEntry {
+                block: e["blockNumber"]
+                    .as_u64()
+                    .ok_or_else(|| bad("blockNumber"))?,
+                tx: field("txHash")?.parse().map_err(|_| bad("txHash"))?,
+                log_index: e["logIndex"].as_u64().ok_or_else(|| bad("logIndex"))?,
+                event,
+            });
+        }
+        match page["nextCursor"].as_str() {
+            Some(c) => cursor = format!("&cursor={c}"),
+            None => return Ok(out),
+        }
+    }
+}
+
+/// Whether an entry is one the indexer attributes to its session (the wallet's and the
+/// receipt registry's events).
+pub fn indexed_kind(e: &AuditEntry) -> bool {
+    matches!(e.event, AuditEvent::Wallet(_) | AuditEvent::Registry(_))
 }
 
 /// The session a wallet event is about (`RefundClaimed` is about an owner's balance).
