@@ -75,7 +75,7 @@ fn spawn(cfg: &Value) -> Child {
 }
 
 /// Sends `n` registry transactions (one block each): events to index.
-async fn entries(client: &Client, registry: Address, from: u8, n: u8) {
+pub(super) async fn entries(client: &Client, registry: Address, from: u8, n: u8) {
     let mut sender = bursar_client::Sender::new(client, dev_key(2))
         .await
         .unwrap();

@@ -2,8 +2,10 @@
 //! server (`BURSAR_TEST_POSTGRES_URL`, which `cargo xtask test` and `.ci/run` set).
 
 mod crash;
+mod ranges;
 
 use crash::survives_kill_9;
+use ranges::shrinks_to_the_providers_range;
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -442,4 +444,5 @@ on_both_databases!(
     indexes_the_demo_story,
     reorgs_orphan_and_come_back,
     survives_kill_9,
+    shrinks_to_the_providers_range,
 );

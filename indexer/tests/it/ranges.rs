@@ -1,0 +1,127 @@
+//! A provider that refuses `eth_getLogs` over more than a few blocks, naming the range that
+//! would work (as Alchemy does): the indexer shrinks to it, keeps going, and indexes everything.
+
+use std::sync::{Arc, Mutex};
+
+use axum::extract::State;
+use axum::Json;
+
+use super::*;
+
+/// Blocks the proxy allows in one `eth_getLogs`.
+const MAX_BLOCKS: u64 = 3;
+
+#[derive(Clone)]
+struct Proxy {
+    upstream: String,
+    http: reqwest12::Client,
+    /// Every `eth_getLogs` range asked, and whether it was refused.
+    asked: Arc<Mutex<Vec<(u64, u64, bool)>>>,
+}
+
+fn number(v: &Value) -> Option<u64> {
+    u64::from_str_radix(v.as_str()?.trim_start_matches("0x"), 16).ok()
+}
+
+async fn forward(State(p): State<Proxy>, Json(req): Json<Value>) -> Json<Value> {
+    if req["method"] == "eth_getLogs" {
+        let filter = &req["params"][0];
+        if let (Some(from), Some(to)) = (number(&filter["fromBlock"]), number(&filter["toBlock"])) {
+            let refused = to - from + 1 > MAX_BLOCKS;
+            p.asked.lock().unwrap().push((from, to, refused));
+            if refused {
+                return Json(json!({
+                    "jsonrpc": "2.0",
+                    "id": req["id"],
+                    "error": {
+                        "code": -32602,
+                        "message": format!(
+                            "Log response size exceeded. You can make eth_getLogs requests with \
+                             up to a {MAX_BLOCKS} block range. Based on your parameters, this \
+                             block range should work: [{:#x}, {:#x}]",
+                            from,
+                            from + MAX_BLOCKS - 1
+                        ),
+                    },
+                }));
+            }
+        }
+    }
+    let answer: Value = p
+        .http
+        .post(&p.upstream)
+        .json(&req)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    Json(answer)
+}
+
+pub(super) async fn shrinks_to_the_providers_range(db: Db) {
+    let (_devnet, client) = devnet().await;
+    let record = deploy(&client, &scratch("indexer-ranges")).await;
+    let registry = record
+        .address(Contract::CounterpartyRegistry.key())
+        .unwrap();
+    super::crash::entries(&client, registry, 0, 12).await;
+    let proxy = Proxy {
+        upstream: client.url().to_string(),
+        http: reqwest12::Client::new(),
+        asked: Default::default(),
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = axum::Router::new()
+        .route("/", axum::routing::post(forward))
+        .with_state(proxy.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let (contracts, start_block) = bursar_indexer::followed(&record).unwrap();
+    let indexer = bursar_indexer::start(Config {
+        rpc: format!("http://{addr}"),
+        db: db.url(),
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        contracts,
+        follow: FollowConfig {
+            start_block,
+            window: 2,
+            max_range: 1_000,
+            poll: Duration::from_millis(20),
+        },
+    })
+    .await
+    .unwrap();
+    synced(&indexer, &client).await;
+
+    let asked = proxy.asked.lock().unwrap().clone();
+    let refused = asked.iter().filter(|(.., r)| *r).count();
+    assert!(refused >= 1, "the provider refused nothing: {asked:?}");
+    let (from, to, _) = asked.iter().find(|(.., r)| !r).copied().unwrap();
+    assert_eq!(
+        to - from + 1,
+        MAX_BLOCKS,
+        "after a refusal, the range the provider named: {asked:?}"
+    );
+    // Everything is there all the same.
+    let addresses: Vec<Address> = bursar_indexer::followed(&record)
+        .unwrap()
+        .0
+        .iter()
+        .map(|(a, _)| *a)
+        .collect();
+    let want = client.logs(&addresses, 0, None).await.unwrap().len();
+    let got = indexer
+        .store
+        .logs(&LogFilter {
+            limit: u64::MAX,
+            ..LogFilter::default()
+        })
+        .await
+        .unwrap()
+        .len();
+    assert_eq!(got, want);
+    indexer.shutdown().await;
+}
