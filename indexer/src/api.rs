@@ -22,12 +22,15 @@ pub struct State {
     pub client: std::sync::Arc<bursar_client::Client>,
     /// The chain's id.
     pub chain_id: u64,
+    /// The follower's counters.
+    pub metrics: std::sync::Arc<crate::metrics::Metrics>,
 }
 
 /// The API's routes.
 pub fn router(state: State) -> Router {
     Router::new()
         .route("/health", get(health))
+        .route("/metrics", get(metrics))
         .route("/v1/events", get(events))
         .route("/v1/sessions", get(sessions))
         .route("/v1/sessions/{id}", get(session))
@@ -78,13 +81,21 @@ impl IntoResponse for ApiError {
     }
 }
 
+async fn metrics(axum::extract::State(s): axum::extract::State<State>) -> String {
+    s.metrics.render()
+}
+
 async fn health(
     axum::extract::State(s): axum::extract::State<State>,
 ) -> Result<Json<Value>, ApiError> {
     let checkpoint = s.store.checkpoint().await?;
+    let head = s.metrics.head.load(std::sync::atomic::Ordering::Relaxed);
+    let indexed = checkpoint.as_ref().map_or(0, |(n, _)| *n);
     Ok(Json(json!({
         "status": "ok",
         "chainId": s.chain_id,
+        "headBlock": head,
+        "headLag": head.saturating_sub(indexed),
         "indexedBlock": checkpoint.as_ref().map(|(n, _)| n),
         "indexedBlockHash": checkpoint.map(|(_, h)| h),
     })))

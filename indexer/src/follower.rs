@@ -23,6 +23,7 @@ use bursar_client::Client;
 use futures_util::{StreamExt, TryStreamExt};
 
 use crate::decode::decode;
+use crate::metrics::Metrics;
 use crate::store::{BlockRow, LogRow, Store, StoreError};
 
 /// How the follower paces itself.
@@ -90,6 +91,7 @@ pub struct Follower {
     range: u64,
     /// The checkpoint after each step.
     progress: tokio::sync::watch::Sender<Option<(u64, String)>>,
+    metrics: std::sync::Arc<Metrics>,
 }
 
 impl Follower {
@@ -110,7 +112,13 @@ impl Follower {
             config,
             range,
             progress: tokio::sync::watch::channel(None).0,
+            metrics: Default::default(),
         }
+    }
+
+    /// What it counts.
+    pub fn metrics(&self) -> std::sync::Arc<Metrics> {
+        self.metrics.clone()
     }
 
     /// The checkpoint as it moves (`(number, hash)` of the last block ingested).
@@ -127,6 +135,11 @@ impl Follower {
             let step = self.step().await;
             if step.is_ok() {
                 if let Ok(checkpoint) = self.store.checkpoint().await {
+                    if let Some((n, _)) = &checkpoint {
+                        self.metrics
+                            .indexed
+                            .store(*n, std::sync::atomic::Ordering::Relaxed);
+                    }
                     self.progress.send_replace(checkpoint);
                 }
             }
@@ -137,6 +150,7 @@ impl Follower {
                     Duration::ZERO
                 }
                 Err(e) => {
+                    Metrics::add(&self.metrics.step_errors, 1);
                     tracing::warn!(error = %e, retry_in = ?backoff, "indexing step failed");
                     let wait = backoff;
                     backoff = (backoff * 2).min(Duration::from_secs(30));
@@ -153,6 +167,9 @@ impl Follower {
     /// One step: a backfill range, one block of the window, or a reorg.
     pub async fn step(&mut self) -> Result<Step, FollowError> {
         let head = self.client.block_number().await?;
+        self.metrics
+            .head
+            .store(head, std::sync::atomic::Ordering::Relaxed);
         let checkpoint = self.store.checkpoint().await?;
         let next = checkpoint
             .as_ref()
@@ -197,6 +214,7 @@ impl Follower {
                         .filter(|r| *r < asked)
                         .unwrap_or(asked / 2)
                         .max(1);
+                    Metrics::add(&self.metrics.range_shrinks, 1);
                     tracing::info!(range = self.range, error = %e, "the node refused the range; shrinking");
                 }
                 Err(e) => return Err(e.into()),
@@ -222,8 +240,7 @@ impl Follower {
         self.attribute(&mut rows).await?;
         let blocks: Vec<BlockRow> = headers.iter().map(block_row).collect();
         let end = headers.last().expect("the range's end is among them");
-        self.store
-            .ingest(&blocks, &rows, (to, &end.hash.to_string()))
+        self.write(&blocks, &rows, (to, &end.hash.to_string()), to - from + 1)
             .await?;
         tracing::info!(from, to, events = rows.len(), "backfilled");
         Ok(Step::Advanced(to))
@@ -244,8 +261,7 @@ impl Follower {
         let mut rows = self.rows(&logs, std::slice::from_ref(&header))?;
         self.attribute(&mut rows).await?;
         let hash = header.hash.to_string();
-        self.store
-            .ingest(&[block_row(&header)], &rows, (number, &hash))
+        self.write(&[block_row(&header)], &rows, (number, &hash), 1)
             .await?;
         if !rows.is_empty() {
             tracing::info!(block = number, events = rows.len(), "indexed");
@@ -290,6 +306,26 @@ impl Follower {
             fork: fork.0,
             orphaned,
         })
+    }
+
+    /// Stores a batch covering `blocks_covered` blocks, and counts it.
+    async fn write(
+        &self,
+        blocks: &[BlockRow],
+        rows: &[LogRow],
+        checkpoint: (u64, &str),
+        blocks_covered: u64,
+    ) -> Result<(), StoreError> {
+        let started = Instant::now();
+        self.store.ingest(blocks, rows, checkpoint).await?;
+        let m = &self.metrics;
+        Metrics::add(&m.write_micros, started.elapsed().as_micros() as u64);
+        Metrics::add(&m.writes, 1);
+        Metrics::add(&m.blocks, blocks_covered);
+        Metrics::add(&m.events, rows.len() as u64);
+        let undecoded = rows.iter().filter(|r| r.event.is_none()).count();
+        Metrics::add(&m.undecoded, undecoded as u64);
+        Ok(())
     }
 
     async fn header(&self, number: u64) -> Result<Option<BlockHeader>, FollowError> {

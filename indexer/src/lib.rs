@@ -8,10 +8,12 @@
 //! * [`projections`] — sessions' state by the wallet's rules, folded from their events.
 //! * [`store`] — the only place with SQL.
 //! * [`api`] — the HTTP API.
+//! * [`metrics`] — Prometheus metrics.
 
 pub mod api;
 pub mod decode;
 pub mod follower;
+pub mod metrics;
 pub mod projections;
 pub mod store;
 
@@ -151,11 +153,13 @@ pub async fn start(config: Config) -> Result<Indexer, StartError> {
         config.follow,
     );
     let progress = follower.progress();
+    let metrics = follower.metrics();
     let follow_task = tokio::spawn(follower.run(until_stopped(stopped.clone())));
     let app = api::router(api::State {
         store: store.clone(),
         client,
         chain_id,
+        metrics,
     });
     let api_task = tokio::spawn({
         let stopped = until_stopped(stopped);

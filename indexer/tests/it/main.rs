@@ -277,6 +277,26 @@ async fn indexes_the_demo_story(db: Db) {
     let (status, health) = get(&indexer, "/health").await;
     assert_eq!(status, 200);
     assert_eq!(health["chainId"], 412346);
+    let text = reqwest12::get(format!("http://{}/metrics", indexer.addr))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let metric = |name: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name} in {text}"))
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(metric("bursar_indexer_events_total"), stored.len() as u64);
+    assert_eq!(metric("bursar_indexer_undecoded_events_total"), 0);
+    assert_eq!(metric("bursar_indexer_head_lag_blocks"), 0);
+    assert_eq!(
+        metric("bursar_indexer_indexed_block"),
+        client.block_number().await.unwrap()
+    );
     indexer.shutdown().await;
 }
 
