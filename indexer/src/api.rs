@@ -11,7 +11,8 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 use crate::projections::Session;
-use crate::store::{LogFilter, LogRow, Store, StoreError};
+use crate::records;
+use crate::store::{Link, LogFilter, LogRow, Store, StoreError};
 
 /// What the handlers share.
 #[derive(Clone, Debug)]
@@ -35,6 +36,11 @@ pub fn router(state: State) -> Router {
         .route("/v1/sessions", get(sessions))
         .route("/v1/sessions/{id}", get(session))
         .route("/v1/sessions/{id}/timeline", get(timeline))
+        .route("/v1/receipts", get(receipts))
+        .route("/v1/receipts/{id}", get(receipt))
+        .route("/v1/provenance", get(provenance))
+        .route("/v1/provenance/{id}", get(provenance_record))
+        .route("/v1/provenance/{id}/lineage", get(lineage))
         .with_state(state)
 }
 
@@ -118,7 +124,7 @@ async fn timeline(
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
-    let filter = filter(&q, Some(session_id(&id, "id")?))?;
+    let filter = filter(&q, Some(id_of(&id, "id")?))?;
     page(&s.store, filter).await
 }
 
@@ -141,7 +147,7 @@ async fn sessions(
     }
     let mut filter = filter(&q, None)?;
     filter.event = Some("SessionOpened".into());
-    filter.arg = arg;
+    filter.args = arg.into_iter().collect();
     let rows = s.store.logs(&filter).await?;
     let next = cursor(&rows, filter.limit);
     let sessions: Vec<Value> = rows
@@ -165,7 +171,7 @@ async fn session(
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
-    let id = session_id(&id, "id")?;
+    let id = id_of(&id, "id")?;
     if let Some(unknown) = q.keys().find(|k| *k != "asOfBlock") {
         return Err(bad(unknown, "unknown parameter"));
     }
@@ -217,6 +223,143 @@ async fn session(
     Ok(Json(body))
 }
 
+/// Takes the address filter `name` out of `q`, as the events' JSON has addresses (EIP-55).
+fn address_arg(
+    q: &mut HashMap<String, String>,
+    name: &str,
+) -> Result<Option<(String, String)>, ApiError> {
+    q.remove(name)
+        .map(|v| {
+            let a: alloy_primitives::Address =
+                v.parse().map_err(|_| bad(name, "want an address"))?;
+            Ok((name.to_owned(), a.to_checksum(None)))
+        })
+        .transpose()
+}
+
+/// Takes the hash filter `name` out of `q` (0x + 64 hex, as the events' JSON has them).
+fn hash_arg(
+    q: &mut HashMap<String, String>,
+    name: &str,
+) -> Result<Option<(String, String)>, ApiError> {
+    q.remove(name)
+        .map(|v| {
+            let h: alloy_primitives::B256 = v
+                .parse()
+                .map_err(|_| bad(name, "want 0x and 64 hex digits"))?;
+            Ok((name.to_owned(), h.to_string()))
+        })
+        .transpose()
+}
+
+/// `GET /v1/receipts`: receipts in the order they were recorded. Filters: `payer`, `payee`,
+/// `session`, `purpose`, `acknowledged` (true/false), and the paging of `/v1/events`.
+async fn receipts(
+    axum::extract::State(s): axum::extract::State<State>,
+    Query(mut q): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let mut args = Vec::new();
+    for name in ["payer", "payee"] {
+        args.extend(address_arg(&mut q, name)?);
+    }
+    args.extend(hash_arg(&mut q, "purpose")?);
+    let linked = match q.remove("acknowledged").as_deref() {
+        None => None,
+        Some(v @ ("true" | "false")) => Some(Link {
+            present: v == "true",
+            event: "ReceiptAcknowledged",
+            field: "receiptId",
+        }),
+        Some(_) => return Err(bad("acknowledged", "want true or false")),
+    };
+    let mut filter = filter(&q, None)?;
+    filter.event = Some("ReceiptRecorded".into());
+    filter.args = args;
+    filter.linked = linked;
+    let rows = s.store.logs(&filter).await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in &rows {
+        out.push(records::receipt(&s.store, r).await?);
+    }
+    Ok(Json(
+        json!({ "receipts": out, "nextCursor": cursor(&rows, filter.limit) }),
+    ))
+}
+
+/// `GET /v1/receipts/{id}`.
+async fn receipt(
+    axum::extract::State(s): axum::extract::State<State>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = id_of(&id, "id")?;
+    Ok(Json(
+        records::receipt_by_id(&s.store, &id)
+            .await?
+            .ok_or(ApiError::NotFound)?,
+    ))
+}
+
+/// `GET /v1/provenance`: records in the order they were recorded. Filters: `subject`,
+/// `attester`, `session`, and the paging of `/v1/events`.
+async fn provenance(
+    axum::extract::State(s): axum::extract::State<State>,
+    Query(mut q): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let mut args = Vec::new();
+    args.extend(address_arg(&mut q, "attester")?);
+    args.extend(hash_arg(&mut q, "subject")?);
+    let mut filter = filter(&q, None)?;
+    filter.event = Some("ProvenanceRecorded".into());
+    filter.args = args;
+    let rows = s.store.logs(&filter).await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in &rows {
+        out.push(records::record(&s.store, r).await?);
+    }
+    Ok(Json(
+        json!({ "records": out, "nextCursor": cursor(&rows, filter.limit) }),
+    ))
+}
+
+/// `GET /v1/provenance/{id}`: the record, its revocation and `valid`.
+async fn provenance_record(
+    axum::extract::State(s): axum::extract::State<State>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = id_of(&id, "id")?;
+    Ok(Json(
+        records::record_by_id(&s.store, &id)
+            .await?
+            .ok_or(ApiError::NotFound)?,
+    ))
+}
+
+/// `GET /v1/provenance/{id}/lineage?depth=N` (1–64, default 8): ancestors and descendants up
+/// to `depth` generations, and `lineageValid` (the record and every ancestor found unrevoked).
+async fn lineage(
+    axum::extract::State(s): axum::extract::State<State>,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let id = id_of(&id, "id")?;
+    if let Some(unknown) = q.keys().find(|k| *k != "depth") {
+        return Err(bad(unknown, "unknown parameter"));
+    }
+    let depth = match q.get("depth") {
+        None => 8,
+        Some(d) => d
+            .parse()
+            .ok()
+            .filter(|d| (1..=64).contains(d))
+            .ok_or_else(|| bad("depth", "want 1 to 64"))?,
+    };
+    Ok(Json(
+        records::lineage(&s.store, &id, depth)
+            .await?
+            .ok_or(ApiError::NotFound)?,
+    ))
+}
+
 fn cursor(rows: &[LogRow], limit: u64) -> Option<String> {
     (rows.len() as u64 == limit)
         .then(|| {
@@ -226,15 +369,15 @@ fn cursor(rows: &[LogRow], limit: u64) -> Option<String> {
         .flatten()
 }
 
-/// A session id, decimal or 0x-hex, as the store keeps it (decimal).
-fn session_id(text: &str, name: &str) -> Result<String, ApiError> {
+/// An id (session, receipt, record), decimal or 0x-hex, as the store keeps it (decimal).
+fn id_of(text: &str, name: &str) -> Result<String, ApiError> {
     let parsed = match text.strip_prefix("0x") {
         Some(hex) => alloy_primitives::U256::from_str_radix(hex, 16).ok(),
         None => text.parse().ok(),
     };
     parsed
         .map(|v| v.to_string())
-        .ok_or_else(|| bad(name, "a session id is a decimal or 0x-hex integer"))
+        .ok_or_else(|| bad(name, "an id is a decimal or 0x-hex integer"))
 }
 
 async fn page(store: &Store, filter: LogFilter) -> Result<Json<Value>, ApiError> {
@@ -301,10 +444,7 @@ fn filter(q: &HashMap<String, String>, session: Option<String>) -> Result<LogFil
     };
     let session_id = match session {
         Some(s) => Some(s),
-        None => q
-            .get("session")
-            .map(|s| session_id(s, "session"))
-            .transpose()?,
+        None => q.get("session").map(|s| id_of(s, "session")).transpose()?,
     };
     Ok(LogFilter {
         session_id,
@@ -314,7 +454,8 @@ fn filter(q: &HashMap<String, String>, session: Option<String>) -> Result<LogFil
         include_orphaned,
         after,
         limit,
-        arg: None,
+        args: Vec::new(),
+        linked: None,
     })
 }
 

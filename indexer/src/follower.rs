@@ -369,7 +369,7 @@ impl Follower {
                     .store
                     .logs(&crate::store::LogFilter {
                         event: Some((*origin).to_owned()),
-                        arg: Some(((*field).to_owned(), id)),
+                        args: vec![((*field).to_owned(), id)],
                         limit: 1,
                         ..Default::default()
                     })

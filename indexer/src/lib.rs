@@ -6,6 +6,8 @@
 //! * [`follower`] — backfill in adaptive ranges, then block by block with reorg detection.
 //! * [`decode`] — events decoded through the bindings.
 //! * [`projections`] — sessions' state by the wallet's rules, folded from their events.
+//! * [`records`] — receipts and provenance records, with acknowledgements, revocations and
+//!   lineage.
 //! * [`store`] — the only place with SQL.
 //! * [`api`] — the HTTP API.
 //! * [`metrics`] — Prometheus metrics.
@@ -15,6 +17,7 @@ pub mod decode;
 pub mod follower;
 pub mod metrics;
 pub mod projections;
+pub mod records;
 pub mod store;
 
 use std::net::SocketAddr;

@@ -90,10 +90,24 @@ pub struct LogFilter {
     pub include_orphaned: bool,
     /// After this `(block number, log index)` (a page's cursor).
     pub after: Option<(u64, u64)>,
-    /// Only those whose decoded argument `.0` (letters only) is `.1` (as the JSON has it).
-    pub arg: Option<(String, String)>,
+    /// Only those whose decoded arguments `.0` (letters only) are `.1` (as the JSON has them).
+    pub args: Vec<(String, String)>,
+    /// Only those that have (or lack) a canonical event linked to them.
+    pub linked: Option<Link>,
     /// At most this many.
     pub limit: u64,
+}
+
+/// A canonical event `event` whose argument `field` equals the same argument of the row: a
+/// receipt's acknowledgement, a record's revocation.
+#[derive(Clone, Copy, Debug)]
+pub struct Link {
+    /// Whether the row must have such an event (or must not).
+    pub present: bool,
+    /// The linked event's name.
+    pub event: &'static str,
+    /// The argument both carry.
+    pub field: &'static str,
 }
 
 /// The indexer's database.
@@ -221,6 +235,36 @@ impl Store {
         Ok(orphaned)
     }
 
+    /// Canonical `ProvenanceRecorded` events that name `record_id` among their parents.
+    pub async fn provenance_children(&self, record_id: &str) -> Result<Vec<LogRow>, StoreError> {
+        let contains = match self.backend {
+            Backend::Sqlite => {
+                "EXISTS (SELECT 1 FROM json_each(args, '$.parents') p WHERE p.value = $1)"
+            }
+            Backend::Postgres => "(args::jsonb -> 'parents') ? $1",
+        };
+        let sql = format!(
+            "SELECT {LOG_COLUMNS} FROM logs WHERE event = 'ProvenanceRecorded' AND canonical = 1 \
+             AND {contains} ORDER BY block_number, log_index"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(record_id)
+            .fetch_all(&self.read)
+            .await?;
+        rows.iter().map(log_row).collect()
+    }
+
+    /// The SQL for decoded argument `name` of the row of `table` (its alias).
+    fn json_arg(&self, table: &str, name: &str) -> Result<String, StoreError> {
+        if !name.chars().all(|c| c.is_ascii_alphabetic()) {
+            return Err(StoreError::Corrupt(format!("argument name {name:?}")));
+        }
+        Ok(match self.backend {
+            Backend::Sqlite => format!("json_extract({table}.args, '$.{name}')"),
+            Backend::Postgres => format!("({table}.args::json ->> '{name}')"),
+        })
+    }
+
     /// Logs in chain order (block number, log index), as `filter` says.
     pub async fn logs(&self, filter: &LogFilter) -> Result<Vec<LogRow>, StoreError> {
         let mut sql = format!("SELECT {LOG_COLUMNS} FROM logs WHERE 1 = 1");
@@ -244,15 +288,21 @@ impl Store {
         if filter.to_block.is_some() {
             sql.push_str(&format!(" AND block_number <= {}", next()));
         }
-        if let Some((name, _)) = &filter.arg {
-            if !name.chars().all(|c| c.is_ascii_alphabetic()) {
-                return Err(StoreError::Corrupt(format!("argument name {name:?}")));
-            }
-            let value = next();
-            sql.push_str(&match self.backend {
-                Backend::Sqlite => format!(" AND json_extract(args, '$.{name}') = {value}"),
-                Backend::Postgres => format!(" AND (args::json ->> '{name}') = {value}"),
-            });
+        for (name, _) in &filter.args {
+            let arg = self.json_arg("logs", name)?;
+            sql.push_str(&format!(" AND {arg} = {}", next()));
+        }
+        if let Some(link) = &filter.linked {
+            let (theirs, ours) = (
+                self.json_arg("l", link.field)?,
+                self.json_arg("logs", link.field)?,
+            );
+            sql.push_str(&format!(
+                " AND {}EXISTS (SELECT 1 FROM logs l WHERE l.event = '{}' AND l.canonical = 1 \
+                 AND {theirs} = {ours})",
+                if link.present { "" } else { "NOT " },
+                link.event.replace('\'', "")
+            ));
         }
         if filter.after.is_some() {
             let (b, b2, i) = (next(), next(), next());
@@ -277,7 +327,7 @@ impl Store {
         if let Some(b) = filter.to_block {
             q = q.bind(b as i64);
         }
-        if let Some((_, value)) = &filter.arg {
+        for (_, value) in &filter.args {
             q = q.bind(value);
         }
         if let Some((b, i)) = filter.after {

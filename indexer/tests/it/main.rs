@@ -258,6 +258,82 @@ async fn indexes_the_demo_story(db: Db) {
     let (status, _) = get(&indexer, "/v1/sessions/12345").await;
     assert_eq!(status, 404);
 
+    // Receipts and provenance, with acknowledgements, revocations and lineage.
+    let (_, r) = get(&indexer, &format!("/v1/receipts?session={hex}")).await;
+    let receipts = r["receipts"].as_array().unwrap();
+    assert_eq!(receipts.len(), 4, "{r}");
+    let (_, acked) = get(&indexer, "/v1/receipts?acknowledged=true").await;
+    let (_, unacked) = get(&indexer, "/v1/receipts?acknowledged=false").await;
+    assert_eq!(acked["receipts"].as_array().unwrap().len(), 1, "{acked}");
+    assert_eq!(unacked["receipts"].as_array().unwrap().len(), 3);
+    let first = &acked["receipts"][0];
+    let (status, one) = get(
+        &indexer,
+        &format!("/v1/receipts/{}", first["receiptId"].as_str().unwrap()),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(one["acknowledged"], true);
+    assert!(one["acknowledgement"]["responseHash"].is_string(), "{one}");
+    let payee = first["payee"].as_str().unwrap();
+    let (_, by_payee) = get(&indexer, &format!("/v1/receipts?payee={payee}")).await;
+    assert!(by_payee["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["payee"] == payee));
+    let (_, p) = get(&indexer, &format!("/v1/provenance?session={hex}")).await;
+    let records = p["records"].as_array().unwrap();
+    assert_eq!(records.len(), 2, "{p}");
+    let (parent, child) = (
+        records[0]["recordId"].as_str().unwrap().to_owned(),
+        records[1]["recordId"].as_str().unwrap().to_owned(),
+    );
+    assert_eq!(records[1]["parents"], json!([parent.clone()]));
+    let (_, l) = get(&indexer, &format!("/v1/provenance/{child}/lineage")).await;
+    assert_eq!(l["lineageValid"], true, "{l}");
+    assert_eq!(l["ancestors"][0]["recordId"], parent.as_str());
+    let (_, l) = get(&indexer, &format!("/v1/provenance/{parent}/lineage")).await;
+    assert_eq!(l["descendants"][0]["recordId"], child.as_str(), "{l}");
+    // The owner revokes the parent: the child stays valid on its own, its lineage does not.
+    let owner = Actors::fresh(dev_key(0), &db.url()).owner;
+    let mut funder = bursar_client::Sender::new(&client, dev_key(3))
+        .await
+        .unwrap();
+    funder
+        .send(
+            &client,
+            Some(owner.address()),
+            Vec::new(),
+            U256::from(10u64).pow(U256::from(18)),
+        )
+        .await
+        .unwrap();
+    let receipts_registry = record.address(Contract::ReceiptRegistry.key()).unwrap();
+    bursar_client::Sender::new(&client, owner)
+        .await
+        .unwrap()
+        .transact(
+            &client,
+            receipts_registry,
+            &bursar_bindings::receipts::IReceiptRegistry::revokeProvenanceCall {
+                recordId: parent.parse().unwrap(),
+                reason: B256::repeat_byte(7),
+            },
+        )
+        .await
+        .unwrap();
+    synced(&indexer, &client).await;
+    let (_, revoked) = get(&indexer, &format!("/v1/provenance/{parent}")).await;
+    assert_eq!(revoked["valid"], false, "{revoked}");
+    assert!(revoked["revocation"]["by"].is_string());
+    let (_, c) = get(&indexer, &format!("/v1/provenance/{child}")).await;
+    assert_eq!(c["valid"], true);
+    let (_, l) = get(&indexer, &format!("/v1/provenance/{child}/lineage")).await;
+    assert_eq!(l["lineageValid"], false, "{l}");
+    let (status, _) = get(&indexer, "/v1/provenance/999").await;
+    assert_eq!(status, 404);
+
     for (path, parameter) in [
         ("/v1/events?limit=0", "limit"),
         ("/v1/events?fromBlock=-1", "fromBlock"),
@@ -268,6 +344,9 @@ async fn indexes_the_demo_story(db: Db) {
         ("/v1/sessions/banana/timeline", "id"),
         ("/v1/sessions/1?asOfBlock=x", "asOfBlock"),
         ("/v1/sessions?owner=0x12", "owner"),
+        ("/v1/receipts?acknowledged=maybe", "acknowledged"),
+        ("/v1/receipts?purpose=0x12", "purpose"),
+        ("/v1/provenance/1/lineage?depth=0", "depth"),
     ] {
         let (status, e) = get(&indexer, path).await;
         assert_eq!(status, 400, "{path}: {e}");
@@ -290,7 +369,18 @@ async fn indexes_the_demo_story(db: Db) {
             .parse()
             .unwrap()
     };
-    assert_eq!(metric("bursar_indexer_events_total"), stored.len() as u64);
+    let now_stored = indexer
+        .store
+        .logs(&LogFilter {
+            limit: u64::MAX,
+            ..LogFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        metric("bursar_indexer_events_total"),
+        now_stored.len() as u64
+    );
     assert_eq!(metric("bursar_indexer_undecoded_events_total"), 0);
     assert_eq!(metric("bursar_indexer_head_lag_blocks"), 0);
     assert_eq!(

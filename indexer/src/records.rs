@@ -1,0 +1,144 @@
+//! Receipts and provenance records, as their events tell them: a receipt with its
+//! acknowledgement, a record with its revocation, and a record's lineage — its ancestors and
+//! descendants, with `lineageValid` false when the record or any ancestor is revoked (the
+//! contract's `isValid` looks at one record only).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use serde_json::{json, Value};
+
+use crate::store::{LogFilter, LogRow, Store, StoreError};
+
+/// The canonical event `event` whose argument `field` is `id`, if any.
+async fn one(
+    store: &Store,
+    event: &str,
+    field: &str,
+    id: &str,
+) -> Result<Option<LogRow>, StoreError> {
+    Ok(store
+        .logs(&LogFilter {
+            event: Some(event.into()),
+            args: vec![(field.into(), id.into())],
+            limit: 1,
+            ..LogFilter::default()
+        })
+        .await?
+        .into_iter()
+        .next())
+}
+
+fn chain(r: &LogRow) -> Value {
+    json!({
+        "blockNumber": r.block_number,
+        "blockHash": r.block_hash,
+        "blockTimestamp": r.block_timestamp,
+        "txHash": r.tx_hash,
+        "logIndex": r.log_index,
+    })
+}
+
+fn arg<'a>(r: &'a LogRow, name: &str) -> Option<&'a str> {
+    r.args.as_ref()?.get(name)?.as_str()
+}
+
+/// Receipt `recorded` (its `ReceiptRecorded`) with its acknowledgement.
+pub async fn receipt(store: &Store, recorded: &LogRow) -> Result<Value, StoreError> {
+    let id = arg(recorded, "receiptId").unwrap_or_default();
+    let ack = one(store, "ReceiptAcknowledged", "receiptId", id).await?;
+    let mut v = recorded.args.clone().unwrap_or(Value::Null);
+    v["recorded"] = chain(recorded);
+    v["acknowledged"] = json!(ack.is_some());
+    v["acknowledgement"] = ack.map_or(
+        Value::Null,
+        |a| json!({ "responseHash": arg(&a, "responseHash"), "at": chain(&a) }),
+    );
+    Ok(v)
+}
+
+/// Receipt `id` (decimal), if recorded.
+pub async fn receipt_by_id(store: &Store, id: &str) -> Result<Option<Value>, StoreError> {
+    match one(store, "ReceiptRecorded", "receiptId", id).await? {
+        Some(r) => Ok(Some(receipt(store, &r).await?)),
+        None => Ok(None),
+    }
+}
+
+/// Record `recorded` (its `ProvenanceRecorded`) with its revocation and validity.
+pub async fn record(store: &Store, recorded: &LogRow) -> Result<Value, StoreError> {
+    let id = arg(recorded, "recordId").unwrap_or_default();
+    let revoked = one(store, "ProvenanceRevoked", "recordId", id).await?;
+    let mut v = recorded.args.clone().unwrap_or(Value::Null);
+    v["recorded"] = chain(recorded);
+    v["valid"] = json!(revoked.is_none());
+    v["revocation"] = revoked.map_or(
+        Value::Null,
+        |r| json!({ "by": arg(&r, "by"), "reason": arg(&r, "reason"), "at": chain(&r) }),
+    );
+    Ok(v)
+}
+
+/// Record `id` (decimal), if recorded.
+pub async fn record_by_id(store: &Store, id: &str) -> Result<Option<Value>, StoreError> {
+    match one(store, "ProvenanceRecorded", "recordId", id).await? {
+        Some(r) => Ok(Some(record(store, &r).await?)),
+        None => Ok(None),
+    }
+}
+
+/// Record `id`'s lineage up to `depth` generations each way; `None` for an unknown record.
+pub async fn lineage(store: &Store, id: &str, depth: u32) -> Result<Option<Value>, StoreError> {
+    let Some(root) = record_by_id(store, id).await? else {
+        return Ok(None);
+    };
+    // Ancestors, breadth first, each once.
+    let mut ancestors: BTreeMap<String, (u32, Value)> = BTreeMap::new();
+    let mut queue: VecDeque<(Value, u32)> = VecDeque::from([(root.clone(), 0)]);
+    let mut lineage_valid = root["valid"] == true;
+    while let Some((r, d)) = queue.pop_front() {
+        if d == depth {
+            continue;
+        }
+        for parent in r["parents"].as_array().into_iter().flatten() {
+            let Some(p) = parent.as_str() else { continue };
+            if ancestors.contains_key(p) {
+                continue;
+            }
+            let Some(found) = record_by_id(store, p).await? else {
+                continue;
+            };
+            lineage_valid &= found["valid"] == true;
+            ancestors.insert(p.to_owned(), (d + 1, found.clone()));
+            queue.push_back((found, d + 1));
+        }
+    }
+    // Descendants: records naming one of ours among their parents.
+    let mut descendants: Vec<(u32, Value)> = Vec::new();
+    let mut seen: BTreeSet<String> = BTreeSet::from([id.to_owned()]);
+    let mut frontier = vec![id.to_owned()];
+    for d in 1..=depth {
+        let mut next = Vec::new();
+        for parent in &frontier {
+            for child in store.provenance_children(parent).await? {
+                let Some(cid) = arg(&child, "recordId").map(str::to_owned) else {
+                    continue;
+                };
+                if seen.insert(cid.clone()) {
+                    descendants.push((d, record(store, &child).await?));
+                    next.push(cid);
+                }
+            }
+        }
+        frontier = next;
+    }
+    let with_depth = |(d, mut v): (u32, Value)| {
+        v["depth"] = json!(d);
+        v
+    };
+    Ok(Some(json!({
+        "record": root,
+        "lineageValid": lineage_valid,
+        "ancestors": ancestors.into_values().map(with_depth).collect::<Vec<_>>(),
+        "descendants": descendants.into_iter().map(with_depth).collect::<Vec<_>>(),
+    })))
+}
