@@ -36,6 +36,7 @@ pub fn router(state: State) -> Router {
         .route("/v1/sessions", get(sessions))
         .route("/v1/sessions/{id}", get(session))
         .route("/v1/sessions/{id}/timeline", get(timeline))
+        .route("/v1/spend", get(spend))
         .route("/v1/receipts", get(receipts))
         .route("/v1/receipts/{id}", get(receipt))
         .route("/v1/provenance", get(provenance))
@@ -252,6 +253,51 @@ fn hash_arg(
         .transpose()
 }
 
+/// `GET /v1/spend`: executed payments summed. `groupBy` (comma-separated: session, owner,
+/// counterparty, token, hour, day; none: one total); filters `session`, `owner`,
+/// `counterparty`, `token`, `fromBlock`, `toBlock`, `fromTime`, `toTime` (unix seconds).
+async fn spend(
+    axum::extract::State(s): axum::extract::State<State>,
+    Query(mut q): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let groups = match q.remove("groupBy") {
+        None => Vec::new(),
+        Some(g) => g
+            .split(',')
+            .filter(|w| !w.is_empty())
+            .map(|w| {
+                crate::spend::Group::parse(w).ok_or_else(|| {
+                    bad(
+                        "groupBy",
+                        "want session, owner, counterparty, token, hour or day",
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    let owner = address_arg(&mut q, "owner")?.map(|(_, a)| a);
+    let token = address_arg(&mut q, "token")?.map(|(_, a)| a);
+    let counterparty = address_arg(&mut q, "counterparty")?.map(|(_, a)| ("to".to_owned(), a));
+    let time = |q: &mut HashMap<String, String>, name: &str| -> Result<Option<u64>, ApiError> {
+        q.remove(name)
+            .map(|v| v.parse().map_err(|_| bad(name, "want unix seconds")))
+            .transpose()
+    };
+    let (from_time, to_time) = (time(&mut q, "fromTime")?, time(&mut q, "toTime")?);
+    if let Some(paging) = ["cursor", "limit", "event", "includeOrphaned"]
+        .iter()
+        .find(|k| q.contains_key(**k))
+    {
+        return Err(bad(paging, "unknown parameter"));
+    }
+    let mut logs = filter(&q, None)?;
+    logs.args = counterparty.into_iter().collect();
+    logs.from_time = from_time;
+    logs.to_time = to_time;
+    let filter = crate::spend::SpendFilter { logs, owner, token };
+    Ok(Json(crate::spend::spend(&s.store, &groups, &filter).await?))
+}
+
 /// `GET /v1/receipts`: receipts in the order they were recorded. Filters: `payer`, `payee`,
 /// `session`, `purpose`, `acknowledged` (true/false), and the paging of `/v1/events`.
 async fn receipts(
@@ -456,6 +502,8 @@ fn filter(q: &HashMap<String, String>, session: Option<String>) -> Result<LogFil
         limit,
         args: Vec::new(),
         linked: None,
+        from_time: None,
+        to_time: None,
     })
 }
 

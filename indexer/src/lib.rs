@@ -6,6 +6,7 @@
 //! * [`follower`] — backfill in adaptive ranges, then block by block with reorg detection.
 //! * [`decode`] — events decoded through the bindings.
 //! * [`projections`] — sessions' state by the wallet's rules, folded from their events.
+//! * [`spend`] — payments summed by session, owner, counterparty, token and time bucket.
 //! * [`records`] — receipts and provenance records, with acknowledgements, revocations and
 //!   lineage.
 //! * [`store`] — the only place with SQL.
@@ -18,6 +19,7 @@ pub mod follower;
 pub mod metrics;
 pub mod projections;
 pub mod records;
+pub mod spend;
 pub mod store;
 
 use std::net::SocketAddr;

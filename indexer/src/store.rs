@@ -86,6 +86,10 @@ pub struct LogFilter {
     pub from_block: Option<u64>,
     /// Up to this block.
     pub to_block: Option<u64>,
+    /// From this block time on (unix seconds).
+    pub from_time: Option<u64>,
+    /// Up to this block time.
+    pub to_time: Option<u64>,
     /// Orphaned ones too.
     pub include_orphaned: bool,
     /// After this `(block number, log index)` (a page's cursor).
@@ -288,6 +292,12 @@ impl Store {
         if filter.to_block.is_some() {
             sql.push_str(&format!(" AND block_number <= {}", next()));
         }
+        if filter.from_time.is_some() {
+            sql.push_str(&format!(" AND block_timestamp >= {}", next()));
+        }
+        if filter.to_time.is_some() {
+            sql.push_str(&format!(" AND block_timestamp <= {}", next()));
+        }
         for (name, _) in &filter.args {
             let arg = self.json_arg("logs", name)?;
             sql.push_str(&format!(" AND {arg} = {}", next()));
@@ -326,6 +336,9 @@ impl Store {
         }
         if let Some(b) = filter.to_block {
             q = q.bind(b as i64);
+        }
+        for t in [filter.from_time, filter.to_time].into_iter().flatten() {
+            q = q.bind(t as i64);
         }
         for (_, value) in &filter.args {
             q = q.bind(value);

@@ -258,6 +258,33 @@ async fn indexes_the_demo_story(db: Db) {
     let (status, _) = get(&indexer, "/v1/sessions/12345").await;
     assert_eq!(status, 404);
 
+    // Spend: the story paid 12 + 18 to one vendor and 15 + 21 to the other.
+    let (_, total) = get(&indexer, &format!("/v1/spend?session={hex}")).await;
+    assert_eq!(
+        total["groups"],
+        json!([{ "total": "66000000", "payments": 4 }]),
+        "{total}"
+    );
+    let (_, by) = get(&indexer, "/v1/spend?groupBy=counterparty,day").await;
+    let mut totals: Vec<&str> = by["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["total"].as_str().unwrap())
+        .collect();
+    totals.sort();
+    assert_eq!(totals, ["30000000", "36000000"], "{by}");
+    let vendor = by["groups"][0]["counterparty"].as_str().unwrap().to_owned();
+    let (_, one) = get(
+        &indexer,
+        &format!("/v1/spend?counterparty={vendor}&groupBy=owner"),
+    )
+    .await;
+    assert_eq!(one["groups"].as_array().unwrap().len(), 1, "{one}");
+    assert_eq!(one["groups"][0]["total"], by["groups"][0]["total"]);
+    let (_, none) = get(&indexer, "/v1/spend?fromTime=1&toTime=2").await;
+    assert_eq!(none["groups"], json!([]));
+
     // Receipts and provenance, with acknowledgements, revocations and lineage.
     let (_, r) = get(&indexer, &format!("/v1/receipts?session={hex}")).await;
     let receipts = r["receipts"].as_array().unwrap();
@@ -345,6 +372,8 @@ async fn indexes_the_demo_story(db: Db) {
         ("/v1/sessions/1?asOfBlock=x", "asOfBlock"),
         ("/v1/sessions?owner=0x12", "owner"),
         ("/v1/receipts?acknowledged=maybe", "acknowledged"),
+        ("/v1/spend?groupBy=colour", "groupBy"),
+        ("/v1/spend?fromTime=soon", "fromTime"),
         ("/v1/receipts?purpose=0x12", "purpose"),
         ("/v1/provenance/1/lineage?depth=0", "depth"),
     ] {
