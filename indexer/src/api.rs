@@ -32,6 +32,10 @@ pub fn router(state: State) -> Router {
     Router::new()
         .route("/health", get(health))
         .route("/metrics", get(metrics))
+        .route(
+            "/openapi.json",
+            get(|| async { Json(crate::openapi::document()) }),
+        )
         .route("/v1/events", get(events))
         .route("/v1/sessions", get(sessions))
         .route("/v1/sessions/{id}", get(session))

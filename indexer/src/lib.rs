@@ -12,11 +12,13 @@
 //! * [`store`] — the only place with SQL.
 //! * [`api`] — the HTTP API.
 //! * [`metrics`] — Prometheus metrics.
+//! * [`openapi`] — the API's OpenAPI document.
 
 pub mod api;
 pub mod decode;
 pub mod follower;
 pub mod metrics;
+pub mod openapi;
 pub mod projections;
 pub mod records;
 pub mod spend;

@@ -361,6 +361,18 @@ async fn indexes_the_demo_story(db: Db) {
     let (status, _) = get(&indexer, "/v1/provenance/999").await;
     assert_eq!(status, 404);
 
+    // Every documented path answers (with an id that exists where it takes one).
+    let (status, doc) = get(&indexer, "/openapi.json").await;
+    assert_eq!(status, 200);
+    assert_eq!(doc["openapi"], "3.1.0");
+    for path in doc["paths"].as_object().unwrap().keys() {
+        let concrete = path.replace("{id}", if path.contains("sessions") { &hex } else { "1" });
+        let r = reqwest12::get(format!("http://{}{concrete}", indexer.addr))
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200, "{path}");
+    }
+
     for (path, parameter) in [
         ("/v1/events?limit=0", "limit"),
         ("/v1/events?fromBlock=-1", "fromBlock"),

@@ -1,0 +1,107 @@
+//! The OpenAPI 3.1 document served at `/openapi.json`. A test asks every documented path of a
+//! running indexer, so a route cannot be documented without existing.
+
+use serde_json::{json, Value};
+
+fn query(name: &str, description: &str) -> Value {
+    json!({ "name": name, "in": "query", "required": false, "schema": { "type": "string" }, "description": description })
+}
+
+fn path_id(description: &str) -> Value {
+    json!({ "name": "id", "in": "path", "required": true, "schema": { "type": "string" }, "description": description })
+}
+
+fn get(summary: &str, parameters: Vec<Value>, schema: &str) -> Value {
+    json!({ "get": {
+        "summary": summary,
+        "parameters": parameters,
+        "responses": {
+            "200": { "description": "OK", "content": { "application/json": { "schema": { "$ref": format!("#/components/schemas/{schema}") } } } },
+            "400": { "description": "A bad query parameter (`invalid_parameter`, named in `details.parameter`).", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
+            "404": { "description": "Nothing with this id.", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
+            "503": { "description": "The database or the node is unavailable; retry.", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
+        },
+    }})
+}
+
+fn paging() -> Vec<Value> {
+    vec![
+        query("fromBlock", "From this block on."),
+        query("toBlock", "Up to this block."),
+        query(
+            "includeOrphaned",
+            "`true`: rows a reorg orphaned too (with `orphanedBy`).",
+        ),
+        query("cursor", "`nextCursor` of the previous page."),
+        query("limit", "1 to 1000 (default 100)."),
+    ]
+}
+
+fn with(mut first: Vec<Value>, rest: Vec<Value>) -> Vec<Value> {
+    first.extend(rest);
+    first
+}
+
+/// The document.
+pub fn document() -> Value {
+    let object = json!({ "type": "object" });
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Bursar indexer",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Every event of the Bursar contracts, reorg-safe, for audits. Amounts are decimal strings in base units, addresses EIP-55; every event carries its chain fields (block number, hash and time, transaction hash, log index) and `canonical`; errors are `{code, message, details}`.",
+        },
+        "paths": {
+            "/health": get("Chain id, last block indexed and head lag.", vec![], "Object"),
+            "/metrics": { "get": { "summary": "Prometheus metrics (text).", "responses": { "200": { "description": "OK", "content": { "text/plain": {} } } } } },
+            "/openapi.json": get("This document.", vec![], "Object"),
+            "/v1/events": get("Logs in chain order, decoded.", with(vec![
+                query("session", "A session id (decimal or 0x-hex)."),
+                query("event", "An event name (`PaymentExecuted`)."),
+            ], paging()), "Events"),
+            "/v1/sessions": get("Sessions in the order they opened, with their terms.", with(vec![
+                query("owner", "An address."), query("sessionKey", "An address."), query("token", "An address."),
+            ], paging()), "Sessions"),
+            "/v1/sessions/{id}": get("A session's terms and state by the wallet's rules.", vec![
+                path_id("The session id."), query("asOfBlock", "The state as of this block."),
+            ], "Session"),
+            "/v1/sessions/{id}/timeline": get("Every event of the session, in order (receipts, provenance, acknowledgements and revocations included).", with(vec![path_id("The session id.")], paging()), "Events"),
+            "/v1/spend": get("Executed payments summed.", vec![
+                query("groupBy", "Comma-separated: session, owner, counterparty, token, hour, day."),
+                query("session", "A session id."), query("owner", "An address."),
+                query("counterparty", "An address."), query("token", "An address."),
+                query("fromBlock", "From this block on."), query("toBlock", "Up to this block."),
+                query("fromTime", "From this block time on (unix seconds)."), query("toTime", "Up to this block time."),
+            ], "Spend"),
+            "/v1/receipts": get("Receipts in the order they were recorded, with their acknowledgements.", with(vec![
+                query("payer", "An address."), query("payee", "An address."), query("session", "A session id."),
+                query("purpose", "0x + 64 hex."), query("acknowledged", "`true` or `false`."),
+            ], paging()), "Receipts"),
+            "/v1/receipts/{id}": get("A receipt and its acknowledgement.", vec![path_id("The receipt id.")], "Object"),
+            "/v1/provenance": get("Provenance records with their validity.", with(vec![
+                query("subject", "0x + 64 hex."), query("attester", "An address."), query("session", "A session id."),
+            ], paging()), "Records"),
+            "/v1/provenance/{id}": get("A record, its revocation and `valid`.", vec![path_id("The record id.")], "Object"),
+            "/v1/provenance/{id}/lineage": get("Ancestors and descendants; `lineageValid` is false when the record or an ancestor is revoked.", vec![
+                path_id("The record id."), query("depth", "Generations each way, 1 to 64 (default 8)."),
+            ], "Object"),
+        },
+        "components": { "schemas": {
+            "Object": object,
+            "Error": { "type": "object", "required": ["code", "message", "details"], "properties": {
+                "code": { "type": "string" }, "message": { "type": "string" }, "details": { "type": "object" } } },
+            "Events": { "type": "object", "properties": { "events": { "type": "array", "items": { "type": "object" } }, "nextCursor": { "type": ["string", "null"] } } },
+            "Sessions": { "type": "object", "properties": { "sessions": { "type": "array", "items": { "type": "object" } }, "nextCursor": { "type": ["string", "null"] } } },
+            "Session": { "type": "object", "properties": {
+                "sessionId": { "type": "string" }, "terms": { "type": "object" },
+                "status": { "enum": ["active", "revoked", "closed"] }, "deposit": { "type": "string" },
+                "spent": { "type": "string" }, "reserved": { "type": "string" }, "remainingDeposit": { "type": "string" },
+                "refunded": { "type": ["string", "null"] }, "period": { "type": ["object", "null"] },
+                "leaseExpiresAt": { "type": ["integer", "null"] }, "pending": { "type": "array" }, "asOf": { "type": "object" } } },
+            "Spend": { "type": "object", "properties": { "groupBy": { "type": "array" }, "groups": { "type": "array", "items": { "type": "object" } } } },
+            "Receipts": { "type": "object", "properties": { "receipts": { "type": "array", "items": { "type": "object" } }, "nextCursor": { "type": ["string", "null"] } } },
+            "Records": { "type": "object", "properties": { "records": { "type": "array", "items": { "type": "object" } }, "nextCursor": { "type": ["string", "null"] } } },
+        } },
+    })
+}
