@@ -40,6 +40,7 @@ pub fn router(state: State) -> Router {
         .route("/v1/sessions", get(sessions))
         .route("/v1/sessions/{id}", get(session))
         .route("/v1/sessions/{id}/timeline", get(timeline))
+        .route("/v1/sessions/{id}/export", get(export))
         .route("/v1/spend", get(spend))
         .route("/v1/receipts", get(receipts))
         .route("/v1/receipts/{id}", get(receipt))
@@ -255,6 +256,66 @@ fn hash_arg(
             Ok((name.to_owned(), h.to_string()))
         })
         .transpose()
+}
+
+/// `GET /v1/sessions/{id}/export?format=ndjson|csv`: the session's timeline as a hash-chained
+/// audit export with a final manifest (see [`crate::audit`]).
+async fn export(
+    axum::extract::State(s): axum::extract::State<State>,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let id = id_of(&id, "id")?;
+    if let Some(unknown) = q.keys().find(|k| *k != "format") {
+        return Err(bad(unknown, "unknown parameter"));
+    }
+    let csv = match q.get("format").map(String::as_str) {
+        None | Some("ndjson") => false,
+        Some("csv") => true,
+        Some(_) => return Err(bad("format", "want ndjson or csv")),
+    };
+    let Some((head, head_hash)) = s.store.checkpoint().await? else {
+        return Err(ApiError::NotFound);
+    };
+    let rows = s
+        .store
+        .logs(&LogFilter {
+            session_id: Some(id.clone()),
+            to_block: Some(head),
+            limit: u64::MAX,
+            ..LogFilter::default()
+        })
+        .await?;
+    if rows.is_empty() {
+        return Err(ApiError::NotFound);
+    }
+    let (rows, manifest) = crate::audit::export(&id, s.chain_id, &rows, (head, &head_hash));
+    let mut body = String::new();
+    if csv {
+        body.push_str(crate::audit::CSV_HEADER);
+        body.push('\n');
+        for r in &rows {
+            body.push_str(&crate::audit::csv_line(r));
+            body.push('\n');
+        }
+    } else {
+        for r in &rows {
+            body.push_str(&serde_json::to_string(r).unwrap_or_default());
+            body.push('\n');
+        }
+    }
+    let manifest = json!({ "manifest": manifest });
+    if csv {
+        body.push_str(&format!("# {manifest}\n"));
+    } else {
+        body.push_str(&format!("{manifest}\n"));
+    }
+    let kind = if csv {
+        "text/csv"
+    } else {
+        "application/x-ndjson"
+    };
+    Ok(([(axum::http::header::CONTENT_TYPE, kind)], body).into_response())
 }
 
 /// `GET /v1/spend`: executed payments summed. `groupBy` (comma-separated: session, owner,

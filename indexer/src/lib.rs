@@ -11,10 +11,12 @@
 //!   lineage.
 //! * [`store`] — the only place with SQL.
 //! * [`api`] — the HTTP API.
+//! * [`audit`] — hash-chained audit exports and their verification against the chain.
 //! * [`metrics`] — Prometheus metrics.
 //! * [`openapi`] — the API's OpenAPI document.
 
 pub mod api;
+pub mod audit;
 pub mod decode;
 pub mod follower;
 pub mod metrics;

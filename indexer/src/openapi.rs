@@ -67,6 +67,11 @@ pub fn document() -> Value {
                 path_id("The session id."), query("asOfBlock", "The state as of this block."),
             ], "Session"),
             "/v1/sessions/{id}/timeline": get("Every event of the session, in order (receipts, provenance, acknowledgements and revocations included).", with(vec![path_id("The session id.")], paging()), "Events"),
+            "/v1/sessions/{id}/export": { "get": {
+                "summary": "The session's timeline as a hash-chained audit export (NDJSON rows with prevHash and hash, then a manifest line; or CSV). `bursar audit verify` re-checks it against a node.",
+                "parameters": [path_id("The session id."), query("format", "`ndjson` (default) or `csv`.")],
+                "responses": { "200": { "description": "OK", "content": { "application/x-ndjson": {}, "text/csv": {} } } },
+            } },
             "/v1/spend": get("Executed payments summed.", vec![
                 query("groupBy", "Comma-separated: session, owner, counterparty, token, hour, day."),
                 query("session", "A session id."), query("owner", "An address."),

@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod audit;
 mod demo;
 mod deploy;
 mod devnet;
@@ -27,6 +28,8 @@ enum Command {
     Relayer(relayer::RelayerArgs),
     /// Run the indexer: follow the contracts' events into SQL and serve audit queries.
     Indexer(indexer::IndexerArgs),
+    /// Export a session's hash-chained audit trail, or verify an export against the chain.
+    Audit(audit::AuditArgs),
 }
 
 // The devnet instantiates programs with fresh memory many times per transaction (see
@@ -88,6 +91,7 @@ fn main() -> std::process::ExitCode {
         Command::Demo(args) => demo::run(args),
         Command::Relayer(args) => relayer::run(args),
         Command::Indexer(args) => indexer::run(args),
+        Command::Audit(args) => audit::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -361,6 +361,66 @@ async fn indexes_the_demo_story(db: Db) {
     let (status, _) = get(&indexer, "/v1/provenance/999").await;
     assert_eq!(status, 404);
 
+    // An audit export verifies against the chain; a deleted, altered or reordered row does not.
+    let text = reqwest12::get(format!("http://{}/v1/sessions/{hex}/export", indexer.addr))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let verified = bursar_indexer::audit::verify(&client, &text).await.unwrap();
+    assert_eq!(verified.rows as usize, text.lines().count() - 1);
+    let lines: Vec<&str> = text.lines().collect();
+    let (rows, manifest) = lines.split_at(lines.len() - 1);
+    let again = |rows: Vec<String>| {
+        let mut t = rows.join("\n");
+        t.push('\n');
+        t.push_str(manifest[0]);
+        t
+    };
+    let owned: Vec<String> = rows.iter().map(|r| r.to_string()).collect();
+    let mut deleted = owned.clone();
+    deleted.remove(3);
+    let e = bursar_indexer::audit::verify(&client, &again(deleted))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().starts_with("row 4:"), "{e}");
+    let mut altered = owned.clone();
+    altered[5] = altered[5].replace("\"amount\":\"", "\"amount\":\"9");
+    assert_ne!(altered[5], owned[5], "row 5 has an amount");
+    let e = bursar_indexer::audit::verify(&client, &again(altered))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().starts_with("row 5:"), "{e}");
+    let mut reordered = owned.clone();
+    reordered.swap(1, 2);
+    let e = bursar_indexer::audit::verify(&client, &again(reordered))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().starts_with("row 2:"), "{e}");
+    let mut cut = owned.clone();
+    cut.pop();
+    assert!(bursar_indexer::audit::verify(&client, &again(cut))
+        .await
+        .is_err());
+    assert!(
+        bursar_indexer::audit::verify(&client, &owned.join("\n"))
+            .await
+            .is_err(),
+        "no manifest"
+    );
+    let csv = reqwest12::get(format!(
+        "http://{}/v1/sessions/{hex}/export?format=csv",
+        indexer.addr
+    ))
+    .await
+    .unwrap()
+    .text()
+    .await
+    .unwrap();
+    assert!(csv.starts_with(bursar_indexer::audit::CSV_HEADER));
+    assert_eq!(csv.lines().count(), lines.len() + 1);
+
     // Every documented path answers (with an id that exists where it takes one).
     let (status, doc) = get(&indexer, "/openapi.json").await;
     assert_eq!(status, 200);
@@ -385,6 +445,7 @@ async fn indexes_the_demo_story(db: Db) {
         ("/v1/sessions?owner=0x12", "owner"),
         ("/v1/receipts?acknowledged=maybe", "acknowledged"),
         ("/v1/spend?groupBy=colour", "groupBy"),
+        ("/v1/sessions/1/export?format=xml", "format"),
         ("/v1/spend?fromTime=soon", "fromTime"),
         ("/v1/receipts?purpose=0x12", "purpose"),
         ("/v1/provenance/1/lineage?depth=0", "depth"),
