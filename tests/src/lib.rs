@@ -2,6 +2,8 @@
 //! once per test run if missing), and a deployment through `bursar_deploy` — the code behind
 //! `bursar deploy`.
 
+pub mod db;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -172,4 +174,43 @@ pub async fn anvil(args: &[&str]) -> Anvil {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     anvil
+}
+
+/// Runs the ignored test `test` of this test binary as a child process, with `env` set (the
+/// child test returns at once without it) and its stderr to `stderr`, and waits until it prints
+/// `LISTENING <addr>`; answers the child and the address. The child's further output is
+/// drained so it never blocks on a full pipe. For tests that `kill -9` a service.
+pub fn spawn_listening_child(
+    test: &str,
+    env: (&str, String),
+    stderr: std::process::Stdio,
+) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(std::env::current_exe().expect("the test binary"))
+        .args([
+            "--ignored",
+            "--exact",
+            test,
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(env.0, env.1)
+        .stdout(std::process::Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .expect("spawn the child test");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("the child exited before listening")
+            .expect("the child's output");
+        // libtest prints "test <name> ... " before the test's own output, on the same line.
+        if let Some((_, addr)) = line.split_once("LISTENING ") {
+            break addr.to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (child, addr)
 }

@@ -2,8 +2,7 @@
 //! database ends equal to an uninterrupted run's (every log, canonical or orphaned, and the
 //! checkpoint), because each batch is one database transaction.
 
-use std::io::BufRead;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
 use super::*;
 
@@ -49,28 +48,11 @@ fn indexer_child() {
 
 /// Starts the child and waits until it serves (so it has connected and begun).
 fn spawn(cfg: &Value) -> Child {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "crash::indexer_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, cfg.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    loop {
-        let line = lines.next().expect("the child indexer exited").unwrap();
-        // libtest prints "test … ... " before the test's own output, on the same line.
-        if line.contains("LISTENING ") {
-            break;
-        }
-    }
-    std::thread::spawn(move || for _ in lines {});
+    let (child, _) = bursar_e2e::spawn_listening_child(
+        "crash::indexer_child",
+        (CHILD_ENV, cfg.to_string()),
+        Stdio::null(),
+    );
     child
 }
 
@@ -106,15 +88,7 @@ pub(super) async fn entries(client: &Client, registry: Address, from: u8, n: u8)
 async fn everything(
     indexer: &Indexer,
 ) -> (Vec<bursar_indexer::store::LogRow>, Option<(u64, String)>) {
-    let logs = indexer
-        .store
-        .logs(&LogFilter {
-            include_orphaned: true,
-            limit: u64::MAX,
-            ..LogFilter::default()
-        })
-        .await
-        .unwrap();
+    let logs = all_logs(indexer, true).await;
     (logs, indexer.store.checkpoint().await.unwrap())
 }
 

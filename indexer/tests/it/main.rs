@@ -23,59 +23,14 @@ use bursar_indexer::store::LogFilter;
 use bursar_indexer::{Config, FollowConfig, Indexer};
 use serde_json::{json, Value};
 
-/// Where a test keeps its database.
-enum Db {
-    Sqlite(tempfile::TempDir),
-    Postgres(String),
-}
-
-impl Db {
-    fn url(&self) -> String {
-        match self {
-            Db::Sqlite(dir) => format!("sqlite://{}", dir.path().join("index.db").display()),
-            Db::Postgres(url) => url.clone(),
-        }
-    }
-}
+use bursar_e2e::db::Db;
 
 fn sqlite() -> Db {
-    Db::Sqlite(tempfile::tempdir().unwrap())
+    bursar_e2e::db::sqlite("index.db")
 }
 
-/// A fresh database on the test PostgreSQL server.
 async fn postgres() -> Db {
-    use sqlx::Connection;
-    let base = std::env::var("BURSAR_TEST_POSTGRES_URL").expect(
-        "BURSAR_TEST_POSTGRES_URL is not set: run `cargo xtask test` (it starts PostgreSQL) or \
-         point it at a server whose user may create databases",
-    );
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let name = format!(
-        "bursar_i{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-    );
-    let mut admin = sqlx::PgConnection::connect(&base).await.unwrap();
-    // Databases earlier test processes left behind go first.
-    let ours = format!("bursar_i{}_%", std::process::id());
-    let stale: Vec<String> = sqlx::query_scalar(
-        "SELECT datname FROM pg_database WHERE datname ~ '^bursar_i[0-9]+_' AND datname NOT LIKE $1",
-    )
-    .bind(ours)
-    .fetch_all(&mut admin)
-    .await
-    .unwrap();
-    for db in stale {
-        let drop = format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)");
-        sqlx::Executor::execute(&mut admin, drop.as_str())
-            .await
-            .unwrap();
-    }
-    sqlx::Executor::execute(&mut admin, format!("CREATE DATABASE {name}").as_str())
-        .await
-        .unwrap();
-    let (prefix, _) = base.rsplit_once('/').unwrap();
-    Db::Postgres(format!("{prefix}/{name}"))
+    bursar_e2e::db::postgres("bursar_i").await
 }
 
 async fn start(client: &Client, record: &DeploymentRecord, db: &Db, window: u64) -> Indexer {
@@ -94,6 +49,19 @@ async fn start(client: &Client, record: &DeploymentRecord, db: &Db, window: u64)
     })
     .await
     .unwrap()
+}
+
+/// Every log the indexer stored (orphaned ones too, or not), in chain order.
+async fn all_logs(indexer: &Indexer, include_orphaned: bool) -> Vec<bursar_indexer::store::LogRow> {
+    indexer
+        .store
+        .logs(&LogFilter {
+            include_orphaned,
+            limit: u64::MAX,
+            ..LogFilter::default()
+        })
+        .await
+        .unwrap()
 }
 
 /// Waits until the indexer has the node's head block.
@@ -133,14 +101,7 @@ async fn indexes_the_demo_story(db: Db) {
     let (contracts, _) = bursar_indexer::followed(&record).unwrap();
     let addresses: Vec<Address> = contracts.iter().map(|(a, _)| *a).collect();
     let logs = client.logs(&addresses, 0, None).await.unwrap();
-    let stored = indexer
-        .store
-        .logs(&LogFilter {
-            limit: 100_000,
-            ..LogFilter::default()
-        })
-        .await
-        .unwrap();
+    let stored = all_logs(&indexer, false).await;
     let key = |b: String, i: u64| (b, i);
     let expected: Vec<_> = logs
         .iter()
@@ -471,14 +432,7 @@ async fn indexes_the_demo_story(db: Db) {
             .parse()
             .unwrap()
     };
-    let now_stored = indexer
-        .store
-        .logs(&LogFilter {
-            limit: u64::MAX,
-            ..LogFilter::default()
-        })
-        .await
-        .unwrap();
+    let now_stored = all_logs(&indexer, false).await;
     assert_eq!(
         metric("bursar_indexer_events_total"),
         now_stored.len() as u64
@@ -565,15 +519,7 @@ async fn reorgs_orphan_and_come_back(db: Db) {
         .await
         .unwrap();
     synced(&indexer, &client).await;
-    let all = indexer
-        .store
-        .logs(&LogFilter {
-            include_orphaned: true,
-            limit: 1000,
-            ..LogFilter::default()
-        })
-        .await
-        .unwrap();
+    let all = all_logs(&indexer, true).await;
     let of = |hash: B256| -> Vec<_> {
         all.iter()
             .filter(|l| l.tx_hash == hash.to_string())
@@ -601,15 +547,7 @@ async fn reorgs_orphan_and_come_back(db: Db) {
             .unwrap();
     }
     synced(&indexer, &client).await;
-    let all = indexer
-        .store
-        .logs(&LogFilter {
-            include_orphaned: true,
-            limit: 1000,
-            ..LogFilter::default()
-        })
-        .await
-        .unwrap();
+    let all = all_logs(&indexer, true).await;
     let b: Vec<_> = all
         .iter()
         .filter(|l| l.tx_hash == hash_b.to_string())

@@ -113,15 +113,7 @@ pub(super) async fn shrinks_to_the_providers_range(db: Db) {
         .map(|(a, _)| *a)
         .collect();
     let want = client.logs(&addresses, 0, None).await.unwrap().len();
-    let got = indexer
-        .store
-        .logs(&LogFilter {
-            limit: u64::MAX,
-            ..LogFilter::default()
-        })
-        .await
-        .unwrap()
-        .len();
+    let got = all_logs(&indexer, false).await.len();
     assert_eq!(got, want);
     indexer.shutdown().await;
 }

@@ -7,8 +7,7 @@
 //! [`relayer_child`] with its configuration in `BURSAR_RELAYER_CHILD`.
 
 use std::collections::{BTreeMap, HashSet};
-use std::io::BufRead;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use alloy_primitives::{Address, B256, U256};
@@ -97,38 +96,17 @@ impl ChildRelayer {
     }
 
     fn spawn(cfg: &Value) -> Self {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--ignored",
-                "--exact",
-                "crash::relayer_child",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, cfg.to_string())
-            .stdout(Stdio::piped())
-            // Kept beside the test's scratch files for a failure's post-mortem.
-            .stderr(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(cfg["stderr"].as_str().unwrap())
-                    .unwrap(),
-            )
-            .spawn()
+        // Its stderr is kept beside the test's scratch files for a failure's post-mortem.
+        let stderr = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(cfg["stderr"].as_str().unwrap())
             .unwrap();
-        // The child says where it listens once it does.
-        let stdout = child.stdout.take().unwrap();
-        let mut lines = std::io::BufReader::new(stdout).lines();
-        let addr = loop {
-            let line = lines.next().expect("the child relayer exited").unwrap();
-            // libtest prints "test <name> ... " before the test's own output, on the same line.
-            if let Some((_, addr)) = line.split_once("LISTENING ") {
-                break addr.to_owned();
-            }
-        };
-        // Keep draining its output so it never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
+        let (child, addr) = bursar_e2e::spawn_listening_child(
+            "crash::relayer_child",
+            (CHILD_ENV, cfg.to_string()),
+            stderr.into(),
+        );
         ChildRelayer {
             child,
             base: format!("http://{addr}"),

@@ -69,62 +69,23 @@ fn dev_key(i: usize) -> Key {
     Key::from_signing_key(dev_accounts()[i].signing_key())
 }
 
-/// Where a test keeps its database.
-enum Db {
-    Sqlite(tempfile::TempDir),
-    Postgres(String),
+use bursar_e2e::db::Db;
+
+/// The relayer's store on a test database.
+trait DbStore {
+    async fn store(&self) -> Store;
 }
 
-impl Db {
-    fn url(&self) -> String {
-        match self {
-            Db::Sqlite(dir) => format!("sqlite://{}", dir.path().join("relayer.db").display()),
-            Db::Postgres(url) => url.clone(),
-        }
-    }
-
+impl DbStore for Db {
     async fn store(&self) -> Store {
         Store::connect(&self.url()).await.unwrap()
     }
 }
 
 fn sqlite() -> Db {
-    Db::Sqlite(tempfile::tempdir().unwrap())
+    bursar_e2e::db::sqlite("relayer.db")
 }
 
-/// A fresh database on the test PostgreSQL server.
 async fn postgres() -> Db {
-    use sqlx::Connection;
-    let base = std::env::var("BURSAR_TEST_POSTGRES_URL").expect(
-        "BURSAR_TEST_POSTGRES_URL is not set: run `cargo xtask test` (it starts PostgreSQL) or \
-         point it at a server whose user may create databases",
-    );
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let name = format!(
-        "bursar_t{}_{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-        bursar_relayer::store::now_ms()
-    );
-    let mut admin = sqlx::PgConnection::connect(&base).await.unwrap();
-    // Databases earlier test processes left behind go first.
-    let ours = format!("bursar_t{}_%", std::process::id());
-    let stale: Vec<String> = sqlx::query_scalar(
-        "SELECT datname FROM pg_database WHERE datname ~ '^bursar_t[0-9]+_' AND datname NOT LIKE $1",
-    )
-    .bind(ours)
-    .fetch_all(&mut admin)
-    .await
-    .unwrap();
-    for db in stale {
-        let drop = format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)");
-        sqlx::Executor::execute(&mut admin, drop.as_str())
-            .await
-            .unwrap();
-    }
-    sqlx::Executor::execute(&mut admin, format!("CREATE DATABASE {name}").as_str())
-        .await
-        .unwrap();
-    let (prefix, _) = base.rsplit_once('/').unwrap();
-    Db::Postgres(format!("{prefix}/{name}"))
+    bursar_e2e::db::postgres("bursar_t").await
 }
