@@ -357,7 +357,7 @@ async fn insert_blocks(db: &mut DbTx, blocks: &[BlockRow]) -> Result<(), StoreEr
         let sql = format!(
             "INSERT INTO blocks (number, hash, parent_hash, timestamp, canonical) VALUES {} \
              ON CONFLICT (hash) DO UPDATE SET canonical = 1, orphaned_by = NULL",
-            placeholders(chunk.len(), 5)
+            placeholders(db, chunk.len(), 5)
         );
         let mut q = sqlx::query(&sql);
         for b in chunk {
@@ -378,7 +378,7 @@ async fn insert_logs(db: &mut DbTx, logs: &[LogRow]) -> Result<(), StoreError> {
         let sql = format!(
             "INSERT INTO logs ({LOG_COLUMNS}) VALUES {} \
              ON CONFLICT (block_hash, log_index) DO UPDATE SET canonical = 1, orphaned_by = NULL",
-            placeholders(chunk.len(), 16)
+            placeholders(db, chunk.len(), 16)
         );
         let mut q = sqlx::query(&sql);
         for l in chunk {

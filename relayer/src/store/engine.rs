@@ -208,7 +208,7 @@ impl Store {
             let sql = format!(
                 "INSERT INTO transactions (signer, nonce, to_address, data, value, gas_limit, \
                  status, next_check_at, created_at) VALUES {} RETURNING id, signer, nonce",
-                placeholders(chunk.len(), 9)
+                placeholders(db, chunk.len(), 9)
             );
             let mut q = sqlx::query(&sql);
             for (i, t) in chunk.iter().enumerate() {
@@ -477,7 +477,7 @@ async fn insert_attempts(
         let sql = format!(
             "INSERT INTO attempts (transaction_id, attempt, hash, raw, max_fee, max_priority_fee, \
              created_at) VALUES {}",
-            placeholders(chunk.len(), 7)
+            placeholders(tx, chunk.len(), 7)
         );
         let mut q = sqlx::query(&sql);
         for (id, attempt, a) in chunk {

@@ -555,7 +555,7 @@ impl Store {
             let sql = format!(
                 "INSERT INTO payments (id, session_id, to_address, amount, purpose, intent_nonce, \
                  deadline, expect_executed, transaction_id, created_at, request_key) VALUES {}",
-                placeholders(chunk.len(), 11)
+                placeholders(db, chunk.len(), 11)
             );
             let mut q = sqlx::query(&sql);
             for p in chunk {
