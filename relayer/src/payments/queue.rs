@@ -18,7 +18,7 @@
 //! knows the payments of this process; relayer processes sharing a PostgreSQL database each
 //! count their own.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use alloy_primitives::{Address, Bytes, U256};
 use alloy_sol_types::{SolCall, SolStruct};
@@ -159,13 +159,22 @@ async fn queue_batch(core: &Core, ledger: &mut Ledger, batch: Vec<(Accepted, Rep
         }
     };
     let mut admitted = Vec::with_capacity(batch.len());
+    // Sandbox-signed intents admitted in this batch, by session and nonce.
+    let mut signed: HashSet<(String, U256)> = HashSet::new();
     for (payment, reply) in batch {
-        let taken = match room.get_mut(&payment.session.id) {
-            Some(room) => room.take(payment.intent.amount, payment.executes),
-            None => Ok(()),
-        };
+        let taken = ledger.check_nonce(&payment, &signed).and_then(|()| {
+            match room.get_mut(&payment.session.id) {
+                Some(room) => room.take(payment.intent.amount, payment.executes),
+                None => Ok(()),
+            }
+        });
         match taken {
-            Ok(()) => admitted.push((payment, reply)),
+            Ok(()) => {
+                if !payment.custodial() {
+                    signed.insert((payment.session.id.clone(), payment.intent.nonce));
+                }
+                admitted.push((payment, reply))
+            }
             Err(e) => {
                 let _ = reply.send(Err(e));
             }
@@ -205,8 +214,10 @@ async fn queue_batch(core: &Core, ledger: &mut Ledger, batch: Vec<(Accepted, Rep
 /// sends them, with their sums.
 #[derive(Default)]
 struct InFlight {
-    /// `(transaction nonce, amount, executes)`.
-    payments: VecDeque<(u64, U256, bool)>,
+    /// `(transaction nonce, amount, executes, intent nonce)`.
+    payments: VecDeque<(u64, U256, bool, U256)>,
+    /// The intent nonces of `payments`: a second intent under one of them would fail on chain.
+    nonces: HashSet<U256>,
     deposit: U256,
     period: U256,
     /// The session's room by its state at a block (deposit and period budget left), and the
@@ -215,8 +226,10 @@ struct InFlight {
 }
 
 impl InFlight {
-    fn push(&mut self, tx_nonce: u64, amount: U256, executes: bool) {
-        self.payments.push_back((tx_nonce, amount, executes));
+    fn push(&mut self, tx_nonce: u64, amount: U256, executes: bool, intent_nonce: U256) {
+        self.payments
+            .push_back((tx_nonce, amount, executes, intent_nonce));
+        self.nonces.insert(intent_nonce);
         self.deposit = self.deposit.saturating_add(amount);
         if executes {
             self.period = self.period.saturating_add(amount);
@@ -226,11 +239,12 @@ impl InFlight {
     /// Forgets the payments whose transactions are below `mined` (the signer's nonce at a
     /// block): that block's state holds them.
     fn settle(&mut self, mined: u64) {
-        while let Some(&(nonce, amount, executes)) = self.payments.front() {
+        while let Some(&(nonce, amount, executes, intent_nonce)) = self.payments.front() {
             if nonce >= mined {
                 break;
             }
             self.payments.pop_front();
+            self.nonces.remove(&intent_nonce);
             self.deposit = self.deposit.saturating_sub(amount);
             if executes {
                 self.period = self.period.saturating_sub(amount);
@@ -278,7 +292,8 @@ impl Ledger {
             for u in rows {
                 let amount = u.amount.parse().map_err(|_| ApiError::Internal)?;
                 if let Some(f) = self.sessions.get_mut(&u.session_id) {
-                    f.push(u.tx_nonce as u64, amount, u.expect_executed);
+                    let intent_nonce = u.intent_nonce.parse().map_err(|_| ApiError::Internal)?;
+                    f.push(u.tx_nonce as u64, amount, u.expect_executed, intent_nonce);
                 }
             }
         }
@@ -339,14 +354,41 @@ impl Ledger {
         Ok(rooms)
     }
 
+    /// Refuses a sandbox-signed intent whose nonce another payment of its session in flight (or
+    /// `signed`, earlier in this batch) already uses, as the wallet would refuse it on chain: a
+    /// replayed intent.
+    fn check_nonce(
+        &self,
+        payment: &Accepted,
+        signed: &HashSet<(String, U256)>,
+    ) -> Result<(), ApiError> {
+        let nonce = payment.intent.nonce;
+        let in_flight = self
+            .sessions
+            .get(&payment.session.id)
+            .is_some_and(|f| f.nonces.contains(&nonce));
+        if payment.custodial()
+            || !(in_flight || signed.contains(&(payment.session.id.clone(), nonce)))
+        {
+            return Ok(());
+        }
+        let mut args = Map::new();
+        args.insert("nonce".into(), Value::String(nonce.to_string()));
+        Err(ApiError::Contract(ContractError {
+            name: "WalletNonceUsed".into(),
+            args,
+        }))
+    }
+
     /// Remembers what [`store`] stored; after a commit whose outcome is unknown, forgets the
     /// sessions involved (the database is asked again).
     fn record(&mut self, payments: &[&Accepted], stored: &Result<Vec<(PaymentView, u64)>, Staged>) {
         match stored {
             Ok(stored) => {
-                for (p, (_, tx_nonce)) in payments.iter().zip(stored) {
+                for (p, (view, tx_nonce)) in payments.iter().zip(stored) {
                     if let Some(f) = self.sessions.get_mut(&p.session.id) {
-                        f.push(*tx_nonce, p.intent.amount, p.executes);
+                        let intent_nonce = view.nonce.parse().unwrap_or_default();
+                        f.push(*tx_nonce, p.intent.amount, p.executes, intent_nonce);
                     }
                 }
             }

@@ -130,6 +130,8 @@ pub struct Unmined {
     pub expect_executed: bool,
     /// Its transaction's nonce (of the session's signer).
     pub tx_nonce: i64,
+    /// The intent's nonce, decimal.
+    pub intent_nonce: String,
 }
 
 /// A payment with its transaction's progress.
@@ -653,7 +655,7 @@ impl Store {
             .collect::<Vec<_>>()
             .join(", ");
         let sql = format!(
-            "SELECT p.session_id, p.amount, p.expect_executed, t.nonce \
+            "SELECT p.session_id, p.amount, p.expect_executed, t.nonce, p.intent_nonce \
              FROM payments p JOIN transactions t ON t.id = p.transaction_id \
              WHERE p.session_id IN ({list}) AND t.status IN ('signed', 'submitted') \
              ORDER BY t.nonce"
@@ -670,6 +672,7 @@ impl Store {
                     amount: r.try_get(1)?,
                     expect_executed: r.try_get::<i64, _>(2)? != 0,
                     tx_nonce: r.try_get(3)?,
+                    intent_nonce: r.try_get(4)?,
                 })
             })
             .collect()

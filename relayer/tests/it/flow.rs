@@ -1040,6 +1040,21 @@ async fn sandbox_keys_and_owner_opened_sessions(db: Db) {
     assert_eq!(s.token_balance(s.vendor_b).await, usd(2));
     let (status, e) = s.post("/v1/payments", bearer, signed(&sandbox, 9)).await;
     assert_eq!((status, code(&e)), (422, "WalletNonceUsed"), "{e}");
+    // The same signed intent twice at once, without an idempotency key: one is queued, the
+    // replay refused — whether it meets the first in flight or already on chain.
+    let body = signed(&sandbox, 10);
+    let (a, b) = tokio::join!(
+        s.post("/v1/payments", bearer, body.clone()),
+        s.post("/v1/payments", bearer, body)
+    );
+    let (accepted, refused) = if a.0 == 202 { (a, b) } else { (b, a) };
+    assert_eq!(accepted.0, 202, "{accepted:?}");
+    assert_eq!(
+        (refused.0, code(&refused.1)),
+        (422, "WalletNonceUsed"),
+        "{refused:?}"
+    );
+    assert_eq!(s.settled(bearer, &accepted.1).await["status"], "confirmed");
     s.relayer.shutdown().await;
 }
 
