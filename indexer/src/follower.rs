@@ -89,8 +89,11 @@ pub struct Follower {
     config: FollowConfig,
     /// The current `eth_getLogs` range.
     range: u64,
-    /// The checkpoint after each step.
+    /// The checkpoint, as last written (the follower is its only writer); read from the
+    /// store again after a failed step, whose write may or may not have landed.
     progress: tokio::sync::watch::Sender<Option<(u64, String)>>,
+    /// Whether `progress` holds the store's checkpoint.
+    loaded: bool,
     metrics: std::sync::Arc<Metrics>,
 }
 
@@ -112,6 +115,7 @@ impl Follower {
             config,
             range,
             progress: tokio::sync::watch::channel(None).0,
+            loaded: false,
             metrics: Default::default(),
         }
     }
@@ -133,16 +137,6 @@ impl Follower {
         let mut backoff = Duration::from_millis(250);
         loop {
             let step = self.step().await;
-            if step.is_ok() {
-                if let Ok(checkpoint) = self.store.checkpoint().await {
-                    if let Some((n, _)) = &checkpoint {
-                        self.metrics
-                            .indexed
-                            .store(*n, std::sync::atomic::Ordering::Relaxed);
-                    }
-                    self.progress.send_replace(checkpoint);
-                }
-            }
             let wait = match step {
                 Ok(Step::CaughtUp) => self.config.poll,
                 Ok(_) => {
@@ -150,6 +144,7 @@ impl Follower {
                     Duration::ZERO
                 }
                 Err(e) => {
+                    self.loaded = false;
                     Metrics::add(&self.metrics.step_errors, 1);
                     tracing::warn!(error = %e, retry_in = ?backoff, "indexing step failed");
                     let wait = backoff;
@@ -170,7 +165,12 @@ impl Follower {
         self.metrics
             .head
             .store(head, std::sync::atomic::Ordering::Relaxed);
-        let checkpoint = self.store.checkpoint().await?;
+        if !self.loaded {
+            let stored = self.store.checkpoint().await?;
+            self.moved_to(stored);
+            self.loaded = true;
+        }
+        let checkpoint = self.progress.borrow().clone();
         let next = checkpoint
             .as_ref()
             .map_or(self.config.start_block, |(n, _)| n + 1);
@@ -301,11 +301,22 @@ impl Follower {
             .store
             .orphan_above((fork.0, &fork.1), &replaced)
             .await?;
+        self.moved_to(Some((fork.0, fork.1.clone())));
         tracing::warn!(fork = fork.0, depth = from - fork.0, orphaned, "reorg");
         Ok(Step::Reorged {
             fork: fork.0,
             orphaned,
         })
+    }
+
+    /// Publishes the checkpoint the store now holds.
+    fn moved_to(&self, checkpoint: Option<(u64, String)>) {
+        if let Some((n, _)) = &checkpoint {
+            self.metrics
+                .indexed
+                .store(*n, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.progress.send_replace(checkpoint);
     }
 
     /// Stores a batch covering `blocks_covered` blocks, and counts it.
@@ -318,6 +329,7 @@ impl Follower {
     ) -> Result<(), StoreError> {
         let started = Instant::now();
         self.store.ingest(blocks, rows, checkpoint).await?;
+        self.moved_to(Some((checkpoint.0, checkpoint.1.to_owned())));
         let m = &self.metrics;
         Metrics::add(&m.write_micros, started.elapsed().as_micros() as u64);
         Metrics::add(&m.writes, 1);

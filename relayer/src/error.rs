@@ -114,7 +114,7 @@ impl From<StoreError> for ApiError {
         // The cause goes to the log; the caller learns only that it may retry.
         tracing::error!(error = %e, "store error");
         match e {
-            StoreError::Database(_) => ApiError::Unavailable,
+            StoreError::Db(bursar_db::DbError::Database(_)) => ApiError::Unavailable,
             _ => ApiError::Internal,
         }
     }

@@ -45,11 +45,7 @@ enum AuditCommand {
 }
 
 pub(crate) fn run(args: AuditArgs) -> Result<(), String> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    rt.block_on(async move {
+    crate::block_on(async move {
         match args.command {
             AuditCommand::Export {
                 session,

@@ -41,11 +41,7 @@ impl Narrator for Print {
 }
 
 pub(crate) fn run(args: DemoArgs) -> Result<(), String> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    rt.block_on(demo(args))
+    crate::block_on(demo(args))
 }
 
 async fn demo(args: DemoArgs) -> Result<(), String> {

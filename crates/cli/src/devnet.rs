@@ -50,11 +50,7 @@ pub(crate) struct DevnetArgs {
 }
 
 pub(crate) fn run(args: DevnetArgs) -> Result<(), String> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    rt.block_on(serve(args))
+    crate::block_on(serve(args))
 }
 
 async fn serve(args: DevnetArgs) -> Result<(), String> {

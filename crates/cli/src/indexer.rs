@@ -47,11 +47,7 @@ pub(crate) struct IndexerArgs {
 }
 
 pub(crate) fn run(args: IndexerArgs) -> Result<(), String> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    rt.block_on(async move {
+    crate::block_on(async move {
         let chain_id = Client::new(args.rpc.clone())
             .chain_id()
             .await

@@ -37,6 +37,15 @@ enum Command {
 #[global_allocator]
 static ALLOCATOR: bursar_devnet::allocator::MiMalloc = bursar_devnet::allocator::MiMalloc;
 
+/// Runs a command's work on a multi-threaded Tokio runtime.
+fn block_on(work: impl std::future::Future<Output = Result<(), String>>) -> Result<(), String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?
+        .block_on(work)
+}
+
 /// The deployment record `deployment` names, else `deployments/<network>.json`; it must be for
 /// chain `chain_id` (the RPC endpoint's).
 fn deployment_record(

@@ -86,11 +86,7 @@ const KEYS_ENV: &str = "BURSAR_RELAYER_KEYS";
 const MASTER_KEY_ENV: &str = "BURSAR_MASTER_KEY";
 
 pub(crate) fn run(args: RelayerArgs) -> Result<(), String> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    rt.block_on(async move {
+    crate::block_on(async move {
         match args.command {
             Some(RelayerCommand::Hosts { ref command }) => manage_hosts(&args.db, command).await,
             None => serve(args).await,

@@ -480,14 +480,7 @@ async fn reorgs_orphan_and_come_back(db: Db) {
         tx
     };
     let create = send(ICounterpartyRegistry::createListCall {}.abi_encode());
-    let (raw_a, _) = create.clone();
-    let _: B256 = client
-        .request(
-            "eth_sendRawTransaction",
-            json!([alloy_primitives::Bytes::from(raw_a)]),
-        )
-        .await
-        .unwrap();
+    client.send_raw_transaction(&create.0).await.unwrap();
     let entry = |who: u8| {
         ICounterpartyRegistry::setEntryCall {
             listId: U256::from(1),
@@ -501,13 +494,7 @@ async fn reorgs_orphan_and_come_back(db: Db) {
     let (raw_b, hash_b) = send(entry(0xb0));
     let (raw_c, hash_c) = send(entry(0xc0));
     for raw in [&raw_b, &raw_c] {
-        let _: B256 = client
-            .request(
-                "eth_sendRawTransaction",
-                json!([alloy_primitives::Bytes::from(raw.clone())]),
-            )
-            .await
-            .unwrap();
+        client.send_raw_transaction(raw).await.unwrap();
     }
     synced(&indexer, &client).await;
     let before = client.latest_block().await.unwrap();
@@ -538,13 +525,7 @@ async fn reorgs_orphan_and_come_back(db: Db) {
 
     // Mined again on the new branch: canonical again, in a new block, the orphan kept.
     for raw in [&raw_b, &raw_c] {
-        let _: B256 = client
-            .request(
-                "eth_sendRawTransaction",
-                json!([alloy_primitives::Bytes::from(raw.clone())]),
-            )
-            .await
-            .unwrap();
+        client.send_raw_transaction(raw).await.unwrap();
     }
     synced(&indexer, &client).await;
     let all = all_logs(&indexer, true).await;

@@ -27,27 +27,17 @@ pub use webhooks::{DeliveryRow, EndpointRow};
 /// Why the store failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The database refused or could not be reached.
-    #[error("database: {0}")]
-    Database(#[from] sqlx::Error),
-    /// A migration failed.
-    #[error("database migration: {0}")]
-    Migration(#[from] sqlx::migrate::MigrateError),
-    /// The URL names neither SQLite nor PostgreSQL.
-    #[error("unsupported database URL (want sqlite://FILE or postgres://…)")]
-    UnsupportedUrl,
+    /// The database refused, could not be reached, or could not be migrated.
+    #[error(transparent)]
+    Db(#[from] bursar_db::DbError),
     /// A stored value does not parse (the database was edited by hand?).
     #[error("corrupt row: {0}")]
     Corrupt(String),
 }
 
-impl From<bursar_db::DbError> for StoreError {
-    fn from(e: bursar_db::DbError) -> Self {
-        match e {
-            bursar_db::DbError::Database(e) => StoreError::Database(e),
-            bursar_db::DbError::Migration(e) => StoreError::Migration(e),
-            bursar_db::DbError::UnsupportedUrl => StoreError::UnsupportedUrl,
-        }
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        StoreError::Db(e.into())
     }
 }
 
