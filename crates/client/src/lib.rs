@@ -6,9 +6,12 @@
 //! * [`fees`] — EIP-1559 fee caps and the bump a replacement transaction needs.
 //! * [`sender`] — signed EIP-1559 transactions from one key: nonces, fees, gas, reverts.
 //! * [`sign`] — what owners and agents sign: payment intents, `OpenSession` with its permit.
+//! * [`heads`] — [`Heads`]: new-block notifications over WebSocket, a wake-up signal for
+//!   services that otherwise poll.
 //! * [`revert`] — revert data decoded against every error the system defines.
 
 pub mod fees;
+pub mod heads;
 pub mod key;
 pub mod revert;
 pub mod rpc;
@@ -16,6 +19,7 @@ pub mod sender;
 pub mod sign;
 
 pub use fees::Fees;
+pub use heads::Heads;
 pub use key::Key;
 pub use rpc::Client;
 pub use sender::Sender;

@@ -1,4 +1,5 @@
-//! The client against a running devnet: typed errors, nonce drift, fee replacement.
+//! The client against a running devnet: typed errors, nonce drift, fee replacement, new-head
+//! subscriptions (`heads`).
 
 use alloy_consensus::TxEip1559;
 use alloy_primitives::{Address, TxKind, U256};
@@ -7,6 +8,8 @@ use bursar_client::rpc::RpcError;
 use bursar_client::sender::SendError;
 use bursar_client::{Client, Key, Sender};
 use bursar_devnet::{accounts::dev_accounts, RpcConfig};
+
+mod heads;
 
 async fn devnet() -> (bursar_devnet::Handle, Client) {
     let handle = bursar_devnet::spawn(RpcConfig {
