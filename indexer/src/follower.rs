@@ -2,9 +2,11 @@
 //! block, checking each block's parent against the stored chain.
 //!
 //! * Below `head - window` (blocks reorgs do not reach in practice) whole ranges are read with
-//!   one `eth_getLogs` each; the range shrinks when the node refuses it — to the range its error
-//!   suggests when it names one, as Alchemy's and Infura's do — and doubles while answers are
-//!   quick. Only blocks with Bursar logs, and each range's last block, are stored.
+//!   one `eth_getLogs` each, several at once (fetched, their blocks' headers read and their
+//!   logs decoded on other tasks) and written in order. A range is sized to bring about
+//!   [`TARGET_LOGS`] logs, judging by the last one's density, and shrinks when the node refuses
+//!   it — to the range its error suggests when it names one, as Alchemy's and Infura's do. Only
+//!   blocks with Bursar logs, and each range's last block, are stored.
 //! * In the window every block is stored, and a block whose parent is not the stored block
 //!   before it is a reorg: the stored chain is walked back, block by block and as deep as it
 //!   takes (never fatal), to the last block the node still has; everything above it is marked
@@ -15,6 +17,8 @@
 //!
 //! Each batch — blocks, logs, checkpoint — is one database transaction.
 
+use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, B256};
@@ -35,8 +39,13 @@ pub struct FollowConfig {
     pub window: u64,
     /// The largest block range asked of `eth_getLogs`.
     pub max_range: u64,
+    /// Backfill ranges fetched at once.
+    pub in_flight: usize,
     /// How often to look for a new block once caught up.
     pub poll: Duration,
+    /// A WebSocket endpoint whose `newHeads` wake the follower as each block arrives (it
+    /// still reads over HTTP, and polls while the subscription is down).
+    pub ws: Option<String>,
 }
 
 impl Default for FollowConfig {
@@ -45,7 +54,9 @@ impl Default for FollowConfig {
             start_block: 0,
             window: 64,
             max_range: 10_000,
+            in_flight: 4,
             poll: Duration::from_millis(500),
+            ws: None,
         }
     }
 }
@@ -62,7 +73,14 @@ pub enum FollowError {
     /// The node answered something inconsistent (a log whose block it does not know).
     #[error("the node's answers disagree: {0}")]
     Inconsistent(String),
+    /// A fetching task panicked or was cancelled.
+    #[error("a backfill task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
 }
+
+/// The logs a backfill range is sized to bring: big enough that per-request and per-commit
+/// costs vanish, small enough for providers' response caps (Alchemy's and Infura's are 10,000).
+pub const TARGET_LOGS: u64 = 5_000;
 
 /// What a step did.
 #[derive(Debug, PartialEq, Eq)]
@@ -82,19 +100,44 @@ pub enum Step {
 
 /// Follows one chain's Bursar contracts into one store.
 pub struct Follower {
-    client: Client,
+    source: Arc<Source>,
     store: Store,
-    chain_id: u64,
-    contracts: crate::Contracts,
     config: FollowConfig,
-    /// The current `eth_getLogs` range.
+    /// The block range the next backfill fetch asks for.
     range: u64,
+    /// Backfill ranges being fetched, in block order.
+    pipeline: VecDeque<Pending>,
     /// The checkpoint, as last written (the follower is its only writer); read from the
     /// store again after a failed step, whose write may or may not have landed.
     progress: tokio::sync::watch::Sender<Option<(u64, String)>>,
     /// Whether `progress` holds the store's checkpoint.
     loaded: bool,
-    metrics: std::sync::Arc<Metrics>,
+    metrics: Arc<Metrics>,
+}
+
+/// A backfill range being fetched.
+struct Pending {
+    from: u64,
+    to: u64,
+    task: tokio::task::JoinHandle<Result<Fetched, FollowError>>,
+}
+
+/// A backfill range read and decoded, ready to write.
+struct Fetched {
+    to: u64,
+    blocks: Vec<BlockRow>,
+    rows: Vec<LogRow>,
+    /// The smaller range the node asked for, if it refused this one.
+    refused: Option<u64>,
+}
+
+/// The node and what the follower reads from it: shared with the fetching tasks.
+struct Source {
+    client: Client,
+    chain_id: u64,
+    contracts: crate::Contracts,
+    addresses: Vec<Address>,
+    metrics: Arc<Metrics>,
 }
 
 impl Follower {
@@ -106,22 +149,28 @@ impl Follower {
         contracts: crate::Contracts,
         config: FollowConfig,
     ) -> Self {
-        let range = config.max_range.clamp(1, 1_000);
+        let metrics = Arc::<Metrics>::default();
+        let range = config.max_range.clamp(1, 100);
         Follower {
-            client,
+            source: Arc::new(Source {
+                client,
+                chain_id,
+                addresses: contracts.iter().map(|(a, _)| *a).collect(),
+                contracts,
+                metrics: metrics.clone(),
+            }),
             store,
-            chain_id,
-            contracts,
             config,
             range,
+            pipeline: VecDeque::new(),
             progress: tokio::sync::watch::channel(None).0,
             loaded: false,
-            metrics: Default::default(),
+            metrics,
         }
     }
 
     /// What it counts.
-    pub fn metrics(&self) -> std::sync::Arc<Metrics> {
+    pub fn metrics(&self) -> Arc<Metrics> {
         self.metrics.clone()
     }
 
@@ -130,21 +179,32 @@ impl Follower {
         self.progress.subscribe()
     }
 
-    /// Steps until `stop` resolves: as fast as the node answers while behind, every `poll`
-    /// once caught up, with doubling waits (up to 30 s) while the node or the database fails.
+    /// Steps until `stop` resolves: as fast as the node answers while behind, on each new
+    /// head (with `ws`) or every `poll` once caught up, with doubling waits (up to 30 s) while
+    /// the node or the database fails.
     pub async fn run(mut self, stop: impl std::future::Future<Output = ()>) {
         tokio::pin!(stop);
         let mut backoff = Duration::from_millis(250);
+        let mut heads = Heads::new(self.config.ws.clone());
+        self.read_tags().await;
         loop {
             let step = self.step().await;
             let wait = match step {
-                Ok(Step::CaughtUp) => self.config.poll,
+                Ok(Step::CaughtUp) => {
+                    self.read_tags().await;
+                    tokio::select! {
+                        _ = &mut stop => return,
+                        _ = heads.next(self.config.poll) => {}
+                    }
+                    Duration::ZERO
+                }
                 Ok(_) => {
                     backoff = Duration::from_millis(250);
                     Duration::ZERO
                 }
                 Err(e) => {
                     self.loaded = false;
+                    self.stop_fetching();
                     Metrics::add(&self.metrics.step_errors, 1);
                     tracing::warn!(error = %e, retry_in = ?backoff, "indexing step failed");
                     let wait = backoff;
@@ -159,9 +219,22 @@ impl Follower {
         }
     }
 
+    /// Reads the node's `safe` and `finalized` blocks (for the finality of what the API
+    /// answers); a node without those tags leaves every block `latest`.
+    async fn read_tags(&self) {
+        let client = &self.source.client;
+        let (safe, finalized) = tokio::join!(
+            client.block_by_tag("safe"),
+            client.block_by_tag("finalized")
+        );
+        let number =
+            |r: Result<Option<BlockHeader>, RpcError>| r.ok().flatten().map(|h| h.number.to());
+        self.metrics.set_tags(number(safe), number(finalized));
+    }
+
     /// One step: a backfill range, one block of the window, or a reorg.
     pub async fn step(&mut self) -> Result<Step, FollowError> {
-        let head = self.client.block_number().await?;
+        let head = self.source.client.block_number().await?;
         self.metrics
             .head
             .store(head, std::sync::atomic::Ordering::Relaxed);
@@ -194,56 +267,69 @@ impl Follower {
         self.backfill(next, safe_end).await
     }
 
-    /// Reads `from..=` up to `limit` in one range (shrunk as the node asks).
+    /// Writes the next backfill range of `from..=limit`, keeping up to `in_flight` ranges
+    /// being fetched meanwhile.
     async fn backfill(&mut self, from: u64, limit: u64) -> Result<Step, FollowError> {
-        let addresses: Vec<Address> = self.contracts.iter().map(|(a, _)| *a).collect();
-        let (to, logs) = loop {
-            let to = (from + self.range - 1).min(limit);
-            let started = Instant::now();
-            match self.client.logs(&addresses, from, Some(to)).await {
-                Ok(logs) => {
-                    // Quick and not huge: ask for more next time.
-                    if started.elapsed() < Duration::from_secs(1) && logs.len() < 10_000 {
-                        self.range = (self.range * 2).min(self.config.max_range);
-                    }
-                    break (to, logs);
-                }
-                Err(e) if self.range > 1 && is_range_error(&e) => {
-                    let asked = to - from + 1;
-                    self.range = suggested_range(&e)
-                        .filter(|r| *r < asked)
-                        .unwrap_or(asked / 2)
-                        .max(1);
-                    Metrics::add(&self.metrics.range_shrinks, 1);
-                    tracing::info!(range = self.range, error = %e, "the node refused the range; shrinking");
-                }
-                Err(e) => return Err(e.into()),
-            }
+        if self.pipeline.front().is_some_and(|p| p.from != from) {
+            // A reorg, a restart or a failed write moved the checkpoint: start afresh.
+            self.stop_fetching();
+        }
+        let mut next = self.pipeline.back().map_or(from, |p| p.to + 1);
+        while self.pipeline.len() < self.config.in_flight.max(1) && next <= limit {
+            let to = (next + self.range - 1).min(limit);
+            let task = tokio::spawn(self.source.clone().fetch(next, to));
+            self.pipeline.push_back(Pending {
+                from: next,
+                to,
+                task,
+            });
+            next = to + 1;
+        }
+        let pending = self
+            .pipeline
+            .pop_front()
+            .expect("from <= limit: one was started");
+        let fetched = match pending.task.await {
+            Ok(Ok(fetched)) => fetched,
+            Ok(Err(e)) => return Err(e),
+            Err(e) => return Err(e.into()),
         };
-        // Headers of the blocks with logs (for their time) and of the range's end (for the
-        // checkpoint).
-        let mut numbers: Vec<u64> = logs.iter().map(|l| l.block_number.to()).collect();
-        numbers.push(to);
-        numbers.sort_unstable();
-        numbers.dedup();
-        let this = &*self;
-        let headers: Vec<BlockHeader> = futures_util::stream::iter(numbers)
-            .map(|n| async move {
-                this.header(n)
-                    .await?
-                    .ok_or_else(|| FollowError::Inconsistent(format!("block {n} is missing")))
-            })
-            .buffered(16)
-            .try_collect()
-            .await?;
-        let mut rows = self.rows(&logs, &headers)?;
+        self.resize(pending.to - pending.from + 1, &fetched);
+        let Fetched {
+            to,
+            blocks,
+            mut rows,
+            ..
+        } = fetched;
         self.attribute(&mut rows).await?;
-        let blocks: Vec<BlockRow> = headers.iter().map(block_row).collect();
-        let end = headers.last().expect("the range's end is among them");
-        self.write(&blocks, &rows, (to, &end.hash.to_string()), to - from + 1)
+        let end = blocks.last().expect("the range's end is among them");
+        let end = (to, end.hash.clone());
+        self.write(&blocks, &rows, (end.0, &end.1), to - from + 1)
             .await?;
         tracing::info!(from, to, events = rows.len(), "backfilled");
         Ok(Step::Advanced(to))
+    }
+
+    /// Sizes the next ranges by what a range of `blocks` blocks brought: about [`TARGET_LOGS`]
+    /// logs at its density, at most twice as many blocks as before, no more than the node took.
+    fn resize(&mut self, blocks: u64, fetched: &Fetched) {
+        let logs = fetched.rows.len() as u64;
+        let fits = match logs {
+            0 => blocks.saturating_mul(2),
+            _ => blocks.saturating_mul(TARGET_LOGS) / logs,
+        };
+        self.range = fits.min(self.range.saturating_mul(2));
+        if let Some(refused) = fetched.refused {
+            self.range = self.range.min(refused);
+        }
+        self.range = self.range.clamp(1, self.config.max_range.max(1));
+    }
+
+    /// Cancels the backfill ranges being fetched.
+    fn stop_fetching(&mut self) {
+        for pending in self.pipeline.drain(..) {
+            pending.task.abort();
+        }
     }
 
     /// Reads block `number`, whose parent must be the checkpoint's block (`parent`).
@@ -256,9 +342,12 @@ impl Follower {
                 return self.reorg(number - 1).await;
             }
         }
-        let addresses: Vec<Address> = self.contracts.iter().map(|(a, _)| *a).collect();
-        let logs = self.client.logs_in_block(&addresses, header.hash).await?;
-        let mut rows = self.rows(&logs, std::slice::from_ref(&header))?;
+        let source = &self.source;
+        let logs = source
+            .client
+            .logs_in_block(&source.addresses, header.hash)
+            .await?;
+        let mut rows = source.rows(&logs, std::slice::from_ref(&header))?;
         self.attribute(&mut rows).await?;
         let hash = header.hash.to_string();
         self.write(&[block_row(&header)], &rows, (number, &hash), 1)
@@ -272,6 +361,7 @@ impl Follower {
     /// The stored block at `from` is no longer the node's: walks back to the last block both
     /// have and orphans everything above it.
     async fn reorg(&mut self, from: u64) -> Result<Step, FollowError> {
+        self.stop_fetching();
         let mut replaced = Vec::new();
         let mut number = from;
         let fork = loop {
@@ -341,7 +431,7 @@ impl Follower {
     }
 
     async fn header(&self, number: u64) -> Result<Option<BlockHeader>, FollowError> {
-        Ok(self.client.block(number).await?)
+        self.source.header(number).await
     }
 
     /// Gives receipt acknowledgements and provenance revocations the session of the receipt or
@@ -392,6 +482,67 @@ impl Follower {
             };
         }
         Ok(())
+    }
+}
+
+impl Source {
+    async fn header(&self, number: u64) -> Result<Option<BlockHeader>, FollowError> {
+        Ok(self.client.block(number).await?)
+    }
+
+    /// Reads and decodes the range `from..=to`: its logs, the headers of the blocks that have
+    /// some (for their time) and of its last block (for the checkpoint).
+    async fn fetch(self: Arc<Self>, from: u64, to: u64) -> Result<Fetched, FollowError> {
+        let (logs, refused) = self.logs(from, to).await?;
+        let mut numbers: Vec<u64> = logs.iter().map(|l| l.block_number.to()).collect();
+        numbers.push(to);
+        numbers.sort_unstable();
+        numbers.dedup();
+        let this = &*self;
+        let headers: Vec<BlockHeader> = futures_util::stream::iter(numbers)
+            .map(|n| async move {
+                this.header(n)
+                    .await?
+                    .ok_or_else(|| FollowError::Inconsistent(format!("block {n} is missing")))
+            })
+            .buffered(16)
+            .try_collect()
+            .await?;
+        let rows = self.rows(&logs, &headers)?;
+        Ok(Fetched {
+            to,
+            blocks: headers.iter().map(block_row).collect(),
+            rows,
+            refused,
+        })
+    }
+
+    /// The logs of `from..=to`, in as many requests as the node's range limits take; with the
+    /// range the node asked for when it refused one.
+    async fn logs(&self, from: u64, to: u64) -> Result<(Vec<RpcLog>, Option<u64>), FollowError> {
+        let (mut logs, mut refused) = (Vec::new(), None);
+        let (mut at, mut size) = (from, to - from + 1);
+        while at <= to {
+            let end = at.saturating_add(size - 1).min(to);
+            match self.client.logs(&self.addresses, at, Some(end)).await {
+                Ok(some) => {
+                    logs.extend(some);
+                    at = end + 1;
+                }
+                Err(e) if end > at && is_range_error(&e) => {
+                    let asked = end - at + 1;
+                    size = suggested_range(&e)
+                        .filter(|r| *r < asked)
+                        .unwrap_or(asked / 2)
+                        .max(1);
+                    refused = Some(size);
+                    Metrics::add(&self.metrics.range_shrinks, 1);
+                    tracing::info!(range = size, error = %e, "the node refused the range; shrinking");
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok((logs, refused))
     }
 
     /// `logs` as rows, each with its block's time from `headers`.
@@ -446,6 +597,58 @@ impl Follower {
                 })
             })
             .collect()
+    }
+}
+
+/// New-head wake-ups: a `newHeads` subscription when a WebSocket endpoint is configured and
+/// answers, else (and while it is down) a timer.
+struct Heads {
+    url: Option<String>,
+    subscription: Option<bursar_client::Heads>,
+    /// When to try subscribing again.
+    retry_at: Instant,
+}
+
+impl Heads {
+    fn new(url: Option<String>) -> Self {
+        Heads {
+            url,
+            subscription: None,
+            retry_at: Instant::now(),
+        }
+    }
+
+    /// Waits for the next head, or `poll` without a subscription (and at most a minute with
+    /// one, in case a notification went missing).
+    async fn next(&mut self, poll: Duration) {
+        if let (Some(url), None) = (&self.url, &self.subscription) {
+            if Instant::now() >= self.retry_at {
+                match bursar_client::Heads::subscribe(url).await {
+                    Ok(heads) => {
+                        tracing::info!(
+                            url = heads.display_url(),
+                            "following new heads over WebSocket"
+                        );
+                        self.subscription = Some(heads);
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "no newHeads subscription; polling");
+                        self.retry_at = Instant::now() + Duration::from_secs(30);
+                    }
+                }
+            }
+        }
+        let Some(subscription) = &mut self.subscription else {
+            return tokio::time::sleep(poll).await;
+        };
+        match tokio::time::timeout(Duration::from_secs(60), subscription.next()).await {
+            Ok(Some(_)) | Err(_) => {}
+            Ok(None) => {
+                tracing::warn!("the newHeads subscription ended; polling until it is back");
+                self.subscription = None;
+                self.retry_at = Instant::now() + Duration::from_secs(1);
+            }
+        }
     }
 }
 

@@ -29,12 +29,39 @@ pub struct Metrics {
     pub write_micros: AtomicU64,
     /// Batches written.
     pub writes: AtomicU64,
+    /// The node's `safe` block plus one (0: unknown, the node has no such tag).
+    pub safe: AtomicU64,
+    /// The node's `finalized` block plus one (0: unknown).
+    pub finalized: AtomicU64,
 }
 
 impl Metrics {
     /// Adds `n` to `counter`.
     pub fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The node's safe and finalized blocks, as last read.
+    pub fn tags(&self) -> (Option<u64>, Option<u64>) {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed).checked_sub(1);
+        (get(&self.safe), get(&self.finalized))
+    }
+
+    /// Records the node's safe and finalized blocks.
+    pub fn set_tags(&self, safe: Option<u64>, finalized: Option<u64>) {
+        self.safe
+            .store(safe.map_or(0, |n| n + 1), Ordering::Relaxed);
+        self.finalized
+            .store(finalized.map_or(0, |n| n + 1), Ordering::Relaxed);
+    }
+
+    /// How settled `block` is by the node's tags: `finalized`, `safe` or `latest`.
+    pub fn finality(&self, block: u64) -> &'static str {
+        match self.tags() {
+            (_, Some(f)) if block <= f => "finalized",
+            (Some(s), _) if block <= s => "safe",
+            _ => "latest",
+        }
     }
 
     /// The Prometheus text exposition.

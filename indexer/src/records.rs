@@ -7,138 +7,151 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde_json::{json, Value};
 
+use crate::metrics::Metrics;
 use crate::store::{LogFilter, LogRow, Store, StoreError};
 
-/// The canonical event `event` whose argument `field` is `id`, if any.
-async fn one(
-    store: &Store,
-    event: &str,
-    field: &str,
-    id: &str,
-) -> Result<Option<LogRow>, StoreError> {
-    Ok(store
-        .logs(&LogFilter {
-            event: Some(event.into()),
-            args: vec![(field.into(), id.into())],
-            limit: 1,
-            ..LogFilter::default()
-        })
-        .await?
-        .into_iter()
-        .next())
-}
-
-fn chain(r: &LogRow) -> Value {
+/// Where event `r` is on chain, with its finality (`latest`, `safe`, `finalized`).
+pub fn chain(metrics: &Metrics, r: &LogRow) -> Value {
     json!({
         "blockNumber": r.block_number,
         "blockHash": r.block_hash,
         "blockTimestamp": r.block_timestamp,
         "txHash": r.tx_hash,
         "logIndex": r.log_index,
+        "finality": metrics.finality(r.block_number),
     })
+}
+
+/// Reads receipts and records as of a block.
+#[derive(Clone, Copy, Debug)]
+pub struct Records<'a> {
+    /// The database.
+    pub store: &'a Store,
+    /// The node's safe and finalized blocks, for the events' finality.
+    pub metrics: &'a Metrics,
+    /// The last block counted: later events (an acknowledgement, a revocation) are not.
+    pub at: u64,
 }
 
 fn arg<'a>(r: &'a LogRow, name: &str) -> Option<&'a str> {
     r.args.as_ref()?.get(name)?.as_str()
 }
 
-/// Receipt `recorded` (its `ReceiptRecorded`) with its acknowledgement.
-pub async fn receipt(store: &Store, recorded: &LogRow) -> Result<Value, StoreError> {
-    let id = arg(recorded, "receiptId").unwrap_or_default();
-    let ack = one(store, "ReceiptAcknowledged", "receiptId", id).await?;
-    let mut v = recorded.args.clone().unwrap_or(Value::Null);
-    v["recorded"] = chain(recorded);
-    v["acknowledged"] = json!(ack.is_some());
-    v["acknowledgement"] = ack.map_or(
-        Value::Null,
-        |a| json!({ "responseHash": arg(&a, "responseHash"), "at": chain(&a) }),
-    );
-    Ok(v)
-}
-
-/// Receipt `id` (decimal), if recorded.
-pub async fn receipt_by_id(store: &Store, id: &str) -> Result<Option<Value>, StoreError> {
-    match one(store, "ReceiptRecorded", "receiptId", id).await? {
-        Some(r) => Ok(Some(receipt(store, &r).await?)),
-        None => Ok(None),
+impl Records<'_> {
+    /// The canonical event `event` whose argument `field` is `id`, if any.
+    async fn one(&self, event: &str, field: &str, id: &str) -> Result<Option<LogRow>, StoreError> {
+        Ok(self
+            .store
+            .logs(&LogFilter {
+                event: Some(event.into()),
+                args: vec![(field.into(), id.into())],
+                to_block: Some(self.at),
+                limit: 1,
+                ..LogFilter::default()
+            })
+            .await?
+            .into_iter()
+            .next())
     }
-}
 
-/// Record `recorded` (its `ProvenanceRecorded`) with its revocation and validity.
-pub async fn record(store: &Store, recorded: &LogRow) -> Result<Value, StoreError> {
-    let id = arg(recorded, "recordId").unwrap_or_default();
-    let revoked = one(store, "ProvenanceRevoked", "recordId", id).await?;
-    let mut v = recorded.args.clone().unwrap_or(Value::Null);
-    v["recorded"] = chain(recorded);
-    v["valid"] = json!(revoked.is_none());
-    v["revocation"] = revoked.map_or(
-        Value::Null,
-        |r| json!({ "by": arg(&r, "by"), "reason": arg(&r, "reason"), "at": chain(&r) }),
-    );
-    Ok(v)
-}
-
-/// Record `id` (decimal), if recorded.
-pub async fn record_by_id(store: &Store, id: &str) -> Result<Option<Value>, StoreError> {
-    match one(store, "ProvenanceRecorded", "recordId", id).await? {
-        Some(r) => Ok(Some(record(store, &r).await?)),
-        None => Ok(None),
+    /// Receipt `recorded` (its `ReceiptRecorded`) with its acknowledgement.
+    pub async fn receipt(&self, recorded: &LogRow) -> Result<Value, StoreError> {
+        let id = arg(recorded, "receiptId").unwrap_or_default();
+        let ack = self.one("ReceiptAcknowledged", "receiptId", id).await?;
+        let mut v = recorded.args.clone().unwrap_or(Value::Null);
+        v["recorded"] = chain(self.metrics, recorded);
+        v["acknowledged"] = json!(ack.is_some());
+        v["acknowledgement"] = ack.map_or(
+            Value::Null,
+            |a| json!({ "responseHash": arg(&a, "responseHash"), "at": chain(self.metrics, &a) }),
+        );
+        Ok(v)
     }
-}
 
-/// Record `id`'s lineage up to `depth` generations each way; `None` for an unknown record.
-pub async fn lineage(store: &Store, id: &str, depth: u32) -> Result<Option<Value>, StoreError> {
-    let Some(root) = record_by_id(store, id).await? else {
-        return Ok(None);
-    };
-    // Ancestors, breadth first, each once.
-    let mut ancestors: BTreeMap<String, (u32, Value)> = BTreeMap::new();
-    let mut queue: VecDeque<(Value, u32)> = VecDeque::from([(root.clone(), 0)]);
-    let mut lineage_valid = root["valid"] == true;
-    while let Some((r, d)) = queue.pop_front() {
-        if d == depth {
-            continue;
+    /// Receipt `id` (decimal), if recorded.
+    pub async fn receipt_by_id(&self, id: &str) -> Result<Option<Value>, StoreError> {
+        match self.one("ReceiptRecorded", "receiptId", id).await? {
+            Some(r) => Ok(Some(self.receipt(&r).await?)),
+            None => Ok(None),
         }
-        for parent in r["parents"].as_array().into_iter().flatten() {
-            let Some(p) = parent.as_str() else { continue };
-            if ancestors.contains_key(p) {
+    }
+
+    /// Record `recorded` (its `ProvenanceRecorded`) with its revocation and validity.
+    pub async fn record(&self, recorded: &LogRow) -> Result<Value, StoreError> {
+        let id = arg(recorded, "recordId").unwrap_or_default();
+        let revoked = self.one("ProvenanceRevoked", "recordId", id).await?;
+        let mut v = recorded.args.clone().unwrap_or(Value::Null);
+        v["recorded"] = chain(self.metrics, recorded);
+        v["valid"] = json!(revoked.is_none());
+        v["revocation"] = revoked.map_or(
+        Value::Null,
+        |r| json!({ "by": arg(&r, "by"), "reason": arg(&r, "reason"), "at": chain(self.metrics, &r) }),
+    );
+        Ok(v)
+    }
+
+    /// Record `id` (decimal), if recorded.
+    pub async fn record_by_id(&self, id: &str) -> Result<Option<Value>, StoreError> {
+        match self.one("ProvenanceRecorded", "recordId", id).await? {
+            Some(r) => Ok(Some(self.record(&r).await?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Record `id`'s lineage up to `depth` generations each way; `None` for an unknown record.
+    pub async fn lineage(&self, id: &str, depth: u32) -> Result<Option<Value>, StoreError> {
+        let Some(root) = self.record_by_id(id).await? else {
+            return Ok(None);
+        };
+        // Ancestors, breadth first, each once.
+        let mut ancestors: BTreeMap<String, (u32, Value)> = BTreeMap::new();
+        let mut queue: VecDeque<(Value, u32)> = VecDeque::from([(root.clone(), 0)]);
+        let mut lineage_valid = root["valid"] == true;
+        while let Some((r, d)) = queue.pop_front() {
+            if d == depth {
                 continue;
             }
-            let Some(found) = record_by_id(store, p).await? else {
-                continue;
-            };
-            lineage_valid &= found["valid"] == true;
-            ancestors.insert(p.to_owned(), (d + 1, found.clone()));
-            queue.push_back((found, d + 1));
-        }
-    }
-    // Descendants: records naming one of ours among their parents.
-    let mut descendants: Vec<(u32, Value)> = Vec::new();
-    let mut seen: BTreeSet<String> = BTreeSet::from([id.to_owned()]);
-    let mut frontier = vec![id.to_owned()];
-    for d in 1..=depth {
-        let mut next = Vec::new();
-        for parent in &frontier {
-            for child in store.provenance_children(parent).await? {
-                let Some(cid) = arg(&child, "recordId").map(str::to_owned) else {
+            for parent in r["parents"].as_array().into_iter().flatten() {
+                let Some(p) = parent.as_str() else { continue };
+                if ancestors.contains_key(p) {
+                    continue;
+                }
+                let Some(found) = self.record_by_id(p).await? else {
                     continue;
                 };
-                if seen.insert(cid.clone()) {
-                    descendants.push((d, record(store, &child).await?));
-                    next.push(cid);
-                }
+                lineage_valid &= found["valid"] == true;
+                ancestors.insert(p.to_owned(), (d + 1, found.clone()));
+                queue.push_back((found, d + 1));
             }
         }
-        frontier = next;
+        // Descendants: records naming one of ours among their parents.
+        let mut descendants: Vec<(u32, Value)> = Vec::new();
+        let mut seen: BTreeSet<String> = BTreeSet::from([id.to_owned()]);
+        let mut frontier = vec![id.to_owned()];
+        for d in 1..=depth {
+            let mut next = Vec::new();
+            for parent in &frontier {
+                for child in self.store.provenance_children(parent, self.at).await? {
+                    let Some(cid) = arg(&child, "recordId").map(str::to_owned) else {
+                        continue;
+                    };
+                    if seen.insert(cid.clone()) {
+                        descendants.push((d, self.record(&child).await?));
+                        next.push(cid);
+                    }
+                }
+            }
+            frontier = next;
+        }
+        let with_depth = |(d, mut v): (u32, Value)| {
+            v["depth"] = json!(d);
+            v
+        };
+        Ok(Some(json!({
+            "record": root,
+            "lineageValid": lineage_valid,
+            "ancestors": ancestors.into_values().map(with_depth).collect::<Vec<_>>(),
+            "descendants": descendants.into_iter().map(with_depth).collect::<Vec<_>>(),
+        })))
     }
-    let with_depth = |(d, mut v): (u32, Value)| {
-        v["depth"] = json!(d);
-        v
-    };
-    Ok(Some(json!({
-        "record": root,
-        "lineageValid": lineage_valid,
-        "ancestors": ancestors.into_values().map(with_depth).collect::<Vec<_>>(),
-        "descendants": descendants.into_iter().map(with_depth).collect::<Vec<_>>(),
-    })))
 }

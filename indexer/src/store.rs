@@ -167,6 +167,18 @@ impl Store {
         row.as_ref().map(block_row).transpose()
     }
 
+    /// The last canonical block stored at or before unix time `time` (blocks without Bursar
+    /// logs below the recent window are not stored; none changes what the API answers).
+    pub async fn canonical_block_at_time(&self, time: u64) -> Result<Option<u64>, StoreError> {
+        let row: (Option<i64>,) = sqlx::query_as(
+            "SELECT MAX(number) FROM blocks WHERE canonical = 1 AND timestamp <= $1",
+        )
+        .bind(time.min(i64::MAX as u64) as i64)
+        .fetch_one(&self.read)
+        .await?;
+        Ok(row.0.map(|n| n as u64))
+    }
+
     /// Writes a batch: `blocks` and `logs` (a block or log seen before becomes canonical again:
     /// a reorg can come back), and the checkpoint `(number, hash)` — all or nothing.
     pub async fn ingest(
@@ -239,8 +251,13 @@ impl Store {
         Ok(orphaned)
     }
 
-    /// Canonical `ProvenanceRecorded` events that name `record_id` among their parents.
-    pub async fn provenance_children(&self, record_id: &str) -> Result<Vec<LogRow>, StoreError> {
+    /// Canonical `ProvenanceRecorded` events up to block `at` that name `record_id` among
+    /// their parents.
+    pub async fn provenance_children(
+        &self,
+        record_id: &str,
+        at: u64,
+    ) -> Result<Vec<LogRow>, StoreError> {
         let contains = match self.backend {
             Backend::Sqlite => {
                 "EXISTS (SELECT 1 FROM json_each(args, '$.parents') p WHERE p.value = $1)"
@@ -249,10 +266,11 @@ impl Store {
         };
         let sql = format!(
             "SELECT {LOG_COLUMNS} FROM logs WHERE event = 'ProvenanceRecorded' AND canonical = 1 \
-             AND {contains} ORDER BY block_number, log_index"
+             AND block_number <= $2 AND {contains} ORDER BY block_number, log_index"
         );
         let rows = sqlx::query(&sql)
             .bind(record_id)
+            .bind(at.min(i64::MAX as u64) as i64)
             .fetch_all(&self.read)
             .await?;
         rows.iter().map(log_row).collect()
@@ -307,9 +325,13 @@ impl Store {
                 self.json_arg("l", link.field)?,
                 self.json_arg("logs", link.field)?,
             );
+            // The linked event counts only up to the query's last block (as of that block).
+            let until = filter
+                .to_block
+                .map_or(String::new(), |b| format!(" AND l.block_number <= {b}"));
             sql.push_str(&format!(
                 " AND {}EXISTS (SELECT 1 FROM logs l WHERE l.event = '{}' AND l.canonical = 1 \
-                 AND {theirs} = {ours})",
+                 AND {theirs} = {ours}{until})",
                 if link.present { "" } else { "NOT " },
                 link.event.replace('\'', "")
             ));
@@ -377,7 +399,7 @@ async fn insert_logs(db: &mut DbTx, logs: &[LogRow]) -> Result<(), StoreError> {
     for chunk in logs.chunks(ROWS_PER_INSERT) {
         let sql = format!(
             "INSERT INTO logs ({LOG_COLUMNS}) VALUES {} \
-             ON CONFLICT (block_hash, log_index) DO UPDATE SET canonical = 1, orphaned_by = NULL",
+             ON CONFLICT (block_number, log_index, block_hash) DO UPDATE SET canonical = 1, orphaned_by = NULL",
             placeholders(db, chunk.len(), 16)
         );
         let mut q = sqlx::query(&sql);

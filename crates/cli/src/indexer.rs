@@ -44,6 +44,13 @@ pub(crate) struct IndexerArgs {
     /// How often to look for a new block once caught up, in milliseconds.
     #[arg(long, env = "BURSAR_INDEXER_POLL_MS", default_value_t = 500)]
     poll_ms: u64,
+    /// A WebSocket endpoint (`ws://…`, `wss://…`) of the same node: new heads wake the indexer
+    /// as they arrive (it polls while the subscription is down).
+    #[arg(long, env = "BURSAR_INDEXER_WS")]
+    ws: Option<String>,
+    /// Backfill ranges fetched at once.
+    #[arg(long, env = "BURSAR_INDEXER_IN_FLIGHT", default_value_t = 4)]
+    in_flight: usize,
 }
 
 pub(crate) fn run(args: IndexerArgs) -> Result<(), String> {
@@ -64,6 +71,8 @@ pub(crate) fn run(args: IndexerArgs) -> Result<(), String> {
                 window: args.window,
                 max_range: args.max_range.max(1),
                 poll: Duration::from_millis(args.poll_ms.max(10)),
+                ws: args.ws,
+                in_flight: args.in_flight.max(1),
             },
         })
         .await

@@ -261,6 +261,13 @@ impl Client {
             .await
     }
 
+    /// The block a tag names (`latest`, `safe`, `finalized`, …); `None` when the node has no
+    /// such block yet.
+    pub async fn block_by_tag(&self, tag: &str) -> Result<Option<BlockHeader>, RpcError> {
+        self.request("eth_getBlockByNumber", json!([tag, false]))
+            .await
+    }
+
     /// The balance of `address` at the latest block, in wei.
     pub async fn balance(&self, address: Address) -> Result<U256, RpcError> {
         self.request("eth_getBalance", json!([address, "latest"]))

@@ -22,6 +22,7 @@ fn config(rpc: &str, db: &str, record: &std::path::Path) -> Config {
             window: 3,
             max_range: 2,
             poll: Duration::from_millis(5),
+            ..FollowConfig::default()
         },
     }
 }

@@ -45,6 +45,7 @@ async fn start(client: &Client, record: &DeploymentRecord, db: &Db, window: u64)
             window,
             max_range: 16,
             poll: Duration::from_millis(20),
+            ..FollowConfig::default()
         },
     })
     .await

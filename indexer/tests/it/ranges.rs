@@ -90,6 +90,7 @@ pub(super) async fn shrinks_to_the_providers_range(db: Db) {
             window: 2,
             max_range: 1_000,
             poll: Duration::from_millis(20),
+            ..FollowConfig::default()
         },
     })
     .await

@@ -1,0 +1,192 @@
+//! Events, sessions, a session's state and timeline, and its audit export.
+
+use axum::extract::Path;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::params::{bad, id_of};
+use super::{cursor, view, ApiError, Params, Q, S};
+use crate::projections::Session;
+use crate::store::LogFilter;
+
+/// `GET /v1/events`: logs in chain order, with the filters and paging of
+/// [`Params::log_filter`].
+pub(super) async fn events(s: S, q: Q) -> Result<Json<Value>, ApiError> {
+    let mut p = Params::from(q.0);
+    let at = p.as_of(&s.store).await?;
+    let filter = p.log_filter(&at)?;
+    p.finish()?;
+    page(&s, filter).await
+}
+
+/// `GET /v1/sessions/{id}/timeline`: every event of the session in order (the parameters of
+/// `/v1/events` but `session`).
+pub(super) async fn timeline(s: S, Path(id): Path<String>, q: Q) -> Result<Json<Value>, ApiError> {
+    let mut p = Params::from(q.0);
+    if p.take("session").is_some() {
+        return Err(bad(
+            "session",
+            "unknown parameter (the path names the session)",
+        ));
+    }
+    let at = p.as_of(&s.store).await?;
+    let mut filter = p.log_filter(&at)?;
+    p.finish()?;
+    filter.session_id = Some(id_of(&id, "id")?);
+    page(&s, filter).await
+}
+
+async fn page(s: &S, filter: LogFilter) -> Result<Json<Value>, ApiError> {
+    let rows = s.store.logs(&filter).await?;
+    Ok(Json(json!({
+        "events": rows.iter().map(|r| view(&s.metrics, r)).collect::<Vec<_>>(),
+        "nextCursor": cursor(&rows, filter.limit),
+    })))
+}
+
+/// `GET /v1/sessions`: sessions in the order they opened, with their terms. Filters: `owner`,
+/// `sessionKey`, `token`, `openedFrom`/`openedTo` (unix seconds) and the paging of
+/// `/v1/events`.
+pub(super) async fn list(s: S, q: Q) -> Result<Json<Value>, ApiError> {
+    let mut p = Params::from(q.0);
+    let mut args = Vec::new();
+    for name in ["owner", "sessionKey", "token"] {
+        args.extend(p.address(name)?.map(|a| (name.to_owned(), a)));
+    }
+    let opened_from = p.number("openedFrom")?;
+    let opened_to = p.number("openedTo")?;
+    let at = p.as_of(&s.store).await?;
+    let mut filter = p.log_filter(&at)?;
+    p.finish()?;
+    filter.event = Some("SessionOpened".into());
+    filter.args = args;
+    filter.from_time = filter.from_time.max(opened_from);
+    filter.to_time = match (filter.to_time, opened_to) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let rows = s.store.logs(&filter).await?;
+    let sessions: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            json!({
+                "sessionId": r.session_id,
+                "terms": r.args,
+                "openedAt": crate::records::chain(&s.metrics, r),
+                "canonical": r.canonical,
+            })
+        })
+        .collect();
+    Ok(Json(
+        json!({ "sessions": sessions, "nextCursor": cursor(&rows, filter.limit) }),
+    ))
+}
+
+/// `GET /v1/sessions/{id}`: the session's terms and its state by the wallet's rules, at the
+/// last block indexed or as of `asOfBlock`/`asOfTime`.
+pub(super) async fn one(s: S, Path(id): Path<String>, q: Q) -> Result<Json<Value>, ApiError> {
+    let id = id_of(&id, "id")?;
+    let mut p = Params::from(q.0);
+    let at = p.as_of(&s.store).await?;
+    p.finish()?;
+    // The wallet's views judge leases and periods by the block's time; as of a time, by it.
+    let time = match at.time {
+        Some(t) => t,
+        None => block_time(&s, at.block).await?,
+    };
+    let events = s
+        .store
+        .logs(&LogFilter {
+            session_id: Some(id.clone()),
+            to_block: Some(at.block),
+            limit: u64::MAX,
+            ..LogFilter::default()
+        })
+        .await?;
+    let session = Session::fold(&events).ok_or(ApiError::NotFound)?;
+    let mut body = session.to_json(time);
+    body["sessionId"] = json!(id);
+    body["asOf"] = json!({ "blockNumber": at.block, "blockTimestamp": time, "asOfTime": at.time });
+    Ok(Json(body))
+}
+
+/// The time of block `number`: stored, or asked of the node (blocks without Bursar logs
+/// below the recent window are not stored).
+async fn block_time(s: &S, number: u64) -> Result<u64, ApiError> {
+    if let Some(b) = s.store.canonical_block(number).await? {
+        return Ok(b.timestamp);
+    }
+    Ok(node_block(s, number).await?.timestamp.to())
+}
+
+/// `GET /v1/sessions/{id}/export?format=ndjson|csv`: the session's timeline up to the last
+/// block indexed (or `asOfBlock`/`asOfTime`) as a hash-chained audit export with a final
+/// manifest (see [`crate::audit`]).
+pub(super) async fn export(s: S, Path(id): Path<String>, q: Q) -> Result<Response, ApiError> {
+    let id = id_of(&id, "id")?;
+    let mut p = Params::from(q.0);
+    let csv = match p.take("format").as_deref() {
+        None | Some("ndjson") => false,
+        Some("csv") => true,
+        Some(_) => return Err(bad("format", "want ndjson or csv")),
+    };
+    let at = p.as_of(&s.store).await?;
+    p.finish()?;
+    let head_hash = block_hash(&s, at.block).await?;
+    let rows = s
+        .store
+        .logs(&LogFilter {
+            session_id: Some(id.clone()),
+            to_block: Some(at.block),
+            limit: u64::MAX,
+            ..LogFilter::default()
+        })
+        .await?;
+    if rows.is_empty() {
+        return Err(ApiError::NotFound);
+    }
+    let (rows, manifest) = crate::audit::export(&id, s.chain_id, &rows, (at.block, &head_hash));
+    let mut body = String::new();
+    if csv {
+        body.push_str(crate::audit::CSV_HEADER);
+        body.push('\n');
+    }
+    for r in &rows {
+        if csv {
+            body.push_str(&crate::audit::csv_line(r));
+        } else {
+            body.push_str(&serde_json::to_string(r).unwrap_or_default());
+        }
+        body.push('\n');
+    }
+    let manifest = json!({ "manifest": manifest });
+    let (kind, manifest) = if csv {
+        ("text/csv", format!("# {manifest}\n"))
+    } else {
+        ("application/x-ndjson", format!("{manifest}\n"))
+    };
+    body.push_str(&manifest);
+    Ok(([(axum::http::header::CONTENT_TYPE, kind)], body).into_response())
+}
+
+/// The hash of canonical block `number`: the checkpoint's, stored, or asked of the node.
+async fn block_hash(s: &S, number: u64) -> Result<String, ApiError> {
+    if let Some((n, hash)) = s.store.checkpoint().await? {
+        if n == number {
+            return Ok(hash);
+        }
+    }
+    if let Some(b) = s.store.canonical_block(number).await? {
+        return Ok(b.hash);
+    }
+    Ok(node_block(s, number).await?.hash.to_string())
+}
+
+async fn node_block(s: &S, number: u64) -> Result<bursar_client::rpc::BlockHeader, ApiError> {
+    let header = s.client.block(number).await.map_err(|e| {
+        tracing::warn!(error = %e, "node error");
+        ApiError::Unavailable
+    })?;
+    header.ok_or(ApiError::Unavailable)
+}
