@@ -107,6 +107,10 @@ pub struct Follower {
     range: u64,
     /// Backfill ranges being fetched, in block order.
     pipeline: VecDeque<Pending>,
+    /// The last block the backfill reads (below the recent window).
+    backfill_to: u64,
+    /// When the head was last read.
+    head_read_at: Instant,
     /// The checkpoint, as last written (the follower is its only writer); read from the
     /// store again after a failed step, whose write may or may not have landed.
     progress: tokio::sync::watch::Sender<Option<(u64, String)>>,
@@ -150,7 +154,8 @@ impl Follower {
         config: FollowConfig,
     ) -> Self {
         let metrics = Arc::<Metrics>::default();
-        let range = config.max_range.clamp(1, 100);
+        // One block first: the first answer tells the chain's density, and ranges double from there.
+        let range = 1;
         Follower {
             source: Arc::new(Source {
                 client,
@@ -163,6 +168,8 @@ impl Follower {
             config,
             range,
             pipeline: VecDeque::new(),
+            backfill_to: 0,
+            head_read_at: Instant::now(),
             progress: tokio::sync::watch::channel(None).0,
             loaded: false,
             metrics,
@@ -234,10 +241,6 @@ impl Follower {
 
     /// One step: a backfill range, one block of the window, or a reorg.
     pub async fn step(&mut self) -> Result<Step, FollowError> {
-        let head = self.source.client.block_number().await?;
-        self.metrics
-            .head
-            .store(head, std::sync::atomic::Ordering::Relaxed);
         if !self.loaded {
             let stored = self.store.checkpoint().await?;
             self.moved_to(stored);
@@ -247,11 +250,23 @@ impl Follower {
         let next = checkpoint
             .as_ref()
             .map_or(self.config.start_block, |(n, _)| n + 1);
+        // Mid-backfill, the next range is on its way: no round trip to the node first (the
+        // head is looked at again every second, to extend the backfill).
+        if self.pipeline.front().is_some_and(|p| p.from == next) {
+            if self.head_read_at.elapsed() >= Duration::from_secs(1) {
+                let head = self.head().await?;
+                self.backfill_to = self
+                    .backfill_to
+                    .max(head.saturating_sub(self.config.window));
+            }
+            return self.backfill(next).await;
+        }
+        let head = self.head().await?;
         let safe_end = head.saturating_sub(self.config.window);
         if next <= head && next > safe_end {
             return self.follow(next, checkpoint.map(|(_, h)| h)).await;
         }
-        // Before a range, or with nothing new: the node must still have the checkpoint's
+        // Before a backfill, or with nothing new: the node must still have the checkpoint's
         // block, or a reorg replaced it (in the window, each new block's parent is checked).
         if let Some((number, hash)) = &checkpoint {
             match self.header(*number).await? {
@@ -264,12 +279,24 @@ impl Follower {
         if next > head {
             return Ok(Step::CaughtUp);
         }
-        self.backfill(next, safe_end).await
+        self.backfill_to = safe_end;
+        self.backfill(next).await
     }
 
-    /// Writes the next backfill range of `from..=limit`, keeping up to `in_flight` ranges
-    /// being fetched meanwhile.
-    async fn backfill(&mut self, from: u64, limit: u64) -> Result<Step, FollowError> {
+    /// The node's head block (counted in the metrics).
+    async fn head(&mut self) -> Result<u64, FollowError> {
+        let head = self.source.client.block_number().await?;
+        self.head_read_at = Instant::now();
+        self.metrics
+            .head
+            .store(head, std::sync::atomic::Ordering::Relaxed);
+        Ok(head)
+    }
+
+    /// Writes the next backfill range from `from` on, keeping up to `in_flight` ranges up to
+    /// `backfill_to` being fetched meanwhile.
+    async fn backfill(&mut self, from: u64) -> Result<Step, FollowError> {
+        let limit = self.backfill_to;
         if self.pipeline.front().is_some_and(|p| p.from != from) {
             // A reorg, a restart or a failed write moved the checkpoint: start afresh.
             self.stop_fetching();

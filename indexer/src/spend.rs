@@ -69,64 +69,63 @@ pub async fn spend(
     groups: &[Group],
     filter: &SpendFilter,
 ) -> Result<Value, StoreError> {
+    // Only the fields summed and grouped by, not whole rows: this reads every payment.
     let payments = store
-        .logs(&LogFilter {
-            event: Some("PaymentExecuted".into()),
-            limit: u64::MAX,
-            ..filter.logs.clone()
-        })
+        .arguments(
+            &LogFilter {
+                event: Some("PaymentExecuted".into()),
+                limit: u64::MAX,
+                ..filter.logs.clone()
+            },
+            &["to", "amount"],
+        )
         .await?;
     // Each session's owner and token, from its opening.
     let mut sessions: HashMap<String, (String, String)> = HashMap::new();
     let opened = store
-        .logs(&LogFilter {
-            event: Some("SessionOpened".into()),
-            session_id: filter.logs.session_id.clone(),
-            limit: u64::MAX,
-            ..LogFilter::default()
-        })
+        .arguments(
+            &LogFilter {
+                event: Some("SessionOpened".into()),
+                session_id: filter.logs.session_id.clone(),
+                limit: u64::MAX,
+                ..LogFilter::default()
+            },
+            &["owner", "token"],
+        )
         .await?;
-    for o in &opened {
-        let arg = |n: &str| {
-            o.args
-                .as_ref()
-                .and_then(|a| a.get(n))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
-        if let Some(id) = &o.session_id {
-            sessions.insert(id.clone(), (arg("owner"), arg("token")));
+    for (id, _, mut args) in opened {
+        if let Some(id) = id {
+            let token = args.pop().flatten().unwrap_or_default();
+            let owner = args.pop().flatten().unwrap_or_default();
+            sessions.insert(id, (owner, token));
         }
     }
     let mut sums: BTreeMap<Vec<String>, (U256, u64)> = BTreeMap::new();
-    for p in &payments {
-        let session = p.session_id.clone().unwrap_or_default();
+    for (session, time, mut args) in payments {
+        let session = session.unwrap_or_default();
         let (owner, token) = sessions.get(&session).cloned().unwrap_or_default();
         if filter.owner.as_ref().is_some_and(|o| *o != owner)
             || filter.token.as_ref().is_some_and(|t| *t != token)
         {
             continue;
         }
-        let args = p.args.as_ref();
-        let field = |n: &str| {
-            args.and_then(|a| a.get(n))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
+        let amount: U256 = args
+            .pop()
+            .flatten()
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_default();
+        let to = args.pop().flatten().unwrap_or_default();
         let key: Vec<String> = groups
             .iter()
             .map(|g| match g {
                 Group::Session => session.clone(),
                 Group::Owner => owner.clone(),
-                Group::Counterparty => field("to"),
+                Group::Counterparty => to.clone(),
                 Group::Token => token.clone(),
-                Group::Hour => (p.block_timestamp - p.block_timestamp % 3_600).to_string(),
-                Group::Day => (p.block_timestamp - p.block_timestamp % 86_400).to_string(),
+                Group::Hour => (time - time % 3_600).to_string(),
+                Group::Day => (time - time % 86_400).to_string(),
             })
             .collect();
-        let amount: U256 = field("amount").parse().unwrap_or_default();
         let entry = sums.entry(key).or_default();
         entry.0 = entry.0.saturating_add(amount);
         entry.1 += 1;

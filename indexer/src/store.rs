@@ -132,7 +132,9 @@ impl Store {
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
         static SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
         static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
-        let pools = bursar_db::connect(url, &SQLITE, &POSTGRES).await?;
+        let pools =
+            bursar_db::connect(url, &SQLITE, &POSTGRES, bursar_db::Durability::ProcessCrash)
+                .await?;
         Ok(Store {
             write: pools.write,
             read: pools.read,
@@ -289,36 +291,74 @@ impl Store {
 
     /// Logs in chain order (block number, log index), as `filter` says.
     pub async fn logs(&self, filter: &LogFilter) -> Result<Vec<LogRow>, StoreError> {
-        let mut sql = format!("SELECT {LOG_COLUMNS} FROM logs WHERE 1 = 1");
-        let mut n = 0;
-        let mut next = || {
-            n += 1;
-            format!("${n}")
+        let (sql, binds) = self.select(LOG_COLUMNS, filter)?;
+        let rows = bound(&sql, binds).fetch_all(&self.read).await?;
+        rows.iter().map(log_row).collect()
+    }
+
+    /// Of the logs `filter` selects, each one's session, time and decoded arguments `fields`
+    /// (as text, in that order): aggregates read these rather than whole rows.
+    pub async fn arguments(
+        &self,
+        filter: &LogFilter,
+        fields: &[&str],
+    ) -> Result<Vec<(Option<String>, u64, Vec<Option<String>>)>, StoreError> {
+        let mut columns = "session_id, block_timestamp".to_owned();
+        for (i, name) in fields.iter().enumerate() {
+            columns.push_str(&format!(", {} AS a{i}", self.json_arg("logs", name)?));
+        }
+        let (sql, binds) = self.select(&columns, filter)?;
+        let rows = bound(&sql, binds).fetch_all(&self.read).await?;
+        rows.iter()
+            .map(|r| {
+                let values = (0..fields.len())
+                    .map(|i| r.try_get::<Option<String>, _>(2 + i))
+                    .collect::<Result<_, _>>()?;
+                Ok((
+                    r.try_get("session_id")?,
+                    r.try_get::<i64, _>("block_timestamp")? as u64,
+                    values,
+                ))
+            })
+            .collect()
+    }
+
+    /// `SELECT columns FROM logs` as `filter` says, in chain order, and its parameters.
+    fn select(&self, columns: &str, filter: &LogFilter) -> Result<(String, Vec<Bind>), StoreError> {
+        let mut binds = Vec::new();
+        let mut sql = format!("SELECT {columns} FROM logs WHERE 1 = 1");
+        let mut param = |sql: &mut String, text: &str, bind: Bind| {
+            binds.push(bind);
+            sql.push_str(&text.replace('?', &format!("${}", binds.len())));
         };
         if !filter.include_orphaned {
             sql.push_str(" AND canonical = 1");
         }
-        if filter.session_id.is_some() {
-            sql.push_str(&format!(" AND session_id = {}", next()));
+        if let Some(s) = &filter.session_id {
+            param(&mut sql, " AND session_id = ?", Bind::Text(s.clone()));
         }
-        if filter.event.is_some() {
-            sql.push_str(&format!(" AND event = {}", next()));
+        if let Some(e) = &filter.event {
+            param(&mut sql, " AND event = ?", Bind::Text(e.clone()));
         }
-        if filter.from_block.is_some() {
-            sql.push_str(&format!(" AND block_number >= {}", next()));
+        if let Some(b) = filter.from_block {
+            param(&mut sql, " AND block_number >= ?", Bind::Int(b));
         }
-        if filter.to_block.is_some() {
-            sql.push_str(&format!(" AND block_number <= {}", next()));
+        if let Some(b) = filter.to_block {
+            param(&mut sql, " AND block_number <= ?", Bind::Int(b));
         }
-        if filter.from_time.is_some() {
-            sql.push_str(&format!(" AND block_timestamp >= {}", next()));
+        if let Some(t) = filter.from_time {
+            param(&mut sql, " AND block_timestamp >= ?", Bind::Int(t));
         }
-        if filter.to_time.is_some() {
-            sql.push_str(&format!(" AND block_timestamp <= {}", next()));
+        if let Some(t) = filter.to_time {
+            param(&mut sql, " AND block_timestamp <= ?", Bind::Int(t));
         }
-        for (name, _) in &filter.args {
+        for (name, value) in &filter.args {
             let arg = self.json_arg("logs", name)?;
-            sql.push_str(&format!(" AND {arg} = {}", next()));
+            param(
+                &mut sql,
+                &format!(" AND {arg} = ?"),
+                Bind::Text(value.clone()),
+            );
         }
         if let Some(link) = &filter.linked {
             let (theirs, ours) = (
@@ -336,42 +376,39 @@ impl Store {
                 link.event.replace('\'', "")
             ));
         }
-        if filter.after.is_some() {
-            let (b, b2, i) = (next(), next(), next());
-            sql.push_str(&format!(
-                " AND (block_number > {b} OR (block_number = {b2} AND log_index > {i}))"
-            ));
-        }
-        sql.push_str(&format!(
-            " ORDER BY block_number, log_index, canonical DESC LIMIT {}",
-            next()
-        ));
-        let mut q = sqlx::query(&sql);
-        if let Some(s) = &filter.session_id {
-            q = q.bind(s);
-        }
-        if let Some(e) = &filter.event {
-            q = q.bind(e);
-        }
-        if let Some(b) = filter.from_block {
-            q = q.bind(b as i64);
-        }
-        if let Some(b) = filter.to_block {
-            q = q.bind(b as i64);
-        }
-        for t in [filter.from_time, filter.to_time].into_iter().flatten() {
-            q = q.bind(t as i64);
-        }
-        for (_, value) in &filter.args {
-            q = q.bind(value);
-        }
         if let Some((b, i)) = filter.after {
-            q = q.bind(b as i64).bind(b as i64).bind(i as i64);
+            param(&mut sql, " AND (block_number > ?", Bind::Int(b));
+            param(&mut sql, " OR (block_number = ?", Bind::Int(b));
+            param(&mut sql, " AND log_index > ?))", Bind::Int(i));
         }
-        q = q.bind(filter.limit.min(i64::MAX as u64) as i64);
-        let rows = q.fetch_all(&self.read).await?;
-        rows.iter().map(log_row).collect()
+        param(
+            &mut sql,
+            " ORDER BY block_number, log_index, canonical DESC LIMIT ?",
+            Bind::Int(filter.limit),
+        );
+        Ok((sql, binds))
     }
+}
+
+/// A query parameter.
+enum Bind {
+    Text(String),
+    Int(u64),
+}
+
+/// `sql` with `binds` bound in order.
+fn bound(
+    sql: &str,
+    binds: Vec<Bind>,
+) -> sqlx::query::Query<'_, sqlx::Any, sqlx::any::AnyArguments<'_>> {
+    let mut q = sqlx::query(sql);
+    for b in binds {
+        q = match b {
+            Bind::Text(t) => q.bind(t),
+            Bind::Int(n) => q.bind(n.min(i64::MAX as u64) as i64),
+        };
+    }
+    q
 }
 
 async fn insert_blocks(db: &mut DbTx, blocks: &[BlockRow]) -> Result<(), StoreError> {

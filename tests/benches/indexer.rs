@@ -7,9 +7,14 @@
 //! solc-js, on anvil: the devnet runs Stylus WASM only, and generating a million events through
 //! the real wallet would take hours.
 //!
+//! After each ingest it times queries (a session's timeline, one session's spend, the spend of
+//! every payment grouped); then Ponder (`tools/ponder`, npm `ponder@0.16.10`) indexes the same
+//! events from the same node, on PGlite and on PostgreSQL, and the ratios are printed.
+//!
 //! ```text
 //! cargo bench -p bursar-e2e --bench indexer                 # 200,000 events
 //! BENCH_EVENTS=1000000 cargo bench -p bursar-e2e --bench indexer
+//! BENCH_PONDER=0 BENCH_QUERIES=0 cargo bench …              # ingest only (e.g. to profile)
 //! ```
 
 use std::net::SocketAddr;
@@ -22,6 +27,10 @@ use bursar_client::{Client, Sender};
 use bursar_e2e::{anvil, dev_key, env_usize, repo_root};
 use bursar_indexer::{Config, FollowConfig};
 use serde_json::{json, Value};
+
+// The allocator `bursar` (the CLI that runs the indexer) uses.
+#[global_allocator]
+static ALLOCATOR: bursar_devnet::allocator::MiMalloc = bursar_devnet::allocator::MiMalloc;
 
 /// Events per emitting transaction.
 const PER_TX: usize = 1_000;
@@ -79,6 +88,140 @@ fn compile() -> Vec<u8> {
     alloy_primitives::hex::decode(hex).unwrap()
 }
 
+/// Percentile `p` (0–100) of `samples` (sorted here), in milliseconds.
+fn percentile(samples: &mut [Duration], p: usize) -> f64 {
+    samples.sort_unstable();
+    let i = (samples.len() * p / 100).min(samples.len() - 1);
+    samples[i].as_secs_f64() * 1_000.0
+}
+
+/// Times `n` GETs of the paths `path(i)` from the indexer at `addr`; prints p50/p99.
+async fn latency(addr: SocketAddr, what: &str, n: usize, path: impl Fn(usize) -> String) {
+    let http = reqwest::Client::new();
+    let mut samples = Vec::with_capacity(n);
+    for i in 0..n {
+        let url = format!("http://{addr}{}", path(i));
+        let started = Instant::now();
+        let response = http.get(&url).send().await.expect("the indexer answers");
+        assert!(
+            response.status().is_success(),
+            "{url}: {}",
+            response.status()
+        );
+        let _ = response.bytes().await.expect("a body");
+        samples.push(started.elapsed());
+    }
+    println!(
+        "  {what}: p50 {:.1} ms, p99 {:.1} ms ({n} requests)",
+        percentile(&mut samples, 50),
+        percentile(&mut samples, 99)
+    );
+}
+
+/// Ponder (tools/ponder, npm ponder@0.16.10) indexing the same events: seconds from its start
+/// until its table holds all `events`, and the backfill time it reports itself.
+async fn ponder(
+    rpc: &str,
+    emitter: alloy_primitives::Address,
+    start_block: u64,
+    events: usize,
+    postgres: Option<String>,
+) -> (f64, Option<f64>) {
+    use std::io::BufRead;
+    let dir = repo_root().join("tools/ponder");
+    if !dir.join("node_modules/ponder").is_dir() {
+        let status = std::process::Command::new("npm")
+            .args([
+                "ci",
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                "--prefix",
+            ])
+            .arg(&dir)
+            .status()
+            .expect("npm (install Node.js and npm, or run .ci/run)");
+        assert!(status.success(), "npm ci --prefix tools/ponder failed");
+    }
+    let pglite = tempfile::tempdir().expect("a temp dir");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let mut command = std::process::Command::new("node");
+    command
+        .current_dir(&dir)
+        .arg("node_modules/ponder/dist/esm/bin/ponder.js")
+        .args(["start", "--schema", "bench", "--hostname", "127.0.0.1"])
+        .args(["--log-format", "json", "--port", &port.to_string()])
+        .env_remove("PORT")
+        .env_remove("DATABASE_SCHEMA")
+        .env("PONDER_TELEMETRY_DISABLED", "true")
+        .env("PONDER_RPC_URL", rpc)
+        .env("PONDER_ADDRESS", emitter.to_string())
+        .env("PONDER_START_BLOCK", start_block.to_string())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    match &postgres {
+        Some(url) => command.env("DATABASE_URL", url),
+        None => command
+            .env_remove("DATABASE_URL")
+            .env("PONDER_PGLITE_DIR", pglite.path()),
+    };
+    let started = Instant::now();
+    let mut child = command.spawn().expect("node (run .ci/run)");
+    // Its log: the port it really took (it moves on when one is busy) and its backfill time.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let stdout = child.stdout.take().expect("piped");
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if tx.send(v).is_err() {
+                return;
+            }
+        }
+    });
+    let http = reqwest::Client::new();
+    let (mut port, mut backfill) = (port, None);
+    let deadline = Instant::now() + Duration::from_secs(3_600);
+    loop {
+        while let Ok(v) = rx.try_recv() {
+            if v["msg"] == "Created HTTP server" {
+                port = v["port"].as_u64().map_or(port, |p| p as u16);
+            }
+            if v["msg"] == "Completed backfill indexing across all chains" {
+                backfill = v["duration"].as_f64().map(|ms| ms / 1_000.0);
+            }
+        }
+        let count = async {
+            let body: Value = http
+                .get(format!("http://127.0.0.1:{port}/count"))
+                .send()
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            body["payment"].as_u64()
+        };
+        if count.await == Some(events as u64) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "ponder did not finish");
+        // A benchmark's poll of another process's progress, not a test's synchronization.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let _ = child.kill();
+    let _ = child.wait();
+    (elapsed, backfill)
+}
+
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -108,6 +251,12 @@ fn main() {
                 .await
                 .expect("emit");
         }
+        // Empty blocks on top: Ponder holds back the last 30 blocks of chain 31337 as not final
+        // (and indexes them one by one); ours reads them like any other.
+        let _: Value = client
+            .request("anvil_mine", json!(["0x20"]))
+            .await
+            .expect("anvil_mine");
         println!(
             "indexer benchmark: {events} PaymentExecuted logs emitted on anvil in {:.1} s",
             started.elapsed().as_secs_f64()
@@ -119,20 +268,27 @@ fn main() {
             .expect("eth_getLogs");
         let raw = started.elapsed();
         assert_eq!(all.len(), events);
-        assert_eq!(all[0].topics[0], PaymentExecuted::SIGNATURE_HASH, "the wallet's event");
+        assert_eq!(
+            all[0].topics[0],
+            PaymentExecuted::SIGNATURE_HASH,
+            "the wallet's event"
+        );
+        drop(all);
         println!(
             "raw eth_getLogs of all {events}: {:.2} s = {:.0} events/s (the ceiling)",
             raw.as_secs_f64(),
             events as f64 / raw.as_secs_f64()
         );
+        let postgres_url = std::env::var("BURSAR_TEST_POSTGRES_URL").ok();
         let mut databases = vec![("SQLite", None)];
-        if let Ok(url) = std::env::var("BURSAR_TEST_POSTGRES_URL") {
-            databases.push(("PostgreSQL", Some(url)));
+        if postgres_url.is_some() {
+            databases.push(("PostgreSQL", Some(())));
         }
+        let mut ours = Vec::new();
         for (name, postgres) in databases {
             let db = match postgres {
                 None => bursar_e2e::db::sqlite("bench-index.db"),
-                Some(_) => bursar_e2e::db::postgres("bursar_b").await,
+                Some(()) => bursar_e2e::db::postgres("bursar_b").await,
             };
             let started = Instant::now();
             let indexer = bursar_indexer::start(Config {
@@ -154,14 +310,90 @@ fn main() {
                     .await,
                 "the indexer did not catch up"
             );
-            let elapsed = started.elapsed();
+            let elapsed = started.elapsed().as_secs_f64();
+            let rate = events as f64 / elapsed;
+            ours.push(rate);
             println!(
-                "ingested into {name}: {events} events in {:.2} s = {:.0} events/s ({:.0}% of the raw eth_getLogs rate)",
-                elapsed.as_secs_f64(),
-                events as f64 / elapsed.as_secs_f64(),
-                100.0 * raw.as_secs_f64() / elapsed.as_secs_f64()
+                "ingested into {name}: {events} events in {elapsed:.2} s = {rate:.0} events/s \
+                 ({:.0}% of the raw eth_getLogs rate)",
+                100.0 * raw.as_secs_f64() / elapsed,
             );
+            // Where the time went: the writes (one transaction per range) against the whole.
+            let metrics = reqwest::get(format!("http://{}/metrics", indexer.addr))
+                .await
+                .expect("metrics")
+                .text()
+                .await
+                .expect("metrics text");
+            let metric = |name: &str| {
+                metrics
+                    .lines()
+                    .find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok())
+                    .unwrap_or(f64::NAN)
+            };
+            println!(
+                "  of which writing to the database: {:.2} s in {} transactions",
+                metric("bursar_indexer_db_write_seconds_sum "),
+                metric("bursar_indexer_db_write_seconds_count ")
+            );
+            if env_usize("BENCH_QUERIES", 1) == 0 {
+                indexer.shutdown().await;
+                continue;
+            }
+            // Sessions 1..=1000 have events/1000 payments each (the emitter's pattern).
+            let addr = indexer.addr;
+            latency(addr, "session timeline (100 events)", 200, |i| {
+                format!("/v1/sessions/{}/timeline", i * 7 % 1_000 + 1)
+            })
+            .await;
+            latency(addr, "one session's spend", 100, |i| {
+                format!("/v1/spend?session={}", i * 13 % 1_000 + 1)
+            })
+            .await;
+            latency(
+                addr,
+                "spend of every payment by counterparty and day",
+                5,
+                |_| "/v1/spend?groupBy=counterparty,day".to_owned(),
+            )
+            .await;
             indexer.shutdown().await;
+        }
+        let mut theirs = Vec::new();
+        let ponders = match env_usize("BENCH_PONDER", 1) {
+            0 => vec![],
+            _ => vec![("PGlite", false), ("PostgreSQL", true)],
+        };
+        for (name, postgres) in ponders {
+            let url = match (postgres, &postgres_url) {
+                (false, _) => None,
+                (true, Some(_)) => Some(bursar_e2e::db::postgres("ponder_b").await),
+                (true, None) => continue,
+            };
+            let (elapsed, backfill) = ponder(
+                &node.url,
+                emitter,
+                start_block,
+                events,
+                url.as_ref().map(|db| db.url()),
+            )
+            .await;
+            let rate = events as f64 / elapsed;
+            theirs.push(rate);
+            println!(
+                "Ponder 0.16.10 on {name}: {events} events in {elapsed:.2} s = {rate:.0} \
+                 events/s from its start{}",
+                backfill.map_or(String::new(), |b| format!(
+                    " ({:.0} events/s over the backfill it reports, {b:.2} s)",
+                    events as f64 / b
+                ))
+            );
+        }
+        let pairs = [("SQLite", "PGlite"), ("PostgreSQL", "PostgreSQL")];
+        for (i, (ours_db, theirs_db)) in pairs.iter().enumerate() {
+            if let (Some(a), Some(b)) = (ours.get(i), theirs.get(i)) {
+                println!("ours on {ours_db} / Ponder on {theirs_db}: {:.1}x", a / b);
+            }
         }
     });
 }

@@ -153,6 +153,16 @@ pub struct BlockHeader {
     pub base_fee_per_gas: Option<U256>,
 }
 
+/// The blocks an `eth_getLogs` reads.
+#[derive(Clone, Copy, Debug)]
+pub enum LogBlocks {
+    /// `from..=to`.
+    Range(u64, u64),
+    /// The block with this hash (EIP-234: an error, never another block's logs, once a reorg
+    /// replaced it).
+    Hash(B256),
+}
+
 /// A JSON-RPC client over HTTP(S).
 #[derive(Debug)]
 pub struct Client {
@@ -457,6 +467,35 @@ impl Client {
             json!([{ "address": addresses, "fromBlock": U64::from(from), "toBlock": to }]),
         )
         .await
+    }
+
+    /// `eth_getLogs` over blocks `from..=to` for logs of `addresses` (empty: any contract)
+    /// whose topics match `topics`, position by position (an empty set matches any topic).
+    pub async fn logs_matching(
+        &self,
+        addresses: &[Address],
+        topics: &[Vec<B256>],
+        blocks: LogBlocks,
+    ) -> Result<Vec<RpcLog>, RpcError> {
+        let topics: Vec<Value> = topics
+            .iter()
+            .map(|set| match set.is_empty() {
+                true => Value::Null,
+                false => json!(set),
+            })
+            .collect();
+        let mut filter = json!({ "topics": topics });
+        if !addresses.is_empty() {
+            filter["address"] = json!(addresses);
+        }
+        match blocks {
+            LogBlocks::Range(from, to) => {
+                filter["fromBlock"] = json!(U64::from(from));
+                filter["toBlock"] = json!(U64::from(to));
+            }
+            LogBlocks::Hash(hash) => filter["blockHash"] = json!(hash),
+        }
+        self.request("eth_getLogs", json!([filter])).await
     }
 
     /// `eth_getLogs` for `addresses` in the block whose hash is `block_hash` (EIP-234): that

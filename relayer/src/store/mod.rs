@@ -59,7 +59,8 @@ impl Store {
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
         static SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
         static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
-        let pools = bursar_db::connect(url, &SQLITE, &POSTGRES).await?;
+        let pools =
+            bursar_db::connect(url, &SQLITE, &POSTGRES, bursar_db::Durability::PowerLoss).await?;
         Ok(Store {
             pool: pools.write,
             read: pools.read,
