@@ -7,6 +7,7 @@ use alloy_sol_types::SolEvent;
 use bursar_bindings::counterparty::ICounterpartyRegistry as Lists;
 use bursar_bindings::gateway::ISessionGateway as Gateway;
 use bursar_bindings::receipts::IReceiptRegistry as Receipts;
+use bursar_bindings::token::ITestToken as Token;
 use bursar_bindings::wallet::ISessionWallet as Wallet;
 use serde_json::{Map, Value};
 
@@ -124,6 +125,9 @@ events! {
         recordId, sessionId, attester, subject, inputs, runtime, policy, uri, parents,
     },
     Receipts::ProvenanceRevoked { recordId, by, reason },
+    // Any ERC-20's, to, from or for a Bursar contract (the follower asks for no others).
+    Token::Transfer { from, to, value },
+    Token::Approval { owner, spender, value },
 }
 
 #[cfg(test)]

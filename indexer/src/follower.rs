@@ -22,7 +22,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, B256};
-use bursar_client::rpc::{BlockHeader, RpcError, RpcLog};
+use alloy_sol_types::SolEvent;
+use bursar_bindings::token::ITestToken::{Approval, Transfer};
+use bursar_client::rpc::{BlockHeader, LogBlocks, RpcError, RpcLog};
 use bursar_client::Client;
 use futures_util::{StreamExt, TryStreamExt};
 
@@ -370,10 +372,10 @@ impl Follower {
             }
         }
         let source = &self.source;
-        let logs = source
-            .client
-            .logs_in_block(&source.addresses, header.hash)
-            .await?;
+        // With each block the node's safe and finalized blocks move: read them before the
+        // block is published, so answers about it carry its finality.
+        let (logs, ()) = tokio::join!(source.query(LogBlocks::Hash(header.hash)), self.read_tags());
+        let logs = logs?;
         let mut rows = source.rows(&logs, std::slice::from_ref(&header))?;
         self.attribute(&mut rows).await?;
         let hash = header.hash.to_string();
@@ -461,9 +463,15 @@ impl Follower {
         self.source.header(number).await
     }
 
-    /// Gives receipt acknowledgements and provenance revocations the session of the receipt or
-    /// record they name (their events name no session), found in this batch or in the store.
+    /// Gives the events that name no session theirs: a token movement the session of the
+    /// Bursar event it came with, and receipt acknowledgements and provenance revocations the
+    /// session of the receipt or record they name (found in this batch or in the store).
     async fn attribute(&self, rows: &mut [LogRow]) -> Result<(), StoreError> {
+        for i in 0..rows.len() {
+            if rows[i].contract == "Token" {
+                rows[i].session_id = token_session(rows, i);
+            }
+        }
         const LINKS: [(&str, &str, &str); 2] = [
             ("ReceiptAcknowledged", "ReceiptRecorded", "receiptId"),
             ("ProvenanceRevoked", "ProvenanceRecorded", "recordId"),
@@ -551,7 +559,7 @@ impl Source {
         let (mut at, mut size) = (from, to - from + 1);
         while at <= to {
             let end = at.saturating_add(size - 1).min(to);
-            match self.client.logs(&self.addresses, at, Some(end)).await {
+            match self.query(LogBlocks::Range(at, end)).await {
                 Ok(some) => {
                     logs.extend(some);
                     at = end + 1;
@@ -572,6 +580,29 @@ impl Source {
         Ok((logs, refused))
     }
 
+    /// The logs of `blocks`: the Bursar contracts' own, and every token's `Transfer` and
+    /// `Approval` to, from or for one of them (whatever the token: deposits, payments and
+    /// refunds move tokens sessions use) — three `eth_getLogs` at once, in chain order.
+    async fn query(&self, blocks: LogBlocks) -> Result<Vec<RpcLog>, RpcError> {
+        let (transfer, approval) = (Transfer::SIGNATURE_HASH, Approval::SIGNATURE_HASH);
+        let ours: Vec<B256> = self.addresses.iter().map(|a| a.into_word()).collect();
+        let into_ours = [vec![transfer, approval], vec![], ours.clone()];
+        let out_of_ours = [vec![transfer], ours];
+        let client = &self.client;
+        let (own, into, out) = futures_util::try_join!(
+            client.logs_matching(&self.addresses, &[], blocks),
+            client.logs_matching(&[], &into_ours, blocks),
+            client.logs_matching(&[], &out_of_ours, blocks),
+        )?;
+        let mut logs = own;
+        logs.extend(into);
+        logs.extend(out);
+        logs.sort_by_key(|l| (l.block_number, l.log_index));
+        // A transfer between two Bursar contracts matches both token queries.
+        logs.dedup_by_key(|l| (l.block_hash, l.log_index));
+        Ok(logs)
+    }
+
     /// `logs` as rows, each with its block's time from `headers`.
     fn rows(&self, logs: &[RpcLog], headers: &[BlockHeader]) -> Result<Vec<LogRow>, FollowError> {
         logs.iter()
@@ -590,7 +621,8 @@ impl Source {
                     .contracts
                     .iter()
                     .find(|(a, _)| *a == l.address)
-                    .map_or("unknown", |(_, name)| name);
+                    // The token queries bring only Transfer and Approval logs of others.
+                    .map_or("Token", |(_, name)| name);
                 let (event, args, decode_error) = match decode(&l.topics, &l.data) {
                     Some(Ok(d)) => (Some(d.event.to_owned()), Some(d.args), None),
                     Some(Err(e)) => (None, None, Some(e)),
@@ -646,7 +678,8 @@ impl Heads {
     }
 
     /// Waits for the next head, or `poll` without a subscription (and at most a minute with
-    /// one, in case a notification went missing).
+    /// one, in case a notification went missing). Returns at once on subscribing: a head may
+    /// have come before the subscription did.
     async fn next(&mut self, poll: Duration) {
         if let (Some(url), None) = (&self.url, &self.subscription) {
             if Instant::now() >= self.retry_at {
@@ -657,6 +690,7 @@ impl Heads {
                             "following new heads over WebSocket"
                         );
                         self.subscription = Some(heads);
+                        return;
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "no newHeads subscription; polling");
@@ -675,6 +709,43 @@ impl Heads {
                 self.subscription = None;
                 self.retry_at = Instant::now() + Duration::from_secs(1);
             }
+        }
+    }
+}
+
+/// The session of token movement `rows[i]`: of the Bursar events of its transaction that name
+/// one, the one moving the same amount (a payment, a deposit, a top-up, a refund), or the only
+/// session there.
+fn token_session(rows: &[LogRow], i: usize) -> Option<String> {
+    let arg = |r: &LogRow, name: &str| {
+        r.args
+            .as_ref()
+            .and_then(|a| a.get(name))
+            .and_then(|v| v.as_str())
+            .map(str::to_owned)
+    };
+    let movement = &rows[i];
+    let value = arg(movement, "value");
+    let same_tx: Vec<&LogRow> = rows
+        .iter()
+        .filter(|r| {
+            r.tx_hash == movement.tx_hash && r.contract != "Token" && r.session_id.is_some()
+        })
+        .collect();
+    let same_amount = same_tx.iter().find(|r| {
+        ["amount", "deposit", "refund"]
+            .iter()
+            .any(|f| value.is_some() && arg(r, f) == value)
+    });
+    match same_amount {
+        Some(r) => r.session_id.clone(),
+        None => {
+            let first = same_tx.first()?.session_id.clone();
+            same_tx
+                .iter()
+                .all(|r| r.session_id == first)
+                .then_some(first)
+                .flatten()
         }
     }
 }

@@ -261,21 +261,24 @@ fn main() {
             "indexer benchmark: {events} PaymentExecuted logs emitted on anvil in {:.1} s",
             started.elapsed().as_secs_f64()
         );
-        let started = Instant::now();
-        let all = client
-            .logs(&[emitter], start_block, None)
-            .await
-            .expect("eth_getLogs");
-        let raw = started.elapsed();
-        assert_eq!(all.len(), events);
-        assert_eq!(
-            all[0].topics[0],
-            PaymentExecuted::SIGNATURE_HASH,
-            "the wallet's event"
-        );
-        drop(all);
+        // The ceiling: one eth_getLogs of everything, the best of three.
+        let mut raw = Duration::MAX;
+        for _ in 0..3 {
+            let started = Instant::now();
+            let all = client
+                .logs(&[emitter], start_block, None)
+                .await
+                .expect("eth_getLogs");
+            raw = raw.min(started.elapsed());
+            assert_eq!(all.len(), events);
+            assert_eq!(
+                all[0].topics[0],
+                PaymentExecuted::SIGNATURE_HASH,
+                "the wallet's event"
+            );
+        }
         println!(
-            "raw eth_getLogs of all {events}: {:.2} s = {:.0} events/s (the ceiling)",
+            "raw eth_getLogs of all {events} (best of 3): {:.2} s = {:.0} events/s (the ceiling)",
             raw.as_secs_f64(),
             events as f64 / raw.as_secs_f64()
         );

@@ -116,8 +116,8 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
         .await
         .map_err(|e| format!("the scenario failed: {e}"))?;
 
-    // 5. The audit trail: the session's events as the indexer serves them, checked against
-    // the chain's own logs; allowlist changes and token movements (which the indexer does not
+    // 5. The audit trail: the session's events and token movements as the indexer serves
+    // them, checked against the chain's own logs; allowlist changes (which the indexer does not
     // attribute to sessions) from the logs.
     let contracts = Contracts::from_record(&record).map_err(|e| e.to_string())?;
     let head = client.latest_block().await.map_err(|e| e.to_string())?;
@@ -154,7 +154,7 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
     trail.sort_by_key(|e| (e.block, e.log_index));
     println!(
         "\n▶ Audit trail of session {} ({} events: {} from the indexer's API, equal to \
-         eth_getLogs'; {} allowlist and token events from eth_getLogs)",
+         eth_getLogs'; {} allowlist events from eth_getLogs)",
         bursar_demo::audit::session_label(report.session_id),
         trail.len(),
         from_indexer.len(),

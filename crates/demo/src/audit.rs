@@ -156,8 +156,9 @@ fn decode_parts(
 
 /// The session's trail as the indexer at `indexer` (its base URL) serves it —
 /// `GET /v1/sessions/{id}/timeline`, every page — each event decoded from the raw log the API
-/// returns with it. It holds the wallet's and the receipt registry's events of the session;
-/// allowlist changes and token movements are not attributed to sessions there.
+/// returns with it. It holds the wallet's and the receipt registry's events of the session and
+/// the token transfers and approvals of its transactions; allowlist changes are not attributed
+/// to sessions there.
 pub async fn indexed_trail(
     indexer: &str,
     contracts: &Contracts,
@@ -214,7 +215,12 @@ pub async fn indexed_trail(
 /// Whether an entry is one the indexer attributes to its session (the wallet's and the
 /// receipt registry's events).
 pub fn indexed_kind(e: &AuditEntry) -> bool {
-    matches!(e.event, AuditEvent::Wallet(_) | AuditEvent::Registry(_))
+    matches!(
+        e.event,
+        AuditEvent::Wallet(_)
+            | AuditEvent::Registry(_)
+            | AuditEvent::Token(TokenEvent::Transfer(_) | TokenEvent::Approval(_))
+    )
 }
 
 /// The session a wallet event is about (`RefundClaimed` is about an owner's balance).

@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use alloy_consensus::TxEip1559;
 use alloy_primitives::{Address, TxKind, B256, U256};
-use alloy_sol_types::SolCall;
+use alloy_sol_types::{SolCall, SolEvent};
 use bursar_bindings::counterparty::ICounterpartyRegistry;
+use bursar_bindings::token::ITestToken::{Approval, Transfer};
 use bursar_client::{Client, Key};
 use bursar_demo::scenario::{self, Actors, Transcript};
 use bursar_deploy::{Contract, DeploymentRecord};
@@ -101,7 +102,21 @@ async fn indexes_the_demo_story(db: Db) {
 
     let (contracts, _) = bursar_indexer::followed(&record).unwrap();
     let addresses: Vec<Address> = contracts.iter().map(|(a, _)| *a).collect();
-    let logs = client.logs(&addresses, 0, None).await.unwrap();
+    // The Bursar contracts' logs, and the token's transfers to or from them and approvals for
+    // them.
+    let ours: Vec<B256> = addresses.iter().map(|a| a.into_word()).collect();
+    let token = record.address(Contract::TestToken.key()).unwrap();
+    let mut logs = client.logs(&addresses, 0, None).await.unwrap();
+    let token_logs = client.logs(&[token], 0, None).await.unwrap();
+    let moved = token_logs.iter().filter(|l| match l.topics[0] {
+        t if t == Transfer::SIGNATURE_HASH => {
+            ours.contains(&l.topics[1]) || ours.contains(&l.topics[2])
+        }
+        t if t == Approval::SIGNATURE_HASH => ours.contains(&l.topics[2]),
+        _ => false,
+    });
+    logs.extend(moved.cloned());
+    logs.sort_by_key(|l| (l.block_number, l.log_index));
     let stored = all_logs(&indexer, false).await;
     let key = |b: String, i: u64| (b, i);
     let expected: Vec<_> = logs
@@ -127,8 +142,29 @@ async fn indexes_the_demo_story(db: Db) {
         "ReceiptAcknowledged",
         "ProvenanceRecorded",
         "EntrySet",
+        "Transfer",
+        "Approval",
     ] {
         assert!(events.contains(e), "{e} indexed: {events:?}");
+    }
+    // Every payment's transfer is the payment's session's, of the same amount to the same
+    // payee.
+    for paid in stored
+        .iter()
+        .filter(|l| l.event.as_deref() == Some("PaymentExecuted"))
+    {
+        let args = paid.args.as_ref().unwrap();
+        let transfer = stored
+            .iter()
+            .find(|l| {
+                l.tx_hash == paid.tx_hash
+                    && l.event.as_deref() == Some("Transfer")
+                    && l.args.as_ref().unwrap()["to"] == args["to"]
+            })
+            .unwrap_or_else(|| panic!("no transfer with payment {paid:?}"));
+        assert_eq!(transfer.contract, "Token");
+        assert_eq!(transfer.session_id, paid.session_id);
+        assert_eq!(transfer.args.as_ref().unwrap()["value"], args["amount"]);
     }
 
     // The session's timeline: its events in order, paged.
@@ -158,8 +194,17 @@ async fn indexes_the_demo_story(db: Db) {
         .filter(|l| l.session_id.as_deref() == Some(session.as_str()))
         .collect();
     assert_eq!(timeline.len(), mine.len());
-    assert_eq!(timeline[0]["event"], "SessionOpened");
-    assert_eq!(timeline[0]["args"]["sessionId"], session.as_str());
+    // It opens with the owner's permit for the wallet and the deposit moving in, in the
+    // opening's transaction.
+    let first = timeline.iter().find(|e| e["contract"] != "Token").unwrap();
+    assert_eq!(first["event"], "SessionOpened");
+    assert_eq!(first["args"]["sessionId"], session.as_str());
+    let deposit = timeline
+        .iter()
+        .find(|e| e["event"] == "Transfer" && e["txHash"] == first["txHash"])
+        .expect("the deposit's transfer");
+    assert_eq!(deposit["args"]["value"], first["args"]["deposit"]);
+    assert_eq!(deposit["args"]["to"], first["address"]);
     assert!(timeline.windows(2).all(
         |w| (w[0]["blockNumber"].as_u64(), w[0]["logIndex"].as_u64())
             < (w[1]["blockNumber"].as_u64(), w[1]["logIndex"].as_u64())
@@ -203,6 +248,83 @@ async fn indexes_the_demo_story(db: Db) {
         };
         assert_eq!(body["leaseExpiresAt"], lease, "block {block}");
     }
+    // As of a time (snake_case spelling): the last block at or before it.
+    let paid = stored
+        .iter()
+        .find(|l| l.event.as_deref() == Some("PaymentExecuted"))
+        .unwrap();
+    let (status, at_time) = get(
+        &indexer,
+        &format!("/v1/sessions/{hex}?as_of_time={}", paid.block_timestamp),
+    )
+    .await;
+    assert_eq!(status, 200, "{at_time}");
+    let resolved = at_time["asOf"]["blockNumber"].as_u64().unwrap();
+    assert!(resolved >= paid.block_number, "{at_time}");
+    let (_, at_block) = get(
+        &indexer,
+        &format!("/v1/sessions/{hex}?asOfBlock={resolved}"),
+    )
+    .await;
+    assert_eq!(at_time["spent"], at_block["spent"]);
+    let (status, _) = get(&indexer, &format!("/v1/sessions/{hex}?asOfTime=1")).await;
+    assert_eq!(status, 404, "nothing had happened at 1970-01-01");
+    let (status, body) = get(
+        &indexer,
+        &format!("/v1/sessions/{hex}?asOfBlock=1&asOfTime=1"),
+    )
+    .await;
+    assert_eq!(
+        (status, body["details"]["parameter"].as_str()),
+        (400, Some("asOfTime"))
+    );
+    // A receipt is unacknowledged as of the block before its acknowledgement.
+    let ack = stored
+        .iter()
+        .find(|l| l.event.as_deref() == Some("ReceiptAcknowledged"))
+        .unwrap();
+    let receipt_id = ack.args.as_ref().unwrap()["receiptId"].as_str().unwrap();
+    for (block, acknowledged) in [(ack.block_number - 1, false), (ack.block_number, true)] {
+        let path = format!("/v1/receipts/{receipt_id}?asOfBlock={block}");
+        let (status, r) = get(&indexer, &path).await;
+        assert_eq!(
+            (status, r["acknowledged"].as_bool()),
+            (200, Some(acknowledged)),
+            "{r}"
+        );
+        let path = format!("/v1/receipts?acknowledged={acknowledged}&asOfBlock={block}");
+        let (_, list) = get(&indexer, &path).await;
+        let ids: Vec<&Value> = list["receipts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| &r["receiptId"])
+            .collect();
+        assert!(ids.contains(&&json!(receipt_id)), "{list}");
+    }
+
+    // Finality: as the node's tags say, on every event and in /health.
+    let (_, health) = get(&indexer, "/health").await;
+    let tag = |t: &'static str| {
+        let client = &client;
+        async move {
+            let block = client.block_by_tag(t).await.unwrap().unwrap();
+            block.number.to::<u64>()
+        }
+    };
+    let (safe, finalized) = (tag("safe").await, tag("finalized").await);
+    assert_eq!(health["safeBlock"], safe, "{health}");
+    assert_eq!(health["finalizedBlock"], finalized, "{health}");
+    for e in &timeline {
+        let block = e["blockNumber"].as_u64().unwrap();
+        let want = match block {
+            b if b <= finalized => "finalized",
+            b if b <= safe => "safe",
+            _ => "latest",
+        };
+        assert_eq!(e["finality"], want, "{e}");
+    }
+
     let (status, now) = get(&indexer, &format!("/v1/sessions/{session}")).await;
     assert_eq!(status, 200);
     assert_eq!(now["status"], "closed", "{now}");
@@ -548,6 +670,38 @@ async fn reorgs_orphan_and_come_back(db: Db) {
     assert_eq!(canonical.len(), 2, "B and C, once each");
     let (_, page) = get(&indexer, "/v1/events?event=EntrySet&includeOrphaned=true").await;
     assert_eq!(page["events"].as_array().unwrap().len(), 4);
+    indexer.shutdown().await;
+}
+
+/// With a WebSocket endpoint, new heads wake the follower: with polling an hour apart, it
+/// follows each new block all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_heads_over_websocket_wake_the_follower() {
+    let (_devnet, client) = devnet().await;
+    let record = deploy(&client, &scratch("indexer-ws")).await;
+    let (contracts, start_block) = bursar_indexer::followed(&record).unwrap();
+    let db = sqlite();
+    let indexer = bursar_indexer::start(Config {
+        rpc: client.url().to_string(),
+        db: db.url(),
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        contracts,
+        follow: FollowConfig {
+            start_block,
+            window: 4,
+            poll: Duration::from_secs(3_600),
+            ws: Some(client.url().replacen("http://", "ws://", 1)),
+            ..FollowConfig::default()
+        },
+    })
+    .await
+    .unwrap();
+    synced(&indexer, &client).await;
+    for _ in 0..3 {
+        let _: Value = client.request("evm_mine", json!([])).await.unwrap();
+        // `synced` waits 60 s at most: far less than the poll interval.
+        synced(&indexer, &client).await;
+    }
     indexer.shutdown().await;
 }
 
