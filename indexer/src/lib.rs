@@ -104,6 +104,7 @@ pub struct Indexer {
     /// Its database.
     pub store: Store,
     progress: tokio::sync::watch::Receiver<Option<(u64, String)>>,
+    metrics: std::sync::Arc<metrics::Metrics>,
     stop: tokio::sync::watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -122,6 +123,11 @@ impl Indexer {
         tokio::time::timeout(timeout, reached)
             .await
             .unwrap_or(false)
+    }
+
+    /// What the follower counts (the node's head, the last block indexed, events, …).
+    pub fn metrics(&self) -> std::sync::Arc<metrics::Metrics> {
+        self.metrics.clone()
     }
 
     /// Stops following and serving, and waits for both.
@@ -168,7 +174,7 @@ pub async fn start(config: Config) -> Result<Indexer, StartError> {
         store: store.clone(),
         client,
         chain_id,
-        metrics,
+        metrics: metrics.clone(),
     });
     let api_task = tokio::spawn({
         let stopped = until_stopped(stopped);
@@ -186,6 +192,7 @@ pub async fn start(config: Config) -> Result<Indexer, StartError> {
         addr,
         store,
         progress,
+        metrics,
         stop,
         tasks: vec![follow_task, api_task],
     })

@@ -61,6 +61,7 @@ pub(crate) fn run(args: IndexerArgs) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         let record = crate::deployment_record(args.deployment.as_deref(), &args.network, chain_id)?;
         let (contracts, start_block) = bursar_indexer::followed(&record)?;
+        let window = args.window;
         let indexer = bursar_indexer::start(Config {
             rpc: args.rpc,
             db: args.db,
@@ -78,8 +79,53 @@ pub(crate) fn run(args: IndexerArgs) -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?;
         println!("Indexer API on http://{} (Ctrl-C to stop)", indexer.addr);
+        let bar = progress_bar(&indexer, start_block, window);
         crate::devnet::shutdown_signal().await;
+        if let Some(bar) = bar {
+            bar.abort();
+        }
         indexer.shutdown().await;
         Ok(())
     })
+}
+
+/// Whether the log lines of the backfill give way to a progress bar: on a terminal.
+pub(crate) fn shows_progress_bar() -> bool {
+    std::io::IsTerminal::is_terminal(&std::io::stderr())
+}
+
+/// On a terminal, a progress bar of the backfill until the indexer reaches the recent window
+/// (elsewhere the follower logs a line per range).
+fn progress_bar(
+    indexer: &bursar_indexer::Indexer,
+    start: u64,
+    window: u64,
+) -> Option<tokio::task::JoinHandle<()>> {
+    use std::sync::atomic::Ordering::Relaxed;
+    if !shows_progress_bar() {
+        return None;
+    }
+    let metrics = indexer.metrics();
+    let style = indicatif::ProgressStyle::with_template(
+        "backfill {bar:40} block {pos}/{len} ({per_sec}, {eta} left) {msg}",
+    )
+    .expect("a valid template");
+    let bar = indicatif::ProgressBar::new(0).with_style(style);
+    Some(tokio::spawn(async move {
+        loop {
+            let (head, indexed) = (metrics.head.load(Relaxed), metrics.indexed.load(Relaxed));
+            bar.set_length(head.saturating_sub(window).saturating_sub(start));
+            bar.set_position(indexed.saturating_sub(start));
+            bar.set_message(format!("{} events", metrics.events.load(Relaxed)));
+            if head > 0 && indexed + window >= head {
+                bar.finish_with_message(format!(
+                    "{} events; following the head",
+                    metrics.events.load(Relaxed)
+                ));
+                return;
+            }
+            // A display's refresh, not synchronization.
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    }))
 }

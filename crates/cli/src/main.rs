@@ -1,8 +1,9 @@
 //! `bursar`: the project's command-line tool.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod audit;
+mod config;
 mod demo;
 mod deploy;
 mod devnet;
@@ -12,6 +13,11 @@ mod relayer;
 #[derive(Parser)]
 #[command(name = "bursar", version, about = "Bursar command-line tool")]
 struct Cli {
+    /// A TOML file of defaults, a table per command with its long flags as keys
+    /// (`[indexer]` `rpc = "http://…"`); flags and environment variables beat it. Else
+    /// $BURSAR_CONFIG, else ./bursar.toml when present.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -78,12 +84,21 @@ fn deployment_record(
 
 fn main() -> std::process::ExitCode {
     bursar_devnet::allocator::keep_freed_memory();
+    let args: Vec<String> = std::env::args().collect();
+    if let Err(e) = config::apply(&Cli::command(), &args) {
+        eprintln!("error: {e}");
+        return std::process::ExitCode::FAILURE;
+    }
     let cli = Cli::parse();
     // Structured log lines on stderr (stdout carries the banner); level from RUST_LOG. The
     // demo narrates on stdout, so its in-process relayer and indexer log only warnings by
     // default.
     let default = match cli.command {
         Command::Demo(_) => "info,bursar_relayer=warn,bursar_indexer=warn",
+        // On a terminal a progress bar shows the backfill instead of a line per range.
+        Command::Indexer(_) if indexer::shows_progress_bar() => {
+            "info,bursar_indexer::follower=warn"
+        }
         _ => "info",
     };
     tracing_subscriber::fmt()

@@ -27,6 +27,7 @@ impl Devnet {
             .env_remove("BURSAR_DEVNET_CHAIN_ID")
             .env_remove("BURSAR_DEVNET_BLOCK_TIME")
             .env_remove("BURSAR_DEVNET_STATE")
+            .env_remove("BURSAR_CONFIG")
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -135,6 +136,48 @@ fn chain_id_flag_is_honoured() {
 fn chain_id_from_env() {
     let dn = Devnet::start_with_env(&[], &[("BURSAR_DEVNET_CHAIN_ID", "777")]);
     assert_eq!(dn.result("eth_chainId", "[]"), r#""0x309""#);
+}
+
+/// A config file for this test, holding `text`.
+fn config_file(name: &str, text: &str) -> String {
+    let path = std::env::temp_dir().join(format!("bursar-{name}-{}.toml", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn config_file_sets_defaults_that_env_and_flags_beat() {
+    let config = config_file("config", "[devnet]\nchain-id = 4242\n");
+    let dn = Devnet::start(&["--config", &config]);
+    assert_eq!(dn.result("eth_chainId", "[]"), r#""0x1092""#);
+    let dn = Devnet::start_with_env(&["--config", &config], &[("BURSAR_DEVNET_CHAIN_ID", "777")]);
+    assert_eq!(dn.result("eth_chainId", "[]"), r#""0x309""#);
+    let dn = Devnet::start(&["--config", &config, "--chain-id", "1234"]);
+    assert_eq!(dn.result("eth_chainId", "[]"), r#""0x4d2""#);
+    // Named by the environment instead of the flag.
+    let dn = Devnet::start_with_env(&[], &[("BURSAR_CONFIG", &config)]);
+    assert_eq!(dn.result("eth_chainId", "[]"), r#""0x1092""#);
+}
+
+#[test]
+fn config_file_mistakes_are_named() {
+    for (text, named) in [
+        ("[devnet]\ncolour = \"red\"\n", "no --colour"),
+        ("[devnet]\nchain-id = [1]\n", "chain-id"),
+        ("[devnet\n", "config file"),
+    ] {
+        let config = config_file("bad-config", text);
+        let out = Command::new(env!("CARGO_BIN_EXE_bursar"))
+            .args(["devnet", "--port", "0", "--config", &config])
+            .output()
+            .expect("run bursar");
+        assert!(!out.status.success(), "{text}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(named) && stderr.contains(&config),
+            "{text}: {stderr}"
+        );
+    }
 }
 
 #[test]

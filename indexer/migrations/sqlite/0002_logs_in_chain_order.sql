@@ -3,8 +3,9 @@
 -- secondary indexes no longer lead with `canonical` (orphaned rows are rare: filtering them
 -- out as rows are read costs less than carrying the flag in every index). The indexed columns
 -- come first: an index entry is built without walking the long text before them.
--- WITHOUT ROWID: the table itself is the chain-order B-tree, so a batch appends to it instead of
--- growing a table and a separate key index.
+-- A rowid table, not WITHOUT ROWID: clustered on this key, kilobyte rows made the table slow to
+-- grow and every secondary index carry the whole key (ingest of 400,000 logs: 47,000/s against
+-- 67,000/s).
 
 CREATE TABLE logs_by_order (
     block_number     BIGINT NOT NULL,
@@ -24,7 +25,7 @@ CREATE TABLE logs_by_order (
     canonical        BIGINT NOT NULL,
     orphaned_by      TEXT,
     PRIMARY KEY (block_number, log_index, block_hash)
-) WITHOUT ROWID;
+);
 
 INSERT INTO logs_by_order (block_number, log_index, block_hash, event, session_id, chain_id,
     block_timestamp, tx_hash, address, topics, data, contract, args, decode_error, canonical,
