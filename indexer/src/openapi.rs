@@ -24,17 +24,35 @@ fn get(summary: &str, parameters: Vec<Value>, schema: &str) -> Value {
     }})
 }
 
-fn paging() -> Vec<Value> {
+/// The point in the chain an answer is as of.
+fn as_of() -> Vec<Value> {
     vec![
+        query(
+            "asOfBlock",
+            "As of this block (default: the last block indexed).",
+        ),
+        query(
+            "asOfTime",
+            "As of this unix time: the last block at or before it.",
+        ),
+    ]
+}
+
+fn paging() -> Vec<Value> {
+    let mut parameters = as_of();
+    parameters.extend([
         query("fromBlock", "From this block on."),
         query("toBlock", "Up to this block."),
+        query("fromTime", "From this block time on (unix seconds)."),
+        query("toTime", "Up to this block time (unix seconds)."),
         query(
             "includeOrphaned",
             "`true`: rows a reorg orphaned too (with `orphanedBy`).",
         ),
         query("cursor", "`nextCursor` of the previous page."),
         query("limit", "1 to 1000 (default 100)."),
-    ]
+    ]);
+    parameters
 }
 
 fn with(mut first: Vec<Value>, rest: Vec<Value>) -> Vec<Value> {
@@ -50,10 +68,10 @@ pub fn document() -> Value {
         "info": {
             "title": "Bursar indexer",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "Every event of the Bursar contracts, reorg-safe, for audits. Amounts are decimal strings in base units, addresses EIP-55; every event carries its chain fields (block number, hash and time, transaction hash, log index) and `canonical`; errors are `{code, message, details}`.",
+            "description": "Every event of the Bursar contracts, reorg-safe, for audits. Amounts are decimal strings in base units, addresses EIP-55; every event carries its chain fields (block number, hash and time, transaction hash, log index), its `finality` (`latest`, `safe` or `finalized`, by the node's block tags) and `canonical`; answers are as of the last block indexed unless `asOfBlock` or `asOfTime` says otherwise; parameter names may also be written snake_case (`as_of_block`); errors are `{code, message, details}`.",
         },
         "paths": {
-            "/health": get("Chain id, last block indexed and head lag.", vec![], "Object"),
+            "/health": get("Chain id, last block indexed, head lag, and the node's safe and finalized blocks.", vec![], "Object"),
             "/metrics": { "get": { "summary": "Prometheus metrics (text).", "responses": { "200": { "description": "OK", "content": { "text/plain": {} } } } } },
             "/openapi.json": get("This document.", vec![], "Object"),
             "/v1/events": get("Logs in chain order, decoded.", with(vec![
@@ -62,35 +80,36 @@ pub fn document() -> Value {
             ], paging()), "Events"),
             "/v1/sessions": get("Sessions in the order they opened, with their terms.", with(vec![
                 query("owner", "An address."), query("sessionKey", "An address."), query("token", "An address."),
+                query("metadata", "0x + 64 hex, as opened."), query("status", "`active`, `revoked` or `closed`."),
+                query("openedFrom", "Opened at or after this unix time."), query("openedTo", "Opened at or before this unix time."),
             ], paging()), "Sessions"),
-            "/v1/sessions/{id}": get("A session's terms and state by the wallet's rules.", vec![
-                path_id("The session id."), query("asOfBlock", "The state as of this block."),
-            ], "Session"),
+            "/v1/sessions/{id}": get("A session's terms and state by the wallet's rules.", with(vec![path_id("The session id.")], as_of()), "Session"),
             "/v1/sessions/{id}/timeline": get("Every event of the session, in order (receipts, provenance, acknowledgements and revocations included).", with(vec![path_id("The session id.")], paging()), "Events"),
             "/v1/sessions/{id}/export": { "get": {
                 "summary": "The session's timeline as a hash-chained audit export (NDJSON rows with prevHash and hash, then a manifest line; or CSV). `bursar audit verify` re-checks it against a node.",
-                "parameters": [path_id("The session id."), query("format", "`ndjson` (default) or `csv`.")],
+                "parameters": with(vec![path_id("The session id."), query("format", "`ndjson` (default) or `csv`.")], as_of()),
                 "responses": { "200": { "description": "OK", "content": { "application/x-ndjson": {}, "text/csv": {} } } },
             } },
-            "/v1/spend": get("Executed payments summed.", vec![
+            "/v1/spend": get("Executed payments summed.", with(vec![
                 query("groupBy", "Comma-separated: session, owner, counterparty, token, hour, day."),
                 query("session", "A session id."), query("owner", "An address."),
                 query("counterparty", "An address."), query("token", "An address."),
                 query("fromBlock", "From this block on."), query("toBlock", "Up to this block."),
                 query("fromTime", "From this block time on (unix seconds)."), query("toTime", "Up to this block time."),
-            ], "Spend"),
+                query("includeOrphaned", "`true`: orphaned payments counted too."),
+            ], as_of()), "Spend"),
             "/v1/receipts": get("Receipts in the order they were recorded, with their acknowledgements.", with(vec![
                 query("payer", "An address."), query("payee", "An address."), query("session", "A session id."),
                 query("purpose", "0x + 64 hex."), query("acknowledged", "`true` or `false`."),
             ], paging()), "Receipts"),
-            "/v1/receipts/{id}": get("A receipt and its acknowledgement.", vec![path_id("The receipt id.")], "Object"),
+            "/v1/receipts/{id}": get("A receipt and its acknowledgement.", with(vec![path_id("The receipt id.")], as_of()), "Object"),
             "/v1/provenance": get("Provenance records with their validity.", with(vec![
                 query("subject", "0x + 64 hex."), query("attester", "An address."), query("session", "A session id."),
             ], paging()), "Records"),
-            "/v1/provenance/{id}": get("A record, its revocation and `valid`.", vec![path_id("The record id.")], "Object"),
-            "/v1/provenance/{id}/lineage": get("Ancestors and descendants; `lineageValid` is false when the record or an ancestor is revoked.", vec![
+            "/v1/provenance/{id}": get("A record, its revocation and `valid`.", with(vec![path_id("The record id.")], as_of()), "Object"),
+            "/v1/provenance/{id}/lineage": get("Ancestors and descendants; `lineageValid` is false when the record or an ancestor is revoked.", with(vec![
                 path_id("The record id."), query("depth", "Generations each way, 1 to 64 (default 8)."),
-            ], "Object"),
+            ], as_of()), "Object"),
         },
         "components": { "schemas": {
             "Object": object,

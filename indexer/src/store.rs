@@ -98,6 +98,9 @@ pub struct LogFilter {
     pub args: Vec<(String, String)>,
     /// Only those that have (or lack) a canonical event linked to them.
     pub linked: Option<Link>,
+    /// Only those whose session has (`true`) or lacks (`false`) a canonical event of this
+    /// name (up to `to_block`): a session's status.
+    pub session_events: Vec<(bool, &'static str)>,
     /// At most this many.
     pub limit: u64,
 }
@@ -374,6 +377,17 @@ impl Store {
                  AND {theirs} = {ours}{until})",
                 if link.present { "" } else { "NOT " },
                 link.event.replace('\'', "")
+            ));
+        }
+        for (present, event) in &filter.session_events {
+            let until = filter
+                .to_block
+                .map_or(String::new(), |b| format!(" AND s.block_number <= {b}"));
+            sql.push_str(&format!(
+                " AND {}EXISTS (SELECT 1 FROM logs s WHERE s.session_id = logs.session_id \
+                 AND s.event = '{}' AND s.canonical = 1{until})",
+                if *present { "" } else { "NOT " },
+                event.replace('\'', "")
             ));
         }
         if let Some((b, i)) = filter.after {

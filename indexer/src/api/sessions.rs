@@ -46,14 +46,24 @@ async fn page(s: &S, filter: LogFilter) -> Result<Json<Value>, ApiError> {
 }
 
 /// `GET /v1/sessions`: sessions in the order they opened, with their terms. Filters: `owner`,
-/// `sessionKey`, `token`, `openedFrom`/`openedTo` (unix seconds) and the paging of
-/// `/v1/events`.
+/// `sessionKey`, `token`, `metadata` (0x + 64 hex), `status` (`active`, `revoked`, `closed`),
+/// `openedFrom`/`openedTo` (unix seconds) and the paging of `/v1/events`.
 pub(super) async fn list(s: S, q: Q) -> Result<Json<Value>, ApiError> {
     let mut p = Params::from(q.0);
     let mut args = Vec::new();
     for name in ["owner", "sessionKey", "token"] {
         args.extend(p.address(name)?.map(|a| (name.to_owned(), a)));
     }
+    args.extend(p.hash("metadata")?.map(|h| ("metadata".to_owned(), h)));
+    // As the wallet's status: closed once closed; revoked once revoked and not closed.
+    let (revoked, closed) = ("SessionRevoked", "SessionClosed");
+    let session_events = match p.take("status").as_deref() {
+        None => vec![],
+        Some("active") => vec![(false, revoked), (false, closed)],
+        Some("revoked") => vec![(true, revoked), (false, closed)],
+        Some("closed") => vec![(true, closed)],
+        Some(_) => return Err(bad("status", "want active, revoked or closed")),
+    };
     let opened_from = p.number("openedFrom")?;
     let opened_to = p.number("openedTo")?;
     let at = p.as_of(&s.store).await?;
@@ -61,6 +71,7 @@ pub(super) async fn list(s: S, q: Q) -> Result<Json<Value>, ApiError> {
     p.finish()?;
     filter.event = Some("SessionOpened".into());
     filter.args = args;
+    filter.session_events = session_events;
     filter.from_time = filter.from_time.max(opened_from);
     filter.to_time = match (filter.to_time, opened_to) {
         (Some(a), Some(b)) => Some(a.min(b)),

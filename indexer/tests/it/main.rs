@@ -339,6 +339,33 @@ async fn indexes_the_demo_story(db: Db) {
     assert!(listed
         .iter()
         .all(|s| s["terms"]["owner"].as_str().unwrap().to_lowercase() == owner));
+    // Status and metadata filters, as of now and as of the opening.
+    let listed_ids = |list: &Value| -> Vec<String> {
+        let sessions = list["sessions"].as_array().unwrap();
+        sessions
+            .iter()
+            .map(|s| s["sessionId"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    for (query, has) in [
+        ("status=closed".to_owned(), true),
+        ("status=active".to_owned(), false),
+        ("status=revoked".to_owned(), false),
+        (format!("status=active&asOfBlock={opened_at}"), true),
+        (format!("status=closed&asOfBlock={opened_at}"), false),
+        (
+            format!(
+                "metadata={}",
+                opened.args.as_ref().unwrap()["metadata"].as_str().unwrap()
+            ),
+            true,
+        ),
+        (format!("metadata={}", B256::repeat_byte(0xee)), false),
+    ] {
+        let (status, list) = get(&indexer, &format!("/v1/sessions?{query}")).await;
+        assert_eq!(status, 200, "{list}");
+        assert_eq!(listed_ids(&list).contains(&session), has, "{query}: {list}");
+    }
     let (status, _) = get(&indexer, "/v1/sessions/12345").await;
     assert_eq!(status, 404);
 
@@ -527,6 +554,10 @@ async fn indexes_the_demo_story(db: Db) {
         ("/v1/sessions/banana/timeline", "id"),
         ("/v1/sessions/1?asOfBlock=x", "asOfBlock"),
         ("/v1/sessions?owner=0x12", "owner"),
+        ("/v1/sessions?status=paused", "status"),
+        ("/v1/sessions?metadata=0x12", "metadata"),
+        ("/v1/events?asOfTime=noon", "asOfTime"),
+        ("/v1/receipts/1?as_of_block=x", "asOfBlock"),
         ("/v1/receipts?acknowledged=maybe", "acknowledged"),
         ("/v1/spend?groupBy=colour", "groupBy"),
         ("/v1/sessions/1/export?format=xml", "format"),
