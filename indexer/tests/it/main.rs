@@ -167,6 +167,39 @@ async fn indexes_the_demo_story(db: Db) {
         assert_eq!(transfer.args.as_ref().unwrap()["value"], args["amount"]);
     }
 
+    // The typed views: every payment, its arguments as columns.
+    sqlx::any::install_default_drivers();
+    let sql = sqlx::AnyPool::connect(&db.url()).await.unwrap();
+    let viewed: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT session_id, to_address, amount FROM payment_executed \
+         ORDER BY block_number, log_index",
+    )
+    .fetch_all(&sql)
+    .await
+    .unwrap();
+    let payments: Vec<(String, String, String)> = stored
+        .iter()
+        .filter(|l| l.event.as_deref() == Some("PaymentExecuted"))
+        .map(|l| {
+            let a = l.args.as_ref().unwrap();
+            let text = |v: &Value| v.as_str().unwrap().to_owned();
+            (
+                l.session_id.clone().unwrap(),
+                text(&a["to"]),
+                text(&a["amount"]),
+            )
+        })
+        .collect();
+    assert!(!payments.is_empty());
+    assert_eq!(viewed, payments);
+    let (deadlines,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM session_opened WHERE expires_at > valid_after")
+            .fetch_one(&sql)
+            .await
+            .unwrap();
+    assert!(deadlines >= 1, "times are integers in the views");
+    sql.close().await;
+
     // The session's timeline: its events in order, paged.
     let opened = stored
         .iter()
