@@ -109,6 +109,12 @@ pub struct Follower {
     range: u64,
     /// Backfill ranges being fetched, in block order.
     pipeline: VecDeque<Pending>,
+    /// Blocks of the recent window being fetched, in order (each checked against its parent
+    /// when its turn comes).
+    ahead: VecDeque<(
+        u64,
+        tokio::task::JoinHandle<Result<Option<FetchedBlock>, FollowError>>,
+    )>,
     /// The last block the backfill reads (below the recent window).
     backfill_to: u64,
     /// When the head was last read.
@@ -136,6 +142,9 @@ struct Fetched {
     /// The smaller range the node asked for, if it refused this one.
     refused: Option<u64>,
 }
+
+/// A block of the recent window read and decoded: its header and its logs as rows.
+type FetchedBlock = (BlockHeader, Vec<LogRow>);
 
 /// The node and what the follower reads from it: shared with the fetching tasks.
 struct Source {
@@ -170,6 +179,7 @@ impl Follower {
             config,
             range,
             pipeline: VecDeque::new(),
+            ahead: VecDeque::new(),
             backfill_to: 0,
             head_read_at: Instant::now(),
             progress: tokio::sync::watch::channel(None).0,
@@ -266,7 +276,7 @@ impl Follower {
         let head = self.head().await?;
         let safe_end = head.saturating_sub(self.config.window);
         if next <= head && next > safe_end {
-            return self.follow(next, checkpoint.map(|(_, h)| h)).await;
+            return self.follow(next, head, checkpoint.map(|(_, h)| h)).await;
         }
         // Before a backfill, or with nothing new: the node must still have the checkpoint's
         // block, or a reorg replaced it (in the window, each new block's parent is checked).
@@ -354,16 +364,40 @@ impl Follower {
         self.range = self.range.clamp(1, self.config.max_range.max(1));
     }
 
-    /// Cancels the backfill ranges being fetched.
+    /// Cancels the ranges and blocks being fetched.
     fn stop_fetching(&mut self) {
         for pending in self.pipeline.drain(..) {
             pending.task.abort();
         }
+        for (_, task) in self.ahead.drain(..) {
+            task.abort();
+        }
     }
 
-    /// Reads block `number`, whose parent must be the checkpoint's block (`parent`).
-    async fn follow(&mut self, number: u64, parent: Option<String>) -> Result<Step, FollowError> {
-        let Some(header) = self.header(number).await? else {
+    /// Reads block `number` (up to `in_flight` blocks up to `head` being fetched meanwhile),
+    /// whose parent must be the checkpoint's block (`parent`).
+    async fn follow(
+        &mut self,
+        number: u64,
+        head: u64,
+        parent: Option<String>,
+    ) -> Result<Step, FollowError> {
+        if self.ahead.front().is_some_and(|(n, _)| *n != number) {
+            self.stop_fetching();
+        }
+        let mut next = self.ahead.back().map_or(number, |(n, _)| n + 1);
+        while self.ahead.len() < self.config.in_flight.max(1) && next <= head {
+            let task = tokio::spawn(self.source.clone().fetch_block(next));
+            self.ahead.push_back((next, task));
+            next += 1;
+        }
+        let (_, task) = self
+            .ahead
+            .pop_front()
+            .expect("number <= head: one was started");
+        let Some((header, mut rows)) = task.await?? else {
+            // A lagging node that has not seen it yet.
+            self.stop_fetching();
             return Ok(Step::CaughtUp);
         };
         if let Some(parent) = parent {
@@ -371,12 +405,9 @@ impl Follower {
                 return self.reorg(number - 1).await;
             }
         }
-        let source = &self.source;
         // With each block the node's safe and finalized blocks move: read them before the
         // block is published, so answers about it carry its finality.
-        let (logs, ()) = tokio::join!(source.query(LogBlocks::Hash(header.hash)), self.read_tags());
-        let logs = logs?;
-        let mut rows = source.rows(&logs, std::slice::from_ref(&header))?;
+        self.read_tags().await;
         self.attribute(&mut rows).await?;
         let hash = header.hash.to_string();
         self.write(&[block_row(&header)], &rows, (number, &hash), 1)
@@ -550,6 +581,19 @@ impl Source {
             rows,
             refused,
         })
+    }
+
+    /// Reads and decodes block `number` (`None` while the node has no such block).
+    async fn fetch_block(
+        self: Arc<Self>,
+        number: u64,
+    ) -> Result<Option<FetchedBlock>, FollowError> {
+        let Some(header) = self.header(number).await? else {
+            return Ok(None);
+        };
+        let logs = self.query(LogBlocks::Hash(header.hash)).await?;
+        let rows = self.rows(&logs, std::slice::from_ref(&header))?;
+        Ok(Some((header, rows)))
     }
 
     /// The logs of `from..=to`, in as many requests as the node's range limits take; with the
