@@ -630,6 +630,69 @@ async fn indexes_the_demo_story(db: Db) {
         metric("bursar_indexer_indexed_block"),
         client.block_number().await.unwrap()
     );
+
+    // A reorg deeper than the window (4) that drops the first payment: it and whatever its
+    // sender sent after it fall out, and the session's state is the wallet's again.
+    let first_paid = stored
+        .iter()
+        .find(|l| l.event.as_deref() == Some("PaymentExecuted"))
+        .unwrap();
+    let head: u64 = client.block_number().await.unwrap();
+    let depth = head - first_paid.block_number + 1;
+    assert!(depth > 4, "deeper than the window");
+    let dropped: B256 = first_paid.tx_hash.parse().unwrap();
+    let _: Value = client
+        .request(
+            "bursar_reorg",
+            json!([{ "depth": depth, "drop": [dropped] }]),
+        )
+        .await
+        .unwrap();
+    synced(&indexer, &client).await;
+    let after = all_logs(&indexer, true).await;
+    let paid: Vec<_> = after
+        .iter()
+        .filter(|l| l.tx_hash == first_paid.tx_hash)
+        .collect();
+    assert!(
+        paid.iter().all(|l| !l.canonical && l.orphaned_by.is_some()),
+        "{paid:?}"
+    );
+    assert!(!paid.is_empty(), "the orphaned payment is kept as evidence");
+    let head: u64 = client.block_number().await.unwrap();
+    let (_, body) = get(
+        &indexer,
+        &format!("/v1/sessions/{hex}?asOfBlock={}", head - 1),
+    )
+    .await;
+    let view = client
+        .view_at(
+            None,
+            wallet,
+            bursar_bindings::wallet::ISessionWallet::sessionStateCall { sessionId: id },
+            Some(head - 1),
+        )
+        .await
+        .unwrap();
+    assert_eq!(body["spent"], view._2.to_string(), "{body}");
+    assert_eq!(body["deposit"], view._1.to_string(), "{body}");
+    if !body["period"].is_null() {
+        assert_eq!(body["period"]["spent"], view._4.to_string(), "{body}");
+    }
+    // Canonical rows are again exactly what the node has.
+    let mut expected = client.logs(&addresses, 0, None).await.unwrap();
+    expected.retain(|l| !l.removed);
+    let canonical_ours = all_logs(&indexer, false).await;
+    let ours_bursar: Vec<_> = canonical_ours
+        .iter()
+        .filter(|l| l.contract != "Token")
+        .map(|l| (l.block_hash.clone(), l.log_index))
+        .collect();
+    let theirs: Vec<_> = expected
+        .iter()
+        .map(|l| (l.block_hash.to_string(), l.log_index.to::<u64>()))
+        .collect();
+    assert_eq!(ours_bursar, theirs);
     indexer.shutdown().await;
 }
 
