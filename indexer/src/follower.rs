@@ -225,6 +225,9 @@ impl Follower {
                     self.loaded = false;
                     self.stop_fetching();
                     Metrics::add(&self.metrics.step_errors, 1);
+                    if matches!(e, FollowError::Rpc(_)) {
+                        Metrics::add(&self.metrics.rpc_errors, 1);
+                    }
                     tracing::warn!(error = %e, retry_in = ?backoff, "indexing step failed");
                     let wait = backoff;
                     backoff = (backoff * 2).min(Duration::from_secs(30));

@@ -25,6 +25,8 @@ pub struct Metrics {
     pub range_shrinks: AtomicU64,
     /// Steps that failed (node or database) and were retried.
     pub step_errors: AtomicU64,
+    /// Of those, the ones the node failed (unreachable, an error answer, a bad answer).
+    pub rpc_errors: AtomicU64,
     /// Time spent writing batches, in microseconds, and how many.
     pub write_micros: AtomicU64,
     /// Batches written.
@@ -134,6 +136,12 @@ impl Metrics {
             "counter",
             "Steps that failed (node or database) and were retried.",
             get(&self.step_errors).to_string(),
+        );
+        metric(
+            "bursar_indexer_rpc_errors_total",
+            "counter",
+            "Steps the node failed (each retried with backoff).",
+            get(&self.rpc_errors).to_string(),
         );
         let _ = writeln!(
             out,

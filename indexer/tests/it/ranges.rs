@@ -17,13 +17,24 @@ struct Proxy {
     http: reqwest12::Client,
     /// Every `eth_getLogs` range asked, and whether it was refused.
     asked: Arc<Mutex<Vec<(u64, u64, bool)>>>,
+    /// `eth_blockNumber` calls still to answer with a 503 (a provider's bad minute).
+    outage: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 fn number(v: &Value) -> Option<u64> {
     u64::from_str_radix(v.as_str()?.trim_start_matches("0x"), 16).ok()
 }
 
-async fn forward(State(p): State<Proxy>, Json(req): Json<Value>) -> Json<Value> {
+async fn forward(State(p): State<Proxy>, Json(req): Json<Value>) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    use std::sync::atomic::Ordering::SeqCst;
+    if req["method"] == "eth_blockNumber"
+        && p.outage
+            .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+    {
+        return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
+    }
     if req["method"] == "eth_getLogs" {
         let filter = &req["params"][0];
         if let (Some(from), Some(to)) = (number(&filter["fromBlock"]), number(&filter["toBlock"])) {
@@ -43,7 +54,8 @@ async fn forward(State(p): State<Proxy>, Json(req): Json<Value>) -> Json<Value> 
                             from + MAX_BLOCKS - 1
                         ),
                     },
-                }));
+                }))
+                .into_response();
             }
         }
     }
@@ -57,7 +69,7 @@ async fn forward(State(p): State<Proxy>, Json(req): Json<Value>) -> Json<Value> 
         .json()
         .await
         .unwrap();
-    Json(answer)
+    Json(answer).into_response()
 }
 
 pub(super) async fn shrinks_to_the_providers_range(db: Db) {
@@ -71,6 +83,7 @@ pub(super) async fn shrinks_to_the_providers_range(db: Db) {
         upstream: client.url().to_string(),
         http: reqwest12::Client::new(),
         asked: Default::default(),
+        outage: Arc::new(2.into()),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -111,6 +124,12 @@ pub(super) async fn shrinks_to_the_providers_range(db: Db) {
             );
         }
     }
+    // The provider's two 503s were retried, counted, and waited out.
+    let metrics = indexer.metrics();
+    let rpc_errors = metrics
+        .rpc_errors
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert!(rpc_errors >= 2, "{rpc_errors}");
     // Everything is there all the same.
     let addresses: Vec<Address> = bursar_indexer::followed(&record)
         .unwrap()
