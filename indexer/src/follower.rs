@@ -111,10 +111,7 @@ pub struct Follower {
     pipeline: VecDeque<Pending>,
     /// Blocks of the recent window being fetched, in order (each checked against its parent
     /// when its turn comes).
-    ahead: VecDeque<(
-        u64,
-        tokio::task::JoinHandle<Result<Option<FetchedBlock>, FollowError>>,
-    )>,
+    ahead: VecDeque<(u64, BlockTask)>,
     /// The last block the backfill reads (below the recent window).
     backfill_to: u64,
     /// When the head was last read.
@@ -145,6 +142,9 @@ struct Fetched {
 
 /// A block of the recent window read and decoded: its header and its logs as rows.
 type FetchedBlock = (BlockHeader, Vec<LogRow>);
+
+/// A block of the recent window being fetched (`None`: the node has no such block yet).
+type BlockTask = tokio::task::JoinHandle<Result<Option<FetchedBlock>, FollowError>>;
 
 /// The node and what the follower reads from it: shared with the fetching tasks.
 struct Source {
