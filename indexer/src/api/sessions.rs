@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::params::{bad, id_of};
 use super::{cursor, view, ApiError, Params, Q, S};
 use crate::projections::Session;
-use crate::store::LogFilter;
+use crate::store::{LogFilter, LogRow};
 
 /// `GET /v1/events`: logs in chain order, with the filters and paging of
 /// [`Params::log_filter`].
@@ -106,20 +106,23 @@ pub(super) async fn one(s: S, Path(id): Path<String>, q: Q) -> Result<Json<Value
         Some(t) => t,
         None => block_time(&s, at.block).await?,
     };
-    let events = s
-        .store
-        .logs(&LogFilter {
-            session_id: Some(id.clone()),
-            to_block: Some(at.block),
-            limit: u64::MAX,
-            ..LogFilter::default()
-        })
-        .await?;
+    let events = session_events(&s, &id, at.block).await?;
     let session = Session::fold(&events).ok_or(ApiError::NotFound)?;
     let mut body = session.to_json(time);
     body["sessionId"] = json!(id);
     body["asOf"] = json!({ "blockNumber": at.block, "blockTimestamp": time, "asOfTime": at.time });
     Ok(Json(body))
+}
+
+/// Every canonical event of session `id` up to block `at`, in order.
+async fn session_events(s: &S, id: &str, at: u64) -> Result<Vec<LogRow>, ApiError> {
+    let filter = LogFilter {
+        session_id: Some(id.to_owned()),
+        to_block: Some(at),
+        limit: u64::MAX,
+        ..LogFilter::default()
+    };
+    Ok(s.store.logs(&filter).await?)
 }
 
 /// The time of block `number`: stored, or asked of the node (blocks without Bursar logs
@@ -145,15 +148,7 @@ pub(super) async fn export(s: S, Path(id): Path<String>, q: Q) -> Result<Respons
     let at = p.as_of(&s.store).await?;
     p.finish()?;
     let head_hash = block_hash(&s, at.block).await?;
-    let rows = s
-        .store
-        .logs(&LogFilter {
-            session_id: Some(id.clone()),
-            to_block: Some(at.block),
-            limit: u64::MAX,
-            ..LogFilter::default()
-        })
-        .await?;
+    let rows = session_events(&s, &id, at.block).await?;
     if rows.is_empty() {
         return Err(ApiError::NotFound);
     }
