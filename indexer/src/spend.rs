@@ -1,10 +1,7 @@
 //! Spend: executed payments summed by any of session, owner, counterparty, token and time
-//! bucket (hour or day, UTC), over a block or time range. Amounts are 256-bit, so sums are
-//! made here rather than in SQL.
+//! bucket (hour or day, UTC), over a block or time range — grouped and summed in the database
+//! ([`Store::payment_sums`]: exactly, though amounts are 256-bit).
 
-use std::collections::{BTreeMap, HashMap};
-
-use alloy_primitives::U256;
 use serde_json::{json, Value};
 
 use crate::store::{LogFilter, Store, StoreError};
@@ -69,70 +66,18 @@ pub async fn spend(
     groups: &[Group],
     filter: &SpendFilter,
 ) -> Result<Value, StoreError> {
-    // Only the fields summed and grouped by, not whole rows: this reads every payment.
-    let payments = store
-        .arguments(
-            &LogFilter {
-                event: Some("PaymentExecuted".into()),
-                limit: u64::MAX,
-                ..filter.logs.clone()
-            },
-            &["to", "amount"],
+    let mut sums = store
+        .payment_sums(
+            &filter.logs,
+            groups,
+            filter.owner.as_deref(),
+            filter.token.as_deref(),
         )
         .await?;
-    // Each session's owner and token, from its opening.
-    let mut sessions: HashMap<String, (String, String)> = HashMap::new();
-    let opened = store
-        .arguments(
-            &LogFilter {
-                event: Some("SessionOpened".into()),
-                session_id: filter.logs.session_id.clone(),
-                limit: u64::MAX,
-                ..LogFilter::default()
-            },
-            &["owner", "token"],
-        )
-        .await?;
-    for (id, _, mut args) in opened {
-        if let Some(id) = id {
-            let token = args.pop().flatten().unwrap_or_default();
-            let owner = args.pop().flatten().unwrap_or_default();
-            sessions.insert(id, (owner, token));
-        }
-    }
-    let mut sums: BTreeMap<Vec<String>, (U256, u64)> = BTreeMap::new();
-    for (session, time, mut args) in payments {
-        let session = session.unwrap_or_default();
-        let (owner, token) = sessions.get(&session).cloned().unwrap_or_default();
-        if filter.owner.as_ref().is_some_and(|o| *o != owner)
-            || filter.token.as_ref().is_some_and(|t| *t != token)
-        {
-            continue;
-        }
-        let amount: U256 = args
-            .pop()
-            .flatten()
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_default();
-        let to = args.pop().flatten().unwrap_or_default();
-        let key: Vec<String> = groups
-            .iter()
-            .map(|g| match g {
-                Group::Session => session.clone(),
-                Group::Owner => owner.clone(),
-                Group::Counterparty => to.clone(),
-                Group::Token => token.clone(),
-                Group::Hour => (time - time % 3_600).to_string(),
-                Group::Day => (time - time % 86_400).to_string(),
-            })
-            .collect();
-        let entry = sums.entry(key).or_default();
-        entry.0 = entry.0.saturating_add(amount);
-        entry.1 += 1;
-    }
+    sums.sort_by(|a, b| a.0.cmp(&b.0));
     let rows: Vec<Value> = sums
         .into_iter()
-        .map(|(key, (total, count))| {
+        .map(|(key, total, count)| {
             let mut row = json!({ "total": total.to_string(), "payments": count });
             for (g, k) in groups.iter().zip(key) {
                 row[g.name()] = match g {

@@ -294,66 +294,159 @@ impl Store {
 
     /// Logs in chain order (block number, log index), as `filter` says.
     pub async fn logs(&self, filter: &LogFilter) -> Result<Vec<LogRow>, StoreError> {
-        let (sql, binds) = self.select(LOG_COLUMNS, filter)?;
+        let (sql, binds) = self.select(LOG_COLUMNS, "", &[], filter, Tail::Ordered)?;
         let rows = bound(&sql, binds).fetch_all(&self.read).await?;
         rows.iter().map(log_row).collect()
     }
 
-    /// Of the logs `filter` selects, each one's session, time and decoded arguments `fields`
-    /// (as text, in that order): aggregates read these rather than whole rows.
-    pub async fn arguments(
+    /// Executed payments (`PaymentExecuted`) that `filter` selects — of sessions opened by
+    /// `owner` in `token` when given — summed exactly (amounts are 256-bit) and counted per
+    /// distinct value of `keys`, in the database.
+    pub async fn payment_sums(
         &self,
         filter: &LogFilter,
-        fields: &[&str],
-    ) -> Result<Vec<(Option<String>, u64, Vec<Option<String>>)>, StoreError> {
-        let mut columns = "session_id, block_timestamp".to_owned();
-        for (i, name) in fields.iter().enumerate() {
-            columns.push_str(&format!(", {} AS a{i}", self.json_arg("logs", name)?));
+        keys: &[crate::spend::Group],
+        owner: Option<&str>,
+        token: Option<&str>,
+    ) -> Result<Vec<(Vec<String>, alloy_primitives::U256, u64)>, StoreError> {
+        use crate::spend::Group;
+        let mut filter = filter.clone();
+        filter.event = Some("PaymentExecuted".into());
+        let (opened_owner, opened_token) =
+            (self.json_arg("o", "owner")?, self.json_arg("o", "token")?);
+        let mut columns = Vec::new();
+        for key in keys {
+            columns.push(match key {
+                Group::Session => "logs.session_id".to_owned(),
+                Group::Owner => opened_owner.clone(),
+                Group::Counterparty => self.json_arg("logs", "to")?,
+                Group::Token => opened_token.clone(),
+                Group::Hour => {
+                    "CAST(logs.block_timestamp - logs.block_timestamp % 3600 AS TEXT)".into()
+                }
+                Group::Day => {
+                    "CAST(logs.block_timestamp - logs.block_timestamp % 86400 AS TEXT)".into()
+                }
+            });
         }
-        let (sql, binds) = self.select(&columns, filter)?;
+        let amount = self.json_arg("logs", "amount")?;
+        // PostgreSQL sums exactly in NUMERIC; SQLite in 9 limbs of 9 decimal digits (each
+        // limb's sum fits 64 bits for up to 9 billion rows), carried here.
+        let sums = match self.backend {
+            Backend::Postgres => vec![format!("CAST(SUM(CAST({amount} AS NUMERIC)) AS TEXT)")],
+            Backend::Sqlite => (0..LIMBS)
+                .map(|i| {
+                    format!(
+                        "SUM(CAST(substr(substr('{}' || {amount}, -{}), {}, 9) AS INTEGER))",
+                        "0".repeat(9 * LIMBS),
+                        9 * LIMBS,
+                        1 + 9 * i
+                    )
+                })
+                .collect(),
+        };
+        let mut select: Vec<String> = columns.clone();
+        select.push("COUNT(*)".into());
+        select.extend(sums);
+        let join = "LEFT JOIN logs o ON o.session_id = logs.session_id \
+                    AND o.event = 'SessionOpened' AND o.canonical = 1";
+        let mut extra: Vec<(String, String)> = Vec::new();
+        if let Some(owner) = owner {
+            extra.push((opened_owner.clone(), owner.to_owned()));
+        }
+        if let Some(token) = token {
+            extra.push((opened_token.clone(), token.to_owned()));
+        }
+        let grouped = (1..=columns.len())
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let tail = match grouped.is_empty() {
+            true => Tail::Aggregate,
+            false => Tail::GroupBy(&grouped),
+        };
+        let (sql, binds) = self.select(&select.join(", "), join, &extra, &filter, tail)?;
         let rows = bound(&sql, binds).fetch_all(&self.read).await?;
+        let n = columns.len();
         rows.iter()
             .map(|r| {
-                let values = (0..fields.len())
-                    .map(|i| r.try_get::<Option<String>, _>(2 + i))
-                    .collect::<Result<_, _>>()?;
-                Ok((
-                    r.try_get("session_id")?,
-                    r.try_get::<i64, _>("block_timestamp")? as u64,
-                    values,
-                ))
+                let key = (0..n)
+                    .map(|i| Ok(r.try_get::<Option<String>, _>(i)?.unwrap_or_default()))
+                    .collect::<Result<Vec<_>, StoreError>>()?;
+                let count = r.try_get::<i64, _>(n)? as u64;
+                let total = match self.backend {
+                    Backend::Postgres => {
+                        let sum = r.try_get::<Option<String>, _>(n + 1)?.unwrap_or_default();
+                        match sum.parse() {
+                            Ok(total) => total,
+                            // A sum past 2^256 saturates, as SQLite's does.
+                            Err(_) if sum.bytes().all(|b| b.is_ascii_digit()) => {
+                                alloy_primitives::U256::MAX
+                            }
+                            Err(_) => return Err(StoreError::Corrupt(format!("a sum: {sum}"))),
+                        }
+                    }
+                    Backend::Sqlite => {
+                        let mut total = alloy_primitives::U256::ZERO;
+                        let base = alloy_primitives::U256::from(1_000_000_000u64);
+                        for i in 0..LIMBS {
+                            let limb = r.try_get::<Option<i64>, _>(n + 1 + i)?.unwrap_or(0);
+                            total = total
+                                .saturating_mul(base)
+                                .saturating_add(alloy_primitives::U256::from(limb.max(0) as u64));
+                        }
+                        total
+                    }
+                };
+                Ok((key, total, count))
             })
+            .filter(|r| !matches!(r, Ok((_, _, 0))))
             .collect()
     }
 
-    /// `SELECT columns FROM logs` as `filter` says, in chain order, and its parameters.
-    fn select(&self, columns: &str, filter: &LogFilter) -> Result<(String, Vec<Bind>), StoreError> {
+    /// `SELECT columns FROM logs join` as `filter` and `extra` (SQL expression = text) say,
+    /// ending as `tail` says, and its parameters.
+    fn select(
+        &self,
+        columns: &str,
+        join: &str,
+        extra: &[(String, String)],
+        filter: &LogFilter,
+        tail: Tail<'_>,
+    ) -> Result<(String, Vec<Bind>), StoreError> {
         let mut binds = Vec::new();
-        let mut sql = format!("SELECT {columns} FROM logs WHERE 1 = 1");
+        let mut sql = format!("SELECT {columns} FROM logs {join} WHERE 1 = 1");
         let mut param = |sql: &mut String, text: &str, bind: Bind| {
             binds.push(bind);
             sql.push_str(&text.replace('?', &format!("${}", binds.len())));
         };
         if !filter.include_orphaned {
-            sql.push_str(" AND canonical = 1");
+            sql.push_str(" AND logs.canonical = 1");
         }
         if let Some(s) = &filter.session_id {
-            param(&mut sql, " AND session_id = ?", Bind::Text(s.clone()));
+            param(&mut sql, " AND logs.session_id = ?", Bind::Text(s.clone()));
         }
         if let Some(e) = &filter.event {
-            param(&mut sql, " AND event = ?", Bind::Text(e.clone()));
+            param(&mut sql, " AND logs.event = ?", Bind::Text(e.clone()));
         }
         if let Some(b) = filter.from_block {
-            param(&mut sql, " AND block_number >= ?", Bind::Int(b));
+            param(&mut sql, " AND logs.block_number >= ?", Bind::Int(b));
         }
         if let Some(b) = filter.to_block {
-            param(&mut sql, " AND block_number <= ?", Bind::Int(b));
+            param(&mut sql, " AND logs.block_number <= ?", Bind::Int(b));
         }
         if let Some(t) = filter.from_time {
-            param(&mut sql, " AND block_timestamp >= ?", Bind::Int(t));
+            param(&mut sql, " AND logs.block_timestamp >= ?", Bind::Int(t));
         }
         if let Some(t) = filter.to_time {
-            param(&mut sql, " AND block_timestamp <= ?", Bind::Int(t));
+            param(&mut sql, " AND logs.block_timestamp <= ?", Bind::Int(t));
+        }
+        for (expression, value) in extra {
+            param(
+                &mut sql,
+                &format!(" AND {expression} = ?"),
+                Bind::Text(value.clone()),
+            );
         }
         for (name, value) in &filter.args {
             let arg = self.json_arg("logs", name)?;
@@ -391,17 +484,34 @@ impl Store {
             ));
         }
         if let Some((b, i)) = filter.after {
-            param(&mut sql, " AND (block_number > ?", Bind::Int(b));
-            param(&mut sql, " OR (block_number = ?", Bind::Int(b));
-            param(&mut sql, " AND log_index > ?))", Bind::Int(i));
+            param(&mut sql, " AND (logs.block_number > ?", Bind::Int(b));
+            param(&mut sql, " OR (logs.block_number = ?", Bind::Int(b));
+            param(&mut sql, " AND logs.log_index > ?))", Bind::Int(i));
         }
-        param(
-            &mut sql,
-            " ORDER BY block_number, log_index, canonical DESC LIMIT ?",
-            Bind::Int(filter.limit),
-        );
+        match tail {
+            Tail::Ordered => param(
+                &mut sql,
+                " ORDER BY logs.block_number, logs.log_index, logs.canonical DESC LIMIT ?",
+                Bind::Int(filter.limit),
+            ),
+            Tail::GroupBy(keys) => sql.push_str(&format!(" GROUP BY {keys}")),
+            Tail::Aggregate => {}
+        }
         Ok((sql, binds))
     }
+}
+
+/// Limbs of 9 decimal digits SQLite sums a 256-bit amount (78 digits) in.
+const LIMBS: usize = 9;
+
+/// How a `SELECT` over logs ends.
+enum Tail<'a> {
+    /// In chain order, at most `limit` rows.
+    Ordered,
+    /// Grouped by these (comma-separated) expressions or positions.
+    GroupBy(&'a str),
+    /// One aggregate row.
+    Aggregate,
 }
 
 /// A query parameter.

@@ -832,6 +832,73 @@ async fn new_heads_over_websocket_wake_the_follower() {
     indexer.shutdown().await;
 }
 
+/// Spend sums are exact for 256-bit amounts on both databases (SQLite sums in limbs), and
+/// saturate rather than wrap.
+async fn sums_256_bit_amounts_exactly(db: Db) {
+    use bursar_indexer::spend::Group;
+    use bursar_indexer::store::{BlockRow, LogRow, Store};
+    let store = Store::connect(&db.url()).await.unwrap();
+    let big = U256::from(10).pow(U256::from(70));
+    let amounts = [
+        big,
+        big + U256::from(123_456_789_123_456_789u64),
+        U256::from(999_999_999u64),
+    ];
+    let row = |i: u64, session: &str, amount: U256| LogRow {
+        chain_id: 1,
+        block_number: 1,
+        block_hash: B256::repeat_byte(1).to_string(),
+        block_timestamp: 7_200 + i,
+        tx_hash: B256::repeat_byte(2).to_string(),
+        log_index: i,
+        address: Address::repeat_byte(3).to_string(),
+        contract: "SessionWallet".into(),
+        topics: vec![],
+        data: "0x".into(),
+        event: Some("PaymentExecuted".into()),
+        args: Some(json!({ "sessionId": session, "to": "0xA1", "amount": amount.to_string() })),
+        decode_error: None,
+        session_id: Some(session.into()),
+        canonical: true,
+        orphaned_by: None,
+    };
+    let mut rows: Vec<LogRow> = amounts
+        .iter()
+        .enumerate()
+        .map(|(i, a)| row(i as u64, "7", *a))
+        .collect();
+    // Two maximal amounts in another session: their sum saturates.
+    rows.push(row(3, "8", U256::MAX));
+    rows.push(row(4, "8", U256::MAX));
+    let block = BlockRow {
+        number: 1,
+        hash: B256::repeat_byte(1).to_string(),
+        parent_hash: B256::ZERO.to_string(),
+        timestamp: 7_200,
+    };
+    let hash = block.hash.clone();
+    store.ingest(&[block], &rows, (1, &hash)).await.unwrap();
+    let sums = store
+        .payment_sums(
+            &LogFilter::default(),
+            &[Group::Session, Group::Hour],
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    let mut sums = sums;
+    sums.sort();
+    let expected: U256 = amounts.iter().copied().fold(U256::ZERO, |a, b| a + b);
+    assert_eq!(
+        sums,
+        vec![
+            (vec!["7".to_owned(), "7200".to_owned()], expected, 3),
+            (vec!["8".to_owned(), "7200".to_owned()], U256::MAX, 2),
+        ]
+    );
+}
+
 macro_rules! on_both_databases {
     ($($test:ident),* $(,)?) => {
         mod sqlite_db {
@@ -855,6 +922,7 @@ macro_rules! on_both_databases {
 
 on_both_databases!(
     indexes_the_demo_story,
+    sums_256_bit_amounts_exactly,
     reorgs_orphan_and_come_back,
     survives_kill_9,
     shrinks_to_the_providers_range,
