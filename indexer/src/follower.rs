@@ -133,7 +133,6 @@ struct Pending {
 
 /// A backfill range read and decoded, ready to write.
 struct Fetched {
-    to: u64,
     blocks: Vec<BlockRow>,
     rows: Vec<LogRow>,
     /// The smaller range the node asked for, if it refused this one.
@@ -331,37 +330,30 @@ impl Follower {
             .pipeline
             .pop_front()
             .expect("from <= limit: one was started");
-        let fetched = match pending.task.await {
-            Ok(Ok(fetched)) => fetched,
-            Ok(Err(e)) => return Err(e),
-            Err(e) => return Err(e.into()),
-        };
-        self.resize(pending.to - pending.from + 1, &fetched);
         let Fetched {
-            to,
             blocks,
             mut rows,
-            ..
-        } = fetched;
+            refused,
+        } = pending.task.await??;
+        let to = pending.to;
+        self.resize(to - pending.from + 1, rows.len() as u64, refused);
         self.attribute(&mut rows).await?;
-        let end = blocks.last().expect("the range's end is among them");
-        let end = (to, end.hash.clone());
-        self.write(&blocks, &rows, (end.0, &end.1), to - from + 1)
-            .await?;
+        let end = &blocks.last().expect("the range's end is among them").hash;
+        self.write(&blocks, &rows, (to, end), to - from + 1).await?;
         tracing::info!(from, to, events = rows.len(), "backfilled");
         Ok(Step::Advanced(to))
     }
 
-    /// Sizes the next ranges by what a range of `blocks` blocks brought: about [`TARGET_LOGS`]
-    /// logs at its density, at most twice as many blocks as before, no more than the node took.
-    fn resize(&mut self, blocks: u64, fetched: &Fetched) {
-        let logs = fetched.rows.len() as u64;
+    /// Sizes the next ranges by what a range of `blocks` blocks brought (`logs` logs, and the
+    /// smaller range the node asked for if it refused one): about [`TARGET_LOGS`] logs at its
+    /// density, at most twice as many blocks as before, no more than the node took.
+    fn resize(&mut self, blocks: u64, logs: u64, refused: Option<u64>) {
         let fits = match logs {
             0 => blocks.saturating_mul(2),
             _ => blocks.saturating_mul(TARGET_LOGS) / logs,
         };
         self.range = fits.min(self.range.saturating_mul(2));
-        if let Some(refused) = fetched.refused {
+        if let Some(refused) = refused {
             self.range = self.range.min(refused);
         }
         self.range = self.range.clamp(1, self.config.max_range.max(1));
@@ -579,7 +571,6 @@ impl Source {
             .await?;
         let rows = self.rows(&logs, &headers)?;
         Ok(Fetched {
-            to,
             blocks: headers.iter().map(block_row).collect(),
             rows,
             refused,

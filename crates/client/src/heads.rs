@@ -27,7 +27,7 @@ use alloy_primitives::U64;
 use ethers_providers::{JsonRpcClient, PubsubClient, Ws, WsClientError};
 use futures_core::{FusedStream, Stream};
 
-use crate::rpc::{redact_url, BlockHeader, RpcError};
+use crate::rpc::{error_chain, redact_url, BlockHeader, RpcError};
 
 /// How long connecting (TCP, TLS, WebSocket handshake) and then subscribing may each take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -152,19 +152,4 @@ impl FusedStream for Heads {
     fn is_terminated(&self) -> bool {
         self.ended
     }
-}
-
-/// `e` and those of its sources that add something (tungstenite repeats its I/O error's text).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = s.source();
-    }
-    out
 }

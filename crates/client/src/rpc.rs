@@ -506,21 +506,22 @@ impl Client {
         addresses: &[Address],
         block_hash: B256,
     ) -> Result<Vec<RpcLog>, RpcError> {
-        self.request(
-            "eth_getLogs",
-            json!([{ "address": addresses, "blockHash": block_hash }]),
-        )
-        .await
+        self.logs_matching(addresses, &[], LogBlocks::Hash(block_hash))
+            .await
     }
 }
 
-/// `e` and its sources, so "connection refused" is not hidden behind "error sending request".
-fn error_chain(e: &dyn std::error::Error) -> String {
+/// `e` and those of its sources that add something, so "connection refused" is not hidden
+/// behind "error sending request" (and tungstenite's repeated I/O text is not said twice).
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
         source = s.source();
     }
     out
