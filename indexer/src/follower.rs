@@ -291,10 +291,28 @@ impl Follower {
             }
         }
         if next > head {
+            self.end_bulk().await?;
             return Ok(Step::CaughtUp);
         }
         self.backfill_to = safe_end;
+        if checkpoint.is_none() && self.store.begin_bulk().await? {
+            tracing::info!(
+                to = safe_end,
+                "bulk load: the session index is built once the backfill ends"
+            );
+        }
         self.backfill(next).await
+    }
+
+    /// Ends a bulk load (see [`Store::begin_bulk`]) if one is on: builds its indexes.
+    async fn end_bulk(&self) -> Result<(), StoreError> {
+        let started = Instant::now();
+        if self.store.end_bulk().await? {
+            let took = started.elapsed();
+            Metrics::add(&self.metrics.index_build_micros, took.as_micros() as u64);
+            tracing::info!(?took, "bulk load ended: indexes built");
+        }
+        Ok(())
     }
 
     /// The node's head block (counted in the metrics).
@@ -338,6 +356,11 @@ impl Follower {
         let to = pending.to;
         self.resize(to - pending.from + 1, rows.len() as u64, refused);
         self.attribute(&mut rows).await?;
+        if to == limit {
+            // The backfill's last range lands with the indexes built: once the checkpoint
+            // reaches it, queries run at full speed.
+            self.end_bulk().await?;
+        }
         let end = &blocks.last().expect("the range's end is among them").hash;
         self.write(&blocks, &rows, (to, end), to - from + 1).await?;
         tracing::info!(from, to, events = rows.len(), "backfilled");
@@ -377,6 +400,7 @@ impl Follower {
         head: u64,
         parent: Option<String>,
     ) -> Result<Step, FollowError> {
+        self.end_bulk().await?;
         if self.ahead.front().is_some_and(|(n, _)| *n != number) {
             self.stop_fetching();
         }

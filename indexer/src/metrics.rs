@@ -31,6 +31,8 @@ pub struct Metrics {
     pub write_micros: AtomicU64,
     /// Batches written.
     pub writes: AtomicU64,
+    /// Time building the indexes a bulk load went without, in microseconds (0: none built).
+    pub index_build_micros: AtomicU64,
     /// The node's `safe` block plus one (0: unknown, the node has no such tag).
     pub safe: AtomicU64,
     /// The node's `finalized` block plus one (0: unknown).
@@ -142,6 +144,12 @@ impl Metrics {
             "counter",
             "Steps the node failed (each retried with backoff).",
             get(&self.rpc_errors).to_string(),
+        );
+        metric(
+            "bursar_indexer_index_build_seconds",
+            "gauge",
+            "Time building the indexes a bulk load (a backfill into an empty database) left out.",
+            format!("{}", get(&self.index_build_micros) as f64 / 1e6),
         );
         let _ = writeln!(
             out,
