@@ -392,8 +392,9 @@ impl Follower {
         }
     }
 
-    /// Reads block `number` (up to `in_flight` blocks up to `head` being fetched meanwhile),
-    /// whose parent must be the checkpoint's block (`parent`).
+    /// Reads the blocks from `number` on — up to `in_flight` of them up to `head`, fetched at
+    /// once — each of whose parent must be the block before it (the first's, the checkpoint's
+    /// block `parent`), and writes those that chain as one batch.
     async fn follow(
         &mut self,
         number: u64,
@@ -410,31 +411,39 @@ impl Follower {
             self.ahead.push_back((next, task));
             next += 1;
         }
-        let (_, task) = self
-            .ahead
-            .pop_front()
-            .expect("number <= head: one was started");
-        let Some((header, mut rows)) = task.await?? else {
-            // A lagging node that has not seen it yet.
-            self.stop_fetching();
+        let (mut blocks, mut rows, mut parent) = (Vec::new(), Vec::new(), parent);
+        while let Some((_, task)) = self.ahead.pop_front() {
+            let Some((header, block_rows)) = task.await?? else {
+                // A lagging node that has not seen it yet.
+                self.stop_fetching();
+                break;
+            };
+            if parent.is_some_and(|p| header.parent_hash.to_string() != p) {
+                if blocks.is_empty() {
+                    return self.reorg(number - 1).await;
+                }
+                // The chain moved while its blocks were read: what chains is written, and the
+                // next step meets the reorg.
+                self.stop_fetching();
+                break;
+            }
+            parent = Some(header.hash.to_string());
+            blocks.push(block_row(&header));
+            rows.extend(block_rows);
+        }
+        let Some(last) = blocks.last().map(|b| (b.number, b.hash.clone())) else {
             return Ok(Step::CaughtUp);
         };
-        if let Some(parent) = parent {
-            if header.parent_hash.to_string() != parent {
-                return self.reorg(number - 1).await;
-            }
-        }
         // With each block the node's safe and finalized blocks move: read them before the
-        // block is published, so answers about it carry its finality.
+        // blocks are published, so answers about them carry their finality.
         self.read_tags().await;
         self.attribute(&mut rows).await?;
-        let hash = header.hash.to_string();
-        self.write(&[block_row(&header)], &rows, (number, &hash), 1)
+        self.write(&blocks, &rows, (last.0, &last.1), blocks.len() as u64)
             .await?;
         if !rows.is_empty() {
-            tracing::info!(block = number, events = rows.len(), "indexed");
+            tracing::info!(from = number, to = last.0, events = rows.len(), "indexed");
         }
-        Ok(Step::Advanced(number))
+        Ok(Step::Advanced(last.0))
     }
 
     /// The stored block at `from` is no longer the node's: walks back to the last block both

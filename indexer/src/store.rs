@@ -258,7 +258,13 @@ impl Store {
         if self.backend == Backend::Postgres {
             // Statistics of the loaded table now, not when autovacuum gets to it: without
             // them, the all-payments spend over a million rows took 8.6 s instead of 2.7 s.
-            sqlx::query("ANALYZE logs").execute(&mut *db).await?;
+            // Of the columns queries filter, join and group on: with the long text ones too it
+            // takes twice as long.
+            sqlx::query(
+                "ANALYZE logs (block_number, event, session_id, canonical, block_timestamp)",
+            )
+            .execute(&mut *db)
+            .await?;
         }
         db.commit().await?;
         self.bulk.store(false, Ordering::Release);
