@@ -9,6 +9,7 @@
 //!   tokens; lease heartbeats.
 //! * [`payments`] — sandboxes' payments: checked by the contracts' rules, signed, queued.
 //! * [`provenance`] — sandboxes' provenance records.
+//! * [`providers`] — sandbox providers' lifecycle webhooks, verified and read.
 //! * [`outcomes`] — what mined transactions did (receipt ids, pending ids, decoded reverts).
 //! * [`webhooks`] — outbound webhooks to hosts (Standard Webhooks), retried, dead-lettered.
 //! * [`submission`] — the transaction engine: nonces, persistence before broadcast,
@@ -26,6 +27,7 @@ pub mod metrics;
 pub mod outcomes;
 pub mod payments;
 pub mod provenance;
+pub mod providers;
 pub mod sessions;
 pub mod store;
 pub mod submission;

@@ -1,0 +1,130 @@
+//! Sandbox providers' lifecycle reports. Each provider's webhook is verified on the raw body
+//! before anything in it is read, then parsed into one shape, [`Report`], that session
+//! policies act on. A report names its sandbox by the provider's id only: the relayer matches it
+//! to a session through its own binding of (host, provider, sandbox id), never through metadata
+//! the payload echoes back.
+//!
+//! * [`e2b`] — E2B's lifecycle webhooks: `e2b-signature`, payload versions v1 and v2.
+//! * [`daytona`] — Daytona's, delivered by Svix: `svix-id`, `svix-timestamp`, `svix-signature`.
+
+pub mod daytona;
+pub mod e2b;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// How far a delivery's own time may be from ours: Svix's tolerance, also applied to E2B's
+/// signed payload time (E2B retries a failed delivery 3 times, 10 s apart).
+pub const TOLERANCE: Duration = Duration::from_secs(300);
+
+/// The most a provider's delivery may weigh; larger bodies are refused unread.
+pub const MAX_BODY: usize = 64 * 1024;
+
+/// What happened to a sandbox, in the terms session policies act on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Lifecycle {
+    /// It was created (it may not run yet).
+    Created,
+    /// It runs.
+    Running,
+    /// It is paused or stopped and may come back: its session's lease is not renewed.
+    Paused,
+    /// It came back from a pause: lease renewal resumes.
+    Resumed,
+    /// It is gone for good (killed, destroyed, failed, timed out): its session is revoked, then
+    /// closed.
+    Terminated,
+    /// Anything else the provider reports (a configuration update, a snapshot): recorded only.
+    Other,
+}
+
+/// Compute a provider reported with an event (E2B's `execution` block).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Usage {
+    /// When this run of the sandbox started (RFC 3339, as the provider wrote it).
+    pub started_at: Option<String>,
+    /// vCPUs assigned.
+    pub vcpus: Option<u64>,
+    /// Memory assigned, MiB.
+    pub memory_mb: Option<u64>,
+    /// How long this run has lasted, in milliseconds.
+    pub runtime_ms: Option<u64>,
+}
+
+/// One verified delivery.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    /// The provider's id of the event, the same on every retry of it: what deliveries are
+    /// deduplicated on.
+    pub event_id: String,
+    /// The provider's id of the sandbox.
+    pub sandbox_id: String,
+    /// The provider's own name for what happened (`sandbox.lifecycle.killed`,
+    /// `sandbox.state.updated: started -> stopped`).
+    pub kind: String,
+    /// What it means for the session.
+    pub lifecycle: Lifecycle,
+    /// When the provider says it happened (unix seconds).
+    pub at: i64,
+    /// The metadata the provider echoed (E2B's `sandbox_metadata`): kept as evidence, never
+    /// used to find the session.
+    pub metadata: BTreeMap<String, String>,
+    /// Compute used, when the provider reported it.
+    pub usage: Option<Usage>,
+}
+
+/// Why a delivery is refused. Nothing is changed by a refused delivery.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderError {
+    /// A header the provider's scheme requires is missing or not text.
+    #[error("missing header {0}")]
+    MissingHeader(&'static str),
+    /// The signing secret configured for the host is not in the provider's format.
+    #[error("the configured secret is not in the provider's format")]
+    BadSecret,
+    /// No signature in the delivery matches its body under the host's secret.
+    #[error("the signature does not match")]
+    BadSignature,
+    /// The delivery's time is missing or further than [`TOLERANCE`] from now: a replay, or a
+    /// clock too far off.
+    #[error("stale delivery (more than {}s from now)", TOLERANCE.as_secs())]
+    Stale,
+    /// The body is over [`MAX_BODY`] bytes.
+    #[error("body over {MAX_BODY} bytes")]
+    TooLarge,
+    /// The body is signed but not a payload of the provider's format.
+    #[error("malformed payload: {0}")]
+    Malformed(String),
+}
+
+/// The value of header `name` in `headers`.
+fn header<'a>(
+    headers: &'a axum::http::HeaderMap,
+    name: &'static str,
+) -> Result<&'a str, ProviderError> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .ok_or(ProviderError::MissingHeader(name))
+}
+
+/// Unix seconds of an RFC 3339 time.
+fn unix_seconds(text: &str) -> Result<i64, ProviderError> {
+    time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+        .map(|t| t.unix_timestamp())
+        .map_err(|e| ProviderError::Malformed(format!("time {text:?}: {e}")))
+}
+
+/// Refuses a delivery whose time `at` is further than [`TOLERANCE`] from `now`.
+fn fresh(at: i64, now: i64) -> Result<(), ProviderError> {
+    match at.abs_diff(now) <= TOLERANCE.as_secs() {
+        true => Ok(()),
+        false => Err(ProviderError::Stale),
+    }
+}
+
+#[cfg(test)]
+mod tests;
