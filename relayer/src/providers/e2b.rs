@@ -121,6 +121,7 @@ fn parse(body: &[u8]) -> Result<Report, ProviderError> {
             vcpus: number("vcpu_count"),
             memory_mb: number("memory_mb"),
             runtime_ms: number("execution_time"),
+            ..Usage::default()
         }
     });
     Ok(Report {

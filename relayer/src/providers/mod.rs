@@ -6,9 +6,11 @@
 //!
 //! * [`e2b`] — E2B's lifecycle webhooks: `e2b-signature`, payload versions v1 and v2.
 //! * [`daytona`] — Daytona's, delivered by Svix: `svix-id`, `svix-timestamp`, `svix-signature`.
+//! * [`vercel`] — Vercel Sandbox's session webhooks: `x-vercel-signature`.
 
 pub mod daytona;
 pub mod e2b;
+pub mod vercel;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -41,7 +43,8 @@ pub enum Lifecycle {
     Other,
 }
 
-/// Compute a provider reported with an event (E2B's `execution` block).
+/// Compute a provider reported with an event (E2B's `execution` block, a stopped Vercel
+/// session's usage).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Usage {
     /// When this run of the sandbox started (RFC 3339, as the provider wrote it).
@@ -52,6 +55,12 @@ pub struct Usage {
     pub memory_mb: Option<u64>,
     /// How long this run has lasted, in milliseconds.
     pub runtime_ms: Option<u64>,
+    /// CPU time actually used, in milliseconds.
+    pub active_cpu_ms: Option<u64>,
+    /// Bytes received from the network.
+    pub ingress_bytes: Option<u64>,
+    /// Bytes sent to the network.
+    pub egress_bytes: Option<u64>,
 }
 
 /// One verified delivery.

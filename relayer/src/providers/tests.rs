@@ -63,6 +63,7 @@ mod e2b {
                 vcpus: Some(2),
                 memory_mb: Some(512),
                 runtime_ms: Some(600_000),
+                ..Usage::default()
             })
         );
     }
@@ -277,6 +278,107 @@ mod daytona {
         let h = delivery("msg_5", AT, body, SECRET);
         assert!(matches!(
             verify(SECRET, &h, body.as_bytes(), AT),
+            Err(ProviderError::Malformed(_))
+        ));
+    }
+}
+
+mod vercel {
+    use super::*;
+    use crate::providers::vercel::{sign, verify};
+
+    const SECRET: &[u8] = b"vercel-webhook-secret";
+    /// A stopped session (the envelope of Vercel's webhooks; see the module's assumptions).
+    const STOPPED: &str = r#"{"id":"evt_vs_1","type":"sandbox.session.stopped","createdAt":1796234400123,"region":"iad1","payload":{"sandbox":{"name":"agent-7","id":"sbx_9"},"session":{"id":"sess_2","status":"stopped","stopReason":"timeout","duration":300000,"activeCpuDurationMs":41250,"vcpus":2,"memory":4096,"networkTransfer":{"ingress":1048576,"egress":65536}}}}"#;
+
+    fn delivery(signature: &str) -> HeaderMap {
+        headers(&[("x-vercel-signature", signature)])
+    }
+
+    #[test]
+    fn a_stopped_session_ends_the_sandbox_with_its_usage() {
+        let sig = sign(SECRET, STOPPED.as_bytes());
+        assert_eq!(sig.len(), 40, "hex SHA-1");
+        let report = verify(SECRET, &delivery(&sig), STOPPED.as_bytes(), AT)
+            .unwrap()
+            .unwrap();
+        assert_eq!(report.event_id, "evt_vs_1");
+        assert_eq!(report.sandbox_id, "agent-7", "the sandbox, not its session");
+        assert_eq!(report.kind, "sandbox.session.stopped: timeout");
+        assert_eq!(report.lifecycle, Lifecycle::Terminated);
+        assert_eq!(report.at, AT);
+        assert_eq!(
+            report.usage,
+            Some(Usage {
+                vcpus: Some(2),
+                memory_mb: Some(4096),
+                runtime_ms: Some(300_000),
+                active_cpu_ms: Some(41_250),
+                ingress_bytes: Some(1_048_576),
+                egress_bytes: Some(65_536),
+                ..Usage::default()
+            })
+        );
+        for (event, reason, lifecycle) in [
+            ("stopped", "snapshot", Lifecycle::Paused),
+            ("stopped", "error", Lifecycle::Terminated),
+            ("started", "timeout", Lifecycle::Running),
+            ("expiring", "timeout", Lifecycle::Other),
+        ] {
+            let body = STOPPED
+                .replace(
+                    "sandbox.session.stopped",
+                    &format!("sandbox.session.{event}"),
+                )
+                .replace(
+                    r#""stopReason":"timeout""#,
+                    &format!(r#""stopReason":"{reason}""#),
+                );
+            let sig = sign(SECRET, body.as_bytes());
+            let report = verify(SECRET, &delivery(&sig), body.as_bytes(), AT)
+                .unwrap()
+                .unwrap();
+            assert_eq!(report.lifecycle, lifecycle, "{event} {reason}");
+            assert_eq!(report.usage.is_some(), event == "stopped");
+        }
+        let body =
+            r#"{"id":"evt_d","type":"deployment.created","createdAt":1796234400000,"payload":{}}"#;
+        let sig = sign(SECRET, body.as_bytes());
+        assert_eq!(
+            verify(SECRET, &delivery(&sig), body.as_bytes(), AT),
+            Ok(None)
+        );
+    }
+
+    #[test]
+    fn forged_stale_and_malformed_deliveries_are_refused() {
+        let body = STOPPED.as_bytes();
+        let sig = sign(SECRET, body);
+        let tampered = STOPPED.replace("agent-7", "agent-8");
+        assert_eq!(
+            verify(SECRET, &delivery(&sig), tampered.as_bytes(), AT),
+            Err(ProviderError::BadSignature)
+        );
+        assert_eq!(
+            verify(b"another host", &delivery(&sig), body, AT),
+            Err(ProviderError::BadSignature)
+        );
+        assert_eq!(
+            verify(SECRET, &delivery("zz"), body, AT),
+            Err(ProviderError::BadSignature)
+        );
+        assert_eq!(
+            verify(SECRET, &HeaderMap::new(), body, AT),
+            Err(ProviderError::MissingHeader("x-vercel-signature"))
+        );
+        assert_eq!(
+            verify(SECRET, &delivery(&sig), body, AT + 400),
+            Err(ProviderError::Stale)
+        );
+        let body = r#"{"id":"evt","type":"sandbox.session.stopped","createdAt":1796234400000}"#;
+        let sig = sign(SECRET, body.as_bytes());
+        assert!(matches!(
+            verify(SECRET, &delivery(&sig), body.as_bytes(), AT),
             Err(ProviderError::Malformed(_))
         ));
     }
