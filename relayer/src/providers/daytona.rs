@@ -16,7 +16,7 @@
 use axum::http::HeaderMap;
 use serde_json::Value;
 
-use super::{header, unix_seconds, Lifecycle, ProviderError, Report, MAX_BODY, TOLERANCE};
+use super::{header, unix_seconds, within_limit, Lifecycle, ProviderError, Report, TOLERANCE};
 use crate::webhooks::VerifyError;
 
 /// The message id header.
@@ -39,9 +39,7 @@ pub fn verify(
     body: &[u8],
     now: i64,
 ) -> Result<Option<Report>, ProviderError> {
-    if body.len() > MAX_BODY {
-        return Err(ProviderError::TooLarge);
-    }
+    within_limit(body)?;
     let (id, timestamp) = (header(headers, ID)?, header(headers, TIMESTAMP)?);
     let signatures = header(headers, SIGNATURE)?;
     crate::webhooks::verify(secret, id, timestamp, signatures, body, now, TOLERANCE).map_err(

@@ -21,7 +21,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::{fresh, header, unix_seconds, Lifecycle, ProviderError, Report, Usage, MAX_BODY};
+use super::{fresh, header, unix_seconds, within_limit, Lifecycle, ProviderError, Report, Usage};
 
 /// The signature header.
 pub const SIGNATURE: &str = "e2b-signature";
@@ -54,9 +54,7 @@ pub fn verify(
     body: &[u8],
     now: i64,
 ) -> Result<Report, ProviderError> {
-    if body.len() > MAX_BODY {
-        return Err(ProviderError::TooLarge);
-    }
+    within_limit(body)?;
     let signature = header(headers, SIGNATURE)?;
     if headers
         .get(SIGNATURE_VERSION)

@@ -109,6 +109,14 @@ pub enum ProviderError {
     Malformed(String),
 }
 
+/// Refuses a body over [`MAX_BODY`] bytes, unread.
+fn within_limit(body: &[u8]) -> Result<(), ProviderError> {
+    match body.len() <= MAX_BODY {
+        true => Ok(()),
+        false => Err(ProviderError::TooLarge),
+    }
+}
+
 /// The value of header `name` in `headers`.
 fn header<'a>(
     headers: &'a axum::http::HeaderMap,

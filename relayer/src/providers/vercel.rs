@@ -20,7 +20,7 @@ use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha1::Sha1;
 
-use super::{fresh, header, Lifecycle, ProviderError, Report, Usage, MAX_BODY};
+use super::{fresh, header, within_limit, Lifecycle, ProviderError, Report, Usage};
 
 /// The signature header.
 pub const SIGNATURE: &str = "x-vercel-signature";
@@ -45,9 +45,7 @@ pub fn verify(
     body: &[u8],
     now: i64,
 ) -> Result<Option<Report>, ProviderError> {
-    if body.len() > MAX_BODY {
-        return Err(ProviderError::TooLarge);
-    }
+    within_limit(body)?;
     let given = alloy_primitives::hex::decode(header(headers, SIGNATURE)?.trim())
         .map_err(|_| ProviderError::BadSignature)?;
     let mut mac = Hmac::<Sha1>::new_from_slice(secret).expect("HMAC takes any key length");
