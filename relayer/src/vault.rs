@@ -104,7 +104,7 @@ impl MasterKey {
 
     /// Seals `secret` for `aad` (what it belongs to: a key's address, an endpoint's id):
     /// `hex(nonce ‖ ciphertext ‖ tag)`.
-    pub(crate) fn seal(&self, aad: &str, secret: &[u8; 32]) -> String {
+    pub(crate) fn seal(&self, aad: &str, secret: &[u8]) -> String {
         let nonce: [u8; 24] = random_bytes();
         let sealed = self
             .cipher()
@@ -115,16 +115,21 @@ impl MasterKey {
                     aad: aad.as_bytes(),
                 },
             )
-            .expect("sealing 32 bytes cannot fail");
+            .expect("sealing a short secret cannot fail");
         hex([nonce.as_slice(), &sealed].concat())
     }
 
     fn open(&self, row: &SealedKeyRow) -> Result<[u8; 32], VaultError> {
-        self.open_sealed(&row.address, &row.sealed)
+        self.open_sealed(&row.address, &row.sealed)?
+            .try_into()
+            .map_err(|_| VaultError::Sealed {
+                address: row.address.clone(),
+                master_key_id: self.id(),
+            })
     }
 
     /// Opens what [`MasterKey::seal`] sealed for `aad`.
-    pub(crate) fn open_sealed(&self, aad: &str, sealed: &str) -> Result<[u8; 32], VaultError> {
+    pub(crate) fn open_sealed(&self, aad: &str, sealed: &str) -> Result<Vec<u8>, VaultError> {
         let refused = || VaultError::Sealed {
             address: aad.to_owned(),
             master_key_id: self.id(),
@@ -134,8 +139,7 @@ impl MasterKey {
             return Err(refused());
         }
         let (nonce, sealed) = bytes.split_at(24);
-        let secret = self
-            .cipher()
+        self.cipher()
             .decrypt(
                 XNonce::from_slice(nonce),
                 Payload {
@@ -143,8 +147,7 @@ impl MasterKey {
                     aad: aad.as_bytes(),
                 },
             )
-            .map_err(|_| refused())?;
-        secret.try_into().map_err(|_| refused())
+            .map_err(|_| refused())
     }
 }
 
@@ -195,7 +198,7 @@ pub async fn session_key(
     })
 }
 
-/// Re-seals every session key and webhook secret under `new` (each must open under `old`); all
+/// Re-seals every session key, webhook secret and provider secret under `new` (each must open under `old`); all
 /// or nothing.
 pub async fn rotate(store: &Store, old: &MasterKey, new: &MasterKey) -> Result<usize, VaultError> {
     let mut failure = None;

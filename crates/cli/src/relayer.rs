@@ -1,5 +1,6 @@
 //! `bursar relayer`: runs the relayer (API and transaction engine) until Ctrl-C / SIGTERM;
-//! `bursar relayer hosts create|list|revoke` manages hosts' API keys in its database.
+//! `bursar relayer hosts create|list|revoke` manages hosts' API keys in its database, and
+//! `bursar relayer providers add` hosts' signing secrets for their sandbox providers' webhooks.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -9,7 +10,7 @@ use bursar_deploy::Contract;
 use bursar_relayer::store::Store;
 use bursar_relayer::submission::EngineConfig;
 use bursar_relayer::vault::MasterKey;
-use bursar_relayer::{hosts, Config, Contracts, Settings};
+use bursar_relayer::{hosts, providers, Config, Contracts, Settings};
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct RelayerArgs {
@@ -61,6 +62,28 @@ enum RelayerCommand {
         #[command(subcommand)]
         command: HostsCommand,
     },
+    /// Hosts' signing secrets for their sandbox providers' lifecycle webhooks.
+    Providers {
+        #[command(subcommand)]
+        command: ProvidersCommand,
+    },
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum ProvidersCommand {
+    /// Set (or replace) a host's signing secret for a provider, sealed under the master key.
+    Add {
+        /// The host's name.
+        #[arg(long)]
+        host: String,
+        /// The provider: e2b (its webhook's signatureSecret), daytona (the Svix endpoint's
+        /// whsec_ secret) or vercel (the webhook's secret).
+        #[arg(long)]
+        provider: String,
+        /// A file holding the secret (a last newline is dropped); never printed.
+        #[arg(long, value_name = "FILE")]
+        secret_file: PathBuf,
+    },
 }
 
 #[derive(clap::Subcommand, Debug)]
@@ -89,6 +112,9 @@ pub(crate) fn run(args: RelayerArgs) -> Result<(), String> {
     crate::block_on(async move {
         match args.command {
             Some(RelayerCommand::Hosts { ref command }) => manage_hosts(&args.db, command).await,
+            Some(RelayerCommand::Providers { ref command }) => {
+                manage_providers(&args, command).await
+            }
             None => serve(args).await,
         }
     })
@@ -221,5 +247,25 @@ async fn manage_hosts(db: &str, command: &HostsCommand) -> Result<(), String> {
             println!("revoked {n} key(s) of {name}");
         }
     }
+    Ok(())
+}
+
+async fn manage_providers(args: &RelayerArgs, command: &ProvidersCommand) -> Result<(), String> {
+    let ProvidersCommand::Add {
+        host,
+        provider,
+        secret_file,
+    } = command;
+    let provider: providers::Provider = provider.parse().map_err(|e| format!("--provider: {e}"))?;
+    let secret = std::fs::read_to_string(secret_file)
+        .map_err(|e| format!("--secret-file {}: {e}", secret_file.display()))?;
+    // The master key the relayer itself uses on this network (on the devnet, the key file
+    // beside its database).
+    let master = master_key(args, args.network == "devnet")?;
+    let store = Store::connect(&args.db).await.map_err(|e| e.to_string())?;
+    let host_id = providers::set_secret(&store, &master, host, provider, &secret)
+        .await
+        .map_err(|e| e.to_string())?;
+    println!("{} secret set for host {host} ({host_id})", provider.name());
     Ok(())
 }

@@ -96,6 +96,56 @@ impl Store {
             .await?;
         Ok(n > 0)
     }
+
+    /// The id of the host named `name` (the first created, if several share it).
+    pub async fn host_id(&self, name: &str) -> Result<Option<String>, StoreError> {
+        Ok(
+            sqlx::query_scalar("SELECT id FROM hosts WHERE name = $1 ORDER BY created_at LIMIT 1")
+                .bind(name)
+                .fetch_optional(&self.read)
+                .await?,
+        )
+    }
+
+    /// Stores (or replaces) `host_id`'s sealed secret for `provider`.
+    pub async fn set_provider_secret(
+        &self,
+        host_id: &str,
+        provider: &str,
+        sealed: &str,
+        master_key_id: &str,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO provider_secrets (host_id, provider, sealed, master_key_id, created_at) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (host_id, provider) DO UPDATE SET \
+             sealed = excluded.sealed, master_key_id = excluded.master_key_id, \
+             created_at = excluded.created_at",
+        )
+        .bind(host_id)
+        .bind(provider)
+        .bind(sealed)
+        .bind(master_key_id)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// `host_id`'s sealed secret for `provider`, if set.
+    pub async fn provider_secret(
+        &self,
+        host_id: &str,
+        provider: &str,
+    ) -> Result<Option<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT sealed FROM provider_secrets WHERE host_id = $1 AND provider = $2",
+        )
+        .bind(host_id)
+        .bind(provider)
+        .fetch_optional(&self.read)
+        .await?)
+    }
 }
 
 const HOST_KEY_SELECT: &str = "SELECT k.host_id, h.name, k.key_prefix, k.scopes, k.created_at, \

@@ -95,8 +95,27 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         }
+        let providers: Vec<(String, String, String)> =
+            sqlx::query_as("SELECT host_id, provider, sealed FROM provider_secrets")
+                .fetch_all(&mut *tx)
+                .await?;
+        for (host_id, provider, sealed) in &providers {
+            sqlx::query(
+                "UPDATE provider_secrets SET sealed = $1, master_key_id = $2 \
+                 WHERE host_id = $3 AND provider = $4",
+            )
+            .bind(reseal(
+                &crate::providers::secret_aad(host_id, provider),
+                sealed,
+            )?)
+            .bind(master_key_id)
+            .bind(host_id)
+            .bind(provider)
+            .execute(&mut *tx)
+            .await?;
+        }
         tx.commit().await?;
-        Ok(keys.len() + secrets.len())
+        Ok(keys.len() + secrets.len() + providers.len())
     }
 }
 
