@@ -193,8 +193,8 @@ impl Store {
                             Ok(())
                         })
                     })
-                    .connect(url)
-                    .await?,
+                    // Opened on the first bulk batch: most starts never write one.
+                    .connect_lazy(url)?,
             ),
         };
         Ok(Store {
