@@ -56,6 +56,11 @@ pub enum ApiError {
     /// The request body is larger than the API accepts.
     #[error("request body too large")]
     TooLarge,
+    /// A sandbox provider's delivery was refused: not signed with the host's secret for that
+    /// provider (or none is configured), stale, or not in the provider's format. Nothing
+    /// changed.
+    #[error("delivery refused: {0}")]
+    Delivery(crate::providers::ProviderError),
     /// The database or the node cannot be reached now; retrying later may work.
     #[error("a backing service is unavailable; retry later")]
     Unavailable,
@@ -78,6 +83,7 @@ impl ApiError {
             ApiError::Contract(_) => "contract_error",
             ApiError::Conflict { code, .. } => code,
             ApiError::TooLarge => "body_too_large",
+            ApiError::Delivery(e) => e.code(),
             ApiError::RateLimited => "rate_limited",
             ApiError::Unavailable => "unavailable",
             ApiError::Internal => "internal",
@@ -93,6 +99,11 @@ impl ApiError {
             ApiError::Contract(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Delivery(e) => match e {
+                crate::providers::ProviderError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+                crate::providers::ProviderError::Malformed(_) => StatusCode::BAD_REQUEST,
+                _ => StatusCode::UNAUTHORIZED,
+            },
             ApiError::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,

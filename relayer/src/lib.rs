@@ -10,6 +10,8 @@
 //! * [`payments`] — sandboxes' payments: checked by the contracts' rules, signed, queued.
 //! * [`provenance`] — sandboxes' provenance records.
 //! * [`providers`] — sandbox providers' lifecycle webhooks, verified and read.
+//! * [`lifecycle`] — sandboxes' lifecycle events driving their sessions (pause, resume,
+//!   terminate → revoke and close).
 //! * [`outcomes`] — what mined transactions did (receipt ids, pending ids, decoded reverts).
 //! * [`webhooks`] — outbound webhooks to hosts (Standard Webhooks), retried, dead-lettered.
 //! * [`submission`] — the transaction engine: nonces, persistence before broadcast,
@@ -23,6 +25,7 @@
 pub mod api;
 pub mod error;
 pub mod hosts;
+pub mod lifecycle;
 pub mod metrics;
 pub mod outcomes;
 pub mod payments;
@@ -110,6 +113,12 @@ pub struct Settings {
     /// A relayer process that has not beaten for this long is taken for dead: a retry takes
     /// over the idempotency keys of its unanswered requests. It beats four times as often.
     pub instance_timeout: Duration,
+    /// How often providers without webhooks (Runloop, Browserbase) are polled.
+    pub poll_interval: Duration,
+    /// Runloop's API.
+    pub runloop_url: String,
+    /// Browserbase's API.
+    pub browserbase_url: String,
 }
 
 impl Default for Settings {
@@ -122,6 +131,9 @@ impl Default for Settings {
             webhook_backoff: Duration::from_secs(5),
             rate_limit: Some(1_000.0),
             instance_timeout: Duration::from_secs(10),
+            poll_interval: Duration::from_secs(15),
+            runloop_url: providers::runloop::DEFAULT_URL.into(),
+            browserbase_url: providers::browserbase::DEFAULT_URL.into(),
         }
     }
 }
@@ -142,8 +154,8 @@ pub struct Core {
     pub(crate) master_key: MasterKey,
     /// Timeouts and lifetimes.
     pub settings: Settings,
-    /// Bumped after each pass of [`outcomes`] that settled something, and of [`webhooks`] that
-    /// attempted a delivery.
+    /// Bumped after each pass of [`outcomes`] that settled something, of [`webhooks`] that
+    /// attempted a delivery, and after each lifecycle event recorded.
     pub(crate) settled: tokio::sync::watch::Sender<u64>,
     /// Payments allowed by the contracts' rules, on their way to be checked against their
     /// sessions' queued payments and stored, a batch at a time.
@@ -154,6 +166,10 @@ pub struct Core {
     pub(crate) instance: String,
     /// Wakes the webhook deliverer (a new message, a replay).
     pub(crate) webhooks_due: tokio::sync::Notify,
+    /// Wakes [`lifecycle::run`] (a session to wind down).
+    pub(crate) lifecycle_due: tokio::sync::Notify,
+    /// Lifecycle deliveries received, for the metrics.
+    pub(crate) deliveries: metrics::Deliveries,
     /// Custodial keys opened so far, by address.
     pub(crate) open_keys: std::sync::Mutex<std::collections::HashMap<String, Key>>,
     /// Gas limits measured per session on its first payment (later ones cost no more).
@@ -337,6 +353,8 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
         settled: tokio::sync::watch::channel(0).0,
         payments: payment_queue,
         webhooks_due: Default::default(),
+        lifecycle_due: Default::default(),
+        deliveries: Default::default(),
         limiter: Default::default(),
         instance: format!(
             "inst_{}",
@@ -391,6 +409,16 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
         let core = core.clone();
         async move { webhooks::run(&core, stopped).await }
     });
+    let lifecycle_task = tokio::spawn({
+        let stopped = until_stopped(stopped.clone());
+        let core = core.clone();
+        async move { lifecycle::run(&core, stopped).await }
+    });
+    let poller_task = tokio::spawn({
+        let stopped = until_stopped(stopped.clone());
+        let core = core.clone();
+        async move { providers::poller::run(&core, stopped).await }
+    });
     let app = api::router(core.clone());
     let api_task = tokio::spawn({
         let stopped = until_stopped(stopped);
@@ -413,6 +441,8 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
             outcomes_task,
             payments_task,
             webhooks_task,
+            lifecycle_task,
+            poller_task,
             heartbeat_task,
             api_task,
         ],

@@ -58,6 +58,34 @@ pub struct EngineMetrics {
     pub rpc_errors: AtomicU64,
 }
 
+/// Lifecycle deliveries this process received (providers' webhooks, pollers' readings, hosts'
+/// reports), by source and outcome: `accepted`, `duplicate`, or why one was refused.
+#[derive(Debug, Default)]
+pub struct Deliveries(std::sync::Mutex<std::collections::BTreeMap<(String, &'static str), u64>>);
+
+impl Deliveries {
+    /// Counts one delivery from `source` with `outcome`.
+    pub fn count(&self, source: &str, outcome: &'static str) {
+        let mut counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *counts.entry((source.to_owned(), outcome)).or_default() += 1;
+    }
+
+    fn render(&self, out: &mut String) {
+        let name = "bursar_relayer_lifecycle_deliveries_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Sandbox lifecycle deliveries by source and outcome.\n# TYPE {name} counter"
+        );
+        let counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        for ((source, outcome), n) in counts.iter() {
+            let _ = writeln!(
+                out,
+                "{name}{{source=\"{source}\",outcome=\"{outcome}\"}} {n}"
+            );
+        }
+    }
+}
+
 fn gauge(out: &mut String, name: &str, help: &str, label: &str, values: &[(String, i64)]) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
     for (value, n) in values {
@@ -120,6 +148,15 @@ pub async fn render(core: &Core) -> Result<String, StoreError> {
         "Webhook deliveries by status.",
         "status",
         &deliveries,
+    );
+
+    core.deliveries.render(&mut out);
+    gauge(
+        &mut out,
+        "bursar_relayer_lifecycle_events",
+        "Sandbox lifecycle events recorded, by source.",
+        "source",
+        &core.store.lifecycle_counts().await?,
     );
 
     let m = core.engine.metrics();

@@ -376,11 +376,23 @@ pub async fn register(core: &Core, host: &Host, req: RegisterRequest) -> Result<
     })
 }
 
+/// A session `host` prepared and did not open yet, unless its sandbox was reported terminated
+/// meanwhile.
 async fn prepared(store: &Store, host: &Host, prepared_id: &str) -> Result<SessionRow, ApiError> {
-    store
+    let row = store
         .prepared_session(&host.id, prepared_id)
         .await?
-        .ok_or(ApiError::NotFound)
+        .ok_or(ApiError::NotFound)?;
+    if row.sandbox_state.as_deref() == Some("terminated") {
+        return Err(ApiError::conflict(
+            "sandbox_terminated",
+            format!(
+                "the sandbox of session {} was reported terminated: prepare a new session",
+                row.id
+            ),
+        ));
+    }
+    Ok(row)
 }
 
 fn already_opened(row: &SessionRow) -> ApiError {
@@ -462,9 +474,17 @@ pub struct SessionView {
     pub last_heartbeat_at: Option<i64>,
     /// When it was prepared (unix ms).
     pub created_at: i64,
+    /// `running`, `paused` or `terminated`, as the sandbox's lifecycle events reported it.
+    pub sandbox_state: Option<String>,
+    /// Whether the relayer is revoking and closing it (its sandbox terminated).
+    pub winding_down: bool,
     /// The contracts' state now (only on `GET /v1/sessions/{id}`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chain: Option<ChainState>,
+    /// The sandbox's lifecycle events and what each did, newest first (only on
+    /// `GET /v1/sessions/{id}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lifecycle: Option<Vec<Value>>,
 }
 
 /// A session's on-chain state, as the wallet reports it at the latest block.
@@ -508,7 +528,10 @@ impl SessionView {
             capability_revoked: row.capability_revoked_at.is_some(),
             last_heartbeat_at: row.last_heartbeat_at,
             created_at: row.created_at,
+            sandbox_state: row.sandbox_state,
+            winding_down: row.winding_down,
             chain: None,
+            lifecycle: None,
         })
     }
 }
@@ -540,8 +563,10 @@ pub async fn list(
 pub async fn get(core: &Core, host: &Host, id: &str) -> Result<SessionView, ApiError> {
     let row = host_session(&core.store, host, id).await?;
     let chain = chain_state(core, parse_id(&row.id)?).await?;
+    let lifecycle = crate::lifecycle::history(core, &row.id).await?;
     let mut view = SessionView::of(row)?;
     view.chain = Some(chain);
+    view.lifecycle = Some(lifecycle);
     Ok(view)
 }
 
@@ -718,15 +743,38 @@ pub struct Heartbeat {
     pub lease_expires_at: u64,
     /// Whether a renewal was sent (the lease was past half its length).
     pub renewal_submitted: bool,
+    /// The sandbox's state as lifecycle events reported it: while it is `paused` or
+    /// `terminated` the lease is not renewed.
+    pub sandbox_state: Option<String>,
 }
 
 /// Records the sandbox's heartbeat and, once less than half the lease is left, renews the lease
-/// on chain (one renewal in flight at a time).
+/// on chain (one renewal in flight at a time) — unless the sandbox is reported paused or
+/// terminated.
 pub async fn heartbeat(core: &Core, row: &SessionRow) -> Result<Heartbeat, ApiError> {
     if row.status != "open" {
         return Err(not_open(row));
     }
     core.store.heartbeat(&row.id, now_ms()).await?;
+    let held = matches!(row.sandbox_state.as_deref(), Some("paused" | "terminated"));
+    let (lease_expires_at, renewal_submitted) = if held {
+        let state = session_state(core, parse_id(&row.id)?).await?;
+        (state._6, false)
+    } else {
+        renew_lease(core, row).await?
+    };
+    Ok(Heartbeat {
+        session_id: row.id.clone(),
+        lease_expires_at,
+        renewal_submitted,
+        sandbox_state: row.sandbox_state.clone(),
+    })
+}
+
+/// Renews session `row`'s lease on chain once less than half of it is left, or it has lapsed
+/// (the keeper may revive it), unless a renewal is in flight. Answers the lease's expiry
+/// before the renewal and whether one was sent; the wallet's refusal is the error.
+pub(crate) async fn renew_lease(core: &Core, row: &SessionRow) -> Result<(u64, bool), ApiError> {
     let session = parse_id(&row.id)?;
     let terms = stored_terms(row)?.terms()?;
     let state = session_state(core, session).await?;
@@ -743,37 +791,33 @@ pub async fn heartbeat(core: &Core, row: &SessionRow) -> Result<Heartbeat, ApiEr
             .is_some_and(|t| matches!(t.status, TxStatus::Signed | TxStatus::Submitted)),
         None => false,
     };
-    let renewal_submitted = due && !in_flight;
-    if renewal_submitted {
-        let call = ISessionWallet::renewLeaseCall {
-            sessionId: session,
-            nonce: U256::ZERO,
-            deadline: U256::ZERO,
-            signature: Bytes::new(),
-        };
-        // As the keeper the signer renews directly; a refusal (lapsed, revoked) is the answer.
-        core.client
-            .view(Some(signer_of(row)?), core.contracts.wallet, call.clone())
-            .await?;
-        send(
-            core,
-            row,
-            core.contracts.wallet,
-            call.abi_encode(),
-            SessionTx::Lease,
-        )
-        .await?;
+    if !due || in_flight {
+        return Ok((lease_expires_at, false));
     }
-    Ok(Heartbeat {
-        session_id: row.id.clone(),
-        lease_expires_at,
-        renewal_submitted,
-    })
+    let call = ISessionWallet::renewLeaseCall {
+        sessionId: session,
+        nonce: U256::ZERO,
+        deadline: U256::ZERO,
+        signature: Bytes::new(),
+    };
+    // As the keeper the signer renews directly; a refusal (revoked, expired) is the answer.
+    core.client
+        .view(Some(signer_of(row)?), core.contracts.wallet, call.clone())
+        .await?;
+    send(
+        core,
+        row,
+        core.contracts.wallet,
+        call.abi_encode(),
+        SessionTx::Lease,
+    )
+    .await?;
+    Ok((lease_expires_at, true))
 }
 
 /// Queues `data` to `to` from the session's signer and records it in the session's `which`
 /// column, together; returns the transaction's id.
-async fn send(
+pub(crate) async fn send(
     core: &Core,
     row: &SessionRow,
     to: Address,

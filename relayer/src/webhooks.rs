@@ -6,6 +6,7 @@
 //! `webhook-id`.
 //!
 //! Events: `session.opened`, `session.failed`, `session.revoked`, `session.closed`,
+//! `session.sandbox` (a lifecycle event of the session's sandbox and what it did),
 //! `payment.updated` (every settled payment status), `provenance.updated`.
 
 use std::time::Duration;
@@ -18,15 +19,16 @@ use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
 use crate::hosts::Host;
-use crate::store::{now_ms, DeliveryRow, EndpointRow, StoreError};
+use crate::store::{now_ms, DbTx, DeliveryRow, EndpointRow, Store, StoreError};
 use crate::{random_bytes, Core};
 
 /// Every event type.
-pub const EVENTS: [&str; 6] = [
+pub const EVENTS: [&str; 7] = [
     "session.opened",
     "session.failed",
     "session.revoked",
     "session.closed",
+    "session.sandbox",
     "payment.updated",
     "provenance.updated",
 ];
@@ -225,14 +227,7 @@ pub async fn emit(
     state: &str,
     data: Value,
 ) -> Result<(), StoreError> {
-    let digest = Sha256::digest(format!("{event_type}\0{subject}\0{state}"));
-    let message_id = format!("msg_{}", alloy_primitives::hex::encode(&digest[..16]));
-    let payload = json!({
-        "type": event_type,
-        "timestamp": now_ms() / 1000,
-        "data": data,
-    })
-    .to_string();
+    let (message_id, payload) = message(event_type, subject, state, data);
     let n = core
         .store
         .emit(host_id, &message_id, event_type, &payload, now_ms())
@@ -241,6 +236,34 @@ pub async fn emit(
         core.webhooks_due.notify_one();
     }
     Ok(())
+}
+
+/// [`emit`] inside `db`, for changes recorded in the same transaction: the message is queued if
+/// and only if they are (wake the deliverer, [`Core::webhooks_due`], after committing).
+pub async fn emit_in(
+    db: &mut DbTx,
+    host_id: &str,
+    event_type: &str,
+    subject: &str,
+    state: &str,
+    data: Value,
+) -> Result<(), StoreError> {
+    let (message_id, payload) = message(event_type, subject, state, data);
+    Store::emit_in(db, host_id, &message_id, event_type, &payload, now_ms()).await?;
+    Ok(())
+}
+
+/// A message's id (from the subject and state) and payload.
+fn message(event_type: &str, subject: &str, state: &str, data: Value) -> (String, String) {
+    let digest = Sha256::digest(format!("{event_type}\0{subject}\0{state}"));
+    let message_id = format!("msg_{}", alloy_primitives::hex::encode(&digest[..16]));
+    let payload = json!({
+        "type": event_type,
+        "timestamp": now_ms() / 1000,
+        "data": data,
+    })
+    .to_string();
+    (message_id, payload)
 }
 
 /// Delivers what is due until `stop` resolves.

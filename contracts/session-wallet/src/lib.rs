@@ -390,8 +390,10 @@ impl SessionWallet {
     /// current expiry. Without a lease keeper the owner or the session key may call it directly
     /// (empty signature) and anyone may submit the session key's EIP-712 `LeaseRenewal`; with a
     /// keeper, the owner or the keeper may call it directly and only the keeper's signature
-    /// counts, so that a sandbox holding its own session key cannot outlive its host. A lease
-    /// that has lapsed cannot be revived. Returns the new lease expiry.
+    /// counts, so that a sandbox holding its own session key cannot outlive its host. The keeper
+    /// (or the owner) may revive a lapsed lease, as when a paused sandbox resumes (anyone may
+    /// close the session while it is lapsed); without a keeper a lapse is final. Returns the new
+    /// lease expiry.
     ///
     /// # Errors
     /// * Session state errors as in `pay` (including [`WalletLeaseLapsed`]).
@@ -650,8 +652,14 @@ impl SessionWallet {
         let caller = self.vm().msg_sender();
         let (renewer, direct, lease_seconds, start, current) = {
             let session = self.sessions.getter(session_id);
-            session.ensure_live(session_id, now, false)?;
             let keeper = session.lease_keeper.get();
+            // A keeper may revive a lapsed lease (its sandbox was paused and came back); the
+            // session key alone may not, so that a sandbox cannot outlive its host.
+            if keeper.is_zero() {
+                session.ensure_live(session_id, now, false)?;
+            } else {
+                session.ensure_unexpired(session_id, now, false)?;
+            }
             let renewer = if keeper.is_zero() {
                 session.session_key.get()
             } else {

@@ -125,6 +125,24 @@ impl Session {
     /// Fails unless the session is open, not expired and its lease (if any) is current.
     /// `check_start` also requires `validAfter` to have passed (payments do; top-ups don't).
     pub fn ensure_live(&self, id: U256, now: u64, check_start: bool) -> Result<(), WalletError> {
+        self.ensure_unexpired(id, now, check_start)?;
+        if self.lease_lapsed(now) {
+            return Err(WalletLeaseLapsed {
+                sessionId: id,
+                leaseExpiresAt: self.lease_expires_at.get().to::<u64>(),
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    /// [`Session::ensure_live`] without the lease: open, started if `check_start`, not expired.
+    pub fn ensure_unexpired(
+        &self,
+        id: U256,
+        now: u64,
+        check_start: bool,
+    ) -> Result<(), WalletError> {
         self.ensure_open(id)?;
         let valid_after = self.valid_after.get().to::<u64>();
         if check_start && now < valid_after {
@@ -139,13 +157,6 @@ impl Session {
             return Err(WalletSessionExpired {
                 sessionId: id,
                 expiresAt: expires_at,
-            }
-            .into());
-        }
-        if self.lease_lapsed(now) {
-            return Err(WalletLeaseLapsed {
-                sessionId: id,
-                leaseExpiresAt: self.lease_expires_at.get().to::<u64>(),
             }
             .into());
         }

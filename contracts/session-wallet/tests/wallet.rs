@@ -1224,4 +1224,28 @@ fn with_a_lease_keeper_the_session_key_cannot_keep_its_session_alive() {
             leaseExpiresAt: T0 + 900,
         },
     );
+    // Still not the session key, but the keeper may revive it (a paused sandbox resumed)...
+    f.as_caller(key.address());
+    assert_revert(
+        f.call(|w| w.renew_lease(id, U256::ZERO, U256::ZERO, Bytes::new())),
+        WalletUnauthorized {
+            caller: key.address(),
+        },
+    );
+    f.as_caller(keeper.address());
+    assert_eq!(
+        f.call(|w| w.renew_lease(id, U256::ZERO, U256::ZERO, Bytes::new()))
+            .unwrap(),
+        T0 + 900 + 600
+    );
+    assert!(f.pay(id, VENDOR_A, usd(1)).is_ok());
+    // ...until the session expires, or anyone closes it while it is lapsed.
+    f.advance(600);
+    f.as_caller(STRANGER);
+    assert_eq!(f.call(|w| w.close(id)).unwrap(), usd(99));
+    f.as_caller(keeper.address());
+    assert_revert(
+        f.call(|w| w.renew_lease(id, U256::ZERO, U256::ZERO, Bytes::new())),
+        WalletSessionClosed { sessionId: id },
+    );
 }

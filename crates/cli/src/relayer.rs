@@ -1,6 +1,7 @@
 //! `bursar relayer`: runs the relayer (API and transaction engine) until Ctrl-C / SIGTERM;
 //! `bursar relayer hosts create|list|revoke` manages hosts' API keys in its database, and
-//! `bursar relayer providers add` hosts' signing secrets for their sandbox providers' webhooks.
+//! `bursar relayer providers add` hosts' signing secrets for their sandbox providers' webhooks
+//! (and API keys for the providers it polls).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -53,6 +54,16 @@ pub(crate) struct RelayerArgs {
     /// `<db file>.master-key` is created on first run (mode 0600).
     #[arg(long, value_name = "FILE")]
     master_key_file: Option<PathBuf>,
+    /// How often providers without lifecycle webhooks (Runloop, Browserbase) are polled, in
+    /// seconds.
+    #[arg(long, env = "BURSAR_RELAYER_POLL_SECONDS", default_value_t = 15)]
+    poll_seconds: u64,
+    /// Runloop's API (for a proxy or a test server).
+    #[arg(long, env = "BURSAR_RUNLOOP_URL", default_value = providers::runloop::DEFAULT_URL)]
+    runloop_url: String,
+    /// Browserbase's API (for a proxy or a test server).
+    #[arg(long, env = "BURSAR_BROWSERBASE_URL", default_value = providers::browserbase::DEFAULT_URL)]
+    browserbase_url: String,
 }
 
 #[derive(clap::Subcommand, Debug)]
@@ -62,7 +73,8 @@ enum RelayerCommand {
         #[command(subcommand)]
         command: HostsCommand,
     },
-    /// Hosts' signing secrets for their sandbox providers' lifecycle webhooks.
+    /// Hosts' signing secrets for their sandbox providers' lifecycle webhooks, and API keys
+    /// for the providers the relayer polls.
     Providers {
         #[command(subcommand)]
         command: ProvidersCommand,
@@ -71,13 +83,14 @@ enum RelayerCommand {
 
 #[derive(clap::Subcommand, Debug)]
 enum ProvidersCommand {
-    /// Set (or replace) a host's signing secret for a provider, sealed under the master key.
+    /// Set (or replace) a host's secret for a provider, sealed under the master key.
     Add {
         /// The host's name.
         #[arg(long)]
         host: String,
         /// The provider: e2b (its webhook's signatureSecret), daytona (the Svix endpoint's
-        /// whsec_ secret) or vercel (the webhook's secret).
+        /// whsec_ secret) or vercel (the webhook's secret); runloop or browserbase (an API key
+        /// the relayer polls with).
         #[arg(long)]
         provider: String,
         /// A file holding the secret (a last newline is dropped); never printed.
@@ -139,7 +152,12 @@ async fn serve(args: RelayerArgs) -> Result<(), String> {
         },
         contracts,
         master_key,
-        settings: Settings::default(),
+        settings: Settings {
+            poll_interval: std::time::Duration::from_secs(args.poll_seconds.max(1)),
+            runloop_url: args.runloop_url.clone(),
+            browserbase_url: args.browserbase_url.clone(),
+            ..Settings::default()
+        },
     })
     .await
     .map_err(|e| e.to_string())?;

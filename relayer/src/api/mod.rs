@@ -3,6 +3,7 @@
 //! * [`sessions`] — hosts' session routes and sandboxes' heartbeats.
 //! * [`payments`] — sandboxes' payments and provenance.
 //! * [`webhooks`] — hosts' outbound webhook endpoints and deliveries.
+//! * [`lifecycle`] — providers' lifecycle webhooks and hosts' own lifecycle reports.
 //! * [`openapi`] — the OpenAPI document at `/openapi.json`.
 //! * [`idempotency`] — `Idempotency-Key` on every POST.
 //! * [`ratelimit`] — requests per second per credential.
@@ -11,6 +12,7 @@
 
 mod extract;
 mod idempotency;
+mod lifecycle;
 pub mod openapi;
 mod payments;
 mod ratelimit;
@@ -53,6 +55,11 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/sessions/{id}/revoke", post(sessions::revoke))
         .route("/v1/sessions/{id}/close", post(sessions::close))
         .route("/v1/sessions/{id}/heartbeat", post(sessions::heartbeat))
+        .route("/v1/sessions/{id}/lifecycle", post(lifecycle::report))
+        .route(
+            "/v1/hosts/{host_id}/providers/{provider}/webhook",
+            post(lifecycle::webhook),
+        )
         .route(
             "/v1/sessions/{id}/pending/{pending_id}/decision",
             get(sessions::decision_to_sign).post(sessions::decide),

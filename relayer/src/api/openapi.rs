@@ -124,6 +124,14 @@ fn schemas_sessions() -> Value {
                     "provider": { "type": "string" }, "sandboxId": { "type": "string" }, "terms": { "type": "object" },
                     "capabilityRevoked": { "type": "boolean" }, "lastHeartbeatAt": { "type": "integer" },
                     "createdAt": { "type": "integer" },
+                    "sandboxState": { "enum": ["running", "paused", "terminated", null] },
+                    "windingDown": { "type": "boolean", "description": "The relayer is revoking, then closing, it (its sandbox terminated)." },
+                    "lifecycle": { "type": "array", "description": "Only on GET /v1/sessions/{id}: the sandbox's lifecycle events, newest first.",
+                        "items": { "type": "object", "properties": {
+                            "id": { "type": "string" }, "source": { "type": "string" }, "eventId": { "type": "string" },
+                            "kind": { "type": "string" }, "lifecycle": { "enum": ["created", "running", "paused", "resumed", "terminated", "other"] },
+                            "at": { "type": "integer" }, "action": { "enum": ["wind_down", "hold_lease", "renew_lease", "none", "stale", "ended"] },
+                            "receivedAt": { "type": "integer" }, "report": { "type": "object", "description": "Echoed metadata and reported usage." } } } },
                     "chain": { "type": "object", "properties": {
                         "status": { "enum": ["unknown", "active", "revoked", "closed"] }, "canPay": { "type": "boolean" },
                         "deposit": amount, "spent": amount, "reserved": amount, "remainingDeposit": amount,
@@ -137,7 +145,19 @@ fn schemas_sessions() -> Value {
                 "Closing": { "type": "object", "properties": { "sessionId": { "type": "string" }, "refund": amount,
                     "status": { "enum": ["closed", "closing"] }, "transactionHash": { "type": "string" } } },
                 "Heartbeat": { "type": "object", "properties": {
-                    "sessionId": { "type": "string" }, "leaseExpiresAt": { "type": "integer" }, "renewalSubmitted": { "type": "boolean" } } },
+                    "sessionId": { "type": "string" }, "leaseExpiresAt": { "type": "integer" }, "renewalSubmitted": { "type": "boolean" },
+                    "sandboxState": { "enum": ["running", "paused", "terminated", null], "description": "Paused or terminated: the lease is not renewed." } } },
+                "LifecycleRequest": { "type": "object", "required": ["state"], "properties": {
+                    "state": { "enum": ["running", "paused", "resumed", "terminated"] },
+                    "eventId": { "type": "string", "maxLength": 128, "description": "Deduplicates retries (default: a fresh id)." },
+                    "at": { "type": "integer", "description": "Unix seconds (default: now)." },
+                    "reason": { "type": "string", "maxLength": 512 } } },
+                "LifecycleReceived": { "type": "object", "properties": {
+                    "event": { "type": "string", "description": "lce_…; null for a duplicate or an ignored provider event." },
+                    "duplicate": { "type": "boolean" },
+                    "sessions": { "type": "array", "items": { "type": "object", "properties": {
+                        "sessionId": { "type": "string" },
+                        "action": { "enum": ["wind_down", "hold_lease", "renew_lease", "none", "stale", "ended"] } } } } } },
                 "DecisionToSign": { "type": "object", "properties": {
                     "pendingId": { "type": "string" }, "approve": { "type": "boolean" }, "nonce": amount,
                     "deadline": { "type": "integer" }, "typedData": typed_data, "payment": { "type": "object" } } },
@@ -219,6 +239,17 @@ fn paths_sessions() -> Value {
             "/v1/sessions/{id}/revoke": { "post": op("Revoke: the capability token at once, on chain when the relayer is guardian (scope: sessions)", "hostKey", None, ok("200", "Revoked", "Revoked")) },
             "/v1/sessions/{id}/close": { "post": op("Close on chain, refunding the owner (scope: sessions)", "hostKey", None, ok("202", "Closing", "Close queued")) },
             "/v1/sessions/{id}/heartbeat": { "post": op("The sandbox is alive: the lease is renewed once half of it is gone", "hostKeyOrCapabilityToken", None, ok("200", "Heartbeat", "Recorded")) },
+            "/v1/sessions/{id}/lifecycle": { "post": op("The host reports its sandbox's state (providers without a bridge, such as Modal) (scope: sessions)", "hostKey", Some("LifecycleRequest"), ok("200", "LifecycleReceived", "Recorded and acted on")) },
+            "/v1/hosts/{host_id}/providers/{provider}/webhook": { "post": {
+                "summary": "A sandbox provider's signed lifecycle webhook (e2b, daytona, vercel), verified on the raw body with the host's secret for it",
+                "security": [{ "none": [] }],
+                "parameters": [{ "name": "provider", "in": "path", "required": true, "schema": { "enum": ["e2b", "daytona", "vercel"] } }],
+                "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "description": "The provider's own payload (at most 64 KiB)." } } } },
+                "responses": merge(ok("200", "LifecycleReceived", "Verified, recorded and acted on (or a duplicate, or an event not about a sandbox)"), json!({
+                    "400": { "description": "Signed but not the provider's format (`malformed_payload`).", "content": { "application/json": { "schema": r("Error") } } },
+                    "401": { "description": "`bad_signature`, `stale_delivery`, `missing_signature_header` or `provider_not_configured`: nothing changed.", "content": { "application/json": { "schema": r("Error") } } },
+                    "404": { "description": "Not a provider with webhooks.", "content": { "application/json": { "schema": r("Error") } } },
+                    "413": { "description": "Body over 64 KiB (`body_too_large`).", "content": { "application/json": { "schema": r("Error") } } } })) } },
             "/v1/sessions/{id}/pending/{pending_id}/decision": {
                 "get": { "parameters": [{ "name": "approve", "in": "query", "required": true, "schema": { "type": "boolean" } }],
                     "summary": "Typed data for the owner's decision on a pending payment (scope: sessions)", "security": [{ "hostKey": [] }],

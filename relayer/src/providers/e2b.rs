@@ -13,8 +13,6 @@
 //! as milliseconds). The payload's signed `timestamp` must be within [`super::TOLERANCE`], and
 //! deliveries are deduplicated on its `id`, the event's, which retries keep.
 
-use std::collections::BTreeMap;
-
 use axum::http::HeaderMap;
 use base64::Engine;
 use serde_json::Value;
@@ -93,18 +91,10 @@ fn parse(body: &[u8]) -> Result<Report, ProviderError> {
     };
     let kind = text(v.get("type"), "type")?;
     let data = field("event_data", "eventData");
-    let metadata: BTreeMap<String, String> = data
-        .and_then(|d| {
-            d.get("sandbox_metadata")
-                .or_else(|| d.get("sandboxMetadata"))
-        })
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                .collect()
-        })
-        .unwrap_or_default();
+    let metadata = super::string_map(data.and_then(|d| {
+        d.get("sandbox_metadata")
+            .or_else(|| d.get("sandboxMetadata"))
+    }));
     let usage = data.and_then(|d| d.get("execution")).map(|e| {
         let number = |name: &str| {
             let n = e.get(name)?;

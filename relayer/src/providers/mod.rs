@@ -7,9 +7,19 @@
 //! * [`e2b`] — E2B's lifecycle webhooks: `e2b-signature`, payload versions v1 and v2.
 //! * [`daytona`] — Daytona's, delivered by Svix: `svix-id`, `svix-timestamp`, `svix-signature`.
 //! * [`vercel`] — Vercel Sandbox's session webhooks: `x-vercel-signature`.
+//!
+//! Providers without lifecycle webhooks are polled ([`poller`]):
+//!
+//! * [`runloop`] — Runloop devboxes.
+//! * [`browserbase`] — Browserbase sessions.
+//!
+//! Modal, whose API is gRPC, is bridged by the host through `POST /v1/sessions/{id}/lifecycle`.
 
+pub mod browserbase;
 pub mod daytona;
 pub mod e2b;
+pub mod poller;
+pub mod runloop;
 pub mod vercel;
 
 use std::collections::BTreeMap;
@@ -17,8 +27,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-/// A provider whose lifecycle webhooks the relayer verifies.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// A provider the relayer bridges: by its signed webhooks, or by polling its API.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Provider {
     /// E2B ([`e2b`]).
@@ -27,16 +37,37 @@ pub enum Provider {
     Daytona,
     /// Vercel Sandbox ([`vercel`]).
     Vercel,
+    /// Runloop ([`runloop`], polled).
+    Runloop,
+    /// Browserbase ([`browserbase`], polled).
+    Browserbase,
 }
 
 impl Provider {
+    /// Every provider.
+    pub const ALL: [Provider; 5] = [
+        Provider::E2b,
+        Provider::Daytona,
+        Provider::Vercel,
+        Provider::Runloop,
+        Provider::Browserbase,
+    ];
+
     /// Its name in paths, flags and the database.
     pub fn name(self) -> &'static str {
         match self {
             Provider::E2b => "e2b",
             Provider::Daytona => "daytona",
             Provider::Vercel => "vercel",
+            Provider::Runloop => "runloop",
+            Provider::Browserbase => "browserbase",
         }
+    }
+
+    /// Whether the relayer polls it (its secret is an API key) rather than verifying its
+    /// webhooks (its secret is a signing secret).
+    pub fn polled(self) -> bool {
+        matches!(self, Provider::Runloop | Provider::Browserbase)
     }
 }
 
@@ -44,7 +75,7 @@ impl std::str::FromStr for Provider {
     type Err = SecretError;
 
     fn from_str(name: &str) -> Result<Self, SecretError> {
-        [Provider::E2b, Provider::Daytona, Provider::Vercel]
+        Provider::ALL
             .into_iter()
             .find(|p| p.name() == name)
             .ok_or_else(|| SecretError::UnknownProvider(name.to_owned()))
@@ -54,8 +85,9 @@ impl std::str::FromStr for Provider {
 /// Why a provider secret cannot be set or read.
 #[derive(Debug, thiserror::Error)]
 pub enum SecretError {
-    /// No provider of that name: `e2b`, `daytona` and `vercel` send webhooks.
-    #[error("unknown provider {0:?} (e2b, daytona or vercel)")]
+    /// No provider of that name: `e2b`, `daytona` and `vercel` send webhooks, `runloop` and
+    /// `browserbase` are polled.
+    #[error("unknown provider {0:?} (e2b, daytona, vercel, runloop or browserbase)")]
     UnknownProvider(String),
     /// No host of that name.
     #[error("no host named {0:?}")]
@@ -197,6 +229,8 @@ pub struct Usage {
     pub ingress_bytes: Option<u64>,
     /// Bytes sent to the network.
     pub egress_bytes: Option<u64>,
+    /// Bytes through the provider's proxy (Browserbase).
+    pub proxy_bytes: Option<u64>,
 }
 
 /// One verified delivery.
@@ -222,8 +256,11 @@ pub struct Report {
 }
 
 /// Why a delivery is refused. Nothing is changed by a refused delivery.
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ProviderError {
+    /// The host has no signing secret for this provider (or there is no such host).
+    #[error("no signing secret is configured for this host and provider")]
+    NotConfigured,
     /// A header the provider's scheme requires is missing or not text.
     #[error("missing header {0}")]
     MissingHeader(&'static str),
@@ -243,6 +280,88 @@ pub enum ProviderError {
     /// The body is signed but not a payload of the provider's format.
     #[error("malformed payload: {0}")]
     Malformed(String),
+}
+
+impl ProviderError {
+    /// Its stable code in the API's errors and the metrics.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ProviderError::NotConfigured => "provider_not_configured",
+            ProviderError::MissingHeader(_) => "missing_signature_header",
+            ProviderError::BadSecret => "provider_secret_invalid",
+            ProviderError::BadSignature => "bad_signature",
+            ProviderError::Stale => "stale_delivery",
+            ProviderError::TooLarge => "body_too_large",
+            ProviderError::Malformed(_) => "malformed_payload",
+        }
+    }
+}
+
+/// Verifies a delivery of `provider`'s webhook to host `host_id` with the host's secret for
+/// it, then records and acts on what it reports ([`crate::lifecycle::receive`]). A provider
+/// event that is not about a sandbox's lifecycle is answered and ignored; a refused delivery
+/// changes nothing and is counted by reason.
+pub async fn receive(
+    core: &crate::Core,
+    host_id: &str,
+    provider: Provider,
+    headers: &axum::http::HeaderMap,
+    body: &[u8],
+) -> Result<crate::lifecycle::Received, crate::error::ApiError> {
+    let refused = |e: ProviderError| {
+        core.deliveries.count(provider.name(), e.code());
+        tracing::info!(host = %host_id, provider = provider.name(), reason = %e, "delivery refused");
+        crate::error::ApiError::Delivery(e)
+    };
+    if provider.polled() {
+        return Err(crate::error::ApiError::NotFound);
+    }
+    within_limit(body).map_err(refused)?;
+    let secret = match secret(&core.store, &core.master_key, host_id, provider).await {
+        Ok(Some(secret)) => secret,
+        Ok(None) => return Err(refused(ProviderError::NotConfigured)),
+        Err(SecretError::Store(e)) => return Err(e.into()),
+        Err(e) => {
+            tracing::error!(host = %host_id, provider = provider.name(), error = %e, "provider secret does not open");
+            return Err(crate::error::ApiError::Internal);
+        }
+    };
+    let now = crate::store::now_ms() / 1000;
+    let report = match provider {
+        Provider::E2b => e2b::verify(&secret, headers, body, now).map(Some),
+        Provider::Daytona => {
+            let secret = std::str::from_utf8(&secret).map_err(|_| ProviderError::BadSecret);
+            secret.and_then(|s| daytona::verify(s, headers, body, now))
+        }
+        Provider::Vercel => vercel::verify(&secret, headers, body, now),
+        Provider::Runloop | Provider::Browserbase => unreachable!("refused above"),
+    }
+    .map_err(refused)?;
+    match report {
+        Some(report) => {
+            crate::lifecycle::receive(core, host_id, provider.name(), &report, None).await
+        }
+        None => {
+            core.deliveries.count(provider.name(), "ignored");
+            Ok(crate::lifecycle::Received {
+                event: None,
+                duplicate: false,
+                sessions: Vec::new(),
+            })
+        }
+    }
+}
+
+/// The string values of a JSON object (metadata a provider echoes), others dropped.
+fn string_map(object: Option<&serde_json::Value>) -> BTreeMap<String, String> {
+    object
+        .and_then(serde_json::Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Refuses a body over [`MAX_BODY`] bytes, unread.

@@ -6,6 +6,7 @@ mod engine;
 mod hosts;
 mod idempotency;
 mod keys;
+mod lifecycle;
 mod sessions;
 mod webhooks;
 
@@ -19,6 +20,7 @@ pub use engine::{AttemptRow, NewAttempt, NewTransaction, TxRow, TxStatus};
 pub use hosts::HostKeyRow;
 pub use idempotency::Claim;
 pub use keys::SealedKeyRow;
+pub use lifecycle::{LifecycleRow, NewLifecycleEvent};
 pub use sessions::{
     NewPayment, NewSession, PaymentRow, ProvenanceRow, SessionRow, SessionTx, Unmined,
 };

@@ -48,6 +48,12 @@ pub struct SessionRow {
     pub close_transaction: Option<i64>,
     /// When it was prepared (unix ms).
     pub created_at: i64,
+    /// `running`, `paused` or `terminated`, as lifecycle events reported it.
+    pub sandbox_state: Option<String>,
+    /// The provider's time of the event that set it (unix seconds).
+    pub sandbox_state_at: Option<i64>,
+    /// Whether the relayer is to revoke, then close, it (its sandbox terminated).
+    pub winding_down: bool,
 }
 
 /// A session to record at `prepare`.
@@ -208,12 +214,13 @@ pub struct ProvenanceRow {
     pub receipt_status: Option<i64>,
 }
 
-const SESSION_COLUMNS: &str = "id, host_id, prepared_id, owner, session_key, signer, terms, \
+pub(super) const SESSION_COLUMNS: &str =
+    "id, host_id, prepared_id, owner, session_key, signer, terms, \
     provider, sandbox_id, status, open_transaction, capability_hash, capability_revoked_at, \
     expires_at, lease_transaction, last_heartbeat_at, revoke_transaction, close_transaction, \
-    created_at";
+    created_at, sandbox_state, sandbox_state_at, winding_down";
 
-fn session_row(r: &AnyRow) -> Result<SessionRow, StoreError> {
+pub(super) fn session_row(r: &AnyRow) -> Result<SessionRow, StoreError> {
     Ok(SessionRow {
         id: r.try_get("id")?,
         host_id: r.try_get("host_id")?,
@@ -234,6 +241,9 @@ fn session_row(r: &AnyRow) -> Result<SessionRow, StoreError> {
         revoke_transaction: r.try_get("revoke_transaction")?,
         close_transaction: r.try_get("close_transaction")?,
         created_at: r.try_get("created_at")?,
+        sandbox_state: r.try_get("sandbox_state")?,
+        sandbox_state_at: r.try_get("sandbox_state_at")?,
+        winding_down: r.try_get::<i64, _>("winding_down")? != 0,
     })
 }
 
@@ -503,8 +513,14 @@ impl Store {
         which: SessionTx,
         tx_id: i64,
     ) -> Result<(), StoreError> {
+        // A new revocation or close has not been read yet.
+        let unread = match which {
+            SessionTx::Lease => "",
+            SessionTx::Revoke => ", revoke_settled = 0",
+            SessionTx::Close => ", close_settled = 0",
+        };
         sqlx::query(&format!(
-            "UPDATE sessions SET {} = $1 WHERE id = $2",
+            "UPDATE sessions SET {} = $1{unread} WHERE id = $2",
             which.column()
         ))
         .bind(tx_id)

@@ -3,7 +3,7 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{Store, StoreError};
+use super::{DbTx, Store, StoreError};
 
 /// An endpoint as stored.
 #[derive(Clone, Debug)]
@@ -157,23 +157,19 @@ impl Store {
         payload: &str,
         now: i64,
     ) -> Result<u64, StoreError> {
-        let n = sqlx::query(
-            "INSERT INTO webhook_deliveries (endpoint_id, message_id, event_type, payload, status, \
-             attempts, next_attempt_at, created_at) \
-             SELECT id, $1, $2, $3, 'pending', 0, $4, $4 FROM webhook_endpoints \
-             WHERE host_id = $5 AND disabled_at IS NULL \
-             AND (events = '*' OR (' ' || events || ' ') LIKE ('% ' || $2 || ' %')) \
-             ON CONFLICT (endpoint_id, message_id) DO NOTHING",
-        )
-        .bind(message_id)
-        .bind(event_type)
-        .bind(payload)
-        .bind(now)
-        .bind(host_id)
-        .execute(&self.pool)
-        .await?
-        .rows_affected();
-        Ok(n)
+        insert_deliveries(&self.pool, host_id, message_id, event_type, payload, now).await
+    }
+
+    /// [`Store::emit`] inside `db`: the message is queued if and only if `db` commits.
+    pub async fn emit_in(
+        db: &mut DbTx,
+        host_id: &str,
+        message_id: &str,
+        event_type: &str,
+        payload: &str,
+        now: i64,
+    ) -> Result<u64, StoreError> {
+        insert_deliveries(&mut **db, host_id, message_id, event_type, payload, now).await
     }
 
     /// Deliveries due now, oldest first.
@@ -272,4 +268,31 @@ impl Store {
         .rows_affected();
         Ok(n == 1)
     }
+}
+
+async fn insert_deliveries<'e>(
+    db: impl sqlx::Executor<'e, Database = sqlx::Any>,
+    host_id: &str,
+    message_id: &str,
+    event_type: &str,
+    payload: &str,
+    now: i64,
+) -> Result<u64, StoreError> {
+    let n = sqlx::query(
+        "INSERT INTO webhook_deliveries (endpoint_id, message_id, event_type, payload, status, \
+         attempts, next_attempt_at, created_at) \
+         SELECT id, $1, $2, $3, 'pending', 0, $4, $4 FROM webhook_endpoints \
+         WHERE host_id = $5 AND disabled_at IS NULL \
+         AND (events = '*' OR (' ' || events || ' ') LIKE ('% ' || $2 || ' %')) \
+         ON CONFLICT (endpoint_id, message_id) DO NOTHING",
+    )
+    .bind(message_id)
+    .bind(event_type)
+    .bind(payload)
+    .bind(now)
+    .bind(host_id)
+    .execute(db)
+    .await?
+    .rows_affected();
+    Ok(n)
 }

@@ -152,7 +152,9 @@ async fn the_openapi_document_matches_the_routes(db: Db) {
         let concrete = path
             .replace("{id}", &format!("0x{}", "11".repeat(32)))
             .replace("{pending_id}", "1")
-            .replace("{message_id}", "msg_1");
+            .replace("{message_id}", "msg_1")
+            .replace("{host_id}", "host_1")
+            .replace("{provider}", "e2b");
         for method in methods.as_object().unwrap().keys() {
             let m = reqwest12::Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
             let r = http
@@ -171,6 +173,8 @@ async fn the_openapi_document_matches_the_routes(db: Db) {
         "POST /v1/sessions/register",
         "GET /v1/sessions/{id}",
         "POST /v1/sessions/{id}/heartbeat",
+        "POST /v1/sessions/{id}/lifecycle",
+        "POST /v1/hosts/{host_id}/providers/{provider}/webhook",
         "POST /v1/sessions/{id}/pending/{pending_id}/decision",
         "POST /v1/payments",
         "GET /v1/payments/{id}",

@@ -380,23 +380,6 @@ async fn one_process_sends_for_a_signer_at_a_time(db: Db) {
     assert_eq!(balance(&client, to).await, U256::from(31));
 }
 
-macro_rules! on_both_databases {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite_db {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() {
-                super::$name(super::sqlite()).await
-            })*
-        }
-        mod postgres_db {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() {
-                super::$name(super::postgres().await).await
-            })*
-        }
-    };
-}
-
 on_both_databases!(
     crash_before_and_after_broadcast_loses_and_duplicates_nothing,
     a_dropped_transaction_is_sent_again_and_an_outside_one_is_survived,

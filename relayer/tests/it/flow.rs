@@ -21,39 +21,73 @@ use super::receiver::Receiver;
 use super::*;
 
 /// One tUSD in base units (6 decimals).
-fn usd(n: u64) -> U256 {
+pub(super) fn usd(n: u64) -> U256 {
     U256::from(n * 1_000_000)
 }
 
-struct System {
-    _devnet: bursar_devnet::Handle,
-    db: Db,
-    client: Arc<Client>,
-    record: DeploymentRecord,
-    relayer: Relayer,
-    http: reqwest12::Client,
-    base: String,
+pub(super) struct System {
+    pub(super) _devnet: bursar_devnet::Handle,
+    pub(super) db: Db,
+    pub(super) client: Arc<Client>,
+    pub(super) record: DeploymentRecord,
+    pub(super) relayer: Relayer,
+    pub(super) http: reqwest12::Client,
+    pub(super) base: String,
     /// The host's API key.
-    host: String,
+    pub(super) host: String,
     /// Another host's API key.
-    stranger: String,
-    owner: Key,
-    vendor_a: Address,
-    vendor_b: Address,
-    vendor_c: Address,
-    list_id: U256,
+    pub(super) stranger: String,
+    pub(super) owner: Key,
+    pub(super) vendor_a: Address,
+    pub(super) vendor_b: Address,
+    pub(super) vendor_c: Address,
+    pub(super) list_id: U256,
     /// The host's webhook receiver and its endpoint's id.
-    store: bursar_relayer::store::Store,
-    receiver: Receiver,
-    receiver_secret: String,
-    endpoint: String,
+    pub(super) store: bursar_relayer::store::Store,
+    pub(super) receiver: Receiver,
+    pub(super) receiver_secret: String,
+    pub(super) endpoint: String,
+    /// What the relayer runs with.
+    pub(super) settings: Settings,
 }
 
 fn address_of(record: &DeploymentRecord, c: Contract) -> Address {
     record.address(c.key()).unwrap()
 }
 
-async fn system(db: Db) -> System {
+/// The test relayer's configuration.
+fn relayer_config(
+    db: &Db,
+    client: &Client,
+    record: &DeploymentRecord,
+    settings: &Settings,
+) -> Config {
+    Config {
+        rpc: client.url().to_string(),
+        db: db.url(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        signers: vec![dev_key(9)],
+        engine: EngineConfig {
+            confirmations: 0,
+            poll: Duration::from_millis(20),
+            ..EngineConfig::default()
+        },
+        contracts: Contracts {
+            wallet: address_of(record, Contract::SessionWallet),
+            gateway: address_of(record, Contract::SessionGateway),
+            receipts: address_of(record, Contract::ReceiptRegistry),
+        },
+        master_key: MasterKey::from_hex(&"42".repeat(32), "test").unwrap(),
+        settings: settings.clone(),
+    }
+}
+
+pub(super) async fn system(db: Db) -> System {
+    system_with(db, |_| {}).await
+}
+
+/// [`system`] with the relayer's settings tuned.
+pub(super) async fn system_with(db: Db, tune: impl FnOnce(&mut Settings)) -> System {
     let (devnet, client) = devnet(true).await;
     let dir = bursar_e2e::scratch("relayer-flow");
     let record = bursar_e2e::deploy(&client, &dir).await;
@@ -97,32 +131,17 @@ async fn system(db: Db) -> System {
         )
         .await
         .unwrap();
-    let relayer = start(Config {
-        rpc: client.url().to_string(),
-        db: db.url(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        signers: vec![dev_key(9)],
-        engine: EngineConfig {
-            confirmations: 0,
-            poll: Duration::from_millis(20),
-            ..EngineConfig::default()
-        },
-        contracts: Contracts {
-            wallet: address_of(&record, Contract::SessionWallet),
-            gateway: address_of(&record, Contract::SessionGateway),
-            receipts: address_of(&record, Contract::ReceiptRegistry),
-        },
-        master_key: MasterKey::from_hex(&"42".repeat(32), "test").unwrap(),
-        settings: Settings {
-            // The tests move the chain's clock forward; intents must outlive that.
-            intent_ttl: Duration::from_secs(86_400),
-            webhook_attempts: 3,
-            webhook_backoff: Duration::from_millis(10),
-            ..Settings::default()
-        },
-    })
-    .await
-    .unwrap();
+    let mut settings = Settings {
+        // The tests move the chain's clock forward; intents must outlive that.
+        intent_ttl: Duration::from_secs(86_400),
+        webhook_attempts: 3,
+        webhook_backoff: Duration::from_millis(10),
+        ..Settings::default()
+    };
+    tune(&mut settings);
+    let relayer = start(relayer_config(&db, &client, &record, &settings))
+        .await
+        .unwrap();
     let store = db.store().await;
     let host = hosts::create(
         &store,
@@ -169,6 +188,7 @@ async fn system(db: Db) -> System {
         vendor_b,
         vendor_c,
         list_id,
+        settings,
     }
 }
 
@@ -184,7 +204,23 @@ fn wallet_sign(key: &Key, typed: &Value) -> String {
 }
 
 impl System {
-    async fn call(
+    /// Stops the relayer, runs `between`, and starts another relayer on the same database.
+    pub(super) async fn restart_with(mut self, between: impl FnOnce()) -> Self {
+        self.relayer.shutdown().await;
+        between();
+        self.relayer = start(relayer_config(
+            &self.db,
+            &self.client,
+            &self.record,
+            &self.settings,
+        ))
+        .await
+        .unwrap();
+        self.base = format!("http://{}", self.relayer.addr);
+        self
+    }
+
+    pub(super) async fn call(
         &self,
         method: reqwest12::Method,
         path: &str,
@@ -210,31 +246,31 @@ impl System {
         (status, body, replayed)
     }
 
-    async fn post(&self, path: &str, bearer: &str, body: Value) -> (u16, Value) {
+    pub(super) async fn post(&self, path: &str, bearer: &str, body: Value) -> (u16, Value) {
         let (status, body, _) = self
             .call(reqwest12::Method::POST, path, bearer, Some(body), None)
             .await;
         (status, body)
     }
 
-    async fn get(&self, path: &str, bearer: &str) -> (u16, Value) {
+    pub(super) async fn get(&self, path: &str, bearer: &str) -> (u16, Value) {
         let (status, body, _) = self
             .call(reqwest12::Method::GET, path, bearer, None, None)
             .await;
         (status, body)
     }
 
-    async fn session_key_of(&self, id: &str) -> String {
+    pub(super) async fn session_key_of(&self, id: &str) -> String {
         let (_, v) = self.get(&format!("/v1/sessions/{id}"), &self.host).await;
         // Stored in lowercase; answered EIP-55.
         v["sessionKey"].as_str().unwrap().to_lowercase()
     }
 
-    async fn chain_now(&self) -> u64 {
+    pub(super) async fn chain_now(&self) -> u64 {
         self.client.latest_block().await.unwrap().timestamp.to()
     }
 
-    async fn token_balance(&self, of: Address) -> U256 {
+    pub(super) async fn token_balance(&self, of: Address) -> U256 {
         self.client
             .view(
                 None,
@@ -246,7 +282,7 @@ impl System {
     }
 
     /// Prepares, signs (as the owner's wallet) and opens a session; returns (id, token).
-    async fn open_session(&self, extra: Value) -> (String, String) {
+    pub(super) async fn open_session(&self, extra: Value) -> (String, String) {
         let mut terms = json!({
             "owner": self.owner.address(),
             "token": address_of(&self.record, Contract::TestToken),
@@ -297,18 +333,18 @@ impl System {
     }
 
     /// Pays and waits until the payment settles; returns the payment.
-    async fn pay_settled(&self, token: &str, to: Address, amount: U256) -> Value {
+    pub(super) async fn pay_settled(&self, token: &str, to: Address, amount: U256) -> Value {
         let (status, p) = self.pay(token, to, amount).await;
         assert_eq!(status, 202, "{p}");
         self.settled(token, &p).await
     }
 
-    async fn pay(&self, token: &str, to: Address, amount: U256) -> (u16, Value) {
+    pub(super) async fn pay(&self, token: &str, to: Address, amount: U256) -> (u16, Value) {
         let body = json!({ "to": to, "amount": amount.to_string(), "purpose": "inference call" });
         self.post("/v1/payments", token, body).await
     }
 
-    async fn settled(&self, token: &str, p: &Value) -> Value {
+    pub(super) async fn settled(&self, token: &str, p: &Value) -> Value {
         let id = p["id"].as_str().unwrap();
         let (status, p) = self.get(&format!("/v1/payments/{id}?wait=30"), token).await;
         assert_eq!(status, 200, "{p}");
@@ -335,7 +371,7 @@ impl System {
     }
 
     /// The session as the host sees it, once `done` holds of it.
-    async fn session_when(&self, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+    pub(super) async fn session_when(&self, id: &str, done: impl Fn(&Value) -> bool) -> Value {
         let path = format!("/v1/sessions/{id}");
         let last = std::sync::Mutex::new(Value::Null);
         self.when(|| async {
@@ -350,7 +386,7 @@ impl System {
     }
 }
 
-fn code(body: &Value) -> &str {
+pub(super) fn code(body: &Value) -> &str {
     body["code"].as_str().unwrap_or_default()
 }
 
@@ -1167,27 +1203,6 @@ fn hostile_body(next: &mut impl FnMut() -> u64, depth: u32) -> Value {
         }
     }
     Value::Object(object)
-}
-
-macro_rules! on_both_databases {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite_db {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::sqlite()).await
-                }
-            )*
-        }
-        mod postgres_db {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::postgres().await).await
-                }
-            )*
-        }
-    };
 }
 
 on_both_databases!(

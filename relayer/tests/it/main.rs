@@ -1,10 +1,33 @@
 //! The relayer against a running devnet (real WASM, real signatures), on a SQLite file and on a
 //! PostgreSQL server (`BURSAR_TEST_POSTGRES_URL`, which `cargo xtask test` and `.ci/run` set).
 
+/// Each named test, once on a SQLite file and once on PostgreSQL.
+macro_rules! on_both_databases {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite_db {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::sqlite()).await
+                }
+            )*
+        }
+        mod postgres_db {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::postgres().await).await
+                }
+            )*
+        }
+    };
+}
+
 mod api;
 mod crash;
 mod engine;
 mod flow;
+mod lifecycle;
 mod receiver;
 mod vault;
 

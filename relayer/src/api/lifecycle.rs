@@ -1,0 +1,44 @@
+//! Sandboxes' lifecycles: providers' webhooks and hosts' own reports.
+
+use axum::extract::{Path, Request, State};
+use axum::Json;
+
+use super::{AppState, Body};
+use crate::error::ApiError;
+use crate::hosts::{Host, Scope};
+use crate::lifecycle::{self, LifecycleRequest, Received};
+use crate::providers::{self, Provider, ProviderError};
+use crate::sessions;
+
+/// `POST /v1/hosts/{host_id}/providers/{provider}/webhook`: a provider's signed delivery,
+/// read raw (at most [`providers::MAX_BODY`] bytes) and verified before it is parsed.
+pub(super) async fn webhook(
+    State(s): State<AppState>,
+    Path((host_id, provider)): Path<(String, String)>,
+    req: Request,
+) -> Result<Json<Received>, ApiError> {
+    let provider: Provider = provider.parse().map_err(|_| ApiError::NotFound)?;
+    let (parts, body) = req.into_parts();
+    let body = axum::body::to_bytes(body, providers::MAX_BODY)
+        .await
+        .map_err(|_| {
+            s.deliveries
+                .count(provider.name(), ProviderError::TooLarge.code());
+            ApiError::Delivery(ProviderError::TooLarge)
+        })?;
+    Ok(Json(
+        providers::receive(&s, &host_id, provider, &parts.headers, &body).await?,
+    ))
+}
+
+/// `POST /v1/sessions/{id}/lifecycle`: the host reports its sandbox's state.
+pub(super) async fn report(
+    State(s): State<AppState>,
+    host: Host,
+    Path(id): Path<String>,
+    Body(req): Body<LifecycleRequest>,
+) -> Result<Json<Received>, ApiError> {
+    host.require(Scope::Sessions)?;
+    let row = sessions::host_session(&s.store, &host, &id).await?;
+    Ok(Json(lifecycle::report(&s, &row, req).await?))
+}

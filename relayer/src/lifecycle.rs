@@ -1,0 +1,403 @@
+//! A session lives and dies with its sandbox. Lifecycle events (a provider's verified webhook, a
+//! poller's reading, or the host's own word) are recorded once per event id, matched to the
+//! sessions the host bound to that sandbox at prepare, and acted on:
+//!
+//! | event | action |
+//! |---|---|
+//! | terminated (killed, destroyed, failed, timed out) | `wind_down`: the capability token dies at once; the relayer revokes the session on chain (when it is the guardian), then closes it (the refund goes to the owner) as soon as the chain allows |
+//! | paused | `hold_lease`: heartbeats stop renewing the lease, so the session lapses and cannot pay |
+//! | resumed / running after a pause | `renew_lease`: the relayer, the lease keeper, renews (reviving a lapsed lease) |
+//! | created, other | `none`: recorded only |
+//!
+//! An event older than the state it finds is recorded as `stale` and changes nothing; a
+//! terminated sandbox stays terminated (`ended`). Each action is recorded with its event in the
+//! same database transaction as the state it sets and the `session.sandbox` webhook announcing
+//! it; the chain work of winding down is done by [`run`] from that record, so it survives a
+//! crash and is never done twice.
+
+use alloy_sol_types::SolCall;
+use bursar_bindings::wallet::{ISessionWallet, SessionStatus};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::error::ApiError;
+use crate::providers::{Lifecycle, Report};
+use crate::store::{now_ms, NewLifecycleEvent, SessionRow, SessionTx, Store, TxStatus};
+use crate::{random_bytes, sessions, webhooks, Core};
+
+/// What an event did to one session.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Effect {
+    /// The session.
+    pub session_id: String,
+    /// `wind_down`, `hold_lease`, `renew_lease`, `none`, `stale` or `ended`.
+    pub action: &'static str,
+}
+
+/// What receiving an event did.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Received {
+    /// The relayer's id of the recorded event (`lce_…`); none for a duplicate.
+    pub event: Option<String>,
+    /// Whether the host already had an event of this source and id: nothing was changed.
+    pub duplicate: bool,
+    /// What it did to each session bound to the sandbox (none when no session is bound yet).
+    pub sessions: Vec<Effect>,
+}
+
+/// The action `lifecycle` at `at` takes on a session whose sandbox is in `state` (set by an
+/// event at `state_at`): the action, the state it sets, and whether to wind the session down.
+fn decide(
+    state: Option<&str>,
+    state_at: Option<i64>,
+    lifecycle: Lifecycle,
+    at: i64,
+) -> (&'static str, Option<&'static str>, bool) {
+    if state == Some("terminated") {
+        return ("ended", None, false);
+    }
+    if lifecycle == Lifecycle::Terminated {
+        // Whatever came before: a sandbox that is gone does not come back.
+        return ("wind_down", Some("terminated"), true);
+    }
+    if state_at.is_some_and(|t| at < t) {
+        return ("stale", None, false);
+    }
+    match lifecycle {
+        Lifecycle::Paused => ("hold_lease", Some("paused"), false),
+        Lifecycle::Running | Lifecycle::Resumed if state == Some("paused") => {
+            ("renew_lease", Some("running"), false)
+        }
+        Lifecycle::Running | Lifecycle::Resumed => ("none", Some("running"), false),
+        Lifecycle::Created | Lifecycle::Other | Lifecycle::Terminated => ("none", None, false),
+    }
+}
+
+/// Records `report` from `source` (a provider's name, or `api`) for `host_id` and acts on the
+/// sessions it concerns: `session` when given (the host named it), else those bound to
+/// (`source`, the report's sandbox). A duplicate (same host, source and event id) changes
+/// nothing.
+pub async fn receive(
+    core: &Core,
+    host_id: &str,
+    source: &str,
+    report: &Report,
+    session: Option<&SessionRow>,
+) -> Result<Received, ApiError> {
+    let id = format!(
+        "lce_{}",
+        alloy_primitives::hex::encode(random_bytes::<12>())
+    );
+    let lifecycle = serde_json::to_value(report.lifecycle).map_err(|_| ApiError::Internal)?;
+    let lifecycle = lifecycle.as_str().unwrap_or("other");
+    let evidence = json!({ "metadata": report.metadata, "usage": report.usage }).to_string();
+    let now = now_ms();
+    let mut db = core.store.begin().await?;
+    let new = NewLifecycleEvent {
+        id: &id,
+        host_id,
+        source,
+        event_id: &report.event_id,
+        sandbox_id: Some(report.sandbox_id.as_str()).filter(|s| !s.is_empty()),
+        kind: &report.kind,
+        lifecycle,
+        at: report.at,
+        report: &evidence,
+    };
+    if !Store::insert_lifecycle_event(&mut db, &new, now).await? {
+        core.deliveries.count(source, "duplicate");
+        return Ok(Received {
+            event: None,
+            duplicate: true,
+            sessions: Vec::new(),
+        });
+    }
+    let bound = match session {
+        Some(row) => vec![row.clone()],
+        None => Store::sandbox_sessions(&mut db, host_id, source, &report.sandbox_id).await?,
+    };
+    let mut effects = Vec::with_capacity(bound.len());
+    let mut to_renew = Vec::new();
+    for row in &bound {
+        let (action, state, wind_down) = decide(
+            row.sandbox_state.as_deref(),
+            row.sandbox_state_at,
+            report.lifecycle,
+            report.at,
+        );
+        let state = state.map(|s| (s, report.at));
+        Store::apply_lifecycle(&mut db, &id, &row.id, action, state, wind_down, now).await?;
+        let data = json!({
+            "sessionId": row.id,
+            "source": source,
+            "eventId": report.event_id,
+            "sandboxId": report.sandbox_id,
+            "kind": report.kind,
+            "lifecycle": lifecycle,
+            "at": report.at,
+            "action": action,
+        });
+        webhooks::emit_in(&mut db, host_id, "session.sandbox", &row.id, &id, data).await?;
+        if action == "renew_lease" && row.status == "open" {
+            to_renew.push(row.clone());
+        }
+        effects.push(Effect {
+            session_id: row.id.clone(),
+            action,
+        });
+    }
+    db.commit().await.map_err(crate::store::StoreError::from)?;
+    core.deliveries.count(source, "accepted");
+    core.settled.send_modify(|n| *n += 1);
+    core.webhooks_due.notify_one();
+    if effects.iter().any(|e| e.action == "wind_down") {
+        core.lifecycle_due.notify_one();
+    }
+    tracing::info!(host = %host_id, source, event = %report.event_id, sandbox = %report.sandbox_id,
+        lifecycle, sessions = effects.len(), "lifecycle event");
+    for row in to_renew {
+        // At once rather than at the next heartbeat; if this fails the heartbeat renews.
+        if let Err(e) = sessions::renew_lease(core, &row).await {
+            tracing::warn!(session = %row.id, error = %e, "renewing on resume failed");
+        }
+    }
+    Ok(Received {
+        event: Some(id),
+        duplicate: false,
+        sessions: effects,
+    })
+}
+
+/// `POST /v1/sessions/{id}/lifecycle`: a host's own report of its sandbox's state, for
+/// providers the relayer has no bridge to (Modal, a self-run sandbox).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LifecycleRequest {
+    /// `running`, `paused`, `resumed` or `terminated`.
+    pub state: HostState,
+    /// The host's id of this event, for deduplication (default: a fresh one).
+    pub event_id: Option<String>,
+    /// When it happened (unix seconds; default: now).
+    pub at: Option<i64>,
+    /// Why, in the host's words (recorded).
+    pub reason: Option<String>,
+}
+
+/// What a host may report.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HostState {
+    /// It runs.
+    Running,
+    /// It is paused.
+    Paused,
+    /// It came back from a pause.
+    Resumed,
+    /// It is gone.
+    Terminated,
+}
+
+/// Records a host's report on one of its sessions' sandbox.
+pub async fn report(
+    core: &Core,
+    row: &SessionRow,
+    req: LifecycleRequest,
+) -> Result<Received, ApiError> {
+    let event_id = match req.event_id {
+        Some(id) if id.is_empty() || id.len() > 128 => {
+            return Err(ApiError::invalid(
+                "eventId",
+                "eventId must be 1 to 128 bytes",
+            ))
+        }
+        Some(id) => id,
+        None => alloy_primitives::hex::encode(random_bytes::<16>()),
+    };
+    if req.reason.as_ref().is_some_and(|r| r.len() > 512) {
+        return Err(ApiError::invalid(
+            "reason",
+            "reason must be at most 512 bytes",
+        ));
+    }
+    let lifecycle = match req.state {
+        HostState::Running => Lifecycle::Running,
+        HostState::Paused => Lifecycle::Paused,
+        HostState::Resumed => Lifecycle::Resumed,
+        HostState::Terminated => Lifecycle::Terminated,
+    };
+    let report = Report {
+        event_id,
+        sandbox_id: row.sandbox_id.clone().unwrap_or_default(),
+        kind: req.reason.unwrap_or_else(|| "host report".into()),
+        lifecycle,
+        at: req.at.unwrap_or(now_ms() / 1000),
+        metadata: Default::default(),
+        usage: None,
+    };
+    receive(core, &row.host_id, "api", &report, Some(row)).await
+}
+
+/// Winds down the sessions marked so, after every engine pass, when woken, and every few
+/// seconds, until `stop` resolves.
+pub async fn run(core: &Core, stop: impl std::future::Future<Output = ()>) {
+    tokio::pin!(stop);
+    let mut changes = core.engine.changes();
+    loop {
+        match wind_down(core).await {
+            Ok(()) => {}
+            Err(e) => tracing::warn!(error = %e, "winding sessions down failed; retrying"),
+        }
+        tokio::select! {
+            _ = &mut stop => return,
+            _ = changes.changed() => {}
+            _ = core.lifecycle_due.notified() => {}
+            _ = tokio::time::sleep(std::time::Duration::from_secs(2)) => {}
+        }
+    }
+}
+
+/// One pass: for each session winding down, the next step the chain allows — revoke it (when
+/// the relayer is its guardian), close it once it is revoked, expired or lapsed, or, once it is
+/// closed, mark it done. A step already in flight is not sent again, and each is simulated
+/// first: a step the wallet would refuse now is left for a later pass.
+pub async fn wind_down(core: &Core) -> Result<(), ApiError> {
+    for row in core.store.winding_down().await? {
+        let id = sessions::parse_id(&row.id)?;
+        let signer = sessions::signer_of(&row)?;
+        let wallet = core.contracts.wallet;
+        let state = core
+            .client
+            .view(
+                None,
+                wallet,
+                ISessionWallet::sessionStateCall { sessionId: id },
+            )
+            .await?;
+        if state._0 == SessionStatus::Closed as u8 {
+            core.store.wound_down(&row.id).await?;
+            tracing::info!(session = %row.id, "session wound down");
+            continue;
+        }
+        let close = ISessionWallet::closeCall { sessionId: id };
+        let revoke = ISessionWallet::revokeCall { sessionId: id };
+        let (which, data) = if core
+            .client
+            .view(Some(signer), wallet, close.clone())
+            .await
+            .is_ok()
+        {
+            (SessionTx::Close, close.abi_encode())
+        } else if state._0 == SessionStatus::Active as u8
+            && core
+                .client
+                .view(Some(signer), wallet, revoke.clone())
+                .await
+                .is_ok()
+        {
+            (SessionTx::Revoke, revoke.abi_encode())
+        } else {
+            // Not the guardian and neither lapsed nor expired yet: the lease is not renewed,
+            // so it will lapse.
+            continue;
+        };
+        let sent = match which {
+            SessionTx::Close => row.close_transaction,
+            _ => row.revoke_transaction,
+        };
+        if in_flight(core, sent).await? {
+            continue;
+        }
+        sessions::send(core, &row, wallet, data, which).await?;
+        tracing::info!(session = %row.id, step = ?which, "winding session down");
+    }
+    Ok(())
+}
+
+/// Whether transaction `tx` may still succeed (not yet mined, or mined successfully).
+async fn in_flight(core: &Core, tx: Option<i64>) -> Result<bool, ApiError> {
+    let Some(tx) = tx else { return Ok(false) };
+    Ok(match core.store.transaction(tx).await? {
+        Some(t) => match t.status {
+            TxStatus::Signed | TxStatus::Submitted => true,
+            TxStatus::Failed => false,
+            _ => t.receipt_status == Some(1),
+        },
+        None => false,
+    })
+}
+
+/// A session's lifecycle events as the API shows them, newest first.
+pub async fn history(core: &Core, session_id: &str) -> Result<Vec<Value>, ApiError> {
+    let rows = core.store.session_lifecycle(session_id, 50).await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            json!({
+                "id": r.id,
+                "source": r.source,
+                "eventId": r.event_id,
+                "kind": r.kind,
+                "lifecycle": r.lifecycle,
+                "at": r.at,
+                "action": r.action,
+                "receivedAt": r.received_at,
+                "report": serde_json::from_str::<Value>(&r.report).unwrap_or(Value::Null),
+            })
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_policy_never_revives_a_terminated_sandbox_nor_steps_back_in_time() {
+        use Lifecycle::*;
+        assert_eq!(
+            decide(None, None, Terminated, 5),
+            ("wind_down", Some("terminated"), true)
+        );
+        // Terminated wins even when it arrives after a later event.
+        assert_eq!(
+            decide(Some("running"), Some(10), Terminated, 5),
+            ("wind_down", Some("terminated"), true)
+        );
+        for later in [Running, Resumed, Paused, Created, Other, Terminated] {
+            assert_eq!(
+                decide(Some("terminated"), Some(5), later, 9),
+                ("ended", None, false)
+            );
+        }
+        assert_eq!(
+            decide(Some("running"), Some(10), Paused, 9),
+            ("stale", None, false)
+        );
+        assert_eq!(
+            decide(Some("running"), Some(10), Paused, 10),
+            ("hold_lease", Some("paused"), false)
+        );
+        assert_eq!(
+            decide(Some("paused"), Some(10), Resumed, 11),
+            ("renew_lease", Some("running"), false)
+        );
+        assert_eq!(
+            decide(Some("paused"), Some(10), Running, 12),
+            ("renew_lease", Some("running"), false)
+        );
+        assert_eq!(
+            decide(Some("paused"), Some(10), Resumed, 9),
+            ("stale", None, false)
+        );
+        assert_eq!(
+            decide(None, None, Running, 1),
+            ("none", Some("running"), false)
+        );
+        assert_eq!(
+            decide(Some("paused"), Some(1), Other, 2),
+            ("none", None, false)
+        );
+    }
+}
