@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 
 use crate::error::ApiError;
 use crate::providers::{Lifecycle, Report};
-use crate::store::{now_ms, NewLifecycleEvent, SessionRow, SessionTx, Store, TxStatus};
+use crate::store::{now_ms, NewLifecycleEvent, SessionRow, SessionTx, Store, TxStatus, WindDown};
 use crate::{random_bytes, sessions, webhooks, Core};
 
 /// What an event did to one session.
@@ -47,31 +47,98 @@ pub struct Received {
     pub sessions: Vec<Effect>,
 }
 
-/// The action `lifecycle` at `at` takes on a session whose sandbox is in `state` (set by an
-/// event at `state_at`): the action, the state it sets, and whether to wind the session down.
+/// A host's lifecycle policy (`GET|PUT /v1/host/policy`); the defaults are the table above.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Policy {
+    /// What a terminated sandbox does to its sessions.
+    #[serde(default)]
+    pub on_terminated: OnTerminated,
+    /// What a paused sandbox does to its sessions.
+    #[serde(default)]
+    pub on_paused: OnPaused,
+}
+
+/// What a terminated sandbox does to its sessions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnTerminated {
+    /// Revoke, then close (the refund goes to the owner).
+    #[default]
+    Close,
+    /// Revoke only: the owner closes (and may first settle pending payments).
+    Revoke,
+    /// Record the event; the capability token stays alive.
+    Record,
+}
+
+/// What a paused sandbox does to its sessions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnPaused {
+    /// Heartbeats stop renewing the lease until the sandbox runs again.
+    #[default]
+    HoldLease,
+    /// Record the event only.
+    Record,
+}
+
+/// Host `host_id`'s policy.
+pub async fn policy(core: &Core, host_id: &str) -> Result<Policy, ApiError> {
+    match core.store.host_policy(host_id).await? {
+        Some(json) => serde_json::from_str(&json).map_err(|e| {
+            tracing::error!(host = %host_id, error = %e, "stored policy does not parse");
+            ApiError::Internal
+        }),
+        None => Ok(Policy::default()),
+    }
+}
+
+/// Sets host `host_id`'s policy; it applies to events received from now on.
+pub async fn set_policy(core: &Core, host_id: &str, policy: Policy) -> Result<Policy, ApiError> {
+    let json = serde_json::to_string(&policy).map_err(|_| ApiError::Internal)?;
+    core.store.set_host_policy(host_id, &json).await?;
+    tracing::info!(host = %host_id, ?policy, "lifecycle policy set");
+    Ok(policy)
+}
+
+/// What to do to a session: the action's name, the sandbox state to record, and how to wind
+/// the session down.
+type Decision = (&'static str, Option<&'static str>, WindDown);
+
+/// The action `lifecycle` at `at` takes, under `policy`, on a session whose sandbox is in
+/// `state` (set by an event at `state_at`).
 fn decide(
+    policy: Policy,
     state: Option<&str>,
     state_at: Option<i64>,
     lifecycle: Lifecycle,
     at: i64,
-) -> (&'static str, Option<&'static str>, bool) {
+) -> Decision {
     if state == Some("terminated") {
-        return ("ended", None, false);
+        return ("ended", None, WindDown::No);
     }
     if lifecycle == Lifecycle::Terminated {
         // Whatever came before: a sandbox that is gone does not come back.
-        return ("wind_down", Some("terminated"), true);
+        return match policy.on_terminated {
+            OnTerminated::Close => ("wind_down", Some("terminated"), WindDown::Close),
+            OnTerminated::Revoke => ("revoke", Some("terminated"), WindDown::Revoke),
+            OnTerminated::Record => ("none", Some("terminated"), WindDown::No),
+        };
     }
     if state_at.is_some_and(|t| at < t) {
-        return ("stale", None, false);
+        return ("stale", None, WindDown::No);
     }
     match lifecycle {
-        Lifecycle::Paused => ("hold_lease", Some("paused"), false),
+        Lifecycle::Paused if policy.on_paused == OnPaused::Record => ("none", None, WindDown::No),
+        Lifecycle::Paused => ("hold_lease", Some("paused"), WindDown::No),
         Lifecycle::Running | Lifecycle::Resumed if state == Some("paused") => {
-            ("renew_lease", Some("running"), false)
+            ("renew_lease", Some("running"), WindDown::No)
         }
-        Lifecycle::Running | Lifecycle::Resumed => ("none", Some("running"), false),
-        Lifecycle::Created | Lifecycle::Other | Lifecycle::Terminated => ("none", None, false),
+        Lifecycle::Running | Lifecycle::Resumed => ("none", Some("running"), WindDown::No),
+        Lifecycle::Created | Lifecycle::Other | Lifecycle::Terminated => {
+            ("none", None, WindDown::No)
+        }
     }
 }
 
@@ -118,10 +185,12 @@ pub async fn receive(
         Some(row) => vec![row.clone()],
         None => Store::sandbox_sessions(&mut db, host_id, source, &report.sandbox_id).await?,
     };
+    let policy = policy(core, host_id).await?;
     let mut effects = Vec::with_capacity(bound.len());
     let mut to_renew = Vec::new();
     for row in &bound {
         let (action, state, wind_down) = decide(
+            policy,
             row.sandbox_state.as_deref(),
             row.sandbox_state_at,
             report.lifecycle,
@@ -152,7 +221,10 @@ pub async fn receive(
     core.deliveries.count(source, "accepted");
     core.settled.send_modify(|n| *n += 1);
     core.webhooks_due.notify_one();
-    if effects.iter().any(|e| e.action == "wind_down") {
+    if effects
+        .iter()
+        .any(|e| matches!(e.action, "wind_down" | "revoke"))
+    {
         core.lifecycle_due.notify_one();
     }
     tracing::info!(host = %host_id, source, event = %report.event_id, sandbox = %report.sandbox_id,
@@ -275,18 +347,24 @@ pub async fn wind_down(core: &Core) -> Result<(), ApiError> {
                 ISessionWallet::sessionStateCall { sessionId: id },
             )
             .await?;
-        if state._0 == SessionStatus::Closed as u8 {
+        let done = match row.winding_down {
+            WindDown::Revoke => state._0 != SessionStatus::Active as u8,
+            _ => state._0 == SessionStatus::Closed as u8,
+        };
+        if done {
             core.store.wound_down(&row.id).await?;
             tracing::info!(session = %row.id, "session wound down");
             continue;
         }
         let close = ISessionWallet::closeCall { sessionId: id };
         let revoke = ISessionWallet::revokeCall { sessionId: id };
-        let (which, data) = if core
-            .client
-            .view(Some(signer), wallet, close.clone())
-            .await
-            .is_ok()
+        let closing = row.winding_down == WindDown::Close;
+        let (which, data) = if closing
+            && core
+                .client
+                .view(Some(signer), wallet, close.clone())
+                .await
+                .is_ok()
         {
             (SessionTx::Close, close.abi_encode())
         } else if state._0 == SessionStatus::Active as u8
@@ -356,48 +434,65 @@ mod tests {
     #[test]
     fn the_policy_never_revives_a_terminated_sandbox_nor_steps_back_in_time() {
         use Lifecycle::*;
-        assert_eq!(
-            decide(None, None, Terminated, 5),
-            ("wind_down", Some("terminated"), true)
-        );
+        let p = Policy::default();
+        let d = |state, state_at, lifecycle, at| decide(p, state, state_at, lifecycle, at);
+        let wind_down = ("wind_down", Some("terminated"), WindDown::Close);
+        assert_eq!(d(None, None, Terminated, 5), wind_down);
         // Terminated wins even when it arrives after a later event.
-        assert_eq!(
-            decide(Some("running"), Some(10), Terminated, 5),
-            ("wind_down", Some("terminated"), true)
-        );
+        assert_eq!(d(Some("running"), Some(10), Terminated, 5), wind_down);
         for later in [Running, Resumed, Paused, Created, Other, Terminated] {
             assert_eq!(
-                decide(Some("terminated"), Some(5), later, 9),
-                ("ended", None, false)
+                d(Some("terminated"), Some(5), later, 9),
+                ("ended", None, WindDown::No)
             );
         }
+        let stale = ("stale", None, WindDown::No);
+        assert_eq!(d(Some("running"), Some(10), Paused, 9), stale);
+        let hold = ("hold_lease", Some("paused"), WindDown::No);
+        assert_eq!(d(Some("running"), Some(10), Paused, 10), hold);
+        let renew = ("renew_lease", Some("running"), WindDown::No);
+        assert_eq!(d(Some("paused"), Some(10), Resumed, 11), renew);
+        assert_eq!(d(Some("paused"), Some(10), Running, 12), renew);
+        assert_eq!(d(Some("paused"), Some(10), Resumed, 9), stale);
         assert_eq!(
-            decide(Some("running"), Some(10), Paused, 9),
-            ("stale", None, false)
+            d(None, None, Running, 1),
+            ("none", Some("running"), WindDown::No)
         );
         assert_eq!(
-            decide(Some("running"), Some(10), Paused, 10),
-            ("hold_lease", Some("paused"), false)
+            d(Some("paused"), Some(1), Other, 2),
+            ("none", None, WindDown::No)
+        );
+    }
+
+    #[test]
+    fn a_host_may_revoke_only_or_record_only() {
+        use Lifecycle::*;
+        let revoke = Policy {
+            on_terminated: OnTerminated::Revoke,
+            on_paused: OnPaused::Record,
+        };
+        assert_eq!(
+            decide(revoke, None, None, Terminated, 1),
+            ("revoke", Some("terminated"), WindDown::Revoke)
         );
         assert_eq!(
-            decide(Some("paused"), Some(10), Resumed, 11),
-            ("renew_lease", Some("running"), false)
+            decide(revoke, None, None, Paused, 1),
+            ("none", None, WindDown::No)
         );
+        let record = Policy {
+            on_terminated: OnTerminated::Record,
+            ..Policy::default()
+        };
         assert_eq!(
-            decide(Some("paused"), Some(10), Running, 12),
-            ("renew_lease", Some("running"), false)
+            decide(record, None, None, Terminated, 1),
+            ("none", Some("terminated"), WindDown::No)
         );
+        // Unknown fields and values are refused, missing ones take the defaults.
+        assert!(serde_json::from_str::<Policy>(r#"{"onTerminated":"explode"}"#).is_err());
+        assert!(serde_json::from_str::<Policy>(r#"{"onKilled":"close"}"#).is_err());
         assert_eq!(
-            decide(Some("paused"), Some(10), Resumed, 9),
-            ("stale", None, false)
-        );
-        assert_eq!(
-            decide(None, None, Running, 1),
-            ("none", Some("running"), false)
-        );
-        assert_eq!(
-            decide(Some("paused"), Some(1), Other, 2),
-            ("none", None, false)
+            serde_json::from_str::<Policy>("{}").unwrap(),
+            Policy::default()
         );
     }
 }

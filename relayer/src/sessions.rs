@@ -91,6 +91,22 @@ pub struct Prepared {
     /// when the token has no EIP-2612 permit in the expected domain (approve the wallet first
     /// and send an empty `permitSignature`).
     pub typed_data: Value,
+    /// With a provider: the tags to set on the sandbox (`tags`) and the provider's field for
+    /// them (`field`), so that its own records name the session. Evidence only: lifecycle
+    /// events are matched by (host, provider, sandbox id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox_tags: Option<Value>,
+}
+
+/// The provider's field for user tags that it stores on a sandbox and echoes back.
+fn tag_field(provider: &str) -> &'static str {
+    match provider {
+        "daytona" => "labels",
+        "modal" | "vercel" => "tags",
+        "browserbase" => "userMetadata",
+        // e2b, runloop, and by default.
+        _ => "metadata",
+    }
 }
 
 /// `POST /v1/sessions`: the owner's signatures of a prepared session's typed data.
@@ -251,12 +267,16 @@ pub async fn prepare(core: &Core, host: &Host, req: PrepareRequest) -> Result<Pr
         )
         .await?;
     tracing::info!(host = %host.id, session = %id, %prepared_id, "session prepared");
+    let sandbox_tags = req.provider.as_deref().map(|p| {
+        json!({ "field": tag_field(p), "tags": { "bursar_session": id, "bursar_host": host.id } })
+    });
     Ok(Prepared {
         prepared_id,
         session_id: id,
         session_key,
         lease_keeper: signer,
         typed_data,
+        sandbox_tags,
     })
 }
 
@@ -529,7 +549,7 @@ impl SessionView {
             last_heartbeat_at: row.last_heartbeat_at,
             created_at: row.created_at,
             sandbox_state: row.sandbox_state,
-            winding_down: row.winding_down,
+            winding_down: row.winding_down != crate::store::WindDown::No,
             chain: None,
             lifecycle: None,
         })

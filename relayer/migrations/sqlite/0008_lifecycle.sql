@@ -7,7 +7,8 @@ ALTER TABLE sessions ADD COLUMN sandbox_state TEXT;
 -- The provider's time (unix seconds) of the event that set it: an older event arriving late
 -- is recorded but does not move the state back.
 ALTER TABLE sessions ADD COLUMN sandbox_state_at BIGINT;
--- 1 while the relayer is to revoke, then close, the session (its sandbox terminated).
+-- While the relayer is to revoke, then close (1), or only revoke (2), the session: its sandbox
+-- terminated.
 ALTER TABLE sessions ADD COLUMN winding_down BIGINT NOT NULL DEFAULT 0;
 
 CREATE INDEX sessions_winding_down ON sessions (winding_down, status);

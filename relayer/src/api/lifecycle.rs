@@ -6,7 +6,7 @@ use axum::Json;
 use super::{AppState, Body};
 use crate::error::ApiError;
 use crate::hosts::{Host, Scope};
-use crate::lifecycle::{self, LifecycleRequest, Received};
+use crate::lifecycle::{self, LifecycleRequest, Policy, Received};
 use crate::providers::{self, Provider, ProviderError};
 use crate::sessions;
 
@@ -41,4 +41,23 @@ pub(super) async fn report(
     host.require(Scope::Sessions)?;
     let row = sessions::host_session(&s.store, &host, &id).await?;
     Ok(Json(lifecycle::report(&s, &row, req).await?))
+}
+
+/// `GET /v1/host/policy`: the host's lifecycle policy.
+pub(super) async fn policy(
+    State(s): State<AppState>,
+    host: Host,
+) -> Result<Json<Policy>, ApiError> {
+    host.require(Scope::Read)?;
+    Ok(Json(lifecycle::policy(&s, &host.id).await?))
+}
+
+/// `PUT /v1/host/policy`: sets it.
+pub(super) async fn set_policy(
+    State(s): State<AppState>,
+    host: Host,
+    Body(policy): Body<Policy>,
+) -> Result<Json<Policy>, ApiError> {
+    host.require(Scope::Sessions)?;
+    Ok(Json(lifecycle::set_policy(&s, &host.id, policy).await?))
 }

@@ -47,6 +47,10 @@ pub fn router(state: AppState) -> Router {
         .route("/health", get(health))
         .route("/metrics", get(metrics))
         .route("/v1/host", get(whoami))
+        .route(
+            "/v1/host/policy",
+            get(lifecycle::policy).put(lifecycle::set_policy),
+        )
         .route("/openapi.json", get(|| async { Json(openapi::document()) }))
         .route("/v1/sessions/prepare", post(sessions::prepare))
         .route("/v1/sessions/register", post(sessions::register))

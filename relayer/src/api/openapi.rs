@@ -111,7 +111,9 @@ fn schemas_sessions() -> Value {
                 "Prepared": { "type": "object", "properties": {
                     "preparedId": { "type": "string" }, "sessionId": { "type": "string" }, "sessionKey": address,
                     "leaseKeeper": address,
-                    "typedData": { "type": "object", "properties": { "openSession": typed_data, "permit": typed_data } } } },
+                    "typedData": { "type": "object", "properties": { "openSession": typed_data, "permit": typed_data } },
+                    "sandboxTags": { "type": "object", "description": "With a provider: tags to set on the sandbox (evidence only; events are matched by provider and sandbox id).",
+                        "properties": { "field": { "enum": ["metadata", "labels", "tags", "userMetadata"] }, "tags": { "type": "object" } } } } },
                 "OpenRequest": { "type": "object", "required": ["preparedId", "ownerSignature"], "properties": {
                     "preparedId": { "type": "string" }, "ownerSignature": { "type": "string" }, "permitSignature": { "type": "string" } } },
                 "RegisterRequest": { "type": "object", "required": ["preparedId"], "properties": { "preparedId": { "type": "string" } } },
@@ -147,6 +149,11 @@ fn schemas_sessions() -> Value {
                 "Heartbeat": { "type": "object", "properties": {
                     "sessionId": { "type": "string" }, "leaseExpiresAt": { "type": "integer" }, "renewalSubmitted": { "type": "boolean" },
                     "sandboxState": { "enum": ["running", "paused", "terminated", null], "description": "Paused or terminated: the lease is not renewed." } } },
+                "Policy": { "type": "object", "properties": {
+                    "onTerminated": { "enum": ["close", "revoke", "record"], "default": "close",
+                        "description": "close: revoke, then close (refund to the owner); revoke: revoke only; record: record the event only." },
+                    "onPaused": { "enum": ["hold_lease", "record"], "default": "hold_lease",
+                        "description": "hold_lease: heartbeats stop renewing the lease until the sandbox runs again; record: record only." } } },
                 "LifecycleRequest": { "type": "object", "required": ["state"], "properties": {
                     "state": { "enum": ["running", "paused", "resumed", "terminated"] },
                     "eventId": { "type": "string", "maxLength": 128, "description": "Deduplicates retries (default: a fresh id)." },
@@ -239,6 +246,10 @@ fn paths_sessions() -> Value {
             "/v1/sessions/{id}/revoke": { "post": op("Revoke: the capability token at once, on chain when the relayer is guardian (scope: sessions)", "hostKey", None, ok("200", "Revoked", "Revoked")) },
             "/v1/sessions/{id}/close": { "post": op("Close on chain, refunding the owner (scope: sessions)", "hostKey", None, ok("202", "Closing", "Close queued")) },
             "/v1/sessions/{id}/heartbeat": { "post": op("The sandbox is alive: the lease is renewed once half of it is gone", "hostKeyOrCapabilityToken", None, ok("200", "Heartbeat", "Recorded")) },
+            "/v1/host/policy": {
+                "get": op("The host's lifecycle policy (scope: read)", "hostKey", None, ok("200", "Policy", "The policy")),
+                "put": op("Set the host's lifecycle policy, for events received from now on (scope: sessions)", "hostKey", Some("Policy"), ok("200", "Policy", "Set")),
+            },
             "/v1/sessions/{id}/lifecycle": { "post": op("The host reports its sandbox's state (providers without a bridge, such as Modal) (scope: sessions)", "hostKey", Some("LifecycleRequest"), ok("200", "LifecycleReceived", "Recorded and acted on")) },
             "/v1/hosts/{host_id}/providers/{provider}/webhook": { "post": {
                 "summary": "A sandbox provider's signed lifecycle webhook (e2b, daytona, vercel), verified on the raw body with the host's secret for it",

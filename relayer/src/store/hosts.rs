@@ -146,6 +146,26 @@ impl Store {
         .fetch_optional(&self.read)
         .await?)
     }
+
+    /// Host `host_id`'s lifecycle policy (JSON), if it set one.
+    pub async fn host_policy(&self, host_id: &str) -> Result<Option<String>, StoreError> {
+        let policy: Option<Option<String>> =
+            sqlx::query_scalar("SELECT policy FROM hosts WHERE id = $1")
+                .bind(host_id)
+                .fetch_optional(&self.read)
+                .await?;
+        Ok(policy.flatten())
+    }
+
+    /// Sets host `host_id`'s lifecycle policy (JSON).
+    pub async fn set_host_policy(&self, host_id: &str, policy: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE hosts SET policy = $1 WHERE id = $2")
+            .bind(policy)
+            .bind(host_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
 }
 
 const HOST_KEY_SELECT: &str = "SELECT k.host_id, h.name, k.key_prefix, k.scopes, k.created_at, \

@@ -106,7 +106,7 @@ impl Store {
         session_id: &str,
         action: &str,
         state: Option<(&str, i64)>,
-        wind_down: bool,
+        wind_down: super::WindDown,
         now: i64,
     ) -> Result<(), StoreError> {
         sqlx::query(
@@ -127,11 +127,12 @@ impl Store {
             .execute(&mut **db)
             .await?;
         }
-        if wind_down {
+        if wind_down != super::WindDown::No {
             sqlx::query(
-                "UPDATE sessions SET winding_down = 1, \
-                 capability_revoked_at = COALESCE(capability_revoked_at, $1) WHERE id = $2",
+                "UPDATE sessions SET winding_down = $1, \
+                 capability_revoked_at = COALESCE(capability_revoked_at, $2) WHERE id = $3",
             )
+            .bind(wind_down.code())
             .bind(now)
             .bind(session_id)
             .execute(&mut **db)
@@ -175,7 +176,7 @@ impl Store {
     /// Open sessions the relayer is winding down.
     pub async fn winding_down(&self) -> Result<Vec<SessionRow>, StoreError> {
         let rows = sqlx::query(&format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions WHERE winding_down = 1 AND status = 'open'"
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE winding_down <> 0 AND status = 'open'"
         ))
         .fetch_all(&self.read)
         .await?;

@@ -22,7 +22,7 @@ pub use idempotency::Claim;
 pub use keys::SealedKeyRow;
 pub use lifecycle::{LifecycleRow, NewLifecycleEvent};
 pub use sessions::{
-    NewPayment, NewSession, PaymentRow, ProvenanceRow, SessionRow, SessionTx, Unmined,
+    NewPayment, NewSession, PaymentRow, ProvenanceRow, SessionRow, SessionTx, Unmined, WindDown,
 };
 pub use webhooks::{DeliveryRow, EndpointRow};
 

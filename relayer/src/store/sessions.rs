@@ -52,8 +52,38 @@ pub struct SessionRow {
     pub sandbox_state: Option<String>,
     /// The provider's time of the event that set it (unix seconds).
     pub sandbox_state_at: Option<i64>,
-    /// Whether the relayer is to revoke, then close, it (its sandbox terminated).
-    pub winding_down: bool,
+    /// Whether the relayer is to revoke (and close) it: its sandbox terminated.
+    pub winding_down: WindDown,
+}
+
+/// How the relayer winds a session down (`sessions.winding_down`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindDown {
+    /// It does not (0).
+    No,
+    /// Revoke, then close (1).
+    Close,
+    /// Revoke only (2).
+    Revoke,
+}
+
+impl WindDown {
+    /// Its value in the column.
+    pub fn code(self) -> i64 {
+        match self {
+            WindDown::No => 0,
+            WindDown::Close => 1,
+            WindDown::Revoke => 2,
+        }
+    }
+
+    fn of(code: i64) -> Self {
+        match code {
+            1 => WindDown::Close,
+            2 => WindDown::Revoke,
+            _ => WindDown::No,
+        }
+    }
 }
 
 /// A session to record at `prepare`.
@@ -243,7 +273,7 @@ pub(super) fn session_row(r: &AnyRow) -> Result<SessionRow, StoreError> {
         created_at: r.try_get("created_at")?,
         sandbox_state: r.try_get("sandbox_state")?,
         sandbox_state_at: r.try_get("sandbox_state_at")?,
-        winding_down: r.try_get::<i64, _>("winding_down")? != 0,
+        winding_down: WindDown::of(r.try_get("winding_down")?),
     })
 }
 

@@ -239,6 +239,10 @@ async fn sandboxes_drive_their_sessions(db: Db) {
         )
         .await;
     assert_eq!(status, 201, "{prep}");
+    assert_eq!(
+        prep["sandboxTags"],
+        json!({ "field": "metadata", "tags": { "bursar_session": prep["sessionId"], "bursar_host": host_id } })
+    );
     let late = e2b_event("evt_kill_2", "killed", "sbx-killed", now());
     let (_, r) = s.deliver_e2b(&host_id, E2B_SECRET, &late).await;
     let actions: Vec<&str> = r["sessions"]
@@ -356,6 +360,48 @@ async fn sandboxes_drive_their_sessions(db: Db) {
     ] {
         assert!(metrics.contains(line), "{line} not in:\n{metrics}");
     }
+    // A host's own policy: revoke only, and pauses recorded without holding the lease.
+    let (status, p) = s.get("/v1/host/policy", &s.host).await;
+    assert_eq!(status, 200, "{p}");
+    assert_eq!(
+        p,
+        json!({ "onTerminated": "close", "onPaused": "hold_lease" })
+    );
+    let policy = json!({ "onTerminated": "revoke", "onPaused": "record" });
+    let put = |body: Value| {
+        s.call(
+            reqwest12::Method::PUT,
+            "/v1/host/policy",
+            &s.host,
+            Some(body),
+            None,
+        )
+    };
+    assert_eq!(put(policy.clone()).await.0, 200);
+    let (status, r, _) = put(json!({ "onTerminated": "explode" })).await;
+    assert_eq!((status, code(&r)), (400, "invalid_request"), "{r}");
+    assert_eq!(s.get("/v1/host/policy", &s.host).await.1, policy);
+    let (third, _) = s
+        .open_session(
+            json!({ "deposit": usd(10).to_string(), "provider": "modal", "sandboxId": "sb-1" }),
+        )
+        .await;
+    let lifecycle = format!("/v1/sessions/{third}/lifecycle");
+    let (_, r) = s
+        .post(&lifecycle, &s.host, json!({ "state": "paused" }))
+        .await;
+    assert_eq!(r["sessions"][0]["action"], "none", "{r}");
+    let (_, r) = s
+        .post(&lifecycle, &s.host, json!({ "state": "terminated" }))
+        .await;
+    assert_eq!(r["sessions"][0]["action"], "revoke", "{r}");
+    let revoked = s
+        .session_when(&third, |v| {
+            v["chain"]["status"] == "revoked" && v["windingDown"] == false
+        })
+        .await;
+    assert_eq!(revoked["sandboxState"], "terminated");
+
     // No secret reached the log.
     let logs = captured_logs();
     for secret in [E2B_SECRET, DAYTONA_SECRET, "the-other-hosts-secret"] {
