@@ -20,6 +20,7 @@
 //! * [`store`] — the only place with SQL (SQLite or PostgreSQL).
 //! * [`error`] — the API's one error type and its JSON.
 //! * [`wire`] — amounts, hashes and ids in the API's JSON.
+//! * [`x402`] — agents paying HTTP 402 APIs from their sessions; the relayer as facilitator.
 //! * [`metrics`] — Prometheus text.
 
 pub mod api;
@@ -37,6 +38,7 @@ pub mod submission;
 pub mod vault;
 pub mod webhooks;
 pub mod wire;
+pub mod x402;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

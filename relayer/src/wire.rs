@@ -2,7 +2,7 @@
 //! loses precision past 2^53), hashes as 0x-hex, addresses checked and answered EIP-55.
 
 use alloy_primitives::{keccak256, B256, U256};
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A non-negative integer given as a decimal string (`"1500000"`): no sign, no exponent, no hex,
 /// at most 78 digits.
@@ -15,6 +15,12 @@ impl<'de> Deserialize<'de> for Amount {
         parse_amount(&text)
             .map(Amount)
             .map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for Amount {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0.to_string())
     }
 }
 

@@ -4,6 +4,7 @@
 //! * [`payments`] — sandboxes' payments and provenance.
 //! * [`webhooks`] — hosts' outbound webhook endpoints and deliveries.
 //! * [`lifecycle`] — providers' lifecycle webhooks and hosts' own lifecycle reports.
+//! * [`x402`] — the x402 facilitator, and sandboxes' payments of 402 answers.
 //! * [`openapi`] — the OpenAPI document at `/openapi.json`.
 //! * [`idempotency`] — `Idempotency-Key` on every POST.
 //! * [`ratelimit`] — requests per second per credential.
@@ -18,6 +19,7 @@ mod payments;
 mod ratelimit;
 mod sessions;
 mod webhooks;
+mod x402;
 
 use std::sync::Arc;
 
@@ -72,6 +74,10 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/payments/{id}", get(payments::get))
         .route("/v1/provenance", post(payments::record_provenance))
         .route("/v1/provenance/{id}", get(payments::get_provenance))
+        .route("/x402/supported", get(x402::supported))
+        .route("/x402/verify", post(x402::verify))
+        .route("/x402/settle", post(x402::settle))
+        .route("/v1/x402/pay", post(x402::pay))
         .route("/v1/webhooks", post(webhooks::create).get(webhooks::list))
         .route("/v1/webhooks/{id}", axum::routing::delete(webhooks::delete))
         .route("/v1/webhooks/{id}/deliveries", get(webhooks::deliveries))

@@ -201,6 +201,10 @@ fn schemas_payments() -> Value {
                     "sessionId": { "type": "string" }, "recordId": { "type": "string" }, "record": { "type": "object" },
                     "transactionHash": { "type": "string" }, "blockNumber": { "type": "integer" },
                     "error": { "type": "object" }, "createdAt": { "type": "integer" } } },
+                "X402Request": { "type": "object", "required": ["paymentPayload", "paymentRequirements"], "properties": {
+                    "x402Version": { "const": 2 }, "paymentPayload": { "type": "object" }, "paymentRequirements": { "type": "object" } } },
+                "X402PayRequest": { "type": "object", "required": ["paymentRequired"], "properties": {
+                    "paymentRequired": { "description": "The PAYMENT-REQUIRED header's value (base64 JSON) or the object itself.", "oneOf": [{ "type": "string" }, { "type": "object" }] } } },
                 "WebhookRequest": { "type": "object", "required": ["url"], "properties": {
                     "url": { "type": "string", "format": "uri" },
                     "events": { "type": "array", "items": { "enum": EVENTS } } } },
@@ -288,6 +292,14 @@ fn paths_payments() -> Value {
             "/v1/provenance/{id}": { "get": { "parameters": [wait],
                 "summary": "A provenance record and its status", "security": [{ "capabilityToken": [] }],
                 "responses": ok("200", "Provenance", "The record") } },
+            "/x402/supported": { "get": { "summary": "x402 v2 facilitator: the kinds it settles (scheme bursar-session on this chain)", "security": [{ "none": [] }],
+                "responses": { "200": { "description": "{kinds, extensions, signers}", "content": { "application/json": { "schema": { "type": "object" } } } } } } },
+            "/x402/verify": { "post": op("x402 v2 facilitator: verify a bursar-session payment (signature and every session rule, simulated now)", "none", Some("X402Request"),
+                json!({ "200": { "description": "{isValid, invalidReason?, invalidMessage?, payer?}", "content": { "application/json": { "schema": { "type": "object" } } } } })) },
+            "/x402/settle": { "post": op("x402 v2 facilitator: settle it through the transaction engine, answered once mined", "none", Some("X402Request"),
+                json!({ "200": { "description": "{success, errorReason?, errorMessage?, payer?, transaction, network}", "content": { "application/json": { "schema": { "type": "object" } } } } })) },
+            "/v1/x402/pay": { "post": op("Sign a bursar-session payment of a 402 answer's PAYMENT-REQUIRED from the session (checked by the wallet's rules first)", "capabilityToken", Some("X402PayRequest"),
+                json!({ "200": { "description": "{paymentSignature (the PAYMENT-SIGNATURE header), paymentPayload}", "content": { "application/json": { "schema": { "type": "object" } } } } })) },
             "/v1/webhooks": {
                 "post": op("Add an outbound webhook endpoint (scope: webhooks)", "hostKey", Some("WebhookRequest"), ok("201", "Webhook", "Added; the secret is shown once")),
                 "get": op("The host's webhook endpoints (scope: webhooks)", "hostKey", None, ok("200", "WebhookList", "Endpoints")),

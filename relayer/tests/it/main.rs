@@ -30,6 +30,7 @@ mod flow;
 mod lifecycle;
 mod receiver;
 mod vault;
+mod x402;
 
 use std::sync::Arc;
 

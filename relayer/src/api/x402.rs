@@ -1,0 +1,39 @@
+//! x402: the facilitator's endpoints (for resource servers; no credentials) and the agent's.
+
+use axum::extract::State;
+use axum::Json;
+use serde_json::Value;
+
+use super::{AppState, Body, Sandbox};
+use crate::error::ApiError;
+use crate::x402::{self, FacilitatorRequest, Paid, PayRequest, SettleResponse, VerifyResponse};
+
+/// `GET /x402/supported`.
+pub(super) async fn supported(State(s): State<AppState>) -> Json<Value> {
+    Json(x402::supported(&s))
+}
+
+/// `POST /x402/verify`.
+pub(super) async fn verify(
+    State(s): State<AppState>,
+    Body(req): Body<FacilitatorRequest>,
+) -> Result<Json<VerifyResponse>, ApiError> {
+    Ok(Json(x402::verify(&s, req).await?))
+}
+
+/// `POST /x402/settle`.
+pub(super) async fn settle(
+    State(s): State<AppState>,
+    Body(req): Body<FacilitatorRequest>,
+) -> Result<Json<SettleResponse>, ApiError> {
+    Ok(Json(x402::settle(&s, req).await?))
+}
+
+/// `POST /v1/x402/pay`: the sandbox's payment of a 402 answer.
+pub(super) async fn pay(
+    State(s): State<AppState>,
+    Sandbox(session): Sandbox,
+    Body(req): Body<PayRequest>,
+) -> Result<Json<Paid>, ApiError> {
+    Ok(Json(x402::pay(&s, &session, req).await?))
+}

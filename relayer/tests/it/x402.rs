@@ -1,0 +1,339 @@
+//! An agent pays an HTTP 402 API from its session, end to end on the devnet: a local resource
+//! server answers 402 with x402 v2 `PAYMENT-REQUIRED`, the sandbox has the relayer sign a
+//! `bursar-session` payment, the server verifies and settles it through the relayer's
+//! facilitator endpoints and serves the resource. Replayed and altered payloads are refused; an
+//! amount over the session's cap or a payee off its allowlist is refused before anything is
+//! signed.
+
+use std::sync::Arc;
+
+use alloy_primitives::Address;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use serde_json::{json, Value};
+
+use super::flow::{code, system, usd, System};
+use super::*;
+
+/// A resource server charging `amount` to `pay_to` for `GET /report`, settling through the
+/// facilitator at `facilitator`.
+struct Resource {
+    url: String,
+    settled: Arc<std::sync::Mutex<Vec<Value>>>,
+}
+
+struct Terms {
+    facilitator: String,
+    network: String,
+    asset: Address,
+    pay_to: Address,
+    amount: String,
+    url: std::sync::Mutex<String>,
+    settled: Arc<std::sync::Mutex<Vec<Value>>>,
+}
+
+impl Terms {
+    fn required(&self, error: Option<&str>) -> Value {
+        json!({
+            "x402Version": 2,
+            "error": error,
+            "resource": { "url": *self.url.lock().unwrap(), "description": "a market report", "mimeType": "text/plain" },
+            "accepts": [
+                // An option Bursar does not pay with, which the agent must skip.
+                { "scheme": "exact", "network": self.network, "amount": self.amount, "asset": self.asset,
+                  "payTo": self.pay_to, "maxTimeoutSeconds": 60, "extra": { "name": "USDC", "version": "2" } },
+                { "scheme": "bursar-session", "network": self.network, "amount": self.amount, "asset": self.asset,
+                  "payTo": self.pay_to, "maxTimeoutSeconds": 60 },
+            ],
+        })
+    }
+}
+
+fn payment_required(terms: &Terms, error: Option<&str>) -> Response {
+    let header = B64.encode(terms.required(error).to_string());
+    (
+        StatusCode::PAYMENT_REQUIRED,
+        [("PAYMENT-REQUIRED", header)],
+        "{}",
+    )
+        .into_response()
+}
+
+/// What a resource server using any x402 facilitator does.
+async fn report(State(t): State<Arc<Terms>>, headers: HeaderMap) -> Response {
+    let Some(signature) = headers.get("payment-signature") else {
+        return payment_required(&t, Some("PAYMENT-SIGNATURE header is required"));
+    };
+    let payload: Value =
+        serde_json::from_slice(&B64.decode(signature.as_bytes()).unwrap()).unwrap();
+    // Its own requirements, never the client's copy.
+    let requirements = t.required(None)["accepts"][1].clone();
+    let body =
+        json!({ "x402Version": 2, "paymentPayload": payload, "paymentRequirements": requirements });
+    let http = reqwest12::Client::new();
+    let verified: Value = http
+        .post(format!("{}/x402/verify", t.facilitator))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    if verified["isValid"] != true {
+        return payment_required(&t, verified["invalidReason"].as_str());
+    }
+    let settled: Value = http
+        .post(format!("{}/x402/settle", t.facilitator))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    t.settled.lock().unwrap().push(settled.clone());
+    let header = B64.encode(settled.to_string());
+    if settled["success"] != true {
+        return (
+            StatusCode::PAYMENT_REQUIRED,
+            [("PAYMENT-RESPONSE", header)],
+            "",
+        )
+            .into_response();
+    }
+    (
+        StatusCode::OK,
+        [("PAYMENT-RESPONSE", header)],
+        "BTC 97,000; ETH 3,100",
+    )
+        .into_response()
+}
+
+impl Resource {
+    async fn start(s: &System, pay_to: Address, amount: &str) -> Resource {
+        let settled = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let terms = Arc::new(Terms {
+            facilitator: s.base.clone(),
+            network: format!("eip155:{}", s.client.chain_id().await.unwrap()),
+            asset: s
+                .record
+                .address(bursar_deploy::Contract::TestToken.key())
+                .unwrap(),
+            pay_to,
+            amount: amount.to_owned(),
+            url: Default::default(),
+            settled: settled.clone(),
+        });
+        let app = axum::Router::new()
+            .route("/report", axum::routing::get(report))
+            .with_state(terms.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/report", listener.local_addr().unwrap());
+        *terms.url.lock().unwrap() = url.clone();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        Resource { url, settled }
+    }
+
+    async fn get(&self, signature: Option<&str>) -> (u16, HeaderMap, String) {
+        let mut req = reqwest12::Client::new().get(&self.url);
+        if let Some(sig) = signature {
+            req = req.header("PAYMENT-SIGNATURE", sig);
+        }
+        let r = req.send().await.unwrap();
+        let status = r.status().as_u16();
+        let headers = r.headers().clone();
+        (status, headers, r.text().await.unwrap())
+    }
+}
+
+fn decoded(headers: &HeaderMap, name: &str) -> Value {
+    serde_json::from_slice(&B64.decode(headers[name].as_bytes()).unwrap()).unwrap()
+}
+
+async fn an_agent_pays_a_402_api_from_its_session(db: Db) {
+    let s = system(db).await;
+    let (_, token) = s.open_session(json!({})).await;
+    let (status, supported) = s.get("/x402/supported", "none").await;
+    assert_eq!(status, 200, "{supported}");
+    assert_eq!(supported["kinds"][0]["scheme"], "bursar-session");
+    assert_eq!(supported["kinds"][0]["network"], "eip155:412346");
+    assert_eq!(
+        supported["signers"]["eip155:*"][0],
+        dev_key(9).address().to_string()
+    );
+
+    // 1. The API answers 402; the agent hands the requirements to the relayer.
+    let api = Resource::start(&s, s.vendor_a, &usd(5).to_string()).await;
+    let (status, headers, _) = api.get(None).await;
+    assert_eq!(status, 402);
+    let required = headers["payment-required"].to_str().unwrap().to_owned();
+    let (status, paid) = s
+        .post(
+            "/v1/x402/pay",
+            &token,
+            json!({ "paymentRequired": required }),
+        )
+        .await;
+    assert_eq!(status, 200, "{paid}");
+    let signature = paid["paymentSignature"].as_str().unwrap().to_owned();
+    assert_eq!(
+        paid["paymentPayload"]["accepted"]["scheme"],
+        "bursar-session"
+    );
+
+    // 2. It retries with PAYMENT-SIGNATURE: verified, settled on chain, served.
+    let before = s.token_balance(s.vendor_a).await;
+    let (status, headers, body) = api.get(Some(&signature)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body, "BTC 97,000; ETH 3,100");
+    let response = decoded(&headers, "payment-response");
+    assert_eq!(response["success"], true, "{response}");
+    assert_eq!(response["network"], "eip155:412346");
+    assert!(response["transaction"].as_str().unwrap().starts_with("0x"));
+    assert_eq!(s.token_balance(s.vendor_a).await, before + usd(5));
+    // The payment is the session's like any other, its purpose the resource's hash.
+    let (_, list) = s.get("/v1/payments", &token).await;
+    let payment = &list["payments"][0];
+    assert_eq!(payment["status"], "confirmed", "{list}");
+    assert_eq!(
+        payment["purpose"],
+        paid["paymentPayload"]["payload"]["purpose"]
+    );
+
+    // 3. Replayed: the same header again is refused, and nothing more is paid.
+    let (status, headers, _) = api.get(Some(&signature)).await;
+    assert_eq!(status, 402);
+    let again = decoded(&headers, "payment-required");
+    assert_eq!(again["error"], "WalletNonceUsed", "{again}");
+    assert_eq!(s.token_balance(s.vendor_a).await, before + usd(5));
+    // Settling the same payload directly is refused too.
+    let payload: Value = serde_json::from_slice(&B64.decode(&signature).unwrap()).unwrap();
+    let direct = json!({ "x402Version": 2, "paymentPayload": payload, "paymentRequirements": payload["accepted"] });
+    let (status, r) = s.post("/x402/settle", "none", direct).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(
+        (r["success"].clone(), r["transaction"].clone()),
+        (json!(false), json!("")),
+        "{r}"
+    );
+
+    // 4. Altered: a fresh payment with the amount or the payee changed in the payload.
+    let (_, paid) = s
+        .post(
+            "/v1/x402/pay",
+            &token,
+            json!({ "paymentRequired": required }),
+        )
+        .await;
+    let fresh: Value = serde_json::from_slice(
+        &B64.decode(paid["paymentSignature"].as_str().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    for (path, value, reason) in [
+        (
+            "/payload/amount",
+            json!(usd(6).to_string()),
+            "invalid_bursar_session_amount_mismatch",
+        ),
+        (
+            "/accepted/payTo",
+            json!(s.vendor_b),
+            "invalid_payment_requirements",
+        ),
+        (
+            "/payload/to",
+            json!(s.vendor_b),
+            "invalid_bursar_session_recipient_mismatch",
+        ),
+        (
+            "/payload/deadline",
+            json!(
+                paid["paymentPayload"]["payload"]["deadline"]
+                    .as_u64()
+                    .unwrap()
+                    + 1
+            ),
+            "WalletWrongSigner",
+        ),
+    ] {
+        let mut altered = fresh.clone();
+        *altered.pointer_mut(path).unwrap() = value;
+        let header = B64.encode(altered.to_string());
+        let (status, headers, _) = api.get(Some(&header)).await;
+        assert_eq!(status, 402, "{path}");
+        assert_eq!(
+            decoded(&headers, "payment-required")["error"],
+            reason,
+            "{path}"
+        );
+    }
+    // The untouched one still pays.
+    let (status, _, _) = api.get(paid["paymentSignature"].as_str()).await;
+    assert_eq!(status, 200);
+    assert_eq!(s.token_balance(s.vendor_a).await, before + usd(10));
+
+    // 5. Over the session's cap (30), or to a payee off its allowlist: refused by the wallet's
+    // rule before anything is signed.
+    let pricey = Resource::start(&s, s.vendor_b, &usd(31).to_string()).await;
+    let (_, headers, _) = pricey.get(None).await;
+    let required = headers["payment-required"].to_str().unwrap();
+    let (status, r) = s
+        .post(
+            "/v1/x402/pay",
+            &token,
+            json!({ "paymentRequired": required }),
+        )
+        .await;
+    assert_eq!((status, code(&r)), (422, "WalletPaymentCapExceeded"), "{r}");
+    let stranger = Resource::start(&s, s.vendor_c, "1").await;
+    let (_, headers, _) = stranger.get(None).await;
+    let required = headers["payment-required"].to_str().unwrap();
+    let (status, r) = s
+        .post(
+            "/v1/x402/pay",
+            &token,
+            json!({ "paymentRequired": required }),
+        )
+        .await;
+    assert_eq!(status, 422, "{r}");
+    assert!(code(&r).starts_with("Wallet"), "{r}");
+    // Requirements without a bursar-session option, and malformed ones.
+    let exact_only = json!({ "x402Version": 2, "resource": { "url": "https://x" }, "accepts": [
+        { "scheme": "exact", "network": "eip155:8453", "amount": "1", "asset": Address::ZERO, "payTo": s.vendor_a, "maxTimeoutSeconds": 60 } ] });
+    let (status, r) = s
+        .post(
+            "/v1/x402/pay",
+            &token,
+            json!({ "paymentRequired": exact_only }),
+        )
+        .await;
+    assert_eq!((status, code(&r)), (409, "x402_no_bursar_option"), "{r}");
+    let (status, r) = s
+        .post(
+            "/v1/x402/pay",
+            &token,
+            json!({ "paymentRequired": "not base64!" }),
+        )
+        .await;
+    assert_eq!((status, code(&r)), (400, "invalid_request"), "{r}");
+    // Only a sandbox pays: a host key is not a capability token.
+    assert_eq!(
+        s.post("/v1/x402/pay", &s.host, json!({ "paymentRequired": {} }))
+            .await
+            .0,
+        401
+    );
+    assert_eq!(
+        api.settled.lock().unwrap().len(),
+        2,
+        "settled only once verified: the two valid payments"
+    );
+    s.relayer.shutdown().await;
+}
+
+on_both_databases!(an_agent_pays_a_402_api_from_its_session);
