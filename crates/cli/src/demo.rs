@@ -26,6 +26,61 @@ pub(crate) struct DemoArgs {
     /// Where the demo's deployment record goes (not the committed deployments/).
     #[arg(long, default_value = "target/demo/deployments")]
     deployments: PathBuf,
+    /// Run the story against the stack `bursar up` runs (its chain, contracts, relayer and
+    /// indexer, found in `<data dir>/up.json`) instead of starting one.
+    #[arg(long)]
+    against_running: bool,
+    /// `bursar up`'s data directory (with --against-running).
+    #[arg(long, env = "BURSAR_DATA_DIR", default_value = ".bursar")]
+    data_dir: PathBuf,
+}
+
+/// What `<data dir>/up.json` says about a running stack.
+struct Running {
+    rpc: String,
+    record: bursar_deploy::DeploymentRecord,
+    relayer: bursar_demo::RunningRelayer,
+    indexer: String,
+}
+
+fn running(dir: &std::path::Path) -> Result<Running, String> {
+    let path = dir.join(crate::up::UP_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|_| {
+        format!(
+            "no {}: start the stack first (`bursar up --data-dir {}`)",
+            path.display(),
+            dir.display()
+        )
+    })?;
+    let up: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let field = |name: &str| {
+        up[name]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| format!("{} has no {name}", path.display()))
+    };
+    let record_path = PathBuf::from(field("deployment")?);
+    let record = bursar_deploy::DeploymentRecord::read(&record_path)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("no deployment record at {}", record_path.display()))?;
+    let key_file = field("hostKeyFile")?;
+    let host_key = std::fs::read_to_string(&key_file)
+        .map_err(|e| format!("{key_file}: {e}"))?
+        .trim()
+        .to_owned();
+    Ok(Running {
+        rpc: field("rpc")?,
+        record,
+        relayer: bursar_demo::RunningRelayer {
+            url: field("relayer")?,
+            host_key,
+            signer: field("relayerSigner")?
+                .parse()
+                .map_err(|_| format!("{}: relayerSigner is not an address", path.display()))?,
+        },
+        indexer: field("indexer")?,
+    })
 }
 
 /// Prints the story as it happens.
@@ -44,7 +99,60 @@ pub(crate) fn run(args: DemoArgs) -> Result<(), String> {
     crate::block_on(demo(args))
 }
 
+/// The story against `bursar up`'s stack; the audit trail from its indexer.
+async fn against_running(args: DemoArgs) -> Result<(), String> {
+    let up = running(&args.data_dir)?;
+    println!(
+        "▶ Against the running stack: chain {}, relayer {}, indexer {}",
+        up.rpc, up.relayer.url, up.indexer
+    );
+    let client = Client::new(up.rpc.clone());
+    let operator_key = {
+        let dev = &bursar_devnet::accounts::dev_accounts()[0];
+        Key::from_bytes(&dev.private_key).expect("dev keys are valid")
+    };
+    let seed = format!(
+        "{}",
+        client.block_number().await.map_err(|e| e.to_string())?
+    );
+    let actors = Actors::fresh(operator_key, &seed);
+    let report = bursar_demo::run_against(&client, &up.record, actors, up.relayer, &mut Print)
+        .await
+        .map_err(|e| format!("the scenario failed: {e}"))?;
+    // The running indexer catches up with the story's last block.
+    let head = client.latest_block().await.map_err(|e| e.to_string())?;
+    let health = format!("{}/health", up.indexer);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let indexed = reqwest::get(&health)
+            .await
+            .ok()
+            .map(|r| r.json::<serde_json::Value>());
+        let hash = match indexed {
+            Some(body) => body
+                .await
+                .ok()
+                .and_then(|v| v["indexedBlockHash"].as_str().map(str::to_owned)),
+            None => None,
+        };
+        if hash.as_deref() == Some(head.hash.to_string().as_str()) {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(format!(
+                "the indexer at {} did not reach block {} within a minute",
+                up.indexer, head.number
+            ));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    print_trail(&client, &up.record, &report, &up.indexer).await
+}
+
 async fn demo(args: DemoArgs) -> Result<(), String> {
+    if args.against_running {
+        return against_running(args).await;
+    }
     // 1. The chain.
     let (url, _devnet) = match &args.rpc {
         Some(url) => (url.clone(), None),
@@ -116,10 +224,7 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
         .await
         .map_err(|e| format!("the scenario failed: {e}"))?;
 
-    // 5. The audit trail: the session's events and token movements as the indexer serves
-    // them, checked against the chain's own logs; allowlist changes (which the indexer does not
-    // attribute to sessions) from the logs.
-    let contracts = Contracts::from_record(&record).map_err(|e| e.to_string())?;
+    // 5. The audit trail.
     let head = client.latest_block().await.map_err(|e| e.to_string())?;
     if !indexer
         .synced_to(&head.hash.to_string(), std::time::Duration::from_secs(60))
@@ -130,9 +235,32 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
             head.number
         ));
     }
-    let base = format!("http://{}", indexer.addr);
-    let indexed = audit::indexed_trail(&base, &contracts, report.session_id).await?;
-    let chain = audit::trail(&client, &contracts, report.session_id, report.first_block)
+    print_trail(
+        &client,
+        &record,
+        &report,
+        &format!("http://{}", indexer.addr),
+    )
+    .await?;
+    indexer.shutdown().await;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", index_db.display()));
+    }
+    Ok(())
+}
+
+/// The session's events and token movements as the indexer at `base` serves them, checked
+/// against the chain's own logs, with allowlist changes (which the indexer does not attribute
+/// to sessions) from the logs; printed.
+async fn print_trail(
+    client: &Client,
+    record: &bursar_deploy::DeploymentRecord,
+    report: &bursar_demo::Report,
+    base: &str,
+) -> Result<(), String> {
+    let contracts = Contracts::from_record(record).map_err(|e| e.to_string())?;
+    let indexed = audit::indexed_trail(base, &contracts, report.session_id).await?;
+    let chain = audit::trail(client, &contracts, report.session_id, report.first_block)
         .await
         .map_err(|e| e.to_string())?;
     let position = |e: &audit::AuditEntry| (e.block, e.tx, e.log_index);
@@ -162,10 +290,6 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
     );
     for entry in &trail {
         println!("  {entry}");
-    }
-    indexer.shutdown().await;
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", index_db.display()));
     }
     println!(
         "\n✔ {} transactions; spent {}, refunded {}; every event and balance checked.",

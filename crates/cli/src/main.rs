@@ -9,6 +9,7 @@ mod deploy;
 mod devnet;
 mod indexer;
 mod relayer;
+mod up;
 
 #[derive(Parser)]
 #[command(name = "bursar", version, about = "Bursar command-line tool")]
@@ -36,6 +37,9 @@ enum Command {
     Indexer(indexer::IndexerArgs),
     /// Export a session's hash-chained audit trail, or verify an export against the chain.
     Audit(audit::AuditArgs),
+    /// The whole stack, for real local use: devnet, contracts, indexer, relayer and a host key,
+    /// kept in a data directory (a restart continues); Ctrl-C stops it.
+    Up(up::UpArgs),
 }
 
 // The devnet instantiates programs with fresh memory many times per transaction (see
@@ -116,6 +120,7 @@ fn main() -> std::process::ExitCode {
         Command::Relayer(args) => relayer::run(args),
         Command::Indexer(args) => indexer::run(args),
         Command::Audit(args) => audit::run(args),
+        Command::Up(args) => up::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -1,6 +1,7 @@
 //! The sandbox host's side of the story: a relayer running in this process (SQLite, the dev
-//! chain's last account as its signer), the host's API key, and the host's webhook receiver,
-//! which checks each delivery's signature before it keeps it.
+//! chain's last account as its signer) or one already running (`bursar up`), the host's API
+//! key, and the host's webhook receiver, which checks each delivery's signature before it keeps
+//! it.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -19,14 +20,53 @@ use crate::scenario::ScenarioError;
 
 /// The relayer and how the host reaches it.
 pub struct Host {
-    /// The running relayer.
-    pub relayer: Relayer,
+    /// The relayer, when it runs in this process.
+    pub relayer: Option<Relayer>,
     /// Its API.
     pub api: Api,
     /// The host's API key.
     pub key: String,
     /// What the host's webhook receiver accepted (verified), in arrival order.
     pub webhooks: Arc<Mutex<Vec<Value>>>,
+    /// Notified at each webhook accepted.
+    arrived: Arc<tokio::sync::Notify>,
+    /// The webhook endpoint made for the receiver.
+    endpoint: String,
+}
+
+impl Host {
+    /// Stops the relayer when it runs in this process; otherwise removes the webhook endpoint
+    /// (its receiver goes away with the story).
+    pub async fn close(self) {
+        match self.relayer {
+            Some(relayer) => relayer.shutdown().await,
+            None => {
+                let path = format!("/v1/webhooks/{}", self.endpoint);
+                let _ = self.api.delete(&path, &self.key).await;
+            }
+        }
+    }
+
+    /// The webhooks accepted once `done` holds of them, or `None` after `wait`.
+    pub async fn webhooks_until(
+        &self,
+        wait: Duration,
+        done: impl Fn(&[Value]) -> bool,
+    ) -> Option<Vec<Value>> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let arrived = self.arrived.notified();
+            let got = self
+                .webhooks
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            if done(&got) {
+                return Some(got);
+            }
+            tokio::time::timeout_at(deadline, arrived).await.ok()?;
+        }
+    }
 }
 
 /// Starts a relayer for `record`'s contracts on the chain at `rpc`, with its database at
@@ -88,9 +128,20 @@ pub async fn start(
     .await
     .map_err(|e| fail("host key", &e))?
     .key;
-    let api = Api::new(format!("http://{}", relayer.addr));
+    let url = format!("http://{}", relayer.addr);
+    let mut host = connect(url, key).await?;
+    host.relayer = Some(relayer);
+    Ok(host)
+}
+
+/// The host of a relayer already running at `url`, with its API key `key`: makes its webhook
+/// endpoint.
+pub async fn connect(url: String, key: String) -> Result<Host, ScenarioError> {
+    let fail = |what: &str, e: &dyn std::fmt::Display| ScenarioError::Check(format!("{what}: {e}"));
+    let api = Api::new(url);
     let webhooks = Arc::new(Mutex::new(Vec::new()));
-    let receiver = receiver(webhooks.clone()).await?;
+    let arrived = Arc::new(tokio::sync::Notify::new());
+    let receiver = receiver(webhooks.clone(), arrived.clone()).await?;
     let (status, endpoint) = api
         .post("/v1/webhooks", &key, json!({ "url": receiver.0 }))
         .await?;
@@ -100,10 +151,12 @@ pub async fn start(
     *receiver.1.lock().unwrap_or_else(|e| e.into_inner()) =
         endpoint["secret"].as_str().unwrap_or_default().to_owned();
     Ok(Host {
-        relayer,
+        relayer: None,
         api,
         key,
         webhooks,
+        arrived,
+        endpoint: endpoint["id"].as_str().unwrap_or_default().to_owned(),
     })
 }
 
@@ -111,12 +164,14 @@ pub async fn start(
 /// payload. Returns its URL and the secret it verifies with (set once the endpoint exists).
 async fn receiver(
     kept: Arc<Mutex<Vec<Value>>>,
+    arrived: Arc<tokio::sync::Notify>,
 ) -> Result<(String, Arc<Mutex<String>>), ScenarioError> {
     use axum::http::{HeaderMap, StatusCode};
     let secret = Arc::new(Mutex::new(String::new()));
     let verify_with = secret.clone();
     let handler = move |headers: HeaderMap, body: axum::body::Bytes| {
         let kept = kept.clone();
+        let arrived = arrived.clone();
         let secret = verify_with
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -143,6 +198,7 @@ async fn receiver(
             }
             if let Ok(payload) = serde_json::from_slice::<Value>(&body) {
                 kept.lock().unwrap_or_else(|e| e.into_inner()).push(payload);
+                arrived.notify_waiters();
             }
             StatusCode::NO_CONTENT
         }
@@ -191,6 +247,15 @@ impl Api {
             .post(format!("{}{path}", self.base))
             .bearer_auth(bearer)
             .json(&body);
+        Self::answer(path, r).await
+    }
+
+    /// `DELETE path` with `bearer`.
+    pub async fn delete(&self, path: &str, bearer: &str) -> Result<(u16, Value), ScenarioError> {
+        let r = self
+            .http
+            .delete(format!("{}{path}", self.base))
+            .bearer_auth(bearer);
         Self::answer(path, r).await
     }
 

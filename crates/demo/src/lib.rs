@@ -19,4 +19,7 @@ pub mod host;
 pub mod money;
 pub mod scenario;
 
-pub use scenario::{run, Actors, Contracts, Narrator, Report, ScenarioError, Transcript};
+pub use scenario::{
+    run, run_against, Actors, Contracts, Narrator, Report, RunningRelayer, ScenarioError,
+    Transcript,
+};

@@ -205,8 +205,10 @@ pub struct Scenario<'a, N: Narrator> {
     narrator: &'a mut N,
     senders: Vec<(Address, Sender)>,
     report: Report,
-    /// The relayer (in this process) and the host's key and webhooks.
+    /// The relayer (in this process, or running) and the host's key and webhooks.
     host: Option<crate::host::Host>,
+    /// The relayer's signer: the session's lease keeper and guardian.
+    relayer_signer: Address,
     /// The sandbox's capability token.
     token: String,
     /// The session's custodial key (the relayer holds it).
@@ -216,11 +218,44 @@ pub struct Scenario<'a, N: Narrator> {
     receipts: Vec<PaymentReceipt>,
 }
 
-/// Runs the whole story on a dev chain (it moves time forward with `evm_increaseTime`).
+/// A relayer already running (`bursar up`) for the story to use instead of its own.
+#[derive(Clone, Debug)]
+pub struct RunningRelayer {
+    /// Its API (`http://host:port`).
+    pub url: String,
+    /// A host's API key on it.
+    pub host_key: String,
+    /// Its signer, which sends the session's transactions (the lease keeper and guardian).
+    pub signer: Address,
+}
+
+/// Runs the whole story on a dev chain (it moves time forward with `evm_increaseTime`), with a
+/// relayer of its own in this process.
 pub async fn run<N: Narrator>(
     client: &Client,
     record: &DeploymentRecord,
     actors: Actors,
+    narrator: &mut N,
+) -> Result<Report> {
+    run_with(client, record, actors, None, narrator).await
+}
+
+/// [`run`] against a relayer already running.
+pub async fn run_against<N: Narrator>(
+    client: &Client,
+    record: &DeploymentRecord,
+    actors: Actors,
+    relayer: RunningRelayer,
+    narrator: &mut N,
+) -> Result<Report> {
+    run_with(client, record, actors, Some(relayer), narrator).await
+}
+
+async fn run_with<N: Narrator>(
+    client: &Client,
+    record: &DeploymentRecord,
+    actors: Actors,
+    running: Option<RunningRelayer>,
     narrator: &mut N,
 ) -> Result<Report> {
     let contracts = Contracts::from_record(record)?;
@@ -229,10 +264,14 @@ pub async fn run<N: Narrator>(
         std::process::id(),
         actors.relayer.address()
     ));
+    let relayer_signer = running
+        .as_ref()
+        .map_or(actors.relayer.address(), |r| r.signer);
     let mut s = Scenario {
         client,
         contracts,
         actors,
+        relayer_signer,
         narrator,
         senders: Vec::new(),
         report: Report::default(),
@@ -243,8 +282,13 @@ pub async fn run<N: Narrator>(
     };
     s.report.first_block = client.block_number().await? + 1;
     s.fund_actors().await?;
-    let relayer_key = s.actors.relayer.clone();
-    s.host = Some(crate::host::start(client.url(), record, &db_file, relayer_key).await?);
+    s.host = Some(match running {
+        None => {
+            let key = s.actors.relayer.clone();
+            crate::host::start(client.url(), record, &db_file, key).await?
+        }
+        Some(r) => crate::host::connect(r.url, r.host_key).await?,
+    });
     let story = async {
         s.vendor_list().await?;
         s.fund_owner().await?;
@@ -261,7 +305,7 @@ pub async fn run<N: Narrator>(
     };
     let outcome = story.await;
     if let Some(host) = s.host.take() {
-        host.relayer.shutdown().await;
+        host.close().await;
     }
     let _ = std::fs::remove_file(&db_file);
     outcome.map(|()| s.report)
@@ -277,7 +321,7 @@ impl<N: Narrator> Scenario<'_, N> {
         let client = self.client;
         let a = &self.actors;
         // The owner and the sandbox never pay gas: the relayer sends their signed messages.
-        let payees = [a.org.address(), a.relayer.address(), a.vendor_a.address()];
+        let payees = [a.org.address(), self.relayer_signer, a.vendor_a.address()];
         for to in payees {
             let sender = self.sender(&operator).await?;
             let r = sender
@@ -293,7 +337,7 @@ impl<N: Narrator> Scenario<'_, N> {
         self.narrator.note(&format!(
             "org {}, relayer signer {}; the owner {} holds no ETH at all",
             a.org.address(),
-            a.relayer.address(),
+            self.relayer_signer,
             a.owner.address(),
         ));
         Ok(())
@@ -412,7 +456,7 @@ impl<N: Narrator> Scenario<'_, N> {
         self.check(
             opened.owner == owner.address()
                 && opened.sessionKey == self.session_key
-                && opened.leaseKeeper == self.actors.relayer.address(),
+                && opened.leaseKeeper == self.relayer_signer,
             "SessionOpened names the owner, the custodial key and the relayer as lease keeper",
         )?;
         let approval = self.events::<ITestToken::Approval>(&r, self.contracts.token);
@@ -673,7 +717,7 @@ impl<N: Narrator> Scenario<'_, N> {
         let r = self.mined(&revoked["transactionHash"]).await?;
         let e = self.event::<ISessionWallet::SessionRevoked>(&r, self.contracts.wallet)?;
         self.check(
-            e.sessionId == sid && e.by == self.actors.relayer.address(),
+            e.sessionId == sid && e.by == self.relayer_signer,
             "SessionRevoked by the relayer, the session's guardian",
         )?;
         match self.pay(self.actors.vendor_a.address(), usd(1), "after revoke").await? {
@@ -706,19 +750,12 @@ impl<N: Narrator> Scenario<'_, N> {
     async fn host_webhooks(&mut self) -> Result<()> {
         self.narrator
             .step("The host's webhook receiver got, verified and kept every change");
-        let webhooks = self.host()?.webhooks.clone();
-        let core = self.host()?.relayer.core.clone();
-        let look = || async {
-            let got = webhooks.lock().unwrap_or_else(|e| e.into_inner());
-            Ok(got
-                .iter()
-                .any(|w| w["type"] == "session.closed")
-                .then(|| got.clone()))
-        };
-        let got = core
-            .wait_for(std::time::Duration::from_secs(30), look)
+        let got = self
+            .host()?
+            .webhooks_until(std::time::Duration::from_secs(30), |got| {
+                got.iter().any(|w| w["type"] == "session.closed")
+            })
             .await
-            .map_err(|e| ScenarioError::Check(format!("webhooks: {e}")))?
             .ok_or_else(|| ScenarioError::Check("no session.closed webhook within 30 s".into()))?;
         for w in &got {
             let d = &w["data"];

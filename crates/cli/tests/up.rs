@@ -1,0 +1,213 @@
+//! Runs the built `bursar` binary: `bursar up` comes up (devnet, contracts, indexer, relayer,
+//! host key), `bursar demo --against-running` runs an agent session end to end against it,
+//! Ctrl-C stops it cleanly, and a restart on the same data directory continues: same chain,
+//! same contracts, the session still known.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// A running `bursar up`; killed on drop.
+struct Up {
+    child: Child,
+    relayer: String,
+    indexer: String,
+    /// Its stdout after the READY line.
+    rest: mpsc::Receiver<String>,
+    /// Its stdout up to the READY line.
+    banner: String,
+}
+
+impl Up {
+    fn start(data: &Path) -> Up {
+        let artifacts = bursar_e2e::artifacts_dir();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_bursar"))
+            .args(["up", "--devnet-port", "0"])
+            .args([
+                "--relayer-listen",
+                "127.0.0.1:0",
+                "--indexer-listen",
+                "127.0.0.1:0",
+            ])
+            .arg("--data-dir")
+            .arg(data)
+            .arg("--artifacts")
+            .arg(artifacts)
+            .env_remove("BURSAR_CONFIG")
+            .env_remove("BURSAR_RPC_URL")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn bursar up");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut banner = String::new();
+        let ready = loop {
+            let Some(Ok(line)) = lines.next() else {
+                let _ = child.kill();
+                panic!("bursar up exited before READY; stdout was:\n{banner}");
+            };
+            banner += &line;
+            banner.push('\n');
+            if let Some(rest) = line.strip_prefix("READY ") {
+                break rest.to_owned();
+            }
+        };
+        let (tx, rest) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let (relayer, indexer) = ready.split_once(' ').unwrap();
+        Up {
+            child,
+            relayer: relayer.trim_start_matches("http://").to_owned(),
+            indexer: indexer.trim_start_matches("http://").to_owned(),
+            rest,
+            banner,
+        }
+    }
+
+    /// Sends SIGINT (Ctrl-C) and waits, at most a minute, for the exit; answers the status and
+    /// what it printed meanwhile.
+    fn interrupt(&mut self) -> (ExitStatus, String) {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success());
+        let mut printed = String::new();
+        // Its stdout closes when it exits.
+        while let Ok(line) = self.rest.recv_timeout(Duration::from_secs(60)) {
+            printed += &line;
+            printed.push('\n');
+        }
+        let status = self.child.wait().unwrap();
+        (status, printed)
+    }
+}
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `GET path` over HTTP/1.1 with an optional bearer; the status line and the body.
+fn get(addr: &str, path: &str, bearer: Option<&str>) -> (String, String) {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let auth = bearer.map_or(String::new(), |b| format!("Authorization: Bearer {b}\r\n"));
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).expect("read response");
+    let (head, body) = resp.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_owned(), body.to_owned())
+}
+
+fn scratch() -> PathBuf {
+    let dir = bursar_e2e::scratch("bursar-up");
+    std::fs::remove_dir_all(&dir).ok();
+    dir
+}
+
+#[test]
+fn bursar_up_serves_a_session_end_to_end_and_restarts_where_it_stopped() {
+    let data = scratch();
+    let mut up = Up::start(&data);
+    assert!(up.banner.contains("(a new chain)"), "{}", up.banner);
+    let key = std::fs::read_to_string(data.join("host-key")).unwrap();
+    let key = key.trim();
+    assert!(
+        key.starts_with("bhk_") && up.banner.contains(key),
+        "the host key is printed"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        for secret in ["host-key", "master-key"] {
+            let mode = std::fs::metadata(data.join(secret))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "{secret}");
+        }
+    }
+    let (status, host) = get(&up.relayer, "/v1/host", Some(key));
+    assert!(status.contains("200"), "{status} {host}");
+    assert!(host.contains("\"name\":\"local\""), "{host}");
+    assert!(get(&up.indexer, "/health", None).0.contains("200"));
+
+    // An agent session, end to end, against the running stack.
+    let demo = Command::new(env!("CARGO_BIN_EXE_bursar"))
+        .args(["demo", "--against-running", "--data-dir"])
+        .arg(&data)
+        .env_remove("BURSAR_CONFIG")
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run bursar demo");
+    let story = String::from_utf8_lossy(&demo.stdout);
+    assert!(
+        demo.status.success(),
+        "{story}\n{}",
+        String::from_utf8_lossy(&demo.stderr)
+    );
+    assert!(story.contains("✔ 16 transactions"), "{story}");
+    let (_, sessions) = get(&up.relayer, "/v1/sessions", Some(key));
+    let session = sessions
+        .split("\"sessionId\":\"")
+        .nth(1)
+        .expect("the demo's session is the host's")[..66]
+        .to_owned();
+    let (_, indexed) = get(&up.indexer, &format!("/v1/sessions/{session}"), None);
+    assert!(indexed.contains("\"status\":\"closed\""), "{indexed}");
+
+    // Ctrl-C: everything stops, the chain is saved, up.json is gone.
+    let (status, printed) = up.interrupt();
+    assert!(status.success(), "{status}: {printed}");
+    assert!(printed.contains("✔ stopped"), "{printed}");
+    assert!(data.join("devnet-state.json").exists());
+    assert!(!data.join("up.json").exists());
+
+    // A restart continues: the same chain and contracts, the same host key, the session known.
+    let record = std::fs::read_to_string(data.join("deployment.json")).unwrap();
+    let mut again = Up::start(&data);
+    assert!(again.banner.contains("continues from"), "{}", again.banner);
+    assert!(again.banner.contains(key));
+    let wallet = |r: &str| r.split("\"sessionWallet\"").nth(1).unwrap()[..80].to_owned();
+    assert_eq!(
+        wallet(&std::fs::read_to_string(data.join("deployment.json")).unwrap()),
+        wallet(&record)
+    );
+    let (status, body) = get(
+        &again.relayer,
+        &format!("/v1/sessions/{session}"),
+        Some(key),
+    );
+    assert!(status.contains("200"), "{status} {body}");
+    assert!(
+        body.contains("\"status\":\"closed\""),
+        "the chain still knows it: {body}"
+    );
+    // A second `bursar up` on the same data directory is refused while this one runs.
+    let second = Command::new(env!("CARGO_BIN_EXE_bursar"))
+        .args(["up", "--data-dir"])
+        .arg(&data)
+        .env_remove("BURSAR_CONFIG")
+        .output()
+        .unwrap();
+    assert!(!second.status.success());
+    assert!(String::from_utf8_lossy(&second.stderr).contains("another `bursar up` runs"));
+    let (status, printed) = again.interrupt();
+    assert!(status.success(), "{status}: {printed}");
+}
