@@ -12,6 +12,7 @@
 //! * [`providers`] — sandbox providers' lifecycle webhooks, verified and read.
 //! * [`lifecycle`] — sandboxes' lifecycle events driving their sessions (pause, resume,
 //!   terminate → revoke and close).
+//! * [`metering`] — sandboxes' reported usage paid from their sessions at the host's rates.
 //! * [`outcomes`] — what mined transactions did (receipt ids, pending ids, decoded reverts).
 //! * [`webhooks`] — outbound webhooks to hosts (Standard Webhooks), retried, dead-lettered.
 //! * [`submission`] — the transaction engine: nonces, persistence before broadcast,
@@ -27,6 +28,7 @@ pub mod api;
 pub mod error;
 pub mod hosts;
 pub mod lifecycle;
+pub mod metering;
 pub mod metrics;
 pub mod outcomes;
 pub mod payments;
@@ -172,6 +174,8 @@ pub struct Core {
     pub(crate) lifecycle_due: tokio::sync::Notify,
     /// Lifecycle deliveries received, for the metrics.
     pub(crate) deliveries: metrics::Deliveries,
+    /// Held while [`metering::charge`] runs: one charge at a time.
+    pub(crate) metering: tokio::sync::Mutex<()>,
     /// Custodial keys opened so far, by address.
     pub(crate) open_keys: std::sync::Mutex<std::collections::HashMap<String, Key>>,
     /// Gas limits measured per session on its first payment (later ones cost no more).
@@ -357,6 +361,7 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
         webhooks_due: Default::default(),
         lifecycle_due: Default::default(),
         deliveries: Default::default(),
+        metering: Default::default(),
         limiter: Default::default(),
         instance: format!(
             "inst_{}",

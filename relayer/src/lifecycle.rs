@@ -57,6 +57,10 @@ pub struct Policy {
     /// What a paused sandbox does to its sessions.
     #[serde(default)]
     pub on_paused: OnPaused,
+    /// Rates at which reported usage is paid from the session, and to whom (none: usage is
+    /// recorded, not paid).
+    #[serde(default)]
+    pub metering: Option<crate::metering::Rates>,
 }
 
 /// What a terminated sandbox does to its sessions.
@@ -229,6 +233,14 @@ pub async fn receive(
     }
     tracing::info!(host = %host_id, source, event = %report.event_id, sandbox = %report.sandbox_id,
         lifecycle, sessions = effects.len(), "lifecycle event");
+    if report.usage.is_some() {
+        for row in bound.iter().filter(|r| r.status == "open") {
+            // A failure is retried before the session is wound down, at the latest.
+            if let Err(e) = crate::metering::charge(core, row).await {
+                tracing::warn!(session = %row.id, error = %e, "metering failed");
+            }
+        }
+    }
     for row in to_renew {
         // At once rather than at the next heartbeat; if this fails the heartbeat renews.
         if let Err(e) = sessions::renew_lease(core, &row).await {
@@ -336,6 +348,11 @@ pub async fn run(core: &Core, stop: impl std::future::Future<Output = ()>) {
 /// first: a step the wallet would refuse now is left for a later pass.
 pub async fn wind_down(core: &Core) -> Result<(), ApiError> {
     for row in core.store.winding_down().await? {
+        // The session pays for what its sandbox used before it is revoked.
+        if let Err(e) = crate::metering::charge(core, &row).await {
+            tracing::warn!(session = %row.id, error = %e, "metering before winding down failed");
+            continue;
+        }
         let id = sessions::parse_id(&row.id)?;
         let signer = sessions::signer_of(&row)?;
         let wallet = core.contracts.wallet;
@@ -470,6 +487,7 @@ mod tests {
         let revoke = Policy {
             on_terminated: OnTerminated::Revoke,
             on_paused: OnPaused::Record,
+            metering: None,
         };
         assert_eq!(
             decide(revoke, None, None, Terminated, 1),

@@ -505,6 +505,9 @@ pub struct SessionView {
     /// `GET /v1/sessions/{id}`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lifecycle: Option<Vec<Value>>,
+    /// The usage charged at the host's rates, oldest first (only on `GET /v1/sessions/{id}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metering: Option<Vec<Value>>,
 }
 
 /// A session's on-chain state, as the wallet reports it at the latest block.
@@ -552,6 +555,7 @@ impl SessionView {
             winding_down: row.winding_down != crate::store::WindDown::No,
             chain: None,
             lifecycle: None,
+            metering: None,
         })
     }
 }
@@ -587,6 +591,7 @@ pub async fn get(core: &Core, host: &Host, id: &str) -> Result<SessionView, ApiE
     let mut view = SessionView::of(row)?;
     view.chain = Some(chain);
     view.lifecycle = Some(lifecycle);
+    view.metering = Some(crate::metering::charges(core, &view.session_id).await?);
     Ok(view)
 }
 

@@ -134,6 +134,10 @@ fn schemas_sessions() -> Value {
                             "kind": { "type": "string" }, "lifecycle": { "enum": ["created", "running", "paused", "resumed", "terminated", "other"] },
                             "at": { "type": "integer" }, "action": { "enum": ["wind_down", "hold_lease", "renew_lease", "none", "stale", "ended"] },
                             "receivedAt": { "type": "integer" }, "report": { "type": "object", "description": "Echoed metadata and reported usage." } } } },
+                    "metering": { "type": "array", "description": "Only on GET /v1/sessions/{id}: usage charged at the host's rates, oldest first.",
+                        "items": { "type": "object", "properties": {
+                            "run": { "type": "string" }, "metered": amount, "amount": amount, "paymentId": { "type": "string" },
+                            "error": { "type": "string" }, "purpose": { "type": "string" }, "summary": { "type": "object" }, "createdAt": { "type": "integer" } } } },
                     "chain": { "type": "object", "properties": {
                         "status": { "enum": ["unknown", "active", "revoked", "closed"] }, "canPay": { "type": "boolean" },
                         "deposit": amount, "spent": amount, "reserved": amount, "remainingDeposit": amount,
@@ -153,7 +157,9 @@ fn schemas_sessions() -> Value {
                     "onTerminated": { "enum": ["close", "revoke", "record"], "default": "close",
                         "description": "close: revoke, then close (refund to the owner); revoke: revoke only; record: record the event only." },
                     "onPaused": { "enum": ["hold_lease", "record"], "default": "hold_lease",
-                        "description": "hold_lease: heartbeats stop renewing the lease until the sandbox runs again; record: record only." } } },
+                        "description": "hold_lease: heartbeats stop renewing the lease until the sandbox runs again; record: record only." },
+                    "metering": { "type": ["object", "null"], "description": "Rates (token base units) at which reported usage is paid from the session to payee; null: recorded only.",
+                        "required": ["payee"], "properties": { "payee": address, "perVcpuSecond": amount, "perGbSecond": amount, "perProxyByte": amount } } } },
                 "LifecycleRequest": { "type": "object", "required": ["state"], "properties": {
                     "state": { "enum": ["running", "paused", "resumed", "terminated"] },
                     "eventId": { "type": "string", "maxLength": 128, "description": "Deduplicates retries (default: a fresh id)." },

@@ -52,6 +52,7 @@ pub fn read(session: &Value, now_ms: i64) -> Result<Report, ProviderError> {
         at,
         metadata: super::string_map(session.get("userMetadata")),
         usage: Some(Usage {
+            run: text("id").map(str::to_owned),
             started_at: text("startedAt").map(str::to_owned),
             runtime_ms,
             proxy_bytes: session.get("proxyBytes").and_then(Value::as_u64),

@@ -101,11 +101,16 @@ fn parse(body: &[u8]) -> Result<Report, ProviderError> {
             n.as_u64()
                 .or_else(|| n.as_f64().map(|f| f.max(0.0).round() as u64))
         };
+        let started_at = e
+            .get("started_at")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let execution = field("sandbox_execution_id", "sandboxExecutionId")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         Usage {
-            started_at: e
-                .get("started_at")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            run: execution.or_else(|| started_at.clone()),
+            started_at,
             vcpus: number("vcpu_count"),
             memory_mb: number("memory_mb"),
             runtime_ms: number("execution_time"),

@@ -213,8 +213,13 @@ pub enum Lifecycle {
 
 /// Compute a provider reported with an event (E2B's `execution` block, a stopped Vercel
 /// session's usage).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Usage {
+    /// The run this usage is of, counted from its start (E2B's execution id, Vercel's session
+    /// id); `None`: the sandbox's whole life so far (Runloop). Later reports of the same run
+    /// supersede earlier ones, so a run is metered once.
+    pub run: Option<String>,
     /// When this run of the sandbox started (RFC 3339, as the provider wrote it).
     pub started_at: Option<String>,
     /// vCPUs assigned.

@@ -59,6 +59,7 @@ mod e2b {
         assert_eq!(
             report.usage,
             Some(Usage {
+                run: Some("exec_7".into()),
                 started_at: Some("2026-12-02T17:50:00Z".into()),
                 vcpus: Some(2),
                 memory_mb: Some(512),
@@ -310,6 +311,7 @@ mod vercel {
         assert_eq!(
             report.usage,
             Some(Usage {
+                run: Some("sess_2".into()),
                 vcpus: Some(2),
                 memory_mb: Some(4096),
                 runtime_ms: Some(300_000),

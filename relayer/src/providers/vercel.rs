@@ -99,6 +99,7 @@ pub fn verify(
     let usage = (event == "stopped").then(|| {
         let transfer = session.get("networkTransfer");
         Usage {
+            run: session.get("id").and_then(Value::as_str).map(str::to_owned),
             vcpus: number(session, "vcpus"),
             memory_mb: number(session, "memory"),
             runtime_ms: number(session, "duration"),

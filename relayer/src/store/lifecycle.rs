@@ -235,3 +235,68 @@ impl Store {
             .collect()
     }
 }
+
+/// A metering charge as stored.
+#[derive(Clone, Debug)]
+pub struct ChargeRow {
+    /// The run charged.
+    pub run: String,
+    /// The run's cost charged in all with this charge (decimal).
+    pub metered: String,
+    /// This charge (decimal).
+    pub amount: String,
+    /// Its payment.
+    pub payment_id: Option<String>,
+    /// Why it has none.
+    pub error_code: Option<String>,
+    /// What was charged (JSON).
+    pub summary: String,
+    /// When (unix ms).
+    pub created_at: i64,
+}
+
+impl Store {
+    /// Records a metering charge (a second record of the same charge is ignored).
+    pub async fn insert_charge(&self, session_id: &str, c: &ChargeRow) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO metering_charges (session_id, run, metered, amount, payment_id, \
+             error_code, summary, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+             ON CONFLICT (session_id, run, metered) DO NOTHING",
+        )
+        .bind(session_id)
+        .bind(&c.run)
+        .bind(&c.metered)
+        .bind(&c.amount)
+        .bind(&c.payment_id)
+        .bind(&c.error_code)
+        .bind(&c.summary)
+        .bind(c.created_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Session `session_id`'s metering charges, oldest first.
+    pub async fn charges(&self, session_id: &str) -> Result<Vec<ChargeRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT run, metered, amount, payment_id, error_code, summary, created_at \
+             FROM metering_charges WHERE session_id = $1 ORDER BY created_at, run",
+        )
+        .bind(session_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(ChargeRow {
+                    run: r.try_get("run")?,
+                    metered: r.try_get("metered")?,
+                    amount: r.try_get("amount")?,
+                    payment_id: r.try_get("payment_id")?,
+                    error_code: r.try_get("error_code")?,
+                    summary: r.try_get("summary")?,
+                    created_at: r.try_get("created_at")?,
+                })
+            })
+            .collect()
+    }
+}

@@ -20,7 +20,7 @@ pub use engine::{AttemptRow, NewAttempt, NewTransaction, TxRow, TxStatus};
 pub use hosts::HostKeyRow;
 pub use idempotency::Claim;
 pub use keys::SealedKeyRow;
-pub use lifecycle::{LifecycleRow, NewLifecycleEvent};
+pub use lifecycle::{ChargeRow, LifecycleRow, NewLifecycleEvent};
 pub use sessions::{
     NewPayment, NewSession, PaymentRow, ProvenanceRow, SessionRow, SessionTx, Unmined, WindDown,
 };

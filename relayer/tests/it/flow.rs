@@ -374,15 +374,25 @@ impl System {
     pub(super) async fn session_when(&self, id: &str, done: impl Fn(&Value) -> bool) -> Value {
         let path = format!("/v1/sessions/{id}");
         let last = std::sync::Mutex::new(Value::Null);
-        self.when(|| async {
+        let look = || async {
             let (status, s) = self.get(&path, &self.host).await;
             assert_eq!(status, 200, "{s}");
             let ok = done(&s);
             *last.lock().unwrap() = s;
-            ok
-        })
-        .await;
-        last.into_inner().unwrap()
+            Ok(ok.then_some(()))
+        };
+        let found = self
+            .relayer
+            .core
+            .wait_for(Duration::from_secs(30), look)
+            .await
+            .unwrap();
+        let last = last.into_inner().unwrap();
+        assert!(
+            found.is_some(),
+            "the session never came to the state asked for: {last:#}"
+        );
+        last
     }
 }
 

@@ -6,7 +6,7 @@
 //! stale, replayed, cross-host and oversized ones change nothing.
 
 use base64::Engine;
-use bursar_relayer::providers::{self, e2b, Provider};
+use bursar_relayer::providers::{self, e2b, vercel, Provider};
 use bursar_relayer::vault::MasterKey;
 use serde_json::{json, Value};
 
@@ -14,6 +14,7 @@ use super::flow::{code, system, system_with, usd, System};
 use super::*;
 
 const E2B_SECRET: &str = "e2b-host-secret";
+const VERCEL_SECRET: &str = "vercel-host-secret";
 const DAYTONA_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 fn now() -> i64 {
@@ -29,14 +30,19 @@ fn rfc3339(unix: i64) -> String {
 
 /// An E2B v2 lifecycle delivery of `kind` for `sandbox` at `at`.
 fn e2b_event(id: &str, kind: &str, sandbox: &str, at: i64) -> String {
+    e2b_run_event(id, kind, sandbox, at, "exec_1", 60_000)
+}
+
+/// An E2B v2 lifecycle delivery reporting `ms` of run `run` (2 vCPUs, 512 MiB).
+fn e2b_run_event(id: &str, kind: &str, sandbox: &str, at: i64, run: &str, ms: u64) -> String {
     json!({
         "id": id, "version": "v2", "type": format!("sandbox.lifecycle.{kind}"),
         "timestamp": rfc3339(at), "event_category": "lifecycle", "event_label": kind,
         "event_data": {
             "sandbox_metadata": { "bursar_session": "forged-id-ignored" },
-            "execution": { "started_at": rfc3339(at - 60), "vcpu_count": 2, "memory_mb": 512, "execution_time": 60000 }
+            "execution": { "started_at": rfc3339(at - 60), "vcpu_count": 2, "memory_mb": 512, "execution_time": ms }
         },
-        "sandbox_id": sandbox, "sandbox_execution_id": "exec_1", "sandbox_template_id": "base",
+        "sandbox_id": sandbox, "sandbox_execution_id": run, "sandbox_template_id": "base",
         "sandbox_build_id": "b1", "sandbox_team_id": "team_1"
     })
     .to_string()
@@ -102,6 +108,12 @@ impl System {
             ),
         ];
         self.deliver(host_id, "daytona", &headers, body).await
+    }
+
+    async fn deliver_vercel(&self, host_id: &str, body: &str) -> (u16, Value) {
+        let signature = vercel::sign(VERCEL_SECRET.as_bytes(), body.as_bytes());
+        let headers = [(vercel::SIGNATURE, signature)];
+        self.deliver(host_id, "vercel", &headers, body).await
     }
 
     async fn advance(&self, seconds: u64) {
@@ -365,9 +377,9 @@ async fn sandboxes_drive_their_sessions(db: Db) {
     assert_eq!(status, 200, "{p}");
     assert_eq!(
         p,
-        json!({ "onTerminated": "close", "onPaused": "hold_lease" })
+        json!({ "onTerminated": "close", "onPaused": "hold_lease", "metering": null })
     );
-    let policy = json!({ "onTerminated": "revoke", "onPaused": "record" });
+    let policy = json!({ "onTerminated": "revoke", "onPaused": "record", "metering": null });
     let put = |body: Value| {
         s.call(
             reqwest12::Method::PUT,
@@ -413,6 +425,153 @@ fn address_of_token(s: &System) -> alloy_primitives::Address {
     s.record
         .address(bursar_deploy::Contract::TestToken.key())
         .unwrap()
+}
+
+async fn usage_is_paid_at_the_hosts_rates_before_the_session_closes(db: Db) {
+    let s = system(db).await;
+    let master = MasterKey::from_hex(&"42".repeat(32), "test").unwrap();
+    let host_id = providers::set_secret(&s.store, &master, "e2b-prod", Provider::E2b, E2B_SECRET)
+        .await
+        .unwrap();
+    // 1,000 base units per vCPU-second, 500 per GiB-second, paid to vendor B.
+    let policy = json!({ "metering": { "payee": s.vendor_b, "perVcpuSecond": "1000", "perGbSecond": "500" } });
+    let (status, r, _) = s
+        .call(
+            reqwest12::Method::PUT,
+            "/v1/host/policy",
+            &s.host,
+            Some(policy),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{r}");
+    let bad = json!({ "metering": { "payee": s.vendor_b, "perVcpuSecond": "-1" } });
+    let (status, _, _) = s
+        .call(
+            reqwest12::Method::PUT,
+            "/v1/host/policy",
+            &s.host,
+            Some(bad),
+            None,
+        )
+        .await;
+    assert_eq!(status, 400);
+    let (id, _) = s
+        .open_session(json!({ "deposit": usd(40).to_string(), "provider": "e2b", "sandboxId": "sbx-metered" }))
+        .await;
+    let (vendor, owner) = (
+        s.token_balance(s.vendor_b).await,
+        s.token_balance(s.owner.address()).await,
+    );
+
+    // Paused after 30 s of run exec_9: 2 × 30 × 1,000 + 0.5 × 30 × 500 = 67,500, paid at once.
+    let paused = e2b_run_event("evt_p", "paused", "sbx-metered", now(), "exec_9", 30_000);
+    assert_eq!(s.deliver_e2b(&host_id, E2B_SECRET, &paused).await.0, 200);
+    // The retry of the same event charges nothing more.
+    let (_, r) = s.deliver_e2b(&host_id, E2B_SECRET, &paused).await;
+    assert_eq!(r["duplicate"], true);
+    // Killed after 60 s of the same run: the other 67,500, then revoked and closed.
+    let killed = e2b_run_event(
+        "evt_k",
+        "killed",
+        "sbx-metered",
+        now() + 1,
+        "exec_9",
+        60_000,
+    );
+    assert_eq!(s.deliver_e2b(&host_id, E2B_SECRET, &killed).await.0, 200);
+    let closed = s
+        .session_when(&id, |v| {
+            v["chain"]["status"] == "closed" && v["windingDown"] == false
+        })
+        .await;
+    let charges = closed["metering"].as_array().unwrap();
+    assert_eq!(charges.len(), 2, "{closed}");
+    for (c, metered) in charges.iter().zip(["67500", "135000"]) {
+        assert_eq!(
+            (c["run"].as_str(), c["amount"].as_str()),
+            (Some("exec_9"), Some("67500")),
+            "{c}"
+        );
+        assert_eq!(c["metered"], metered);
+        let (status, p) = s
+            .get(
+                &format!("/v1/payments/{}", c["paymentId"].as_str().unwrap()),
+                &s.host,
+            )
+            .await;
+        assert_eq!(status, 200, "{p}");
+        assert_eq!(p["status"], "confirmed", "paid before the revocation: {p}");
+        assert_eq!(
+            p["purpose"], c["purpose"],
+            "the purpose is the summary's hash"
+        );
+        assert_eq!(c["summary"]["usage"]["vcpus"], 2);
+    }
+    assert_eq!(
+        s.token_balance(s.vendor_b).await,
+        vendor + alloy_primitives::U256::from(135_000)
+    );
+    assert_eq!(
+        s.token_balance(s.owner.address()).await,
+        owner + usd(40) - alloy_primitives::U256::from(135_000),
+        "the rest came back"
+    );
+
+    // Vercel: a session stopped by its timeout reports its usage (2 vCPUs, 2 GiB for 10 s:
+    // 20,000 + 10,000) and ends the Bursar session.
+    providers::set_secret(
+        &s.store,
+        &master,
+        "e2b-prod",
+        Provider::Vercel,
+        VERCEL_SECRET,
+    )
+    .await
+    .unwrap();
+    let (id, _) = s
+        .open_session(json!({ "deposit": usd(40).to_string(), "provider": "vercel", "sandboxId": "sbx-vercel" }))
+        .await;
+    let stopped = json!({
+        "id": "evt_vercel_1", "type": "sandbox.session.stopped", "createdAt": now() * 1000,
+        "payload": {
+            "sandbox": { "id": "sbx_123", "name": "sbx-vercel" },
+            "session": {
+                "id": "sess_1", "stopReason": "timeout", "vcpus": 2, "memory": 2048,
+                "duration": 10_000, "activeCpuDurationMs": 4_000,
+                "networkTransfer": { "ingress": 10, "egress": 20 }
+            }
+        }
+    })
+    .to_string();
+    let signed = [(
+        vercel::SIGNATURE,
+        vercel::sign(VERCEL_SECRET.as_bytes(), stopped.as_bytes()),
+    )];
+    let tampered = stopped.replace("\"duration\":10000", "\"duration\":1");
+    assert_ne!(tampered, stopped);
+    let (status, r) = s.deliver(&host_id, "vercel", &signed, &tampered).await;
+    assert_eq!((status, code(&r)), (401, "bad_signature"), "{r}");
+    let (status, r) = s.deliver_vercel(&host_id, &stopped).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["sessions"][0]["action"], "wind_down", "{r}");
+    let closed = s
+        .session_when(&id, |v| {
+            v["chain"]["status"] == "closed" && v["windingDown"] == false
+        })
+        .await;
+    assert_eq!(closed["sandboxState"], "terminated", "{closed}");
+    let charges = closed["metering"].as_array().unwrap();
+    assert_eq!(charges.len(), 1, "{closed}");
+    assert_eq!(
+        (charges[0]["run"].as_str(), charges[0]["amount"].as_str()),
+        (Some("sess_1"), Some("30000")),
+        "{closed}"
+    );
+    assert_eq!(
+        s.token_balance(s.vendor_b).await,
+        vendor + alloy_primitives::U256::from(135_000 + 30_000)
+    );
 }
 
 /// A local server speaking Runloop's and Browserbase's REST formats: the state of each
@@ -748,5 +907,6 @@ async fn providers_without_webhooks_are_polled(db: Db) {
 
 on_both_databases!(
     sandboxes_drive_their_sessions,
-    providers_without_webhooks_are_polled
+    providers_without_webhooks_are_polled,
+    usage_is_paid_at_the_hosts_rates_before_the_session_closes,
 );

@@ -881,20 +881,37 @@ async fn a_lease_keeper_is_a_kill_switch_the_session_key_cannot_override() {
     );
     w.pay(sid, a, 1).await.unwrap();
 
-    // The keeper stops: the lease lapses for good, and anyone may close for the owner's refund.
+    // The keeper stops (its sandbox paused): the lease lapses and payments are refused. The
+    // session key's signature cannot bring it back.
     w.jump(last - w.now().await).await;
     assert!(
         matches!(w.pay(sid, a, 1).await, Err(E::WalletLeaseLapsed(e)) if e.leaseExpiresAt == last)
     );
+    let own = w.renewal(&agent, sid).await;
     assert!(matches!(
-        refusal(w.relayer.transact(&w.client, w.wallet, &direct).await),
-        Err(E::WalletLeaseLapsed(_))
+        refusal(w.org.transact(&w.client, w.wallet, &own).await),
+        Err(E::WalletWrongSigner(_))
     ));
+    assert_eq!(w.lease_expiry(sid).await, last);
+
+    // The keeper revives it (the sandbox resumed) and payments flow again.
+    let r = w
+        .relayer
+        .transact(&w.client, w.wallet, &direct)
+        .await
+        .unwrap();
+    let revived =
+        decode_events::<ISessionWallet::LeaseRenewed>(&r.logs, w.wallet)[0].leaseExpiresAt;
+    assert!(revived > last, "{revived} > {last}");
+    w.pay(sid, a, 1).await.unwrap();
+
+    // The keeper stops for good: once lapsed, anyone may close for the owner's refund.
+    w.jump(revived - w.now().await).await;
     let close = ISessionWallet::closeCall { sessionId: sid };
     let r = w.org.transact(&w.client, w.wallet, &close).await.unwrap();
     let closed = &decode_events::<ISessionWallet::SessionClosed>(&r.logs, w.wallet)[0];
-    assert_eq!((closed.spent, closed.refund), (usd(1), usd(9)));
-    assert_eq!(w.balance(owner).await, before - usd(1));
+    assert_eq!((closed.spent, closed.refund), (usd(2), usd(8)));
+    assert_eq!(w.balance(owner).await, before - usd(2));
     assert_eq!(w.balance(w.wallet).await, U256::ZERO);
 }
 

@@ -1,0 +1,200 @@
+//! Compute metering: where a provider reports a sandbox's usage (E2B's `execution`, a Vercel
+//! session's, Browserbase's duration and proxy bytes, Runloop's running time), a host that set
+//! rates and a payee in its policy has the relayer pay that usage from the session, like any
+//! other payment — checked by the wallet's rules, signed with the custodial key — with the hash
+//! of the usage summary as the purpose.
+//!
+//! A run's usage is cumulative from its start, so each run is charged its cost now minus what
+//! was charged for it before: a usage reported twice (a retry, a pause then a kill) is paid
+//! once. The charge is made when the event arrives and, at the latest, before the relayer
+//! revokes a terminated sandbox's session ([`crate::lifecycle::wind_down`]), so the session
+//! still pays for what its sandbox used.
+
+use std::collections::BTreeMap;
+
+use alloy_primitives::{keccak256, Address, U256};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::error::ApiError;
+use crate::payments::{self, PayBody, PayRequest};
+use crate::providers::Usage;
+use crate::store::{now_ms, ChargeRow, SessionRow};
+use crate::wire::{Amount, HashOrText};
+use crate::Core;
+
+/// A host's rates (token base units per unit) and who is paid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Rates {
+    /// Who is paid (it must be on the session's allowlist, as any payee).
+    pub payee: Address,
+    /// Per vCPU-second of run time.
+    #[serde(default)]
+    pub per_vcpu_second: Amount,
+    /// Per GiB-second of memory (1,024 MiB) of run time.
+    #[serde(default)]
+    pub per_gb_second: Amount,
+    /// Per byte through the provider's proxy.
+    #[serde(default)]
+    pub per_proxy_byte: Amount,
+}
+
+/// What `usage` costs at `rates` (rounded down, in the owner's favour).
+pub fn cost(rates: &Rates, usage: &Usage) -> U256 {
+    let n = |v: Option<u64>| U256::from(v.unwrap_or(0));
+    let ms = n(usage.runtime_ms);
+    let vcpu = rates
+        .per_vcpu_second
+        .0
+        .saturating_mul(n(usage.vcpus))
+        .saturating_mul(ms)
+        / U256::from(1_000);
+    let memory = rates
+        .per_gb_second
+        .0
+        .saturating_mul(n(usage.memory_mb))
+        .saturating_mul(ms)
+        / U256::from(1_024_000);
+    let proxy = rates.per_proxy_byte.0.saturating_mul(n(usage.proxy_bytes));
+    vcpu.saturating_add(memory).saturating_add(proxy)
+}
+
+/// Pays what session `row`'s recorded usage costs beyond what was charged, under its host's
+/// rates (nothing without rates, or once the session is not open). A charge refused for any
+/// reason (the wallet's rules, the session's state) is recorded with the reason and not
+/// retried; a backing service down is an error, and the next call retries.
+pub async fn charge(core: &Core, row: &SessionRow) -> Result<(), ApiError> {
+    let Some(rates) = crate::lifecycle::policy(core, &row.host_id).await?.metering else {
+        return Ok(());
+    };
+    if row.status != "open" {
+        return Ok(());
+    }
+    // One charge at a time in this process: the wind-down waits for a charge in flight.
+    let _one = core.metering.lock().await;
+    // The latest (largest) usage of each run.
+    let mut runs: BTreeMap<String, (U256, Value)> = BTreeMap::new();
+    for event in core.store.session_lifecycle(&row.id, 1_000).await? {
+        let report: Value = serde_json::from_str(&event.report).unwrap_or(Value::Null);
+        let Ok(usage) = serde_json::from_value::<Usage>(report["usage"].clone()) else {
+            continue;
+        };
+        let run = usage.run.clone().unwrap_or_else(|| "sandbox".into());
+        let cost = cost(&rates, &usage);
+        let entry = runs.entry(run).or_insert((U256::ZERO, Value::Null));
+        if cost >= entry.0 {
+            *entry = (cost, report["usage"].clone());
+        }
+    }
+    let mut charged: BTreeMap<String, U256> = BTreeMap::new();
+    for c in core.store.charges(&row.id).await? {
+        let metered = U256::from_str_radix(&c.metered, 10).unwrap_or_default();
+        let total = charged.entry(c.run).or_default();
+        *total = (*total).max(metered);
+    }
+    for (run, (cost, usage)) in runs {
+        let before = charged.get(&run).copied().unwrap_or_default();
+        if cost <= before {
+            continue;
+        }
+        let amount = cost - before;
+        let summary = json!({
+            "sessionId": row.id, "run": run, "usage": usage, "rates": rates,
+            "metered": cost.to_string(), "amount": amount.to_string(),
+        })
+        .to_string();
+        let key = alloy_primitives::hex::encode(Sha256::digest(format!(
+            "meter\0{}\0{run}\0{cost}",
+            row.id
+        )));
+        let body = PayBody::Custodial(PayRequest {
+            to: rates.payee,
+            amount: Amount(amount),
+            purpose: HashOrText {
+                hash: keccak256(summary.as_bytes()),
+                text: None,
+            },
+        });
+        let (payment_id, error_code) = match payments::pay(core, row, body, Some(&key)).await {
+            Ok(p) => (Some(p.id), None),
+            // Only a service down is retried: any other refusal would hold the wind-down
+            // (and the owner's refund) back for ever.
+            Err(ApiError::Unavailable) => return Err(ApiError::Unavailable),
+            Err(e) => (None, Some(e.code().to_owned())),
+        };
+        tracing::info!(session = %row.id, %run, %amount, payment = ?payment_id, error = ?error_code, "usage metered");
+        let charge = ChargeRow {
+            run,
+            metered: cost.to_string(),
+            amount: amount.to_string(),
+            payment_id,
+            error_code,
+            summary,
+            created_at: now_ms(),
+        };
+        core.store.insert_charge(&row.id, &charge).await?;
+    }
+    Ok(())
+}
+
+/// A session's metering charges as the API shows them.
+pub async fn charges(core: &Core, session_id: &str) -> Result<Vec<Value>, ApiError> {
+    Ok(core
+        .store
+        .charges(session_id)
+        .await?
+        .into_iter()
+        .map(|c| {
+            json!({
+                "run": c.run, "metered": c.metered, "amount": c.amount,
+                "paymentId": c.payment_id, "error": c.error_code,
+                "purpose": format!("{}", keccak256(c.summary.as_bytes())),
+                "summary": serde_json::from_str::<Value>(&c.summary).unwrap_or(Value::Null),
+                "createdAt": c.created_at,
+            })
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_costs_its_rates_rounded_down_and_never_overflows() {
+        let rates = Rates {
+            payee: Address::repeat_byte(1),
+            per_vcpu_second: Amount(U256::from(1_000)),
+            per_gb_second: Amount(U256::from(500)),
+            per_proxy_byte: Amount(U256::from(2)),
+        };
+        let usage = Usage {
+            vcpus: Some(2),
+            memory_mb: Some(512),
+            runtime_ms: Some(60_000),
+            proxy_bytes: Some(10),
+            ..Usage::default()
+        };
+        // 2 vCPU × 60 s × 1,000 + 0.5 GiB × 60 s × 500 + 10 B × 2.
+        assert_eq!(cost(&rates, &usage), U256::from(120_000 + 15_000 + 20));
+        let tiny = Usage {
+            memory_mb: Some(1),
+            runtime_ms: Some(1),
+            ..Usage::default()
+        };
+        assert_eq!(cost(&rates, &tiny), U256::ZERO, "rounded down");
+        assert_eq!(cost(&rates, &Usage::default()), U256::ZERO);
+        let hostile = Rates {
+            per_vcpu_second: Amount(U256::MAX),
+            ..rates
+        };
+        let huge = Usage {
+            vcpus: Some(u64::MAX),
+            runtime_ms: Some(u64::MAX),
+            ..Usage::default()
+        };
+        assert_eq!(cost(&hostile, &huge), U256::MAX / U256::from(1_000));
+    }
+}
