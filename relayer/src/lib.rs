@@ -159,7 +159,8 @@ pub struct Core {
     /// Timeouts and lifetimes.
     pub settings: Settings,
     /// Bumped after each pass of [`outcomes`] that settled something, of [`webhooks`] that
-    /// attempted a delivery, and after each lifecycle event recorded.
+    /// attempted a delivery, after each lifecycle event recorded and each session wound down:
+    /// what [`Core::wait_for`] looks again after.
     pub(crate) settled: tokio::sync::watch::Sender<u64>,
     /// Payments allowed by the contracts' rules, on their way to be checked against their
     /// sessions' queued payments and stored, a batch at a time.

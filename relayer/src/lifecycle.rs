@@ -370,6 +370,7 @@ pub async fn wind_down(core: &Core) -> Result<(), ApiError> {
         };
         if done {
             core.store.wound_down(&row.id).await?;
+            core.settled.send_modify(|n| *n += 1);
             tracing::info!(session = %row.id, "session wound down");
             continue;
         }
