@@ -13,7 +13,7 @@
 
 use std::collections::BTreeSet;
 
-use alloy_primitives::{keccak256, Address, B256, U256};
+use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
 use bursar_client::Client;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -41,9 +41,9 @@ pub struct Content {
     /// The contract that emitted it.
     pub address: String,
     /// Its topics.
-    pub topics: Vec<String>,
+    pub topics: Vec<B256>,
     /// Its data.
-    pub data: String,
+    pub data: Bytes,
     /// The event's name.
     pub event: Option<String>,
     /// Its decoded arguments.
@@ -158,8 +158,14 @@ pub fn csv_line(r: &Row) -> String {
         c.address.clone(),
         c.event.clone().unwrap_or_default(),
         quote(&c.args.as_ref().map(Value::to_string).unwrap_or_default()),
-        quote(&c.topics.join(" ")),
-        c.data.clone(),
+        quote(
+            &c.topics
+                .iter()
+                .map(B256::to_string)
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        c.data.to_string(),
         r.prev_hash.to_string(),
         r.hash.to_string(),
     ]
@@ -297,11 +303,7 @@ pub async fn verify(client: &Client, text: &str) -> Result<Verified, VerifyError
                 ),
             ));
         };
-        let topics: Vec<String> = l.topics.iter().map(|t| t.to_string()).collect();
-        if topics != c.topics
-            || l.data.to_string() != c.data
-            || l.transaction_hash.to_string() != c.tx_hash
-        {
+        if l.topics != c.topics || l.data != c.data || l.transaction_hash.to_string() != c.tx_hash {
             return Err(row_error(c.index, "the chain's log differs from the row"));
         }
     }

@@ -89,6 +89,47 @@ fn compile() -> Vec<u8> {
 }
 
 /// Percentile `p` (0–100) of `samples` (sorted here), in milliseconds.
+/// CPU seconds (user + system) the processes `pids` have used so far, from `/proc` (0 for a
+/// process gone or unreadable).
+fn cpu_seconds(pids: &[u32]) -> f64 {
+    // USER_HZ: what /proc counts in, 100 on every Linux ABI.
+    let ticks = 100.0;
+    pids.iter()
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+        .map(|stat| {
+            // After the command's closing parenthesis: state is field 3, utime 14, stime 15.
+            let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let field = |i: usize| fields.get(i - 3).and_then(|f| f.parse::<f64>().ok());
+            field(14).unwrap_or(0.0) + field(15).unwrap_or(0.0)
+        })
+        .sum::<f64>()
+        / ticks
+}
+
+/// The processes named `postgres` (the server and its backends).
+fn postgres_pids() -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|c| c.trim() == "postgres")
+        })
+        .collect()
+}
+
+/// CPU seconds used so far by anvil (`anvil`), this process and PostgreSQL's processes.
+fn cpu_split(anvil: u32) -> [f64; 3] {
+    [
+        cpu_seconds(&[anvil]),
+        cpu_seconds(&[std::process::id()]),
+        cpu_seconds(&postgres_pids()),
+    ]
+}
+
 fn percentile(samples: &mut [Duration], p: usize) -> f64 {
     samples.sort_unstable();
     let i = (samples.len() * p / 100).min(samples.len() - 1);
@@ -294,6 +335,7 @@ fn main() {
                 None => bursar_e2e::db::sqlite("bench-index.db"),
                 Some(()) => bursar_e2e::db::postgres("bursar_b").await,
             };
+            let cpu_before = cpu_split(node.pid());
             let started = Instant::now();
             let indexer = bursar_indexer::start(Config {
                 rpc: node.url.clone(),
@@ -315,6 +357,7 @@ fn main() {
                 "the indexer did not catch up"
             );
             let elapsed = started.elapsed().as_secs_f64();
+            let cpu = cpu_split(node.pid());
             let rate = events as f64 / elapsed;
             ours.push(rate);
             println!(
@@ -341,6 +384,15 @@ fn main() {
                 metric("bursar_indexer_db_write_seconds_sum "),
                 metric("bursar_indexer_db_write_seconds_count "),
                 metric("bursar_indexer_index_build_seconds "),
+            );
+            // Backends of a pool that closed meanwhile are not counted: a lower bound.
+            println!(
+                "  CPU seconds: anvil {:.2}, the indexer {:.2}, PostgreSQL {:.2} (of {:.2} on {} cores)",
+                cpu[0] - cpu_before[0],
+                cpu[1] - cpu_before[1],
+                cpu[2] - cpu_before[2],
+                elapsed * std::thread::available_parallelism().map_or(1, |n| n.get()) as f64,
+                std::thread::available_parallelism().map_or(1, |n| n.get()),
             );
             if env_usize("BENCH_QUERIES", 1) == 0 {
                 indexer.shutdown().await;

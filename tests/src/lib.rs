@@ -133,6 +133,13 @@ pub struct Anvil {
     pub url: String,
 }
 
+impl Anvil {
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for Anvil {
     fn drop(&mut self) {
         let _ = self.child.kill();

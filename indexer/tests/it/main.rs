@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use alloy_consensus::TxEip1559;
-use alloy_primitives::{Address, TxKind, B256, U256};
+use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
 use alloy_sol_types::{SolCall, SolEvent};
 use bursar_bindings::counterparty::ICounterpartyRegistry;
 use bursar_bindings::token::ITestToken::{Approval, Transfer};
@@ -868,7 +868,7 @@ async fn sums_256_bit_amounts_exactly(db: Db) {
         address: Address::repeat_byte(3).to_string(),
         contract: "SessionWallet".into(),
         topics: vec![],
-        data: "0x".into(),
+        data: Bytes::new(),
         event: Some("PaymentExecuted".into()),
         args: Some(json!({ "sessionId": session, "to": "0xA1", "amount": amount.to_string() })),
         decode_error: None,
@@ -938,8 +938,9 @@ async fn bulk_loads_store_rows_verbatim(db: Db) {
         log_index: i,
         address: "0x5FbDB2315678afecb367f032d93F642f64180aa3".into(),
         contract: "SessionWallet".into(),
-        topics: vec![hash(7), hash(8)],
-        data: "0x".into(),
+        topics: vec![B256::with_last_byte(7), B256::with_last_byte(8)],
+        // Bytes that are COPY's tab, newline and backslash.
+        data: Bytes::from_static(b"\t\n\\\0"),
         event: None,
         args: None,
         decode_error: None,
@@ -998,6 +999,70 @@ async fn bulk_loads_store_rows_verbatim(db: Db) {
     assert_eq!(read(true).await.len(), 4);
 }
 
+/// A database the indexer filled before logs' topics and data were stored as bytes (migration
+/// 4) reads the same after it.
+async fn raw_logs_survive_the_upgrade_to_bytes(db: Db) {
+    use bursar_indexer::store::Store;
+    let url = db.url();
+    let backend = if url.starts_with("sqlite:") {
+        "sqlite"
+    } else {
+        "postgres"
+    };
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("migrations")
+        .join(backend);
+    let mut before = sqlx::migrate::Migrator::new(dir).await.unwrap();
+    before.migrations = before
+        .migrations
+        .iter()
+        .filter(|m| m.version < 4)
+        .cloned()
+        .collect::<Vec<_>>()
+        .into();
+    sqlx::any::install_default_drivers();
+    let create = match backend {
+        "sqlite" => format!("{url}?mode=rwc"),
+        _ => url.clone(),
+    };
+    let options = create.parse::<sqlx::any::AnyConnectOptions>().unwrap();
+    let pool = sqlx::AnyPool::connect_with(options).await.unwrap();
+    before.run(&pool).await.unwrap();
+    let topics = [B256::repeat_byte(0xab), B256::with_last_byte(1)];
+    let data = Bytes::from(vec![0, 1, 0xfe, 0xff]);
+    let insert = "INSERT INTO logs (block_number, log_index, block_hash, chain_id, \
+        block_timestamp, tx_hash, address, topics, data, contract, canonical) \
+        VALUES ($1, $2, '0xb1', 31337, 1, '0xt', '0xa', $3, $4, 'SessionWallet', 1)";
+    for (i, (topics, data)) in [
+        (serde_json::to_string(&topics).unwrap(), data.to_string()),
+        ("[]".to_owned(), "0x".to_owned()),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        sqlx::query(insert)
+            .bind(1_i64)
+            .bind(i as i64)
+            .bind(topics)
+            .bind(data)
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    pool.close().await;
+    let store = Store::connect(&url).await.unwrap();
+    let rows = store
+        .logs(&LogFilter {
+            limit: 10,
+            ..LogFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!((&rows[0].topics[..], &rows[0].data), (&topics[..], &data));
+    assert_eq!((rows[1].topics.len(), rows[1].data.len()), (0, 0));
+}
+
 macro_rules! on_both_databases {
     ($($test:ident),* $(,)?) => {
         mod sqlite_db {
@@ -1020,6 +1085,7 @@ macro_rules! on_both_databases {
 }
 
 on_both_databases!(
+    raw_logs_survive_the_upgrade_to_bytes,
     indexes_the_demo_story,
     bulk_loads_store_rows_verbatim,
     sums_256_bit_amounts_exactly,
