@@ -31,7 +31,7 @@ use crate::payments::{self, PayBody, SignedIntent};
 use crate::sessions::{parse_id, signer_of};
 use crate::store::{SessionRow, Store};
 use crate::wire::{session_id_text, Amount};
-use crate::{vault, Core};
+use crate::Core;
 
 /// Bursar's x402 scheme.
 pub const SCHEME: &str = "bursar-session";
@@ -530,16 +530,7 @@ pub async fn pay(core: &Core, session: &SessionRow, req: PayRequest) -> Result<P
             "asset, payTo or amount does not parse",
         )
     })?;
-    let key = core
-        .session_key(&session.session_key)
-        .await
-        .map_err(|e| match e {
-            vault::VaultError::Unknown(_) => ApiError::conflict(
-                "session_key_not_custodial",
-                "this session's key is the sandbox's own: sign the x402 intent itself",
-            ),
-            e => e.into(),
-        })?;
+    let key = crate::payments::custodial_key(core, session, "sign the x402 intent itself").await?;
     let ttl = accepted
         .max_timeout_seconds
         .clamp(10, core.settings.intent_ttl.as_secs());

@@ -186,16 +186,7 @@ pub async fn pay(
     let id = parse_id(&session.id)?;
     let (intent, signer) = match body {
         PayBody::Custodial(req) => {
-            let key = core
-                .session_key(&session.session_key)
-                .await
-                .map_err(|e| match e {
-                    vault::VaultError::Unknown(_) => ApiError::conflict(
-                        "session_key_not_custodial",
-                        "this session's key is the sandbox's own: post signed intents",
-                    ),
-                    e => e.into(),
-                })?;
+            let key = custodial_key(core, session, "post signed intents").await?;
             let intent = PaymentIntent {
                 session: id,
                 to: req.to,
@@ -241,6 +232,24 @@ pub async fn pay(
         ._0;
     payment.gas = pay_gas(core, session, payment.sender, &probe.abi_encode()).await?;
     core.payments.push(payment).await
+}
+
+/// The relayer's custodial copy of `session`'s key; when the sandbox holds its own, the
+/// conflict `session_key_not_custodial`, saying what to do `instead`.
+pub(crate) async fn custodial_key(
+    core: &Core,
+    session: &SessionRow,
+    instead: &str,
+) -> Result<bursar_client::Key, ApiError> {
+    core.session_key(&session.session_key)
+        .await
+        .map_err(|e| match e {
+            vault::VaultError::Unknown(_) => ApiError::conflict(
+                "session_key_not_custodial",
+                format!("this session's key is the sandbox's own: {instead}"),
+            ),
+            e => e.into(),
+        })
 }
 
 /// The gas limit of the session's payments: estimated on its first (which costs the most: it

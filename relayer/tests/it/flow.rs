@@ -351,8 +351,18 @@ impl System {
         p
     }
 
-    /// Returns once `done` is true, looking after each engine pass (at most 30 s).
-    async fn when<F, Fut>(&self, mut done: F)
+    /// Returns once `done` is true (see [`System::within`]).
+    async fn when<F, Fut>(&self, done: F)
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        assert!(self.within(done).await, "the state asked for never came");
+    }
+
+    /// Whether `done` comes to hold within 30 s, looked at again after each engine pass,
+    /// settlement and lifecycle change.
+    async fn within<F, Fut>(&self, mut done: F) -> bool
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = bool>,
@@ -361,35 +371,26 @@ impl System {
             let fut = done();
             async move { Ok(fut.await.then_some(())) }
         };
-        let found = self
-            .relayer
-            .core
-            .wait_for(Duration::from_secs(30), look)
-            .await
-            .unwrap();
-        assert!(found.is_some(), "the state asked for never came");
+        let found = self.relayer.core.wait_for(Duration::from_secs(30), look);
+        found.await.unwrap().is_some()
     }
 
     /// The session as the host sees it, once `done` holds of it.
     pub(super) async fn session_when(&self, id: &str, done: impl Fn(&Value) -> bool) -> Value {
         let path = format!("/v1/sessions/{id}");
         let last = std::sync::Mutex::new(Value::Null);
-        let look = || async {
-            let (status, s) = self.get(&path, &self.host).await;
-            assert_eq!(status, 200, "{s}");
-            let ok = done(&s);
-            *last.lock().unwrap() = s;
-            Ok(ok.then_some(()))
-        };
         let found = self
-            .relayer
-            .core
-            .wait_for(Duration::from_secs(30), look)
-            .await
-            .unwrap();
+            .within(|| async {
+                let (status, s) = self.get(&path, &self.host).await;
+                assert_eq!(status, 200, "{s}");
+                let ok = done(&s);
+                *last.lock().unwrap() = s;
+                ok
+            })
+            .await;
         let last = last.into_inner().unwrap();
         assert!(
-            found.is_some(),
+            found,
             "the session never came to the state asked for: {last:#}"
         );
         last

@@ -73,28 +73,20 @@ async fn report(State(t): State<Arc<Terms>>, headers: HeaderMap) -> Response {
     let requirements = t.required(None)["accepts"][1].clone();
     let body =
         json!({ "x402Version": 2, "paymentPayload": payload, "paymentRequirements": requirements });
-    let http = reqwest12::Client::new();
-    let verified: Value = http
-        .post(format!("{}/x402/verify", t.facilitator))
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let facilitator = |step: &'static str| {
+        let request = reqwest12::Client::new()
+            .post(format!("{}/x402/{step}", t.facilitator))
+            .json(&body);
+        async move {
+            let answer = request.send().await.unwrap();
+            answer.json::<Value>().await.unwrap()
+        }
+    };
+    let verified = facilitator("verify").await;
     if verified["isValid"] != true {
         return payment_required(&t, verified["invalidReason"].as_str());
     }
-    let settled: Value = http
-        .post(format!("{}/x402/settle", t.facilitator))
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let settled = facilitator("settle").await;
     t.settled.lock().unwrap().push(settled.clone());
     let header = B64.encode(settled.to_string());
     if settled["success"] != true {
