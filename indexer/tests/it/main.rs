@@ -86,6 +86,28 @@ async fn get(indexer: &Indexer, path: &str) -> (u16, Value) {
     (status, r.json().await.unwrap())
 }
 
+/// Spend sums checked against the same from the payments themselves (a block range is not
+/// answered from the hourly sums), for several groupings and filters; answers how many
+/// payments there are.
+async fn spend_both_ways(indexer: &Indexer, session: &str) -> u64 {
+    for query in [
+        String::new(),
+        "groupBy=session".into(),
+        "groupBy=owner,token".into(),
+        "groupBy=counterparty,day".into(),
+        format!("groupBy=hour&session={session}"),
+        "groupBy=counterparty&fromTime=0&toTime=4102444799".into(),
+    ] {
+        let (status, hourly) = get(indexer, &format!("/v1/spend?{query}")).await;
+        let (_, raw) = get(indexer, &format!("/v1/spend?{query}&fromBlock=0")).await;
+        assert_eq!(status, 200, "{hourly}");
+        assert_eq!(hourly["groups"], raw["groups"], "{query}");
+    }
+    let (_, everything) = get(indexer, "/v1/spend").await;
+    let groups = everything["groups"].as_array().unwrap();
+    groups.iter().map(|g| g["payments"].as_u64().unwrap()).sum()
+}
+
 /// The demo's whole story, indexed: every log `eth_getLogs` returns is stored once, decoded,
 /// in order, and a session's timeline is its events; bad parameters are 400s naming them.
 async fn indexes_the_demo_story(db: Db) {
@@ -442,6 +464,9 @@ async fn indexes_the_demo_story(db: Db) {
     assert_eq!(one["groups"][0]["total"], by["groups"][0]["total"]);
     let (_, none) = get(&indexer, "/v1/spend?fromTime=1&toTime=2").await;
     assert_eq!(none["groups"], json!([]));
+    let (_, none) = get(&indexer, "/v1/spend?toTime=3599").await;
+    assert_eq!(none["groups"], json!([]));
+    assert_eq!(spend_both_ways(&indexer, &hex).await, 4);
 
     // Receipts and provenance, with acknowledgements, revocations and lineage.
     let (_, r) = get(&indexer, &format!("/v1/receipts?session={hex}")).await;
@@ -673,6 +698,14 @@ async fn indexes_the_demo_story(db: Db) {
         "{paid:?}"
     );
     assert!(!paid.is_empty(), "the orphaned payment is kept as evidence");
+    // The spend sums lost what the reorg dropped.
+    let payments = all_logs(&indexer, false)
+        .await
+        .iter()
+        .filter(|l| l.event.as_deref() == Some("PaymentExecuted"))
+        .count();
+    assert!(payments < 4, "the reorg dropped a payment");
+    assert_eq!(spend_both_ways(&indexer, &hex).await, payments as u64);
     let head: u64 = client.block_number().await.unwrap();
     let (_, body) = get(
         &indexer,
@@ -911,6 +944,31 @@ async fn sums_256_bit_amounts_exactly(db: Db) {
             (vec!["8".to_owned(), "7200".to_owned()], U256::MAX, 2),
         ]
     );
+    // From the payments themselves (a block range), the same.
+    let keys = [Group::Session, Group::Hour];
+    let raw = LogFilter {
+        from_block: Some(0),
+        ..LogFilter::default()
+    };
+    let mut from_logs = store.payment_sums(&raw, &keys, None, None).await.unwrap();
+    from_logs.sort();
+    assert_eq!(from_logs, sums);
+    // Orphaned, they are out of the sums; back on the chain, in again.
+    store
+        .orphan_above((0, &B256::ZERO.to_string()), &[(1, "0xb2".into())])
+        .await
+        .unwrap();
+    for filter in [&LogFilter::default(), &raw] {
+        let none = store.payment_sums(filter, &keys, None, None).await.unwrap();
+        assert_eq!(none, vec![], "{filter:?}");
+    }
+    store.ingest(&[], &rows, (1, &hash)).await.unwrap();
+    let mut again = store
+        .payment_sums(&LogFilter::default(), &keys, None, None)
+        .await
+        .unwrap();
+    again.sort();
+    assert_eq!(again, sums);
 }
 
 /// A bulk load (rows written without the session index; on PostgreSQL by `COPY`) stores
@@ -999,11 +1057,8 @@ async fn bulk_loads_store_rows_verbatim(db: Db) {
     assert_eq!(read(true).await.len(), 4);
 }
 
-/// A database the indexer filled before logs' topics and data were stored as bytes (migration
-/// 4) reads the same after it.
-async fn raw_logs_survive_the_upgrade_to_bytes(db: Db) {
-    use bursar_indexer::store::Store;
-    let url = db.url();
+/// A pool on a database at `url` migrated up to, not including, `version`.
+async fn migrated_before(url: &str, version: i64) -> sqlx::AnyPool {
     let backend = if url.starts_with("sqlite:") {
         "sqlite"
     } else {
@@ -1016,18 +1071,27 @@ async fn raw_logs_survive_the_upgrade_to_bytes(db: Db) {
     before.migrations = before
         .migrations
         .iter()
-        .filter(|m| m.version < 4)
+        .filter(|m| m.version < version)
         .cloned()
         .collect::<Vec<_>>()
         .into();
     sqlx::any::install_default_drivers();
     let create = match backend {
         "sqlite" => format!("{url}?mode=rwc"),
-        _ => url.clone(),
+        _ => url.to_owned(),
     };
     let options = create.parse::<sqlx::any::AnyConnectOptions>().unwrap();
     let pool = sqlx::AnyPool::connect_with(options).await.unwrap();
     before.run(&pool).await.unwrap();
+    pool
+}
+
+/// A database the indexer filled before logs' topics and data were stored as bytes (migration
+/// 4) reads the same after it.
+async fn raw_logs_survive_the_upgrade_to_bytes(db: Db) {
+    use bursar_indexer::store::Store;
+    let url = db.url();
+    let pool = migrated_before(&url, 4).await;
     let topics = [B256::repeat_byte(0xab), B256::with_last_byte(1)];
     let data = Bytes::from(vec![0, 1, 0xfe, 0xff]);
     let insert = "INSERT INTO logs (block_number, log_index, block_hash, chain_id, \
@@ -1063,6 +1127,68 @@ async fn raw_logs_survive_the_upgrade_to_bytes(db: Db) {
     assert_eq!((rows[1].topics.len(), rows[1].data.len()), (0, 0));
 }
 
+/// A database the indexer filled before spend was summed per hour (migration 5) gets the sums
+/// of the payments it holds — canonical ones only, 256-bit amounts exact.
+async fn spend_sums_are_built_on_upgrade(db: Db) {
+    use bursar_indexer::spend::Group;
+    use bursar_indexer::store::Store;
+    let url = db.url();
+    let pool = migrated_before(&url, 5).await;
+    let insert = "INSERT INTO logs (block_number, log_index, block_hash, chain_id, \
+        block_timestamp, tx_hash, address, topics, data, contract, event, args, session_id, \
+        canonical) VALUES ($1, $2, '0xb1', 31337, $3, '0xt', '0xa', $4, $4, 'SessionWallet', \
+        'PaymentExecuted', $5, $6, $7)";
+    let big = U256::MAX - U256::from(2);
+    let payments = [
+        // (log index, time, session, to, amount, canonical)
+        (0_i64, 7_200_i64, "7", "0xA1", big, 1_i64),
+        (1, 7_300, "7", "0xA1", U256::from(2), 1),
+        (2, 7_300, "7", "0xA1", U256::from(5), 0),
+        (3, 10_800, "8", "0xA2", U256::from(3), 1),
+    ];
+    for (i, time, session, to, amount, canonical) in payments {
+        let args = json!({ "sessionId": session, "to": to, "amount": amount.to_string() });
+        sqlx::query(insert)
+            .bind(1_i64)
+            .bind(i)
+            .bind(time)
+            .bind(Vec::<u8>::new())
+            .bind(args.to_string())
+            .bind(session)
+            .bind(canonical)
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    sqlx::query("INSERT INTO checkpoint (id, block_number, block_hash) VALUES (1, 1, '0xb1')")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let store = Store::connect(&url).await.unwrap();
+    let keys = [Group::Session, Group::Counterparty, Group::Hour];
+    let raw = LogFilter {
+        from_block: Some(0),
+        ..LogFilter::default()
+    };
+    for filter in [LogFilter::default(), raw] {
+        let mut sums = store
+            .payment_sums(&filter, &keys, None, None)
+            .await
+            .unwrap();
+        sums.sort();
+        let key = |k: [&str; 3]| k.map(str::to_owned).to_vec();
+        assert_eq!(
+            sums,
+            vec![
+                (key(["7", "0xA1", "7200"]), U256::MAX, 2),
+                (key(["8", "0xA2", "10800"]), U256::from(3), 1),
+            ],
+            "{filter:?}"
+        );
+    }
+}
+
 macro_rules! on_both_databases {
     ($($test:ident),* $(,)?) => {
         mod sqlite_db {
@@ -1086,6 +1212,7 @@ macro_rules! on_both_databases {
 
 on_both_databases!(
     raw_logs_survive_the_upgrade_to_bytes,
+    spend_sums_are_built_on_upgrade,
     indexes_the_demo_story,
     bulk_loads_store_rows_verbatim,
     sums_256_bit_amounts_exactly,

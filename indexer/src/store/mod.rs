@@ -12,6 +12,11 @@ use serde_json::Value;
 use sqlx::any::AnyRow;
 use sqlx::{AnyPool, Row};
 
+mod spend;
+
+use spend::HourlySums;
+pub use spend::Sum;
+
 /// Why the store failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -312,7 +317,10 @@ impl Store {
     }
 
     /// Writes a batch: `blocks` and `logs` (a block or log seen before becomes canonical again:
-    /// a reorg can come back), and the checkpoint `(number, hash)` — all or nothing.
+    /// a reorg can come back), the spend sums of its payments, and the checkpoint
+    /// `(number, hash)` — all or nothing. The batch is above the checkpoint, where nothing is
+    /// canonical (a reorg orphaned what was there): each of its canonical payments is new to the
+    /// sums.
     pub async fn ingest(
         &self,
         blocks: &[BlockRow],
@@ -326,6 +334,9 @@ impl Store {
         let mut db = self.write.begin().await?;
         insert_blocks(&mut db, blocks).await?;
         insert_logs(&mut db, logs, bulk).await?;
+        HourlySums::of(logs)
+            .write::<sqlx::Any>(&mut db, self.backend)
+            .await?;
         set_checkpoint(&mut db, checkpoint).await?;
         db.commit().await?;
         Ok(())
@@ -342,6 +353,7 @@ impl Store {
         // Orphaning finds rows by block, and re-ingesting them may conflict: with the indexes.
         self.end_bulk().await?;
         let mut db = self.write.begin().await?;
+        spend::take_out_above(&mut db, self.backend, fork.0).await?;
         let mut orphaned = 0;
         for (number, by) in replaced_by {
             sqlx::query(
@@ -430,111 +442,6 @@ impl Store {
         let (sql, binds) = self.select(LOG_COLUMNS, "", &[], filter, Tail::Ordered)?;
         let rows = bound(&sql, binds).fetch_all(&self.read).await?;
         rows.iter().map(log_row).collect()
-    }
-
-    /// Executed payments (`PaymentExecuted`) that `filter` selects — of sessions opened by
-    /// `owner` in `token` when given — summed exactly (amounts are 256-bit) and counted per
-    /// distinct value of `keys`, in the database.
-    pub async fn payment_sums(
-        &self,
-        filter: &LogFilter,
-        keys: &[crate::spend::Group],
-        owner: Option<&str>,
-        token: Option<&str>,
-    ) -> Result<Vec<(Vec<String>, alloy_primitives::U256, u64)>, StoreError> {
-        use crate::spend::Group;
-        let mut filter = filter.clone();
-        filter.event = Some("PaymentExecuted".into());
-        let (opened_owner, opened_token) =
-            (self.json_arg("o", "owner")?, self.json_arg("o", "token")?);
-        let mut columns = Vec::new();
-        for key in keys {
-            columns.push(match key {
-                Group::Session => "logs.session_id".to_owned(),
-                Group::Owner => opened_owner.clone(),
-                Group::Counterparty => self.json_arg("logs", "to")?,
-                Group::Token => opened_token.clone(),
-                Group::Hour => {
-                    "CAST(logs.block_timestamp - logs.block_timestamp % 3600 AS TEXT)".into()
-                }
-                Group::Day => {
-                    "CAST(logs.block_timestamp - logs.block_timestamp % 86400 AS TEXT)".into()
-                }
-            });
-        }
-        let amount = self.json_arg("logs", "amount")?;
-        // PostgreSQL sums exactly in NUMERIC; SQLite in 9 limbs of 9 decimal digits (each
-        // limb's sum fits 64 bits for up to 9 billion rows), carried here.
-        let sums = match self.backend {
-            Backend::Postgres => vec![format!("CAST(SUM(CAST({amount} AS NUMERIC)) AS TEXT)")],
-            Backend::Sqlite => (0..LIMBS)
-                .map(|i| {
-                    format!(
-                        "SUM(CAST(substr(substr('{}' || {amount}, -{}), {}, 9) AS INTEGER))",
-                        "0".repeat(9 * LIMBS),
-                        9 * LIMBS,
-                        1 + 9 * i
-                    )
-                })
-                .collect(),
-        };
-        let mut select: Vec<String> = columns.clone();
-        select.push("COUNT(*)".into());
-        select.extend(sums);
-        let join = "LEFT JOIN logs o ON o.session_id = logs.session_id \
-                    AND o.event = 'SessionOpened' AND o.canonical = 1";
-        let mut extra: Vec<(String, String)> = Vec::new();
-        if let Some(owner) = owner {
-            extra.push((opened_owner.clone(), owner.to_owned()));
-        }
-        if let Some(token) = token {
-            extra.push((opened_token.clone(), token.to_owned()));
-        }
-        let grouped = (1..=columns.len())
-            .map(|i| i.to_string())
-            .collect::<Vec<_>>()
-            .join(", ");
-        let tail = match grouped.is_empty() {
-            true => Tail::Aggregate,
-            false => Tail::GroupBy(&grouped),
-        };
-        let (sql, binds) = self.select(&select.join(", "), join, &extra, &filter, tail)?;
-        let rows = bound(&sql, binds).fetch_all(&self.read).await?;
-        let n = columns.len();
-        rows.iter()
-            .map(|r| {
-                let key = (0..n)
-                    .map(|i| Ok(r.try_get::<Option<String>, _>(i)?.unwrap_or_default()))
-                    .collect::<Result<Vec<_>, StoreError>>()?;
-                let count = r.try_get::<i64, _>(n)? as u64;
-                let total = match self.backend {
-                    Backend::Postgres => {
-                        let sum = r.try_get::<Option<String>, _>(n + 1)?.unwrap_or_default();
-                        match sum.parse() {
-                            Ok(total) => total,
-                            // A sum past 2^256 saturates, as SQLite's does.
-                            Err(_) if sum.bytes().all(|b| b.is_ascii_digit()) => {
-                                alloy_primitives::U256::MAX
-                            }
-                            Err(_) => return Err(StoreError::Corrupt(format!("a sum: {sum}"))),
-                        }
-                    }
-                    Backend::Sqlite => {
-                        let mut total = alloy_primitives::U256::ZERO;
-                        let base = alloy_primitives::U256::from(1_000_000_000u64);
-                        for i in 0..LIMBS {
-                            let limb = r.try_get::<Option<i64>, _>(n + 1 + i)?.unwrap_or(0);
-                            total = total
-                                .saturating_mul(base)
-                                .saturating_add(alloy_primitives::U256::from(limb.max(0) as u64));
-                        }
-                        total
-                    }
-                };
-                Ok((key, total, count))
-            })
-            .filter(|r| !matches!(r, Ok((_, _, 0))))
-            .collect()
     }
 
     /// `SELECT columns FROM logs join` as `filter` and `extra` (SQL expression = text) say,
@@ -633,9 +540,6 @@ impl Store {
         Ok((sql, binds))
     }
 }
-
-/// Limbs of 9 decimal digits SQLite sums a 256-bit amount (78 digits) in.
-const LIMBS: usize = 9;
 
 /// How a `SELECT` over logs ends.
 enum Tail<'a> {
@@ -787,6 +691,9 @@ async fn copy_batch(
         .await?;
     copy.send(rows.finish()).await?;
     copy.finish().await?;
+    HourlySums::of(logs)
+        .write::<sqlx::Postgres>(&mut db, Backend::Postgres)
+        .await?;
     sqlx::query(CHECKPOINT_UPSERT)
         .bind(number as i64)
         .bind(hash)
