@@ -1,6 +1,7 @@
 //! Spend: executed payments summed by any of session, owner, counterparty, token and time
 //! bucket (hour or day, UTC), over a block or time range — grouped and summed in the database
-//! ([`Store::payment_sums`]: exactly, though amounts are 256-bit).
+//! ([`Store::payment_sums`]: exactly, though amounts are 256-bit; from sums kept per hour when
+//! the question allows).
 
 use serde_json::{json, Value};
 

@@ -163,11 +163,6 @@ pub fn placeholders(db: &sqlx::AnyConnection, rows: usize, cols: usize) -> Strin
     numbered(db.backend_name() != "SQLite", rows, cols)
 }
 
-/// [`placeholders`] for a statement on `backend`'s database, on whichever driver.
-pub fn placeholders_for(backend: Backend, rows: usize, cols: usize) -> String {
-    numbered(backend == Backend::Postgres, rows, cols)
-}
-
 fn numbered(numbered: bool, rows: usize, cols: usize) -> String {
     let mut s = String::with_capacity(rows * cols * 5);
     for r in 0..rows {

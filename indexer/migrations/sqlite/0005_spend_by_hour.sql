@@ -13,9 +13,12 @@ CREATE TABLE spend_by_hour (
     payments      BIGINT NOT NULL,
     a0 BIGINT NOT NULL, a1 BIGINT NOT NULL, a2 BIGINT NOT NULL,
     a3 BIGINT NOT NULL, a4 BIGINT NOT NULL, a5 BIGINT NOT NULL,
-    a6 BIGINT NOT NULL, a7 BIGINT NOT NULL, a8 BIGINT NOT NULL,
-    PRIMARY KEY (session_id, counterparty, hour)
+    a6 BIGINT NOT NULL, a7 BIGINT NOT NULL, a8 BIGINT NOT NULL
 );
+
+-- An index rather than a primary key: a bulk load drops it, appends each batch's sums, and
+-- merges them before building it again.
+CREATE UNIQUE INDEX spend_by_hour_key ON spend_by_hour (session_id, counterparty, hour);
 
 -- The payments already indexed.
 INSERT INTO spend_by_hour (session_id, counterparty, hour, payments, a0, a1, a2, a3, a4, a5, a6, a7, a8)

@@ -216,7 +216,8 @@ impl Store {
     /// dropped, rows go in without them, and [`Store::end_bulk`] builds them once — a sort,
     /// several times faster than maintaining them row by row (the practice PostgreSQL's
     /// "Populating a Database" recommends). Until then, queries by session scan the table.
-    /// Answers whether a bulk load is on.
+    /// So does the key of the spend sums, which the batches append to instead of adding to
+    /// (see `spend::merge`). Answers whether a bulk load is on.
     pub async fn begin_bulk(&self) -> Result<bool, StoreError> {
         if self.bulk.load(Ordering::Acquire) {
             return Ok(true);
@@ -237,6 +238,7 @@ impl Store {
                 sqlx::query(drop).execute(&mut *db).await?;
             }
         }
+        sqlx::query(spend::DROP_KEY).execute(&mut *db).await?;
         db.commit().await?;
         self.bulk.store(true, Ordering::Release);
         Ok(true)
@@ -261,6 +263,7 @@ impl Store {
                 sqlx::query(build).execute(&mut *db).await?;
             }
         }
+        spend::merge(&mut db).await?;
         if self.backend == Backend::Postgres {
             // Statistics of the loaded table now, not when autovacuum gets to it: without
             // them, the all-payments spend over a million rows took 8.6 s instead of 2.7 s.
@@ -334,9 +337,7 @@ impl Store {
         let mut db = self.write.begin().await?;
         insert_blocks(&mut db, blocks).await?;
         insert_logs(&mut db, logs, bulk).await?;
-        HourlySums::of(logs)
-            .write::<sqlx::Any>(&mut db, self.backend)
-            .await?;
+        HourlySums::of(logs).write(&mut db, bulk).await?;
         set_checkpoint(&mut db, checkpoint).await?;
         db.commit().await?;
         Ok(())
@@ -353,7 +354,7 @@ impl Store {
         // Orphaning finds rows by block, and re-ingesting them may conflict: with the indexes.
         self.end_bulk().await?;
         let mut db = self.write.begin().await?;
-        spend::take_out_above(&mut db, self.backend, fork.0).await?;
+        spend::take_out_above(&mut db, fork.0).await?;
         let mut orphaned = 0;
         for (number, by) in replaced_by {
             sqlx::query(
@@ -691,9 +692,13 @@ async fn copy_batch(
         .await?;
     copy.send(rows.finish()).await?;
     copy.finish().await?;
-    HourlySums::of(logs)
-        .write::<sqlx::Postgres>(&mut db, Backend::Postgres)
-        .await?;
+    let sql = format!(
+        "COPY spend_by_hour ({}) FROM STDIN (FORMAT binary)",
+        spend::COLUMNS
+    );
+    let mut copy = db.copy_in_raw(&sql).await?;
+    copy.send(HourlySums::of(logs).copy_rows()).await?;
+    copy.finish().await?;
     sqlx::query(CHECKPOINT_UPSERT)
         .bind(number as i64)
         .bind(hash)

@@ -65,36 +65,32 @@ impl HourlySums {
         }
     }
 
-    /// Adds these to `spend_by_hour` (in the caller's transaction, on `backend`'s database
-    /// through any driver), and drops the groups left without payments.
-    pub(super) async fn write<DB>(
+    /// Adds these to `spend_by_hour` (in the caller's transaction), and drops the groups left
+    /// without payments. In a bulk load (`appended`), as rows of their own (see [`merge`]).
+    pub(super) async fn write(
         &self,
-        db: &mut DB::Connection,
-        backend: Backend,
-    ) -> Result<(), sqlx::Error>
-    where
-        DB: sqlx::Database,
-        for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
-        for<'q> i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-        for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-        for<'q> <DB as sqlx::Database>::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
-    {
-        const COLUMNS: usize = 4 + LIMBS;
-        let limbs = (0..LIMBS).map(|i| format!("a{i}")).collect::<Vec<_>>();
-        let added = limbs
-            .iter()
-            .map(|a| format!(", {a} = spend_by_hour.{a} + excluded.{a}"))
-            .collect::<String>();
+        db: &mut sqlx::AnyConnection,
+        appended: bool,
+    ) -> Result<(), sqlx::Error> {
+        let added = match appended {
+            true => String::new(),
+            false => {
+                let limbs: String = (0..LIMBS)
+                    .map(|i| format!(", a{i} = spend_by_hour.a{i} + excluded.a{i}"))
+                    .collect();
+                format!(
+                    " ON CONFLICT (session_id, counterparty, hour) DO UPDATE SET \
+                     payments = spend_by_hour.payments + excluded.payments{limbs}"
+                )
+            }
+        };
         let rows: Vec<_> = self.0.iter().collect();
         for chunk in rows.chunks(ROWS_PER_INSERT) {
             let sql = format!(
-                "INSERT INTO spend_by_hour (session_id, counterparty, hour, payments, {}) \
-                 VALUES {} ON CONFLICT (session_id, counterparty, hour) DO UPDATE SET \
-                 payments = spend_by_hour.payments + excluded.payments{added}",
-                limbs.join(", "),
-                bursar_db::placeholders_for(backend, chunk.len(), COLUMNS),
+                "INSERT INTO spend_by_hour ({COLUMNS}) VALUES {}{added}",
+                bursar_db::placeholders(db, chunk.len(), 4 + LIMBS),
             );
-            let mut q = sqlx::query::<DB>(&sql);
+            let mut q = sqlx::query(&sql);
             for ((session, counterparty, hour), (count, sums)) in chunk {
                 q = q
                     .bind(session.as_str())
@@ -108,21 +104,73 @@ impl HourlySums {
             q.execute(&mut *db).await?;
         }
         if self.0.values().any(|(count, _)| *count < 0) {
-            sqlx::query::<DB>("DELETE FROM spend_by_hour WHERE payments = 0")
+            sqlx::query("DELETE FROM spend_by_hour WHERE payments = 0")
                 .execute(&mut *db)
                 .await?;
         }
         Ok(())
     }
+
+    /// These as rows of PostgreSQL's binary `COPY` into `spend_by_hour` (a bulk load's way).
+    pub(super) fn copy_rows(&self) -> Vec<u8> {
+        use super::Field::{Int, Text};
+        let mut rows = super::BinaryCopy::new(self.0.len() * 200);
+        for ((session, counterparty, hour), (count, [a0, a1, a2, a3, a4, a5, a6, a7, a8])) in
+            &self.0
+        {
+            rows.row([
+                Text(session),
+                Text(counterparty),
+                Int(*hour),
+                Int(*count),
+                Int(*a0),
+                Int(*a1),
+                Int(*a2),
+                Int(*a3),
+                Int(*a4),
+                Int(*a5),
+                Int(*a6),
+                Int(*a7),
+                Int(*a8),
+            ]);
+        }
+        rows.finish()
+    }
+}
+
+/// `spend_by_hour`'s columns, in the order [`HourlySums`] writes them.
+pub(super) const COLUMNS: &str =
+    "session_id, counterparty, hour, payments, a0, a1, a2, a3, a4, a5, a6, a7, a8";
+
+/// What a bulk load drops (see [`merge`]).
+pub(super) const DROP_KEY: &str = "DROP INDEX spend_by_hour_key";
+
+/// Ends a bulk load's way of writing the sums: its batches appended rows of their own, one
+/// per session, counterparty and hour each (no key to find the row to add to — and adding to a
+/// row, on PostgreSQL, writes a new version of it); merged now into one per group, and the key
+/// built again.
+pub(super) async fn merge(db: &mut DbTx) -> Result<(), sqlx::Error> {
+    let sums: String = (0..LIMBS).map(|i| format!(", SUM(a{i}) AS a{i}")).collect();
+    for sql in [
+        format!(
+            "CREATE TEMPORARY TABLE spend_merged AS SELECT session_id, counterparty, hour, \
+             SUM(payments) AS payments{sums} FROM spend_by_hour \
+             GROUP BY session_id, counterparty, hour HAVING SUM(payments) <> 0"
+        ),
+        "DELETE FROM spend_by_hour".into(),
+        format!("INSERT INTO spend_by_hour ({COLUMNS}) SELECT * FROM spend_merged"),
+        "DROP TABLE spend_merged".into(),
+        "CREATE UNIQUE INDEX spend_by_hour_key ON spend_by_hour (session_id, counterparty, hour)"
+            .into(),
+    ] {
+        sqlx::query(&sql).execute(&mut **db).await?;
+    }
+    Ok(())
 }
 
 /// Takes the canonical payments above block `fork` out of `spend_by_hour`: a reorg is about
 /// to orphan them (in the same transaction).
-pub(super) async fn take_out_above(
-    db: &mut DbTx,
-    backend: Backend,
-    fork: u64,
-) -> Result<(), StoreError> {
+pub(super) async fn take_out_above(db: &mut DbTx, fork: u64) -> Result<(), StoreError> {
     let rows = sqlx::query(
         "SELECT session_id, block_timestamp, args FROM logs \
          WHERE event = 'PaymentExecuted' AND canonical = 1 AND block_number > $1",
@@ -141,7 +189,7 @@ pub(super) async fn take_out_above(
         let time = r.try_get::<i64, _>("block_timestamp")?.max(0) as u64;
         sums.add(session.as_deref(), args.as_ref(), time, -1);
     }
-    sums.write::<sqlx::Any>(&mut **db, backend).await?;
+    sums.write(&mut **db, false).await?;
     Ok(())
 }
 
@@ -194,12 +242,8 @@ impl Store {
         }
         let mut filter = filter.clone();
         filter.event = Some("PaymentExecuted".into());
-        let columns = self.group_columns(
-            keys,
-            "logs.session_id",
-            |this| this.json_arg("logs", "to"),
-            |time| format!("logs.block_timestamp - logs.block_timestamp % {time}"),
-        )?;
+        let to = self.json_arg("logs", "to")?;
+        let columns = self.group_columns(keys, "logs.session_id", &to, "logs.block_timestamp")?;
         let amount = self.json_arg("logs", "amount")?;
         let (summed, sums) = match self.backend {
             Backend::Postgres => (
@@ -260,12 +304,7 @@ impl Store {
         {
             return Ok(None);
         }
-        let columns = self.group_columns(
-            keys,
-            "s.session_id",
-            |_| Ok("s.counterparty".into()),
-            |time| format!("s.hour - s.hour % {time}"),
-        )?;
+        let columns = self.group_columns(keys, "s.session_id", "s.counterparty", "s.hour")?;
         let (join, extra) = self.opened(keys, owner, token, "s.session_id")?;
         let mut select = columns.clone();
         select.push("CAST(COALESCE(SUM(s.payments), 0) AS BIGINT)".into());
@@ -322,25 +361,25 @@ impl Store {
         sums_of(&rows, columns.len(), Summed::Limbs).map(Some)
     }
 
-    /// The SQL of each grouped dimension: sessions and counterparties as given, owner and
-    /// token of the session's `SessionOpened` (joined as `o`, see [`Store::opened`]), hours and
-    /// days of block time `time(seconds)`.
+    /// The SQL of each grouped dimension: the `session`, `counterparty` and `time` (unix
+    /// seconds) expressions given, owner and token of the session's `SessionOpened` (joined as
+    /// `o`, see [`Store::opened`]).
     fn group_columns(
         &self,
         keys: &[Group],
         session: &str,
-        counterparty: impl Fn(&Self) -> Result<String, StoreError>,
-        time: impl Fn(u64) -> String,
+        counterparty: &str,
+        time: &str,
     ) -> Result<Vec<String>, StoreError> {
         keys.iter()
             .map(|key| {
                 Ok(match key {
                     Group::Session => session.to_owned(),
                     Group::Owner => self.json_arg("o", "owner")?,
-                    Group::Counterparty => counterparty(self)?,
+                    Group::Counterparty => counterparty.to_owned(),
                     Group::Token => self.json_arg("o", "token")?,
-                    Group::Hour => format!("CAST({} AS TEXT)", time(3600)),
-                    Group::Day => format!("CAST({} AS TEXT)", time(86400)),
+                    Group::Hour => format!("CAST({time} - {time} % 3600 AS TEXT)"),
+                    Group::Day => format!("CAST({time} - {time} % 86400 AS TEXT)"),
                 })
             })
             .collect()

@@ -971,6 +971,72 @@ async fn sums_256_bit_amounts_exactly(db: Db) {
     assert_eq!(again, sums);
 }
 
+/// A bulk load's batches append their spend sums; they add up while it runs, are merged at its
+/// end (the key built again), and later batches add to the merged rows.
+async fn bulk_loads_sum_spend(db: Db) {
+    use bursar_indexer::spend::Group;
+    use bursar_indexer::store::{BlockRow, LogRow, Store};
+    let store = Store::connect(&db.url()).await.unwrap();
+    assert!(store.begin_bulk().await.unwrap());
+    let hash = |n: u64| format!("0x{n:064x}");
+    let block = |n: u64| BlockRow {
+        number: n,
+        hash: hash(n),
+        parent_hash: hash(n - 1),
+        timestamp: 3_600 + n,
+    };
+    let paid = |n: u64, amount: u64| LogRow {
+        chain_id: 31337,
+        block_number: n,
+        block_hash: hash(n),
+        block_timestamp: 3_600 + n,
+        tx_hash: hash(100 + n),
+        log_index: 0,
+        address: Address::repeat_byte(3).to_string(),
+        contract: "SessionWallet".into(),
+        topics: vec![],
+        data: Bytes::new(),
+        event: Some("PaymentExecuted".into()),
+        args: Some(json!({ "sessionId": "7", "to": "0xA1", "amount": amount.to_string() })),
+        decode_error: None,
+        session_id: Some("7".into()),
+        canonical: true,
+        orphaned_by: None,
+    };
+    let sums = || {
+        let store = store.clone();
+        async move {
+            let keys = [Group::Session, Group::Hour];
+            let filter = LogFilter::default();
+            store
+                .payment_sums(&filter, &keys, None, None)
+                .await
+                .unwrap()
+        }
+    };
+    let expect = |total: u64, payments: u64| {
+        vec![(
+            vec!["7".to_owned(), "3600".to_owned()],
+            U256::from(total),
+            payments,
+        )]
+    };
+    for n in 1..=2 {
+        store
+            .ingest(&[block(n)], &[paid(n, n)], (n, &hash(n)))
+            .await
+            .unwrap();
+    }
+    assert_eq!(sums().await, expect(3, 2), "appended, while the load runs");
+    assert!(store.end_bulk().await.unwrap());
+    assert_eq!(sums().await, expect(3, 2), "merged");
+    store
+        .ingest(&[block(3)], &[paid(3, 4)], (3, &hash(3)))
+        .await
+        .unwrap();
+    assert_eq!(sums().await, expect(7, 3), "added to the merged row");
+}
+
 /// A bulk load (rows written without the session index; on PostgreSQL by `COPY`) stores
 /// every field verbatim — text that `COPY` must escape, NULLs, orphaned rows — reads the same
 /// while it runs and after, and starts only on an empty database.
@@ -1215,6 +1281,7 @@ on_both_databases!(
     spend_sums_are_built_on_upgrade,
     indexes_the_demo_story,
     bulk_loads_store_rows_verbatim,
+    bulk_loads_sum_spend,
     sums_256_bit_amounts_exactly,
     reorgs_orphan_and_come_back,
     survives_kill_9,
