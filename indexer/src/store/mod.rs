@@ -263,7 +263,7 @@ impl Store {
                 sqlx::query(build).execute(&mut *db).await?;
             }
         }
-        spend::merge(&mut db).await?;
+        spend::merge(&mut db, self.backend).await?;
         if self.backend == Backend::Postgres {
             // Statistics of the loaded table now, not when autovacuum gets to it: without
             // them, the all-payments spend over a million rows took 8.6 s instead of 2.7 s.

@@ -149,7 +149,7 @@ pub(super) const DROP_KEY: &str = "DROP INDEX spend_by_hour_key";
 /// per session, counterparty and hour each (no key to find the row to add to — and adding to a
 /// row, on PostgreSQL, writes a new version of it); merged now into one per group, and the key
 /// built again.
-pub(super) async fn merge(db: &mut DbTx) -> Result<(), sqlx::Error> {
+pub(super) async fn merge(db: &mut DbTx, backend: Backend) -> Result<(), sqlx::Error> {
     let sums: String = (0..LIMBS).map(|i| format!(", SUM(a{i}) AS a{i}")).collect();
     for sql in [
         format!(
@@ -157,7 +157,12 @@ pub(super) async fn merge(db: &mut DbTx) -> Result<(), sqlx::Error> {
              SUM(payments) AS payments{sums} FROM spend_by_hour \
              GROUP BY session_id, counterparty, hour HAVING SUM(payments) <> 0"
         ),
-        "DELETE FROM spend_by_hour".into(),
+        // Emptied, not left full of dead rows for the index build to scan (SQLite's DELETE
+        // without WHERE truncates).
+        match backend {
+            Backend::Postgres => "TRUNCATE spend_by_hour".into(),
+            Backend::Sqlite => "DELETE FROM spend_by_hour".into(),
+        },
         format!("INSERT INTO spend_by_hour ({COLUMNS}) SELECT * FROM spend_merged"),
         "DROP TABLE spend_merged".into(),
         "CREATE UNIQUE INDEX spend_by_hour_key ON spend_by_hour (session_id, counterparty, hour)"
@@ -189,7 +194,7 @@ pub(super) async fn take_out_above(db: &mut DbTx, fork: u64) -> Result<(), Store
         let time = r.try_get::<i64, _>("block_timestamp")?.max(0) as u64;
         sums.add(session.as_deref(), args.as_ref(), time, -1);
     }
-    sums.write(&mut **db, false).await?;
+    sums.write(db, false).await?;
     Ok(())
 }
 
