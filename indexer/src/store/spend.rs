@@ -145,10 +145,10 @@ pub(super) const COLUMNS: &str =
 /// What a bulk load drops (see [`merge`]).
 pub(super) const DROP_KEY: &str = "DROP INDEX spend_by_hour_key";
 
-/// Ends a bulk load's way of writing the sums: its batches appended rows of their own, one
-/// per session, counterparty and hour each (no key to find the row to add to — and adding to a
-/// row, on PostgreSQL, writes a new version of it); merged now into one per group, and the key
-/// built again.
+/// Ends a bulk load's way of writing the sums: its batches appended rows of their own (with
+/// no key to find a group's row by; adding to rows cost PostgreSQL, which writes a new version
+/// of a row each time, a third of its ingest rate at a million events). Here they are merged
+/// into one row per group, and the key is built again.
 pub(super) async fn merge(db: &mut DbTx, backend: Backend) -> Result<(), sqlx::Error> {
     let sums: String = (0..LIMBS).map(|i| format!(", SUM(a{i}) AS a{i}")).collect();
     for sql in [
