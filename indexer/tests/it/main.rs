@@ -879,6 +879,35 @@ async fn new_heads_over_websocket_wake_the_follower() {
     indexer.shutdown().await;
 }
 
+/// A canonical `PaymentExecuted` of `session` to 0xA1, log `index` of block `(number, hash)`
+/// at block time `time`.
+fn payment(
+    (number, hash): (u64, &str),
+    index: u64,
+    time: u64,
+    session: &str,
+    amount: U256,
+) -> bursar_indexer::store::LogRow {
+    bursar_indexer::store::LogRow {
+        chain_id: 31337,
+        block_number: number,
+        block_hash: hash.to_owned(),
+        block_timestamp: time,
+        tx_hash: B256::repeat_byte(2).to_string(),
+        log_index: index,
+        address: Address::repeat_byte(3).to_string(),
+        contract: "SessionWallet".into(),
+        topics: vec![],
+        data: Bytes::new(),
+        event: Some("PaymentExecuted".into()),
+        args: Some(json!({ "sessionId": session, "to": "0xA1", "amount": amount.to_string() })),
+        decode_error: None,
+        session_id: Some(session.into()),
+        canonical: true,
+        orphaned_by: None,
+    }
+}
+
 /// Spend sums are exact for 256-bit amounts on both databases (SQLite sums in limbs), and
 /// saturate rather than wrap.
 async fn sums_256_bit_amounts_exactly(db: Db) {
@@ -891,23 +920,9 @@ async fn sums_256_bit_amounts_exactly(db: Db) {
         big + U256::from(123_456_789_123_456_789u64),
         U256::from(999_999_999u64),
     ];
-    let row = |i: u64, session: &str, amount: U256| LogRow {
-        chain_id: 1,
-        block_number: 1,
-        block_hash: B256::repeat_byte(1).to_string(),
-        block_timestamp: 7_200 + i,
-        tx_hash: B256::repeat_byte(2).to_string(),
-        log_index: i,
-        address: Address::repeat_byte(3).to_string(),
-        contract: "SessionWallet".into(),
-        topics: vec![],
-        data: Bytes::new(),
-        event: Some("PaymentExecuted".into()),
-        args: Some(json!({ "sessionId": session, "to": "0xA1", "amount": amount.to_string() })),
-        decode_error: None,
-        session_id: Some(session.into()),
-        canonical: true,
-        orphaned_by: None,
+    let block_hash = B256::repeat_byte(1).to_string();
+    let row = |i: u64, session: &str, amount: U256| {
+        payment((1, &block_hash), i, 7_200 + i, session, amount)
     };
     let mut rows: Vec<LogRow> = amounts
         .iter()
@@ -975,7 +990,7 @@ async fn sums_256_bit_amounts_exactly(db: Db) {
 /// end (the key built again), and later batches add to the merged rows.
 async fn bulk_loads_sum_spend(db: Db) {
     use bursar_indexer::spend::Group;
-    use bursar_indexer::store::{BlockRow, LogRow, Store};
+    use bursar_indexer::store::{BlockRow, Store};
     let store = Store::connect(&db.url()).await.unwrap();
     assert!(store.begin_bulk().await.unwrap());
     let hash = |n: u64| format!("0x{n:064x}");
@@ -985,24 +1000,7 @@ async fn bulk_loads_sum_spend(db: Db) {
         parent_hash: hash(n - 1),
         timestamp: 3_600 + n,
     };
-    let paid = |n: u64, amount: u64| LogRow {
-        chain_id: 31337,
-        block_number: n,
-        block_hash: hash(n),
-        block_timestamp: 3_600 + n,
-        tx_hash: hash(100 + n),
-        log_index: 0,
-        address: Address::repeat_byte(3).to_string(),
-        contract: "SessionWallet".into(),
-        topics: vec![],
-        data: Bytes::new(),
-        event: Some("PaymentExecuted".into()),
-        args: Some(json!({ "sessionId": "7", "to": "0xA1", "amount": amount.to_string() })),
-        decode_error: None,
-        session_id: Some("7".into()),
-        canonical: true,
-        orphaned_by: None,
-    };
+    let paid = |n: u64, amount: u64| payment((n, &hash(n)), 0, 3_600 + n, "7", U256::from(amount));
     let sums = || {
         let store = store.clone();
         async move {
