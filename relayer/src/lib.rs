@@ -15,6 +15,7 @@
 //! * [`metering`] — sandboxes' reported usage paid from their sessions at the host's rates.
 //! * [`outcomes`] — what mined transactions did (receipt ids, pending ids, decoded reverts).
 //! * [`webhooks`] — outbound webhooks to hosts (Standard Webhooks), retried, dead-lettered.
+//! * [`egress`] — where requests a host asked for may go (public addresses only).
 //! * [`submission`] — the transaction engine: nonces, persistence before broadcast,
 //!   resubmission, replacement, confirmation.
 //! * [`vault`] — custodial session keys, sealed under the master key.
@@ -25,6 +26,7 @@
 //! * [`metrics`] — Prometheus text.
 
 pub mod api;
+pub mod egress;
 pub mod error;
 pub mod hosts;
 pub mod lifecycle;
@@ -123,6 +125,9 @@ pub struct Settings {
     pub runloop_url: String,
     /// Browserbase's API.
     pub browserbase_url: String,
+    /// Where hosts' webhook endpoints may point (public addresses; loopback only when allowed,
+    /// for a devnet and the tests).
+    pub webhook_egress: egress::Policy,
 }
 
 impl Default for Settings {
@@ -138,6 +143,7 @@ impl Default for Settings {
             poll_interval: Duration::from_secs(15),
             runloop_url: providers::runloop::DEFAULT_URL.into(),
             browserbase_url: providers::browserbase::DEFAULT_URL.into(),
+            webhook_egress: egress::Policy::default(),
         }
     }
 }

@@ -118,13 +118,9 @@ pub async fn create(
     host: &Host,
     req: CreateRequest,
 ) -> Result<EndpointView, ApiError> {
-    let url = reqwest::Url::parse(&req.url)
-        .ok()
-        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
-        .filter(|_| req.url.len() <= 2048)
-        .ok_or_else(|| {
-            ApiError::invalid("url", "url must be an http(s) URL of at most 2048 bytes")
-        })?;
+    let url = crate::egress::check_url(&req.url, core.settings.webhook_egress)
+        .await
+        .map_err(|e| ApiError::invalid("url", e.to_string()))?;
     let events = match req.events {
         None => "*".to_owned(),
         Some(list) if list.is_empty() => {
@@ -269,11 +265,7 @@ fn message(event_type: &str, subject: &str, state: &str, data: Value) -> (String
 /// Delivers what is due until `stop` resolves.
 pub async fn run(core: &Core, stop: impl std::future::Future<Output = ()>) {
     tokio::pin!(stop);
-    let http = reqwest::Client::builder()
-        .timeout(TIMEOUT)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("an HTTP client with a timeout builds");
+    let http = crate::egress::client(core.settings.webhook_egress, TIMEOUT);
     loop {
         match deliver_due(core, &http).await {
             Ok(0) => {}
@@ -333,6 +325,11 @@ async fn attempt(core: &Core, http: &reqwest::Client, d: &DeliveryRow) -> Result
     };
     let timestamp = now_ms() / 1000;
     let signature = sign(&secret, &d.message_id, timestamp, d.payload.as_bytes());
+    // Again at each delivery: the policy may have changed since, and a literal address never
+    // reaches the client's resolver (which checks names as they resolve now).
+    if let Err(e) = crate::egress::check_url(&endpoint.url, core.settings.webhook_egress).await {
+        return record(core, d, endpoint.id.as_str(), None, Some(e.to_string())).await;
+    }
     let sent = http
         .post(&endpoint.url)
         .header("content-type", "application/json")
@@ -344,15 +341,28 @@ async fn attempt(core: &Core, http: &reqwest::Client, d: &DeliveryRow) -> Result
         .await;
     let (http_status, error) = match &sent {
         Ok(r) => (Some(i64::from(r.status().as_u16())), None),
-        // The URL is the host's own; the error text names no secret.
-        Err(e) => (None, Some(e.to_string())),
+        // The URL is the host's own; the error text names no secret. With its causes: a
+        // refusal by the resolver is a cause, not the message.
+        Err(e) => (None, Some(bursar_client::rpc::error_chain(e))),
     };
-    let delivered = sent.as_ref().is_ok_and(|r| r.status().is_success());
+    record(core, d, &endpoint.id, http_status, error).await
+}
+
+/// Records an attempt of `d` that got `http_status` or failed with `error`: delivered on a
+/// 2xx, else retried later or dead-lettered.
+async fn record(
+    core: &Core,
+    d: &DeliveryRow,
+    endpoint: &str,
+    http_status: Option<i64>,
+    error: Option<String>,
+) -> Result<(), StoreError> {
+    let delivered = http_status.is_some_and(|s| (200..300).contains(&s));
     let attempts = d.attempts + 1;
     let (status, next) = if delivered {
         ("delivered", i64::MAX)
     } else if attempts >= i64::from(core.settings.webhook_attempts) {
-        tracing::warn!(endpoint = %endpoint.id, message = %d.message_id, "webhook dead-lettered");
+        tracing::warn!(%endpoint, message = %d.message_id, "webhook dead-lettered");
         ("dead", i64::MAX)
     } else {
         let base = core.settings.webhook_backoff.as_millis() as i64;

@@ -64,6 +64,11 @@ pub(crate) struct RelayerArgs {
     /// Browserbase's API (for a proxy or a test server).
     #[arg(long, env = "BURSAR_BROWSERBASE_URL", default_value = providers::browserbase::DEFAULT_URL)]
     browserbase_url: String,
+    /// Let hosts' webhook endpoints be on loopback (127.0.0.0/8, ::1, localhost): for a
+    /// devnet whose receivers run on this machine. Link-local, private and other internal
+    /// addresses are refused whatever this says.
+    #[arg(long, env = "BURSAR_WEBHOOK_ALLOW_LOOPBACK")]
+    allow_loopback_webhooks: bool,
 }
 
 #[derive(clap::Subcommand, Debug)]
@@ -156,6 +161,9 @@ async fn serve(args: RelayerArgs) -> Result<(), String> {
             poll_interval: std::time::Duration::from_secs(args.poll_seconds.max(1)),
             runloop_url: args.runloop_url.clone(),
             browserbase_url: args.browserbase_url.clone(),
+            webhook_egress: bursar_relayer::egress::Policy {
+                allow_loopback: args.allow_loopback_webhooks,
+            },
             ..Settings::default()
         },
     })

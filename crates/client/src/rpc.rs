@@ -513,7 +513,7 @@ impl Client {
 
 /// `e` and those of its sources that add something, so "connection refused" is not hidden
 /// behind "error sending request" (and tungstenite's repeated I/O text is not said twice).
-pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

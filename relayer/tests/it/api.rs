@@ -13,7 +13,7 @@ async fn relayer(db: &Db, client: &Client) -> Relayer {
     relayer_with(db, client, Settings::default()).await
 }
 
-async fn relayer_with(db: &Db, client: &Client, settings: Settings) -> Relayer {
+pub(super) async fn relayer_with(db: &Db, client: &Client, settings: Settings) -> Relayer {
     start(Config {
         rpc: client.url().to_string(),
         db: db.url(),

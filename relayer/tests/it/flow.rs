@@ -136,6 +136,10 @@ pub(super) async fn system_with(db: Db, tune: impl FnOnce(&mut Settings)) -> Sys
         intent_ttl: Duration::from_secs(86_400),
         webhook_attempts: 3,
         webhook_backoff: Duration::from_millis(10),
+        // The tests' webhook receivers listen on loopback.
+        webhook_egress: bursar_relayer::egress::Policy {
+            allow_loopback: true,
+        },
         ..Settings::default()
     };
     tune(&mut settings);

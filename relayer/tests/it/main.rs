@@ -27,6 +27,7 @@ mod api;
 mod crash;
 mod engine;
 mod flow;
+mod hostile;
 mod lifecycle;
 mod receiver;
 mod vault;
