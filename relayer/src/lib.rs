@@ -114,8 +114,15 @@ pub struct Settings {
     /// The wait after a failed webhook attempt, doubled with each further failure (at most
     /// an hour).
     pub webhook_backoff: Duration,
-    /// Requests per second per credential (bursts of twice that); `None`: no limit.
+    /// Requests per second per host or session (bursts of twice that); `None`: no limit.
     pub rate_limit: Option<f64>,
+    /// Requests per second per client address without credentials (provider webhooks, the
+    /// x402 facilitator, health); `None`: no limit. Behind a proxy every client shares the
+    /// proxy's address: raise it there.
+    pub client_rate_limit: Option<f64>,
+    /// Failed authentications per second per client address; over it, further credentials
+    /// from the address are refused without being looked up. `None`: no limit.
+    pub auth_failure_limit: Option<f64>,
     /// A relayer process that has not beaten for this long is taken for dead: a retry takes
     /// over the idempotency keys of its unanswered requests. It beats four times as often.
     pub instance_timeout: Duration,
@@ -139,6 +146,8 @@ impl Default for Settings {
             webhook_attempts: 8,
             webhook_backoff: Duration::from_secs(5),
             rate_limit: Some(1_000.0),
+            client_rate_limit: Some(200.0),
+            auth_failure_limit: Some(5.0),
             instance_timeout: Duration::from_secs(10),
             poll_interval: Duration::from_secs(15),
             runloop_url: providers::runloop::DEFAULT_URL.into(),
@@ -437,6 +446,8 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
     let api_task = tokio::spawn({
         let stopped = until_stopped(stopped);
         async move {
+            // The peer's address: anonymous callers and failed authentications are limited by it.
+            let app = app.into_make_service_with_connect_info::<SocketAddr>();
             if let Err(e) = axum::serve(listener, app)
                 .with_graceful_shutdown(stopped)
                 .await

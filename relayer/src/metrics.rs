@@ -175,5 +175,20 @@ pub async fn render(core: &Core) -> Result<String, StoreError> {
         "# HELP bursar_relayer_rpc_errors_total Node errors met by the engine.\n# TYPE bursar_relayer_rpc_errors_total counter\nbursar_relayer_rpc_errors_total {}",
         m.rpc_errors.load(Ordering::Relaxed)
     );
+    let _ = writeln!(
+        out,
+        "# HELP bursar_relayer_rate_limited_total Requests refused by a rate limit, by bucket kind.\n# TYPE bursar_relayer_rate_limited_total counter"
+    );
+    for (kind, n) in core.limiter.refused() {
+        let _ = writeln!(
+            out,
+            "bursar_relayer_rate_limited_total{{bucket=\"{kind}\"}} {n}"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# HELP bursar_relayer_rate_limit_buckets Rate-limit buckets kept.\n# TYPE bursar_relayer_rate_limit_buckets gauge\nbursar_relayer_rate_limit_buckets {}",
+        core.limiter.len()
+    );
     Ok(out)
 }

@@ -1,42 +1,26 @@
-//! Who is calling, and request bodies parsed with the API's own errors.
+//! Who is calling (as [`super::auth`] settled it), and request bodies parsed with the API's
+//! own errors.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::header;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
+use super::auth::Principal;
 use super::{AppState, MAX_BODY};
 use crate::error::ApiError;
-use crate::hosts::{self, Host};
-use crate::sessions;
+use crate::hosts::Host;
 use crate::store::SessionRow;
-
-/// Host API keys start with this.
-const HOST_KEY_PREFIX: &str = "bhk_";
-/// Capability tokens start with this.
-const CAPABILITY_PREFIX: &str = "bct_";
-
-fn bearer(parts: &Parts) -> Result<&str, ApiError> {
-    parts
-        .headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim)
-        .ok_or(ApiError::Unauthorized)
-}
 
 impl FromRequestParts<AppState> for Host {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, s: &AppState) -> Result<Self, ApiError> {
-        let token = bearer(parts)?;
-        if !token.starts_with(HOST_KEY_PREFIX) {
-            return Err(ApiError::Unauthorized);
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
+        match parts.extensions.get::<Principal>() {
+            Some(Principal::Host(host)) => Ok(host.clone()),
+            _ => Err(ApiError::Unauthorized),
         }
-        hosts::authenticate(&s.store, token).await
     }
 }
 
@@ -46,12 +30,11 @@ pub struct Sandbox(pub SessionRow);
 impl FromRequestParts<AppState> for Sandbox {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, s: &AppState) -> Result<Self, ApiError> {
-        let token = bearer(parts)?;
-        if !token.starts_with(CAPABILITY_PREFIX) {
-            return Err(ApiError::Unauthorized);
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
+        match parts.extensions.get::<Principal>() {
+            Some(Principal::Sandbox(row)) => Ok(Sandbox(row.as_ref().clone())),
+            _ => Err(ApiError::Unauthorized),
         }
-        Ok(Sandbox(sessions::authenticate(s, token).await?))
     }
 }
 
@@ -66,13 +49,11 @@ pub enum Caller {
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, s: &AppState) -> Result<Self, ApiError> {
-        if bearer(parts)?.starts_with(CAPABILITY_PREFIX) {
-            Ok(Caller::Sandbox(Box::new(
-                Sandbox::from_request_parts(parts, s).await?.0,
-            )))
-        } else {
-            Ok(Caller::Host(Host::from_request_parts(parts, s).await?))
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
+        match parts.extensions.get::<Principal>() {
+            Some(Principal::Host(host)) => Ok(Caller::Host(host.clone())),
+            Some(Principal::Sandbox(row)) => Ok(Caller::Sandbox(row.clone())),
+            _ => Err(ApiError::Unauthorized),
         }
     }
 }

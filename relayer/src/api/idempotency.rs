@@ -2,7 +2,12 @@
 //! with the same body gets that response again (`Idempotent-Replayed: true`) and never a second
 //! transaction; the same key with another body gets `409 idempotency_key_reused`. A request
 //! that arrives while the first with its key still runs waits for it. Responses the caller may
-//! cure by retrying (5xx) are not kept.
+//! cure by retrying (5xx), and those that started nothing (401, 403, 404, 405, 429), are not
+//! kept.
+//!
+//! It runs after authentication and routing ([`super::router`]): the caller is the
+//! authenticated principal (a host, a session), never the header's bytes, so one credential
+//! spelled two ways has one key space; anonymous callers have one per route.
 //!
 //! A process can die after its payment committed and before its response was kept. So the
 //! handlers that move money or write records get the key ([`RequestKey`]) and store it with
@@ -12,12 +17,13 @@
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
+use super::auth::Principal;
 use super::{AppState, MAX_BODY};
 use crate::error::ApiError;
 use crate::store::{now_ms, Claim};
@@ -31,8 +37,8 @@ pub(super) const REPLAYED: &str = "idempotent-replayed";
 const WAIT_STEP: Duration = Duration::from_millis(25);
 const WAIT_STEPS: u32 = 1_200;
 
-/// The request's idempotency key, per caller: `hex(SHA-256(credential hash ‖ 0 ‖ key))`, for the
-/// handlers that store it with what they create.
+/// The request's idempotency key, per caller: `hex(SHA-256(caller ‖ 0 ‖ key))` (the caller as
+/// [`Principal::scope`] names it), for the handlers that store it with what they create.
 #[derive(Clone, Debug)]
 pub(super) struct RequestKey(pub(super) String);
 
@@ -54,12 +60,15 @@ pub(super) async fn layer(State(s): State<AppState>, req: Request, next: Next) -
             .into_response()
         }
     };
-    // Keys are per caller: the credential's hash (never the credential itself) names it.
-    let caller = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .map(|v| hex(&Sha256::digest(v.as_bytes())))
-        .unwrap_or_else(|| "anonymous".into());
+    // Keys are per caller: the principal the credential authenticated (never the credential).
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or(req.uri().path(), MatchedPath::as_str);
+    let caller = match req.extensions().get::<Principal>() {
+        Some(p) => p.scope(&format!("POST {route}")),
+        None => return ApiError::Internal.into_response(),
+    };
     let (mut parts, body) = req.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
         return ApiError::TooLarge.into_response();
@@ -125,13 +134,15 @@ pub(super) async fn layer(State(s): State<AppState>, req: Request, next: Next) -
     .into_response()
 }
 
-/// Keeps `response` for the key (unless it is a 5xx, which a retry may cure) and returns it.
+/// Keeps `response` for the key (unless a retry may cure it or it started nothing) and returns
+/// it.
 async fn keep(s: &AppState, caller: &str, key: &str, response: Response) -> Response {
     let (parts, body) = response.into_parts();
     let bytes = axum::body::to_bytes(body, usize::MAX)
         .await
         .unwrap_or_default();
-    let kept = if parts.status.is_server_error() {
+    let started_nothing = [401, 403, 404, 405, 429].contains(&parts.status.as_u16());
+    let kept = if parts.status.is_server_error() || started_nothing {
         s.store.release_idempotency_key(caller, key).await
     } else {
         let text = String::from_utf8_lossy(&bytes);

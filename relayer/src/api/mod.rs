@@ -7,10 +7,11 @@
 //! * [`x402`] — the x402 facilitator, and sandboxes' payments of 402 answers.
 //! * [`openapi`] — the OpenAPI document at `/openapi.json`.
 //! * [`idempotency`] — `Idempotency-Key` on every POST.
-//! * [`ratelimit`] — requests per second per credential.
-//! * [`extract`] — who is calling (a host key or a capability token) and JSON bodies with the
-//!   API's own errors.
+//! * [`auth`] — who is calling (a host key, a capability token, or an address), authenticated
+//!   once per request, and their rate limits ([`ratelimit`]).
+//! * [`extract`] — the caller for handlers, and JSON bodies with the API's own errors.
 
+mod auth;
 mod extract;
 mod idempotency;
 mod lifecycle;
@@ -30,6 +31,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
+pub use auth::Principal;
 pub use extract::{Body, Caller, Sandbox};
 pub use ratelimit::Limiter;
 
@@ -85,13 +87,14 @@ pub fn router(state: AppState) -> Router {
             "/v1/webhooks/{id}/deliveries/{message_id}/replay",
             post(webhooks::replay),
         )
-        .layer(axum::middleware::from_fn_with_state(
+        // Inside out: idempotency runs on routed requests only, after authentication.
+        .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             idempotency::layer,
         ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            ratelimit::layer,
+            auth::layer,
         ))
         .with_state(state)
 }
