@@ -49,6 +49,17 @@ pub enum ApiError {
         /// What conflicts.
         message: String,
     },
+    /// A session the owner opened on chain with terms other than the prepared ones: `field`
+    /// (the `OpenSession` field's name) is the first that differs.
+    #[error("the session on chain has {field} = {on_chain}, prepared {prepared}: it was opened with other terms than prepared")]
+    TermsMismatch {
+        /// The first field that differs.
+        field: &'static str,
+        /// Its prepared value.
+        prepared: String,
+        /// Its value on chain.
+        on_chain: String,
+    },
     /// The credential sent more requests than its rate limit allows; retry after
     /// `Retry-After` seconds.
     #[error("rate limit exceeded; retry later")]
@@ -82,6 +93,7 @@ impl ApiError {
             ApiError::Invalid { .. } => "invalid_request",
             ApiError::Contract(_) => "contract_error",
             ApiError::Conflict { code, .. } => code,
+            ApiError::TermsMismatch { .. } => "session_terms_mismatch",
             ApiError::TooLarge => "body_too_large",
             ApiError::Delivery(e) => e.code(),
             ApiError::RateLimited => "rate_limited",
@@ -97,7 +109,7 @@ impl ApiError {
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::Invalid { .. } => StatusCode::BAD_REQUEST,
             ApiError::Contract(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::Conflict { .. } | ApiError::TermsMismatch { .. } => StatusCode::CONFLICT,
             ApiError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Delivery(e) => match e {
                 crate::providers::ProviderError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
@@ -115,6 +127,11 @@ impl ApiError {
             ApiError::Forbidden { scope } => json!({ "scope": scope }),
             ApiError::Invalid { details, .. } => details.clone(),
             ApiError::Contract(e) => Value::Object(e.args.clone()),
+            ApiError::TermsMismatch {
+                field,
+                prepared,
+                on_chain,
+            } => json!({ "field": field, "prepared": prepared, "onChain": on_chain }),
             _ => json!({}),
         }
     }

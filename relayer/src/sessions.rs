@@ -144,12 +144,16 @@ pub struct Opened {
     pub transaction_hash: Option<String>,
 }
 
-/// The terms as stored: the typed data shown to the owner, and the same terms ABI-encoded.
+/// The terms as stored: the typed data shown to the owner, the same terms ABI-encoded, and the
+/// chain's head when they were prepared (no session with their nonce can have opened before).
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct StoredTerms {
     typed_data: Value,
     abi: Bytes,
+    /// Absent in rows prepared before it was kept: then from block 0.
+    #[serde(default)]
+    prepared_at_block: u64,
 }
 
 impl StoredTerms {
@@ -193,6 +197,14 @@ pub async fn prepare(core: &Core, host: &Host, req: PrepareRequest) -> Result<Pr
     if req.expires_at <= now {
         return Err(ApiError::invalid("expiresAt", "expiresAt is in the past"));
     }
+    let signers = core.engine.signers();
+    if req.session_key.is_some_and(|k| signers.contains(&k)) {
+        return Err(ApiError::invalid(
+            "sessionKey",
+            "the session key must not be a relayer signer: as the lease keeper it could renew \
+             its own lease",
+        ));
+    }
     for (field, text) in [("provider", &req.provider), ("sandboxId", &req.sandbox_id)] {
         if text.as_ref().is_some_and(|t| t.is_empty() || t.len() > 128) {
             return Err(ApiError::invalid(
@@ -201,8 +213,8 @@ pub async fn prepare(core: &Core, host: &Host, req: PrepareRequest) -> Result<Pr
             ));
         }
     }
-    let signers = core.engine.signers();
     let signer = signers[usize::from(random_bytes::<1>()[0]) % signers.len()];
+    let prepared_at_block = core.client.block_number().await?;
     let owner_nonce = U256::from_be_bytes(random_bytes::<32>()) >> 1;
     let deadline = now + core.settings.prepare_ttl.as_secs();
     let terms = OpenSession {
@@ -246,6 +258,7 @@ pub async fn prepare(core: &Core, host: &Host, req: PrepareRequest) -> Result<Pr
     let stored = serde_json::to_string(&StoredTerms {
         typed_data: typed_data.clone(),
         abi: terms.abi_encode().into(),
+        prepared_at_block,
     })
     .map_err(|_| ApiError::Internal)?;
     core.store
@@ -357,9 +370,23 @@ pub async fn open(core: &Core, host: &Host, req: OpenRequest) -> Result<Opened, 
 }
 
 /// Registers a prepared session the owner opened with their own wallet (`openSession` naming
-/// the prepared key): checked on chain, then given a capability token.
+/// the prepared key): its `SessionOpened` must carry every prepared term, else nothing the
+/// host relies on (its guardian's revoke, the lease, the caps) would hold; then it gets a
+/// capability token.
 pub async fn register(core: &Core, host: &Host, req: RegisterRequest) -> Result<Opened, ApiError> {
     let row = prepared(&core.store, host, &req.prepared_id).await?;
+    let stored = stored_terms(&row)?;
+    let terms = stored.terms()?;
+    let not_opened = || {
+        ApiError::conflict(
+            "session_not_opened",
+            format!(
+                "no session {} of owner {} with session key {} is open on chain: the owner \
+                 must call openSession with the prepared terms first",
+                row.id, terms.owner, terms.sessionKey
+            ),
+        )
+    };
     let id = parse_id(&row.id)?;
     let on_chain = core
         .client
@@ -369,17 +396,19 @@ pub async fn register(core: &Core, host: &Host, req: RegisterRequest) -> Result<
             ISessionWallet::sessionTermsCall { sessionId: id },
         )
         .await?;
-    let key: Address = row.session_key.parse().map_err(|_| ApiError::Internal)?;
-    let owner: Address = row.owner.parse().map_err(|_| ApiError::Internal)?;
-    if on_chain._0 != owner || on_chain._1 != key {
-        return Err(ApiError::conflict(
-            "session_not_opened",
-            format!(
-                "no session {} of owner {owner} with session key {key} is open on chain: the owner \
-                 must call openSession with the prepared terms first",
-                row.id
-            ),
-        ));
+    if on_chain._0 != terms.owner || on_chain._1 != terms.sessionKey {
+        return Err(not_opened());
+    }
+    let opened = session_opened(core, id, stored.prepared_at_block)
+        .await?
+        .ok_or_else(not_opened)?;
+    if let Some((field, prepared, on_chain)) = first_difference(&terms, &opened) {
+        tracing::warn!(host = %host.id, session = %row.id, field, "registered terms differ");
+        return Err(ApiError::TermsMismatch {
+            field,
+            prepared,
+            on_chain,
+        });
     }
     let (token, token_hash) = capability_token();
     let mut db = core.store.begin().await?;
@@ -394,6 +423,86 @@ pub async fn register(core: &Core, host: &Host, req: RegisterRequest) -> Result<
         status: "open".into(),
         transaction_hash: None,
     })
+}
+
+/// Blocks asked of `eth_getLogs` at once (what public nodes commonly allow).
+const LOG_RANGE: u64 = 10_000;
+
+/// Session `id`'s `SessionOpened`, looked for from block `from` to the head.
+async fn session_opened(
+    core: &Core,
+    id: U256,
+    from: u64,
+) -> Result<Option<ISessionWallet::SessionOpened>, ApiError> {
+    use alloy_sol_types::SolEvent;
+    let topics = [
+        vec![ISessionWallet::SessionOpened::SIGNATURE_HASH],
+        vec![B256::from(id)],
+    ];
+    let head = core.client.block_number().await?;
+    let mut start = from;
+    while start <= head {
+        let end = head.min(start.saturating_add(LOG_RANGE - 1));
+        let logs = core
+            .client
+            .logs_matching(
+                &[core.contracts.wallet],
+                &topics,
+                bursar_client::rpc::LogBlocks::Range(start, end),
+            )
+            .await?;
+        let decoded = logs.iter().find_map(|l| {
+            ISessionWallet::SessionOpened::decode_raw_log(l.topics.iter().copied(), &l.data).ok()
+        });
+        if decoded.is_some() {
+            return Ok(decoded);
+        }
+        start = end + 1;
+    }
+    Ok(None)
+}
+
+/// The first term in which the session opened on chain differs from the prepared `terms`:
+/// its name as in `OpenSession`, the prepared value and the chain's.
+fn first_difference(
+    terms: &OpenSession,
+    opened: &ISessionWallet::SessionOpened,
+) -> Option<(&'static str, String, String)> {
+    fn text(v: impl std::fmt::Display) -> String {
+        v.to_string()
+    }
+    let t = terms;
+    let o = opened;
+    let pairs = [
+        ("owner", text(t.owner), text(o.owner)),
+        ("sessionKey", text(t.sessionKey), text(o.sessionKey)),
+        ("guardian", text(t.guardian), text(o.guardian)),
+        ("token", text(t.token), text(o.token)),
+        ("deposit", text(t.deposit), text(o.deposit)),
+        (
+            "perPaymentCap",
+            text(t.perPaymentCap),
+            text(o.perPaymentCap),
+        ),
+        ("periodBudget", text(t.periodBudget), text(o.periodBudget)),
+        (
+            "periodSeconds",
+            text(t.periodSeconds),
+            text(o.periodSeconds),
+        ),
+        (
+            "coSignThreshold",
+            text(t.coSignThreshold),
+            text(o.coSignThreshold),
+        ),
+        ("validAfter", text(t.validAfter), text(o.validAfter)),
+        ("expiresAt", text(t.expiresAt), text(o.expiresAt)),
+        ("leaseSeconds", text(t.leaseSeconds), text(o.leaseSeconds)),
+        ("leaseKeeper", text(t.leaseKeeper), text(o.leaseKeeper)),
+        ("allowlistId", text(t.allowlistId), text(o.allowlistId)),
+        ("metadata", text(t.metadata), text(o.metadata)),
+    ];
+    pairs.into_iter().find(|(_, p, c)| p != c)
 }
 
 /// A session `host` prepared and did not open yet, unless its sandbox was reported terminated
@@ -878,4 +987,82 @@ pub fn signer_of(row: &SessionRow) -> Result<Address, ApiError> {
 /// A stored session id as a number.
 pub fn parse_id(id: &str) -> Result<U256, ApiError> {
     crate::wire::parse_session_id(id).ok_or(ApiError::Internal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn terms() -> OpenSession {
+        OpenSession {
+            owner: Address::repeat_byte(1),
+            sessionKey: Address::repeat_byte(2),
+            guardian: Address::repeat_byte(3),
+            token: Address::repeat_byte(4),
+            deposit: U256::from(100),
+            perPaymentCap: U256::from(30),
+            periodBudget: U256::from(40),
+            periodSeconds: 3_600,
+            coSignThreshold: U256::from(20),
+            validAfter: 0,
+            expiresAt: 2_000_000_000,
+            leaseSeconds: 600,
+            leaseKeeper: Address::repeat_byte(5),
+            allowlistId: U256::from(7),
+            metadata: B256::repeat_byte(9),
+            nonce: U256::from(11),
+            deadline: U256::from(12),
+        }
+    }
+
+    fn opened(t: &OpenSession) -> ISessionWallet::SessionOpened {
+        ISessionWallet::SessionOpened {
+            sessionId: session_id(t.owner, t.nonce),
+            owner: t.owner,
+            sessionKey: t.sessionKey,
+            guardian: t.guardian,
+            token: t.token,
+            deposit: t.deposit,
+            perPaymentCap: t.perPaymentCap,
+            periodBudget: t.periodBudget,
+            periodSeconds: t.periodSeconds,
+            coSignThreshold: t.coSignThreshold,
+            validAfter: t.validAfter,
+            expiresAt: t.expiresAt,
+            leaseSeconds: t.leaseSeconds,
+            leaseKeeper: t.leaseKeeper,
+            allowlistId: t.allowlistId,
+            metadata: t.metadata,
+        }
+    }
+
+    #[test]
+    fn every_term_is_compared() {
+        let t = terms();
+        assert_eq!(first_difference(&t, &opened(&t)), None);
+        let changes: [(&str, fn(&mut ISessionWallet::SessionOpened)); 15] = [
+            ("owner", |o| o.owner = Address::ZERO),
+            ("sessionKey", |o| o.sessionKey = Address::ZERO),
+            ("guardian", |o| o.guardian = Address::ZERO),
+            ("token", |o| o.token = Address::ZERO),
+            ("deposit", |o| o.deposit += U256::from(1)),
+            ("perPaymentCap", |o| o.perPaymentCap = U256::ZERO),
+            ("periodBudget", |o| o.periodBudget = U256::ZERO),
+            ("periodSeconds", |o| o.periodSeconds = 0),
+            ("coSignThreshold", |o| o.coSignThreshold = U256::ZERO),
+            ("validAfter", |o| o.validAfter = 1),
+            ("expiresAt", |o| o.expiresAt += 1),
+            ("leaseSeconds", |o| o.leaseSeconds = 0),
+            ("leaseKeeper", |o| o.leaseKeeper = Address::ZERO),
+            ("allowlistId", |o| o.allowlistId = U256::ZERO),
+            ("metadata", |o| o.metadata = B256::ZERO),
+        ];
+        for (field, change) in changes {
+            let mut o = opened(&t);
+            change(&mut o);
+            let (named, prepared, on_chain) = first_difference(&t, &o).unwrap();
+            assert_eq!(named, field);
+            assert_ne!(prepared, on_chain);
+        }
+    }
 }

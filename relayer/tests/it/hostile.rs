@@ -10,7 +10,7 @@ use bursar_relayer::{hosts, webhooks, Settings};
 use serde_json::{json, Value};
 
 use super::api::relayer_with;
-use super::flow::code;
+use super::flow::{code, system, usd};
 use super::receiver::Receiver;
 use super::*;
 
@@ -154,4 +154,354 @@ async fn webhooks_never_reach_internal_addresses(db: Db) {
     relayer.shutdown().await;
 }
 
-on_both_databases!(webhooks_never_reach_internal_addresses);
+/// A request with the `Authorization` header exactly as given (or none).
+async fn raw(
+    method: reqwest12::Method,
+    url: &str,
+    authorization: Option<&str>,
+    body: Option<Value>,
+    idempotency_key: Option<&str>,
+) -> (u16, Value, bool) {
+    let mut req = reqwest12::Client::new().request(method, url);
+    if let Some(a) = authorization {
+        req = req.header("authorization", a);
+    }
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    if let Some(k) = idempotency_key {
+        req = req.header("idempotency-key", k);
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status().as_u16();
+    let replayed = r.headers().contains_key("idempotent-replayed");
+    let text = r.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        replayed,
+    )
+}
+
+/// The limiter counts principals and addresses, not header bytes: one key re-spelled is one
+/// bucket; fresh bogus keys run out the address's failures (and are then not looked up);
+/// requests without credentials have their address's bucket.
+async fn rate_limits_hold_under_respelled_bogus_and_absent_credentials(db: Db) {
+    use reqwest12::Method;
+    let (_devnet, client) = devnet(true).await;
+    let settings = Settings {
+        rate_limit: Some(5.0),
+        client_rate_limit: Some(5.0),
+        auth_failure_limit: Some(2.0),
+        ..Settings::default()
+    };
+    let relayer = relayer_with(&db, &client, settings.clone()).await;
+    let store = db.store().await;
+    let key = hosts::create(&store, "e2b-prod", "read").await.unwrap().key;
+    let base = format!("http://{}", relayer.addr);
+    let me = format!("{base}/v1/host");
+    // A burst of ten in four spellings, then the eleventh in a fifth: refused.
+    let spellings = [
+        format!("Bearer {key}"),
+        format!("Bearer  {key}"),
+        format!("bearer {key}"),
+        format!("BEARER {key}  "),
+    ];
+    for i in 0..10 {
+        let (status, body, _) = raw(Method::GET, &me, Some(&spellings[i % 4]), None, None).await;
+        assert_eq!(status, 200, "{i}: {body}");
+    }
+    let (status, body, _) = raw(
+        Method::GET,
+        &me,
+        Some(&format!("Bearer\t{key}")),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!((status, code(&body)), (429, "rate_limited"), "{body}");
+
+    // Without credentials: five a second per address, bursts of ten.
+    let anonymous = [
+        (Method::GET, format!("{base}/x402/supported"), None),
+        (
+            Method::POST,
+            format!("{base}/x402/verify"),
+            Some(json!({ "x402Version": 2 })),
+        ),
+        (
+            Method::POST,
+            format!("{base}/v1/hosts/host_x/providers/e2b/webhook"),
+            Some(json!({})),
+        ),
+    ];
+    let mut statuses = Vec::new();
+    for i in 0..11 {
+        let (m, url, body) = &anonymous[i % 3];
+        statuses.push(raw(m.clone(), url, None, body.clone(), None).await.0);
+    }
+    assert!(statuses[..10].iter().all(|s| *s != 429), "{statuses:?}");
+    assert_eq!(statuses[10], 429, "{statuses:?}");
+    relayer.shutdown().await;
+
+    // Fresh bogus keys: each a failure of the address; past the burst (four), refused before
+    // any lookup — a real key from that address too, until the bucket refills.
+    let relayer = relayer_with(&db, &client, settings).await;
+    let me = format!("http://{}/v1/host", relayer.addr);
+    let mut statuses = Vec::new();
+    for i in 0..8 {
+        let bogus = format!("Bearer bhk_{i:064x}");
+        statuses.push(raw(Method::GET, &me, Some(&bogus), None, None).await.0);
+    }
+    assert_eq!(statuses, [401, 401, 401, 401, 429, 429, 429, 429]);
+    let bogus_sandbox = format!("Bearer bct_{:064x}", 7);
+    assert_eq!(
+        raw(Method::GET, &me, Some(&bogus_sandbox), None, None)
+            .await
+            .0,
+        429
+    );
+    let (status, _, _) = raw(Method::GET, &me, Some(&format!("Bearer {key}")), None, None).await;
+    assert_eq!(status, 429);
+    let (_, metrics, _) = raw(
+        Method::GET,
+        &format!("http://{}/metrics", relayer.addr),
+        None,
+        None,
+        None,
+    )
+    .await;
+    let metrics = metrics.as_str().unwrap().to_owned();
+    assert!(
+        metrics.contains("bursar_relayer_rate_limited_total{bucket=\"auth_failures\"} 6"),
+        "{metrics}"
+    );
+    relayer.shutdown().await;
+}
+
+/// Idempotency keys belong to the authenticated caller: one capability token spelled two ways
+/// gets the first payment back, not a second; anonymous callers' keys are per route and their
+/// refusals are not kept; a POST to a GET-only route is 405.
+async fn idempotency_keys_belong_to_the_principal(db: Db) {
+    use reqwest12::Method;
+    let s = system(db).await;
+    let (_, token) = s.open_session(json!({ "coSignThreshold": "0" })).await;
+    let pay = format!("{}/v1/payments", s.base);
+    let body = json!({ "to": s.vendor_a, "amount": usd(1).to_string(), "purpose": "once" });
+    let (status, first, _) = raw(
+        Method::POST,
+        &pay,
+        Some(&format!("Bearer {token}")),
+        Some(body.clone()),
+        Some("k-1"),
+    )
+    .await;
+    assert_eq!(status, 202, "{first}");
+    let (status, second, replayed) = raw(
+        Method::POST,
+        &pay,
+        Some(&format!("Bearer  {token}")),
+        Some(body.clone()),
+        Some("k-1"),
+    )
+    .await;
+    assert_eq!((status, replayed), (202, true), "{second}");
+    assert_eq!(second["id"], first["id"]);
+    let (_, list) = s.get("/v1/payments", &token).await;
+    assert_eq!(list["payments"].as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(s.settled(&token, &first).await["status"], "confirmed");
+    assert_eq!(s.token_balance(s.vendor_a).await, usd(1), "paid once");
+
+    // Anonymous: a 401 is not kept, so the key stays free; other routes are other key spaces.
+    let (status, e, _) = raw(Method::POST, &pay, None, Some(body.clone()), Some("k-2")).await;
+    assert_eq!((status, code(&e)), (401, "unauthorized"), "{e}");
+    let (status, e, replayed) = raw(Method::POST, &pay, None, Some(json!({})), Some("k-2")).await;
+    assert_eq!(
+        (status, code(&e), replayed),
+        (401, "unauthorized", false),
+        "{e}"
+    );
+    let one = format!("{pay}/{}", first["id"].as_str().unwrap());
+    let (status, e, _) = raw(Method::POST, &one, None, Some(json!({})), Some("k-2")).await;
+    assert_eq!(status, 405, "{e}");
+    let (status, e, _) = raw(
+        Method::POST,
+        &format!("{}/x402/verify", s.base),
+        None,
+        Some(json!({ "x402Version": 2 })),
+        Some("k-2"),
+    )
+    .await;
+    assert_ne!(status, 409, "{e}");
+    // The sandbox's own key space is its own: k-2 is new to it.
+    let (status, p, replayed) = raw(
+        Method::POST,
+        &pay,
+        Some(&format!("Bearer {token}")),
+        Some(body),
+        Some("k-2"),
+    )
+    .await;
+    assert_eq!((status, replayed), (202, false), "{p}");
+    assert_ne!(p["id"], first["id"]);
+    s.relayer.shutdown().await;
+}
+
+/// An owner who opens the prepared session on chain with any term changed (the prepared key
+/// and nonce, so owner and key match) is refused at register, naming the term; the session key
+/// may not be the relayer's own signer.
+async fn register_refuses_terms_other_than_prepared(db: Db) {
+    use alloy_primitives::{Address, B256, U256};
+    use bursar_bindings::token::ITestToken;
+    use bursar_bindings::wallet::ISessionWallet::openSessionCall;
+    use bursar_client::Sender;
+    use bursar_deploy::Contract;
+
+    let s = system(db).await;
+    let token = s.record.address(Contract::TestToken.key()).unwrap();
+    let wallet = s.record.address(Contract::SessionWallet.key()).unwrap();
+    let owner = dev_key(4);
+    let sandbox = Address::repeat_byte(0x5a);
+    let mut operator = Sender::new(&s.client, dev_key(0)).await.unwrap();
+    operator
+        .transact(
+            &s.client,
+            token,
+            &ITestToken::mintCall {
+                to: owner.address(),
+                value: usd(100),
+            },
+        )
+        .await
+        .unwrap();
+    let mut own = Sender::new(&s.client, owner.clone()).await.unwrap();
+    own.transact(
+        &s.client,
+        token,
+        &ITestToken::approveCall {
+            spender: wallet,
+            value: U256::MAX,
+        },
+    )
+    .await
+    .unwrap();
+    let owner_address = owner.address();
+    let prepare = |session_key: Address| {
+        let s = &s;
+        async move {
+            s.post(
+                "/v1/sessions/prepare",
+                &s.host,
+                json!({
+                    "owner": owner_address,
+                    "token": token,
+                    "deposit": usd(1).to_string(),
+                    "perPaymentCap": usd(1).to_string(),
+                    "periodBudget": usd(1).to_string(),
+                    "periodSeconds": 3600,
+                    "coSignThreshold": usd(1).to_string(),
+                    "expiresAt": s.chain_now().await + 86_400,
+                    "leaseSeconds": 600,
+                    "allowlistId": s.list_id.to_string(),
+                    "metadata": "job 9",
+                    "sessionKey": session_key,
+                }),
+            )
+            .await
+        }
+    };
+    let (status, e) = prepare(dev_key(9).address()).await;
+    assert_eq!((status, code(&e)), (400, "invalid_request"), "{e}");
+    assert_eq!(e["details"]["field"], "sessionKey", "{e}");
+
+    // The call the prepared terms make, for the owner's own wallet.
+    let prepared_call = |prep: &Value| {
+        let m = &prep["typedData"]["openSession"]["message"];
+        let n = |k: &str| m[k].as_str().unwrap().parse::<U256>().unwrap();
+        let a = |k: &str| m[k].as_str().unwrap().parse::<Address>().unwrap();
+        openSessionCall {
+            owner: a("owner"),
+            sessionKey: a("sessionKey"),
+            guardian: a("guardian"),
+            token: a("token"),
+            deposit: n("deposit"),
+            perPaymentCap: n("perPaymentCap"),
+            periodBudget: n("periodBudget"),
+            periodSeconds: n("periodSeconds").to(),
+            coSignThreshold: n("coSignThreshold"),
+            validAfter: n("validAfter").to(),
+            expiresAt: n("expiresAt").to(),
+            leaseSeconds: n("leaseSeconds").to(),
+            leaseKeeper: a("leaseKeeper"),
+            allowlistId: n("allowlistId"),
+            metadata: m["metadata"].as_str().unwrap().parse().unwrap(),
+            nonce: n("nonce"),
+        }
+    };
+    let changes: [(&str, fn(&mut openSessionCall)); 13] = [
+        ("guardian", |c| c.guardian = c.owner),
+        ("token", |c| c.token = Address::ZERO),
+        ("deposit", |c| c.deposit += U256::from(1)),
+        ("perPaymentCap", |c| c.perPaymentCap = U256::ZERO),
+        ("periodBudget", |c| c.periodBudget += U256::from(1)),
+        ("periodSeconds", |c| c.periodSeconds += 1),
+        ("coSignThreshold", |c| c.coSignThreshold = U256::ZERO),
+        ("validAfter", |c| c.validAfter = 1),
+        ("expiresAt", |c| c.expiresAt += 1),
+        ("leaseSeconds", |c| c.leaseSeconds += 1),
+        ("leaseKeeper", |c| c.leaseKeeper = Address::ZERO),
+        ("allowlistId", |c| c.allowlistId += U256::from(1)),
+        ("metadata", |c| c.metadata = B256::ZERO),
+    ];
+    for (field, change) in changes {
+        let (status, prep) = prepare(sandbox).await;
+        assert_eq!(status, 201, "{prep}");
+        let mut call = prepared_call(&prep);
+        change(&mut call);
+        // A native deposit is sent as value.
+        let value = if call.token.is_zero() {
+            call.deposit
+        } else {
+            U256::ZERO
+        };
+        let data = alloy_sol_types::SolCall::abi_encode(&call);
+        own.send(&s.client, Some(wallet), data.into(), value)
+            .await
+            .unwrap();
+        let (status, e) = s
+            .post(
+                "/v1/sessions/register",
+                &s.host,
+                json!({ "preparedId": prep["preparedId"] }),
+            )
+            .await;
+        assert_eq!(
+            (status, code(&e)),
+            (409, "session_terms_mismatch"),
+            "{field}: {e}"
+        );
+        assert_eq!(e["details"]["field"], field, "{e}");
+        assert!(e["message"].as_str().unwrap().contains(field), "{e}");
+        assert_ne!(e["details"]["prepared"], e["details"]["onChain"], "{e}");
+    }
+    // The prepared terms exactly: registered.
+    let (_, prep) = prepare(sandbox).await;
+    let call = prepared_call(&prep);
+    own.transact(&s.client, wallet, &call).await.unwrap();
+    let (status, opened) = s
+        .post(
+            "/v1/sessions/register",
+            &s.host,
+            json!({ "preparedId": prep["preparedId"] }),
+        )
+        .await;
+    assert_eq!(status, 201, "{opened}");
+    s.relayer.shutdown().await;
+}
+
+on_both_databases!(
+    webhooks_never_reach_internal_addresses,
+    rate_limits_hold_under_respelled_bogus_and_absent_credentials,
+    idempotency_keys_belong_to_the_principal,
+    register_refuses_terms_other_than_prepared,
+);
