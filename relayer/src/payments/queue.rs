@@ -218,6 +218,10 @@ struct InFlight {
     payments: VecDeque<(u64, U256, bool, U256)>,
     /// The intent nonces of `payments`: a second intent under one of them would fail on chain.
     nonces: HashSet<U256>,
+    /// Intent nonces of payments that left `payments` because a block's state holds them, with
+    /// that block. A replay's simulation may have run at an earlier block, where the nonce
+    /// was still free: it is refused by these until [`SETTLED_BLOCKS`] later.
+    settled: HashMap<U256, u64>,
     deposit: U256,
     period: U256,
     /// The session's room by its state at a block (deposit and period budget left), and the
@@ -236,22 +240,34 @@ impl InFlight {
         }
     }
 
-    /// Forgets the payments whose transactions are below `mined` (the signer's nonce at a
-    /// block): that block's state holds them.
-    fn settle(&mut self, mined: u64) {
+    /// Forgets the payments whose transactions are below `mined` (the signer's nonce at
+    /// `block`): that block's state holds them.
+    fn settle(&mut self, mined: u64, block: u64) {
+        self.settled
+            .retain(|_, at| at.saturating_add(SETTLED_BLOCKS) >= block);
         while let Some(&(nonce, amount, executes, intent_nonce)) = self.payments.front() {
             if nonce >= mined {
                 break;
             }
             self.payments.pop_front();
             self.nonces.remove(&intent_nonce);
+            self.settled.insert(intent_nonce, block);
             self.deposit = self.deposit.saturating_sub(amount);
             if executes {
                 self.period = self.period.saturating_sub(amount);
             }
         }
     }
+
+    /// Whether an intent under `nonce` is in flight or was settled lately.
+    fn uses(&self, nonce: &U256) -> bool {
+        self.nonces.contains(nonce) || self.settled.contains_key(nonce)
+    }
 }
+
+/// How long a settled intent nonce is remembered, in blocks: longer than any simulation can
+/// lag behind the block the queue reads.
+const SETTLED_BLOCKS: u64 = 64;
 
 /// What the queue task knows of sessions' payments in flight.
 #[derive(Default)]
@@ -339,7 +355,7 @@ impl Ledger {
         let mut rooms = HashMap::with_capacity(checked.len());
         for (s, (deposit, period)) in checked.into_iter().zip(states) {
             let f = self.sessions.get_mut(&s.id).ok_or(ApiError::Internal)?;
-            f.settle(mined[&signer_of(s)?]);
+            f.settle(mined[&signer_of(s)?], block);
             f.state = Some((block, deposit, period));
             rooms.insert(
                 s.id.clone(),
@@ -354,9 +370,9 @@ impl Ledger {
         Ok(rooms)
     }
 
-    /// Refuses a sandbox-signed intent whose nonce another payment of its session in flight (or
-    /// `signed`, earlier in this batch) already uses, as the wallet would refuse it on chain: a
-    /// replayed intent.
+    /// Refuses a sandbox-signed intent whose nonce another payment of its session in flight,
+    /// settled lately, or `signed` earlier in this batch already uses, as the wallet would
+    /// refuse it on chain: a replayed intent (whose revert the relayer's signer would pay).
     fn check_nonce(
         &self,
         payment: &Accepted,
@@ -366,7 +382,7 @@ impl Ledger {
         let in_flight = self
             .sessions
             .get(&payment.session.id)
-            .is_some_and(|f| f.nonces.contains(&nonce));
+            .is_some_and(|f| f.uses(&nonce));
         if payment.custodial()
             || !(in_flight || signed.contains(&(payment.session.id.clone(), nonce)))
         {
@@ -592,4 +608,52 @@ async fn stage(
     Store::insert_payments(&mut db, &rows, now).await?;
     let nonces = txs.iter().map(|&(_, nonce)| nonce);
     Ok((db, views.into_iter().zip(nonces).collect()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_settled_intent_nonce_is_still_used_for_a_while() {
+        let mut f = InFlight::default();
+        f.push(0, U256::from(5), true, U256::from(9));
+        f.push(1, U256::from(7), false, U256::from(10));
+        assert!(f.uses(&U256::from(9)) && f.uses(&U256::from(10)));
+        // Block 100's state holds the first: its nonce is no longer in flight, but a replay
+        // simulated at block 99 would have found it free.
+        f.settle(1, 100);
+        assert_eq!((f.deposit, f.period), (U256::from(7), U256::ZERO));
+        assert!(!f.nonces.contains(&U256::from(9)));
+        assert!(f.uses(&U256::from(9)), "settled lately");
+        assert!(f.uses(&U256::from(10)), "in flight");
+        assert!(!f.uses(&U256::from(11)));
+        f.settle(2, 100 + SETTLED_BLOCKS);
+        assert!(f.uses(&U256::from(9)) && f.uses(&U256::from(10)));
+        f.settle(2, 101 + SETTLED_BLOCKS);
+        assert!(
+            !f.uses(&U256::from(9)),
+            "forgotten once no simulation can lag so far"
+        );
+        assert!(f.uses(&U256::from(10)));
+    }
+
+    #[test]
+    fn room_refuses_what_the_wallet_would() {
+        let mut room = Room {
+            deposit: U256::from(10),
+            period: U256::from(6),
+            queued_deposit: U256::ZERO,
+            queued_period: U256::ZERO,
+        };
+        assert!(room.take(U256::from(5), true).is_ok());
+        let over_period = room.take(U256::from(2), true).unwrap_err();
+        assert_eq!(over_period.code(), "WalletPeriodBudgetExceeded");
+        // A pending payment holds deposit, not period budget.
+        assert!(room.take(U256::from(4), false).is_ok());
+        let over_deposit = room.take(U256::from(2), false).unwrap_err();
+        assert_eq!(over_deposit.code(), "WalletInsufficientDeposit");
+        assert!(room.take(U256::from(1), true).is_ok());
+        assert_eq!((room.deposit, room.period), (U256::ZERO, U256::ZERO));
+    }
 }

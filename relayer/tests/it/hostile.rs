@@ -5,12 +5,17 @@
 
 use std::time::Duration;
 
+use alloy_primitives::{Address, B256, U256};
+use bursar_bindings::token::ITestToken;
+use bursar_bindings::wallet::ISessionWallet::openSessionCall;
+use bursar_client::Key;
+use bursar_deploy::Contract;
 use bursar_relayer::egress::Policy;
 use bursar_relayer::{hosts, webhooks, Settings};
 use serde_json::{json, Value};
 
 use super::api::relayer_with;
-use super::flow::{code, system, usd};
+use super::flow::{code, system, usd, System};
 use super::receiver::Receiver;
 use super::*;
 
@@ -347,79 +352,75 @@ async fn idempotency_keys_belong_to_the_principal(db: Db) {
     s.relayer.shutdown().await;
 }
 
-/// An owner who opens the prepared session on chain with any term changed (the prepared key
-/// and nonce, so owner and key match) is refused at register, naming the term; the session key
-/// may not be the relayer's own signer.
-async fn register_refuses_terms_other_than_prepared(db: Db) {
-    use alloy_primitives::{Address, B256, U256};
-    use bursar_bindings::token::ITestToken;
-    use bursar_bindings::wallet::ISessionWallet::openSessionCall;
-    use bursar_client::Sender;
-    use bursar_deploy::Contract;
+/// An owner with its own wallet (gas and tokens, the wallet approved) that opens prepared
+/// sessions itself, for the host to register.
+struct OwnWallet {
+    owner: Key,
+    sender: bursar_client::Sender,
+    token: Address,
+    wallet: Address,
+}
 
-    let s = system(db).await;
-    let token = s.record.address(Contract::TestToken.key()).unwrap();
-    let wallet = s.record.address(Contract::SessionWallet.key()).unwrap();
-    let owner = dev_key(4);
-    let sandbox = Address::repeat_byte(0x5a);
-    let mut operator = Sender::new(&s.client, dev_key(0)).await.unwrap();
-    operator
-        .transact(
-            &s.client,
-            token,
-            &ITestToken::mintCall {
-                to: owner.address(),
-                value: usd(100),
-            },
-        )
-        .await
-        .unwrap();
-    let mut own = Sender::new(&s.client, owner.clone()).await.unwrap();
-    own.transact(
-        &s.client,
-        token,
-        &ITestToken::approveCall {
+impl OwnWallet {
+    async fn new(s: &System) -> Self {
+        let token = s.record.address(Contract::TestToken.key()).unwrap();
+        let wallet = s.record.address(Contract::SessionWallet.key()).unwrap();
+        let owner = dev_key(4);
+        let mut operator = bursar_client::Sender::new(&s.client, dev_key(0))
+            .await
+            .unwrap();
+        let mint = ITestToken::mintCall {
+            to: owner.address(),
+            value: usd(100),
+        };
+        operator.transact(&s.client, token, &mint).await.unwrap();
+        let mut sender = bursar_client::Sender::new(&s.client, owner.clone())
+            .await
+            .unwrap();
+        let approve = ITestToken::approveCall {
             spender: wallet,
             value: U256::MAX,
-        },
-    )
-    .await
-    .unwrap();
-    let owner_address = owner.address();
-    let prepare = |session_key: Address| {
-        let s = &s;
-        async move {
-            s.post(
-                "/v1/sessions/prepare",
-                &s.host,
-                json!({
-                    "owner": owner_address,
-                    "token": token,
-                    "deposit": usd(1).to_string(),
-                    "perPaymentCap": usd(1).to_string(),
-                    "periodBudget": usd(1).to_string(),
-                    "periodSeconds": 3600,
-                    "coSignThreshold": usd(1).to_string(),
-                    "expiresAt": s.chain_now().await + 86_400,
-                    "leaseSeconds": 600,
-                    "allowlistId": s.list_id.to_string(),
-                    "metadata": "job 9",
-                    "sessionKey": session_key,
-                }),
-            )
-            .await
+        };
+        sender.transact(&s.client, token, &approve).await.unwrap();
+        OwnWallet {
+            owner,
+            sender,
+            token,
+            wallet,
         }
-    };
-    let (status, e) = prepare(dev_key(9).address()).await;
-    assert_eq!((status, code(&e)), (400, "invalid_request"), "{e}");
-    assert_eq!(e["details"]["field"], "sessionKey", "{e}");
+    }
 
-    // The call the prepared terms make, for the owner's own wallet.
-    let prepared_call = |prep: &Value| {
+    /// Prepares a session with `session_key` (small caps, a lease, the test's allowlist).
+    async fn prepare(&self, s: &System, session_key: Address) -> (u16, Value) {
+        let terms = json!({
+            "owner": self.owner.address(),
+            "token": self.token,
+            "deposit": usd(1).to_string(),
+            "perPaymentCap": usd(1).to_string(),
+            "periodBudget": usd(1).to_string(),
+            "periodSeconds": 3600,
+            "coSignThreshold": usd(1).to_string(),
+            "expiresAt": s.chain_now().await + 86_400,
+            "leaseSeconds": 600,
+            "allowlistId": s.list_id.to_string(),
+            "metadata": "job 9",
+            "sessionKey": session_key,
+        });
+        s.post("/v1/sessions/prepare", &s.host, terms).await
+    }
+
+    /// Opens prepared session `prep` from the owner's wallet with its terms as `change` leaves
+    /// them, and asks the host to register it.
+    async fn open_and_register(
+        &mut self,
+        s: &System,
+        prep: &Value,
+        change: impl FnOnce(&mut openSessionCall),
+    ) -> (u16, Value) {
         let m = &prep["typedData"]["openSession"]["message"];
         let n = |k: &str| m[k].as_str().unwrap().parse::<U256>().unwrap();
         let a = |k: &str| m[k].as_str().unwrap().parse::<Address>().unwrap();
-        openSessionCall {
+        let mut call = openSessionCall {
             owner: a("owner"),
             sessionKey: a("sessionKey"),
             guardian: a("guardian"),
@@ -436,8 +437,34 @@ async fn register_refuses_terms_other_than_prepared(db: Db) {
             allowlistId: n("allowlistId"),
             metadata: m["metadata"].as_str().unwrap().parse().unwrap(),
             nonce: n("nonce"),
-        }
-    };
+        };
+        change(&mut call);
+        // A native deposit is sent as value.
+        let value = if call.token.is_zero() {
+            call.deposit
+        } else {
+            U256::ZERO
+        };
+        let data = alloy_sol_types::SolCall::abi_encode(&call);
+        self.sender
+            .send(&s.client, Some(self.wallet), data, value)
+            .await
+            .unwrap();
+        let body = json!({ "preparedId": prep["preparedId"] });
+        s.post("/v1/sessions/register", &s.host, body).await
+    }
+}
+
+/// An owner who opens the prepared session on chain with any term changed (the prepared key
+/// and nonce, so owner and key match) is refused at register, naming the term; the session key
+/// may not be the relayer's own signer.
+async fn register_refuses_terms_other_than_prepared(db: Db) {
+    let s = system(db).await;
+    let mut own = OwnWallet::new(&s).await;
+    let sandbox = Address::repeat_byte(0x5a);
+    let (status, e) = own.prepare(&s, dev_key(9).address()).await;
+    assert_eq!((status, code(&e)), (400, "invalid_request"), "{e}");
+    assert_eq!(e["details"]["field"], "sessionKey", "{e}");
     let changes: [(&str, fn(&mut openSessionCall)); 13] = [
         ("guardian", |c| c.guardian = c.owner),
         ("token", |c| c.token = Address::ZERO),
@@ -454,27 +481,9 @@ async fn register_refuses_terms_other_than_prepared(db: Db) {
         ("metadata", |c| c.metadata = B256::ZERO),
     ];
     for (field, change) in changes {
-        let (status, prep) = prepare(sandbox).await;
+        let (status, prep) = own.prepare(&s, sandbox).await;
         assert_eq!(status, 201, "{prep}");
-        let mut call = prepared_call(&prep);
-        change(&mut call);
-        // A native deposit is sent as value.
-        let value = if call.token.is_zero() {
-            call.deposit
-        } else {
-            U256::ZERO
-        };
-        let data = alloy_sol_types::SolCall::abi_encode(&call);
-        own.send(&s.client, Some(wallet), data.into(), value)
-            .await
-            .unwrap();
-        let (status, e) = s
-            .post(
-                "/v1/sessions/register",
-                &s.host,
-                json!({ "preparedId": prep["preparedId"] }),
-            )
-            .await;
+        let (status, e) = own.open_and_register(&s, &prep, change).await;
         assert_eq!(
             (status, code(&e)),
             (409, "session_terms_mismatch"),
@@ -485,17 +494,85 @@ async fn register_refuses_terms_other_than_prepared(db: Db) {
         assert_ne!(e["details"]["prepared"], e["details"]["onChain"], "{e}");
     }
     // The prepared terms exactly: registered.
-    let (_, prep) = prepare(sandbox).await;
-    let call = prepared_call(&prep);
-    own.transact(&s.client, wallet, &call).await.unwrap();
-    let (status, opened) = s
-        .post(
-            "/v1/sessions/register",
-            &s.host,
-            json!({ "preparedId": prep["preparedId"] }),
-        )
-        .await;
+    let (_, prep) = own.prepare(&s, sandbox).await;
+    let (status, opened) = own.open_and_register(&s, &prep, |_| {}).await;
     assert_eq!(status, 201, "{opened}");
+    s.relayer.shutdown().await;
+}
+
+/// A sandbox that signs its own intents replays each one the moment it is accepted, again and
+/// again: every replay is refused before anything is sent, so no transaction of the relayer's
+/// signer reverts (a replay accepted would fail on chain with `WalletNonceUsed`, its gas paid).
+async fn replayed_signed_intents_never_reach_the_chain(db: Db) {
+    let s = system(db).await;
+    let mut own = OwnWallet::new(&s).await;
+    let sandbox = Key::from_bytes(&B256::from(U256::from(0x5a4d_u64) << 64)).unwrap();
+    let (_, prep) = own.prepare(&s, sandbox.address()).await;
+    let (status, opened) = own.open_and_register(&s, &prep, |_| {}).await;
+    assert_eq!(status, 201, "{opened}");
+    let bearer = opened["capabilityToken"].as_str().unwrap().to_owned();
+    let session: U256 = opened["sessionId"].as_str().unwrap().parse().unwrap();
+    let domain = bursar_bindings::eip712::SESSION_WALLET_DOMAIN.at(412_346, own.wallet);
+    let signed = |nonce: u64| {
+        let intent = bursar_bindings::eip712::PaymentIntent {
+            session,
+            to: s.vendor_b,
+            amount: U256::from(1_000),
+            purpose: B256::repeat_byte(7),
+            nonce: U256::from(nonce),
+            deadline: U256::from(4_000_000_000u64),
+        };
+        let hash = alloy_sol_types::SolStruct::eip712_signing_hash(&intent, &domain);
+        json!({
+            "to": intent.to,
+            "amount": intent.amount.to_string(),
+            "purpose": intent.purpose,
+            "nonce": nonce.to_string(),
+            "deadline": 4_000_000_000u64,
+            "signature": format!("0x{}", alloy_primitives::hex::encode(sandbox.sign_hash_rsv(&hash))),
+        })
+    };
+    let rounds = 30;
+    let mut accepted = Vec::new();
+    for nonce in 0..rounds {
+        let body = signed(nonce);
+        let (status, first) = s.post("/v1/payments", &bearer, body.clone()).await;
+        assert_eq!(status, 202, "{first}");
+        // Replays while it is queued, sent, mined: each refused.
+        let id = first["id"].as_str().unwrap().to_owned();
+        loop {
+            let (status, e) = s.post("/v1/payments", &bearer, body.clone()).await;
+            assert_eq!(
+                (status, code(&e)),
+                (422, "WalletNonceUsed"),
+                "nonce {nonce}: {e}"
+            );
+            let (_, p) = s.get(&format!("/v1/payments/{id}"), &bearer).await;
+            if p["status"] == "confirmed" {
+                break;
+            }
+            assert!(
+                ["queued", "submitted", "mined"].contains(&p["status"].as_str().unwrap()),
+                "{p}"
+            );
+        }
+        accepted.push(id);
+    }
+    let (_, list) = s.get("/v1/payments?limit=1000", &bearer).await;
+    let payments = list["payments"].as_array().unwrap();
+    assert_eq!(
+        payments.len(),
+        rounds as usize,
+        "only the originals were stored"
+    );
+    assert!(
+        payments.iter().all(|p| p["status"] == "confirmed"),
+        "{list}"
+    );
+    assert_eq!(
+        s.token_balance(s.vendor_b).await,
+        U256::from(1_000 * rounds)
+    );
     s.relayer.shutdown().await;
 }
 
@@ -504,4 +581,5 @@ on_both_databases!(
     rate_limits_hold_under_respelled_bogus_and_absent_credentials,
     idempotency_keys_belong_to_the_principal,
     register_refuses_terms_other_than_prepared,
+    replayed_signed_intents_never_reach_the_chain,
 );
