@@ -105,6 +105,7 @@ pub(super) async fn shrinks_to_the_providers_range(db: Db) {
             poll: Duration::from_millis(20),
             ..FollowConfig::default()
         },
+        signing_key: bursar_indexer::audit::sign::generate_key(),
     })
     .await
     .unwrap();
