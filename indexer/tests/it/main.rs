@@ -565,6 +565,12 @@ async fn indexes_the_demo_story(db: Db) {
         .unwrap();
     assert_eq!(verified.rows as usize, text.lines().count() - 1);
     audit::forgeries_do_not_verify(&client, &text, export_key().address(), &record).await;
+    // Through a provider that takes a few blocks per eth_getLogs, in as many requests as that
+    // takes.
+    let (limited, proxy) = ranges::limited(&client, 0).await;
+    let through = bursar_indexer::audit::verify(&limited, &text, &Expect::default()).await;
+    assert_eq!(through.unwrap().rows, verified.rows);
+    assert!(proxy.refused_some());
     let (_, health) = get(&indexer, "/health").await;
     assert_eq!(
         health["exportSigner"],
