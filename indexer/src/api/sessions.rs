@@ -168,7 +168,7 @@ pub(super) async fn export(s: S, Path(id): Path<String>, q: Q) -> Result<Respons
         }
         body.push('\n');
     }
-    let manifest = json!({ "manifest": manifest });
+    let manifest = crate::audit::manifest_line(&manifest);
     let (kind, manifest) = if csv {
         ("text/csv", format!("# {manifest}\n"))
     } else {

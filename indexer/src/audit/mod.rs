@@ -207,6 +207,16 @@ impl Exporter {
     }
 }
 
+/// The manifest as an export's last line, `{"manifest":{…}}`, its fields in the order of
+/// [`Manifest`]: the order the signed bytes have (see [`sign`]).
+pub fn manifest_line(manifest: &Manifest) -> String {
+    #[derive(Serialize)]
+    struct Line<'a> {
+        manifest: &'a Manifest,
+    }
+    serde_json::to_string(&Line { manifest }).expect("a manifest serializes")
+}
+
 /// The CSV header of an export.
 pub const CSV_HEADER: &str =
     "index,chainId,blockNumber,blockHash,blockTimestamp,txHash,logIndex,address,event,args,topics,data,prevHash,hash";

@@ -141,10 +141,14 @@ mod tests {
     #[test]
     fn the_signed_bytes_are_the_json_line_without_its_signature() {
         let signed = sign(manifest(), &generate_key());
-        let line = serde_json::to_string(&signed).unwrap();
+        let line = crate::audit::manifest_line(&signed);
         let signature = format!(",\"signature\":\"{}\"", signed.signature.as_ref().unwrap());
-        assert!(line.ends_with(&format!("{signature}}}")), "{line}");
-        let unsigned = line.replace(&signature, "");
+        assert!(line.ends_with(&format!("{signature}}}}}")), "{line}");
+        let unsigned = line
+            .strip_prefix("{\"manifest\":")
+            .and_then(|l| l.strip_suffix('}'))
+            .unwrap()
+            .replace(&signature, "");
         assert_eq!(message(&signed), keccak256(unsigned.as_bytes()));
         // As an auditor's library computes it: EIP-191 over the 32-byte hash.
         let digest = alloy_primitives::eip191_hash_message(keccak256(unsigned.as_bytes()));

@@ -27,8 +27,7 @@ fn ndjson(rows: &[Row], manifest: &Manifest) -> String {
         text.push_str(&serde_json::to_string(r).unwrap());
         text.push('\n');
     }
-    let manifest = serde_json::json!({ "manifest": manifest });
-    text + &manifest.to_string() + "\n"
+    text + &audit::manifest_line(manifest) + "\n"
 }
 
 /// The export with `tamper` applied, the rows renumbered and chained again, and the manifest
@@ -70,6 +69,24 @@ pub(crate) async fn forgeries_do_not_verify(
     };
     let verified = audit::verify(client, text, &pinned).await.unwrap();
     assert_eq!(verified.signer, signer);
+    // The signed bytes, as an auditor's library takes them: the manifest's JSON as the line
+    // carries it, without its signature.
+    let (_, manifest) = parse(text);
+    let line = text.lines().last().unwrap();
+    let signature = format!(
+        ",\"signature\":\"{}\"",
+        manifest.signature.as_ref().unwrap()
+    );
+    let json = line
+        .strip_prefix("{\"manifest\":")
+        .and_then(|l| l.strip_suffix('}'))
+        .unwrap()
+        .replace(&signature, "");
+    assert_eq!(
+        keccak256(json.as_bytes()),
+        sign::message(&manifest),
+        "{line}"
+    );
 
     let attacker = Key::from_bytes(&keccak256("the attacker's key")).unwrap();
     // Re-signed as it is, the export verifies unpinned: the signature only says whose it is.
