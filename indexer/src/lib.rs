@@ -56,17 +56,26 @@ pub struct Config {
     pub signing_key: bursar_client::Key,
 }
 
+/// The names of the contracts an indexer follows, the wallet first.
+pub const CONTRACTS: [&str; 4] = [
+    "SessionWallet",
+    "SessionGateway",
+    "CounterpartyRegistry",
+    "ReceiptRegistry",
+];
+
 /// The contracts an indexer follows in a deployment record — the wallet, the gateway and both
 /// registries, each with its name — and the block to start from (the first deploy block).
 pub fn followed(record: &bursar_deploy::DeploymentRecord) -> Result<(Contracts, u64), String> {
     use bursar_deploy::Contract;
     let contracts = [
-        (Contract::SessionWallet, "SessionWallet"),
-        (Contract::SessionGateway, "SessionGateway"),
-        (Contract::CounterpartyRegistry, "CounterpartyRegistry"),
-        (Contract::ReceiptRegistry, "ReceiptRegistry"),
+        Contract::SessionWallet,
+        Contract::SessionGateway,
+        Contract::CounterpartyRegistry,
+        Contract::ReceiptRegistry,
     ]
     .into_iter()
+    .zip(CONTRACTS)
     .map(|(c, name)| {
         record
             .address(c.key())

@@ -19,7 +19,7 @@ pub enum Difference {
         export: String,
     },
     /// Row `index` is the chain's log, but one of its fields says otherwise.
-    #[error("row {index}: {field} {verb} from the chain's log: the export has {export}, the chain {chain}", verb = if field.ends_with('s') { "differ" } else { "differs" })]
+    #[error("row {index}: {field} {verb} from the chain's log: the export has {export}, the chain {chain}", verb = if matches!(*field, "args" | "topics") { "differ" } else { "differs" })]
     Field {
         /// The row's index.
         index: u64,
@@ -51,7 +51,7 @@ pub enum Difference {
 }
 
 /// Every field of a row's content, in the order it is checked.
-const FIELDS: [&str; 12] = [
+pub(super) const FIELDS: [&str; 12] = [
     "index",
     "chainId",
     "blockNumber",
@@ -188,7 +188,7 @@ mod tests {
     #[test]
     fn a_changed_field_is_named() {
         type Case = (&'static str, fn(&mut Content));
-        let cases: [Case; 6] = [
+        let cases: [Case; 7] = [
             ("row 1: args differ from the chain's log: the export has amount = \"5000\", the chain amount = \"5\"",
                 |c| c.args = Some(json!({ "sessionId": "7", "amount": "5000" }))),
             ("row 1: event differs from the chain's log: the export has \"Paid\", the chain \"PaymentExecuted\"",
@@ -199,6 +199,7 @@ mod tests {
                 |c| c.block_number = 42),
             ("row 1: chainId differs", |c| c.chain_id = 1),
             ("row 1: topics differ", |c| c.topics.clear()),
+            ("row 1: address differs", |c| c.address = "0xcd".into()),
         ];
         for (want, tamper) in cases {
             let mut export = chain();

@@ -9,10 +9,10 @@ use bursar_client::Client;
 use futures_util::{StreamExt, TryStreamExt};
 use serde_json::Value;
 
-use super::compare::{first_difference, Difference};
+use super::compare::{first_difference, Difference, FIELDS};
 use super::{link, sign, Content, Manifest, Row};
 use crate::store::LogRow;
-use crate::Contracts;
+use crate::{Contracts, CONTRACTS};
 
 /// What the auditor pins: without a pin, a consistent export of other contracts or by another
 /// key verifies.
@@ -86,15 +86,6 @@ pub enum VerifyError {
     Rpc(#[from] bursar_client::rpc::RpcError),
 }
 
-/// The four contracts an export must name: the indexer follows them all, and a timeline rebuilt
-/// without one would miss its rows.
-const CONTRACTS: [&str; 4] = [
-    "SessionWallet",
-    "SessionGateway",
-    "CounterpartyRegistry",
-    "ReceiptRegistry",
-];
-
 /// Verifies an NDJSON export against `client`'s chain: its signature and the pins of `expect`,
 /// its hash chain, and that its rows are exactly the timeline the chain gives for the session
 /// at the manifest's contracts up to `toBlock`. Names the first thing that fails.
@@ -116,7 +107,8 @@ pub async fn verify(client: &Client, text: &str, expect: &Expect) -> Result<Veri
         .session_id
         .parse()
         .map_err(|_| VerifyError::Export("the manifest's sessionId is not a number".into()))?;
-    let opened = opening(client, contracts[0].0, session, &manifest).await?;
+    let wallet = contracts[0].0;
+    let opened = opening(client, wallet, session, &manifest).await?;
     if opened != manifest.from_block {
         return Err(VerifyError::Export(format!(
             "manifest.fromBlock is {}, but the session opened in block {opened}",
@@ -164,6 +156,14 @@ fn parse(text: &str) -> Result<(Vec<Row>, Manifest), VerifyError> {
             manifest =
                 Some(serde_json::from_value(m.clone()).map_err(|e| malformed(e.to_string()))?);
         } else {
+            // A field no check covers (nor the hash) could tell a reader anything.
+            let fields = v.as_object().into_iter().flat_map(|o| o.keys());
+            let known = |k: &&String| {
+                FIELDS.contains(&k.as_str()) || ["prevHash", "hash"].contains(&k.as_str())
+            };
+            if let Some(unknown) = fields.into_iter().find(|k| !known(k)) {
+                return Err(malformed(format!("unknown field `{unknown}`")));
+            }
             rows.push(serde_json::from_value::<Row>(v).map_err(|e| malformed(e.to_string()))?);
         }
     }
@@ -191,7 +191,8 @@ fn check_signature(manifest: &Manifest) -> Result<Address, VerifyError> {
     }
 }
 
-/// The manifest's contracts, the wallet first: exactly the four the indexer follows.
+/// The manifest's contracts, the wallet first: exactly the four an indexer follows (a timeline
+/// rebuilt without one would miss its rows).
 fn contracts(manifest: &Manifest) -> Result<Contracts, VerifyError> {
     let names: Vec<&str> = manifest.contracts.keys().map(String::as_str).collect();
     let mut want = CONTRACTS.to_vec();

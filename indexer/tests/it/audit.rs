@@ -206,6 +206,17 @@ pub(crate) async fn forgeries_do_not_verify(
         "{e}"
     );
 
+    // A field no check covers, added to a row.
+    let noted = text.replacen("{\"index\":0,", "{\"note\":\"refunded\",\"index\":0,", 1);
+    assert_ne!(noted, text);
+    let e = audit::verify(client, &noted, &Expect::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "line 1: not a row of an export: unknown field `note`"
+    );
+
     // The signature altered (not signed again): it is no longer the signer's.
     let mut altered = manifest.clone();
     let mut signature = altered.signature.clone().unwrap().to_vec();
