@@ -22,13 +22,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, B256};
-use alloy_sol_types::SolEvent;
-use bursar_bindings::token::ITestToken::{Approval, Transfer};
 use bursar_client::rpc::{BlockHeader, LogBlocks, RpcError, RpcLog};
 use bursar_client::Client;
 use futures_util::{StreamExt, TryStreamExt};
 
-use crate::decode::decode;
 use crate::metrics::Metrics;
 use crate::store::{BlockRow, LogRow, Store, StoreError};
 
@@ -522,58 +519,19 @@ impl Follower {
         self.source.header(number).await
     }
 
-    /// Gives the events that name no session theirs: a token movement the session of the
-    /// Bursar event it came with, and receipt acknowledgements and provenance revocations the
-    /// session of the receipt or record they name (found in this batch or in the store).
+    /// Gives the events that name no session theirs their session (see
+    /// [`crate::logs::attribute`]), looking up in the store the receipts and records of earlier
+    /// batches.
     async fn attribute(&self, rows: &mut [LogRow]) -> Result<(), StoreError> {
-        for i in 0..rows.len() {
-            if rows[i].contract == "Token" {
-                rows[i].session_id = token_session(rows, i);
-            }
-        }
-        const LINKS: [(&str, &str, &str); 2] = [
-            ("ReceiptAcknowledged", "ReceiptRecorded", "receiptId"),
-            ("ProvenanceRevoked", "ProvenanceRecorded", "recordId"),
-        ];
-        for i in 0..rows.len() {
-            let Some((_, origin, field)) = LINKS
-                .iter()
-                .find(|(event, ..)| rows[i].event.as_deref() == Some(*event))
-            else {
-                continue;
+        for link in crate::logs::attribute(rows) {
+            let filter = crate::store::LogFilter {
+                event: Some(link.origin.to_owned()),
+                args: vec![(link.field.to_owned(), link.id)],
+                limit: 1,
+                ..Default::default()
             };
-            let Some(id) = rows[i]
-                .args
-                .as_ref()
-                .and_then(|a| a.get(*field))
-                .and_then(|v| v.as_str())
-                .map(str::to_owned)
-            else {
-                continue;
-            };
-            let in_batch = rows[..i].iter().rev().find(|r| {
-                r.event.as_deref() == Some(*origin)
-                    && r.args
-                        .as_ref()
-                        .and_then(|a| a.get(*field))
-                        .and_then(|v| v.as_str())
-                        == Some(id.as_str())
-            });
-            rows[i].session_id = match in_batch {
-                Some(r) => r.session_id.clone(),
-                None => self
-                    .store
-                    .logs(&crate::store::LogFilter {
-                        event: Some((*origin).to_owned()),
-                        args: vec![((*field).to_owned(), id)],
-                        limit: 1,
-                        ..Default::default()
-                    })
-                    .await?
-                    .into_iter()
-                    .next()
-                    .and_then(|r| r.session_id),
-            };
+            let origin = self.store.logs(&filter).await?.into_iter().next();
+            rows[link.index].session_id = origin.and_then(|r| r.session_id);
         }
         Ok(())
     }
@@ -626,52 +584,16 @@ impl Source {
     /// The logs of `from..=to`, in as many requests as the node's range limits take; with the
     /// range the node asked for when it refused one.
     async fn logs(&self, from: u64, to: u64) -> Result<(Vec<RpcLog>, Option<u64>), FollowError> {
-        let (mut logs, mut refused) = (Vec::new(), None);
-        let (mut at, mut size) = (from, to - from + 1);
-        while at <= to {
-            let end = at.saturating_add(size - 1).min(to);
-            match self.query(LogBlocks::Range(at, end)).await {
-                Ok(some) => {
-                    logs.extend(some);
-                    at = end + 1;
-                }
-                Err(e) if end > at && is_range_error(&e) => {
-                    let asked = end - at + 1;
-                    size = suggested_range(&e)
-                        .filter(|r| *r < asked)
-                        .unwrap_or(asked / 2)
-                        .max(1);
-                    refused = Some(size);
-                    Metrics::add(&self.metrics.range_shrinks, 1);
-                    tracing::info!(range = size, error = %e, "the node refused the range; shrinking");
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok((logs, refused))
+        let refused = |size: u64, e: &RpcError| {
+            Metrics::add(&self.metrics.range_shrinks, 1);
+            tracing::info!(range = size, error = %e, "the node refused the range; shrinking");
+        };
+        Ok(crate::logs::in_ranges((from, to), |blocks| self.query(blocks), refused).await?)
     }
 
-    /// The logs of `blocks`: the Bursar contracts' own, and every token's `Transfer` and
-    /// `Approval` to, from or for one of them (whatever the token: deposits, payments and
-    /// refunds move tokens sessions use) — three `eth_getLogs` at once, in chain order.
+    /// The logs of `blocks` the indexer follows (see [`crate::logs::query`]).
     async fn query(&self, blocks: LogBlocks) -> Result<Vec<RpcLog>, RpcError> {
-        let (transfer, approval) = (Transfer::SIGNATURE_HASH, Approval::SIGNATURE_HASH);
-        let ours: Vec<B256> = self.addresses.iter().map(|a| a.into_word()).collect();
-        let into_ours = [vec![transfer, approval], vec![], ours.clone()];
-        let out_of_ours = [vec![transfer], ours];
-        let client = &self.client;
-        let (own, into, out) = futures_util::try_join!(
-            client.logs_matching(&self.addresses, &[], blocks),
-            client.logs_matching(&[], &into_ours, blocks),
-            client.logs_matching(&[], &out_of_ours, blocks),
-        )?;
-        let mut logs = own;
-        logs.extend(into);
-        logs.extend(out);
-        logs.sort_by_key(|l| (l.block_number, l.log_index));
-        // A transfer between two Bursar contracts matches both token queries.
-        logs.dedup_by_key(|l| (l.block_hash, l.log_index));
-        Ok(logs)
+        crate::logs::query(&self.client, &self.addresses, blocks).await
     }
 
     /// `logs` as rows, each with its block's time from `headers`.
@@ -688,43 +610,11 @@ impl Source {
                             l.block_number, l.block_hash
                         ))
                     })?;
-                let contract = self
-                    .contracts
-                    .iter()
-                    .find(|(a, _)| *a == l.address)
-                    // The token queries bring only Transfer and Approval logs of others.
-                    .map_or("Token", |(_, name)| name);
-                let (event, args, decode_error) = match decode(&l.topics, &l.data) {
-                    Some(Ok(d)) => (Some(d.event.to_owned()), Some(d.args), None),
-                    Some(Err(e)) => (None, None, Some(e)),
-                    None => (None, None, Some("unknown event".to_owned())),
-                };
-                if let Some(e) = &decode_error {
+                let row = crate::logs::row(self.chain_id, &self.contracts, l, header.timestamp.to());
+                if let Some(e) = &row.decode_error {
                     tracing::warn!(block = %l.block_number, tx = %l.transaction_hash, error = %e, "a log did not decode; stored raw");
                 }
-                let session_id = args
-                    .as_ref()
-                    .and_then(|a| a.get("sessionId"))
-                    .and_then(|s| s.as_str())
-                    .map(str::to_owned);
-                Ok(LogRow {
-                    chain_id: self.chain_id,
-                    block_number: l.block_number.to(),
-                    block_hash: l.block_hash.to_string(),
-                    block_timestamp: header.timestamp.to(),
-                    tx_hash: l.transaction_hash.to_string(),
-                    log_index: l.log_index.to(),
-                    address: format!("{:#x}", l.address),
-                    contract: contract.to_owned(),
-                    topics: l.topics.clone(),
-                    data: l.data.clone(),
-                    event,
-                    args: args.map(serde_json::Value::Object),
-                    decode_error,
-                    session_id,
-                    canonical: true,
-                    orphaned_by: None,
-                })
+                Ok(row)
             })
             .collect()
     }
@@ -784,112 +674,11 @@ impl Heads {
     }
 }
 
-/// The session of token movement `rows[i]`: of the Bursar events of its transaction that name
-/// one, the one moving the same amount (a payment, a deposit, a top-up, a refund), or the only
-/// session there.
-fn token_session(rows: &[LogRow], i: usize) -> Option<String> {
-    let arg = |r: &LogRow, name: &str| {
-        r.args
-            .as_ref()
-            .and_then(|a| a.get(name))
-            .and_then(|v| v.as_str())
-            .map(str::to_owned)
-    };
-    let movement = &rows[i];
-    let value = arg(movement, "value");
-    let same_tx: Vec<&LogRow> = rows
-        .iter()
-        .filter(|r| {
-            r.tx_hash == movement.tx_hash && r.contract != "Token" && r.session_id.is_some()
-        })
-        .collect();
-    let same_amount = same_tx.iter().find(|r| {
-        ["amount", "deposit", "refund"]
-            .iter()
-            .any(|f| value.is_some() && arg(r, f) == value)
-    });
-    match same_amount {
-        Some(r) => r.session_id.clone(),
-        None => {
-            let first = same_tx.first()?.session_id.clone();
-            same_tx
-                .iter()
-                .all(|r| r.session_id == first)
-                .then_some(first)
-                .flatten()
-        }
-    }
-}
-
 fn block_row(h: &BlockHeader) -> BlockRow {
     BlockRow {
         number: h.number.to(),
         hash: h.hash.to_string(),
         parent_hash: h.parent_hash.to_string(),
         timestamp: h.timestamp.to(),
-    }
-}
-
-/// Whether the node refused an `eth_getLogs` for its range or its answer's size.
-fn is_range_error(e: &RpcError) -> bool {
-    let RpcError::Node { message, .. } = e else {
-        return false;
-    };
-    let m = message.to_lowercase();
-    [
-        "range",
-        "limit",
-        "too many",
-        "more than",
-        "exceed",
-        "too large",
-    ]
-    .iter()
-    .any(|w| m.contains(w))
-}
-
-/// The block range a node's error suggests, as `[0xFROM, 0xTO]` (Alchemy, Infura).
-fn suggested_range(e: &RpcError) -> Option<u64> {
-    let RpcError::Node { message, .. } = e else {
-        return None;
-    };
-    let inside = message.split_once('[')?.1.split_once(']')?.0;
-    let (a, b) = inside.split_once(',')?;
-    let parse = |s: &str| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok();
-    let (a, b) = (parse(a)?, parse(b)?);
-    (b >= a).then(|| b - a + 1)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn node(message: &str) -> RpcError {
-        RpcError::Node {
-            method: "eth_getLogs",
-            code: -32005,
-            message: message.into(),
-            data: None,
-        }
-    }
-
-    #[test]
-    fn providers_range_hints_are_read() {
-        let alchemy = node(
-            "Log response size exceeded. You can make eth_getLogs requests with up to a 2K \
-             block range and no limit on the response size, or you can request any block range \
-             with a cap of 10K logs in the response. Based on your parameters, this block range \
-             should work: [0x1e8480, 0x1e8c4f]",
-        );
-        assert!(is_range_error(&alchemy));
-        assert_eq!(suggested_range(&alchemy), Some(0x1e8c4f - 0x1e8480 + 1));
-        let infura =
-            node("query returned more than 10000 results. Try with this block range [0x10, 0x1F].");
-        assert_eq!(suggested_range(&infura), Some(16));
-        let quicknode = node("eth_getLogs is limited to a 10000 range");
-        assert!(is_range_error(&quicknode));
-        assert_eq!(suggested_range(&quicknode), None);
-        assert!(!is_range_error(&node("execution reverted")));
-        assert_eq!(suggested_range(&node("backwards [0x20, 0x10]")), None);
     }
 }

@@ -4,6 +4,7 @@
 //! default, PostgreSQL at scale), survives reorgs and crashes, and serves audit queries.
 //!
 //! * [`follower`] — backfill in adaptive ranges, then block by block with reorg detection.
+//! * [`logs`] — the logs followed, as rows: what the follower and audit verification share.
 //! * [`decode`] — events decoded through the bindings.
 //! * [`projections`] — sessions' state by the wallet's rules, folded from their events.
 //! * [`spend`] — payments summed by session, owner, counterparty, token and time bucket.
@@ -11,7 +12,7 @@
 //!   lineage.
 //! * [`store`] — the only place with SQL.
 //! * [`api`] — the HTTP API.
-//! * [`audit`] — hash-chained audit exports and their verification against the chain.
+//! * [`audit`] — signed, hash-chained audit exports and their verification against the chain.
 //! * [`metrics`] — Prometheus metrics.
 //! * [`openapi`] — the API's OpenAPI document.
 
@@ -19,6 +20,7 @@ pub mod api;
 pub mod audit;
 pub mod decode;
 pub mod follower;
+pub mod logs;
 pub mod metrics;
 pub mod openapi;
 pub mod projections;
@@ -49,19 +51,31 @@ pub struct Config {
     pub contracts: Contracts,
     /// How to follow.
     pub follow: FollowConfig,
+    /// The key audit exports are signed with (see [`audit::sign`]; kept from run to run, so
+    /// auditors can pin its address).
+    pub signing_key: bursar_client::Key,
 }
+
+/// The names of the contracts an indexer follows, the wallet first.
+pub const CONTRACTS: [&str; 4] = [
+    "SessionWallet",
+    "SessionGateway",
+    "CounterpartyRegistry",
+    "ReceiptRegistry",
+];
 
 /// The contracts an indexer follows in a deployment record — the wallet, the gateway and both
 /// registries, each with its name — and the block to start from (the first deploy block).
 pub fn followed(record: &bursar_deploy::DeploymentRecord) -> Result<(Contracts, u64), String> {
     use bursar_deploy::Contract;
     let contracts = [
-        (Contract::SessionWallet, "SessionWallet"),
-        (Contract::SessionGateway, "SessionGateway"),
-        (Contract::CounterpartyRegistry, "CounterpartyRegistry"),
-        (Contract::ReceiptRegistry, "ReceiptRegistry"),
+        Contract::SessionWallet,
+        Contract::SessionGateway,
+        Contract::CounterpartyRegistry,
+        Contract::ReceiptRegistry,
     ]
     .into_iter()
+    .zip(CONTRACTS)
     .map(|(c, name)| {
         record
             .address(c.key())
@@ -160,6 +174,12 @@ pub async fn start(config: Config) -> Result<Indexer, StartError> {
         let _ = rx.wait_for(|stop| *stop).await;
     };
     let client = std::sync::Arc::new(client);
+    let exporter = audit::Exporter::new(
+        config.signing_key,
+        &config.contracts,
+        config.follow.start_block,
+    );
+    let signer = exporter.signer();
     let follower = follower::Follower::new(
         Client::new(config.rpc.clone()),
         store.clone(),
@@ -175,6 +195,7 @@ pub async fn start(config: Config) -> Result<Indexer, StartError> {
         client,
         chain_id,
         metrics: metrics.clone(),
+        exporter: std::sync::Arc::new(exporter),
     });
     let api_task = tokio::spawn({
         let stopped = until_stopped(stopped);
@@ -187,7 +208,7 @@ pub async fn start(config: Config) -> Result<Indexer, StartError> {
             }
         }
     });
-    tracing::info!(%addr, chain_id, "indexer listening");
+    tracing::info!(%addr, chain_id, export_signer = %signer, "indexer listening");
     Ok(Indexer {
         addr,
         store,

@@ -71,7 +71,7 @@ pub fn document() -> Value {
             "description": "Every event of the Bursar contracts, reorg-safe, for audits. Amounts are decimal strings in base units, addresses EIP-55; every event carries its chain fields (block number, hash and time, transaction hash, log index), its `finality` (`latest`, `safe` or `finalized`, by the node's block tags) and `canonical`; answers are as of the last block indexed unless `asOfBlock` or `asOfTime` says otherwise; parameter names may also be written snake_case (`as_of_block`); errors are `{code, message, details}`.",
         },
         "paths": {
-            "/health": get("Chain id, last block indexed, head lag, and the node's safe and finalized blocks.", vec![], "Object"),
+            "/health": get("Chain id, last block indexed, head lag, the node's safe and finalized blocks, and `exportSigner`: the address (EIP-55) whose key signs audit exports (pin it with `bursar audit verify --signer` or `--indexer`).", vec![], "Health"),
             "/metrics": { "get": { "summary": "Prometheus metrics (text).", "responses": { "200": { "description": "OK", "content": { "text/plain": {} } } } } },
             "/openapi.json": get("This document.", vec![], "Object"),
             "/v1/events": get("Logs in chain order, decoded.", with(vec![
@@ -86,7 +86,7 @@ pub fn document() -> Value {
             "/v1/sessions/{id}": get("A session's terms and state by the wallet's rules.", with(vec![path_id("The session id.")], as_of()), "Session"),
             "/v1/sessions/{id}/timeline": get("Every event of the session, in order (receipts, provenance, acknowledgements and revocations included).", with(vec![path_id("The session id.")], paging()), "Events"),
             "/v1/sessions/{id}/export": { "get": {
-                "summary": "The session's timeline as a hash-chained audit export (NDJSON rows with prevHash and hash, then a manifest line; or CSV). `bursar audit verify` re-checks it against a node.",
+                "summary": "The session's timeline as a signed, hash-chained audit export: NDJSON rows with prevHash and hash, then a line `{\"manifest\": Manifest}` (CSV: the same columns, the manifest on a last `# ` line). `bursar audit verify` re-checks it against a node: the rows must be exactly the chain's logs for the session at the manifest's contracts.",
                 "parameters": with(vec![path_id("The session id."), query("format", "`ndjson` (default) or `csv`.")], as_of()),
                 "responses": { "200": { "description": "OK", "content": { "application/x-ndjson": {}, "text/csv": {} } } },
             } },
@@ -113,6 +113,21 @@ pub fn document() -> Value {
         },
         "components": { "schemas": {
             "Object": object,
+            "Health": { "type": "object", "properties": {
+                "status": { "type": "string" }, "chainId": { "type": "integer" },
+                "headBlock": { "type": "integer" }, "headLag": { "type": "integer" },
+                "indexedBlock": { "type": ["integer", "null"] }, "indexedBlockHash": { "type": ["string", "null"] },
+                "safeBlock": { "type": ["integer", "null"] }, "finalizedBlock": { "type": ["integer", "null"] },
+                "exportSigner": { "type": "string", "description": "The address whose key signs audit exports' manifests." } } },
+            "Manifest": { "type": "object", "description": "An export's last line. `signature` is EIP-191 personal_sign, by `signer`, of the 32-byte keccak256 of this object's JSON exactly as the line carries it without its `signature` field.", "properties": {
+                "sessionId": { "type": "string" }, "chainId": { "type": "integer" }, "rows": { "type": "integer" },
+                "fromBlock": { "type": "integer", "description": "The session's opening block." },
+                "toBlock": { "type": "integer", "description": "The last block indexed when exported: the rows are complete up to it." },
+                "headBlockHash": { "type": "string" }, "lastHash": { "type": "string", "description": "The last row's hash." },
+                "deployBlock": { "type": "integer", "description": "The first block the indexer follows." },
+                "contracts": { "type": "object", "description": "The contracts followed, name → address (EIP-55): SessionWallet, SessionGateway, CounterpartyRegistry, ReceiptRegistry.", "additionalProperties": { "type": "string" } },
+                "signer": { "type": "string", "description": "The indexer's export address (EIP-55), as /health's exportSigner." },
+                "signature": { "type": "string", "description": "r ‖ s ‖ v, 65 bytes hex (v = 27 or 28)." } } },
             "Error": { "type": "object", "required": ["code", "message", "details"], "properties": {
                 "code": { "type": "string" }, "message": { "type": "string" }, "details": { "type": "object" } } },
             "Events": { "type": "object", "properties": { "events": { "type": "array", "items": { "type": "object" } }, "nextCursor": { "type": ["string", "null"] } } },

@@ -346,6 +346,7 @@ fn main() {
                     start_block,
                     ..FollowConfig::default()
                 },
+                signing_key: bursar_indexer::audit::sign::generate_key(),
             })
             .await
             .expect("indexer");

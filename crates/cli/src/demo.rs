@@ -206,6 +206,8 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
             poll: std::time::Duration::from_millis(50),
             ..bursar_indexer::FollowConfig::default()
         },
+        // A run's own key: its exports are not kept.
+        signing_key: bursar_indexer::audit::sign::generate_key(),
     })
     .await
     .map_err(|e| format!("cannot start the indexer: {e}"))?;

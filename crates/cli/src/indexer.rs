@@ -51,6 +51,14 @@ pub(crate) struct IndexerArgs {
     /// Backfill ranges fetched at once.
     #[arg(long, env = "BURSAR_INDEXER_IN_FLIGHT", default_value_t = 4)]
     in_flight: usize,
+    /// The key audit exports are signed with (hex): made, with mode 0600, when missing. Keep
+    /// it: auditors pin its address (`/health` says `exportSigner`).
+    #[arg(
+        long,
+        env = "BURSAR_INDEXER_SIGNING_KEY_FILE",
+        default_value = "bursar-indexer.key"
+    )]
+    signing_key_file: PathBuf,
 }
 
 pub(crate) fn run(args: IndexerArgs) -> Result<(), String> {
@@ -62,6 +70,9 @@ pub(crate) fn run(args: IndexerArgs) -> Result<(), String> {
         let record = crate::deployment_record(args.deployment.as_deref(), &args.network, chain_id)?;
         let (contracts, start_block) = bursar_indexer::followed(&record)?;
         let window = args.window;
+        let signing_key = bursar_indexer::audit::sign::load_or_create_key(&args.signing_key_file)
+            .map_err(|e| e.to_string())?;
+        let signer = signing_key.address();
         let indexer = bursar_indexer::start(Config {
             rpc: args.rpc,
             db: args.db,
@@ -75,10 +86,15 @@ pub(crate) fn run(args: IndexerArgs) -> Result<(), String> {
                 ws: args.ws,
                 in_flight: args.in_flight.max(1),
             },
+            signing_key,
         })
         .await
         .map_err(|e| e.to_string())?;
         println!("Indexer API on http://{} (Ctrl-C to stop)", indexer.addr);
+        println!(
+            "Audit exports signed by {signer} (key in {})",
+            args.signing_key_file.display()
+        );
         let bar = progress_bar(&indexer, start_block, window);
         crate::devnet::shutdown_signal().await;
         if let Some(bar) = bar {

@@ -2,8 +2,8 @@
 //! the contracts deployed when the record is missing or stale, the indexer and the relayer,
 //! and a host key made on first run. Everything is kept in a data directory, so a restart
 //! continues where the last run stopped: the devnet's state file, the deployment record, the
-//! relayer's and the indexer's SQLite databases, the master key and the host key (files of mode
-//! 0600). While it runs, `<data dir>/up.json` says where everything is (`bursar demo
+//! relayer's and the indexer's SQLite databases, the master key, the host key and the indexer's
+//! export signing key `indexer.key` (files of mode 0600). While it runs, `<data dir>/up.json` says where everything is (`bursar demo
 //! --against-running` reads it). Ctrl-C or SIGTERM stops the relayer, the indexer and the
 //! devnet in that order and saves the chain.
 
@@ -119,8 +119,10 @@ async fn up(args: UpArgs) -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?;
 
-        // 3. The indexer.
+        // 3. The indexer, signing exports with the same key from run to run.
         let (followed, start_block) = bursar_indexer::followed(&record)?;
+        let signing_key = bursar_indexer::audit::sign::load_or_create_key(&dir.join("indexer.key"))
+            .map_err(|e| e.to_string())?;
         let indexer = bursar_indexer::start(bursar_indexer::Config {
             rpc: rpc.clone(),
             db: sqlite(&dir.join("indexer.db")),
@@ -131,6 +133,7 @@ async fn up(args: UpArgs) -> Result<(), String> {
                 poll: Duration::from_millis(200),
                 ..bursar_indexer::FollowConfig::default()
             },
+            signing_key,
         })
         .await
         .map_err(|e| format!("the indexer did not start: {e}"))?;

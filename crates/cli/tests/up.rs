@@ -1,7 +1,8 @@
 //! Runs the built `bursar` binary: `bursar up` comes up (devnet, contracts, indexer, relayer,
 //! host key), `bursar demo --against-running` runs an agent session end to end against it,
-//! Ctrl-C stops it cleanly, and a restart on the same data directory continues: same chain,
-//! same contracts, the session still known.
+//! the session's audit export verifies with `bursar audit verify`, pinned to the indexer and
+//! the deployment, Ctrl-C stops it cleanly, and a restart on the same data directory continues:
+//! same chain, same contracts, same export signer, the session still known.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -135,7 +136,7 @@ fn bursar_up_serves_a_session_end_to_end_and_restarts_where_it_stopped() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        for secret in ["host-key", "master-key"] {
+        for secret in ["host-key", "master-key", "indexer.key"] {
             let mode = std::fs::metadata(data.join(secret))
                 .unwrap()
                 .permissions()
@@ -171,6 +172,7 @@ fn bursar_up_serves_a_session_end_to_end_and_restarts_where_it_stopped() {
         .to_owned();
     let (_, indexed) = get(&up.indexer, &format!("/v1/sessions/{session}"), None);
     assert!(indexed.contains("\"status\":\"closed\""), "{indexed}");
+    let signer = audit_export_verifies(&data, &up, &session);
 
     // Ctrl-C: everything stops, the chain is saved, up.json is gone.
     let (status, printed) = up.interrupt();
@@ -184,6 +186,7 @@ fn bursar_up_serves_a_session_end_to_end_and_restarts_where_it_stopped() {
     let mut again = Up::start(&data);
     assert!(again.banner.contains("continues from"), "{}", again.banner);
     assert!(again.banner.contains(key));
+    assert_eq!(export_signer(&again), signer, "the same export key");
     let wallet = |r: &str| r.split("\"sessionWallet\"").nth(1).unwrap()[..80].to_owned();
     assert_eq!(
         wallet(&std::fs::read_to_string(data.join("deployment.json")).unwrap()),
@@ -210,4 +213,70 @@ fn bursar_up_serves_a_session_end_to_end_and_restarts_where_it_stopped() {
     assert!(String::from_utf8_lossy(&second.stderr).contains("another `bursar up` runs"));
     let (status, printed) = again.interrupt();
     assert!(status.success(), "{status}: {printed}");
+}
+
+/// The indexer's `exportSigner`, from its `/health`.
+fn export_signer(up: &Up) -> String {
+    let (_, health) = get(&up.indexer, "/health", None);
+    let health: serde_json::Value = serde_json::from_str(&health).unwrap();
+    health["exportSigner"].as_str().unwrap().to_owned()
+}
+
+/// `bursar audit export` of `session` verifies with `bursar audit verify`, pinned to the
+/// running indexer and deployment, and says what it pinned (and, unpinned, that it did not);
+/// answers the export signer.
+fn audit_export_verifies(data: &Path, up: &Up, session: &str) -> String {
+    let bursar = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_bursar"))
+            .args(args)
+            .env_remove("BURSAR_CONFIG")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {stdout}{stderr}");
+        stdout
+    };
+    let running: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(data.join("up.json")).unwrap()).unwrap();
+    let (rpc, indexer) = (
+        running["rpc"].as_str().unwrap(),
+        running["indexer"].as_str().unwrap(),
+    );
+    let file = data.join("export.ndjson");
+    let file = file.to_str().unwrap();
+    let deployment = data.join("deployment.json");
+    bursar(&[
+        "audit",
+        "export",
+        "--session",
+        session,
+        "--indexer",
+        indexer,
+        "--out",
+        file,
+    ]);
+    let pinned = bursar(&[
+        "audit",
+        "verify",
+        file,
+        "--rpc",
+        rpc,
+        "--indexer",
+        indexer,
+        "--deployment",
+        deployment.to_str().unwrap(),
+    ]);
+    let signer = export_signer(up);
+    assert!(
+        pinned.contains(&format!("signed by {signer} (pinned)")),
+        "{pinned}"
+    );
+    assert!(
+        pinned.contains("(pinned)") && !pinned.contains("NOT PINNED"),
+        "{pinned}"
+    );
+    let unpinned = bursar(&["audit", "verify", file, "--rpc", rpc]);
+    assert_eq!(unpinned.matches("NOT PINNED").count(), 2, "{unpinned}");
+    signer
 }

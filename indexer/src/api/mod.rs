@@ -36,6 +36,8 @@ pub struct State {
     pub chain_id: u64,
     /// The follower's counters, with the node's safe and finalized blocks.
     pub metrics: Arc<Metrics>,
+    /// What signs the audit exports.
+    pub exporter: Arc<crate::audit::Exporter>,
 }
 
 /// The handlers' state extractor.
@@ -109,8 +111,8 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// `GET /health`: the chain, how far indexing got, how far behind the head, and the node's
-/// safe and finalized blocks.
+/// `GET /health`: the chain, how far indexing got, how far behind the head, the node's safe
+/// and finalized blocks, and the address that signs audit exports.
 async fn health(s: S) -> Result<Json<Value>, ApiError> {
     let checkpoint = s.store.checkpoint().await?;
     let head = s.metrics.head.load(std::sync::atomic::Ordering::Relaxed);
@@ -125,6 +127,7 @@ async fn health(s: S) -> Result<Json<Value>, ApiError> {
         "indexedBlockHash": checkpoint.map(|(_, h)| h),
         "safeBlock": safe,
         "finalizedBlock": finalized,
+        "exportSigner": s.exporter.signer().to_checksum(None),
     })))
 }
 

@@ -136,7 +136,7 @@ async fn block_time(s: &S, number: u64) -> Result<u64, ApiError> {
 
 /// `GET /v1/sessions/{id}/export?format=ndjson|csv`: the session's timeline up to the last
 /// block indexed (or `asOfBlock`/`asOfTime`) as a hash-chained audit export with a final
-/// manifest (see [`crate::audit`]).
+/// signed manifest (see [`crate::audit`]).
 pub(super) async fn export(s: S, Path(id): Path<String>, q: Q) -> Result<Response, ApiError> {
     let id = id_of(&id, "id")?;
     let mut p = Params::from(q.0);
@@ -152,7 +152,9 @@ pub(super) async fn export(s: S, Path(id): Path<String>, q: Q) -> Result<Respons
     if rows.is_empty() {
         return Err(ApiError::NotFound);
     }
-    let (rows, manifest) = crate::audit::export(&id, s.chain_id, &rows, (at.block, &head_hash));
+    let (rows, manifest) = s
+        .exporter
+        .export(&id, s.chain_id, &rows, (at.block, &head_hash));
     let mut body = String::new();
     if csv {
         body.push_str(crate::audit::CSV_HEADER);
@@ -166,7 +168,7 @@ pub(super) async fn export(s: S, Path(id): Path<String>, q: Q) -> Result<Respons
         }
         body.push('\n');
     }
-    let manifest = json!({ "manifest": manifest });
+    let manifest = crate::audit::manifest_line(&manifest);
     let (kind, manifest) = if csv {
         ("text/csv", format!("# {manifest}\n"))
     } else {

@@ -24,6 +24,7 @@ fn config(rpc: &str, db: &str, record: &std::path::Path) -> Config {
             poll: Duration::from_millis(5),
             ..FollowConfig::default()
         },
+        signing_key: bursar_indexer::audit::sign::generate_key(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! The indexer against a running devnet (the real WASM), on a SQLite file and on a PostgreSQL
 //! server (`BURSAR_TEST_POSTGRES_URL`, which `cargo xtask test` and `.ci/run` set).
 
+mod audit;
 mod crash;
 mod ranges;
 
@@ -20,6 +21,7 @@ use bursar_client::{Client, Key};
 use bursar_demo::scenario::{self, Actors, Transcript};
 use bursar_deploy::{Contract, DeploymentRecord};
 use bursar_e2e::{deploy, dev_key, devnet, scratch};
+use bursar_indexer::audit::Expect;
 use bursar_indexer::store::LogFilter;
 use bursar_indexer::{Config, FollowConfig, Indexer};
 use serde_json::{json, Value};
@@ -32,6 +34,11 @@ fn sqlite() -> Db {
 
 async fn postgres() -> Db {
     bursar_e2e::db::postgres("bursar_i").await
+}
+
+/// The key the tests' indexers sign exports with.
+fn export_key() -> Key {
+    Key::from_bytes(&alloy_primitives::keccak256("the indexer's export key")).unwrap()
 }
 
 async fn start(client: &Client, record: &DeploymentRecord, db: &Db, window: u64) -> Indexer {
@@ -48,6 +55,7 @@ async fn start(client: &Client, record: &DeploymentRecord, db: &Db, window: u64)
             poll: Duration::from_millis(20),
             ..FollowConfig::default()
         },
+        signing_key: export_key(),
     })
     .await
     .unwrap()
@@ -544,15 +552,30 @@ async fn indexes_the_demo_story(db: Db) {
     let (status, _) = get(&indexer, "/v1/provenance/999").await;
     assert_eq!(status, 404);
 
-    // An audit export verifies against the chain; a deleted, altered or reordered row does not.
+    // An audit export verifies against the chain, signed by the indexer's key; forged ones do
+    // not, nor do damaged ones (a deleted, altered or reordered row).
     let text = reqwest12::get(format!("http://{}/v1/sessions/{hex}/export", indexer.addr))
         .await
         .unwrap()
         .text()
         .await
         .unwrap();
-    let verified = bursar_indexer::audit::verify(&client, &text).await.unwrap();
+    let verified = bursar_indexer::audit::verify(&client, &text, &Expect::default())
+        .await
+        .unwrap();
     assert_eq!(verified.rows as usize, text.lines().count() - 1);
+    audit::forgeries_do_not_verify(&client, &text, export_key().address(), &record).await;
+    // Through a provider that takes a few blocks per eth_getLogs, in as many requests as that
+    // takes.
+    let (limited, proxy) = ranges::limited(&client, 0).await;
+    let through = bursar_indexer::audit::verify(&limited, &text, &Expect::default()).await;
+    assert_eq!(through.unwrap().rows, verified.rows);
+    assert!(proxy.refused_some());
+    let (_, health) = get(&indexer, "/health").await;
+    assert_eq!(
+        health["exportSigner"],
+        export_key().address().to_checksum(None)
+    );
     let lines: Vec<&str> = text.lines().collect();
     let (rows, manifest) = lines.split_at(lines.len() - 1);
     let again = |rows: Vec<String>| {
@@ -564,30 +587,32 @@ async fn indexes_the_demo_story(db: Db) {
     let owned: Vec<String> = rows.iter().map(|r| r.to_string()).collect();
     let mut deleted = owned.clone();
     deleted.remove(3);
-    let e = bursar_indexer::audit::verify(&client, &again(deleted))
+    let e = bursar_indexer::audit::verify(&client, &again(deleted), &Expect::default())
         .await
         .unwrap_err();
     assert!(e.to_string().starts_with("row 4:"), "{e}");
     let mut altered = owned.clone();
     altered[5] = altered[5].replace("\"amount\":\"", "\"amount\":\"9");
     assert_ne!(altered[5], owned[5], "row 5 has an amount");
-    let e = bursar_indexer::audit::verify(&client, &again(altered))
+    let e = bursar_indexer::audit::verify(&client, &again(altered), &Expect::default())
         .await
         .unwrap_err();
     assert!(e.to_string().starts_with("row 5:"), "{e}");
     let mut reordered = owned.clone();
     reordered.swap(1, 2);
-    let e = bursar_indexer::audit::verify(&client, &again(reordered))
+    let e = bursar_indexer::audit::verify(&client, &again(reordered), &Expect::default())
         .await
         .unwrap_err();
     assert!(e.to_string().starts_with("row 2:"), "{e}");
     let mut cut = owned.clone();
     cut.pop();
-    assert!(bursar_indexer::audit::verify(&client, &again(cut))
-        .await
-        .is_err());
     assert!(
-        bursar_indexer::audit::verify(&client, &owned.join("\n"))
+        bursar_indexer::audit::verify(&client, &again(cut), &Expect::default())
+            .await
+            .is_err()
+    );
+    assert!(
+        bursar_indexer::audit::verify(&client, &owned.join("\n"), &Expect::default())
             .await
             .is_err(),
         "no manifest"
@@ -867,6 +892,7 @@ async fn new_heads_over_websocket_wake_the_follower() {
             ws: Some(client.url().replacen("http://", "ws://", 1)),
             ..FollowConfig::default()
         },
+        signing_key: export_key(),
     })
     .await
     .unwrap();

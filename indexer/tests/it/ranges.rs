@@ -12,7 +12,7 @@ use super::*;
 const MAX_BLOCKS: u64 = 3;
 
 #[derive(Clone)]
-struct Proxy {
+pub(super) struct Proxy {
     upstream: String,
     http: reqwest12::Client,
     /// Every `eth_getLogs` range asked, and whether it was refused.
@@ -72,18 +72,14 @@ async fn forward(State(p): State<Proxy>, Json(req): Json<Value>) -> axum::respon
     Json(answer).into_response()
 }
 
-pub(super) async fn shrinks_to_the_providers_range(db: Db) {
-    let (_devnet, client) = devnet().await;
-    let record = deploy(&client, &scratch("indexer-ranges")).await;
-    let registry = record
-        .address(Contract::CounterpartyRegistry.key())
-        .unwrap();
-    super::crash::entries(&client, registry, 0, 12).await;
+/// A client of `upstream` through a proxy that refuses `eth_getLogs` over more than
+/// [`MAX_BLOCKS`] blocks (and answers the first `outages` `eth_blockNumber` with a 503).
+pub(super) async fn limited(upstream: &Client, outages: usize) -> (Client, Proxy) {
     let proxy = Proxy {
-        upstream: client.url().to_string(),
+        upstream: upstream.url().to_string(),
         http: reqwest12::Client::new(),
         asked: Default::default(),
-        outage: Arc::new(2.into()),
+        outage: Arc::new(outages.into()),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -91,10 +87,31 @@ pub(super) async fn shrinks_to_the_providers_range(db: Db) {
         .route("/", axum::routing::post(forward))
         .with_state(proxy.clone());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (Client::new(format!("http://{addr}")), proxy)
+}
 
+impl Proxy {
+    /// Whether the proxy refused a range.
+    pub(super) fn refused_some(&self) -> bool {
+        self.asked
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(.., refused)| *refused)
+    }
+}
+
+pub(super) async fn shrinks_to_the_providers_range(db: Db) {
+    let (_devnet, client) = devnet().await;
+    let record = deploy(&client, &scratch("indexer-ranges")).await;
+    let registry = record
+        .address(Contract::CounterpartyRegistry.key())
+        .unwrap();
+    super::crash::entries(&client, registry, 0, 12).await;
+    let (limited, proxy) = limited(&client, 2).await;
     let (contracts, start_block) = bursar_indexer::followed(&record).unwrap();
     let indexer = bursar_indexer::start(Config {
-        rpc: format!("http://{addr}"),
+        rpc: limited.url().to_string(),
         db: db.url(),
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         contracts,
@@ -105,6 +122,7 @@ pub(super) async fn shrinks_to_the_providers_range(db: Db) {
             poll: Duration::from_millis(20),
             ..FollowConfig::default()
         },
+        signing_key: bursar_indexer::audit::sign::generate_key(),
     })
     .await
     .unwrap();
