@@ -576,10 +576,35 @@ async fn replayed_signed_intents_never_reach_the_chain(db: Db) {
     s.relayer.shutdown().await;
 }
 
+/// A capability token stops authenticating once the chain's clock reaches the session's
+/// `expiresAt`, though the engine looked at the head a moment before the clock jumped.
+async fn capability_tokens_end_at_expiry(db: Db) {
+    let s = system(db).await;
+    // Within 30 s of the expiry the relayer reads the chain's head itself.
+    let expires_at = s.chain_now().await + 20;
+    let (_, token) = s.open_session(json!({ "expiresAt": expires_at })).await;
+    let (status, body) = s.get("/v1/payments", &token).await;
+    assert_eq!(status, 200, "{body}");
+    // The chain's clock jumps to the expiry.
+    let _: Value = s
+        .client
+        .request("evm_setNextBlockTimestamp", json!([expires_at]))
+        .await
+        .unwrap();
+    let _: Value = s.client.request("evm_mine", json!([])).await.unwrap();
+    assert_eq!(s.chain_now().await, expires_at);
+    let (status, e) = s.get("/v1/payments", &token).await;
+    assert_eq!((status, code(&e)), (401, "unauthorized"), "{e}");
+    let (status, e) = s.pay(&token, s.vendor_a, usd(1)).await;
+    assert_eq!((status, code(&e)), (401, "unauthorized"), "{e}");
+    s.relayer.shutdown().await;
+}
+
 on_both_databases!(
     webhooks_never_reach_internal_addresses,
     rate_limits_hold_under_respelled_bogus_and_absent_credentials,
     idempotency_keys_belong_to_the_principal,
     register_refuses_terms_other_than_prepared,
     replayed_signed_intents_never_reach_the_chain,
+    capability_tokens_end_at_expiry,
 );
