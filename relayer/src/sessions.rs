@@ -1051,7 +1051,8 @@ mod tests {
     fn every_term_is_compared() {
         let t = terms();
         assert_eq!(first_difference(&t, &opened(&t)), None);
-        let changes: [(&str, fn(&mut ISessionWallet::SessionOpened)); 15] = [
+        type Change = fn(&mut ISessionWallet::SessionOpened);
+        let changes: [(&str, Change); 15] = [
             ("owner", |o| o.owner = Address::ZERO),
             ("sessionKey", |o| o.sessionKey = Address::ZERO),
             ("guardian", |o| o.guardian = Address::ZERO),

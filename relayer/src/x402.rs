@@ -246,9 +246,6 @@ struct Checked {
 fn check_shape(core: &Core, req: &FacilitatorRequest) -> Result<(SessionPayment, U256), Refusal> {
     let p = &req.payment_payload;
     let r = &req.payment_requirements;
-    if p.x402_version != VERSION || req.x402_version.is_some_and(|v| v != VERSION) {
-        return Err(refuse("invalid_x402_version", "x402Version must be 2"));
-    }
     if r.scheme != SCHEME || p.accepted.scheme != SCHEME {
         return Err(refuse(
             "unsupported_scheme",
@@ -378,8 +375,42 @@ async fn check(
     }))
 }
 
+/// A facilitator request from its JSON: an x402 version other than 2 (whose bodies have another
+/// shape) is refused as x402 refuses it (`invalid_x402_version`), not as a malformed body.
+fn facilitator_request(body: Value) -> Result<Result<FacilitatorRequest, Refusal>, ApiError> {
+    let version = |v: Option<&Value>| v.and_then(|v| v.get("x402Version")).cloned();
+    let versions = [version(Some(&body)), version(body.get("paymentPayload"))];
+    if versions
+        .iter()
+        .flatten()
+        .any(|v| v.as_u64() != Some(VERSION.into()))
+    {
+        return Ok(Err(refuse(
+            "invalid_x402_version",
+            "this facilitator speaks x402 version 2",
+        )));
+    }
+    serde_path_to_error::deserialize(body).map(Ok).map_err(|e| {
+        let path = e.path().to_string();
+        ApiError::Invalid {
+            message: format!("invalid JSON body at {path}: {}", e.into_inner()),
+            details: json!({ "field": path }),
+        }
+    })
+}
+
 /// `POST /x402/verify`.
-pub async fn verify(core: &Core, req: FacilitatorRequest) -> Result<VerifyResponse, ApiError> {
+pub async fn verify(core: &Core, body: Value) -> Result<VerifyResponse, ApiError> {
+    let refused = |(reason, message): Refusal| VerifyResponse {
+        is_valid: false,
+        invalid_reason: Some(reason),
+        invalid_message: Some(message),
+        payer: None,
+    };
+    let req = match facilitator_request(body)? {
+        Ok(req) => req,
+        Err(refusal) => return Ok(refused(refusal)),
+    };
     Ok(match check(core, &req).await? {
         Ok(c) => VerifyResponse {
             is_valid: true,
@@ -387,19 +418,14 @@ pub async fn verify(core: &Core, req: FacilitatorRequest) -> Result<VerifyRespon
             invalid_message: None,
             payer: Some(c.payer.to_string()),
         },
-        Err((reason, message)) => VerifyResponse {
-            is_valid: false,
-            invalid_reason: Some(reason),
-            invalid_message: Some(message),
-            payer: None,
-        },
+        Err(refusal) => refused(refusal),
     })
 }
 
 /// `POST /x402/settle`: verified again, then paid through the transaction engine (as the
 /// session's payments are, by its pinned signer); answered once the payment settled. A payload
 /// settled before is refused, never paid or reported paid twice.
-pub async fn settle(core: &Core, req: FacilitatorRequest) -> Result<SettleResponse, ApiError> {
+pub async fn settle(core: &Core, body: Value) -> Result<SettleResponse, ApiError> {
     let network = network(core.chain_id);
     let failed = |(reason, message): Refusal, payer: Option<String>| SettleResponse {
         success: false,
@@ -408,6 +434,10 @@ pub async fn settle(core: &Core, req: FacilitatorRequest) -> Result<SettleRespon
         payer,
         transaction: String::new(),
         network: network.clone(),
+    };
+    let req = match facilitator_request(body)? {
+        Ok(req) => req,
+        Err(refusal) => return Ok(failed(refusal, None)),
     };
     let c = match check(core, &req).await? {
         Ok(c) => c,

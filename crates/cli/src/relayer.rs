@@ -69,6 +69,23 @@ pub(crate) struct RelayerArgs {
     /// addresses are refused whatever this says.
     #[arg(long, env = "BURSAR_WEBHOOK_ALLOW_LOOPBACK")]
     allow_loopback_webhooks: bool,
+    /// Requests per second per host key or capability token (bursts of twice that; 0: no
+    /// limit).
+    #[arg(long, env = "BURSAR_RATE_LIMIT", default_value_t = 1_000.0)]
+    rate_limit: f64,
+    /// Requests per second per client address without credentials: provider webhooks, the
+    /// x402 facilitator, health (0: no limit). Behind a proxy all clients share its address.
+    #[arg(long, env = "BURSAR_CLIENT_RATE_LIMIT", default_value_t = 200.0)]
+    client_rate_limit: f64,
+    /// Failed authentications per second per client address, past which its credentials are
+    /// refused unread (0: no limit).
+    #[arg(long, env = "BURSAR_AUTH_FAILURE_LIMIT", default_value_t = 5.0)]
+    auth_failure_limit: f64,
+}
+
+/// A rate from a flag: 0 (or less) is none.
+fn limit(per_second: f64) -> Option<f64> {
+    (per_second > 0.0).then_some(per_second)
 }
 
 #[derive(clap::Subcommand, Debug)]
@@ -164,6 +181,9 @@ async fn serve(args: RelayerArgs) -> Result<(), String> {
             webhook_egress: bursar_relayer::egress::Policy {
                 allow_loopback: args.allow_loopback_webhooks,
             },
+            rate_limit: limit(args.rate_limit),
+            client_rate_limit: limit(args.client_rate_limit),
+            auth_failure_limit: limit(args.auth_failure_limit),
             ..Settings::default()
         },
     })

@@ -6,27 +6,27 @@ use serde_json::Value;
 
 use super::{AppState, Body, Sandbox};
 use crate::error::ApiError;
-use crate::x402::{self, FacilitatorRequest, Paid, PayRequest, SettleResponse, VerifyResponse};
+use crate::x402::{self, Paid, PayRequest, SettleResponse, VerifyResponse};
 
 /// `GET /x402/supported`.
 pub(super) async fn supported(State(s): State<AppState>) -> Json<Value> {
     Json(x402::supported(&s))
 }
 
-/// `POST /x402/verify`.
+/// `POST /x402/verify` (the body is read as x402 of its version says).
 pub(super) async fn verify(
     State(s): State<AppState>,
-    Body(req): Body<FacilitatorRequest>,
+    Body(body): Body<Value>,
 ) -> Result<Json<VerifyResponse>, ApiError> {
-    Ok(Json(x402::verify(&s, req).await?))
+    Ok(Json(x402::verify(&s, body).await?))
 }
 
 /// `POST /x402/settle`.
 pub(super) async fn settle(
     State(s): State<AppState>,
-    Body(req): Body<FacilitatorRequest>,
+    Body(body): Body<Value>,
 ) -> Result<Json<SettleResponse>, ApiError> {
-    Ok(Json(x402::settle(&s, req).await?))
+    Ok(Json(x402::settle(&s, body).await?))
 }
 
 /// `POST /v1/x402/pay`: the sandbox's payment of a 402 answer.

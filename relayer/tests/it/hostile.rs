@@ -465,7 +465,8 @@ async fn register_refuses_terms_other_than_prepared(db: Db) {
     let (status, e) = own.prepare(&s, dev_key(9).address()).await;
     assert_eq!((status, code(&e)), (400, "invalid_request"), "{e}");
     assert_eq!(e["details"]["field"], "sessionKey", "{e}");
-    let changes: [(&str, fn(&mut openSessionCall)); 13] = [
+    type Change = fn(&mut openSessionCall);
+    let changes: [(&str, Change); 13] = [
         ("guardian", |c| c.guardian = c.owner),
         ("token", |c| c.token = Address::ZERO),
         ("deposit", |c| c.deposit += U256::from(1)),

@@ -158,6 +158,31 @@ async fn an_agent_pays_a_402_api_from_its_session(db: Db) {
         dev_key(9).address().to_string()
     );
 
+    // An x402 v1 body (another shape) is refused as x402 refuses a version, not as malformed.
+    let v1 = json!({
+        "x402Version": 1,
+        "paymentPayload": { "x402Version": 1, "scheme": "exact", "network": "base", "payload": {} },
+        "paymentRequirements": { "scheme": "exact", "network": "base", "maxAmountRequired": "1" },
+    });
+    let (status, verified) = s.post("/x402/verify", "none", v1.clone()).await;
+    assert_eq!(status, 200, "{verified}");
+    assert_eq!(verified["isValid"], false);
+    assert_eq!(
+        verified["invalidReason"], "invalid_x402_version",
+        "{verified}"
+    );
+    let (status, settled) = s.post("/x402/settle", "none", v1).await;
+    assert_eq!(
+        (status, settled["success"].clone()),
+        (200, json!(false)),
+        "{settled}"
+    );
+    assert_eq!(settled["errorReason"], "invalid_x402_version", "{settled}");
+    let (status, e) = s
+        .post("/x402/verify", "none", json!({ "x402Version": 2 }))
+        .await;
+    assert_eq!((status, code(&e)), (400, "invalid_request"), "{e}");
+
     // 1. The API answers 402; the agent hands the requirements to the relayer.
     let api = Resource::start(&s, s.vendor_a, &usd(5).to_string()).await;
     let (status, headers, _) = api.get(None).await;
