@@ -97,7 +97,7 @@ fn schemas_sessions() -> Value {
     let (amount, address, hash_or_text, typed_data) = common();
     json!({
                 "Error": { "type": "object", "required": ["code", "message", "details"], "properties": {
-                    "code": { "type": "string", "description": "Stable: unauthorized, forbidden, not_found, invalid_request, session_not_open, session_already_opened, idempotency_key_reused, rate_limited, unavailable… or a contract error's name (WalletPeriodBudgetExceeded…)." },
+                    "code": { "type": "string", "description": "Stable: unauthorized, forbidden, not_found, invalid_request, session_not_open, session_already_opened, session_terms_mismatch (details: field, prepared, onChain), idempotency_key_reused, rate_limited, unavailable… or a contract error's name (WalletPeriodBudgetExceeded…)." },
                     "message": { "type": "string" },
                     "details": { "type": "object" } } },
                 "PrepareRequest": { "type": "object",
@@ -251,7 +251,7 @@ fn paths_sessions() -> Value {
                     "summary": "The host's sessions, newest first (scope: read)", "security": [{ "hostKey": [] }],
                     "responses": ok("200", "SessionList", "Sessions") },
             },
-            "/v1/sessions/register": { "post": op("Register a prepared session the owner opened with its own wallet (scope: sessions)", "hostKey", Some("RegisterRequest"), ok("201", "Opened", "Registered")) },
+            "/v1/sessions/register": { "post": op("Register a prepared session the owner opened with its own wallet, with exactly the prepared terms (scope: sessions)", "hostKey", Some("RegisterRequest"), ok("201", "Opened", "Registered")) },
             "/v1/sessions/{id}": { "get": op("A session with its on-chain state (scope: read)", "hostKey", None, ok("200", "Session", "The session")) },
             "/v1/sessions/{id}/revoke": { "post": op("Revoke: the capability token at once, on chain when the relayer is guardian (scope: sessions)", "hostKey", None, ok("200", "Revoked", "Revoked")) },
             "/v1/sessions/{id}/close": { "post": op("Close on chain, refunding the owner (scope: sessions)", "hostKey", None, ok("202", "Closing", "Close queued")) },
@@ -307,7 +307,7 @@ fn paths_payments() -> Value {
             "/v1/x402/pay": { "post": op("Sign a bursar-session payment of a 402 answer's PAYMENT-REQUIRED from the session (checked by the wallet's rules first)", "capabilityToken", Some("X402PayRequest"),
                 json!({ "200": { "description": "{paymentSignature (the PAYMENT-SIGNATURE header), paymentPayload}", "content": { "application/json": { "schema": { "type": "object" } } } } })) },
             "/v1/webhooks": {
-                "post": op("Add an outbound webhook endpoint (scope: webhooks)", "hostKey", Some("WebhookRequest"), ok("201", "Webhook", "Added; the secret is shown once")),
+                "post": op("Add an outbound webhook endpoint; its URL must reach public addresses (scope: webhooks)", "hostKey", Some("WebhookRequest"), ok("201", "Webhook", "Added; the secret is shown once")),
                 "get": op("The host's webhook endpoints (scope: webhooks)", "hostKey", None, ok("200", "WebhookList", "Endpoints")),
             },
             "/v1/webhooks/{id}": { "delete": op("Delete an endpoint (scope: webhooks)", "hostKey", None, json!({ "204": { "description": "Deleted" } })) },
