@@ -44,6 +44,45 @@ pub fn artifacts_dir() -> &'static PathBuf {
     })
 }
 
+/// The Python with the pinned web3.py and eth-account: `$BURSAR_PYTHON`, else the venv
+/// `.ci/run` creates at `${XDG_CACHE_HOME:-$HOME/.cache}/bursar/pyenv`.
+pub fn python() -> PathBuf {
+    let p = std::env::var_os("BURSAR_PYTHON").map_or_else(
+        || {
+            let cache = std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+                .expect("HOME or XDG_CACHE_HOME is set");
+            cache.join("bursar/pyenv/bin/python")
+        },
+        PathBuf::from,
+    );
+    assert!(
+        p.exists(),
+        "python with eth-account not found at {} (BURSAR_PYTHON, else the default venv): run \
+         .ci/run or point BURSAR_PYTHON at one",
+        p.display()
+    );
+    p
+}
+
+/// Runs `program` with `args` and returns what it printed, trimmed; panics (with its errors)
+/// when it fails.
+pub fn run_for_output(program: &Path, args: &[&std::ffi::OsStr]) -> String {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()));
+    assert!(
+        out.status.success(),
+        "{} {:?} failed: {}",
+        program.display(),
+        args,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
 /// A benchmark's size from the environment variable `name`, else `default`.
 pub fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)

@@ -88,6 +88,26 @@ pub(crate) async fn forgeries_do_not_verify(
         "{line}"
     );
 
+    // An auditor's own libraries recover the same signer, the way the README says to.
+    let file = bursar_e2e::scratch("audit-export").join("export.ndjson");
+    std::fs::write(&file, text).unwrap();
+    let tools = bursar_e2e::repo_root().join("tools/audit-check");
+    let python = bursar_e2e::python();
+    let by_eth_account = bursar_e2e::run_for_output(
+        &python,
+        &[tools.join("recover.py").as_os_str(), file.as_os_str()],
+    );
+    assert!(
+        tools.join("node_modules/viem").exists(),
+        "viem is not installed: run .ci/run (npm ci --prefix tools/audit-check)"
+    );
+    let by_viem = bursar_e2e::run_for_output(
+        std::path::Path::new("node"),
+        &[tools.join("recover.mjs").as_os_str(), file.as_os_str()],
+    );
+    assert_eq!(by_eth_account, signer.to_checksum(None));
+    assert_eq!(by_viem, signer.to_checksum(None));
+
     let attacker = Key::from_bytes(&keccak256("the attacker's key")).unwrap();
     // Re-signed as it is, the export verifies unpinned: the signature only says whose it is.
     let resigned = forged(text, &|_: &mut Vec<Row>, _: &mut Manifest| {}, &attacker);

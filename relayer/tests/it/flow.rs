@@ -401,6 +401,34 @@ impl System {
     }
 }
 
+/// The wallet's `openSession` of prepared session `prep`'s terms, for an owner who opens it
+/// from its own wallet.
+pub(super) fn prepared_open_call(
+    prep: &Value,
+) -> bursar_bindings::wallet::ISessionWallet::openSessionCall {
+    let m = &prep["typedData"]["openSession"]["message"];
+    let n = |k: &str| m[k].as_str().unwrap().parse::<U256>().unwrap();
+    let a = |k: &str| m[k].as_str().unwrap().parse::<Address>().unwrap();
+    bursar_bindings::wallet::ISessionWallet::openSessionCall {
+        owner: a("owner"),
+        sessionKey: a("sessionKey"),
+        guardian: a("guardian"),
+        token: a("token"),
+        deposit: n("deposit"),
+        perPaymentCap: n("perPaymentCap"),
+        periodBudget: n("periodBudget"),
+        periodSeconds: n("periodSeconds").to(),
+        coSignThreshold: n("coSignThreshold"),
+        validAfter: n("validAfter").to(),
+        expiresAt: n("expiresAt").to(),
+        leaseSeconds: n("leaseSeconds").to(),
+        leaseKeeper: a("leaseKeeper"),
+        allowlistId: n("allowlistId"),
+        metadata: m["metadata"].as_str().unwrap().parse().unwrap(),
+        nonce: n("nonce"),
+    }
+}
+
 pub(super) fn code(body: &Value) -> &str {
     body["code"].as_str().unwrap_or_default()
 }
@@ -990,9 +1018,6 @@ async fn sandbox_keys_and_owner_opened_sessions(db: Db) {
         )
         .await;
     assert_eq!((status, code(&e)), (409, "session_not_opened"), "{e}");
-    let m = &prep["typedData"]["openSession"]["message"];
-    let n = |k: &str| m[k].as_str().unwrap().parse::<U256>().unwrap();
-    let a = |k: &str| m[k].as_str().unwrap().parse::<Address>().unwrap();
     let mut own = Sender::new(&s.client, owner.clone()).await.unwrap();
     own.transact(
         &s.client,
@@ -1004,30 +1029,9 @@ async fn sandbox_keys_and_owner_opened_sessions(db: Db) {
     )
     .await
     .unwrap();
-    own.transact(
-        &s.client,
-        wallet,
-        &bursar_bindings::wallet::ISessionWallet::openSessionCall {
-            owner: a("owner"),
-            sessionKey: a("sessionKey"),
-            guardian: a("guardian"),
-            token: a("token"),
-            deposit: n("deposit"),
-            perPaymentCap: n("perPaymentCap"),
-            periodBudget: n("periodBudget"),
-            periodSeconds: n("periodSeconds").to(),
-            coSignThreshold: n("coSignThreshold"),
-            validAfter: n("validAfter").to(),
-            expiresAt: n("expiresAt").to(),
-            leaseSeconds: n("leaseSeconds").to(),
-            leaseKeeper: a("leaseKeeper"),
-            allowlistId: n("allowlistId"),
-            metadata: m["metadata"].as_str().unwrap().parse().unwrap(),
-            nonce: n("nonce"),
-        },
-    )
-    .await
-    .unwrap();
+    own.transact(&s.client, wallet, &prepared_open_call(&prep))
+        .await
+        .unwrap();
     let (status, opened) = s
         .post(
             "/v1/sessions/register",

@@ -15,7 +15,7 @@ use bursar_relayer::{hosts, webhooks, Settings};
 use serde_json::{json, Value};
 
 use super::api::relayer_with;
-use super::flow::{code, system, usd, System};
+use super::flow::{code, prepared_open_call, system, usd, System};
 use super::receiver::Receiver;
 use super::*;
 
@@ -417,27 +417,7 @@ impl OwnWallet {
         prep: &Value,
         change: impl FnOnce(&mut openSessionCall),
     ) -> (u16, Value) {
-        let m = &prep["typedData"]["openSession"]["message"];
-        let n = |k: &str| m[k].as_str().unwrap().parse::<U256>().unwrap();
-        let a = |k: &str| m[k].as_str().unwrap().parse::<Address>().unwrap();
-        let mut call = openSessionCall {
-            owner: a("owner"),
-            sessionKey: a("sessionKey"),
-            guardian: a("guardian"),
-            token: a("token"),
-            deposit: n("deposit"),
-            perPaymentCap: n("perPaymentCap"),
-            periodBudget: n("periodBudget"),
-            periodSeconds: n("periodSeconds").to(),
-            coSignThreshold: n("coSignThreshold"),
-            validAfter: n("validAfter").to(),
-            expiresAt: n("expiresAt").to(),
-            leaseSeconds: n("leaseSeconds").to(),
-            leaseKeeper: a("leaseKeeper"),
-            allowlistId: n("allowlistId"),
-            metadata: m["metadata"].as_str().unwrap().parse().unwrap(),
-            nonce: n("nonce"),
-        };
+        let mut call = prepared_open_call(prep);
         change(&mut call);
         // A native deposit is sent as value.
         let value = if call.token.is_zero() {
