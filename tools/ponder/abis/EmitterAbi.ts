@@ -1,4 +1,4 @@
-// Just the benchmark Emitter's event: the wallet's PaymentExecuted (tests/benches/indexer.rs).
+// Just the benchmark Emitter's event: the wallet's PaymentExecuted (e2e/benches/indexer.rs).
 export const EmitterAbi = [
   {
     type: "event",

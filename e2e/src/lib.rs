@@ -17,7 +17,7 @@ use bursar_devnet::{ChainConfig, Handle, RpcConfig};
 pub fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .expect("tests/ is inside the repository")
+        .expect("e2e/ is inside the repository")
 }
 
 /// Where the built contracts are: `$BURSAR_CONTRACTS_DIR`, else `target/contracts`, built
