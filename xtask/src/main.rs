@@ -5,10 +5,12 @@
 //! cargo xtask build-contracts -p session-wallet    # just one
 //! BURSAR_WASM_TARGET_DIR=/cache/wasm cargo xtask build-contracts
 //! cargo xtask demo                                 # contracts, then `bursar demo`
-//! cargo xtask test                                 # fmt, clippy, contract build, all tests
+//! cargo xtask test                                 # floors, fmt, clippy, contracts, all tests
+//! cargo xtask floors                               # dependencies point down the floors
 //! ```
 
 mod build_contracts;
+mod floors;
 mod postgres;
 mod report;
 mod test;
@@ -37,9 +39,19 @@ enum Cmd {
     /// The main job: build the contracts, then run `bursar demo` (devnet in-process, deploy,
     /// an agent session end to end, its audit trail).
     Demo(build_contracts::BuildArgs),
+    /// Check that every crate's dependencies point down the floors of docs/ARCHITECTURE.md.
+    Floors,
     /// Start this machine's PostgreSQL if needed (creating the cluster, the `bursar` role and
     /// the `bursar_test` database) and print the URL for `BURSAR_TEST_POSTGRES_URL`.
     Postgres,
+}
+
+/// The workspace's root (xtask is one of its members).
+fn workspace_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask/ is inside the workspace")
+        .to_path_buf()
 }
 
 fn main() -> ExitCode {
@@ -48,6 +60,7 @@ fn main() -> ExitCode {
         Cmd::BuildContracts(args) => build_contracts::run(args),
         Cmd::Test(args) => test::run(args),
         Cmd::Demo(args) => test::demo(args),
+        Cmd::Floors => floors::check(&workspace_root()),
         Cmd::Postgres => postgres::test_url().map(|url| println!("{url}")),
     };
     match result {

@@ -8,10 +8,11 @@ use anyhow::{bail, Context, Result};
 use crate::build_contracts::{self, BuildArgs, CONTRACTS};
 use crate::postgres;
 
-/// Formatting and lints, then the contracts as deployable WASM (which enforces the activation
+/// The floors of the dependencies, formatting and lints, then the contracts as deployable WASM (which enforces the activation
 /// rules and the code-size limit, and gives the devnet tests fresh artifacts), then every
 /// workspace test, with a PostgreSQL server for those that run on both databases.
 pub(crate) fn run(build: &BuildArgs) -> Result<()> {
+    crate::floors::check(&crate::workspace_root())?;
     cargo("format", &["fmt", "--all", "--", "--check"])?;
     cargo(
         "lints",
