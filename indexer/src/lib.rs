@@ -64,32 +64,19 @@ pub const CONTRACTS: [&str; 4] = [
     "ReceiptRegistry",
 ];
 
-/// The contracts an indexer follows in a deployment record — the wallet, the gateway and both
-/// registries, each with its name — and the block to start from (the first deploy block).
-pub fn followed(record: &bursar_deploy::DeploymentRecord) -> Result<(Contracts, u64), String> {
-    use bursar_deploy::Contract;
-    let contracts = [
-        Contract::SessionWallet,
-        Contract::SessionGateway,
-        Contract::CounterpartyRegistry,
-        Contract::ReceiptRegistry,
-    ]
-    .into_iter()
-    .zip(CONTRACTS)
-    .map(|(c, name)| {
-        record
-            .address(c.key())
-            .map(|a| (a, name))
-            .ok_or_else(|| format!("the deployment record has no {}", c.key()))
-    })
-    .collect::<Result<Vec<_>, _>>()?;
-    let start = record
-        .contracts
-        .values()
-        .map(|c| c.deploy_block)
-        .min()
-        .unwrap_or(0);
-    Ok((contracts, start))
+/// The contracts an indexer follows, each with its name (the wallet first, in
+/// [`CONTRACTS`]' order); their addresses come from the deployment record
+/// (`bursar_deploy::DeploymentRecord::contracts`).
+pub fn followed(
+    wallet: Address,
+    gateway: Address,
+    counterparty_registry: Address,
+    receipt_registry: Address,
+) -> Contracts {
+    [wallet, gateway, counterparty_registry, receipt_registry]
+        .into_iter()
+        .zip(CONTRACTS)
+        .collect()
 }
 
 /// Why the indexer did not start.

@@ -148,7 +148,7 @@ fn deployment_contracts(path: &Path) -> Result<bursar_indexer::Contracts, String
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("no deployment record at {}", path.display()))?;
     let (contracts, _) =
-        bursar_indexer::followed(&record).map_err(|e| format!("{}: {e}", path.display()))?;
+        crate::followed(&record).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(contracts)
 }
 

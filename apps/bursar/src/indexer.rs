@@ -68,7 +68,7 @@ pub(crate) fn run(args: IndexerArgs) -> Result<(), String> {
             .await
             .map_err(|e| e.to_string())?;
         let record = crate::deployment_record(args.deployment.as_deref(), &args.network, chain_id)?;
-        let (contracts, start_block) = bursar_indexer::followed(&record)?;
+        let (contracts, start_block) = crate::followed(&record)?;
         let window = args.window;
         let signing_key = bursar_indexer::audit::sign::load_or_create_key(&args.signing_key_file)
             .map_err(|e| e.to_string())?;

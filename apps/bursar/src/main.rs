@@ -58,6 +58,20 @@ fn block_on(work: impl std::future::Future<Output = Result<(), String>>) -> Resu
 
 /// The deployment record `deployment` names, else `deployments/<network>.json`; it must be for
 /// chain `chain_id` (the RPC endpoint's).
+/// What the indexer follows in `record`, and the block it starts from.
+fn followed(
+    record: &bursar_deploy::DeploymentRecord,
+) -> Result<(bursar_indexer::Contracts, u64), String> {
+    let d = record.contracts().map_err(|e| e.to_string())?;
+    let contracts = bursar_indexer::followed(
+        d.session_wallet,
+        d.session_gateway,
+        d.counterparty_registry,
+        d.receipt_registry,
+    );
+    Ok((contracts, d.first_block))
+}
+
 fn deployment_record(
     deployment: Option<&std::path::Path>,
     network: &str,

@@ -7,7 +7,6 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use bursar_client::{Client, Key};
-use bursar_deploy::Contract;
 use bursar_relayer::store::Store;
 use bursar_relayer::submission::EngineConfig;
 use bursar_relayer::vault::MasterKey;
@@ -199,15 +198,18 @@ async fn serve(args: RelayerArgs) -> Result<(), String> {
 /// which must be for the RPC's chain.
 fn contracts(args: &RelayerArgs, chain_id: u64) -> Result<Contracts, String> {
     let record = crate::deployment_record(args.deployment.as_deref(), &args.network, chain_id)?;
-    let get = |c: Contract| {
-        record
-            .address(c.key())
-            .ok_or_else(|| format!("the deployment record has no {}", c.key()))
-    };
+    relayer_contracts(&record)
+}
+
+/// What the relayer drives in `record`.
+pub(crate) fn relayer_contracts(
+    record: &bursar_deploy::DeploymentRecord,
+) -> Result<Contracts, String> {
+    let d = record.contracts().map_err(|e| e.to_string())?;
     Ok(Contracts {
-        wallet: get(Contract::SessionWallet)?,
-        gateway: get(Contract::SessionGateway)?,
-        receipts: get(Contract::ReceiptRegistry)?,
+        wallet: d.session_wallet,
+        gateway: d.session_gateway,
+        receipts: d.receipt_registry,
     })
 }
 

@@ -18,7 +18,7 @@ use bursar_devnet::{Chain, RpcConfig};
 use bursar_relayer::store::Store;
 use bursar_relayer::submission::EngineConfig;
 use bursar_relayer::vault::MasterKey;
-use bursar_relayer::{hosts, Config, Contracts, Settings};
+use bursar_relayer::{hosts, Config, Settings};
 use serde_json::json;
 
 use crate::deploy::{git_commit, print_progress};
@@ -120,7 +120,7 @@ async fn up(args: UpArgs) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
 
         // 3. The indexer, signing exports with the same key from run to run.
-        let (followed, start_block) = bursar_indexer::followed(&record)?;
+        let (followed, start_block) = crate::followed(&record)?;
         let signing_key = bursar_indexer::audit::sign::load_or_create_key(&dir.join("indexer.key"))
             .map_err(|e| e.to_string())?;
         let indexer = bursar_indexer::start(bursar_indexer::Config {
@@ -149,11 +149,6 @@ async fn up(args: UpArgs) -> Result<(), String> {
         let relayer_db = sqlite(&dir.join("relayer.db"));
         let master_key =
             MasterKey::from_file(&dir.join("master-key"), true).map_err(|e| e.to_string())?;
-        let contract = |c: Contract| {
-            record
-                .address(c.key())
-                .ok_or_else(|| format!("the deployment record has no {}", c.key()))
-        };
         let relayer = bursar_relayer::start(Config {
             rpc: rpc.clone(),
             db: relayer_db.clone(),
@@ -163,11 +158,7 @@ async fn up(args: UpArgs) -> Result<(), String> {
                 confirmations: if dev { 0 } else { 1 },
                 ..EngineConfig::default()
             },
-            contracts: Contracts {
-                wallet: contract(Contract::SessionWallet)?,
-                gateway: contract(Contract::SessionGateway)?,
-                receipts: contract(Contract::ReceiptRegistry)?,
-            },
+            contracts: crate::relayer::relayer_contracts(&record)?,
             master_key,
             settings: Settings {
                 // A devnet's clock is moved ahead by demos and tests (`evm_increaseTime`):

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bursar_client::Key;
-use bursar_deploy::{Contract, DeploymentRecord};
+use bursar_deploy::DeploymentRecord;
 use bursar_relayer::store::{now_ms, Store};
 use bursar_relayer::submission::EngineConfig;
 use bursar_relayer::vault::MasterKey;
@@ -83,11 +83,7 @@ pub async fn start(
         std::fs::create_dir_all(dir).map_err(|e| fail("relayer data directory", &e))?;
     }
     let db = format!("sqlite://{}", db_file.display());
-    let contract = |c: Contract| {
-        record
-            .address(c.key())
-            .ok_or(ScenarioError::Missing(c.key()))
-    };
+    let deployed = crate::scenario::deployed(record)?;
     let relayer = bursar_relayer::start(Config {
         rpc: rpc.into(),
         db: db.clone(),
@@ -100,9 +96,9 @@ pub async fn start(
             ..EngineConfig::default()
         },
         contracts: Contracts {
-            wallet: contract(Contract::SessionWallet)?,
-            gateway: contract(Contract::SessionGateway)?,
-            receipts: contract(Contract::ReceiptRegistry)?,
+            wallet: deployed.session_wallet,
+            gateway: deployed.session_gateway,
+            receipts: deployed.receipt_registry,
         },
         master_key: MasterKey::from_hex(
             &alloy_primitives::hex::encode(alloy_primitives::keccak256(db.as_bytes())),

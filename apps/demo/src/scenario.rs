@@ -170,17 +170,15 @@ pub struct Contracts {
 impl Contracts {
     /// The addresses in a deployment record (`ScenarioError::Missing` for an absent one).
     pub fn from_record(record: &DeploymentRecord) -> Result<Self> {
-        let get = |c: Contract| {
-            record
-                .address(c.key())
-                .ok_or(ScenarioError::Missing(c.key()))
-        };
+        let d = deployed(record)?;
         Ok(Contracts {
-            token: get(Contract::TestToken)?,
-            counterparties: get(Contract::CounterpartyRegistry)?,
-            receipts: get(Contract::ReceiptRegistry)?,
-            gateway: get(Contract::SessionGateway)?,
-            wallet: get(Contract::SessionWallet)?,
+            token: d
+                .test_token
+                .ok_or(ScenarioError::Missing(Contract::TestToken.key()))?,
+            counterparties: d.counterparty_registry,
+            receipts: d.receipt_registry,
+            gateway: d.session_gateway,
+            wallet: d.session_wallet,
         })
     }
 
@@ -194,6 +192,14 @@ impl Contracts {
             self.wallet,
         ]
     }
+}
+
+/// The record's contracts, a missing one as [`ScenarioError::Missing`].
+pub(crate) fn deployed(record: &DeploymentRecord) -> Result<bursar_deploy::Deployed> {
+    record.contracts().map_err(|e| match e {
+        bursar_deploy::record::RecordError::Missing(key) => ScenarioError::Missing(key),
+        e => ScenarioError::Check(e.to_string()),
+    })
 }
 
 /// The scenario's state while it runs.

@@ -18,4 +18,4 @@ pub mod record;
 
 pub use deploy::{deploy, Contract, DeployError, DeployOptions, Progress};
 pub use network::Network;
-pub use record::DeploymentRecord;
+pub use record::{Deployed, DeploymentRecord};

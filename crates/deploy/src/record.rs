@@ -105,6 +105,27 @@ pub enum RecordError {
         /// The JSON error.
         reason: String,
     },
+    /// The record has no address for a contract the services need (its key).
+    #[error("the deployment record has no {0}")]
+    Missing(&'static str),
+}
+
+/// A deployment's Bursar contracts by role, as every consumer of a record takes them
+/// ([`DeploymentRecord::contracts`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deployed {
+    /// The SessionWallet.
+    pub session_wallet: Address,
+    /// The SessionGateway.
+    pub session_gateway: Address,
+    /// The CounterpartyRegistry.
+    pub counterparty_registry: Address,
+    /// The ReceiptRegistry.
+    pub receipt_registry: Address,
+    /// The TestToken, on networks that deploy one.
+    pub test_token: Option<Address>,
+    /// The first block any of them was deployed in: where following their events starts.
+    pub first_block: u64,
 }
 
 impl DeploymentRecord {
@@ -143,8 +164,91 @@ impl DeploymentRecord {
         std::fs::rename(&tmp, path).map_err(io)
     }
 
+    /// The four contracts every network has (the test token where there is one), or the
+    /// first one missing.
+    pub fn contracts(&self) -> Result<Deployed, RecordError> {
+        use crate::Contract;
+        let get = |c: Contract| self.address(c.key()).ok_or(RecordError::Missing(c.key()));
+        Ok(Deployed {
+            session_wallet: get(Contract::SessionWallet)?,
+            session_gateway: get(Contract::SessionGateway)?,
+            counterparty_registry: get(Contract::CounterpartyRegistry)?,
+            receipt_registry: get(Contract::ReceiptRegistry)?,
+            test_token: self.address(Contract::TestToken.key()),
+            first_block: self
+                .contracts
+                .values()
+                .map(|c| c.deploy_block)
+                .min()
+                .unwrap_or(0),
+        })
+    }
+
     /// The address of `contract` (its key, e.g. `sessionWallet`), if recorded.
     pub fn address(&self, contract: &str) -> Option<Address> {
         self.contracts.get(contract).map(|c| c.address)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Contract;
+
+    fn contract(byte: u8, block: u64) -> ContractRecord {
+        ContractRecord {
+            address: Address::repeat_byte(byte),
+            code_hash: B256::ZERO,
+            compressed_size: 0,
+            wasm_size: 0,
+            constructor_args: Bytes::new(),
+            deploy_tx: B256::ZERO,
+            deploy_block: block,
+            activation_tx: None,
+            activation_block: None,
+            abi: serde_json::Value::Null,
+        }
+    }
+
+    fn record(contracts: &[(Contract, u8, u64)]) -> DeploymentRecord {
+        DeploymentRecord {
+            format: FORMAT,
+            network: "devnet".into(),
+            chain_id: 412_346,
+            deployer: Address::ZERO,
+            stylus_deployer: Address::ZERO,
+            git_commit: None,
+            toolchain: Toolchain::default(),
+            contracts: contracts
+                .iter()
+                .map(|(c, byte, block)| (c.key().to_owned(), contract(*byte, *block)))
+                .collect(),
+            wiring: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn contracts_by_role_or_the_first_missing() {
+        let four = [
+            (Contract::SessionWallet, 1, 9),
+            (Contract::SessionGateway, 2, 10),
+            (Contract::CounterpartyRegistry, 3, 7),
+            (Contract::ReceiptRegistry, 4, 8),
+        ];
+        let d = record(&four).contracts().unwrap();
+        assert_eq!(d.session_wallet, Address::repeat_byte(1));
+        assert_eq!(d.session_gateway, Address::repeat_byte(2));
+        assert_eq!(d.counterparty_registry, Address::repeat_byte(3));
+        assert_eq!(d.receipt_registry, Address::repeat_byte(4));
+        assert_eq!((d.test_token, d.first_block), (None, 7));
+        let mut five = four.to_vec();
+        five.push((Contract::TestToken, 5, 3));
+        let d = record(&five).contracts().unwrap();
+        assert_eq!(
+            (d.test_token, d.first_block),
+            (Some(Address::repeat_byte(5)), 3)
+        );
+        let e = record(&four[1..]).contracts().unwrap_err();
+        assert_eq!(e.to_string(), "the deployment record has no sessionWallet");
     }
 }

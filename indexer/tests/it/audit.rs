@@ -62,7 +62,7 @@ pub(crate) async fn forgeries_do_not_verify(
     signer: Address,
     record: &DeploymentRecord,
 ) {
-    let (contracts, _) = bursar_indexer::followed(record).unwrap();
+    let (contracts, _) = super::followed(record);
     let pinned = Expect {
         signer: Some(signer),
         contracts: Some(contracts),

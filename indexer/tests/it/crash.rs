@@ -10,7 +10,7 @@ const CHILD_ENV: &str = "BURSAR_INDEXER_CHILD";
 
 fn config(rpc: &str, db: &str, record: &std::path::Path) -> Config {
     let record = DeploymentRecord::read(record).unwrap().unwrap();
-    let (contracts, start_block) = bursar_indexer::followed(&record).unwrap();
+    let (contracts, start_block) = super::followed(&record);
     Config {
         rpc: rpc.into(),
         db: db.into(),

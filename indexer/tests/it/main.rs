@@ -41,8 +41,20 @@ fn export_key() -> Key {
     Key::from_bytes(&alloy_primitives::keccak256("the indexer's export key")).unwrap()
 }
 
+/// What the indexer follows in `record`, and the block it starts from.
+pub(crate) fn followed(record: &DeploymentRecord) -> (bursar_indexer::Contracts, u64) {
+    let d = record.contracts().unwrap();
+    let contracts = bursar_indexer::followed(
+        d.session_wallet,
+        d.session_gateway,
+        d.counterparty_registry,
+        d.receipt_registry,
+    );
+    (contracts, d.first_block)
+}
+
 async fn start(client: &Client, record: &DeploymentRecord, db: &Db, window: u64) -> Indexer {
-    let (contracts, start_block) = bursar_indexer::followed(record).unwrap();
+    let (contracts, start_block) = followed(record);
     bursar_indexer::start(Config {
         rpc: client.url().to_string(),
         db: db.url(),
@@ -130,7 +142,7 @@ async fn indexes_the_demo_story(db: Db) {
     let indexer = start(&client, &record, &db, 4).await;
     synced(&indexer, &client).await;
 
-    let (contracts, _) = bursar_indexer::followed(&record).unwrap();
+    let (contracts, _) = followed(&record);
     let addresses: Vec<Address> = contracts.iter().map(|(a, _)| *a).collect();
     // The Bursar contracts' logs, and the token's transfers to or from them and approvals for
     // them.
@@ -878,7 +890,7 @@ async fn reorgs_orphan_and_come_back(db: Db) {
 async fn new_heads_over_websocket_wake_the_follower() {
     let (_devnet, client) = devnet().await;
     let record = deploy(&client, &scratch("indexer-ws")).await;
-    let (contracts, start_block) = bursar_indexer::followed(&record).unwrap();
+    let (contracts, start_block) = followed(&record);
     let db = sqlite();
     let indexer = bursar_indexer::start(Config {
         rpc: client.url().to_string(),

@@ -109,7 +109,7 @@ pub(super) async fn shrinks_to_the_providers_range(db: Db) {
         .unwrap();
     super::crash::entries(&client, registry, 0, 12).await;
     let (limited, proxy) = limited(&client, 2).await;
-    let (contracts, start_block) = bursar_indexer::followed(&record).unwrap();
+    let (contracts, start_block) = super::followed(&record);
     let indexer = bursar_indexer::start(Config {
         rpc: limited.url().to_string(),
         db: db.url(),
@@ -149,12 +149,7 @@ pub(super) async fn shrinks_to_the_providers_range(db: Db) {
         .load(std::sync::atomic::Ordering::Relaxed);
     assert!(rpc_errors >= 2, "{rpc_errors}");
     // Everything is there all the same.
-    let addresses: Vec<Address> = bursar_indexer::followed(&record)
-        .unwrap()
-        .0
-        .iter()
-        .map(|(a, _)| *a)
-        .collect();
+    let addresses: Vec<Address> = super::followed(&record).0.iter().map(|(a, _)| *a).collect();
     let want = client.logs(&addresses, 0, None).await.unwrap().len();
     let got = all_logs(&indexer, false).await.len();
     assert_eq!(got, want);
