@@ -23,9 +23,11 @@ pub(crate) struct RelayerArgs {
         default_value = "http://127.0.0.1:8547"
     )]
     rpc: String,
-    /// The database: `sqlite://FILE` (created if missing) or `postgres://…`.
+    /// The database: `sqlite://FILE` (created if missing) or `postgres://…`. Also after
+    /// `hosts …` and `providers …`, which use it.
     #[arg(
         long,
+        global = true,
         env = "BURSAR_RELAYER_DB",
         default_value = "sqlite://bursar-relayer.db"
     )]
@@ -38,9 +40,11 @@ pub(crate) struct RelayerArgs {
     /// account signs when none is given. Keys are never printed.
     #[arg(long = "signer-key-file", value_name = "FILE")]
     signer_key_files: Vec<PathBuf>,
-    /// Blocks on top of a transaction's block before the relayer calls it confirmed.
-    #[arg(long, env = "BURSAR_RELAYER_CONFIRMATIONS", default_value_t = 1)]
-    confirmations: u64,
+    /// Blocks on top of a transaction's block before the relayer calls it confirmed; by
+    /// default 0 on the devnet (it mines each transaction into a final block, as `bursar up`
+    /// has it) and 1 elsewhere.
+    #[arg(long, env = "BURSAR_RELAYER_CONFIRMATIONS")]
+    confirmations: Option<u64>,
     /// The network: names `deployments/<network>.json`, where the contracts' addresses are.
     #[arg(long, env = "BURSAR_NETWORK", default_value = "devnet")]
     network: String,
@@ -51,7 +55,7 @@ pub(crate) struct RelayerArgs {
     /// A file holding the master key (64 hex digits) that seals custodial session keys at
     /// rest; also `BURSAR_MASTER_KEY`. On the devnet, when neither is given,
     /// `<db file>.master-key` is created on first run (mode 0600).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, global = true, value_name = "FILE")]
     master_key_file: Option<PathBuf>,
     /// How often providers without lifecycle webhooks (Runloop, Browserbase) are polled, in
     /// seconds.
@@ -80,6 +84,11 @@ pub(crate) struct RelayerArgs {
     /// refused unread (0: no limit).
     #[arg(long, env = "BURSAR_AUTH_FAILURE_LIMIT", default_value_t = 5.0)]
     auth_failure_limit: f64,
+}
+
+/// The confirmations asked for, else the chain's default: none on the devnet, one elsewhere.
+fn confirmations(given: Option<u64>, chain_id: u64) -> u64 {
+    given.unwrap_or(u64::from(chain_id != bursar_devnet::DEFAULT_CHAIN_ID))
 }
 
 /// A rate from a flag: 0 (or less) is none.
@@ -168,7 +177,7 @@ async fn serve(args: RelayerArgs) -> Result<(), String> {
         listen: args.listen,
         signers,
         engine: EngineConfig {
-            confirmations: args.confirmations,
+            confirmations: confirmations(args.confirmations, chain_id),
             ..EngineConfig::default()
         },
         contracts,
@@ -315,5 +324,81 @@ async fn manage_providers(args: &RelayerArgs, command: &ProvidersCommand) -> Res
         .await
         .map_err(|e| e.to_string())?;
     println!("{} secret set for host {host} ({host_id})", provider.name());
+    println!("{}", where_it_goes(provider, &host_id, args.listen));
     Ok(())
+}
+
+/// What the host does next with `provider`: the exact URL to point its webhooks at, or that
+/// the relayer polls it.
+fn where_it_goes(provider: providers::Provider, host_id: &str, listen: SocketAddr) -> String {
+    use providers::Provider;
+    let name = provider.name();
+    match provider {
+        Provider::E2b | Provider::Daytona | Provider::Vercel => format!(
+            "point {name}'s lifecycle webhooks at http://{listen}/v1/hosts/{host_id}/providers/{name}/webhook \
+             (your public address in place of {listen} when the relayer is behind a proxy)"
+        ),
+        Provider::Runloop | Provider::Browserbase => {
+            format!("{name} sends no webhooks: the relayer polls it with this key")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(subcommand)]
+        command: Top,
+    }
+
+    #[derive(clap::Subcommand)]
+    enum Top {
+        Relayer(RelayerArgs),
+    }
+
+    #[test]
+    fn providers_add_says_where_webhooks_go() {
+        let listen: SocketAddr = "127.0.0.1:8549".parse().unwrap();
+        let said = where_it_goes(providers::Provider::Daytona, "host_1f", listen);
+        assert!(
+            said.contains("http://127.0.0.1:8549/v1/hosts/host_1f/providers/daytona/webhook"),
+            "{said}"
+        );
+        let said = where_it_goes(providers::Provider::Runloop, "host_1f", listen);
+        assert!(said.contains("polls"), "{said}");
+    }
+
+    #[test]
+    fn the_devnet_confirms_at_once_unless_told() {
+        let devnet = bursar_devnet::DEFAULT_CHAIN_ID;
+        assert_eq!(confirmations(None, devnet), 0);
+        assert_eq!(confirmations(None, 42_161), 1);
+        assert_eq!(confirmations(Some(3), devnet), 3);
+        assert_eq!(confirmations(Some(0), 42_161), 0);
+    }
+
+    #[test]
+    fn the_database_may_follow_the_hosts_subcommand() {
+        let Top::Relayer(relayer) = Cli::try_parse_from([
+            "bursar",
+            "relayer",
+            "hosts",
+            "create",
+            "e2b",
+            "--db",
+            "sqlite://elsewhere.db",
+        ])
+        .unwrap()
+        .command;
+        assert_eq!(relayer.db, "sqlite://elsewhere.db");
+        assert!(matches!(
+            relayer.command,
+            Some(RelayerCommand::Hosts { .. })
+        ));
+    }
 }
