@@ -69,7 +69,7 @@ fn compile() -> Vec<u8> {
         .spawn()
         .unwrap_or_else(|e| {
             panic!(
-                "{}: {e} (run .ci/run, or npm ci --prefix tools/solc)",
+                "{}: {e} (run cargo xtask setup, or npm ci --prefix tools/solc)",
                 solc.display()
             )
         });
@@ -181,7 +181,7 @@ async fn ponder(
             ])
             .arg(&dir)
             .status()
-            .expect("npm (install Node.js and npm, or run .ci/run)");
+            .expect("npm (install Node.js and npm, or run cargo xtask setup)");
         assert!(status.success(), "npm ci --prefix tools/ponder failed");
     }
     let pglite = tempfile::tempdir().expect("a temp dir");
@@ -210,7 +210,7 @@ async fn ponder(
             .env("PONDER_PGLITE_DIR", pglite.path()),
     };
     let started = Instant::now();
-    let mut child = command.spawn().expect("node (run .ci/run)");
+    let mut child = command.spawn().expect("node (run cargo xtask setup)");
     // Its log: the port it really took (it moves on when one is busy) and its backfill time.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let stdout = child.stdout.take().expect("piped");

@@ -45,7 +45,7 @@ pub fn artifacts_dir() -> &'static PathBuf {
 }
 
 /// The Python with the pinned web3.py and eth-account: `$BURSAR_PYTHON`, else the venv
-/// `.ci/run` creates at `${XDG_CACHE_HOME:-$HOME/.cache}/bursar/pyenv`.
+/// `cargo xtask setup` creates at `${XDG_CACHE_HOME:-$HOME/.cache}/bursar/pyenv`.
 pub fn python() -> PathBuf {
     let p = std::env::var_os("BURSAR_PYTHON").map_or_else(
         || {
@@ -60,7 +60,7 @@ pub fn python() -> PathBuf {
     assert!(
         p.exists(),
         "python with eth-account not found at {} (BURSAR_PYTHON, else the default venv): run \
-         .ci/run or point BURSAR_PYTHON at one",
+         cargo xtask setup or point BURSAR_PYTHON at one",
         p.display()
     );
     p
@@ -140,7 +140,7 @@ pub async fn deploy(client: &Client, dir: &Path) -> DeploymentRecord {
         .unwrap_or_else(|e| panic!("deploy: {e}"))
 }
 
-/// The anvil executable installed by `.ci/run` (`npm ci --prefix tools/conformance`), or
+/// The anvil executable installed by `cargo xtask setup` (`npm ci --prefix tools/conformance`), or
 /// `$BURSAR_ANVIL`. Not `node_modules/.bin/anvil`: that is a node wrapper, and killing it would
 /// leave anvil running.
 pub fn anvil_bin() -> PathBuf {
@@ -158,7 +158,7 @@ pub fn anvil_bin() -> PathBuf {
         })
         .unwrap_or_else(|| {
             panic!(
-                "anvil not found under {}: run .ci/run (npm ci --prefix tools/conformance) or \
+                "anvil not found under {}: run cargo xtask setup (npm ci --prefix tools/conformance) or \
                  set BURSAR_ANVIL",
                 scope.display()
             )

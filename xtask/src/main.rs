@@ -13,6 +13,7 @@ mod build_contracts;
 mod floors;
 mod postgres;
 mod report;
+mod setup;
 mod test;
 mod toolchain;
 mod wasm;
@@ -41,6 +42,9 @@ enum Cmd {
     Demo(build_contracts::BuildArgs),
     /// Check that every crate's dependencies point down the floors of docs/ARCHITECTURE.md.
     Floors,
+    /// Install what the tests need beyond Rust when it is missing (Debian's PostgreSQL,
+    /// Python and Node; the npm packages of tools/; the pinned Python venv).
+    Setup,
     /// Start this machine's PostgreSQL if needed (creating the cluster, the `bursar` role and
     /// the `bursar_test` database) and print the URL for `BURSAR_TEST_POSTGRES_URL`.
     Postgres,
@@ -61,6 +65,11 @@ fn main() -> ExitCode {
         Cmd::Test(args) => test::run(args),
         Cmd::Demo(args) => test::demo(args),
         Cmd::Floors => floors::check(&workspace_root()),
+        Cmd::Setup => setup::run(&workspace_root()).map(|env| {
+            for (name, value) in env {
+                println!("{name}={value}");
+            }
+        }),
         Cmd::Postgres => postgres::test_url().map(|url| println!("{url}")),
     };
     match result {

@@ -1,6 +1,6 @@
 //! A PostgreSQL server for the tests that run on both databases (the relayer's, the
 //! indexer's): `$BURSAR_TEST_POSTGRES_URL` when set; otherwise this machine's cluster (Debian's
-//! `pg_ctlcluster`; PostgreSQL 15 is on the image, `.ci/run` installs it where missing),
+//! `pg_ctlcluster`; PostgreSQL 15 is on the image, `cargo xtask setup` installs it where missing),
 //! created or started when needed, with a `bursar` role that may create databases (each test
 //! makes its own) and a `bursar_test` database to connect to.
 
@@ -60,7 +60,7 @@ pub(crate) fn test_url() -> Result<String> {
 /// The first cluster `pg_lsclusters` lists: version, name, port, whether it is online.
 fn cluster() -> Result<Option<(String, String, String, bool)>> {
     let out = run(Command::new("pg_lsclusters").arg("--no-header"))
-        .context("pg_lsclusters (is PostgreSQL installed? .ci/run installs it)")?;
+        .context("pg_lsclusters (is PostgreSQL installed? cargo xtask setup installs it)")?;
     let text = String::from_utf8_lossy(&out.stdout);
     Ok(text.lines().next().and_then(|line| {
         let f: Vec<&str> = line.split_whitespace().collect();

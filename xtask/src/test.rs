@@ -8,11 +8,14 @@ use anyhow::{bail, Context, Result};
 use crate::build_contracts::{self, BuildArgs, CONTRACTS};
 use crate::postgres;
 
-/// The floors of the dependencies, formatting and lints, then the contracts as deployable WASM (which enforces the activation
+/// The floors of the dependencies, what the tests need installed ([`crate::setup`]),
+/// formatting and lints, then the contracts as deployable WASM (which enforces the activation
 /// rules and the code-size limit, and gives the devnet tests fresh artifacts), then every
 /// workspace test, with a PostgreSQL server for those that run on both databases.
 pub(crate) fn run(build: &BuildArgs) -> Result<()> {
-    crate::floors::check(&crate::workspace_root())?;
+    let root = crate::workspace_root();
+    crate::floors::check(&root)?;
+    let mut env = crate::setup::run(&root)?;
     cargo("format", &["fmt", "--all", "--", "--check"])?;
     cargo(
         "lints",
@@ -43,12 +46,9 @@ pub(crate) fn run(build: &BuildArgs) -> Result<()> {
     cargo("lints (contracts as deployed)", &contracts)?;
     eprintln!("==> contracts: build-contracts");
     build_contracts::run(build)?;
-    let postgres = postgres::test_url()?;
-    cargo_with(
-        "tests",
-        &["test", "--workspace"],
-        &[(postgres::URL_VAR, postgres.as_str())],
-    )
+    env.push((postgres::URL_VAR.into(), postgres::test_url()?));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    cargo_with("tests", &["test", "--workspace"], &env)
 }
 
 /// Builds the contracts, then runs the demonstration against them.

@@ -232,7 +232,7 @@ pub(crate) fn ensure_wasm_opt(install: bool) -> Result<String> {
 
 /// `apt-get install -y <packages>` (via sudo when not root); runs `apt-get update` and retries
 /// once if the first attempt fails (stale or missing package lists).
-fn apt_install(packages: &[&str]) -> Result<()> {
+pub(crate) fn apt_install(packages: &[&str]) -> Result<()> {
     let sudo = !is_root() && which("sudo").is_some();
     let apt = |args: &[&str]| -> Result<bool> {
         let mut cmd = if sudo {

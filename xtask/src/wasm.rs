@@ -102,12 +102,12 @@ mod tests {
         dir
     }
 
-    /// End to end through wasm-opt (binaryen must be installed, as .ci/run does).
+    /// End to end through wasm-opt (binaryen must be installed, as cargo xtask setup does).
     #[test]
     fn process_reports_rule_and_withholds_code() {
         assert!(
             crate::toolchain::which("wasm-opt").is_some(),
-            "wasm-opt (binaryen) is required for this test: run .ci/run"
+            "wasm-opt (binaryen) is required for this test: run cargo xtask setup"
         );
         let dir = scratch("float");
         let raw = dir.join("raw.wasm");
@@ -137,7 +137,7 @@ mod tests {
     fn process_accepts_valid_program() {
         assert!(
             crate::toolchain::which("wasm-opt").is_some(),
-            "wasm-opt (binaryen) is required for this test: run .ci/run"
+            "wasm-opt (binaryen) is required for this test: run cargo xtask setup"
         );
         let dir = scratch("ok");
         let raw = dir.join("raw.wasm");

@@ -99,7 +99,7 @@ pub(crate) async fn forgeries_do_not_verify(
     );
     assert!(
         tools.join("node_modules/viem").exists(),
-        "viem is not installed: run .ci/run (npm ci --prefix tools/audit-check)"
+        "viem is not installed: run cargo xtask setup (npm ci --prefix tools/audit-check)"
     );
     let by_viem = bursar_e2e::run_for_output(
         std::path::Path::new("node"),

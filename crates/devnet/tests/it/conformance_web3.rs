@@ -4,7 +4,7 @@
 //! transacts against the token and reads its events; its JSON summary is then checked
 //! against the devnet's own view (receipts, balances, logs).
 //!
-//! The interpreter is `$BURSAR_PYTHON`, else the venv `.ci/run` creates at
+//! The interpreter is `$BURSAR_PYTHON`, else the venv `cargo xtask setup` creates at
 //! `${XDG_CACHE_HOME:-$HOME/.cache}/bursar/pyenv`. Missing = failure, not a skip.
 
 use std::path::PathBuf;
@@ -32,7 +32,7 @@ fn python() -> PathBuf {
     );
     assert!(
         p.exists(),
-        "web3.py interpreter not found at {} (BURSAR_PYTHON, else the default venv): run .ci/run \
+        "web3.py interpreter not found at {} (BURSAR_PYTHON, else the default venv): run cargo xtask setup \
          (it creates that venv with pinned web3 and eth-account) or point BURSAR_PYTHON at a \
          python that has them",
         p.display()

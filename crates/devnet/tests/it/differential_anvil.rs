@@ -1,5 +1,5 @@
 //! Differential test against anvil (Foundry, pinned in tools/conformance/package.json and
-//! installed by `.ci/run` with `npm ci --prefix tools/conformance`): the same signed raw
+//! installed by `cargo xtask setup` with `npm ci --prefix tools/conformance`): the same signed raw
 //! transactions and requests go to anvil and to an in-process devnet, and the SHAPES of the
 //! answers (field names, JSON types, hex formatting, error codes) must agree, except for the
 //! differences listed in `INTENDED` with their reasons.
@@ -53,7 +53,7 @@ fn anvil_bin() -> PathBuf {
     });
     found.unwrap_or_else(|| {
         panic!(
-            "anvil not found under {}: run .ci/run (npm ci --prefix tools/conformance) or set \
+            "anvil not found under {}: run cargo xtask setup (npm ci --prefix tools/conformance) or set \
              BURSAR_ANVIL",
             scope.display()
         )
