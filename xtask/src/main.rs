@@ -7,9 +7,11 @@
 //! cargo xtask demo                                 # contracts, then `bursar demo`
 //! cargo xtask test                                 # floors, fmt, clippy, contracts, all tests
 //! cargo xtask floors                               # dependencies point down the floors
+//! cargo xtask cycles                               # import circles between source files
 //! ```
 
 mod build_contracts;
+mod cycles;
 mod floors;
 mod postgres;
 mod report;
@@ -42,6 +44,12 @@ enum Cmd {
     Demo(build_contracts::BuildArgs),
     /// Check that every crate's dependencies point down the floors of docs/ARCHITECTURE.md.
     Floors,
+    /// List the import circles between the source files of crates (default: the services,
+    /// the libraries and the apps).
+    Cycles {
+        /// Crate directories (relative to the workspace root).
+        dirs: Vec<std::path::PathBuf>,
+    },
     /// Install what the tests need beyond Rust when it is missing (Debian's PostgreSQL,
     /// Python and Node; the npm packages of tools/; the pinned Python venv).
     Setup,
@@ -65,6 +73,23 @@ fn main() -> ExitCode {
         Cmd::Test(args) => test::run(args),
         Cmd::Demo(args) => test::demo(args),
         Cmd::Floors => floors::check(&workspace_root()),
+        Cmd::Cycles { dirs } => {
+            let default = [
+                "relayer",
+                "indexer",
+                "crates/client",
+                "crates/db",
+                "crates/deploy",
+                "crates/devnet",
+                "apps/bursar",
+                "apps/demo",
+            ];
+            let dirs = match dirs.is_empty() {
+                true => default.iter().map(std::path::PathBuf::from).collect(),
+                false => dirs.clone(),
+            };
+            cycles::report(&workspace_root(), &dirs).map(|n| println!("{n} import circles"))
+        }
         Cmd::Setup => setup::run(&workspace_root()).map(|env| {
             for (name, value) in env {
                 println!("{name}={value}");

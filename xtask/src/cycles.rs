@@ -1,0 +1,376 @@
+//! `cargo xtask cycles [DIR…]`: import circles between the source files of a crate. A file
+//! imports another when it names an item of that file's module (`use crate::a::b`,
+//! `crate::a::b::f()`, `super::x`, a child's `child::x`); `mod` declarations and re-exports
+//! (`pub use`: a module's public face, not what its code depends on) are not imports. Files that reach each
+//! other through such imports, directly or around a circle, are reported together (Tarjan's
+//! strongly connected components). It reports for now; issue 24 makes `cargo xtask test` fail
+//! on any once the relayer's layers are in place.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+/// A crate's files by module path (`["api", "extract"]` for `src/api/extract.rs`).
+type Modules = BTreeMap<Vec<String>, PathBuf>;
+
+/// The module path of `file` under `src`: `lib.rs`/`main.rs` the root, `a/mod.rs` and `a.rs`
+/// the module `a`.
+fn module_of(src: &Path, file: &Path) -> Option<Vec<String>> {
+    let rel = file.strip_prefix(src).ok()?;
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let last = parts.pop()?;
+    let stem = last.strip_suffix(".rs")?;
+    if !(matches!(stem, "lib" | "main" | "mod") && (stem == "mod" || parts.is_empty())) {
+        parts.push(stem.to_owned());
+    }
+    Some(parts)
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    for entry in std::fs::read_dir(dir).with_context(|| dir.display().to_string())? {
+        let path = entry?.path();
+        if path.is_dir() {
+            rust_files(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// The text of `source` without comments and string literals (whose words are not imports).
+fn code_only(source: &str) -> String {
+    let mut out = String::with_capacity(source.len());
+    let mut chars = source.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '/' if chars.peek() == Some(&'/') => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'*') => {
+                let mut prev = ' ';
+                for c in chars.by_ref() {
+                    if prev == '*' && c == '/' {
+                        break;
+                    }
+                    prev = c;
+                }
+            }
+            '"' => {
+                let mut escaped = false;
+                for c in chars.by_ref() {
+                    if !escaped && c == '"' {
+                        break;
+                    }
+                    escaped = !escaped && c == '\\';
+                }
+                out.push_str("\"\"");
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `code` without its `pub use …;` and `pub(…) use …;` statements.
+fn without_reexports(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code;
+    while let Some(i) = rest.find("pub") {
+        let (before, after) = rest.split_at(i);
+        out.push_str(before);
+        let tail = after[3..].trim_start();
+        let tail = match tail.strip_prefix('(') {
+            Some(t) => t.split_once(')').map_or(t, |(_, t)| t).trim_start(),
+            None => tail,
+        };
+        let boundary = i == 0 || !before.ends_with(|c: char| c.is_alphanumeric() || c == '_');
+        match tail.strip_prefix("use ").filter(|_| boundary) {
+            Some(statement) => rest = statement.split_once(';').map_or("", |(_, r)| r),
+            None => {
+                out.push_str("pub");
+                rest = &after[3..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The module paths `code` (of module `at`, in a crate of `modules`) names: after `crate::`,
+/// `self::`, a run of `super::` or the name of one of `at`'s child modules, the identifiers
+/// joined by `::`, and each name of a `{…}` group after them.
+fn named_paths(code: &str, at: &[String], modules: &Modules) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let words: Vec<&str> = code
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':' || c == '{' || c == ','))
+        .filter(|w| !w.is_empty())
+        .collect();
+    for word in words {
+        let Some((base, rest)) = start(word, at, modules) else {
+            continue;
+        };
+        let rest = rest.trim_start_matches(':');
+        let (head, group) = match rest.split_once("::{") {
+            Some((head, group)) => (head, Some(group)),
+            None => (rest.trim_end_matches([':', '{', ',']), None),
+        };
+        let mut path = base.clone();
+        path.extend(
+            head.split("::")
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
+        );
+        out.push(path.clone());
+        for name in group.into_iter().flat_map(|g| g.split([',', '{'])) {
+            let name = name.trim_matches([':', '{', '}']);
+            if let Some(first) = name.split("::").next().filter(|n| !n.is_empty()) {
+                let mut p = path.clone();
+                p.push(first.to_owned());
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// Where a path word starts: `crate::` (the root), `self::` or a child module's name (`at`),
+/// or `super::` repeated (the ancestors of `at`); `None` for any other word.
+fn start<'a>(word: &'a str, at: &[String], modules: &Modules) -> Option<(Vec<String>, &'a str)> {
+    if let Some(rest) = word.strip_prefix("crate::") {
+        return Some((Vec::new(), rest));
+    }
+    if let Some(rest) = word.strip_prefix("self::") {
+        return Some((at.to_vec(), rest));
+    }
+    if let Some((first, _)) = word.split_once("::") {
+        let mut child = at.to_vec();
+        child.push(first.to_owned());
+        if modules.contains_key(&child) {
+            return Some((at.to_vec(), word));
+        }
+    }
+    let mut rest = word;
+    let mut depth = 0;
+    while let Some(r) = rest.strip_prefix("super::") {
+        rest = r;
+        depth += 1;
+    }
+    (depth > 0 && depth <= at.len()).then(|| (at[..at.len() - depth].to_vec(), rest))
+}
+
+/// The file a path points into: the longest module prefix of it that is a file.
+fn file_of<'a>(modules: &'a Modules, path: &[String]) -> Option<&'a PathBuf> {
+    (0..=path.len()).rev().find_map(|n| modules.get(&path[..n]))
+}
+
+/// The import edges between the files of `modules` (file → files it imports).
+pub(crate) fn edges(
+    modules: &Modules,
+    sources: &BTreeMap<PathBuf, String>,
+) -> BTreeMap<PathBuf, BTreeSet<PathBuf>> {
+    let mut out: BTreeMap<PathBuf, BTreeSet<PathBuf>> = BTreeMap::new();
+    for (module, file) in modules {
+        let code = without_reexports(&code_only(&sources[file]));
+        let targets = out.entry(file.clone()).or_default();
+        for path in named_paths(&code, module, modules) {
+            if let Some(to) = file_of(modules, &path).filter(|to| *to != file) {
+                targets.insert(to.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The circles of `graph`: its strongly connected components of more than one file.
+pub(crate) fn circles(graph: &BTreeMap<PathBuf, BTreeSet<PathBuf>>) -> Vec<Vec<PathBuf>> {
+    struct Tarjan<'a> {
+        graph: &'a BTreeMap<PathBuf, BTreeSet<PathBuf>>,
+        index: BTreeMap<&'a PathBuf, (usize, usize)>,
+        stack: Vec<&'a PathBuf>,
+        on_stack: BTreeSet<&'a PathBuf>,
+        out: Vec<Vec<PathBuf>>,
+    }
+    impl<'a> Tarjan<'a> {
+        fn visit(&mut self, v: &'a PathBuf) {
+            let n = self.index.len();
+            self.index.insert(v, (n, n));
+            self.stack.push(v);
+            self.on_stack.insert(v);
+            for w in self.graph.get(v).into_iter().flatten() {
+                if !self.index.contains_key(w) {
+                    self.visit(w);
+                    let low = self.index[w].1.min(self.index[v].1);
+                    self.index.get_mut(v).expect("visited").1 = low;
+                } else if self.on_stack.contains(w) {
+                    let low = self.index[w].0.min(self.index[v].1);
+                    self.index.get_mut(v).expect("visited").1 = low;
+                }
+            }
+            let (i, low) = self.index[v];
+            if i == low {
+                let mut component = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    self.on_stack.remove(w);
+                    component.push(w.clone());
+                    if w == v {
+                        break;
+                    }
+                }
+                if component.len() > 1 {
+                    component.sort();
+                    self.out.push(component);
+                }
+            }
+        }
+    }
+    let mut t = Tarjan {
+        graph,
+        index: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        out: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !t.index.contains_key(v) {
+            t.visit(v);
+        }
+    }
+    t.out
+}
+
+/// Prints the circles among the files of each crate in `dirs` (their `src/`); returns how
+/// many there are.
+pub(crate) fn report(root: &Path, dirs: &[PathBuf]) -> Result<usize> {
+    let mut found = 0;
+    for dir in dirs {
+        let src = root.join(dir).join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files)?;
+        let mut modules = Modules::new();
+        let mut sources = BTreeMap::new();
+        for f in files {
+            let rel = f.strip_prefix(root).unwrap_or(&f).to_path_buf();
+            if let Some(m) = module_of(&src, &f) {
+                sources.insert(rel.clone(), std::fs::read_to_string(&f)?);
+                modules.insert(m, rel);
+            }
+        }
+        for circle in circles(&edges(&modules, &sources)) {
+            found += 1;
+            let names: Vec<String> = circle.iter().map(|p| p.display().to_string()).collect();
+            println!(
+                "{}: {} files: {}",
+                dir.display(),
+                names.len(),
+                names.join(", ")
+            );
+        }
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn crate_of(files: &[(&str, &str)]) -> (Modules, BTreeMap<PathBuf, String>) {
+        let src = Path::new("src");
+        let mut modules = Modules::new();
+        let mut sources = BTreeMap::new();
+        for (name, text) in files {
+            let path = src.join(name);
+            modules.insert(module_of(src, &path).unwrap(), path.clone());
+            sources.insert(path, text.to_string());
+        }
+        (modules, sources)
+    }
+
+    #[test]
+    fn module_paths_of_files() {
+        let src = Path::new("src");
+        assert!(module_of(src, &src.join("lib.rs")).unwrap().is_empty());
+        assert_eq!(module_of(src, &src.join("api/mod.rs")).unwrap(), ["api"]);
+        assert_eq!(
+            module_of(src, &src.join("api/extract.rs")).unwrap(),
+            ["api", "extract"]
+        );
+        assert_eq!(module_of(src, &src.join("store.rs")).unwrap(), ["store"]);
+    }
+
+    #[test]
+    fn a_circle_through_three_files_is_found_and_comments_are_not_imports() {
+        let (modules, sources) = crate_of(&[
+            ("lib.rs", "mod a; mod b; mod c; mod d;"),
+            ("a.rs", "use crate::b::{f, g};\nfn x() { f() }"),
+            ("b.rs", "use crate::c::Thing; // crate::d::nothing"),
+            (
+                "c.rs",
+                "fn y() { crate::a::x() } const S: &str = \"crate::d\";",
+            ),
+            ("d.rs", "/* use crate::a; */ use super::c::Thing;"),
+        ]);
+        let graph = edges(&modules, &sources);
+        assert_eq!(graph[Path::new("src/d.rs")].len(), 1, "{graph:?}");
+        let found = circles(&graph);
+        assert_eq!(found.len(), 1, "{found:?}");
+        let names: Vec<_> = found[0].iter().map(|p| p.display().to_string()).collect();
+        assert_eq!(names, ["src/a.rs", "src/b.rs", "src/c.rs"]);
+    }
+
+    #[test]
+    fn a_parent_and_its_child_importing_each_other_are_a_circle() {
+        let (modules, sources) = crate_of(&[
+            ("lib.rs", "mod spend; mod store;"),
+            ("spend.rs", "use crate::store::Store;"),
+            (
+                "store/mod.rs",
+                "mod spend; use spend::HourlySums; pub struct Store;",
+            ),
+            (
+                "store/spend.rs",
+                "use crate::spend::Group; pub struct HourlySums;",
+            ),
+        ]);
+        let found = circles(&edges(&modules, &sources));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].len(), 3, "{found:?}");
+    }
+
+    #[test]
+    fn re_exports_are_not_imports() {
+        let (modules, sources) = crate_of(&[
+            (
+                "lib.rs",
+                "pub mod rpc;\npub use rpc::Client;\npub(crate) use rpc::{a, b};\npub struct Key;",
+            ),
+            ("rpc.rs", "use crate::Key; pub struct Client;"),
+        ]);
+        assert!(circles(&edges(&modules, &sources)).is_empty());
+        let (modules, sources) = crate_of(&[
+            ("lib.rs", "pub mod rpc;\nuse rpc::Client;\npub struct Key;"),
+            ("rpc.rs", "use crate::Key; pub struct Client;"),
+        ]);
+        assert_eq!(circles(&edges(&modules, &sources)).len(), 1);
+    }
+
+    #[test]
+    fn imports_pointing_down_make_no_circle() {
+        let (modules, sources) = crate_of(&[
+            ("lib.rs", "pub mod api; pub mod store;"),
+            ("api/mod.rs", "mod extract; use crate::store::Store;"),
+            ("api/extract.rs", "use crate::store::Row;"),
+            ("store.rs", "pub struct Store; pub struct Row;"),
+        ]);
+        assert!(circles(&edges(&modules, &sources)).is_empty());
+    }
+}
