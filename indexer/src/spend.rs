@@ -5,50 +5,8 @@
 
 use serde_json::{json, Value};
 
+pub use crate::store::Group;
 use crate::store::{LogFilter, Store, StoreError};
-
-/// A dimension to group by.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Group {
-    /// The paying session.
-    Session,
-    /// The session's owner.
-    Owner,
-    /// The payee.
-    Counterparty,
-    /// The session's token.
-    Token,
-    /// The hour of the block (unix seconds of its start).
-    Hour,
-    /// The day of the block (UTC).
-    Day,
-}
-
-impl Group {
-    /// The dimension a `groupBy` word names.
-    pub fn parse(word: &str) -> Option<Group> {
-        Some(match word {
-            "session" => Group::Session,
-            "owner" => Group::Owner,
-            "counterparty" => Group::Counterparty,
-            "token" => Group::Token,
-            "hour" => Group::Hour,
-            "day" => Group::Day,
-            _ => return None,
-        })
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Group::Session => "session",
-            Group::Owner => "owner",
-            Group::Counterparty => "counterparty",
-            Group::Token => "token",
-            Group::Hour => "hour",
-            Group::Day => "day",
-        }
-    }
-}
 
 /// Which payments count.
 #[derive(Clone, Debug, Default)]

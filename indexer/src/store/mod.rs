@@ -15,7 +15,7 @@ use sqlx::{AnyPool, Row};
 mod spend;
 
 use spend::HourlySums;
-pub use spend::Sum;
+pub use spend::{Group, Sum};
 
 /// Why the store failed.
 #[derive(Debug, thiserror::Error)]

@@ -19,7 +19,50 @@ use serde_json::Value;
 use sqlx::Row;
 
 use super::{bound, Bind, LogFilter, LogRow, Store, StoreError, Tail};
-use crate::spend::Group;
+
+/// A dimension to group by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Group {
+    /// The paying session.
+    Session,
+    /// The session's owner.
+    Owner,
+    /// The payee.
+    Counterparty,
+    /// The session's token.
+    Token,
+    /// The hour of the block (unix seconds of its start).
+    Hour,
+    /// The day of the block (UTC).
+    Day,
+}
+
+impl Group {
+    /// The dimension a `groupBy` word names.
+    pub fn parse(word: &str) -> Option<Group> {
+        Some(match word {
+            "session" => Group::Session,
+            "owner" => Group::Owner,
+            "counterparty" => Group::Counterparty,
+            "token" => Group::Token,
+            "hour" => Group::Hour,
+            "day" => Group::Day,
+            _ => return None,
+        })
+    }
+
+    /// Its word in `groupBy` and in the answer's rows.
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::Session => "session",
+            Group::Owner => "owner",
+            Group::Counterparty => "counterparty",
+            Group::Token => "token",
+            Group::Hour => "hour",
+            Group::Day => "day",
+        }
+    }
+}
 
 /// Limbs of 9 decimal digits a 256-bit amount (78 digits) is summed in.
 const LIMBS: usize = 9;
