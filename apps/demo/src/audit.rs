@@ -14,8 +14,8 @@ use bursar_bindings::token::ITestToken::ITestTokenEvents as TokenEvent;
 use bursar_bindings::wallet::ISessionWallet::ISessionWalletEvents as WalletEvent;
 use bursar_client::rpc::{Client, RpcError, RpcLog};
 
+use crate::contracts::Contracts;
 use crate::money::format_usd;
-use crate::scenario::Contracts;
 
 /// One decoded event of the trail.
 #[derive(Clone, Debug)]

@@ -16,7 +16,7 @@ use bursar_relayer::vault::MasterKey;
 use bursar_relayer::{hosts, webhooks, Config, Contracts, Relayer, Settings};
 use serde_json::{json, Value};
 
-use crate::scenario::ScenarioError;
+use crate::error::ScenarioError;
 
 /// The relayer and how the host reaches it.
 pub struct Host {
@@ -83,7 +83,7 @@ pub async fn start(
         std::fs::create_dir_all(dir).map_err(|e| fail("relayer data directory", &e))?;
     }
     let db = format!("sqlite://{}", db_file.display());
-    let deployed = crate::scenario::deployed(record)?;
+    let deployed = crate::contracts::deployed(record)?;
     let relayer = bursar_relayer::start(Config {
         rpc: rpc.into(),
         db: db.clone(),

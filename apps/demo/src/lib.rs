@@ -9,12 +9,16 @@
 //!   webhook receiver.
 //! * [`audit`] — the session's trail from `eth_getLogs` alone.
 //! * [`money`] — test-token amounts.
+//! * [`contracts`] — the deployed contracts the story uses, from the deployment record.
+//! * [`error`] — why the story stopped.
 //!
 //! `bursar demo` (the README's main command) starts the devnet, deploys with
-//! [`bursar_deploy`], runs the scenario and prints the trail; end-to-end tests in `tests/`
+//! [`bursar_deploy`], runs the scenario and prints the trail; end-to-end tests in `e2e/`
 //! run the same code.
 
 pub mod audit;
+pub mod contracts;
+pub mod error;
 pub mod host;
 pub mod money;
 pub mod scenario;

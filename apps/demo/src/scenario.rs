@@ -14,39 +14,15 @@ use bursar_bindings::counterparty::ICounterpartyRegistry;
 use bursar_bindings::receipts::{IReceiptRegistry, Receipt as PaymentReceipt};
 use bursar_bindings::token::ITestToken;
 use bursar_bindings::wallet::ISessionWallet;
-use bursar_client::rpc::{Client, Receipt, RpcError, RpcLog};
-use bursar_client::sender::SendError;
+use bursar_client::rpc::{Client, Receipt, RpcLog};
 use bursar_client::{Key, Sender};
-use bursar_deploy::{Contract, DeploymentRecord};
+use bursar_deploy::DeploymentRecord;
 use serde_json::json;
 
+pub use crate::contracts::Contracts;
+use crate::error::Result;
+pub use crate::error::ScenarioError;
 use crate::money::usd;
-
-/// Why the scenario stopped.
-/// Why the scenario stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum ScenarioError {
-    /// The chain could not be reached or answered wrongly.
-    #[error(transparent)]
-    Rpc(#[from] RpcError),
-    /// A transaction of step `step` could not be sent or was refused.
-    #[error("{step}: {source}")]
-    Send {
-        /// What the scenario was doing.
-        step: &'static str,
-        /// Why the send failed.
-        #[source]
-        source: SendError,
-    },
-    /// The chain did something other than what the scenario expects.
-    #[error("check failed: {0}")]
-    Check(String),
-    /// The deployment record lacks a contract the scenario needs.
-    #[error("the deployment record has no {0}")]
-    Missing(&'static str),
-}
-
-type Result<T, E = ScenarioError> = std::result::Result<T, E>;
 
 /// Where the narration goes: the CLI prints it, tests collect it.
 pub trait Narrator {
@@ -150,56 +126,6 @@ pub struct Report {
     pub spent: U256,
     /// Every transaction the scenario sent, in order.
     pub transactions: Vec<B256>,
-}
-
-/// The deployed contracts the scenario uses.
-#[derive(Clone, Copy, Debug)]
-pub struct Contracts {
-    /// The test token deposits are made in.
-    pub token: Address,
-    /// The CounterpartyRegistry.
-    pub counterparties: Address,
-    /// The ReceiptRegistry.
-    pub receipts: Address,
-    /// The SessionGateway.
-    pub gateway: Address,
-    /// The SessionWallet.
-    pub wallet: Address,
-}
-
-impl Contracts {
-    /// The addresses in a deployment record (`ScenarioError::Missing` for an absent one).
-    pub fn from_record(record: &DeploymentRecord) -> Result<Self> {
-        let d = deployed(record)?;
-        Ok(Contracts {
-            token: d
-                .test_token
-                .ok_or(ScenarioError::Missing(Contract::TestToken.key()))?,
-            counterparties: d.counterparty_registry,
-            receipts: d.receipt_registry,
-            gateway: d.session_gateway,
-            wallet: d.session_wallet,
-        })
-    }
-
-    /// All five, for log queries.
-    pub fn all(&self) -> [Address; 5] {
-        [
-            self.token,
-            self.counterparties,
-            self.receipts,
-            self.gateway,
-            self.wallet,
-        ]
-    }
-}
-
-/// The record's contracts, a missing one as [`ScenarioError::Missing`].
-pub(crate) fn deployed(record: &DeploymentRecord) -> Result<bursar_deploy::Deployed> {
-    record.contracts().map_err(|e| match e {
-        bursar_deploy::record::RecordError::Missing(key) => ScenarioError::Missing(key),
-        e => ScenarioError::Check(e.to_string()),
-    })
 }
 
 /// The scenario's state while it runs.
