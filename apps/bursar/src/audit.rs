@@ -58,7 +58,7 @@ enum AuditCommand {
 }
 
 pub(crate) fn run(args: AuditArgs) -> Result<(), String> {
-    crate::block_on(async move {
+    crate::support::block_on(async move {
         match args.command {
             AuditCommand::Export {
                 session,
@@ -148,7 +148,7 @@ fn deployment_contracts(path: &Path) -> Result<bursar_indexer::Contracts, String
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("no deployment record at {}", path.display()))?;
     let (contracts, _) =
-        crate::followed(&record).map_err(|e| format!("{}: {e}", path.display()))?;
+        crate::support::followed(&record).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(contracts)
 }
 

@@ -96,7 +96,7 @@ impl Narrator for Print {
 }
 
 pub(crate) fn run(args: DemoArgs) -> Result<(), String> {
-    crate::block_on(demo(args))
+    crate::support::block_on(demo(args))
 }
 
 /// The story against `bursar up`'s stack; the audit trail from its indexer.
@@ -194,7 +194,7 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
     // 3. The indexer, following the chain from the deployment on (a SQLite file per run).
     let index_db =
         std::env::temp_dir().join(format!("bursar-demo-index-{}.db", std::process::id()));
-    let (followed, start_block) = crate::followed(&record)?;
+    let (followed, start_block) = crate::support::followed(&record)?;
     let indexer = bursar_indexer::start(bursar_indexer::Config {
         rpc: client.url().to_string(),
         db: format!("sqlite://{}", index_db.display()),

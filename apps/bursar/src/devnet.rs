@@ -50,7 +50,7 @@ pub(crate) struct DevnetArgs {
 }
 
 pub(crate) fn run(args: DevnetArgs) -> Result<(), String> {
-    crate::block_on(serve(args))
+    crate::support::block_on(serve(args))
 }
 
 async fn serve(args: DevnetArgs) -> Result<(), String> {

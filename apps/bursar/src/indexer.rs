@@ -62,13 +62,14 @@ pub(crate) struct IndexerArgs {
 }
 
 pub(crate) fn run(args: IndexerArgs) -> Result<(), String> {
-    crate::block_on(async move {
+    crate::support::block_on(async move {
         let chain_id = Client::new(args.rpc.clone())
             .chain_id()
             .await
             .map_err(|e| e.to_string())?;
-        let record = crate::deployment_record(args.deployment.as_deref(), &args.network, chain_id)?;
-        let (contracts, start_block) = crate::followed(&record)?;
+        let record =
+            crate::support::deployment_record(args.deployment.as_deref(), &args.network, chain_id)?;
+        let (contracts, start_block) = crate::support::followed(&record)?;
         let window = args.window;
         let signing_key = bursar_indexer::audit::sign::load_or_create_key(&args.signing_key_file)
             .map_err(|e| e.to_string())?;

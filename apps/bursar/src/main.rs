@@ -9,6 +9,7 @@ mod deploy;
 mod devnet;
 mod indexer;
 mod relayer;
+mod support;
 mod up;
 
 #[derive(Parser)]
@@ -46,59 +47,6 @@ enum Command {
 // `bursar_devnet::allocator`).
 #[global_allocator]
 static ALLOCATOR: bursar_devnet::allocator::MiMalloc = bursar_devnet::allocator::MiMalloc;
-
-/// Runs a command's work on a multi-threaded Tokio runtime.
-fn block_on(work: impl std::future::Future<Output = Result<(), String>>) -> Result<(), String> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?
-        .block_on(work)
-}
-
-/// The deployment record `deployment` names, else `deployments/<network>.json`; it must be for
-/// chain `chain_id` (the RPC endpoint's).
-/// What the indexer follows in `record`, and the block it starts from.
-fn followed(
-    record: &bursar_deploy::DeploymentRecord,
-) -> Result<(bursar_indexer::Contracts, u64), String> {
-    let d = record.contracts().map_err(|e| e.to_string())?;
-    let contracts = bursar_indexer::followed(
-        d.session_wallet,
-        d.session_gateway,
-        d.counterparty_registry,
-        d.receipt_registry,
-    );
-    Ok((contracts, d.first_block))
-}
-
-fn deployment_record(
-    deployment: Option<&std::path::Path>,
-    network: &str,
-    chain_id: u64,
-) -> Result<bursar_deploy::DeploymentRecord, String> {
-    let path = deployment.map_or_else(
-        || std::path::PathBuf::from("deployments").join(format!("{network}.json")),
-        std::path::Path::to_path_buf,
-    );
-    let record = bursar_deploy::DeploymentRecord::read(&path)
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| {
-            format!(
-                "no deployment record at {}: deploy first (`bursar deploy --network {network}`) \
-                 or name one with --deployment",
-                path.display(),
-            )
-        })?;
-    if record.chain_id != chain_id {
-        return Err(format!(
-            "{} is for chain {}, but the RPC endpoint is chain {chain_id}",
-            path.display(),
-            record.chain_id
-        ));
-    }
-    Ok(record)
-}
 
 fn main() -> std::process::ExitCode {
     bursar_devnet::allocator::keep_freed_memory();

@@ -152,7 +152,7 @@ const KEYS_ENV: &str = "BURSAR_RELAYER_KEYS";
 const MASTER_KEY_ENV: &str = "BURSAR_MASTER_KEY";
 
 pub(crate) fn run(args: RelayerArgs) -> Result<(), String> {
-    crate::block_on(async move {
+    crate::support::block_on(async move {
         match args.command {
             Some(RelayerCommand::Hosts { ref command }) => manage_hosts(&args.db, command).await,
             Some(RelayerCommand::Providers { ref command }) => {
@@ -206,7 +206,8 @@ async fn serve(args: RelayerArgs) -> Result<(), String> {
 /// The contracts of the deployment record (`--deployment`, else `deployments/<network>.json`),
 /// which must be for the RPC's chain.
 fn contracts(args: &RelayerArgs, chain_id: u64) -> Result<Contracts, String> {
-    let record = crate::deployment_record(args.deployment.as_deref(), &args.network, chain_id)?;
+    let record =
+        crate::support::deployment_record(args.deployment.as_deref(), &args.network, chain_id)?;
     relayer_contracts(&record)
 }
 

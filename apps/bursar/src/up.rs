@@ -56,7 +56,7 @@ pub(crate) struct UpArgs {
 pub(crate) const UP_FILE: &str = "up.json";
 
 pub(crate) fn run(args: UpArgs) -> Result<(), String> {
-    crate::block_on(up(args))
+    crate::support::block_on(up(args))
 }
 
 async fn up(args: UpArgs) -> Result<(), String> {
@@ -120,7 +120,7 @@ async fn up(args: UpArgs) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
 
         // 3. The indexer, signing exports with the same key from run to run.
-        let (followed, start_block) = crate::followed(&record)?;
+        let (followed, start_block) = crate::support::followed(&record)?;
         let signing_key = bursar_indexer::audit::sign::load_or_create_key(&dir.join("indexer.key"))
             .map_err(|e| e.to_string())?;
         let indexer = bursar_indexer::start(bursar_indexer::Config {
