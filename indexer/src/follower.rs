@@ -588,7 +588,10 @@ impl Source {
             Metrics::add(&self.metrics.range_shrinks, 1);
             tracing::info!(range = size, error = %e, "the node refused the range; shrinking");
         };
-        Ok(crate::logs::in_ranges((from, to), |blocks| self.query(blocks), refused).await?)
+        Ok(
+            bursar_client::ranges::in_ranges((from, to), |blocks| self.query(blocks), refused)
+                .await?,
+        )
     }
 
     /// The logs of `blocks` the indexer follows (see [`crate::logs::query`]).

@@ -425,10 +425,8 @@ pub async fn register(core: &Core, host: &Host, req: RegisterRequest) -> Result<
     })
 }
 
-/// Blocks asked of `eth_getLogs` at once (what public nodes commonly allow).
-const LOG_RANGE: u64 = 10_000;
-
-/// Session `id`'s `SessionOpened`, looked for from block `from` to the head.
+/// Session `id`'s `SessionOpened`, looked for from block `from` to the head (in the ranges
+/// the node takes).
 async fn session_opened(
     core: &Core,
     id: U256,
@@ -440,26 +438,12 @@ async fn session_opened(
         vec![B256::from(id)],
     ];
     let head = core.client.block_number().await?;
-    let mut start = from;
-    while start <= head {
-        let end = head.min(start.saturating_add(LOG_RANGE - 1));
-        let logs = core
-            .client
-            .logs_matching(
-                &[core.contracts.wallet],
-                &topics,
-                bursar_client::rpc::LogBlocks::Range(start, end),
-            )
-            .await?;
-        let decoded = logs.iter().find_map(|l| {
-            ISessionWallet::SessionOpened::decode_raw_log(l.topics.iter().copied(), &l.data).ok()
-        });
-        if decoded.is_some() {
-            return Ok(decoded);
-        }
-        start = end + 1;
-    }
-    Ok(None)
+    let at = [core.contracts.wallet];
+    let read = |blocks| core.client.logs_matching(&at, &topics, blocks);
+    let (logs, _) = bursar_client::ranges::in_ranges((from, head), read, |_, _| {}).await?;
+    Ok(logs.iter().find_map(|l| {
+        ISessionWallet::SessionOpened::decode_raw_log(l.topics.iter().copied(), &l.data).ok()
+    }))
 }
 
 /// The first term in which the session opened on chain differs from the prepared `terms`:

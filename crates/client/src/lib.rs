@@ -8,11 +8,13 @@
 //! * [`sign`] — what owners and agents sign: payment intents, `OpenSession` with its permit.
 //! * [`heads`] — [`Heads`]: new-block notifications over WebSocket, a wake-up signal for
 //!   services that otherwise poll.
+//! * [`ranges`] — `eth_getLogs` over a block range in the pieces the node takes.
 //! * [`revert`] — revert data decoded against every error the system defines.
 
 pub mod fees;
 pub mod heads;
 pub mod key;
+pub mod ranges;
 pub mod revert;
 pub mod rpc;
 pub mod sender;

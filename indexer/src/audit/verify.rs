@@ -312,7 +312,7 @@ async fn opening(
     let blocks = (manifest.deploy_block, manifest.to_block);
     let at = [wallet];
     let read = |b| client.logs_matching(&at, &topics, b);
-    let (logs, _) = crate::logs::in_ranges(blocks, read, |_, _| {}).await?;
+    let (logs, _) = bursar_client::ranges::in_ranges(blocks, read, |_, _| {}).await?;
     match logs.as_slice() {
         [one] => Ok(one.block_number.to()),
         found => Err(VerifyError::Export(format!(
@@ -335,7 +335,7 @@ async fn timeline(
 ) -> Result<Vec<Content>, VerifyError> {
     let addresses: Vec<Address> = contracts.iter().map(|(a, _)| *a).collect();
     let read = |b| crate::logs::query(client, &addresses, b);
-    let (logs, _) = crate::logs::in_ranges(blocks, read, |_, _| {}).await?;
+    let (logs, _) = bursar_client::ranges::in_ranges(blocks, read, |_, _| {}).await?;
     let mut rows: Vec<LogRow> = logs
         .iter()
         .map(|l| crate::logs::row(chain_id, contracts, l, 0))
