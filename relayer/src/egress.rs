@@ -6,7 +6,7 @@
 //! address actually connected to: the delivery client resolves names through [`Resolver`],
 //! which drops every refused address, so a name that resolves to a public address at
 //! registration and to an internal one later (DNS rebinding) is refused then. Literal
-//! addresses (which never reach a resolver) are checked by [`check_url`] before each send.
+//! addresses (which never reach a resolver) are checked by [`check_literal`] before each send.
 //!
 //! Loopback is allowed only when [`Policy::allow_loopback`] says so (a devnet, the tests):
 //! never link-local, private or the rest.
@@ -120,6 +120,19 @@ fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
 /// Checks a URL a host gave: http(s), at most 2048 bytes, and every address its host is or
 /// resolves to allowed by `policy`. Returns the parsed URL.
 pub async fn check_url(text: &str, policy: Policy) -> Result<reqwest::Url, EgressError> {
+    let url = check_literal(text, policy)?;
+    if let Some(url::Host::Domain(name)) = url.host() {
+        let port = url.port_or_known_default().unwrap_or(80);
+        for a in resolve(name, port).await? {
+            policy.check(a.ip())?;
+        }
+    }
+    Ok(url)
+}
+
+/// [`check_url`] without resolving: a name passes (the delivery client's [`Resolver`] checks
+/// what it resolves to when it connects), a literal address is checked.
+pub fn check_literal(text: &str, policy: Policy) -> Result<reqwest::Url, EgressError> {
     let url = reqwest::Url::parse(text)
         .ok()
         .filter(|u| matches!(u.scheme(), "http" | "https") && text.len() <= 2048)
@@ -129,13 +142,7 @@ pub async fn check_url(text: &str, policy: Policy) -> Result<reqwest::Url, Egres
     match url.host().ok_or(EgressError::BadUrl)? {
         url::Host::Ipv4(ip) => policy.check(IpAddr::V4(ip))?,
         url::Host::Ipv6(ip) => policy.check(IpAddr::V6(ip))?,
-        url::Host::Domain(name) => {
-            let port = url.port_or_known_default().unwrap_or(80);
-            let addrs = resolve(name, port).await?;
-            for a in addrs {
-                policy.check(a.ip())?;
-            }
-        }
+        url::Host::Domain(_) => {}
     }
     Ok(url)
 }

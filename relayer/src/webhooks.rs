@@ -327,7 +327,7 @@ async fn attempt(core: &Core, http: &reqwest::Client, d: &DeliveryRow) -> Result
     let signature = sign(&secret, &d.message_id, timestamp, d.payload.as_bytes());
     // Again at each delivery: the policy may have changed since, and a literal address never
     // reaches the client's resolver (which checks names as they resolve now).
-    if let Err(e) = crate::egress::check_url(&endpoint.url, core.settings.webhook_egress).await {
+    if let Err(e) = crate::egress::check_literal(&endpoint.url, core.settings.webhook_egress) {
         return record(core, d, endpoint.id.as_str(), None, Some(e.to_string())).await;
     }
     let sent = http
