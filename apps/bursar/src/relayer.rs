@@ -74,21 +74,26 @@ pub(crate) struct RelayerArgs {
     allow_loopback_webhooks: bool,
     /// Requests per second per host key or capability token (bursts of twice that; 0: no
     /// limit).
-    #[arg(long, env = "BURSAR_RATE_LIMIT", default_value_t = 1_000.0)]
+    #[arg(long, env = "BURSAR_RATE_LIMIT", default_value_t = default_limit(|s| s.rate_limit))]
     rate_limit: f64,
     /// Requests per second per client address without credentials: provider webhooks, the
     /// x402 facilitator, health (0: no limit). Behind a proxy all clients share its address.
-    #[arg(long, env = "BURSAR_CLIENT_RATE_LIMIT", default_value_t = 200.0)]
+    #[arg(long, env = "BURSAR_CLIENT_RATE_LIMIT", default_value_t = default_limit(|s| s.client_rate_limit))]
     client_rate_limit: f64,
     /// Failed authentications per second per client address, past which its credentials are
     /// refused unread (0: no limit).
-    #[arg(long, env = "BURSAR_AUTH_FAILURE_LIMIT", default_value_t = 5.0)]
+    #[arg(long, env = "BURSAR_AUTH_FAILURE_LIMIT", default_value_t = default_limit(|s| s.auth_failure_limit))]
     auth_failure_limit: f64,
 }
 
 /// The confirmations asked for, else the chain's default: none on the devnet, one elsewhere.
 fn confirmations(given: Option<u64>, chain_id: u64) -> u64 {
     given.unwrap_or(u64::from(chain_id != bursar_devnet::DEFAULT_CHAIN_ID))
+}
+
+/// A limit's default as the flag shows it: the relayer's own (0: none).
+fn default_limit(limit: impl Fn(&Settings) -> Option<f64>) -> f64 {
+    limit(&Settings::default()).unwrap_or(0.0)
 }
 
 /// A rate from a flag: 0 (or less) is none.
