@@ -4,9 +4,9 @@
 use alloy_primitives::hex::encode as hex;
 use sha2::{Digest, Sha256};
 
-use crate::random_bytes;
+use crate::random::random_bytes;
 
-use crate::error::ApiError;
+use crate::kernel::Error;
 use crate::store::{now_ms, HostKeyRow, Store, StoreError};
 
 /// What a host key may do.
@@ -89,11 +89,11 @@ pub struct Host {
 
 impl Host {
     /// Fails unless the key has `scope`.
-    pub fn require(&self, scope: Scope) -> Result<(), ApiError> {
+    pub fn require(&self, scope: Scope) -> Result<(), Error> {
         if self.scopes.contains(&scope) {
             Ok(())
         } else {
-            Err(ApiError::Forbidden {
+            Err(Error::Forbidden {
                 scope: scope.as_str(),
             })
         }
@@ -130,14 +130,14 @@ pub async fn revoke(store: &Store, name: &str) -> Result<u64, StoreError> {
 
 /// The host whose live key is `bearer`. Keys are looked up by their hash: the comparison is
 /// the database's equality on digests, which does not leak the key through timing.
-pub async fn authenticate(store: &Store, bearer: &str) -> Result<Host, ApiError> {
+pub async fn authenticate(store: &Store, bearer: &str) -> Result<Host, Error> {
     if !bearer.starts_with("bhk_") {
-        return Err(ApiError::Unauthorized);
+        return Err(Error::Unauthorized);
     }
     let row = store
         .host_key(&hash(bearer))
         .await?
-        .ok_or(ApiError::Unauthorized)?;
+        .ok_or(Error::Unauthorized)?;
     Ok(Host {
         id: row.host_id,
         name: row.host_name,

@@ -18,12 +18,16 @@
 use alloy_sol_types::SolCall;
 use bursar_bindings::wallet::{ISessionWallet, SessionStatus};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::json;
 
-use crate::error::ApiError;
-use crate::providers::{Lifecycle, Report};
+use crate::kernel::policy::{self, OnPaused, OnTerminated, Policy};
+use crate::kernel::providers::{self, Lifecycle, Provider, ProviderError, Report, SecretError};
+use crate::kernel::session::{parse_id, send, signer_of};
+use crate::kernel::App;
+use crate::kernel::Error;
+use crate::random::random_bytes;
 use crate::store::{now_ms, NewLifecycleEvent, SessionRow, SessionTx, Store, TxStatus, WindDown};
-use crate::{random_bytes, sessions, webhooks, Core};
+use crate::{sessions, webhooks};
 
 /// What an event did to one session.
 #[derive(Clone, Debug, Serialize)]
@@ -45,65 +49,6 @@ pub struct Received {
     pub duplicate: bool,
     /// What it did to each session bound to the sandbox (none when no session is bound yet).
     pub sessions: Vec<Effect>,
-}
-
-/// A host's lifecycle policy (`GET|PUT /v1/host/policy`); the defaults are the table above.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Policy {
-    /// What a terminated sandbox does to its sessions.
-    #[serde(default)]
-    pub on_terminated: OnTerminated,
-    /// What a paused sandbox does to its sessions.
-    #[serde(default)]
-    pub on_paused: OnPaused,
-    /// Rates at which reported usage is paid from the session, and to whom (none: usage is
-    /// recorded, not paid).
-    #[serde(default)]
-    pub metering: Option<crate::metering::Rates>,
-}
-
-/// What a terminated sandbox does to its sessions.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OnTerminated {
-    /// Revoke, then close (the refund goes to the owner).
-    #[default]
-    Close,
-    /// Revoke only: the owner closes (and may first settle pending payments).
-    Revoke,
-    /// Record the event; the capability token stays alive.
-    Record,
-}
-
-/// What a paused sandbox does to its sessions.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OnPaused {
-    /// Heartbeats stop renewing the lease until the sandbox runs again.
-    #[default]
-    HoldLease,
-    /// Record the event only.
-    Record,
-}
-
-/// Host `host_id`'s policy.
-pub async fn policy(core: &Core, host_id: &str) -> Result<Policy, ApiError> {
-    match core.store.host_policy(host_id).await? {
-        Some(json) => serde_json::from_str(&json).map_err(|e| {
-            tracing::error!(host = %host_id, error = %e, "stored policy does not parse");
-            ApiError::Internal
-        }),
-        None => Ok(Policy::default()),
-    }
-}
-
-/// Sets host `host_id`'s policy; it applies to events received from now on.
-pub async fn set_policy(core: &Core, host_id: &str, policy: Policy) -> Result<Policy, ApiError> {
-    let json = serde_json::to_string(&policy).map_err(|_| ApiError::Internal)?;
-    core.store.set_host_policy(host_id, &json).await?;
-    tracing::info!(host = %host_id, ?policy, "lifecycle policy set");
-    Ok(policy)
 }
 
 /// What to do to a session: the action's name, the sandbox state to record, and how to wind
@@ -151,21 +96,21 @@ fn decide(
 /// (`source`, the report's sandbox). A duplicate (same host, source and event id) changes
 /// nothing.
 pub async fn receive(
-    core: &Core,
+    app: &App,
     host_id: &str,
     source: &str,
     report: &Report,
     session: Option<&SessionRow>,
-) -> Result<Received, ApiError> {
+) -> Result<Received, Error> {
     let id = format!(
         "lce_{}",
         alloy_primitives::hex::encode(random_bytes::<12>())
     );
-    let lifecycle = serde_json::to_value(report.lifecycle).map_err(|_| ApiError::Internal)?;
+    let lifecycle = serde_json::to_value(report.lifecycle).map_err(|_| Error::Internal)?;
     let lifecycle = lifecycle.as_str().unwrap_or("other");
     let evidence = json!({ "metadata": report.metadata, "usage": report.usage }).to_string();
     let now = now_ms();
-    let mut db = core.store.begin().await?;
+    let mut db = app.store.begin().await?;
     let new = NewLifecycleEvent {
         id: &id,
         host_id,
@@ -178,7 +123,7 @@ pub async fn receive(
         report: &evidence,
     };
     if !Store::insert_lifecycle_event(&mut db, &new, now).await? {
-        core.deliveries.count(source, "duplicate");
+        app.deliveries.count(source, "duplicate");
         return Ok(Received {
             event: None,
             duplicate: true,
@@ -189,7 +134,7 @@ pub async fn receive(
         Some(row) => vec![row.clone()],
         None => Store::sandbox_sessions(&mut db, host_id, source, &report.sandbox_id).await?,
     };
-    let policy = policy(core, host_id).await?;
+    let policy = policy::load(app, host_id).await?;
     let mut effects = Vec::with_capacity(bound.len());
     let mut to_renew = Vec::new();
     for row in &bound {
@@ -222,28 +167,28 @@ pub async fn receive(
         });
     }
     db.commit().await.map_err(crate::store::StoreError::from)?;
-    core.deliveries.count(source, "accepted");
-    core.settled.send_modify(|n| *n += 1);
-    core.webhooks_due.notify_one();
+    app.deliveries.count(source, "accepted");
+    app.settled.send_modify(|n| *n += 1);
+    app.webhooks_due.notify_one();
     if effects
         .iter()
         .any(|e| matches!(e.action, "wind_down" | "revoke"))
     {
-        core.lifecycle_due.notify_one();
+        app.lifecycle_due.notify_one();
     }
     tracing::info!(host = %host_id, source, event = %report.event_id, sandbox = %report.sandbox_id,
         lifecycle, sessions = effects.len(), "lifecycle event");
     if report.usage.is_some() {
         for row in bound.iter().filter(|r| r.status == "open") {
             // A failure is retried before the session is wound down, at the latest.
-            if let Err(e) = crate::metering::charge(core, row).await {
+            if let Err(e) = crate::metering::charge(app, row).await {
                 tracing::warn!(session = %row.id, error = %e, "metering failed");
             }
         }
     }
     for row in to_renew {
         // At once rather than at the next heartbeat; if this fails the heartbeat renews.
-        if let Err(e) = sessions::renew_lease(core, &row).await {
+        if let Err(e) = sessions::renew_lease(app, &row).await {
             tracing::warn!(session = %row.id, error = %e, "renewing on resume failed");
         }
     }
@@ -284,26 +229,16 @@ pub enum HostState {
 }
 
 /// Records a host's report on one of its sessions' sandbox.
-pub async fn report(
-    core: &Core,
-    row: &SessionRow,
-    req: LifecycleRequest,
-) -> Result<Received, ApiError> {
+pub async fn report(app: &App, row: &SessionRow, req: LifecycleRequest) -> Result<Received, Error> {
     let event_id = match req.event_id {
         Some(id) if id.is_empty() || id.len() > 128 => {
-            return Err(ApiError::invalid(
-                "eventId",
-                "eventId must be 1 to 128 bytes",
-            ))
+            return Err(Error::invalid("eventId", "eventId must be 1 to 128 bytes"))
         }
         Some(id) => id,
         None => alloy_primitives::hex::encode(random_bytes::<16>()),
     };
     if req.reason.as_ref().is_some_and(|r| r.len() > 512) {
-        return Err(ApiError::invalid(
-            "reason",
-            "reason must be at most 512 bytes",
-        ));
+        return Err(Error::invalid("reason", "reason must be at most 512 bytes"));
     }
     let lifecycle = match req.state {
         HostState::Running => Lifecycle::Running,
@@ -320,43 +255,24 @@ pub async fn report(
         metadata: Default::default(),
         usage: None,
     };
-    receive(core, &row.host_id, "api", &report, Some(row)).await
-}
-
-/// Winds down the sessions marked so, after every engine pass, when woken, and every few
-/// seconds, until `stop` resolves.
-pub async fn run(core: &Core, stop: impl std::future::Future<Output = ()>) {
-    tokio::pin!(stop);
-    let mut changes = core.engine.changes();
-    loop {
-        match wind_down(core).await {
-            Ok(()) => {}
-            Err(e) => tracing::warn!(error = %e, "winding sessions down failed; retrying"),
-        }
-        tokio::select! {
-            _ = &mut stop => return,
-            _ = changes.changed() => {}
-            _ = core.lifecycle_due.notified() => {}
-            _ = tokio::time::sleep(std::time::Duration::from_secs(2)) => {}
-        }
-    }
+    receive(app, &row.host_id, "api", &report, Some(row)).await
 }
 
 /// One pass: for each session winding down, the next step the chain allows — revoke it (when
 /// the relayer is its guardian), close it once it is revoked, expired or lapsed, or, once it is
 /// closed, mark it done. A step already in flight is not sent again, and each is simulated
 /// first: a step the wallet would refuse now is left for a later pass.
-pub async fn wind_down(core: &Core) -> Result<(), ApiError> {
-    for row in core.store.winding_down().await? {
+pub async fn wind_down(app: &App) -> Result<(), Error> {
+    for row in app.store.winding_down().await? {
         // The session pays for what its sandbox used before it is revoked.
-        if let Err(e) = crate::metering::charge(core, &row).await {
+        if let Err(e) = crate::metering::charge(app, &row).await {
             tracing::warn!(session = %row.id, error = %e, "metering before winding down failed");
             continue;
         }
-        let id = sessions::parse_id(&row.id)?;
-        let signer = sessions::signer_of(&row)?;
-        let wallet = core.contracts.wallet;
-        let state = core
+        let id = parse_id(&row.id)?;
+        let signer = signer_of(&row)?;
+        let wallet = app.contracts.wallet;
+        let state = app
             .client
             .view(
                 None,
@@ -369,8 +285,8 @@ pub async fn wind_down(core: &Core) -> Result<(), ApiError> {
             _ => state._0 == SessionStatus::Closed as u8,
         };
         if done {
-            core.store.wound_down(&row.id).await?;
-            core.settled.send_modify(|n| *n += 1);
+            app.store.wound_down(&row.id).await?;
+            app.settled.send_modify(|n| *n += 1);
             tracing::info!(session = %row.id, "session wound down");
             continue;
         }
@@ -378,7 +294,7 @@ pub async fn wind_down(core: &Core) -> Result<(), ApiError> {
         let revoke = ISessionWallet::revokeCall { sessionId: id };
         let closing = row.winding_down == WindDown::Close;
         let (which, data) = if closing
-            && core
+            && app
                 .client
                 .view(Some(signer), wallet, close.clone())
                 .await
@@ -386,7 +302,7 @@ pub async fn wind_down(core: &Core) -> Result<(), ApiError> {
         {
             (SessionTx::Close, close.abi_encode())
         } else if state._0 == SessionStatus::Active as u8
-            && core
+            && app
                 .client
                 .view(Some(signer), wallet, revoke.clone())
                 .await
@@ -402,19 +318,19 @@ pub async fn wind_down(core: &Core) -> Result<(), ApiError> {
             SessionTx::Close => row.close_transaction,
             _ => row.revoke_transaction,
         };
-        if in_flight(core, sent).await? {
+        if in_flight(app, sent).await? {
             continue;
         }
-        sessions::send(core, &row, wallet, data, which).await?;
+        send(app, &row, wallet, data, which).await?;
         tracing::info!(session = %row.id, step = ?which, "winding session down");
     }
     Ok(())
 }
 
 /// Whether transaction `tx` may still succeed (not yet mined, or mined successfully).
-async fn in_flight(core: &Core, tx: Option<i64>) -> Result<bool, ApiError> {
+async fn in_flight(app: &App, tx: Option<i64>) -> Result<bool, Error> {
     let Some(tx) = tx else { return Ok(false) };
-    Ok(match core.store.transaction(tx).await? {
+    Ok(match app.store.transaction(tx).await? {
         Some(t) => match t.status {
             TxStatus::Signed | TxStatus::Submitted => true,
             TxStatus::Failed => false,
@@ -424,25 +340,47 @@ async fn in_flight(core: &Core, tx: Option<i64>) -> Result<bool, ApiError> {
     })
 }
 
-/// A session's lifecycle events as the API shows them, newest first.
-pub async fn history(core: &Core, session_id: &str) -> Result<Vec<Value>, ApiError> {
-    let rows = core.store.session_lifecycle(session_id, 50).await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| {
-            json!({
-                "id": r.id,
-                "source": r.source,
-                "eventId": r.event_id,
-                "kind": r.kind,
-                "lifecycle": r.lifecycle,
-                "at": r.at,
-                "action": r.action,
-                "receivedAt": r.received_at,
-                "report": serde_json::from_str::<Value>(&r.report).unwrap_or(Value::Null),
+/// Verifies a delivery of `provider`'s webhook to host `host_id` with the host's secret for
+/// it, then records and acts on what it reports ([`receive`]). A provider event that is not
+/// about a sandbox's lifecycle is answered and ignored; a refused delivery changes nothing and
+/// is counted by reason.
+pub async fn deliver(
+    app: &App,
+    host_id: &str,
+    provider: Provider,
+    headers: &http::HeaderMap,
+    body: &[u8],
+) -> Result<Received, Error> {
+    let refused = |e: ProviderError| {
+        app.deliveries.count(provider.name(), e.code());
+        tracing::info!(host = %host_id, provider = provider.name(), reason = %e, "delivery refused");
+        Error::Delivery(e)
+    };
+    if provider.polled() {
+        return Err(Error::NotFound);
+    }
+    providers::within_limit(body).map_err(refused)?;
+    let secret = match providers::secret(&app.store, &app.master_key, host_id, provider).await {
+        Ok(Some(secret)) => secret,
+        Ok(None) => return Err(refused(ProviderError::NotConfigured)),
+        Err(SecretError::Store(e)) => return Err(e.into()),
+        Err(e) => {
+            tracing::error!(host = %host_id, provider = provider.name(), error = %e, "provider secret does not open");
+            return Err(Error::Internal);
+        }
+    };
+    let now = now_ms() / 1000;
+    match providers::verify(provider, &secret, headers, body, now).map_err(refused)? {
+        Some(report) => receive(app, host_id, provider.name(), &report, None).await,
+        None => {
+            app.deliveries.count(provider.name(), "ignored");
+            Ok(Received {
+                event: None,
+                duplicate: false,
+                sessions: Vec::new(),
             })
-        })
-        .collect())
+        }
+    }
 }
 
 #[cfg(test)]

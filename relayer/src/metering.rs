@@ -12,34 +12,17 @@
 
 use std::collections::BTreeMap;
 
-use alloy_primitives::{keccak256, Address, U256};
-use serde::{Deserialize, Serialize};
+use alloy_primitives::{keccak256, U256};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::error::ApiError;
+use crate::kernel::json::{Amount, HashOrText};
+use crate::kernel::policy::{self, Rates};
+use crate::kernel::providers::Usage;
+use crate::kernel::App;
+use crate::kernel::Error;
 use crate::payments::{self, PayBody, PayRequest};
-use crate::providers::Usage;
 use crate::store::{now_ms, ChargeRow, SessionRow};
-use crate::wire::{Amount, HashOrText};
-use crate::Core;
-
-/// A host's rates (token base units per unit) and who is paid.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Rates {
-    /// Who is paid (it must be on the session's allowlist, as any payee).
-    pub payee: Address,
-    /// Per vCPU-second of run time.
-    #[serde(default)]
-    pub per_vcpu_second: Amount,
-    /// Per GiB-second of memory (1,024 MiB) of run time.
-    #[serde(default)]
-    pub per_gb_second: Amount,
-    /// Per byte through the provider's proxy.
-    #[serde(default)]
-    pub per_proxy_byte: Amount,
-}
 
 /// What `usage` costs at `rates` (rounded down, in the owner's favour).
 pub fn cost(rates: &Rates, usage: &Usage) -> U256 {
@@ -65,18 +48,18 @@ pub fn cost(rates: &Rates, usage: &Usage) -> U256 {
 /// rates (nothing without rates, or once the session is not open). A charge refused for any
 /// reason (the wallet's rules, the session's state) is recorded with the reason and not
 /// retried; a backing service down is an error, and the next call retries.
-pub async fn charge(core: &Core, row: &SessionRow) -> Result<(), ApiError> {
-    let Some(rates) = crate::lifecycle::policy(core, &row.host_id).await?.metering else {
+pub async fn charge(app: &App, row: &SessionRow) -> Result<(), Error> {
+    let Some(rates) = policy::load(app, &row.host_id).await?.metering else {
         return Ok(());
     };
     if row.status != "open" {
         return Ok(());
     }
     // One charge at a time in this process: the wind-down waits for a charge in flight.
-    let _one = core.metering.lock().await;
+    let _one = app.metering.lock().await;
     // The latest (largest) usage of each run.
     let mut runs: BTreeMap<String, (U256, Value)> = BTreeMap::new();
-    for event in core.store.session_lifecycle(&row.id, 1_000).await? {
+    for event in app.store.session_lifecycle(&row.id, 1_000).await? {
         let report: Value = serde_json::from_str(&event.report).unwrap_or(Value::Null);
         let Ok(usage) = serde_json::from_value::<Usage>(report["usage"].clone()) else {
             continue;
@@ -89,7 +72,7 @@ pub async fn charge(core: &Core, row: &SessionRow) -> Result<(), ApiError> {
         }
     }
     let mut charged: BTreeMap<String, U256> = BTreeMap::new();
-    for c in core.store.charges(&row.id).await? {
+    for c in app.store.charges(&row.id).await? {
         let metered = U256::from_str_radix(&c.metered, 10).unwrap_or_default();
         let total = charged.entry(c.run).or_default();
         *total = (*total).max(metered);
@@ -117,11 +100,11 @@ pub async fn charge(core: &Core, row: &SessionRow) -> Result<(), ApiError> {
                 text: None,
             },
         });
-        let (payment_id, error_code) = match payments::pay(core, row, body, Some(&key)).await {
+        let (payment_id, error_code) = match payments::pay(app, row, body, Some(&key)).await {
             Ok(p) => (Some(p.id), None),
             // Only a service down is retried: any other refusal would hold the wind-down
             // (and the owner's refund) back for ever.
-            Err(ApiError::Unavailable) => return Err(ApiError::Unavailable),
+            Err(Error::Unavailable) => return Err(Error::Unavailable),
             Err(e) => (None, Some(e.code().to_owned())),
         };
         tracing::info!(session = %row.id, %run, %amount, payment = ?payment_id, error = ?error_code, "usage metered");
@@ -134,33 +117,15 @@ pub async fn charge(core: &Core, row: &SessionRow) -> Result<(), ApiError> {
             summary,
             created_at: now_ms(),
         };
-        core.store.insert_charge(&row.id, &charge).await?;
+        app.store.insert_charge(&row.id, &charge).await?;
     }
     Ok(())
-}
-
-/// A session's metering charges as the API shows them.
-pub async fn charges(core: &Core, session_id: &str) -> Result<Vec<Value>, ApiError> {
-    Ok(core
-        .store
-        .charges(session_id)
-        .await?
-        .into_iter()
-        .map(|c| {
-            json!({
-                "run": c.run, "metered": c.metered, "amount": c.amount,
-                "paymentId": c.payment_id, "error": c.error_code,
-                "purpose": format!("{}", keccak256(c.summary.as_bytes())),
-                "summary": serde_json::from_str::<Value>(&c.summary).unwrap_or(Value::Null),
-                "createdAt": c.created_at,
-            })
-        })
-        .collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloy_primitives::Address;
 
     #[test]
     fn usage_costs_its_rates_rounded_down_and_never_overflows() {

@@ -11,12 +11,13 @@ use bursar_bindings::receipts::IReceiptRegistry;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::error::ApiError;
-use crate::sessions::{not_open, parse_id, signer_of};
+use crate::kernel::json::{Amount, HashOrText};
+use crate::kernel::session::{not_open, parse_id, signer_of};
+use crate::kernel::App;
+use crate::kernel::Error;
+use crate::random::random_bytes;
 use crate::store::{now_ms, ProvenanceRow, SessionRow, Store};
 use crate::submission::Call;
-use crate::wire::{Amount, HashOrText};
-use crate::{random_bytes, Core};
 
 /// The registry refuses more parents than this.
 const MAX_PARENTS: usize = 16;
@@ -107,14 +108,14 @@ impl ProvenanceView {
 /// Records provenance for `session`'s sandbox: refused at once with the registry's error
 /// (unknown or revoked parent, inactive session…), otherwise signed and queued.
 pub async fn record(
-    core: &Core,
+    app: &App,
     session: &SessionRow,
     req: RecordRequest,
     request_key: Option<&str>,
-) -> Result<ProvenanceView, ApiError> {
+) -> Result<ProvenanceView, Error> {
     // A retry of a request whose process died after storing the record finds it.
     if let Some(key) = request_key {
-        if let Some(p) = core.store.provenance_by_request_key(key).await? {
+        if let Some(p) = app.store.provenance_by_request_key(key).await? {
             return Ok(ProvenanceView::of(p));
         }
     }
@@ -122,17 +123,17 @@ pub async fn record(
         return Err(not_open(session));
     }
     if req.parents.len() > MAX_PARENTS {
-        return Err(ApiError::invalid(
+        return Err(Error::invalid(
             "parents",
             format!("at most {MAX_PARENTS} parents"),
         ));
     }
     let id = parse_id(&session.id)?;
     let signer = signer_of(session)?;
-    let key = core.session_key(&session.session_key).await?;
-    let registry = core.contracts.receipts;
-    let domain = RECEIPT_REGISTRY_DOMAIN.at(core.chain_id, registry);
-    let deadline = U256::from(core.now(false).await? + core.settings.intent_ttl.as_secs());
+    let key = app.session_key(&session.session_key).await?;
+    let registry = app.contracts.receipts;
+    let domain = RECEIPT_REGISTRY_DOMAIN.at(app.chain_id, registry);
+    let deadline = U256::from(app.now(false).await? + app.settings.intent_ttl.as_secs());
     let parents: Vec<U256> = req.parents.iter().map(|p| p.0).collect();
     let signed = |nonce: U256| {
         let record = ProvenanceRecord {
@@ -160,8 +161,8 @@ pub async fn record(
             signature: signature.into(),
         }
     };
-    let probe = signed(crate::probe_nonce());
-    let gas_limit = core.gas_for(signer, registry, &probe.abi_encode()).await?;
+    let probe = signed(crate::random::probe_nonce());
+    let gas_limit = app.gas_for(signer, registry, &probe.abi_encode()).await?;
     let text = |h: &HashOrText| {
         h.text
             .clone()
@@ -176,15 +177,15 @@ pub async fn record(
         "parents": parents.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
     })
     .to_string();
-    let fees = core.engine.fees().await?;
+    let fees = app.engine.fees().await?;
     let record_id = format!(
         "prov_{}",
         alloy_primitives::hex::encode(random_bytes::<16>())
     );
-    let mut db = core.store.begin().await?;
+    let mut db = app.store.begin().await?;
     let nonce = Store::take_intent_nonces(&mut db, &[&session.id]).await?[0];
     let call = signed(U256::from(nonce));
-    let tx_id = core
+    let tx_id = app
         .engine
         .submit_in(
             &mut db,
@@ -208,33 +209,33 @@ pub async fn record(
         now_ms(),
     )
     .await?;
-    core.commit(db).await?;
+    app.commit(db).await?;
     tracing::info!(session = %session.id, record = %record_id, "provenance queued");
-    get(core, session, &record_id, Duration::ZERO).await
+    get(app, session, &record_id, Duration::ZERO).await
 }
 
 /// Provenance record `id` of `session`; with `wait`, once recorded or failed or when `wait`
 /// passes, whichever is first.
 pub async fn get(
-    core: &Core,
+    app: &App,
     session: &SessionRow,
     id: &str,
     wait: Duration,
-) -> Result<ProvenanceView, ApiError> {
+) -> Result<ProvenanceView, Error> {
     let look = || async {
-        let row = core
+        let row = app
             .store
             .provenance(id, Some(&session.id))
             .await?
-            .ok_or(ApiError::NotFound)?;
+            .ok_or(Error::NotFound)?;
         Ok(row.outcome.is_some().then_some(row))
     };
-    if let Some(row) = core.wait_for(wait, look).await? {
+    if let Some(row) = app.wait_for(wait, look).await? {
         return Ok(ProvenanceView::of(row));
     }
-    core.store
+    app.store
         .provenance(id, Some(&session.id))
         .await?
         .map(ProvenanceView::of)
-        .ok_or(ApiError::NotFound)
+        .ok_or(Error::NotFound)
 }

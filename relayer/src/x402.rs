@@ -26,12 +26,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::error::ApiError;
+use crate::kernel::json::{session_id_text, Amount};
+use crate::kernel::session::{parse_id, signer_of};
+use crate::kernel::App;
+use crate::kernel::Error;
 use crate::payments::{self, PayBody, SignedIntent};
-use crate::sessions::{parse_id, signer_of};
 use crate::store::{SessionRow, Store};
-use crate::wire::{session_id_text, Amount};
-use crate::Core;
 
 /// Bursar's x402 scheme.
 pub const SCHEME: &str = "bursar-session";
@@ -207,19 +207,14 @@ pub fn purpose(url: &str, r: &Requirements) -> Option<B256> {
 }
 
 /// `GET /x402/supported`.
-pub fn supported(core: &Core) -> Value {
-    let signers: Vec<String> = core
-        .engine
-        .signers()
-        .iter()
-        .map(|a| a.to_string())
-        .collect();
+pub fn supported(app: &App) -> Value {
+    let signers: Vec<String> = app.engine.signers().iter().map(|a| a.to_string()).collect();
     json!({
         "kinds": [{
             "x402Version": VERSION,
             "scheme": SCHEME,
-            "network": network(core.chain_id),
-            "extra": { "wallet": core.contracts.wallet.to_string() },
+            "network": network(app.chain_id),
+            "extra": { "wallet": app.contracts.wallet.to_string() },
         }],
         "extensions": [],
         "signers": { "eip155:*": signers },
@@ -243,7 +238,7 @@ struct Checked {
 
 /// Checks `req` without touching the chain: versions, scheme, network, the chosen
 /// requirements equal the server's, the intent pays exactly them for this resource.
-fn check_shape(core: &Core, req: &FacilitatorRequest) -> Result<(SessionPayment, U256), Refusal> {
+fn check_shape(app: &App, req: &FacilitatorRequest) -> Result<(SessionPayment, U256), Refusal> {
     let p = &req.payment_payload;
     let r = &req.payment_requirements;
     if r.scheme != SCHEME || p.accepted.scheme != SCHEME {
@@ -252,10 +247,10 @@ fn check_shape(core: &Core, req: &FacilitatorRequest) -> Result<(SessionPayment,
             format!("this facilitator settles {SCHEME}"),
         ));
     }
-    if r.network != network(core.chain_id) || p.accepted.network != r.network {
+    if r.network != network(app.chain_id) || p.accepted.network != r.network {
         return Err(refuse(
             "invalid_network",
-            format!("this facilitator settles on {}", network(core.chain_id)),
+            format!("this facilitator settles on {}", network(app.chain_id)),
         ));
     }
     if p.accepted != *r {
@@ -295,7 +290,7 @@ fn check_shape(core: &Core, req: &FacilitatorRequest) -> Result<(SessionPayment,
             "the intent pays another amount than required",
         ));
     }
-    let session = crate::wire::parse_session_id(&payment.session_id)
+    let session = crate::kernel::json::parse_session_id(&payment.session_id)
         .ok_or_else(|| refuse("invalid_payload", "sessionId is not a session id"))?;
     Ok((payment, session))
 }
@@ -303,16 +298,13 @@ fn check_shape(core: &Core, req: &FacilitatorRequest) -> Result<(SessionPayment,
 /// Checks `req` against the chain at the latest block: the session's token is the asset, the
 /// deadline leaves time to settle, and the wallet's `pay` of it (signature, nonce, every rule of
 /// the session) would execute now.
-async fn check(
-    core: &Core,
-    req: &FacilitatorRequest,
-) -> Result<Result<Checked, Refusal>, ApiError> {
-    let (payment, session) = match check_shape(core, req) {
+async fn check(app: &App, req: &FacilitatorRequest) -> Result<Result<Checked, Refusal>, Error> {
+    let (payment, session) = match check_shape(app, req) {
         Ok(ok) => ok,
         Err(refusal) => return Ok(Err(refusal)),
     };
-    let wallet = core.contracts.wallet;
-    let terms = core
+    let wallet = app.contracts.wallet;
+    let terms = app
         .client
         .view(
             None,
@@ -332,7 +324,7 @@ async fn check(
             "the session holds another token than the asset",
         )));
     }
-    let now = core.now(true).await?;
+    let now = app.now(true).await?;
     if payment.deadline < now + 6 {
         return Ok(Err(refuse(
             "invalid_bursar_session_deadline",
@@ -348,8 +340,8 @@ async fn check(
         deadline: U256::from(payment.deadline),
     };
     let call = intent.clone().pay_call(payment.signature.clone());
-    let from = core.engine.signers()[0];
-    match core.client.view(Some(from), wallet, call).await {
+    let from = app.engine.signers()[0];
+    match app.client.view(Some(from), wallet, call).await {
         Ok(r) if r._0 => {}
         Ok(_) => {
             return Ok(Err(refuse(
@@ -358,8 +350,8 @@ async fn check(
             )))
         }
         Err(e) => {
-            return match ApiError::from(e) {
-                ApiError::Contract(c) => Ok(Err((
+            return match Error::from(e) {
+                Error::Contract(c) => Ok(Err((
                     c.name.clone(),
                     format!("refused by the wallet: {}", c.name),
                 ))),
@@ -377,7 +369,7 @@ async fn check(
 
 /// A facilitator request from its JSON: an x402 version other than 2 (whose bodies have another
 /// shape) is refused as x402 refuses it (`invalid_x402_version`), not as a malformed body.
-fn facilitator_request(body: Value) -> Result<Result<FacilitatorRequest, Refusal>, ApiError> {
+fn facilitator_request(body: Value) -> Result<Result<FacilitatorRequest, Refusal>, Error> {
     let version = |v: Option<&Value>| v.and_then(|v| v.get("x402Version")).cloned();
     let versions = [version(Some(&body)), version(body.get("paymentPayload"))];
     if versions
@@ -392,7 +384,7 @@ fn facilitator_request(body: Value) -> Result<Result<FacilitatorRequest, Refusal
     }
     serde_path_to_error::deserialize(body).map(Ok).map_err(|e| {
         let path = e.path().to_string();
-        ApiError::Invalid {
+        Error::Invalid {
             message: format!("invalid JSON body at {path}: {}", e.into_inner()),
             details: json!({ "field": path }),
         }
@@ -400,7 +392,7 @@ fn facilitator_request(body: Value) -> Result<Result<FacilitatorRequest, Refusal
 }
 
 /// `POST /x402/verify`.
-pub async fn verify(core: &Core, body: Value) -> Result<VerifyResponse, ApiError> {
+pub async fn verify(app: &App, body: Value) -> Result<VerifyResponse, Error> {
     let refused = |(reason, message): Refusal| VerifyResponse {
         is_valid: false,
         invalid_reason: Some(reason),
@@ -411,7 +403,7 @@ pub async fn verify(core: &Core, body: Value) -> Result<VerifyResponse, ApiError
         Ok(req) => req,
         Err(refusal) => return Ok(refused(refusal)),
     };
-    Ok(match check(core, &req).await? {
+    Ok(match check(app, &req).await? {
         Ok(c) => VerifyResponse {
             is_valid: true,
             invalid_reason: None,
@@ -425,8 +417,8 @@ pub async fn verify(core: &Core, body: Value) -> Result<VerifyResponse, ApiError
 /// `POST /x402/settle`: verified again, then paid through the transaction engine (as the
 /// session's payments are, by its pinned signer); answered once the payment settled. A payload
 /// settled before is refused, never paid or reported paid twice.
-pub async fn settle(core: &Core, body: Value) -> Result<SettleResponse, ApiError> {
-    let network = network(core.chain_id);
+pub async fn settle(app: &App, body: Value) -> Result<SettleResponse, Error> {
+    let network = network(app.chain_id);
     let failed = |(reason, message): Refusal, payer: Option<String>| SettleResponse {
         success: false,
         error_reason: Some(reason),
@@ -439,13 +431,13 @@ pub async fn settle(core: &Core, body: Value) -> Result<SettleResponse, ApiError
         Ok(req) => req,
         Err(refusal) => return Ok(failed(refusal, None)),
     };
-    let c = match check(core, &req).await? {
+    let c = match check(app, &req).await? {
         Ok(c) => c,
         Err(refusal) => return Ok(failed(refusal, None)),
     };
     let payer = Some(c.payer.to_string());
     let id = session_id_text(c.session);
-    let Some(row) = core.store.session(&id, None).await? else {
+    let Some(row) = app.store.session(&id, None).await? else {
         let why = refuse(
             "invalid_bursar_session_unknown",
             "this relayer does not keep that session",
@@ -453,7 +445,7 @@ pub async fn settle(core: &Core, body: Value) -> Result<SettleResponse, ApiError
         return Ok(failed(why, payer));
     };
     let key = request_key(&id, c.intent.nonce);
-    if core.store.payment_by_request_key(&key).await?.is_some() {
+    if app.store.payment_by_request_key(&key).await?.is_some() {
         let why = refuse(
             "invalid_bursar_session_already_settled",
             "this payment was settled before",
@@ -468,9 +460,9 @@ pub async fn settle(core: &Core, body: Value) -> Result<SettleResponse, ApiError
         deadline: c.intent.deadline.to(),
         signature: c.signature,
     });
-    let queued = match payments::pay(core, &row, body, Some(&key)).await {
+    let queued = match payments::pay(app, &row, body, Some(&key)).await {
         Ok(p) => p,
-        Err(ApiError::Contract(e)) => {
+        Err(Error::Contract(e)) => {
             return Ok(failed(
                 (e.name.clone(), "refused by the wallet".into()),
                 payer,
@@ -478,8 +470,8 @@ pub async fn settle(core: &Core, body: Value) -> Result<SettleResponse, ApiError
         }
         Err(e) => return Err(e),
     };
-    let wait = core.settings.open_wait;
-    let settled = payments::get(core, &row, &queued.id, wait, None).await?;
+    let wait = app.settings.open_wait;
+    let settled = payments::get(app, &row, &queued.id, wait, None).await?;
     tracing::info!(session = %id, payment = %settled.id, status = settled.status, "x402 payment settled");
     Ok(match (settled.status, settled.transaction_hash) {
         ("confirmed" | "mined", Some(hash)) => SettleResponse {
@@ -526,11 +518,11 @@ pub struct Paid {
 
 /// Signs a payment of a 402 answer's `bursar-session` requirements from `session`, after the
 /// contracts' rules allowed it now (a refusal is the wallet's error, and nothing is signed).
-pub async fn pay(core: &Core, session: &SessionRow, req: PayRequest) -> Result<Paid, ApiError> {
+pub async fn pay(app: &App, session: &SessionRow, req: PayRequest) -> Result<Paid, Error> {
     let required = decode_required(req.payment_required)?;
     let id = parse_id(&session.id)?;
-    let token = crate::sessions::terms_of(session)?.token;
-    let ours = network(core.chain_id);
+    let token = crate::kernel::session::terms_of(session)?.token;
+    let ours = network(app.chain_id);
     let accepted = required
         .accepts
         .iter()
@@ -538,12 +530,12 @@ pub async fn pay(core: &Core, session: &SessionRow, req: PayRequest) -> Result<P
         .cloned()
         .ok_or_else(|| {
             let offered: Vec<String> = required.accepts.iter().map(|r| format!("{} on {} in {}", r.scheme, r.network, r.asset)).collect();
-            ApiError::conflict(
+            Error::conflict(
                 "x402_no_bursar_option",
                 format!("the resource does not accept {SCHEME} on {ours} in this session's token {token} (it offers: {})", offered.join("; ")),
             )
         })?;
-    let invalid = |field: &str, what: &str| ApiError::invalid(field, what.to_owned());
+    let invalid = |field: &str, what: &str| Error::invalid(field, what.to_owned());
     let to: Address = accepted
         .pay_to
         .parse()
@@ -560,37 +552,37 @@ pub async fn pay(core: &Core, session: &SessionRow, req: PayRequest) -> Result<P
             "asset, payTo or amount does not parse",
         )
     })?;
-    let key = crate::payments::custodial_key(core, session, "sign the x402 intent itself").await?;
+    let key = crate::payments::custodial_key(app, session, "sign the x402 intent itself").await?;
     let ttl = accepted
         .max_timeout_seconds
-        .clamp(10, core.settings.intent_ttl.as_secs());
+        .clamp(10, app.settings.intent_ttl.as_secs());
     let mut intent = PaymentIntent {
         session: id,
         to,
         amount,
         purpose,
-        nonce: crate::probe_nonce(),
-        deadline: U256::from(core.now(true).await? + ttl),
+        nonce: crate::random::probe_nonce(),
+        deadline: U256::from(app.now(true).await? + ttl),
     };
     // The wallet's rules now, with a nonce no real intent uses: a refusal signs nothing.
-    let domain = SESSION_WALLET_DOMAIN.at(core.chain_id, core.contracts.wallet);
+    let domain = SESSION_WALLET_DOMAIN.at(app.chain_id, app.contracts.wallet);
     let sign = |intent: &PaymentIntent| -> Bytes {
         key.sign_hash_rsv(&intent.eip712_signing_hash(&domain))
             .into()
     };
     let probe = intent.clone().pay_call(sign(&intent));
-    let executes = core
+    let executes = app
         .client
-        .view(Some(signer_of(session)?), core.contracts.wallet, probe)
+        .view(Some(signer_of(session)?), app.contracts.wallet, probe)
         .await?
         ._0;
     if !executes {
-        return Err(ApiError::conflict(
+        return Err(Error::conflict(
             "x402_needs_approval",
             "the amount is above the session's co-sign threshold: an x402 payment cannot wait for the owner",
         ));
     }
-    let mut db = core.store.begin().await?;
+    let mut db = app.store.begin().await?;
     let nonce = Store::take_intent_nonces(&mut db, &[session.id.as_str()]).await?[0];
     db.commit().await.map_err(crate::store::StoreError::from)?;
     intent.nonce = U256::from(nonce);
@@ -607,11 +599,11 @@ pub async fn pay(core: &Core, session: &SessionRow, req: PayRequest) -> Result<P
         x402_version: VERSION,
         resource: Some(required.resource),
         accepted,
-        payload: serde_json::to_value(&payment).map_err(|_| ApiError::Internal)?,
+        payload: serde_json::to_value(&payment).map_err(|_| Error::Internal)?,
         extensions: required.extensions,
     };
     let header = base64::engine::general_purpose::STANDARD
-        .encode(serde_json::to_vec(&payload).map_err(|_| ApiError::Internal)?);
+        .encode(serde_json::to_vec(&payload).map_err(|_| Error::Internal)?);
     tracing::info!(session = %session.id, %to, %amount, "x402 payment signed");
     Ok(Paid {
         payment_signature: header,
@@ -620,22 +612,22 @@ pub async fn pay(core: &Core, session: &SessionRow, req: PayRequest) -> Result<P
 }
 
 /// A `PAYMENT-REQUIRED` value: base64 JSON, or the object.
-fn decode_required(value: Value) -> Result<PaymentRequired, ApiError> {
+fn decode_required(value: Value) -> Result<PaymentRequired, Error> {
     let field = "paymentRequired";
     let object = match value {
         Value::String(text) => {
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(text.trim())
-                .map_err(|_| ApiError::invalid(field, "not base64"))?;
+                .map_err(|_| Error::invalid(field, "not base64"))?;
             serde_json::from_slice(&bytes)
-                .map_err(|e| ApiError::invalid(field, format!("not JSON: {e}")))?
+                .map_err(|e| Error::invalid(field, format!("not JSON: {e}")))?
         }
         object => object,
     };
     let required: PaymentRequired = serde_json::from_value(object)
-        .map_err(|e| ApiError::invalid(field, format!("not an x402 PaymentRequired: {e}")))?;
+        .map_err(|e| Error::invalid(field, format!("not an x402 PaymentRequired: {e}")))?;
     if required.x402_version != VERSION {
-        return Err(ApiError::invalid(field, "x402Version must be 2"));
+        return Err(Error::invalid(field, "x402Version must be 2"));
     }
     Ok(required)
 }

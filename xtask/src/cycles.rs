@@ -107,66 +107,119 @@ fn without_reexports(code: &str) -> String {
     out
 }
 
-/// The module paths `code` (of module `at`, in a crate of `modules`) names: after `crate::`,
-/// `self::`, a run of `super::` or the name of one of `at`'s child modules, the identifiers
-/// joined by `::`, and each name of a `{…}` group after them.
+/// The module paths `code` (of module `at`, in a crate of `modules`) names: each path that
+/// starts with `crate`, `self`, a run of `super` or the name of one of `at`'s child modules,
+/// with every item of its `{…}` groups (nested, over several lines) its own path.
 fn named_paths(code: &str, at: &[String], modules: &Modules) -> Vec<Vec<String>> {
     let mut out = Vec::new();
-    let words: Vec<&str> = code
-        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':' || c == '{' || c == ','))
-        .filter(|w| !w.is_empty())
-        .collect();
-    for word in words {
-        let Some((base, rest)) = start(word, at, modules) else {
+    for segments in raw_paths(code) {
+        let Some((base, rest)) = start(&segments, at, modules) else {
             continue;
         };
-        let rest = rest.trim_start_matches(':');
-        let (head, group) = match rest.split_once("::{") {
-            Some((head, group)) => (head, Some(group)),
-            None => (rest.trim_end_matches([':', '{', ',']), None),
-        };
-        let mut path = base.clone();
-        path.extend(
-            head.split("::")
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned),
-        );
-        out.push(path.clone());
-        for name in group.into_iter().flat_map(|g| g.split([',', '{'])) {
-            let name = name.trim_matches([':', '{', '}']);
-            if let Some(first) = name.split("::").next().filter(|n| !n.is_empty()) {
-                let mut p = path.clone();
-                p.push(first.to_owned());
-                out.push(p);
-            }
+        let mut path = base;
+        path.extend(rest.iter().filter(|s| *s != "self").cloned());
+        out.push(path);
+    }
+    out
+}
+
+/// Every path in `code` (`a::b::{c, d::e}` is `a::b::c` and `a::b::d::e`), as segments.
+fn raw_paths(code: &str) -> Vec<Vec<String>> {
+    let chars: Vec<char> = code.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let boundary = i == 0 || !(is_ident(chars[i - 1]) || chars[i - 1] == ':');
+        if boundary && (chars[i].is_alphabetic() || chars[i] == '_') {
+            path_at(&chars, &mut i, Vec::new(), &mut out);
+        } else {
+            i += 1;
         }
     }
     out
 }
 
-/// Where a path word starts: `crate::` (the root), `self::` or a child module's name (`at`),
-/// or `super::` repeated (the ancestors of `at`); `None` for any other word.
-fn start<'a>(word: &'a str, at: &[String], modules: &Modules) -> Option<(Vec<String>, &'a str)> {
-    if let Some(rest) = word.strip_prefix("crate::") {
-        return Some((Vec::new(), rest));
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+fn skip_space(chars: &[char], i: &mut usize) {
+    while *i < chars.len() && chars[*i].is_whitespace() {
+        *i += 1;
     }
-    if let Some(rest) = word.strip_prefix("self::") {
-        return Some((at.to_vec(), rest));
-    }
-    if let Some((first, _)) = word.split_once("::") {
-        let mut child = at.to_vec();
-        child.push(first.to_owned());
-        if modules.contains_key(&child) {
-            return Some((at.to_vec(), word));
+}
+
+/// Reads the path at `i` (after `prefix`) into `out`, a group's items each as its own path.
+fn path_at(chars: &[char], i: &mut usize, mut prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
+    // A lone word (`self`, `pub(crate)`) is no path; `super::*` is.
+    let mut joined = !prefix.is_empty();
+    loop {
+        let from = *i;
+        while *i < chars.len() && is_ident(chars[*i]) {
+            *i += 1;
+        }
+        if *i == from {
+            break;
+        }
+        prefix.push(chars[from..*i].iter().collect());
+        let mut j = *i;
+        skip_space(chars, &mut j);
+        if !(chars.get(j) == Some(&':') && chars.get(j + 1) == Some(&':')) {
+            break;
+        }
+        j += 2;
+        joined = true;
+        skip_space(chars, &mut j);
+        *i = j;
+        if chars.get(j) == Some(&'{') {
+            *i += 1;
+            group_at(chars, i, &prefix, out);
+            return;
         }
     }
-    let mut rest = word;
-    let mut depth = 0;
-    while let Some(r) = rest.strip_prefix("super::") {
-        rest = r;
-        depth += 1;
+    if joined {
+        out.push(prefix);
     }
-    (depth > 0 && depth <= at.len()).then(|| (at[..at.len() - depth].to_vec(), rest))
+}
+
+/// Reads the items of the group whose `{` is just before `i`, up to its `}`.
+fn group_at(chars: &[char], i: &mut usize, prefix: &[String], out: &mut Vec<Vec<String>>) {
+    while *i < chars.len() {
+        skip_space(chars, i);
+        match chars.get(*i) {
+            Some('}') => {
+                *i += 1;
+                return;
+            }
+            Some(c) if is_ident(*c) => path_at(chars, i, prefix.to_vec(), out),
+            // `,`, a glob's `*`, the `as` of a rename and its name are skipped.
+            _ => *i += 1,
+        }
+    }
+}
+
+/// Where a path starts: `crate` (the root), `self` or a child module's name (`at`), or
+/// `super` repeated (the ancestors of `at`), and the segments after that; `None` for any
+/// other path.
+fn start<'a>(
+    segments: &'a [String],
+    at: &[String],
+    modules: &Modules,
+) -> Option<(Vec<String>, &'a [String])> {
+    let (first, rest) = segments.split_first()?;
+    match first.as_str() {
+        "crate" => return Some((Vec::new(), rest)),
+        "self" => return Some((at.to_vec(), rest)),
+        "super" => {}
+        _ => {
+            let mut child = at.to_vec();
+            child.push(first.clone());
+            return (!rest.is_empty() && modules.contains_key(&child))
+                .then(|| (at.to_vec(), segments));
+        }
+    }
+    let depth = segments.iter().take_while(|s| *s == "super").count();
+    (depth <= at.len()).then(|| (at[..at.len() - depth].to_vec(), &segments[depth..]))
 }
 
 /// The file a path points into: the longest module prefix of it that is a file.
@@ -269,7 +322,13 @@ pub(crate) fn report(root: &Path, dirs: &[PathBuf]) -> Result<usize> {
                 modules.insert(m, rel);
             }
         }
-        for circle in circles(&edges(&modules, &sources)) {
+        let graph = edges(&modules, &sources);
+        if std::env::var_os("CYCLES_EDGES").is_some() {
+            for (from, to) in &graph {
+                println!("{} -> {:?}", from.display(), to);
+            }
+        }
+        for circle in circles(&graph) {
             found += 1;
             let names: Vec<String> = circle.iter().map(|p| p.display().to_string()).collect();
             println!(
@@ -321,7 +380,10 @@ mod tests {
                 "c.rs",
                 "fn y() { crate::a::x() } const S: &str = \"crate::d\";",
             ),
-            ("d.rs", "/* use crate::a; */ use super::c::Thing;"),
+            (
+                "d.rs",
+                "/* use crate::a; */ use super::c::Thing; pub(crate) fn f(&self) {}",
+            ),
         ]);
         let graph = edges(&modules, &sources);
         assert_eq!(graph[Path::new("src/d.rs")].len(), 1, "{graph:?}");
@@ -365,6 +427,22 @@ mod tests {
             ("rpc.rs", "use crate::Key; pub struct Client;"),
         ]);
         assert_eq!(circles(&edges(&modules, &sources)).len(), 1);
+    }
+
+    #[test]
+    fn a_group_from_the_root_names_its_items_not_the_root() {
+        let (modules, sources) = crate_of(&[
+            ("lib.rs", "mod a; mod b; mod c; fn start() { a::run() }"),
+            (
+                "a.rs",
+                "use crate::{\n    b,\n    c::{self, Thing as T},\n};\npub fn run() {}",
+            ),
+            ("b.rs", "pub fn f() {}"),
+            ("c.rs", "pub struct Thing;"),
+        ]);
+        let graph = edges(&modules, &sources);
+        assert_eq!(graph[Path::new("src/a.rs")].len(), 2, "{graph:?}");
+        assert!(circles(&graph).is_empty());
     }
 
     #[test]

@@ -13,7 +13,7 @@ use bursar_deploy::DeploymentRecord;
 use bursar_relayer::store::{now_ms, Store};
 use bursar_relayer::submission::EngineConfig;
 use bursar_relayer::vault::MasterKey;
-use bursar_relayer::{hosts, webhooks, Config, Contracts, Relayer, Settings};
+use bursar_relayer::{hosts, signing, Config, Contracts, Relayer, Settings};
 use serde_json::{json, Value};
 
 use crate::error::ScenarioError;
@@ -184,7 +184,7 @@ async fn receiver(
                     .unwrap_or("")
                     .to_owned()
             };
-            let verified = webhooks::verify(
+            let verified = signing::verify(
                 &secret,
                 &h("webhook-id"),
                 &h("webhook-timestamp"),

@@ -14,10 +14,12 @@ use axum::http::{header, HeaderMap, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::ratelimit::{client_key, Bucket};
-use super::AppState;
-use crate::error::ApiError;
+use std::sync::Arc;
+
+use super::ratelimit::{client_key, Bucket, Limiter};
+use super::state::AppState;
 use crate::hosts::{self, Host};
+use crate::kernel::Error;
 use crate::sessions;
 use crate::store::SessionRow;
 
@@ -60,7 +62,11 @@ pub(super) fn bearer(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// The middleware.
-pub(super) async fn layer(State(s): State<AppState>, mut req: Request, next: Next) -> Response {
+pub(super) async fn layer(
+    State((s, limiter)): State<(AppState, Arc<Limiter>)>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let client = req
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
@@ -73,7 +79,7 @@ pub(super) async fn layer(State(s): State<AppState>, mut req: Request, next: Nex
         Some(token) => {
             // Over its failures, a client's next credentials are not even looked up.
             if let Some(rate) = settings.auth_failure_limit {
-                if let Err(wait) = s.limiter.check(Bucket::Failures(client), rate) {
+                if let Err(wait) = limiter.check(Bucket::Failures(client), rate) {
                     return limited(wait);
                 }
             }
@@ -89,9 +95,8 @@ pub(super) async fn layer(State(s): State<AppState>, mut req: Request, next: Nex
             match authenticated {
                 Ok(p) => p,
                 Err(e) => {
-                    if let (ApiError::Unauthorized, Some(rate)) = (&e, settings.auth_failure_limit)
-                    {
-                        let _ = s.limiter.take(Bucket::Failures(client), rate);
+                    if let (Error::Unauthorized, Some(rate)) = (&e, settings.auth_failure_limit) {
+                        let _ = limiter.take(Bucket::Failures(client), rate);
                     }
                     return e.into_response();
                 }
@@ -104,7 +109,7 @@ pub(super) async fn layer(State(s): State<AppState>, mut req: Request, next: Nex
         Principal::Anonymous => (Bucket::Client(client), settings.client_rate_limit),
     };
     if let Some(rate) = rate {
-        if let Err(wait) = s.limiter.take(bucket, rate) {
+        if let Err(wait) = limiter.take(bucket, rate) {
             return limited(wait);
         }
     }
@@ -114,7 +119,7 @@ pub(super) async fn layer(State(s): State<AppState>, mut req: Request, next: Nex
 
 /// `429` with `Retry-After` (whole seconds, at least 1).
 fn limited(wait: f64) -> Response {
-    let mut r = ApiError::RateLimited.into_response();
+    let mut r = Error::RateLimited.into_response();
     let secs = wait.ceil().max(1.0) as u64;
     if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
         r.headers_mut().insert(header::RETRY_AFTER, v);

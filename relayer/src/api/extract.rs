@@ -8,18 +8,18 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::auth::Principal;
-use super::{AppState, MAX_BODY};
-use crate::error::ApiError;
+use super::state::{AppState, MAX_BODY};
 use crate::hosts::Host;
+use crate::kernel::Error;
 use crate::store::SessionRow;
 
 impl FromRequestParts<AppState> for Host {
-    type Rejection = ApiError;
+    type Rejection = Error;
 
-    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, Error> {
         match parts.extensions.get::<Principal>() {
             Some(Principal::Host(host)) => Ok(host.clone()),
-            _ => Err(ApiError::Unauthorized),
+            _ => Err(Error::Unauthorized),
         }
     }
 }
@@ -28,12 +28,12 @@ impl FromRequestParts<AppState> for Host {
 pub struct Sandbox(pub SessionRow);
 
 impl FromRequestParts<AppState> for Sandbox {
-    type Rejection = ApiError;
+    type Rejection = Error;
 
-    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, Error> {
         match parts.extensions.get::<Principal>() {
             Some(Principal::Sandbox(row)) => Ok(Sandbox(row.as_ref().clone())),
-            _ => Err(ApiError::Unauthorized),
+            _ => Err(Error::Unauthorized),
         }
     }
 }
@@ -47,13 +47,13 @@ pub enum Caller {
 }
 
 impl FromRequestParts<AppState> for Caller {
-    type Rejection = ApiError;
+    type Rejection = Error;
 
-    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, Error> {
         match parts.extensions.get::<Principal>() {
             Some(Principal::Host(host)) => Ok(Caller::Host(host.clone())),
             Some(Principal::Sandbox(row)) => Ok(Caller::Sandbox(row.clone())),
-            _ => Err(ApiError::Unauthorized),
+            _ => Err(Error::Unauthorized),
         }
     }
 }
@@ -63,14 +63,14 @@ impl FromRequestParts<AppState> for Caller {
 pub struct Body<T>(pub T);
 
 impl<T: DeserializeOwned> FromRequest<AppState> for Body<T> {
-    type Rejection = ApiError;
+    type Rejection = Error;
 
-    async fn from_request(req: Request, s: &AppState) -> Result<Self, ApiError> {
+    async fn from_request(req: Request, s: &AppState) -> Result<Self, Error> {
         let bytes = Bytes::from_request(req, s)
             .await
-            .map_err(|_| ApiError::TooLarge)?;
+            .map_err(|_| Error::TooLarge)?;
         if bytes.len() > MAX_BODY {
-            return Err(ApiError::TooLarge);
+            return Err(Error::TooLarge);
         }
         let mut de = serde_json::Deserializer::from_slice(&bytes);
         serde_path_to_error::deserialize(&mut de)
@@ -78,7 +78,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Body<T> {
             .map_err(|e| {
                 let path = e.path().to_string();
                 let inner = e.into_inner();
-                ApiError::Invalid {
+                Error::Invalid {
                     message: format!("invalid JSON body at {path}: {inner}"),
                     details: json!({ "field": path, "line": inner.line(), "column": inner.column() }),
                 }

@@ -24,8 +24,8 @@ use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
 use super::auth::Principal;
-use super::{AppState, MAX_BODY};
-use crate::error::ApiError;
+use super::state::{AppState, MAX_BODY};
+use crate::kernel::Error;
 use crate::store::{now_ms, Claim};
 
 /// The request header.
@@ -53,7 +53,7 @@ pub(super) async fn layer(State(s): State<AppState>, req: Request, next: Next) -
     let key = match key.to_str() {
         Ok(k) if !k.is_empty() && k.len() <= 255 => k.to_owned(),
         _ => {
-            return ApiError::invalid(
+            return Error::invalid(
                 HEADER,
                 "Idempotency-Key must be 1 to 255 visible ASCII characters",
             )
@@ -67,11 +67,11 @@ pub(super) async fn layer(State(s): State<AppState>, req: Request, next: Next) -
         .map_or(req.uri().path(), MatchedPath::as_str);
     let caller = match req.extensions().get::<Principal>() {
         Some(p) => p.scope(&format!("POST {route}")),
-        None => return ApiError::Internal.into_response(),
+        None => return Error::Internal.into_response(),
     };
     let (mut parts, body) = req.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
-        return ApiError::TooLarge.into_response();
+        return Error::TooLarge.into_response();
     };
     let mut hasher = Sha256::new();
     hasher.update(parts.uri.path().as_bytes());
@@ -92,7 +92,7 @@ pub(super) async fn layer(State(s): State<AppState>, req: Request, next: Next) -
             .await
         {
             Ok(c) => c,
-            Err(e) => return ApiError::from(e).into_response(),
+            Err(e) => return Error::from(e).into_response(),
         };
         match claim {
             Claim::New => {
@@ -118,7 +118,7 @@ pub(super) async fn layer(State(s): State<AppState>, req: Request, next: Next) -
                 return r;
             }
             Claim::Mismatch => {
-                return ApiError::conflict(
+                return Error::conflict(
                     "idempotency_key_reused",
                     "this Idempotency-Key was used with another request body",
                 )
@@ -127,7 +127,7 @@ pub(super) async fn layer(State(s): State<AppState>, req: Request, next: Next) -
             Claim::Running => tokio::time::sleep(WAIT_STEP).await,
         }
     }
-    ApiError::conflict(
+    Error::conflict(
         "idempotency_key_in_use",
         "a request with this Idempotency-Key is still running; retry later",
     )

@@ -3,11 +3,13 @@
 use axum::extract::{Path, Request, State};
 use axum::Json;
 
-use super::{AppState, Body};
-use crate::error::ApiError;
+use super::extract::Body;
+use super::state::AppState;
 use crate::hosts::{Host, Scope};
-use crate::lifecycle::{self, LifecycleRequest, Policy, Received};
-use crate::providers::{self, Provider, ProviderError};
+use crate::kernel::policy::{self, Policy};
+use crate::kernel::providers::{self, Provider, ProviderError};
+use crate::kernel::Error;
+use crate::lifecycle::{self, LifecycleRequest, Received};
 use crate::sessions;
 
 /// `POST /v1/hosts/{host_id}/providers/{provider}/webhook`: a provider's signed delivery,
@@ -16,18 +18,18 @@ pub(super) async fn webhook(
     State(s): State<AppState>,
     Path((host_id, provider)): Path<(String, String)>,
     req: Request,
-) -> Result<Json<Received>, ApiError> {
-    let provider: Provider = provider.parse().map_err(|_| ApiError::NotFound)?;
+) -> Result<Json<Received>, Error> {
+    let provider: Provider = provider.parse().map_err(|_| Error::NotFound)?;
     let (parts, body) = req.into_parts();
     let body = axum::body::to_bytes(body, providers::MAX_BODY)
         .await
         .map_err(|_| {
             s.deliveries
                 .count(provider.name(), ProviderError::TooLarge.code());
-            ApiError::Delivery(ProviderError::TooLarge)
+            Error::Delivery(ProviderError::TooLarge)
         })?;
     Ok(Json(
-        providers::receive(&s, &host_id, provider, &parts.headers, &body).await?,
+        lifecycle::deliver(&s, &host_id, provider, &parts.headers, &body).await?,
     ))
 }
 
@@ -37,19 +39,16 @@ pub(super) async fn report(
     host: Host,
     Path(id): Path<String>,
     Body(req): Body<LifecycleRequest>,
-) -> Result<Json<Received>, ApiError> {
+) -> Result<Json<Received>, Error> {
     host.require(Scope::Sessions)?;
     let row = sessions::host_session(&s.store, &host, &id).await?;
     Ok(Json(lifecycle::report(&s, &row, req).await?))
 }
 
 /// `GET /v1/host/policy`: the host's lifecycle policy.
-pub(super) async fn policy(
-    State(s): State<AppState>,
-    host: Host,
-) -> Result<Json<Policy>, ApiError> {
+pub(super) async fn policy(State(s): State<AppState>, host: Host) -> Result<Json<Policy>, Error> {
     host.require(Scope::Read)?;
-    Ok(Json(lifecycle::policy(&s, &host.id).await?))
+    Ok(Json(policy::load(&s, &host.id).await?))
 }
 
 /// `PUT /v1/host/policy`: sets it.
@@ -57,7 +56,7 @@ pub(super) async fn set_policy(
     State(s): State<AppState>,
     host: Host,
     Body(policy): Body<Policy>,
-) -> Result<Json<Policy>, ApiError> {
+) -> Result<Json<Policy>, Error> {
     host.require(Scope::Sessions)?;
-    Ok(Json(lifecycle::set_policy(&s, &host.id, policy).await?))
+    Ok(Json(policy::set(&s, &host.id, policy).await?))
 }

@@ -12,13 +12,16 @@
 //! * [`extract`] — the caller for handlers, and JSON bodies with the API's own errors.
 
 mod auth;
+mod error;
 mod extract;
 mod idempotency;
 mod lifecycle;
+mod metrics;
 pub mod openapi;
 mod payments;
 mod ratelimit;
 mod sessions;
+mod state;
 mod webhooks;
 mod x402;
 
@@ -34,22 +37,40 @@ use serde_json::{json, Value};
 pub use auth::Principal;
 pub use extract::{Body, Caller, Sandbox};
 pub use ratelimit::Limiter;
+pub use state::{AppState, MAX_BODY};
 
-use crate::error::ApiError;
 use crate::hosts::Host;
-use crate::Core;
+use crate::kernel::App;
+use crate::kernel::Error;
 
-/// What the handlers share.
-pub type AppState = Arc<Core>;
-
-/// The largest request body accepted.
-pub const MAX_BODY: usize = 64 * 1024;
+/// Serves the API on `listener` until `stop` resolves.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Arc<App>,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    // The peer's address: anonymous callers and failed authentications are limited by it.
+    let service = router(app).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    if let Err(e) = axum::serve(listener, service)
+        .with_graceful_shutdown(stop)
+        .await
+    {
+        tracing::error!(error = %e, "API server failed");
+    }
+}
 
 /// The API's routes.
 pub fn router(state: AppState) -> Router {
+    let limiter = Arc::new(Limiter::default());
     Router::new()
         .route("/health", get(health))
-        .route("/metrics", get(metrics))
+        .route(
+            "/metrics",
+            get({
+                let limiter = limiter.clone();
+                move |s: State<AppState>| metrics(s, limiter)
+            }),
+        )
         .route("/v1/host", get(whoami))
         .route(
             "/v1/host/policy",
@@ -93,7 +114,7 @@ pub fn router(state: AppState) -> Router {
             idempotency::layer,
         ))
         .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
+            (state.clone(), limiter),
             auth::layer,
         ))
         .with_state(state)
@@ -115,8 +136,11 @@ async fn health(State(s): State<AppState>) -> impl IntoResponse {
 }
 
 /// `GET /metrics`: Prometheus text.
-async fn metrics(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    let text = crate::metrics::render(&s).await?;
+async fn metrics(
+    State(s): State<AppState>,
+    limiter: Arc<Limiter>,
+) -> Result<impl IntoResponse, Error> {
+    let text = metrics::render(&s, &limiter).await?;
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text))
 }
 

@@ -8,10 +8,11 @@ use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::extract::{Body, Caller, Sandbox};
 use super::idempotency::RequestKey;
-use super::{AppState, Body, Caller, Sandbox};
-use crate::error::ApiError;
+use super::state::AppState;
 use crate::hosts::Scope;
+use crate::kernel::Error;
 use crate::payments::{self, PayBody, PaymentView};
 use crate::provenance::{self, ProvenanceView, RecordRequest};
 use crate::sessions;
@@ -22,7 +23,7 @@ pub(super) async fn pay(
     Sandbox(session): Sandbox,
     key: Option<Extension<RequestKey>>,
     Body(req): Body<PayBody>,
-) -> Result<(StatusCode, Json<PaymentView>), ApiError> {
+) -> Result<(StatusCode, Json<PaymentView>), Error> {
     let key = key.as_ref().map(|k| k.0 .0.as_str());
     Ok((
         StatusCode::ACCEPTED,
@@ -51,16 +52,12 @@ pub(super) async fn get(
     caller: Caller,
     Path(id): Path<String>,
     Query(q): Query<WaitQuery>,
-) -> Result<Json<PaymentView>, ApiError> {
+) -> Result<Json<PaymentView>, Error> {
     let session = match caller {
         Caller::Sandbox(session) => *session,
         Caller::Host(host) => {
             host.require(Scope::Read)?;
-            let p = s
-                .store
-                .payment(&id, None)
-                .await?
-                .ok_or(ApiError::NotFound)?;
+            let p = s.store.payment(&id, None).await?.ok_or(Error::NotFound)?;
             sessions::host_session(&s.store, &host, &p.session_id).await?
         }
     };
@@ -82,7 +79,7 @@ pub(super) async fn list(
     State(s): State<AppState>,
     Sandbox(session): Sandbox,
     Query(q): Query<ListQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>, Error> {
     let payments = payments::list(&s, &session, q.limit).await?;
     Ok(Json(json!({ "payments": payments })))
 }
@@ -93,7 +90,7 @@ pub(super) async fn record_provenance(
     Sandbox(session): Sandbox,
     key: Option<Extension<RequestKey>>,
     Body(req): Body<RecordRequest>,
-) -> Result<(StatusCode, Json<ProvenanceView>), ApiError> {
+) -> Result<(StatusCode, Json<ProvenanceView>), Error> {
     let key = key.as_ref().map(|k| k.0 .0.as_str());
     Ok((
         StatusCode::ACCEPTED,
@@ -107,7 +104,7 @@ pub(super) async fn get_provenance(
     Sandbox(session): Sandbox,
     Path(id): Path<String>,
     Query(q): Query<WaitQuery>,
-) -> Result<Json<ProvenanceView>, ApiError> {
+) -> Result<Json<ProvenanceView>, Error> {
     Ok(Json(
         provenance::get(&s, &session, &id, q.duration()).await?,
     ))

@@ -6,9 +6,10 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{AppState, Body, Caller};
-use crate::error::ApiError;
+use super::extract::{Body, Caller};
+use super::state::AppState;
 use crate::hosts::{Host, Scope};
+use crate::kernel::Error;
 use crate::payments::{self, DecisionRequest, DecisionToSign};
 use crate::sessions::{
     self, Heartbeat, OpenRequest, Opened, PrepareRequest, Prepared, RegisterRequest, Revoked,
@@ -22,7 +23,7 @@ pub(super) async fn prepare(
     State(s): State<AppState>,
     host: Host,
     Body(req): Body<PrepareRequest>,
-) -> Result<Created<Prepared>, ApiError> {
+) -> Result<Created<Prepared>, Error> {
     host.require(Scope::Sessions)?;
     Ok((
         StatusCode::CREATED,
@@ -35,7 +36,7 @@ pub(super) async fn open(
     State(s): State<AppState>,
     host: Host,
     Body(req): Body<OpenRequest>,
-) -> Result<Created<Opened>, ApiError> {
+) -> Result<Created<Opened>, Error> {
     host.require(Scope::Sessions)?;
     Ok((
         StatusCode::CREATED,
@@ -48,7 +49,7 @@ pub(super) async fn register(
     State(s): State<AppState>,
     host: Host,
     Body(req): Body<RegisterRequest>,
-) -> Result<Created<Opened>, ApiError> {
+) -> Result<Created<Opened>, Error> {
     host.require(Scope::Sessions)?;
     Ok((
         StatusCode::CREATED,
@@ -71,7 +72,7 @@ pub(super) async fn list(
     State(s): State<AppState>,
     host: Host,
     Query(q): Query<ListQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>, Error> {
     host.require(Scope::Read)?;
     let sessions = sessions::list(
         &s,
@@ -90,7 +91,7 @@ pub(super) async fn get(
     State(s): State<AppState>,
     host: Host,
     Path(id): Path<String>,
-) -> Result<Json<SessionView>, ApiError> {
+) -> Result<Json<SessionView>, Error> {
     host.require(Scope::Read)?;
     Ok(Json(sessions::get(&s, &host, &id).await?))
 }
@@ -100,7 +101,7 @@ pub(super) async fn revoke(
     State(s): State<AppState>,
     host: Host,
     Path(id): Path<String>,
-) -> Result<Json<Revoked>, ApiError> {
+) -> Result<Json<Revoked>, Error> {
     host.require(Scope::Sessions)?;
     Ok(Json(sessions::revoke(&s, &host, &id).await?))
 }
@@ -110,7 +111,7 @@ pub(super) async fn close(
     State(s): State<AppState>,
     host: Host,
     Path(id): Path<String>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<Value>), Error> {
     host.require(Scope::Sessions)?;
     Ok((
         StatusCode::ACCEPTED,
@@ -123,17 +124,17 @@ pub(super) async fn heartbeat(
     State(s): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<Heartbeat>, ApiError> {
+) -> Result<Json<Heartbeat>, Error> {
     let row = match caller {
         Caller::Host(host) => {
             host.require(Scope::Sessions)?;
             sessions::host_session(&s.store, &host, &id).await?
         }
         Caller::Sandbox(row) => {
-            if crate::wire::parse_session_id(&id).map(crate::wire::session_id_text)
+            if crate::kernel::json::parse_session_id(&id).map(crate::kernel::json::session_id_text)
                 != Some(row.id.clone())
             {
-                return Err(ApiError::NotFound);
+                return Err(Error::NotFound);
             }
             *row
         }
@@ -155,7 +156,7 @@ pub(super) async fn decision_to_sign(
     host: Host,
     Path((id, pending_id)): Path<(String, String)>,
     Query(q): Query<DecisionQuery>,
-) -> Result<Json<DecisionToSign>, ApiError> {
+) -> Result<Json<DecisionToSign>, Error> {
     host.require(Scope::Sessions)?;
     let session = sessions::host_session(&s.store, &host, &id).await?;
     Ok(Json(
@@ -169,7 +170,7 @@ pub(super) async fn decide(
     host: Host,
     Path((id, pending_id)): Path<(String, String)>,
     Body(req): Body<DecisionRequest>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<Value>), Error> {
     host.require(Scope::Sessions)?;
     let session = sessions::host_session(&s.store, &host, &id).await?;
     Ok((

@@ -6,9 +6,10 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{AppState, Body};
-use crate::error::ApiError;
+use super::extract::Body;
+use super::state::AppState;
 use crate::hosts::{Host, Scope};
+use crate::kernel::Error;
 use crate::webhooks::{self, CreateRequest, EndpointView};
 
 /// `POST /v1/webhooks`: `201` with the endpoint and its secret (shown this once).
@@ -16,7 +17,7 @@ pub(super) async fn create(
     State(s): State<AppState>,
     host: Host,
     Body(req): Body<CreateRequest>,
-) -> Result<(StatusCode, Json<EndpointView>), ApiError> {
+) -> Result<(StatusCode, Json<EndpointView>), Error> {
     host.require(Scope::Webhooks)?;
     Ok((
         StatusCode::CREATED,
@@ -25,7 +26,7 @@ pub(super) async fn create(
 }
 
 /// `GET /v1/webhooks`.
-pub(super) async fn list(State(s): State<AppState>, host: Host) -> Result<Json<Value>, ApiError> {
+pub(super) async fn list(State(s): State<AppState>, host: Host) -> Result<Json<Value>, Error> {
     host.require(Scope::Webhooks)?;
     Ok(Json(
         json!({ "webhooks": webhooks::list(&s, &host).await? }),
@@ -37,7 +38,7 @@ pub(super) async fn delete(
     State(s): State<AppState>,
     host: Host,
     Path(id): Path<String>,
-) -> Result<StatusCode, ApiError> {
+) -> Result<StatusCode, Error> {
     host.require(Scope::Webhooks)?;
     webhooks::delete(&s, &host, &id).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -56,7 +57,7 @@ pub(super) async fn deliveries(
     host: Host,
     Path(id): Path<String>,
     Query(q): Query<DeliveriesQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>, Error> {
     host.require(Scope::Webhooks)?;
     let list = webhooks::deliveries(&s, &host, &id, q.status.as_deref()).await?;
     Ok(Json(json!({ "deliveries": list })))
@@ -67,7 +68,7 @@ pub(super) async fn replay(
     State(s): State<AppState>,
     host: Host,
     Path((id, message_id)): Path<(String, String)>,
-) -> Result<StatusCode, ApiError> {
+) -> Result<StatusCode, Error> {
     host.require(Scope::Webhooks)?;
     webhooks::replay(&s, &host, &id, &message_id).await?;
     Ok(StatusCode::ACCEPTED)

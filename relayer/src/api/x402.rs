@@ -4,8 +4,9 @@ use axum::extract::State;
 use axum::Json;
 use serde_json::Value;
 
-use super::{AppState, Body, Sandbox};
-use crate::error::ApiError;
+use super::extract::{Body, Sandbox};
+use super::state::AppState;
+use crate::kernel::Error;
 use crate::x402::{self, Paid, PayRequest, SettleResponse, VerifyResponse};
 
 /// `GET /x402/supported`.
@@ -17,7 +18,7 @@ pub(super) async fn supported(State(s): State<AppState>) -> Json<Value> {
 pub(super) async fn verify(
     State(s): State<AppState>,
     Body(body): Body<Value>,
-) -> Result<Json<VerifyResponse>, ApiError> {
+) -> Result<Json<VerifyResponse>, Error> {
     Ok(Json(x402::verify(&s, body).await?))
 }
 
@@ -25,7 +26,7 @@ pub(super) async fn verify(
 pub(super) async fn settle(
     State(s): State<AppState>,
     Body(body): Body<Value>,
-) -> Result<Json<SettleResponse>, ApiError> {
+) -> Result<Json<SettleResponse>, Error> {
     Ok(Json(x402::settle(&s, body).await?))
 }
 
@@ -34,6 +35,6 @@ pub(super) async fn pay(
     State(s): State<AppState>,
     Sandbox(session): Sandbox,
     Body(req): Body<PayRequest>,
-) -> Result<Json<Paid>, ApiError> {
+) -> Result<Json<Paid>, Error> {
     Ok(Json(x402::pay(&s, &session, req).await?))
 }

@@ -7,7 +7,7 @@
 //! Status: `queued → submitted → mined → confirmed`, or `pending_approval` (above the co-sign
 //! threshold: the owner decides), `rejected`, `failed` (with the decoded revert) or `expired`.
 
-mod queue;
+pub(crate) mod queue;
 
 use std::time::Duration;
 
@@ -18,15 +18,14 @@ use bursar_bindings::wallet::ISessionWallet;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::error::ApiError;
-use crate::sessions::{not_open, parse_id, signer_of};
-pub(crate) use queue::{run as run_queue, Queue};
-use queue::{Accepted, IntentSigner};
-
+use crate::kernel::inbox::{Accepted, IntentSigner};
+use crate::kernel::json::{eip55, Amount, HashOrText};
+use crate::kernel::session::{not_open, parse_id, signer_of};
+use crate::kernel::{App, Error};
+use crate::random::{probe_nonce, random_bytes};
 use crate::store::{PaymentRow, SessionRow, Store};
 use crate::submission::Call;
-use crate::wire::{Amount, HashOrText};
-use crate::{random_bytes, vault, Core};
+use crate::vault;
 
 /// `POST /v1/payments`: what to pay, for the relayer to sign with the custodial key — or, from
 /// a sandbox that holds its own session key, the `PaymentIntent` it signed (a body with a
@@ -121,7 +120,7 @@ impl PaymentView {
     /// The view of a stored payment.
     pub fn of(p: PaymentRow) -> Self {
         PaymentView {
-            status: status(&p),
+            status: p.status(),
             error: p.error_code.as_ref().map(|code| {
                 let details: Value = p
                     .error_details
@@ -132,7 +131,7 @@ impl PaymentView {
             }),
             id: p.id,
             session_id: p.session_id,
-            to: crate::wire::eip55(&p.to),
+            to: eip55(&p.to),
             amount: p.amount,
             purpose: p.purpose,
             nonce: p.intent_nonce,
@@ -146,37 +145,17 @@ impl PaymentView {
     }
 }
 
-/// A payment's status, from its outcome and its transaction's progress.
-pub fn status(p: &PaymentRow) -> &'static str {
-    match p.outcome.as_deref() {
-        Some("executed" | "approved") if p.tx_status == "confirmed" => "confirmed",
-        Some("executed" | "approved") => "mined",
-        Some("pending") => "pending_approval",
-        Some("rejected") => "rejected",
-        Some(_) => match p.error_code.as_deref() {
-            Some("WalletDeadlinePassed" | "WalletPendingExpired") => "expired",
-            _ => "failed",
-        },
-        None => match p.tx_status.as_str() {
-            "signed" => "queued",
-            "submitted" => "submitted",
-            "failed" => "failed",
-            _ => "mined",
-        },
-    }
-}
-
 /// Accepts a payment from `session`'s sandbox: refused at once with the contract error a rule
 /// gives, otherwise signed (unless the sandbox signed it) and queued ([`queue`]).
 pub async fn pay(
-    core: &Core,
+    app: &App,
     session: &SessionRow,
     body: PayBody,
     request_key: Option<&str>,
-) -> Result<PaymentView, ApiError> {
+) -> Result<PaymentView, Error> {
     // A retry of a request whose process died after storing the payment finds it.
     if let Some(key) = request_key {
-        if let Some(p) = core.store.payment_by_request_key(key).await? {
+        if let Some(p) = app.store.payment_by_request_key(key).await? {
             return Ok(PaymentView::of(p));
         }
     }
@@ -186,14 +165,14 @@ pub async fn pay(
     let id = parse_id(&session.id)?;
     let (intent, signer) = match body {
         PayBody::Custodial(req) => {
-            let key = custodial_key(core, session, "post signed intents").await?;
+            let key = custodial_key(app, session, "post signed intents").await?;
             let intent = PaymentIntent {
                 session: id,
                 to: req.to,
                 amount: req.amount.0,
                 purpose: req.purpose.hash,
                 nonce: U256::ZERO,
-                deadline: U256::from(core.now(false).await? + core.settings.intent_ttl.as_secs()),
+                deadline: U256::from(app.now(false).await? + app.settings.intent_ttl.as_secs()),
             };
             (intent, IntentSigner::Custodial(key))
         }
@@ -221,30 +200,30 @@ pub async fn pay(
     // The contracts' rules now; a custodial probe uses a nonce no real intent uses (the top
     // bit set).
     let nonce = match payment.signer {
-        IntentSigner::Custodial(_) => crate::probe_nonce(),
+        IntentSigner::Custodial(_) => probe_nonce(),
         IntentSigner::Sandbox(_) => payment.intent.nonce,
     };
-    let probe = payment.pay_call(nonce, core.contracts.wallet, core.chain_id);
-    payment.executes = core
+    let probe = payment.pay_call(nonce, app.contracts.wallet, app.chain_id);
+    payment.executes = app
         .client
-        .view(Some(payment.sender), core.contracts.wallet, probe.clone())
+        .view(Some(payment.sender), app.contracts.wallet, probe.clone())
         .await?
         ._0;
-    payment.gas = pay_gas(core, session, payment.sender, &probe.abi_encode()).await?;
-    core.payments.push(payment).await
+    payment.gas = pay_gas(app, session, payment.sender, &probe.abi_encode()).await?;
+    app.payments.push(payment).await.map(PaymentView::of)
 }
 
 /// The relayer's custodial copy of `session`'s key; when the sandbox holds its own, the
 /// conflict `session_key_not_custodial`, saying what to do `instead`.
 pub(crate) async fn custodial_key(
-    core: &Core,
+    app: &App,
     session: &SessionRow,
     instead: &str,
-) -> Result<bursar_client::Key, ApiError> {
-    core.session_key(&session.session_key)
+) -> Result<bursar_client::Key, Error> {
+    app.session_key(&session.session_key)
         .await
         .map_err(|e| match e {
-            vault::VaultError::Unknown(_) => ApiError::conflict(
+            vault::VaultError::Unknown(_) => Error::conflict(
                 "session_key_not_custodial",
                 format!("this session's key is the sandbox's own: {instead}"),
             ),
@@ -255,12 +234,12 @@ pub(crate) async fn custodial_key(
 /// The gas limit of the session's payments: estimated on its first (which costs the most: it
 /// creates the session's spend and nonce slots) with a quarter on top, then reused.
 async fn pay_gas(
-    core: &Core,
+    app: &App,
     session: &SessionRow,
     signer: Address,
     data: &[u8],
-) -> Result<u64, ApiError> {
-    if let Some(gas) = core
+) -> Result<u64, Error> {
+    if let Some(gas) = app
         .pay_gas
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -268,8 +247,8 @@ async fn pay_gas(
     {
         return Ok(*gas);
     }
-    let gas = core.gas_for(signer, core.contracts.wallet, data).await?;
-    core.pay_gas
+    let gas = app.gas_for(signer, app.contracts.wallet, data).await?;
+    app.pay_gas
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .insert(session.id.clone(), gas);
@@ -288,38 +267,38 @@ pub const SETTLED: [&str; 5] = [
 /// Payment `id` of `session`; with `wait`, once its status is one of `until` (default:
 /// [`SETTLED`]) or when `wait` passes, whichever is first.
 pub async fn get(
-    core: &Core,
+    app: &App,
     session: &SessionRow,
     id: &str,
     wait: Duration,
     until: Option<&[&str]>,
-) -> Result<PaymentView, ApiError> {
+) -> Result<PaymentView, Error> {
     let until = until.unwrap_or(&SETTLED);
     let look = || async {
-        let row = core
+        let row = app
             .store
             .payment(id, Some(&session.id))
             .await?
-            .ok_or(ApiError::NotFound)?;
-        Ok(until.contains(&status(&row)).then_some(row))
+            .ok_or(Error::NotFound)?;
+        Ok(until.contains(&row.status()).then_some(row))
     };
-    if let Some(row) = core.wait_for(wait, look).await? {
+    if let Some(row) = app.wait_for(wait, look).await? {
         return Ok(PaymentView::of(row));
     }
-    core.store
+    app.store
         .payment(id, Some(&session.id))
         .await?
         .map(PaymentView::of)
-        .ok_or(ApiError::NotFound)
+        .ok_or(Error::NotFound)
 }
 
 /// `session`'s payments, newest first.
 pub async fn list(
-    core: &Core,
+    app: &App,
     session: &SessionRow,
     limit: Option<i64>,
-) -> Result<Vec<PaymentView>, ApiError> {
-    let rows = core
+) -> Result<Vec<PaymentView>, Error> {
+    let rows = app
         .store
         .session_payments(&session.id, limit.unwrap_or(100).clamp(1, 1000))
         .await?;
@@ -361,24 +340,24 @@ pub struct DecisionRequest {
 /// The pending payment `pending_id` of `session`, as the wallet holds it; not found unless it
 /// belongs to this session and still waits.
 async fn waiting(
-    core: &Core,
+    app: &App,
     session: &SessionRow,
     pending_id: &str,
-) -> Result<(U256, Value), ApiError> {
-    let id = crate::wire::parse_amount(pending_id).map_err(|_| ApiError::NotFound)?;
-    let p = core
+) -> Result<(U256, Value), Error> {
+    let id = crate::kernel::json::parse_amount(pending_id).map_err(|_| Error::NotFound)?;
+    let p = app
         .client
         .view(
             None,
-            core.contracts.wallet,
+            app.contracts.wallet,
             ISessionWallet::pendingPaymentCall { pendingId: id },
         )
         .await?;
-    if crate::wire::session_id_text(p._0) != session.id {
-        return Err(ApiError::NotFound);
+    if crate::kernel::json::session_id_text(p._0) != session.id {
+        return Err(Error::NotFound);
     }
     if p._6 != bursar_bindings::wallet::PendingStatus::Pending as u8 {
-        return Err(ApiError::conflict(
+        return Err(Error::conflict(
             "pending_resolved",
             format!("pending payment {id} was already decided"),
         ));
@@ -394,14 +373,14 @@ async fn waiting(
 
 /// The typed data the owner signs to approve (or reject) pending payment `pending_id`.
 pub async fn decision_to_sign(
-    core: &Core,
+    app: &App,
     session: &SessionRow,
     pending_id: &str,
     approve: bool,
-) -> Result<DecisionToSign, ApiError> {
-    let (id, payment) = waiting(core, session, pending_id).await?;
+) -> Result<DecisionToSign, Error> {
+    let (id, payment) = waiting(app, session, pending_id).await?;
     let nonce = U256::from_be_bytes(random_bytes::<32>()) >> 1;
-    let deadline = core.now(true).await? + core.settings.prepare_ttl.as_secs();
+    let deadline = app.now(true).await? + app.settings.prepare_ttl.as_secs();
     let decision = bursar_bindings::eip712::PendingDecision {
         pendingId: id,
         approve,
@@ -415,8 +394,8 @@ pub async fn decision_to_sign(
         deadline,
         typed_data: bursar_client::sign::pending_decision_typed_data(
             &decision,
-            core.chain_id,
-            core.contracts.gateway,
+            app.chain_id,
+            app.contracts.gateway,
         ),
         payment,
     })
@@ -425,12 +404,12 @@ pub async fn decision_to_sign(
 /// Sends the owner's signed decision on pending payment `pending_id` through the gateway,
 /// after the gateway's own checks at the latest block.
 pub async fn decide(
-    core: &Core,
+    app: &App,
     session: &SessionRow,
     pending_id: &str,
     req: DecisionRequest,
-) -> Result<Value, ApiError> {
-    let (id, _) = waiting(core, session, pending_id).await?;
+) -> Result<Value, Error> {
+    let (id, _) = waiting(app, session, pending_id).await?;
     let call = bursar_bindings::gateway::ISessionGateway::decidePendingWithSigCall {
         pendingId: id,
         approve: req.approve,
@@ -440,23 +419,23 @@ pub async fn decide(
     };
     let signer = signer_of(session)?;
     let data = call.abi_encode();
-    let gas_limit = core.gas_for(signer, core.contracts.gateway, &data).await?;
-    let ours = core
+    let gas_limit = app.gas_for(signer, app.contracts.gateway, &data).await?;
+    let ours = app
         .store
         .payment_by_pending(&session.id, &id.to_string())
         .await?;
     let call = Call {
         signer,
-        to: core.contracts.gateway,
+        to: app.contracts.gateway,
         data: data.into(),
         value: U256::ZERO,
         gas_limit,
     };
-    let (mut db, tx_id) = core.queue(&call).await?;
+    let (mut db, tx_id) = app.queue(&call).await?;
     if let Some(p) = &ours {
         Store::set_payment_decision(&mut db, &p.id, tx_id).await?;
     }
-    core.commit(db).await?;
+    app.commit(db).await?;
     tracing::info!(session = %session.id, pending = %id, approve = req.approve, "decision queued");
     Ok(serde_json::json!({
         "pendingId": id.to_string(),

@@ -20,136 +20,26 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use alloy_primitives::{Address, Bytes, U256};
-use alloy_sol_types::{SolCall, SolStruct};
-use bursar_bindings::eip712::{PaymentIntent, SESSION_WALLET_DOMAIN};
+use alloy_primitives::{Address, U256};
+use alloy_sol_types::SolCall;
 use bursar_bindings::wallet::ISessionWallet;
 use bursar_client::revert::ContractError;
-use bursar_client::Key;
 use serde_json::{Map, Value};
-use tokio::sync::{mpsc, oneshot};
 
-use super::PaymentView;
-use crate::error::ApiError;
-use crate::random_bytes;
-use crate::sessions::{parse_id, signer_of};
-use crate::store::{now_ms, NewPayment, SessionRow, Store};
+use crate::kernel::inbox::{Accepted, Reply};
+use crate::kernel::session::{parse_id, signer_of, terms_of};
+use crate::kernel::{App, Error};
+use crate::random::random_bytes;
+use crate::store::{now_ms, DbTx, NewPayment, PaymentRow, SessionRow, Store};
 use crate::submission::Call;
-use crate::Core;
 
 /// Payments stored in one database transaction at most.
-const MAX_BATCH: usize = 256;
+pub(crate) const MAX_BATCH: usize = 256;
 
-/// Payments waiting for the queue task at most; a handler past this waits its turn.
-const CAPACITY: usize = 4_096;
-
-/// Who signs a payment's intent.
-pub(crate) enum IntentSigner {
-    /// The relayer, with the custodial session key, under the session's next intent nonce.
-    Custodial(Key),
-    /// The sandbox did, under the intent's own nonce.
-    Sandbox(Bytes),
-}
-
-/// A payment the contracts' rules allow now, waiting to be checked against its session's
-/// queued payments and stored.
-pub(crate) struct Accepted {
-    /// Its session.
-    pub session: SessionRow,
-    /// The intent (a custodial one's nonce is taken when it is stored).
-    pub intent: PaymentIntent,
-    /// Who signs the intent.
-    pub signer: IntentSigner,
-    /// Whether the simulation executed it (rather than making it pending).
-    pub executes: bool,
-    /// The relayer signer the session is pinned to, which sends the transaction.
-    pub sender: Address,
-    /// The transaction's gas limit.
-    pub gas: u64,
-    /// The request's idempotency key, if it had one.
-    pub request_key: Option<String>,
-}
-
-impl Accepted {
-    /// The wallet's `pay` of this intent under `nonce`, signed.
-    pub(crate) fn pay_call(
-        &self,
-        nonce: U256,
-        wallet: Address,
-        chain_id: u64,
-    ) -> ISessionWallet::payCall {
-        let intent = PaymentIntent {
-            nonce,
-            ..self.intent.clone()
-        };
-        let signature = match &self.signer {
-            IntentSigner::Custodial(key) => {
-                let domain = SESSION_WALLET_DOMAIN.at(chain_id, wallet);
-                key.sign_hash_rsv(&intent.eip712_signing_hash(&domain))
-                    .into()
-            }
-            IntentSigner::Sandbox(signature) => signature.clone(),
-        };
-        intent.pay_call(signature)
-    }
-
-    fn custodial(&self) -> bool {
-        matches!(self.signer, IntentSigner::Custodial(_))
-    }
-}
-
-type Reply = oneshot::Sender<Result<PaymentView, ApiError>>;
-
-/// The way into the queue task.
-pub(crate) struct Queue(mpsc::Sender<(Accepted, Reply)>);
-
-/// The queue task's end of [`Queue`].
-pub(crate) struct Receiver(mpsc::Receiver<(Accepted, Reply)>);
-
-impl Queue {
-    /// A queue and the receiver [`run`] takes.
-    pub(crate) fn new() -> (Queue, Receiver) {
-        let (tx, rx) = mpsc::channel(CAPACITY);
-        (Queue(tx), Receiver(rx))
-    }
-
-    /// Queues `payment`; answers once it is stored (or refused).
-    pub(crate) async fn push(&self, payment: Accepted) -> Result<PaymentView, ApiError> {
-        let (reply, answer) = oneshot::channel();
-        // The task is gone only when the relayer is stopping: nothing was stored.
-        self.0
-            .send((payment, reply))
-            .await
-            .map_err(|_| ApiError::Unavailable)?;
-        answer.await.map_err(|_| ApiError::Unavailable)?
-    }
-}
-
-/// The queue task: stores what arrives, a batch at a time, until `stopped`.
-pub(crate) async fn run(core: &Core, mut rx: Receiver, stopped: impl std::future::Future) {
-    tokio::pin!(stopped);
-    let mut ledger = Ledger::default();
-    loop {
-        let first = tokio::select! {
-            _ = &mut stopped => return,
-            next = rx.0.recv() => match next {
-                Some(next) => next,
-                None => return,
-            },
-        };
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match rx.0.try_recv() {
-                Ok(next) => batch.push(next),
-                Err(_) => break,
-            }
-        }
-        queue_batch(core, &mut ledger, batch).await;
-    }
-}
-
-async fn queue_batch(core: &Core, ledger: &mut Ledger, batch: Vec<(Accepted, Reply)>) {
-    let mut room = match ledger.room(core, &batch).await {
+/// Checks `batch` against its sessions' payments in flight (kept in `ledger`), stores those
+/// that fit, and answers each.
+pub(crate) async fn queue_batch(app: &App, ledger: &mut Ledger, batch: Vec<(Accepted, Reply)>) {
+    let mut room = match ledger.room(app, &batch).await {
         Ok(room) => room,
         Err(e) => {
             for (_, reply) in batch {
@@ -184,7 +74,7 @@ async fn queue_batch(core: &Core, ledger: &mut Ledger, batch: Vec<(Accepted, Rep
         return;
     }
     let payments: Vec<&Accepted> = admitted.iter().map(|(p, _)| p).collect();
-    let stored = store(core, &payments).await;
+    let stored = store(app, &payments).await;
     ledger.record(&payments, &stored);
     match stored {
         Ok(stored) => {
@@ -196,7 +86,7 @@ async fn queue_batch(core: &Core, ledger: &mut Ledger, batch: Vec<(Accepted, Rep
         // must not refuse the others, so each is tried alone.
         Err(Staged::NotCommitted(_)) if admitted.len() > 1 => {
             for (payment, reply) in admitted {
-                let alone = store(core, &[&payment]).await;
+                let alone = store(app, &[&payment]).await;
                 ledger.record(&[&payment], &alone);
                 let _ = reply.send(alone.map(|mut v| v.remove(0).0).map_err(Staged::into_error));
             }
@@ -271,7 +161,7 @@ const SETTLED_BLOCKS: u64 = 64;
 
 /// What the queue task knows of sessions' payments in flight.
 #[derive(Default)]
-struct Ledger {
+pub(crate) struct Ledger {
     sessions: HashMap<String, InFlight>,
     /// Each signer's nonce at a block, and the block (a block's state never changes).
     mined: HashMap<Address, (u64, u64)>,
@@ -285,9 +175,9 @@ impl Ledger {
     /// batch (a lone payment was checked alone by the simulation already).
     async fn room(
         &mut self,
-        core: &Core,
+        app: &App,
         batch: &[(Accepted, Reply)],
-    ) -> Result<HashMap<String, Room>, ApiError> {
+    ) -> Result<HashMap<String, Room>, Error> {
         let mut sessions: HashMap<&str, (&SessionRow, usize)> = HashMap::new();
         for (p, _) in batch {
             sessions.entry(&p.session.id).or_insert((&p.session, 0)).1 += 1;
@@ -301,14 +191,14 @@ impl Ledger {
             if self.sessions.len() + unknown.len() > Self::SESSIONS {
                 self.sessions.retain(|_, f| !f.payments.is_empty());
             }
-            let rows = core.store.unmined_payments(&unknown).await?;
+            let rows = app.store.unmined_payments(&unknown).await?;
             for id in unknown {
                 self.sessions.insert(id.to_owned(), InFlight::default());
             }
             for u in rows {
-                let amount = u.amount.parse().map_err(|_| ApiError::Internal)?;
+                let amount = u.amount.parse().map_err(|_| Error::Internal)?;
                 if let Some(f) = self.sessions.get_mut(&u.session_id) {
-                    let intent_nonce = u.intent_nonce.parse().map_err(|_| ApiError::Internal)?;
+                    let intent_nonce = u.intent_nonce.parse().map_err(|_| Error::Internal)?;
                     f.push(u.tx_nonce as u64, amount, u.expect_executed, intent_nonce);
                 }
             }
@@ -322,7 +212,7 @@ impl Ledger {
             return Ok(HashMap::new());
         }
         // Everything below is read at one block.
-        let block = core.client.block_number().await?;
+        let block = app.client.block_number().await?;
         let mut signers: Vec<Address> = checked
             .iter()
             .map(|s| signer_of(s))
@@ -333,8 +223,8 @@ impl Ledger {
             let cached = self.mined.get(s).filter(|(at, _)| *at == block).copied();
             async move {
                 match cached {
-                    Some((_, nonce)) => Ok::<_, ApiError>(nonce),
-                    None => Ok(core.client.mined_nonce(*s, Some(block)).await?),
+                    Some((_, nonce)) => Ok::<_, Error>(nonce),
+                    None => Ok(app.client.mined_nonce(*s, Some(block)).await?),
                 }
             }
         }));
@@ -343,7 +233,7 @@ impl Ledger {
             async move {
                 match cached {
                     Some((_, deposit, period)) => Ok((deposit, period)),
-                    None => session_state(core, s, block).await,
+                    None => session_state(app, s, block).await,
                 }
             }
         }));
@@ -354,7 +244,7 @@ impl Ledger {
         let mined: HashMap<Address, u64> = signers.into_iter().zip(mined).collect();
         let mut rooms = HashMap::with_capacity(checked.len());
         for (s, (deposit, period)) in checked.into_iter().zip(states) {
-            let f = self.sessions.get_mut(&s.id).ok_or(ApiError::Internal)?;
+            let f = self.sessions.get_mut(&s.id).ok_or(Error::Internal)?;
             f.settle(mined[&signer_of(s)?], block);
             f.state = Some((block, deposit, period));
             rooms.insert(
@@ -377,7 +267,7 @@ impl Ledger {
         &self,
         payment: &Accepted,
         signed: &HashSet<(String, U256)>,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), Error> {
         let nonce = payment.intent.nonce;
         let in_flight = self
             .sessions
@@ -390,7 +280,7 @@ impl Ledger {
         }
         let mut args = Map::new();
         args.insert("nonce".into(), Value::String(nonce.to_string()));
-        Err(ApiError::Contract(ContractError {
+        Err(Error::Contract(ContractError {
             name: "WalletNonceUsed".into(),
             args,
         }))
@@ -398,12 +288,12 @@ impl Ledger {
 
     /// Remembers what [`store`] stored; after a commit whose outcome is unknown, forgets the
     /// sessions involved (the database is asked again).
-    fn record(&mut self, payments: &[&Accepted], stored: &Result<Vec<(PaymentView, u64)>, Staged>) {
+    fn record(&mut self, payments: &[&Accepted], stored: &Result<Vec<(PaymentRow, u64)>, Staged>) {
         match stored {
             Ok(stored) => {
                 for (p, (view, tx_nonce)) in payments.iter().zip(stored) {
                     if let Some(f) = self.sessions.get_mut(&p.session.id) {
-                        let intent_nonce = view.nonce.parse().unwrap_or_default();
+                        let intent_nonce = view.intent_nonce.parse().unwrap_or_default();
                         f.push(*tx_nonce, p.intent.amount, p.executes, intent_nonce);
                     }
                 }
@@ -429,7 +319,7 @@ struct Room {
 
 impl Room {
     /// Takes `amount`, or refuses it with the error the wallet would give.
-    fn take(&mut self, amount: U256, executes: bool) -> Result<(), ApiError> {
+    fn take(&mut self, amount: U256, executes: bool) -> Result<(), Error> {
         if amount > self.deposit {
             return Err(refuse(
                 "WalletInsufficientDeposit",
@@ -456,12 +346,12 @@ impl Room {
     }
 }
 
-fn refuse(name: &str, amount: U256, available: U256, queued: U256) -> ApiError {
+fn refuse(name: &str, amount: U256, available: U256, queued: U256) -> Error {
     let mut args = Map::new();
     args.insert("amount".into(), Value::String(amount.to_string()));
     args.insert("available".into(), Value::String(available.to_string()));
     args.insert("queued".into(), Value::String(queued.to_string()));
-    ApiError::Contract(ContractError {
+    Error::Contract(ContractError {
         name: name.into(),
         args,
     })
@@ -470,23 +360,19 @@ fn refuse(name: &str, amount: U256, available: U256, queued: U256) -> ApiError {
 /// The deposit and period budget `session` has left by its state at `block`, as the wallet
 /// computes them: the deposit less what was spent and what pending payments hold; the
 /// period's budget less its spend (the view rolls the period forward).
-async fn session_state(
-    core: &Core,
-    session: &SessionRow,
-    block: u64,
-) -> Result<(U256, U256), ApiError> {
-    let state = core
+async fn session_state(app: &App, session: &SessionRow, block: u64) -> Result<(U256, U256), Error> {
+    let state = app
         .client
         .view_at(
             None,
-            core.contracts.wallet,
+            app.contracts.wallet,
             ISessionWallet::sessionStateCall {
                 sessionId: parse_id(&session.id)?,
             },
             Some(block),
         )
         .await?;
-    let terms = crate::sessions::terms_of(session)?;
+    let terms = terms_of(session)?;
     let deposit = state._1.saturating_sub(state._2).saturating_sub(state._3);
     let period = match terms.periodSeconds {
         0 => U256::MAX,
@@ -497,12 +383,12 @@ async fn session_state(
 
 /// Why [`store`] failed: before its commit (nothing stored) or at it (unknown).
 enum Staged {
-    NotCommitted(ApiError),
-    Commit(ApiError),
+    NotCommitted(Error),
+    Commit(Error),
 }
 
 impl Staged {
-    fn into_error(self) -> ApiError {
+    fn into_error(self) -> Error {
         match self {
             Staged::NotCommitted(e) | Staged::Commit(e) => e,
         }
@@ -512,21 +398,18 @@ impl Staged {
 /// Stores `payments` in one database transaction: each session's custodial intents take
 /// consecutive intent nonces, each is signed, its transaction queued with the engine and its
 /// row written. Answers each payment's view and its transaction's nonce.
-async fn store(core: &Core, payments: &[&Accepted]) -> Result<Vec<(PaymentView, u64)>, Staged> {
-    let (db, views) = stage(core, payments).await.map_err(Staged::NotCommitted)?;
-    core.commit(db).await.map_err(Staged::Commit)?;
-    for (v, _) in &views {
-        tracing::info!(session = %v.session_id, payment = %v.id, to = %v.to, amount = %v.amount, "payment queued");
+async fn store(app: &App, payments: &[&Accepted]) -> Result<Vec<(PaymentRow, u64)>, Staged> {
+    let (db, views) = stage(app, payments).await.map_err(Staged::NotCommitted)?;
+    app.commit(db).await.map_err(Staged::Commit)?;
+    for (p, (row, _)) in payments.iter().zip(&views) {
+        tracing::info!(session = %row.session_id, payment = %row.id, to = %p.intent.to, amount = %row.amount, "payment queued");
     }
     Ok(views)
 }
 
-async fn stage(
-    core: &Core,
-    payments: &[&Accepted],
-) -> Result<(crate::store::DbTx, Vec<(PaymentView, u64)>), ApiError> {
-    let fees = core.engine.fees().await?;
-    let mut db = core.store.begin().await?;
+async fn stage(app: &App, payments: &[&Accepted]) -> Result<(DbTx, Vec<(PaymentRow, u64)>), Error> {
+    let fees = app.engine.fees().await?;
+    let mut db = app.store.begin().await?;
     // Each session's custodial intents take its next intent nonces; sandboxes chose theirs.
     let custodial: Vec<&str> = payments
         .iter()
@@ -539,75 +422,65 @@ async fn stage(
     let nonces: Vec<U256> = payments
         .iter()
         .map(|p| match p.custodial() {
-            true => taken.next().map(U256::from).ok_or(ApiError::Internal),
+            true => taken.next().map(U256::from).ok_or(Error::Internal),
             false => Ok(p.intent.nonce),
         })
         .collect::<Result<_, _>>()?;
-    let wallet = core.contracts.wallet;
+    let wallet = app.contracts.wallet;
     let calls: Vec<Call> = payments
         .iter()
         .zip(&nonces)
         .map(|(p, nonce)| Call {
             signer: p.sender,
             to: wallet,
-            data: p
-                .pay_call(*nonce, wallet, core.chain_id)
-                .abi_encode()
-                .into(),
+            data: p.pay_call(*nonce, wallet, app.chain_id).abi_encode().into(),
             value: U256::ZERO,
             gas_limit: p.gas,
         })
         .collect();
-    let txs = core.engine.submit_all_in(&mut db, &calls, fees).await?;
+    let txs = app.engine.submit_all_in(&mut db, &calls, fees).await?;
     let now = now_ms();
-    let views: Vec<PaymentView> = payments
+    let rows: Vec<PaymentRow> = payments
         .iter()
         .zip(&nonces)
-        .map(|(p, nonce)| PaymentView {
+        .zip(&txs)
+        .map(|((p, nonce), &(transaction_id, _))| PaymentRow {
             id: format!(
                 "pay_{}",
                 alloy_primitives::hex::encode(random_bytes::<16>())
             ),
-            status: "queued",
             session_id: p.session.id.clone(),
-            to: p.intent.to.to_checksum(None),
+            to: format!("{:#x}", p.intent.to),
             amount: p.intent.amount.to_string(),
             purpose: p.intent.purpose.to_string(),
-            nonce: nonce.to_string(),
+            intent_nonce: nonce.to_string(),
             deadline: p.intent.deadline.saturating_to(),
-            transaction_hash: None,
-            block_number: None,
-            receipt_id: None,
-            pending_id: None,
-            error: None,
-            created_at: now,
-        })
-        .collect();
-    let to: Vec<String> = payments
-        .iter()
-        .map(|p| format!("{:#x}", p.intent.to))
-        .collect();
-    let rows: Vec<NewPayment> = payments
-        .iter()
-        .zip(&views)
-        .zip(&txs)
-        .zip(&to)
-        .map(|(((p, v), &(transaction_id, _)), to)| NewPayment {
-            id: &v.id,
-            session_id: &v.session_id,
-            to,
-            amount: &v.amount,
-            purpose: &v.purpose,
-            intent_nonce: &v.nonce,
-            deadline: v.deadline,
             expect_executed: p.executes,
             transaction_id,
+            created_at: now,
+            tx_status: "signed".into(),
+            ..PaymentRow::default()
+        })
+        .collect();
+    let new: Vec<NewPayment> = payments
+        .iter()
+        .zip(&rows)
+        .map(|(p, r)| NewPayment {
+            id: &r.id,
+            session_id: &r.session_id,
+            to: &r.to,
+            amount: &r.amount,
+            purpose: &r.purpose,
+            intent_nonce: &r.intent_nonce,
+            deadline: r.deadline,
+            expect_executed: r.expect_executed,
+            transaction_id: r.transaction_id,
             request_key: p.request_key.as_deref(),
         })
         .collect();
-    Store::insert_payments(&mut db, &rows, now).await?;
+    Store::insert_payments(&mut db, &new, now).await?;
     let nonces = txs.iter().map(|&(_, nonce)| nonce);
-    Ok((db, views.into_iter().zip(nonces).collect()))
+    Ok((db, rows.into_iter().zip(nonces).collect()))
 }
 
 #[cfg(test)]

@@ -4,6 +4,12 @@ use sqlx::Row;
 
 use super::{DbTx, Store, StoreError};
 
+/// The associated data of host `host_id`'s sealed secret for `provider`: a sealed secret
+/// opens only in its own row.
+pub fn provider_secret_aad(host_id: &str, provider: &str) -> String {
+    format!("provider:{host_id}:{provider}")
+}
+
 /// A sealed key as stored.
 #[derive(Clone, Debug)]
 pub struct SealedKeyRow {
@@ -104,10 +110,7 @@ impl Store {
                 "UPDATE provider_secrets SET sealed = $1, master_key_id = $2 \
                  WHERE host_id = $3 AND provider = $4",
             )
-            .bind(reseal(
-                &crate::providers::secret_aad(host_id, provider),
-                sealed,
-            )?)
+            .bind(reseal(&provider_secret_aad(host_id, provider), sealed)?)
             .bind(master_key_id)
             .bind(host_id)
             .bind(provider)

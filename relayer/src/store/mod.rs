@@ -19,7 +19,7 @@ pub use bursar_db::{Backend, DbTx};
 pub use engine::{AttemptRow, NewAttempt, NewTransaction, TxRow, TxStatus};
 pub use hosts::HostKeyRow;
 pub use idempotency::Claim;
-pub use keys::SealedKeyRow;
+pub use keys::{provider_secret_aad, SealedKeyRow};
 pub use lifecycle::{ChargeRow, LifecycleRow, NewLifecycleEvent};
 pub use sessions::{
     NewPayment, NewSession, PaymentRow, ProvenanceRow, SessionRow, SessionTx, Unmined, WindDown,

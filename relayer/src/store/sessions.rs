@@ -213,6 +213,29 @@ pub struct PaymentRow {
     pub receipt_status: Option<i64>,
 }
 
+impl PaymentRow {
+    /// Its status, from its outcome and its transaction's progress.
+    pub fn status(&self) -> &'static str {
+        let p = self;
+        match p.outcome.as_deref() {
+            Some("executed" | "approved") if p.tx_status == "confirmed" => "confirmed",
+            Some("executed" | "approved") => "mined",
+            Some("pending") => "pending_approval",
+            Some("rejected") => "rejected",
+            Some(_) => match p.error_code.as_deref() {
+                Some("WalletDeadlinePassed" | "WalletPendingExpired") => "expired",
+                _ => "failed",
+            },
+            None => match p.tx_status.as_str() {
+                "signed" => "queued",
+                "submitted" => "submitted",
+                "failed" => "failed",
+                _ => "mined",
+            },
+        }
+    }
+}
+
 /// A provenance record with its transaction's progress.
 #[derive(Clone, Debug)]
 pub struct ProvenanceRow {

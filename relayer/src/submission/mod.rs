@@ -60,7 +60,7 @@ impl Default for EngineConfig {
             send: true,
             owner: format!(
                 "engine_{}",
-                alloy_primitives::hex::encode(crate::random_bytes::<8>())
+                alloy_primitives::hex::encode(crate::random::random_bytes::<8>())
             ),
             signer_lease: Duration::from_secs(15),
         }

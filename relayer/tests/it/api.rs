@@ -90,7 +90,7 @@ async fn host_keys_are_checked_scoped_and_revocable(db: Db) {
     assert!(authenticated.require(Scope::Read).is_ok());
     assert!(matches!(
         authenticated.require(Scope::Payments),
-        Err(bursar_relayer::error::ApiError::Forbidden { scope: "payments" })
+        Err(bursar_relayer::Error::Forbidden { scope: "payments" })
     ));
 
     assert_eq!(hosts::revoke(&store, "e2b-prod").await.unwrap(), 1);

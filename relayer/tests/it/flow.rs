@@ -13,7 +13,7 @@ use bursar_client::Sender;
 use bursar_deploy::{Contract, DeploymentRecord};
 use bursar_relayer::submission::EngineConfig;
 use bursar_relayer::vault::MasterKey;
-use bursar_relayer::{hosts, webhooks};
+use bursar_relayer::{hosts, signing};
 use bursar_relayer::{start, Config, Contracts, Relayer, Settings};
 use serde_json::{json, Value};
 
@@ -375,7 +375,7 @@ impl System {
             let fut = done();
             async move { Ok(fut.await.then_some(())) }
         };
-        let found = self.relayer.core.wait_for(Duration::from_secs(30), look);
+        let found = self.relayer.app.wait_for(Duration::from_secs(30), look);
         found.await.unwrap().is_some()
     }
 
@@ -710,7 +710,7 @@ async fn the_whole_flow(db: Db) {
     let now = a.timestamp.parse::<i64>().unwrap();
     let verify = |id: &str, body: &[u8], now: i64| {
         let tolerance = Duration::from_secs(300);
-        webhooks::verify(
+        signing::verify(
             &s.receiver_secret,
             id,
             &a.timestamp,
@@ -725,15 +725,15 @@ async fn the_whole_flow(db: Db) {
     tampered[1] ^= 1;
     assert_eq!(
         verify(&a.id, &tampered, now),
-        Err(webhooks::VerifyError::Mismatch)
+        Err(signing::VerifyError::Mismatch)
     );
     assert_eq!(
         verify("msg_other", &a.body, now),
-        Err(webhooks::VerifyError::Mismatch)
+        Err(signing::VerifyError::Mismatch)
     );
     assert_eq!(
         verify(&a.id, &a.body, now + 301),
-        Err(webhooks::VerifyError::Stale)
+        Err(signing::VerifyError::Stale)
     );
 
     // No secret reached the log (everything, at debug level, from every crate).

@@ -116,7 +116,7 @@ async fn webhooks_never_reach_internal_addresses(db: Db) {
         );
     }
     webhooks::emit(
-        &relayer.core,
+        &relayer.app,
         &host.id,
         "session.opened",
         "s1",
@@ -140,7 +140,7 @@ async fn webhooks_never_reach_internal_addresses(db: Db) {
     };
     for id in endpoints {
         let found = relayer
-            .core
+            .app
             .wait_for(Duration::from_secs(30), || async {
                 Ok(dead(id.clone()).await)
             })

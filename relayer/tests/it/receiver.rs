@@ -10,7 +10,7 @@ use std::time::Duration;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use bursar_relayer::webhooks;
+use bursar_relayer::signing;
 use serde_json::Value;
 
 /// A delivery as it arrived.
@@ -113,7 +113,7 @@ async fn receive(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Byte
     let secret = inner.secret.lock().unwrap().clone();
     let now = bursar_relayer::store::now_ms() / 1000;
     // The raw body is verified before it is parsed.
-    let verified = webhooks::verify(
+    let verified = signing::verify(
         &secret,
         &arrival.id,
         &arrival.timestamp,

@@ -8,7 +8,7 @@
 //! * [`daytona`] — Daytona's, delivered by Svix: `svix-id`, `svix-timestamp`, `svix-signature`.
 //! * [`vercel`] — Vercel Sandbox's session webhooks: `x-vercel-signature`.
 //!
-//! Providers without lifecycle webhooks are polled ([`poller`]):
+//! Providers without lifecycle webhooks are polled (`jobs::poll_providers`):
 //!
 //! * [`runloop`] — Runloop devboxes.
 //! * [`browserbase`] — Browserbase sessions.
@@ -18,13 +18,18 @@
 pub mod browserbase;
 pub mod daytona;
 pub mod e2b;
-pub mod poller;
 pub mod runloop;
+mod secrets;
 pub mod vercel;
+mod verify;
+
+pub use secrets::{secret, set_secret, SecretError};
+pub use verify::verify;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use http::HeaderMap;
 use serde::Serialize;
 
 /// A provider the relayer bridges: by its signed webhooks, or by polling its API.
@@ -80,109 +85,6 @@ impl std::str::FromStr for Provider {
             .find(|p| p.name() == name)
             .ok_or_else(|| SecretError::UnknownProvider(name.to_owned()))
     }
-}
-
-/// Why a provider secret cannot be set or read.
-#[derive(Debug, thiserror::Error)]
-pub enum SecretError {
-    /// No provider of that name: `e2b`, `daytona` and `vercel` send webhooks, `runloop` and
-    /// `browserbase` are polled.
-    #[error("unknown provider {0:?} (e2b, daytona, vercel, runloop or browserbase)")]
-    UnknownProvider(String),
-    /// No host of that name.
-    #[error("no host named {0:?}")]
-    UnknownHost(String),
-    /// The secret is not in the provider's format: empty, over 1 KiB, or (Daytona) not
-    /// `whsec_<base64>`.
-    #[error("not a {provider} signing secret: {why}")]
-    BadSecret {
-        /// The provider.
-        provider: &'static str,
-        /// What is wrong with it (never the secret itself).
-        why: &'static str,
-    },
-    /// The database failed.
-    #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
-    /// The stored secret does not open under the master key.
-    #[error(transparent)]
-    Vault(#[from] crate::vault::VaultError),
-}
-
-/// The associated data of host `host_id`'s sealed secret for `provider`: a sealed secret
-/// opens only in its own row.
-pub(crate) fn secret_aad(host_id: &str, provider: &str) -> String {
-    format!("provider:{host_id}:{provider}")
-}
-
-/// Sets host `host_name`'s signing secret for `provider`'s webhooks, sealed under `master`
-/// (whitespace around it, such as a secret file's last newline, is dropped); replaces one set
-/// before. Answers the host's id.
-///
-/// # Errors
-/// [`SecretError::BadSecret`], [`SecretError::UnknownHost`], [`SecretError::Store`].
-pub async fn set_secret(
-    store: &crate::store::Store,
-    master: &crate::vault::MasterKey,
-    host_name: &str,
-    provider: Provider,
-    secret: &str,
-) -> Result<String, SecretError> {
-    let secret = secret.trim();
-    let bad = |why| SecretError::BadSecret {
-        provider: provider.name(),
-        why,
-    };
-    if secret.is_empty() {
-        return Err(bad("empty"));
-    }
-    if secret.len() > 1024 {
-        return Err(bad("over 1 KiB"));
-    }
-    if provider == Provider::Daytona {
-        use base64::Engine;
-        let key = secret
-            .strip_prefix("whsec_")
-            .map(|b| base64::engine::general_purpose::STANDARD.decode(b));
-        if !matches!(key, Some(Ok(_))) {
-            return Err(bad("Svix secrets are whsec_ and base64"));
-        }
-    }
-    let host_id = store
-        .host_id(host_name)
-        .await?
-        .ok_or_else(|| SecretError::UnknownHost(host_name.to_owned()))?;
-    let sealed = master.seal(&secret_aad(&host_id, provider.name()), secret.as_bytes());
-    store
-        .set_provider_secret(
-            &host_id,
-            provider.name(),
-            &sealed,
-            &master.id(),
-            crate::store::now_ms(),
-        )
-        .await?;
-    tracing::info!(host = %host_id, provider = provider.name(), "provider secret set");
-    Ok(host_id)
-}
-
-/// Host `host_id`'s signing secret for `provider`, opened; `None` when none is set.
-///
-/// # Errors
-/// [`SecretError::Store`], and [`SecretError::Vault`] when it does not open.
-pub async fn secret(
-    store: &crate::store::Store,
-    master: &crate::vault::MasterKey,
-    host_id: &str,
-    provider: Provider,
-) -> Result<Option<Vec<u8>>, SecretError> {
-    let Some(sealed) = store.provider_secret(host_id, provider.name()).await? else {
-        return Ok(None);
-    };
-    Ok(Some(master.open_sealed(
-        &secret_aad(host_id, provider.name()),
-        &sealed,
-    )?))
 }
 
 /// How far a delivery's own time may be from ours: Svix's tolerance, also applied to E2B's
@@ -302,61 +204,6 @@ impl ProviderError {
     }
 }
 
-/// Verifies a delivery of `provider`'s webhook to host `host_id` with the host's secret for
-/// it, then records and acts on what it reports ([`crate::lifecycle::receive`]). A provider
-/// event that is not about a sandbox's lifecycle is answered and ignored; a refused delivery
-/// changes nothing and is counted by reason.
-pub async fn receive(
-    core: &crate::Core,
-    host_id: &str,
-    provider: Provider,
-    headers: &axum::http::HeaderMap,
-    body: &[u8],
-) -> Result<crate::lifecycle::Received, crate::error::ApiError> {
-    let refused = |e: ProviderError| {
-        core.deliveries.count(provider.name(), e.code());
-        tracing::info!(host = %host_id, provider = provider.name(), reason = %e, "delivery refused");
-        crate::error::ApiError::Delivery(e)
-    };
-    if provider.polled() {
-        return Err(crate::error::ApiError::NotFound);
-    }
-    within_limit(body).map_err(refused)?;
-    let secret = match secret(&core.store, &core.master_key, host_id, provider).await {
-        Ok(Some(secret)) => secret,
-        Ok(None) => return Err(refused(ProviderError::NotConfigured)),
-        Err(SecretError::Store(e)) => return Err(e.into()),
-        Err(e) => {
-            tracing::error!(host = %host_id, provider = provider.name(), error = %e, "provider secret does not open");
-            return Err(crate::error::ApiError::Internal);
-        }
-    };
-    let now = crate::store::now_ms() / 1000;
-    let report = match provider {
-        Provider::E2b => e2b::verify(&secret, headers, body, now).map(Some),
-        Provider::Daytona => {
-            let secret = std::str::from_utf8(&secret).map_err(|_| ProviderError::BadSecret);
-            secret.and_then(|s| daytona::verify(s, headers, body, now))
-        }
-        Provider::Vercel => vercel::verify(&secret, headers, body, now),
-        Provider::Runloop | Provider::Browserbase => unreachable!("refused above"),
-    }
-    .map_err(refused)?;
-    match report {
-        Some(report) => {
-            crate::lifecycle::receive(core, host_id, provider.name(), &report, None).await
-        }
-        None => {
-            core.deliveries.count(provider.name(), "ignored");
-            Ok(crate::lifecycle::Received {
-                event: None,
-                duplicate: false,
-                sessions: Vec::new(),
-            })
-        }
-    }
-}
-
 /// The string values of a JSON object (metadata a provider echoes), others dropped.
 fn string_map(object: Option<&serde_json::Value>) -> BTreeMap<String, String> {
     object
@@ -370,7 +217,7 @@ fn string_map(object: Option<&serde_json::Value>) -> BTreeMap<String, String> {
 }
 
 /// Refuses a body over [`MAX_BODY`] bytes, unread.
-fn within_limit(body: &[u8]) -> Result<(), ProviderError> {
+pub fn within_limit(body: &[u8]) -> Result<(), ProviderError> {
     match body.len() <= MAX_BODY {
         true => Ok(()),
         false => Err(ProviderError::TooLarge),
@@ -378,10 +225,7 @@ fn within_limit(body: &[u8]) -> Result<(), ProviderError> {
 }
 
 /// The value of header `name` in `headers`.
-fn header<'a>(
-    headers: &'a axum::http::HeaderMap,
-    name: &'static str,
-) -> Result<&'a str, ProviderError> {
+fn header<'a>(headers: &'a HeaderMap, name: &'static str) -> Result<&'a str, ProviderError> {
     headers
         .get(name)
         .and_then(|v| v.to_str().ok())

@@ -1,5 +1,5 @@
-//! The reconcile loop for providers without lifecycle webhooks ([`super::runloop`],
-//! [`super::browserbase`]): for each host that gave the relayer an API key for one, every
+//! The reconcile loop for providers without lifecycle webhooks ([`runloop`],
+//! [`browserbase`]): for each host that gave the relayer an API key for one, every
 //! [`crate::Settings::poll_interval`] it reads the sandbox of each of that host's live sessions
 //! bound to the provider, and hands a changed state to [`crate::lifecycle::receive`] as a webhook
 //! would. Sessions that have ended (terminated sandbox, closed or expired session) are not
@@ -14,9 +14,9 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::{browserbase, runloop, Lifecycle, Provider};
+use crate::kernel::providers::{browserbase, runloop, secret, Lifecycle, Provider};
+use crate::kernel::App;
 use crate::store::{now_ms, SessionRow};
-use crate::Core;
 
 /// The longest wait between polls of a provider that keeps failing.
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
@@ -28,7 +28,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 type Backoff = HashMap<(String, Provider), (Instant, Duration)>;
 
 /// Polls until `stop` resolves.
-pub async fn run(core: &Core, stop: impl std::future::Future<Output = ()>) {
+pub async fn run(app: &App, stop: impl std::future::Future<Output = ()>) {
     tokio::pin!(stop);
     let http = match reqwest::Client::builder().timeout(TIMEOUT).build() {
         Ok(http) => http,
@@ -39,12 +39,12 @@ pub async fn run(core: &Core, stop: impl std::future::Future<Output = ()>) {
     };
     let mut backoff = Backoff::new();
     loop {
-        if let Err(e) = poll(core, &http, &mut backoff).await {
+        if let Err(e) = poll(app, &http, &mut backoff).await {
             tracing::warn!(error = %e, "polling providers failed; retrying");
         }
         tokio::select! {
             _ = &mut stop => return,
-            _ = tokio::time::sleep(core.settings.poll_interval) => {}
+            _ = tokio::time::sleep(app.settings.poll_interval) => {}
         }
     }
 }
@@ -59,11 +59,11 @@ enum Failure {
 
 /// One round over every polled host and provider.
 async fn poll(
-    core: &Core,
+    app: &App,
     http: &reqwest::Client,
     backoff: &mut Backoff,
-) -> Result<(), crate::error::ApiError> {
-    for (host_id, name) in core.store.provider_hosts().await? {
+) -> Result<(), crate::kernel::Error> {
+    for (host_id, name) in app.store.provider_hosts().await? {
         let Ok(provider) = name.parse::<Provider>() else {
             continue;
         };
@@ -75,24 +75,24 @@ async fn poll(
         {
             continue;
         }
-        let Some(api_key) = super::secret(&core.store, &core.master_key, &host_id, provider)
+        let Some(api_key) = secret(&app.store, &app.master_key, &host_id, provider)
             .await
             .map_err(|e| {
                 tracing::error!(host = %host_id, provider = name, error = %e, "provider key does not open");
-                crate::error::ApiError::Internal
+                crate::kernel::Error::Internal
             })?
         else {
             continue;
         };
         let api_key = String::from_utf8_lossy(&api_key).into_owned();
         let now = now_ms();
-        let sessions = core
+        let sessions = app
             .store
             .sessions_to_poll(&host_id, provider.name(), now / 1000)
             .await?;
         let mut failed = None;
         for row in sessions {
-            match read(core, http, provider, &api_key, &row).await {
+            match read(app, http, provider, &api_key, &row).await {
                 Ok(()) => {}
                 Err(Failure::Skip) => {}
                 Err(Failure::BackOff(at_least)) => {
@@ -108,7 +108,7 @@ async fn poll(
             Some(at_least) => {
                 let last = backoff.get(&key).map_or(Duration::ZERO, |(_, d)| *d);
                 let next = (last * 2)
-                    .max(core.settings.poll_interval)
+                    .max(app.settings.poll_interval)
                     .max(at_least.unwrap_or_default())
                     .min(MAX_BACKOFF);
                 tracing::info!(host = %host_id, provider = name, wait_ms = next.as_millis() as u64, "provider backing off");
@@ -121,7 +121,7 @@ async fn poll(
 
 /// Reads session `row`'s sandbox and reports a changed state.
 async fn read(
-    core: &Core,
+    app: &App,
     http: &reqwest::Client,
     provider: Provider,
     api_key: &str,
@@ -130,13 +130,13 @@ async fn read(
     let sandbox = row.sandbox_id.as_deref().unwrap_or_default();
     let request = match provider {
         Provider::Runloop => http
-            .get(runloop::url(&core.settings.runloop_url, sandbox))
+            .get(runloop::url(&app.settings.runloop_url, sandbox))
             .bearer_auth(api_key),
         _ => http
-            .get(browserbase::url(&core.settings.browserbase_url, sandbox))
+            .get(browserbase::url(&app.settings.browserbase_url, sandbox))
             .header(browserbase::API_KEY, api_key),
     };
-    let count = |outcome| core.deliveries.count(provider.name(), outcome);
+    let count = |outcome| app.deliveries.count(provider.name(), outcome);
     let response = request.send().await.map_err(|e| {
         count("unreachable");
         // Without the URL: reqwest's error names it, and a query could carry a key.
@@ -184,7 +184,7 @@ async fn read(
     }
     count("polled");
     if let Err(e) =
-        crate::lifecycle::receive(core, &row.host_id, provider.name(), &report, None).await
+        crate::lifecycle::receive(app, &row.host_id, provider.name(), &report, None).await
     {
         tracing::warn!(session = %row.id, error = %e, "recording a polled state failed");
     }

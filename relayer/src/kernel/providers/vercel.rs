@@ -15,8 +15,8 @@
 //! named by `payload.sandbox.name`, else `payload.sandbox.id`; a session stopped for a snapshot
 //! is a pause (the sandbox can resume), any other stop ends the sandbox's Bursar session.
 
-use axum::http::HeaderMap;
 use hmac::{Hmac, Mac};
+use http::HeaderMap;
 use serde_json::Value;
 use sha1::Sha1;
 

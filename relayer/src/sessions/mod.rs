@@ -16,18 +16,23 @@ use bursar_bindings::wallet::{session_id, ISessionWallet, SessionStatus};
 use bursar_client::sign;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
-use crate::error::ApiError;
+mod capability;
+mod view;
+
+pub use capability::{authenticate, token_hash};
+pub use view::{chain_state, get, list, ChainState, SessionView};
+
+use capability::capability_token;
+
 use crate::hosts::Host;
+use crate::kernel::json::{session_id_text, Amount, HashOrText};
+use crate::kernel::session::{not_open, parse_id, send, signer_of, stored_terms, StoredTerms};
+use crate::kernel::{App, Error};
+use crate::random::random_bytes;
 use crate::store::{now_ms, NewSession, SessionRow, SessionTx, Store, TxStatus};
 use crate::submission::Call;
-use crate::wire::{session_id_text, Amount, HashOrText};
-use crate::{random_bytes, vault, Core};
-
-/// Gas for calls whose cost does not depend on the caller's data (revoke, close, renew); the
-/// devnet measures each under 120,000.
-const SMALL_CALL_GAS: u64 = 250_000;
+use crate::vault;
 
 /// `POST /v1/sessions/prepare`: the `openSession` terms (amounts as decimal strings in base
 /// units) and the sandbox they are for.
@@ -144,62 +149,29 @@ pub struct Opened {
     pub transaction_hash: Option<String>,
 }
 
-/// The terms as stored: the typed data shown to the owner, the same terms ABI-encoded, and the
-/// chain's head when they were prepared (no session with their nonce can have opened before).
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct StoredTerms {
-    typed_data: Value,
-    abi: Bytes,
-    /// Absent in rows prepared before it was kept: then from block 0.
-    #[serde(default)]
-    prepared_at_block: u64,
-}
-
-impl StoredTerms {
-    fn terms(&self) -> Result<OpenSession, ApiError> {
-        OpenSession::abi_decode(&self.abi).map_err(|e| {
-            tracing::error!(error = %e, "stored terms do not decode");
-            ApiError::Internal
-        })
-    }
-}
-
-/// The terms a session was prepared with.
-pub fn terms_of(row: &SessionRow) -> Result<OpenSession, ApiError> {
-    stored_terms(row)?.terms()
-}
-
-fn stored_terms(row: &SessionRow) -> Result<StoredTerms, ApiError> {
-    serde_json::from_str(&row.terms).map_err(|e| {
-        tracing::error!(session = %row.id, error = %e, "stored terms do not parse");
-        ApiError::Internal
-    })
-}
-
 /// Prepares a session for `host`: a fresh custodial key, the relayer's signer as lease keeper,
 /// a random owner nonce (which fixes the session id), and the typed data the owner signs.
-pub async fn prepare(core: &Core, host: &Host, req: PrepareRequest) -> Result<Prepared, ApiError> {
-    let now = core.now(true).await?;
+pub async fn prepare(app: &App, host: &Host, req: PrepareRequest) -> Result<Prepared, Error> {
+    let now = app.now(true).await?;
     if req.owner.is_zero() {
-        return Err(ApiError::invalid(
+        return Err(Error::invalid(
             "owner",
             "owner must not be the zero address",
         ));
     }
     if req.token.is_zero() {
-        return Err(ApiError::invalid(
+        return Err(Error::invalid(
             "token",
             "a native-currency deposit cannot be opened gaslessly: open it with the owner's \
              wallet and register it",
         ));
     }
     if req.expires_at <= now {
-        return Err(ApiError::invalid("expiresAt", "expiresAt is in the past"));
+        return Err(Error::invalid("expiresAt", "expiresAt is in the past"));
     }
-    let signers = core.engine.signers();
+    let signers = app.engine.signers();
     if req.session_key.is_some_and(|k| signers.contains(&k)) {
-        return Err(ApiError::invalid(
+        return Err(Error::invalid(
             "sessionKey",
             "the session key must not be a relayer signer: as the lease keeper it could renew \
              its own lease",
@@ -207,16 +179,16 @@ pub async fn prepare(core: &Core, host: &Host, req: PrepareRequest) -> Result<Pr
     }
     for (field, text) in [("provider", &req.provider), ("sandboxId", &req.sandbox_id)] {
         if text.as_ref().is_some_and(|t| t.is_empty() || t.len() > 128) {
-            return Err(ApiError::invalid(
+            return Err(Error::invalid(
                 field,
                 format!("{field} must be 1 to 128 bytes"),
             ));
         }
     }
     let signer = signers[usize::from(random_bytes::<1>()[0]) % signers.len()];
-    let prepared_at_block = core.client.block_number().await?;
+    let prepared_at_block = app.client.block_number().await?;
     let owner_nonce = U256::from_be_bytes(random_bytes::<32>()) >> 1;
-    let deadline = now + core.settings.prepare_ttl.as_secs();
+    let deadline = now + app.settings.prepare_ttl.as_secs();
     let terms = OpenSession {
         owner: req.owner,
         sessionKey: Address::ZERO,
@@ -236,11 +208,11 @@ pub async fn prepare(core: &Core, host: &Host, req: PrepareRequest) -> Result<Pr
         nonce: owner_nonce,
         deadline: U256::from(deadline),
     };
-    let permit = permit_typed_data(core, &terms).await?;
+    let permit = permit_typed_data(app, &terms).await?;
     let (session_key, sealed) = match req.session_key {
         Some(own) => (own, None),
         None => {
-            let (key, sealed) = vault::new_sealed_key(&core.master_key, &host.id);
+            let (key, sealed) = vault::new_sealed_key(&app.master_key, &host.id);
             (key.address(), Some(sealed))
         }
     };
@@ -248,7 +220,7 @@ pub async fn prepare(core: &Core, host: &Host, req: PrepareRequest) -> Result<Pr
         sessionKey: session_key,
         ..terms
     };
-    let open_typed = sign::open_session_typed_data(&terms, core.chain_id, core.contracts.gateway);
+    let open_typed = sign::open_session_typed_data(&terms, app.chain_id, app.contracts.gateway);
     let typed_data = json!({ "openSession": open_typed, "permit": permit });
     let id = session_id_text(session_id(terms.owner, terms.nonce));
     let prepared_id = format!(
@@ -260,8 +232,8 @@ pub async fn prepare(core: &Core, host: &Host, req: PrepareRequest) -> Result<Pr
         abi: terms.abi_encode().into(),
         prepared_at_block,
     })
-    .map_err(|_| ApiError::Internal)?;
-    core.store
+    .map_err(|_| Error::Internal)?;
+    app.store
         .insert_prepared_session(
             sealed.as_ref(),
             &NewSession {
@@ -296,14 +268,14 @@ pub async fn prepare(core: &Core, host: &Host, req: PrepareRequest) -> Result<Pr
 /// The permit of the deposit to the wallet as typed data, when the token's own
 /// `DOMAIN_SEPARATOR` is the one its `name()` and version "1" give (EIP-2612 as most tokens
 /// implement it); `null` otherwise, rather than typed data the token would not accept.
-async fn permit_typed_data(core: &Core, terms: &OpenSession) -> Result<Value, ApiError> {
+async fn permit_typed_data(app: &App, terms: &OpenSession) -> Result<Value, Error> {
     let token = terms.token;
-    let name = core.client.view(None, token, ITestToken::nameCall {}).await;
-    let separator = core
+    let name = app.client.view(None, token, ITestToken::nameCall {}).await;
+    let separator = app
         .client
         .view(None, token, ITestToken::DOMAIN_SEPARATORCall {})
         .await;
-    let nonce = core
+    let nonce = app
         .client
         .view(None, token, ITestToken::noncesCall { owner: terms.owner })
         .await;
@@ -313,7 +285,7 @@ async fn permit_typed_data(core: &Core, terms: &OpenSession) -> Result<Value, Ap
     let domain = alloy_sol_types::Eip712Domain::new(
         Some(name.into()),
         Some("1".into()),
-        Some(U256::from(core.chain_id)),
+        Some(U256::from(app.chain_id)),
         Some(token),
         None,
     );
@@ -322,7 +294,7 @@ async fn permit_typed_data(core: &Core, terms: &OpenSession) -> Result<Value, Ap
     }
     let permit = Permit {
         owner: terms.owner,
-        spender: core.contracts.wallet,
+        spender: app.contracts.wallet,
         value: terms.deposit,
         nonce,
         deadline: terms.deadline,
@@ -333,30 +305,30 @@ async fn permit_typed_data(core: &Core, terms: &OpenSession) -> Result<Value, Ap
 /// Opens a prepared session through the gateway with the owner's signatures, after checking
 /// them (and everything else `openSessionWithSig` checks) against the current block; waits up
 /// to [`crate::Settings::open_wait`] for it to be mined.
-pub async fn open(core: &Core, host: &Host, req: OpenRequest) -> Result<Opened, ApiError> {
-    let row = prepared(&core.store, host, &req.prepared_id).await?;
+pub async fn open(app: &App, host: &Host, req: OpenRequest) -> Result<Opened, Error> {
+    let row = prepared(&app.store, host, &req.prepared_id).await?;
     let terms = stored_terms(&row)?.terms()?;
     let call = terms.with_sig_call(req.owner_signature, req.permit_signature);
     let signer = signer_of(&row)?;
     let data = call.abi_encode();
     // The gateway's own checks, now: a bad signature or an unfunded owner is refused here.
-    let gas_limit = core.gas_for(signer, core.contracts.gateway, &data).await?;
+    let gas_limit = app.gas_for(signer, app.contracts.gateway, &data).await?;
     let (token, token_hash) = capability_token();
     let call = Call {
         signer,
-        to: core.contracts.gateway,
+        to: app.contracts.gateway,
         data: data.into(),
         value: U256::ZERO,
         gas_limit,
     };
-    let (mut db, tx_id) = core.queue(&call).await?;
+    let (mut db, tx_id) = app.queue(&call).await?;
     if !Store::set_session_opening(&mut db, &row.id, Some(tx_id), &token_hash).await? {
         return Err(already_opened(&row));
     }
-    core.commit(db).await?;
+    app.commit(db).await?;
     tracing::info!(host = %host.id, session = %row.id, "session opening");
-    let status = wait_until_settled(core, &row.id, core.settings.open_wait).await?;
-    let transaction_hash = core
+    let status = wait_until_settled(app, &row.id, app.settings.open_wait).await?;
+    let transaction_hash = app
         .store
         .transaction(tx_id)
         .await?
@@ -373,12 +345,12 @@ pub async fn open(core: &Core, host: &Host, req: OpenRequest) -> Result<Opened, 
 /// the prepared key): its `SessionOpened` must carry every prepared term, else nothing the
 /// host relies on (its guardian's revoke, the lease, the caps) would hold; then it gets a
 /// capability token.
-pub async fn register(core: &Core, host: &Host, req: RegisterRequest) -> Result<Opened, ApiError> {
-    let row = prepared(&core.store, host, &req.prepared_id).await?;
+pub async fn register(app: &App, host: &Host, req: RegisterRequest) -> Result<Opened, Error> {
+    let row = prepared(&app.store, host, &req.prepared_id).await?;
     let stored = stored_terms(&row)?;
     let terms = stored.terms()?;
     let not_opened = || {
-        ApiError::conflict(
+        Error::conflict(
             "session_not_opened",
             format!(
                 "no session {} of owner {} with session key {} is open on chain: the owner \
@@ -388,30 +360,30 @@ pub async fn register(core: &Core, host: &Host, req: RegisterRequest) -> Result<
         )
     };
     let id = parse_id(&row.id)?;
-    let on_chain = core
+    let on_chain = app
         .client
         .view(
             None,
-            core.contracts.wallet,
+            app.contracts.wallet,
             ISessionWallet::sessionTermsCall { sessionId: id },
         )
         .await?;
     if on_chain._0 != terms.owner || on_chain._1 != terms.sessionKey {
         return Err(not_opened());
     }
-    let opened = session_opened(core, id, stored.prepared_at_block)
+    let opened = session_opened(app, id, stored.prepared_at_block)
         .await?
         .ok_or_else(not_opened)?;
     if let Some((field, prepared, on_chain)) = first_difference(&terms, &opened) {
         tracing::warn!(host = %host.id, session = %row.id, field, "registered terms differ");
-        return Err(ApiError::TermsMismatch {
+        return Err(Error::TermsMismatch {
             field,
             prepared,
             on_chain,
         });
     }
     let (token, token_hash) = capability_token();
-    let mut db = core.store.begin().await?;
+    let mut db = app.store.begin().await?;
     if !Store::set_session_opening(&mut db, &row.id, None, &token_hash).await? {
         return Err(already_opened(&row));
     }
@@ -428,18 +400,18 @@ pub async fn register(core: &Core, host: &Host, req: RegisterRequest) -> Result<
 /// Session `id`'s `SessionOpened`, looked for from block `from` to the head (in the ranges
 /// the node takes).
 async fn session_opened(
-    core: &Core,
+    app: &App,
     id: U256,
     from: u64,
-) -> Result<Option<ISessionWallet::SessionOpened>, ApiError> {
+) -> Result<Option<ISessionWallet::SessionOpened>, Error> {
     use alloy_sol_types::SolEvent;
     let topics = [
         vec![ISessionWallet::SessionOpened::SIGNATURE_HASH],
         vec![B256::from(id)],
     ];
-    let head = core.client.block_number().await?;
-    let at = [core.contracts.wallet];
-    let read = |blocks| core.client.logs_matching(&at, &topics, blocks);
+    let head = app.client.block_number().await?;
+    let at = [app.contracts.wallet];
+    let read = |blocks| app.client.logs_matching(&at, &topics, blocks);
     let (logs, _) = bursar_client::ranges::in_ranges((from, head), read, |_, _| {}).await?;
     Ok(logs.iter().find_map(|l| {
         ISessionWallet::SessionOpened::decode_raw_log(l.topics.iter().copied(), &l.data).ok()
@@ -491,13 +463,13 @@ fn first_difference(
 
 /// A session `host` prepared and did not open yet, unless its sandbox was reported terminated
 /// meanwhile.
-async fn prepared(store: &Store, host: &Host, prepared_id: &str) -> Result<SessionRow, ApiError> {
+async fn prepared(store: &Store, host: &Host, prepared_id: &str) -> Result<SessionRow, Error> {
     let row = store
         .prepared_session(&host.id, prepared_id)
         .await?
-        .ok_or(ApiError::NotFound)?;
+        .ok_or(Error::NotFound)?;
     if row.sandbox_state.as_deref() == Some("terminated") {
-        return Err(ApiError::conflict(
+        return Err(Error::conflict(
             "sandbox_terminated",
             format!(
                 "the sandbox of session {} was reported terminated: prepare a new session",
@@ -508,257 +480,41 @@ async fn prepared(store: &Store, host: &Host, prepared_id: &str) -> Result<Sessi
     Ok(row)
 }
 
-fn already_opened(row: &SessionRow) -> ApiError {
-    ApiError::conflict(
+fn already_opened(row: &SessionRow) -> Error {
+    Error::conflict(
         "session_already_opened",
         format!("session {} was opened or registered before", row.id),
     )
 }
 
 /// Waits until session `id` is no longer `opening`, at most `wait`; returns its status.
-async fn wait_until_settled(core: &Core, id: &str, wait: Duration) -> Result<String, ApiError> {
+async fn wait_until_settled(app: &App, id: &str, wait: Duration) -> Result<String, Error> {
     let status = || async {
-        let row = core
-            .store
-            .session(id, None)
-            .await?
-            .ok_or(ApiError::Internal)?;
+        let row = app.store.session(id, None).await?.ok_or(Error::Internal)?;
         Ok((row.status != "opening").then_some(row.status))
     };
-    Ok(core
+    Ok(app
         .wait_for(wait, status)
         .await?
         .unwrap_or_else(|| "opening".into()))
 }
 
-/// Seconds before a session's expiry from which its capability token is checked against the
-/// chain's head, not the engine's last look at it.
-const EXPIRY_MARGIN: u64 = 30;
-
-/// A new capability token and its SHA-256 (what is stored).
-fn capability_token() -> (String, String) {
-    let token = format!(
-        "bct_{}",
-        alloy_primitives::hex::encode(random_bytes::<32>())
-    );
-    let hash = token_hash(&token);
-    (token, hash)
-}
-
-/// The stored form of a bearer token.
-pub fn token_hash(token: &str) -> String {
-    alloy_primitives::hex::encode(Sha256::digest(token.as_bytes()))
-}
-
-/// The session a capability token opens: live (not revoked by the host, not expired).
-pub async fn authenticate(core: &Core, bearer: &str) -> Result<SessionRow, ApiError> {
-    let session = core
-        .store
-        .session_by_capability(&token_hash(bearer))
-        .await?
-        .ok_or(ApiError::Unauthorized)?;
-    // By the later of the chain's clock and ours, as the wallet would see it expire. The
-    // engine's view of the chain's clock may be a poll old, and a dev chain's runs ahead of
-    // ours: close to the expiry, the head is read again.
-    let expires_at = session.expires_at as u64;
-    let now = core.now(false).await?;
-    let mut expired = expires_at <= now;
-    if !expired && expires_at <= now.saturating_add(EXPIRY_MARGIN) {
-        expired = expires_at <= core.now(true).await?;
-    }
-    if session.capability_revoked_at.is_some() || expired {
-        return Err(ApiError::Unauthorized);
-    }
-    Ok(session)
-}
-
-/// A session as the API shows it.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionView {
-    /// The on-chain id.
-    pub session_id: String,
-    /// The relayer's view: `prepared`, `opening`, `open` or `failed`.
-    pub status: String,
-    /// The owner.
-    pub owner: String,
-    /// The custodial session key.
-    pub session_key: String,
-    /// The relayer signer pinned to it.
-    pub lease_keeper: String,
-    /// The provider named at prepare.
-    pub provider: Option<String>,
-    /// The sandbox named at prepare.
-    pub sandbox_id: Option<String>,
-    /// The terms, as the owner signed them.
-    pub terms: Value,
-    /// Whether the host revoked the capability token.
-    pub capability_revoked: bool,
-    /// The sandbox's last heartbeat (unix ms).
-    pub last_heartbeat_at: Option<i64>,
-    /// When it was prepared (unix ms).
-    pub created_at: i64,
-    /// `running`, `paused` or `terminated`, as the sandbox's lifecycle events reported it.
-    pub sandbox_state: Option<String>,
-    /// Whether the relayer is revoking and closing it (its sandbox terminated).
-    pub winding_down: bool,
-    /// The contracts' state now (only on `GET /v1/sessions/{id}`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub chain: Option<ChainState>,
-    /// The sandbox's lifecycle events and what each did, newest first (only on
-    /// `GET /v1/sessions/{id}`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub lifecycle: Option<Vec<Value>>,
-    /// The usage charged at the host's rates, oldest first (only on `GET /v1/sessions/{id}`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub metering: Option<Vec<Value>>,
-}
-
-/// A session's on-chain state, as the wallet reports it at the latest block.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ChainState {
-    /// `unknown`, `active`, `revoked` or `closed`.
-    pub status: &'static str,
-    /// Whether it can pay now (active, started, unexpired, lease current).
-    pub can_pay: bool,
-    /// Escrowed.
-    pub deposit: String,
-    /// Paid out.
-    pub spent: String,
-    /// Held by pending payments.
-    pub reserved: String,
-    /// What may still be paid from the deposit.
-    pub remaining_deposit: String,
-    /// What may still be paid this period (2^256-1 without a budget).
-    pub remaining_period_budget: String,
-    /// Spent in the current period.
-    pub period_spent: String,
-    /// The current period's start (unix seconds).
-    pub period_start: u64,
-    /// The lease's expiry (unix seconds; 0 without a lease).
-    pub lease_expires_at: u64,
-}
-
-impl SessionView {
-    fn of(row: SessionRow) -> Result<Self, ApiError> {
-        let terms = stored_terms(&row)?.typed_data["openSession"]["message"].clone();
-        Ok(SessionView {
-            session_id: row.id,
-            status: row.status,
-            owner: crate::wire::eip55(&row.owner),
-            session_key: crate::wire::eip55(&row.session_key),
-            lease_keeper: crate::wire::eip55(&row.signer),
-            provider: row.provider,
-            sandbox_id: row.sandbox_id,
-            terms,
-            capability_revoked: row.capability_revoked_at.is_some(),
-            last_heartbeat_at: row.last_heartbeat_at,
-            created_at: row.created_at,
-            sandbox_state: row.sandbox_state,
-            winding_down: row.winding_down != crate::store::WindDown::No,
-            chain: None,
-            lifecycle: None,
-            metering: None,
-        })
-    }
-}
-
-/// `host`'s sessions, newest first (filters: provider, sandbox; paging by `before`).
-pub async fn list(
-    core: &Core,
-    host: &Host,
-    provider: Option<&str>,
-    sandbox_id: Option<&str>,
-    before: Option<i64>,
-    limit: Option<i64>,
-) -> Result<Vec<SessionView>, ApiError> {
-    let limit = limit.unwrap_or(100).clamp(1, 1000);
-    let rows = core
-        .store
-        .sessions(
-            &host.id,
-            provider,
-            sandbox_id,
-            before.unwrap_or(i64::MAX),
-            limit,
-        )
-        .await?;
-    rows.into_iter().map(SessionView::of).collect()
-}
-
-/// One of `host`'s sessions with its on-chain state.
-pub async fn get(core: &Core, host: &Host, id: &str) -> Result<SessionView, ApiError> {
-    let row = host_session(&core.store, host, id).await?;
-    let chain = chain_state(core, parse_id(&row.id)?).await?;
-    let lifecycle = crate::lifecycle::history(core, &row.id).await?;
-    let mut view = SessionView::of(row)?;
-    view.chain = Some(chain);
-    view.lifecycle = Some(lifecycle);
-    view.metering = Some(crate::metering::charges(core, &view.session_id).await?);
-    Ok(view)
-}
-
-/// The wallet's view of session `id` now.
-pub async fn chain_state(core: &Core, id: U256) -> Result<ChainState, ApiError> {
-    let wallet = core.contracts.wallet;
-    let (state, authority, deposit_left, period_left) = tokio::try_join!(
-        core.client.view(
-            None,
-            wallet,
-            ISessionWallet::sessionStateCall { sessionId: id }
-        ),
-        core.client.view(
-            None,
-            wallet,
-            ISessionWallet::sessionAuthorityCall { sessionId: id }
-        ),
-        core.client.view(
-            None,
-            wallet,
-            ISessionWallet::remainingDepositCall { sessionId: id }
-        ),
-        core.client.view(
-            None,
-            wallet,
-            ISessionWallet::remainingPeriodBudgetCall { sessionId: id }
-        ),
-    )?;
-    Ok(ChainState {
-        status: match state._0 {
-            s if s == SessionStatus::Active as u8 => "active",
-            s if s == SessionStatus::Revoked as u8 => "revoked",
-            s if s == SessionStatus::Closed as u8 => "closed",
-            _ => "unknown",
-        },
-        can_pay: authority._2,
-        deposit: state._1.to_string(),
-        spent: state._2.to_string(),
-        reserved: state._3.to_string(),
-        remaining_deposit: deposit_left.to_string(),
-        remaining_period_budget: period_left.to_string(),
-        period_spent: state._4.to_string(),
-        period_start: state._5,
-        lease_expires_at: state._6,
-    })
-}
-
 /// The wallet's `sessionState` of session `id` at the latest block.
 async fn session_state(
-    core: &Core,
+    app: &App,
     id: U256,
-) -> Result<<ISessionWallet::sessionStateCall as alloy_sol_types::SolCall>::Return, ApiError> {
+) -> Result<<ISessionWallet::sessionStateCall as alloy_sol_types::SolCall>::Return, Error> {
     let call = ISessionWallet::sessionStateCall { sessionId: id };
-    Ok(core.client.view(None, core.contracts.wallet, call).await?)
+    Ok(app.client.view(None, app.contracts.wallet, call).await?)
 }
 
 /// Session `id` if `host` prepared it (another host's id is not found).
-pub async fn host_session(store: &Store, host: &Host, id: &str) -> Result<SessionRow, ApiError> {
-    let id = crate::wire::parse_session_id(id).ok_or(ApiError::NotFound)?;
+pub async fn host_session(store: &Store, host: &Host, id: &str) -> Result<SessionRow, Error> {
+    let id = crate::kernel::json::parse_session_id(id).ok_or(Error::NotFound)?;
     store
         .session(&session_id_text(id), Some(&host.id))
         .await?
-        .ok_or(ApiError::NotFound)
+        .ok_or(Error::NotFound)
 }
 
 /// What revoking did.
@@ -779,12 +535,12 @@ pub struct Revoked {
 
 /// Revokes a session: its capability token at once, and on chain when the relayer is its
 /// guardian (waiting, as long as an open does, for that to be mined).
-pub async fn revoke(core: &Core, host: &Host, id: &str) -> Result<Revoked, ApiError> {
-    let row = host_session(&core.store, host, id).await?;
-    core.store.revoke_capability(&row.id, now_ms()).await?;
+pub async fn revoke(app: &App, host: &Host, id: &str) -> Result<Revoked, Error> {
+    let row = host_session(&app.store, host, id).await?;
+    app.store.revoke_capability(&row.id, now_ms()).await?;
     let session = parse_id(&row.id)?;
     let terms = stored_terms(&row)?.terms()?;
-    let state = session_state(core, session).await?;
+    let state = session_state(app, session).await?;
     let mut transaction_hash = None;
     let on_chain = if state._0 == SessionStatus::None as u8 {
         "not_open"
@@ -795,14 +551,14 @@ pub async fn revoke(core: &Core, host: &Host, id: &str) -> Result<Revoked, ApiEr
     } else {
         let call = ISessionWallet::revokeCall { sessionId: session };
         let tx = send(
-            core,
+            app,
             &row,
-            core.contracts.wallet,
+            app.contracts.wallet,
             call.abi_encode(),
             SessionTx::Revoke,
         )
         .await?;
-        transaction_hash = mined(core, tx).await?;
+        transaction_hash = mined(app, tx).await?;
         if transaction_hash.is_some() {
             "revoked"
         } else {
@@ -821,26 +577,26 @@ pub async fn revoke(core: &Core, host: &Host, id: &str) -> Result<Revoked, ApiEr
 /// Closes a session on chain (the refund goes to the owner): possible once it is revoked,
 /// expired or its lease has lapsed; refused with the wallet's error otherwise. Waits (as long
 /// as an open does) for the close to be mined.
-pub async fn close(core: &Core, host: &Host, id: &str) -> Result<Value, ApiError> {
-    let row = host_session(&core.store, host, id).await?;
+pub async fn close(app: &App, host: &Host, id: &str) -> Result<Value, Error> {
+    let row = host_session(&app.store, host, id).await?;
     let call = ISessionWallet::closeCall {
         sessionId: parse_id(&row.id)?,
     };
-    let refund = core
+    let refund = app
         .client
-        .view(Some(signer_of(&row)?), core.contracts.wallet, call.clone())
+        .view(Some(signer_of(&row)?), app.contracts.wallet, call.clone())
         .await?;
-    core.store.revoke_capability(&row.id, now_ms()).await?;
+    app.store.revoke_capability(&row.id, now_ms()).await?;
     let tx = send(
-        core,
+        app,
         &row,
-        core.contracts.wallet,
+        app.contracts.wallet,
         call.abi_encode(),
         SessionTx::Close,
     )
     .await?;
     tracing::info!(host = %host.id, session = %row.id, "session closing");
-    let transaction_hash = mined(core, tx).await?;
+    let transaction_hash = mined(app, tx).await?;
     Ok(json!({
         "sessionId": row.id,
         "refund": refund.to_string(),
@@ -850,16 +606,12 @@ pub async fn close(core: &Core, host: &Host, id: &str) -> Result<Value, ApiError
 }
 
 /// The hash of transaction `tx` once mined, waiting at most [`crate::Settings::open_wait`].
-async fn mined(core: &Core, tx: i64) -> Result<Option<String>, ApiError> {
+async fn mined(app: &App, tx: i64) -> Result<Option<String>, Error> {
     let look = || async {
-        let row = core
-            .store
-            .transaction(tx)
-            .await?
-            .ok_or(ApiError::Internal)?;
+        let row = app.store.transaction(tx).await?.ok_or(Error::Internal)?;
         Ok(row.mined_hash.filter(|_| row.receipt_status == Some(1)))
     };
-    core.wait_for(core.settings.open_wait, look).await
+    app.wait_for(app.settings.open_wait, look).await
 }
 
 /// What a heartbeat did.
@@ -880,17 +632,17 @@ pub struct Heartbeat {
 /// Records the sandbox's heartbeat and, once less than half the lease is left, renews the lease
 /// on chain (one renewal in flight at a time) — unless the sandbox is reported paused or
 /// terminated.
-pub async fn heartbeat(core: &Core, row: &SessionRow) -> Result<Heartbeat, ApiError> {
+pub async fn heartbeat(app: &App, row: &SessionRow) -> Result<Heartbeat, Error> {
     if row.status != "open" {
         return Err(not_open(row));
     }
-    core.store.heartbeat(&row.id, now_ms()).await?;
+    app.store.heartbeat(&row.id, now_ms()).await?;
     let held = matches!(row.sandbox_state.as_deref(), Some("paused" | "terminated"));
     let (lease_expires_at, renewal_submitted) = if held {
-        let state = session_state(core, parse_id(&row.id)?).await?;
+        let state = session_state(app, parse_id(&row.id)?).await?;
         (state._6, false)
     } else {
-        renew_lease(core, row).await?
+        renew_lease(app, row).await?
     };
     Ok(Heartbeat {
         session_id: row.id.clone(),
@@ -903,17 +655,17 @@ pub async fn heartbeat(core: &Core, row: &SessionRow) -> Result<Heartbeat, ApiEr
 /// Renews session `row`'s lease on chain once less than half of it is left, or it has lapsed
 /// (the keeper may revive it), unless a renewal is in flight. Answers the lease's expiry
 /// before the renewal and whether one was sent; the wallet's refusal is the error.
-pub(crate) async fn renew_lease(core: &Core, row: &SessionRow) -> Result<(u64, bool), ApiError> {
+pub(crate) async fn renew_lease(app: &App, row: &SessionRow) -> Result<(u64, bool), Error> {
     let session = parse_id(&row.id)?;
     let terms = stored_terms(row)?.terms()?;
-    let state = session_state(core, session).await?;
+    let state = session_state(app, session).await?;
     let lease_expires_at = state._6;
     // The chain's clock, not ours: it is the one the wallet checks the lease against.
-    let chain_now: u64 = core.client.latest_block().await?.timestamp.to();
+    let chain_now: u64 = app.client.latest_block().await?.timestamp.to();
     let left = lease_expires_at.saturating_sub(chain_now);
     let due = terms.leaseSeconds > 0 && left < terms.leaseSeconds / 2;
     let in_flight = match row.lease_transaction {
-        Some(tx) => core
+        Some(tx) => app
             .store
             .transaction(tx)
             .await?
@@ -930,58 +682,18 @@ pub(crate) async fn renew_lease(core: &Core, row: &SessionRow) -> Result<(u64, b
         signature: Bytes::new(),
     };
     // As the keeper the signer renews directly; a refusal (revoked, expired) is the answer.
-    core.client
-        .view(Some(signer_of(row)?), core.contracts.wallet, call.clone())
+    app.client
+        .view(Some(signer_of(row)?), app.contracts.wallet, call.clone())
         .await?;
     send(
-        core,
+        app,
         row,
-        core.contracts.wallet,
+        app.contracts.wallet,
         call.abi_encode(),
         SessionTx::Lease,
     )
     .await?;
     Ok((lease_expires_at, true))
-}
-
-/// Queues `data` to `to` from the session's signer and records it in the session's `which`
-/// column, together; returns the transaction's id.
-pub(crate) async fn send(
-    core: &Core,
-    row: &SessionRow,
-    to: Address,
-    data: Vec<u8>,
-    which: SessionTx,
-) -> Result<i64, ApiError> {
-    let call = Call {
-        signer: signer_of(row)?,
-        to,
-        data: data.into(),
-        value: U256::ZERO,
-        gas_limit: SMALL_CALL_GAS,
-    };
-    let (mut db, tx_id) = core.queue(&call).await?;
-    Store::set_session_transaction(&mut db, &row.id, which, tx_id).await?;
-    core.commit(db).await?;
-    Ok(tx_id)
-}
-
-/// The conflict of acting on a session that is not open.
-pub fn not_open(row: &SessionRow) -> ApiError {
-    ApiError::conflict(
-        "session_not_open",
-        format!("session {} is {}, not open", row.id, row.status),
-    )
-}
-
-/// The relayer signer a session is pinned to.
-pub fn signer_of(row: &SessionRow) -> Result<Address, ApiError> {
-    row.signer.parse().map_err(|_| ApiError::Internal)
-}
-
-/// A stored session id as a number.
-pub fn parse_id(id: &str) -> Result<U256, ApiError> {
-    crate::wire::parse_session_id(id).ok_or(ApiError::Internal)
 }
 
 #[cfg(test)]

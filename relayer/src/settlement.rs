@@ -9,9 +9,10 @@ use bursar_bindings::wallet::ISessionWallet;
 use bursar_client::revert::decode_error;
 use serde_json::{json, Value};
 
+use crate::kernel::App;
 use crate::payments::PaymentView;
 use crate::store::{PaymentRow, SessionTx, StoreError, TxRow};
-use crate::{webhooks, Core};
+use crate::webhooks;
 
 /// Why a pass failed (it is retried).
 #[derive(Debug, thiserror::Error)]
@@ -24,40 +25,20 @@ pub enum OutcomeError {
     Rpc(#[from] bursar_client::rpc::RpcError),
 }
 
-/// Settles outcomes after each engine pass until `stop` resolves.
-pub async fn run(core: &Core, stop: impl std::future::Future<Output = ()>) {
-    tokio::pin!(stop);
-    let mut changes = core.engine.changes();
-    loop {
-        match settle(core).await {
-            Ok(0) => {}
-            Ok(_) => {
-                core.settled.send_modify(|n| *n += 1);
-            }
-            Err(e) => tracing::warn!(error = %e, "reading outcomes failed; retrying"),
-        }
-        tokio::select! {
-            _ = &mut stop => return,
-            _ = changes.changed() => {}
-            _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
-        }
-    }
-}
-
 /// One pass: returns how many outcomes it recorded. Each outcome is announced to the host's
 /// webhooks before it is recorded: a crash in between announces it again under the same
 /// message id, never not at all.
-pub async fn settle(core: &Core) -> Result<usize, OutcomeError> {
-    Ok(opens(core).await?
-        + payments(core).await?
-        + decisions(core).await?
-        + session_ends(core, SessionTx::Revoke).await?
-        + session_ends(core, SessionTx::Close).await?
-        + provenance(core).await?)
+pub async fn settle(app: &App) -> Result<usize, OutcomeError> {
+    Ok(opens(app).await?
+        + payments(app).await?
+        + decisions(app).await?
+        + session_ends(app, SessionTx::Revoke).await?
+        + session_ends(app, SessionTx::Close).await?
+        + provenance(app).await?)
 }
 
-async fn opens(core: &Core) -> Result<usize, OutcomeError> {
-    let opened = core.store.opened_sessions().await?;
+async fn opens(app: &App) -> Result<usize, OutcomeError> {
+    let opened = app.store.opened_sessions().await?;
     for (id, host, tx_status, receipt_status) in &opened {
         let ok = tx_status != "failed" && *receipt_status == Some(1);
         let (status, event) = if ok {
@@ -66,19 +47,19 @@ async fn opens(core: &Core) -> Result<usize, OutcomeError> {
             ("failed", "session.failed")
         };
         let data = json!({ "sessionId": id, "status": status });
-        webhooks::emit(core, host, event, id, status, data).await?;
-        core.store.set_session_status(id, status).await?;
+        webhooks::emit(app, host, event, id, status, data).await?;
+        app.store.set_session_status(id, status).await?;
         tracing::info!(session = %id, status, "session open settled");
     }
     Ok(opened.len())
 }
 
-async fn payments(core: &Core) -> Result<usize, OutcomeError> {
-    let unsettled = core.store.unsettled_payments(256).await?;
+async fn payments(app: &App) -> Result<usize, OutcomeError> {
+    let unsettled = app.store.unsettled_payments(256).await?;
     for p in &unsettled {
-        let tx = transaction(core, p.transaction_id).await?;
-        let wallet = core.contracts.wallet;
-        let outcome = match mined(core, &tx).await? {
+        let tx = transaction(app, p.transaction_id).await?;
+        let wallet = app.contracts.wallet;
+        let outcome = match mined(app, &tx).await? {
             Mined::Succeeded(receipt) => {
                 let nonce: U256 = p.intent_nonce.parse().unwrap_or_default();
                 let executed = receipt
@@ -97,17 +78,17 @@ async fn payments(core: &Core) -> Result<usize, OutcomeError> {
             }
             Mined::Reverted(error) | Mined::Failed(error) => Outcome::new("reverted").error(error),
         };
-        record_payment(core, p.clone(), outcome).await?;
+        record_payment(app, p.clone(), outcome).await?;
     }
     Ok(unsettled.len())
 }
 
-async fn decisions(core: &Core) -> Result<usize, OutcomeError> {
-    let decided = core.store.decided_payments().await?;
+async fn decisions(app: &App) -> Result<usize, OutcomeError> {
+    let decided = app.store.decided_payments().await?;
     for (payment, pending_id, tx_id) in &decided {
-        let tx = transaction(core, *tx_id).await?;
-        let wallet = core.contracts.wallet;
-        let outcome = match mined(core, &tx).await? {
+        let tx = transaction(app, *tx_id).await?;
+        let wallet = app.contracts.wallet;
+        let outcome = match mined(app, &tx).await? {
             Mined::Succeeded(receipt) => {
                 let approved = receipt
                     .events::<ISessionWallet::PaymentApproved>(wallet)
@@ -124,11 +105,11 @@ async fn decisions(core: &Core) -> Result<usize, OutcomeError> {
             Mined::Reverted(error) | Mined::Failed(error) => Outcome::new("pending").error(error),
         };
         let undecided = outcome.outcome == "pending";
-        if let Some(row) = core.store.payment(payment, None).await? {
-            record_payment(core, row, outcome).await?;
+        if let Some(row) = app.store.payment(payment, None).await? {
+            record_payment(app, row, outcome).await?;
         }
         if undecided {
-            core.store.clear_payment_decision(payment).await?;
+            app.store.clear_payment_decision(payment).await?;
         }
     }
     Ok(decided.len())
@@ -172,19 +153,19 @@ impl Outcome {
 }
 
 /// Announces and records a payment's outcome.
-async fn record_payment(core: &Core, mut p: PaymentRow, o: Outcome) -> Result<(), OutcomeError> {
+async fn record_payment(app: &App, mut p: PaymentRow, o: Outcome) -> Result<(), OutcomeError> {
     let error = o.error.map(|(code, details)| (code, details.to_string()));
     p.outcome = Some(o.outcome.to_owned());
     p.receipt_id = o.receipt_id.clone().or(p.receipt_id);
     p.pending_id = o.pending_id.clone().or(p.pending_id);
     p.error_code = error.as_ref().map(|e| e.0.clone());
     p.error_details = error.as_ref().map(|e| e.1.clone());
-    if let Some(host) = core.store.session_host(&p.session_id).await? {
+    if let Some(host) = app.store.session_host(&p.session_id).await? {
         let state = format!("{}:{}", o.outcome, p.error_code.as_deref().unwrap_or(""));
         let view = serde_json::to_value(PaymentView::of(p.clone())).unwrap_or(Value::Null);
-        webhooks::emit(core, &host, "payment.updated", &p.id, &state, view).await?;
+        webhooks::emit(app, &host, "payment.updated", &p.id, &state, view).await?;
     }
-    core.store
+    app.store
         .set_payment_outcome(
             &p.id,
             o.outcome,
@@ -198,17 +179,17 @@ async fn record_payment(core: &Core, mut p: PaymentRow, o: Outcome) -> Result<()
 }
 
 /// Revocations and closes the relayer sent: announced once mined (with the refund of a close).
-async fn session_ends(core: &Core, which: SessionTx) -> Result<usize, OutcomeError> {
-    let ended = core.store.unsettled_session_transactions(which).await?;
+async fn session_ends(app: &App, which: SessionTx) -> Result<usize, OutcomeError> {
+    let ended = app.store.unsettled_session_transactions(which).await?;
     for (id, host, tx_id) in &ended {
-        let tx = transaction(core, *tx_id).await?;
+        let tx = transaction(app, *tx_id).await?;
         let event = match which {
             SessionTx::Close => "session.closed",
             _ => "session.revoked",
         };
-        let data = match mined(core, &tx).await? {
+        let data = match mined(app, &tx).await? {
             Mined::Succeeded(receipt) => {
-                let closed = receipt.events::<ISessionWallet::SessionClosed>(core.contracts.wallet);
+                let closed = receipt.events::<ISessionWallet::SessionClosed>(app.contracts.wallet);
                 match closed.first() {
                     Some(c) => json!({
                         "sessionId": id,
@@ -223,24 +204,24 @@ async fn session_ends(core: &Core, which: SessionTx) -> Result<usize, OutcomeErr
             // done by the relayer; the session's state says what it is.
             Mined::Reverted(e) | Mined::Failed(e) => {
                 tracing::warn!(session = %id, error = %e.0, "{event} transaction did not land");
-                core.store.settle_session_transaction(id, which).await?;
+                app.store.settle_session_transaction(id, which).await?;
                 continue;
             }
         };
-        webhooks::emit(core, host, event, id, "done", data).await?;
-        core.store.settle_session_transaction(id, which).await?;
+        webhooks::emit(app, host, event, id, "done", data).await?;
+        app.store.settle_session_transaction(id, which).await?;
     }
     Ok(ended.len())
 }
 
-async fn provenance(core: &Core) -> Result<usize, OutcomeError> {
-    let unsettled = core.store.unsettled_provenance(256).await?;
+async fn provenance(app: &App) -> Result<usize, OutcomeError> {
+    let unsettled = app.store.unsettled_provenance(256).await?;
     for p in &unsettled {
-        let tx = transaction(core, p.transaction_id).await?;
-        let (outcome, record_id, error) = match mined(core, &tx).await? {
+        let tx = transaction(app, p.transaction_id).await?;
+        let (outcome, record_id, error) = match mined(app, &tx).await? {
             Mined::Succeeded(receipt) => {
                 match receipt
-                    .events::<IReceiptRegistry::ProvenanceRecorded>(core.contracts.receipts)
+                    .events::<IReceiptRegistry::ProvenanceRecorded>(app.contracts.receipts)
                     .first()
                 {
                     Some(e) => ("recorded", Some(e.recordId.to_string()), None),
@@ -250,7 +231,7 @@ async fn provenance(core: &Core) -> Result<usize, OutcomeError> {
             Mined::Reverted(error) | Mined::Failed(error) => ("reverted", None, Some(error)),
         };
         let error = error.map(|(code, details)| (code, details.to_string()));
-        if let Some(host) = core.store.session_host(&p.session_id).await? {
+        if let Some(host) = app.store.session_host(&p.session_id).await? {
             let data = json!({
                 "id": p.id,
                 "sessionId": p.session_id,
@@ -258,9 +239,9 @@ async fn provenance(core: &Core) -> Result<usize, OutcomeError> {
                 "recordId": record_id,
                 "error": error.as_ref().map(|e| e.0.clone()),
             });
-            webhooks::emit(core, &host, "provenance.updated", &p.id, outcome, data).await?;
+            webhooks::emit(app, &host, "provenance.updated", &p.id, outcome, data).await?;
         }
-        core.store
+        app.store
             .set_provenance_outcome(
                 &p.id,
                 outcome,
@@ -284,14 +265,14 @@ enum Mined {
     Failed((String, Value)),
 }
 
-async fn transaction(core: &Core, id: i64) -> Result<TxRow, OutcomeError> {
-    core.store
+async fn transaction(app: &App, id: i64) -> Result<TxRow, OutcomeError> {
+    app.store
         .transaction(id)
         .await?
         .ok_or_else(|| StoreError::Corrupt(format!("transaction {id} is gone")).into())
 }
 
-async fn mined(core: &Core, tx: &TxRow) -> Result<Mined, OutcomeError> {
+async fn mined(app: &App, tx: &TxRow) -> Result<Mined, OutcomeError> {
     let corrupt = |what: &str| StoreError::Corrupt(format!("transaction {}: {what}", tx.id));
     let Some(hash) = tx.mined_hash.as_deref() else {
         let reason = tx.last_error.clone().unwrap_or_default();
@@ -302,7 +283,7 @@ async fn mined(core: &Core, tx: &TxRow) -> Result<Mined, OutcomeError> {
     };
     let hash: B256 = hash.parse().map_err(|_| corrupt("hash"))?;
     if tx.receipt_status == Some(1) {
-        let receipt = core
+        let receipt = app
             .client
             .receipt(hash)
             .await?
@@ -313,7 +294,7 @@ async fn mined(core: &Core, tx: &TxRow) -> Result<Mined, OutcomeError> {
     let to: Address = tx.to.parse().map_err(|_| corrupt("to"))?;
     let data: Bytes = tx.data.parse().map_err(|_| corrupt("data"))?;
     let block = tx.block_number.unwrap_or_default() as u64;
-    let reason = core.client.revert_reason(from, to, &data, block).await?;
+    let reason = app.client.revert_reason(from, to, &data, block).await?;
     Ok(Mined::Reverted(
         match reason.as_deref().and_then(|r| decode_error(r)) {
             Some(e) => (e.name, Value::Object(e.args)),

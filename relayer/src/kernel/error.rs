@@ -1,8 +1,7 @@
-//! The one error type of the HTTP API, mapped to a status and a JSON body once:
-//! `{"code": "...", "message": "...", "details": {...}}`, `code` being stable.
+//! Why a request was refused or failed: the relayer's one error above the store, engine and
+//! vault (whose errors convert into it here), with a stable `code`. The API maps it to an HTTP
+//! status and a JSON body in one place (`api/error.rs`).
 
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
 use bursar_client::revert::ContractError;
@@ -14,7 +13,7 @@ use crate::vault::VaultError;
 
 /// Why a request was refused or failed.
 #[derive(Clone, Debug, thiserror::Error)]
-pub enum ApiError {
+pub enum Error {
     /// No credentials, or credentials the relayer does not know (or that were revoked).
     #[error("missing, unknown or revoked credentials")]
     Unauthorized,
@@ -71,7 +70,7 @@ pub enum ApiError {
     /// provider (or none is configured), stale, or not in the provider's format. Nothing
     /// changed.
     #[error("delivery refused: {0}")]
-    Delivery(crate::providers::ProviderError),
+    Delivery(super::providers::ProviderError),
     /// The database or the node cannot be reached now; retrying later may work.
     #[error("a backing service is unavailable; retry later")]
     Unavailable,
@@ -80,54 +79,35 @@ pub enum ApiError {
     Internal,
 }
 
-impl ApiError {
-    /// The stable machine-readable code: the contract error's name for [`ApiError::Contract`].
+impl Error {
+    /// The stable machine-readable code: the contract error's name for [`Error::Contract`].
     pub fn code(&self) -> &str {
-        if let ApiError::Contract(e) = self {
+        if let Error::Contract(e) = self {
             return &e.name;
         }
         match self {
-            ApiError::Unauthorized => "unauthorized",
-            ApiError::Forbidden { .. } => "forbidden",
-            ApiError::NotFound => "not_found",
-            ApiError::Invalid { .. } => "invalid_request",
-            ApiError::Contract(_) => "contract_error",
-            ApiError::Conflict { code, .. } => code,
-            ApiError::TermsMismatch { .. } => "session_terms_mismatch",
-            ApiError::TooLarge => "body_too_large",
-            ApiError::Delivery(e) => e.code(),
-            ApiError::RateLimited => "rate_limited",
-            ApiError::Unavailable => "unavailable",
-            ApiError::Internal => "internal",
+            Error::Unauthorized => "unauthorized",
+            Error::Forbidden { .. } => "forbidden",
+            Error::NotFound => "not_found",
+            Error::Invalid { .. } => "invalid_request",
+            Error::Contract(_) => "contract_error",
+            Error::Conflict { code, .. } => code,
+            Error::TermsMismatch { .. } => "session_terms_mismatch",
+            Error::TooLarge => "body_too_large",
+            Error::Delivery(e) => e.code(),
+            Error::RateLimited => "rate_limited",
+            Error::Unavailable => "unavailable",
+            Error::Internal => "internal",
         }
     }
 
-    fn status(&self) -> StatusCode {
+    /// The error's particulars for the caller (`{}` when there are none).
+    pub fn details(&self) -> Value {
         match self {
-            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
-            ApiError::NotFound => StatusCode::NOT_FOUND,
-            ApiError::Invalid { .. } => StatusCode::BAD_REQUEST,
-            ApiError::Contract(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::Conflict { .. } | ApiError::TermsMismatch { .. } => StatusCode::CONFLICT,
-            ApiError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::Delivery(e) => match e {
-                crate::providers::ProviderError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-                crate::providers::ProviderError::Malformed(_) => StatusCode::BAD_REQUEST,
-                _ => StatusCode::UNAUTHORIZED,
-            },
-            ApiError::RateLimited => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-        }
-    }
-
-    fn details(&self) -> Value {
-        match self {
-            ApiError::Forbidden { scope } => json!({ "scope": scope }),
-            ApiError::Invalid { details, .. } => details.clone(),
-            ApiError::Contract(e) => Value::Object(e.args.clone()),
-            ApiError::TermsMismatch {
+            Error::Forbidden { scope } => json!({ "scope": scope }),
+            Error::Invalid { details, .. } => details.clone(),
+            Error::Contract(e) => Value::Object(e.args.clone()),
+            Error::TermsMismatch {
                 field,
                 prepared,
                 on_chain,
@@ -137,21 +117,21 @@ impl ApiError {
     }
 }
 
-impl From<StoreError> for ApiError {
+impl From<StoreError> for Error {
     fn from(e: StoreError) -> Self {
         // The cause goes to the log; the caller learns only that it may retry.
         tracing::error!(error = %e, "store error");
         match e {
-            StoreError::Db(bursar_db::DbError::Database(_)) => ApiError::Unavailable,
-            _ => ApiError::Internal,
+            StoreError::Db(bursar_db::DbError::Database(_)) => Error::Unavailable,
+            _ => Error::Internal,
         }
     }
 }
 
-impl ApiError {
+impl Error {
     /// A malformed request: `message` names the problem, `field` where it is.
     pub fn invalid(field: &str, message: impl Into<String>) -> Self {
-        ApiError::Invalid {
+        Error::Invalid {
             message: message.into(),
             details: json!({ "field": field }),
         }
@@ -159,14 +139,14 @@ impl ApiError {
 
     /// A conflict with a stable `code`.
     pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
-        ApiError::Conflict {
+        Error::Conflict {
             code,
             message: message.into(),
         }
     }
 }
 
-impl From<RpcError> for ApiError {
+impl From<RpcError> for Error {
     fn from(e: RpcError) -> Self {
         // A revert the contracts explain is the caller's answer; anything else is the node's
         // trouble, logged (the URL is redacted by the client) and reported as unavailable.
@@ -174,45 +154,34 @@ impl From<RpcError> for ApiError {
             .revert_data()
             .and_then(|d| bursar_client::revert::decode_error(d))
         {
-            return ApiError::Contract(decoded);
+            return Error::Contract(decoded);
         }
         tracing::warn!(error = %e, "node error");
-        ApiError::Unavailable
+        Error::Unavailable
     }
 }
 
-impl From<EngineError> for ApiError {
+impl From<EngineError> for Error {
     fn from(e: EngineError) -> Self {
         match e {
             EngineError::Store(e) => e.into(),
             EngineError::Rpc(e) => e.into(),
             EngineError::UnknownSigner(a) => {
                 tracing::error!(signer = %a, "a session is pinned to a signer the relayer lacks");
-                ApiError::Internal
+                Error::Internal
             }
         }
     }
 }
 
-impl From<VaultError> for ApiError {
+impl From<VaultError> for Error {
     fn from(e: VaultError) -> Self {
         match e {
             VaultError::Store(e) => e.into(),
             other => {
                 tracing::error!(error = %other, "vault error");
-                ApiError::Internal
+                Error::Internal
             }
         }
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = json!({
-            "code": self.code(),
-            "message": self.to_string(),
-            "details": self.details(),
-        });
-        (self.status(), axum::Json(body)).into_response()
     }
 }

@@ -6,18 +6,18 @@
 //! deduplicated on it), `svix-timestamp` (unix seconds, within [`super::TOLERANCE`]) and
 //! `svix-signature`: space-separated `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` under the
 //! base64-decoded secret — the Standard Webhooks scheme of Bursar's own outbound webhooks,
-//! verified by [`crate::webhooks::verify`].
+//! verified by [`crate::kernel::signing::verify`].
 //!
 //! Payloads are flat: `{event, timestamp, id, organizationId, …}`; `sandbox.created` adds
 //! `state`, `class` and `createdAt`, `sandbox.state.updated` `oldState`, `newState` and
 //! `updatedAt`. Labels set on the sandbox are not in them. Snapshot and volume events are
 //! verified and otherwise ignored.
 
-use axum::http::HeaderMap;
+use http::HeaderMap;
 use serde_json::Value;
 
 use super::{header, unix_seconds, within_limit, Lifecycle, ProviderError, Report, TOLERANCE};
-use crate::webhooks::VerifyError;
+use crate::kernel::signing::VerifyError;
 
 /// The message id header.
 pub const ID: &str = "svix-id";
@@ -42,13 +42,12 @@ pub fn verify(
     within_limit(body)?;
     let (id, timestamp) = (header(headers, ID)?, header(headers, TIMESTAMP)?);
     let signatures = header(headers, SIGNATURE)?;
-    crate::webhooks::verify(secret, id, timestamp, signatures, body, now, TOLERANCE).map_err(
-        |e| match e {
+    crate::kernel::signing::verify(secret, id, timestamp, signatures, body, now, TOLERANCE)
+        .map_err(|e| match e {
             VerifyError::BadSecret => ProviderError::BadSecret,
             VerifyError::Stale => ProviderError::Stale,
             VerifyError::Mismatch => ProviderError::BadSignature,
-        },
-    )?;
+        })?;
     let v: Value =
         serde_json::from_slice(body).map_err(|e| ProviderError::Malformed(e.to_string()))?;
     let text = |name: &str| {

@@ -1,8 +1,8 @@
 //! Recorded-format deliveries of each provider, signed per its scheme: valid ones are read,
 //! and tampered, stale, unsigned, oversized or wrongly signed ones refused before parsing.
 
-use axum::http::{HeaderMap, HeaderValue};
 use base64::Engine;
+use http::{HeaderMap, HeaderValue};
 
 use super::*;
 
@@ -19,7 +19,7 @@ fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
 
 mod e2b {
     use super::*;
-    use crate::providers::e2b::{sign, verify};
+    use crate::kernel::providers::e2b::{sign, verify};
 
     const SECRET: &[u8] = b"e2b-host-secret";
     /// A v2 (snake_case) `killed` delivery, with the run's usage.
@@ -127,7 +127,7 @@ mod e2b {
             "a delivery signed for another host"
         );
         // An HMAC under the secret is not E2B's scheme.
-        let hmac = crate::webhooks::sign(SECRET, "", 0, body);
+        let hmac = crate::kernel::signing::sign(SECRET, "", 0, body);
         assert_eq!(
             verify(SECRET, &delivery(&hmac), body, AT),
             Err(ProviderError::BadSignature)
@@ -184,7 +184,7 @@ mod e2b {
 
 mod daytona {
     use super::*;
-    use crate::providers::daytona::verify;
+    use crate::kernel::providers::daytona::verify;
 
     const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
     const STOPPED: &str = r#"{"event":"sandbox.state.updated","timestamp":"2026-12-02T18:00:00.000Z","id":"8f2c1e4a-5b6d-4e7f-9a0b-1c2d3e4f5a6b","organizationId":"org-1","oldState":"started","newState":"stopped","updatedAt":"2026-12-02T18:00:00.000Z"}"#;
@@ -194,7 +194,7 @@ mod daytona {
         let key = base64::engine::general_purpose::STANDARD
             .decode(secret.strip_prefix("whsec_").unwrap())
             .unwrap();
-        let sig = crate::webhooks::sign(&key, id, timestamp, body.as_bytes());
+        let sig = crate::kernel::signing::sign(&key, id, timestamp, body.as_bytes());
         headers(&[
             ("svix-id", id),
             ("svix-timestamp", &timestamp.to_string()),
@@ -286,7 +286,7 @@ mod daytona {
 
 mod vercel {
     use super::*;
-    use crate::providers::vercel::{sign, verify};
+    use crate::kernel::providers::vercel::{sign, verify};
 
     const SECRET: &[u8] = b"vercel-webhook-secret";
     /// A stopped session (the envelope of Vercel's webhooks; see the module's assumptions).

@@ -13,8 +13,8 @@
 //! as milliseconds). The payload's signed `timestamp` must be within [`super::TOLERANCE`], and
 //! deliveries are deduplicated on its `id`, the event's, which retries keep.
 
-use axum::http::HeaderMap;
 use base64::Engine;
+use http::HeaderMap;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;

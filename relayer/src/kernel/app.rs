@@ -1,0 +1,149 @@
+//! What the API handlers and the background jobs share: the store, the node, the engine, the
+//! configuration, and the few things held in memory.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use alloy_primitives::Address;
+use bursar_client::{Client, Key};
+
+use super::config::{Contracts, Settings};
+use super::{inbox, Error};
+use crate::metrics;
+use crate::store::{self, Store, StoreError};
+use crate::submission::{self, Engine};
+use crate::vault::{self, MasterKey};
+
+/// What the API handlers and the background tasks share.
+pub struct App {
+    /// The database.
+    pub store: Store,
+    /// The node.
+    pub client: Arc<Client>,
+    /// The transaction engine.
+    pub engine: Arc<Engine>,
+    /// The chain's id.
+    pub chain_id: u64,
+    /// The contracts.
+    pub contracts: Contracts,
+    /// The master key.
+    pub(crate) master_key: MasterKey,
+    /// Timeouts and lifetimes.
+    pub settings: Settings,
+    /// Bumped after each pass of the settlement that settled something, of webhooks that
+    /// attempted a delivery, after each lifecycle event recorded and each session wound down:
+    /// what [`App::wait_for`] looks again after.
+    pub(crate) settled: tokio::sync::watch::Sender<u64>,
+    /// Payments allowed by the contracts' rules, on their way to be checked against their
+    /// sessions' queued payments and stored, a batch at a time.
+    pub(crate) payments: inbox::Queue,
+    /// This process's id among the relayer processes sharing the database.
+    pub(crate) instance: String,
+    /// Wakes the webhook deliverer (a new message, a replay).
+    pub(crate) webhooks_due: tokio::sync::Notify,
+    /// Wakes the wind-down job (a session to wind down).
+    pub(crate) lifecycle_due: tokio::sync::Notify,
+    /// Lifecycle deliveries received, for the metrics.
+    pub(crate) deliveries: metrics::Deliveries,
+    /// Held while metering charges a session: one charge at a time.
+    pub(crate) metering: tokio::sync::Mutex<()>,
+    /// Custodial keys opened so far, by address.
+    pub(crate) open_keys: std::sync::Mutex<std::collections::HashMap<String, Key>>,
+    /// Gas limits measured per session on its first payment (later ones cost no more).
+    pub(crate) pay_gas: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+}
+
+impl App {
+    /// Runs `look` until it finds something or `wait` passes (then the last look's answer is
+    /// `None`), looking again after each engine pass and each settling of outcomes — not on a
+    /// timer.
+    pub async fn wait_for<T, F, Fut>(&self, wait: Duration, mut look: F) -> Result<Option<T>, Error>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<Option<T>, Error>>,
+    {
+        let mut settled = self.settled.subscribe();
+        let mut engine = self.engine.changes();
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            if let Some(found) = look().await? {
+                return Ok(Some(found));
+            }
+            let changed = async {
+                tokio::select! {
+                    r = settled.changed() => r.is_ok(),
+                    r = engine.changed() => r.is_ok(),
+                }
+            };
+            match tokio::time::timeout_at(deadline, changed).await {
+                Ok(true) => continue,
+                _ => return Ok(None),
+            }
+        }
+    }
+
+    /// Unix seconds now by the later of the chain's clock and ours: what deadlines are counted
+    /// from (a dev chain's clock runs ahead of the wall clock, and tests move it). `fresh`
+    /// reads the latest block; otherwise the engine's reading of it (at most a second old)
+    /// serves, for the hot path of payments.
+    pub async fn now(&self, fresh: bool) -> Result<u64, Error> {
+        let chain = if fresh {
+            self.client.latest_block().await?.timestamp.to()
+        } else {
+            self.engine.chain_time().await?
+        };
+        Ok(chain.max((store::now_ms() / 1000) as u64))
+    }
+
+    /// The custodial session key with this address, opened (and kept open in memory: a busy
+    /// session signs many intents; the sealed copy stays the only one at rest).
+    pub(crate) async fn session_key(&self, address: &str) -> Result<Key, vault::VaultError> {
+        if let Some(key) = self
+            .open_keys
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(address)
+        {
+            return Ok(key.clone());
+        }
+        let key = vault::session_key(&self.store, &self.master_key, address).await?;
+        let mut keys = self.open_keys.lock().unwrap_or_else(|e| e.into_inner());
+        if keys.len() >= 10_000 {
+            keys.clear();
+        }
+        keys.insert(address.to_owned(), key.clone());
+        Ok(key)
+    }
+
+    /// Queues `call` with the engine inside a new database transaction, which the caller
+    /// completes with what it stores alongside (given the transaction's id) and then hands to
+    /// [`App::commit`]: both land or neither does.
+    pub(crate) async fn queue(&self, call: &submission::Call) -> Result<(store::DbTx, i64), Error> {
+        let fees = self.engine.fees().await?;
+        let mut db = self.store.begin().await?;
+        let id = self.engine.submit_in(&mut db, call, fees).await?;
+        Ok((db, id))
+    }
+
+    /// Commits what [`App::queue`] began and wakes the engine.
+    pub(crate) async fn commit(&self, db: store::DbTx) -> Result<(), Error> {
+        db.commit().await.map_err(StoreError::from)?;
+        self.engine.wake();
+        Ok(())
+    }
+
+    /// The gas `data` to `to` from `from` needs now, with a quarter on top; a revert is the
+    /// contracts' refusal (the call is checked by their own rules before anything is sent).
+    pub(crate) async fn gas_for(
+        &self,
+        from: Address,
+        to: Address,
+        data: &[u8],
+    ) -> Result<u64, Error> {
+        let gas = self
+            .client
+            .estimate_gas(from, Some(to), data, alloy_primitives::U256::ZERO)
+            .await?;
+        Ok(gas + gas / 4)
+    }
+}
