@@ -146,7 +146,7 @@ type BlockTask = tokio::task::JoinHandle<Result<Option<FetchedBlock>, FollowErro
 struct Source {
     client: Client,
     chain_id: u64,
-    contracts: crate::Contracts,
+    contracts: crate::contracts::Contracts,
     addresses: Vec<Address>,
     metrics: Arc<Metrics>,
 }
@@ -157,7 +157,7 @@ impl Follower {
         client: Client,
         store: Store,
         chain_id: u64,
-        contracts: crate::Contracts,
+        contracts: crate::contracts::Contracts,
         config: FollowConfig,
     ) -> Self {
         let metrics = Arc::<Metrics>::default();

@@ -18,6 +18,7 @@
 
 pub mod api;
 pub mod audit;
+pub mod contracts;
 pub mod decode;
 pub mod follower;
 pub mod logs;
@@ -30,14 +31,11 @@ pub mod store;
 
 use std::net::SocketAddr;
 
-use alloy_primitives::Address;
 use bursar_client::Client;
 
+pub use contracts::{followed, Contracts, CONTRACTS};
 pub use follower::FollowConfig;
 use store::{Store, StoreError};
-
-/// Contracts followed: each address with its name (`SessionWallet`, …).
-pub type Contracts = Vec<(Address, &'static str)>;
 
 /// What an indexer runs with.
 pub struct Config {
@@ -54,29 +52,6 @@ pub struct Config {
     /// The key audit exports are signed with (see [`audit::sign`]; kept from run to run, so
     /// auditors can pin its address).
     pub signing_key: bursar_client::Key,
-}
-
-/// The names of the contracts an indexer follows, the wallet first.
-pub const CONTRACTS: [&str; 4] = [
-    "SessionWallet",
-    "SessionGateway",
-    "CounterpartyRegistry",
-    "ReceiptRegistry",
-];
-
-/// The contracts an indexer follows, each with its name (the wallet first, in
-/// [`CONTRACTS`]' order); their addresses come from the deployment record
-/// (`bursar_deploy::DeploymentRecord::contracts`).
-pub fn followed(
-    wallet: Address,
-    gateway: Address,
-    counterparty_registry: Address,
-    receipt_registry: Address,
-) -> Contracts {
-    [wallet, gateway, counterparty_registry, receipt_registry]
-        .into_iter()
-        .zip(CONTRACTS)
-        .collect()
 }
 
 /// Why the indexer did not start.
@@ -177,7 +152,7 @@ pub async fn start(config: Config) -> Result<Indexer, StartError> {
     let progress = follower.progress();
     let metrics = follower.metrics();
     let follow_task = tokio::spawn(follower.run(until_stopped(stopped.clone())));
-    let app = api::router(api::State {
+    let app = api::router(api::AppState {
         store: store.clone(),
         client,
         chain_id,

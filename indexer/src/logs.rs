@@ -9,9 +9,9 @@ use bursar_bindings::token::ITestToken::{Approval, Transfer};
 use bursar_client::rpc::{LogBlocks, RpcError, RpcLog};
 use bursar_client::Client;
 
+use crate::contracts::Contracts;
 use crate::decode::decode;
 use crate::store::LogRow;
-use crate::Contracts;
 
 /// The logs of `blocks` the indexer follows: the Bursar contracts' own, and every token's
 /// `Transfer` and `Approval` to, from or for one of them (whatever the token: deposits,

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use alloy_primitives::{Address, B256, U256};
 
-use super::ApiError;
+use super::error::ApiError;
 use crate::store::{LogFilter, Store};
 
 /// A request's query parameters not taken yet.

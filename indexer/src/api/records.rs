@@ -4,13 +4,16 @@ use axum::extract::Path;
 use axum::Json;
 use serde_json::{json, Value};
 
+use super::error::ApiError;
 use super::params::{bad, id_of};
-use super::{cursor, ApiError, AsOf, Params, Q, S};
+use super::params::{AsOf, Params};
+use super::rows::cursor;
+use super::state::{QueryMap, Shared};
 use crate::records::Records;
 use crate::store::Link;
 
 /// The reader of receipts and records as of `at`.
-fn records<'a>(s: &'a S, at: &AsOf) -> Records<'a> {
+fn records<'a>(s: &'a Shared, at: &AsOf) -> Records<'a> {
     Records {
         store: &s.store,
         metrics: &s.metrics,
@@ -20,7 +23,7 @@ fn records<'a>(s: &'a S, at: &AsOf) -> Records<'a> {
 
 /// `GET /v1/receipts`: receipts in the order they were recorded. Filters: `payer`, `payee`,
 /// `session`, `purpose`, `acknowledged` (true/false), and the paging of `/v1/events`.
-pub(super) async fn receipts(s: S, q: Q) -> Result<Json<Value>, ApiError> {
+pub(super) async fn receipts(s: Shared, q: QueryMap) -> Result<Json<Value>, ApiError> {
     let mut p = Params::from(q.0);
     let mut args = Vec::new();
     for name in ["payer", "payee"] {
@@ -54,7 +57,11 @@ pub(super) async fn receipts(s: S, q: Q) -> Result<Json<Value>, ApiError> {
 }
 
 /// `GET /v1/receipts/{id}`.
-pub(super) async fn receipt(s: S, Path(id): Path<String>, q: Q) -> Result<Json<Value>, ApiError> {
+pub(super) async fn receipt(
+    s: Shared,
+    Path(id): Path<String>,
+    q: QueryMap,
+) -> Result<Json<Value>, ApiError> {
     let id = id_of(&id, "id")?;
     let mut p = Params::from(q.0);
     let at = p.as_of(&s.store).await?;
@@ -66,7 +73,7 @@ pub(super) async fn receipt(s: S, Path(id): Path<String>, q: Q) -> Result<Json<V
 
 /// `GET /v1/provenance`: records in the order they were recorded. Filters: `subject`,
 /// `attester`, `session`, and the paging of `/v1/events`.
-pub(super) async fn provenance(s: S, q: Q) -> Result<Json<Value>, ApiError> {
+pub(super) async fn provenance(s: Shared, q: QueryMap) -> Result<Json<Value>, ApiError> {
     let mut p = Params::from(q.0);
     let mut args = Vec::new();
     args.extend(p.address("attester")?.map(|a| ("attester".to_owned(), a)));
@@ -88,7 +95,11 @@ pub(super) async fn provenance(s: S, q: Q) -> Result<Json<Value>, ApiError> {
 }
 
 /// `GET /v1/provenance/{id}`: the record, its revocation and `valid`.
-pub(super) async fn record(s: S, Path(id): Path<String>, q: Q) -> Result<Json<Value>, ApiError> {
+pub(super) async fn record(
+    s: Shared,
+    Path(id): Path<String>,
+    q: QueryMap,
+) -> Result<Json<Value>, ApiError> {
     let id = id_of(&id, "id")?;
     let mut p = Params::from(q.0);
     let at = p.as_of(&s.store).await?;
@@ -100,7 +111,11 @@ pub(super) async fn record(s: S, Path(id): Path<String>, q: Q) -> Result<Json<Va
 
 /// `GET /v1/provenance/{id}/lineage?depth=N` (1–64, default 8): ancestors and descendants up
 /// to `depth` generations, and `lineageValid` (the record and every ancestor found unrevoked).
-pub(super) async fn lineage(s: S, Path(id): Path<String>, q: Q) -> Result<Json<Value>, ApiError> {
+pub(super) async fn lineage(
+    s: Shared,
+    Path(id): Path<String>,
+    q: QueryMap,
+) -> Result<Json<Value>, ApiError> {
     let id = id_of(&id, "id")?;
     let mut p = Params::from(q.0);
     let depth = match p.number("depth")? {

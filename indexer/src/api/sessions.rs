@@ -5,14 +5,17 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
+use super::error::ApiError;
+use super::params::Params;
 use super::params::{bad, id_of};
-use super::{cursor, view, ApiError, Params, Q, S};
+use super::rows::{cursor, view};
+use super::state::{QueryMap, Shared};
 use crate::projections::Session;
 use crate::store::{LogFilter, LogRow};
 
 /// `GET /v1/events`: logs in chain order, with the filters and paging of
 /// [`Params::log_filter`].
-pub(super) async fn events(s: S, q: Q) -> Result<Json<Value>, ApiError> {
+pub(super) async fn events(s: Shared, q: QueryMap) -> Result<Json<Value>, ApiError> {
     let mut p = Params::from(q.0);
     let at = p.as_of(&s.store).await?;
     let filter = p.log_filter(&at)?;
@@ -22,7 +25,11 @@ pub(super) async fn events(s: S, q: Q) -> Result<Json<Value>, ApiError> {
 
 /// `GET /v1/sessions/{id}/timeline`: every event of the session in order (the parameters of
 /// `/v1/events` but `session`).
-pub(super) async fn timeline(s: S, Path(id): Path<String>, q: Q) -> Result<Json<Value>, ApiError> {
+pub(super) async fn timeline(
+    s: Shared,
+    Path(id): Path<String>,
+    q: QueryMap,
+) -> Result<Json<Value>, ApiError> {
     let mut p = Params::from(q.0);
     if p.take("session").is_some() {
         return Err(bad(
@@ -37,7 +44,7 @@ pub(super) async fn timeline(s: S, Path(id): Path<String>, q: Q) -> Result<Json<
     page(&s, filter).await
 }
 
-async fn page(s: &S, filter: LogFilter) -> Result<Json<Value>, ApiError> {
+async fn page(s: &Shared, filter: LogFilter) -> Result<Json<Value>, ApiError> {
     let rows = s.store.logs(&filter).await?;
     Ok(Json(json!({
         "events": rows.iter().map(|r| view(&s.metrics, r)).collect::<Vec<_>>(),
@@ -48,7 +55,7 @@ async fn page(s: &S, filter: LogFilter) -> Result<Json<Value>, ApiError> {
 /// `GET /v1/sessions`: sessions in the order they opened, with their terms. Filters: `owner`,
 /// `sessionKey`, `token`, `metadata` (0x + 64 hex), `status` (`active`, `revoked`, `closed`),
 /// `openedFrom`/`openedTo` (unix seconds) and the paging of `/v1/events`.
-pub(super) async fn list(s: S, q: Q) -> Result<Json<Value>, ApiError> {
+pub(super) async fn list(s: Shared, q: QueryMap) -> Result<Json<Value>, ApiError> {
     let mut p = Params::from(q.0);
     let mut args = Vec::new();
     for name in ["owner", "sessionKey", "token"] {
@@ -96,7 +103,11 @@ pub(super) async fn list(s: S, q: Q) -> Result<Json<Value>, ApiError> {
 
 /// `GET /v1/sessions/{id}`: the session's terms and its state by the wallet's rules, at the
 /// last block indexed or as of `asOfBlock`/`asOfTime`.
-pub(super) async fn one(s: S, Path(id): Path<String>, q: Q) -> Result<Json<Value>, ApiError> {
+pub(super) async fn one(
+    s: Shared,
+    Path(id): Path<String>,
+    q: QueryMap,
+) -> Result<Json<Value>, ApiError> {
     let id = id_of(&id, "id")?;
     let mut p = Params::from(q.0);
     let at = p.as_of(&s.store).await?;
@@ -115,7 +126,7 @@ pub(super) async fn one(s: S, Path(id): Path<String>, q: Q) -> Result<Json<Value
 }
 
 /// Every canonical event of session `id` up to block `at`, in order.
-async fn session_events(s: &S, id: &str, at: u64) -> Result<Vec<LogRow>, ApiError> {
+async fn session_events(s: &Shared, id: &str, at: u64) -> Result<Vec<LogRow>, ApiError> {
     let filter = LogFilter {
         session_id: Some(id.to_owned()),
         to_block: Some(at),
@@ -127,7 +138,7 @@ async fn session_events(s: &S, id: &str, at: u64) -> Result<Vec<LogRow>, ApiErro
 
 /// The time of block `number`: stored, or asked of the node (blocks without Bursar logs
 /// below the recent window are not stored).
-async fn block_time(s: &S, number: u64) -> Result<u64, ApiError> {
+async fn block_time(s: &Shared, number: u64) -> Result<u64, ApiError> {
     if let Some(b) = s.store.canonical_block(number).await? {
         return Ok(b.timestamp);
     }
@@ -137,7 +148,11 @@ async fn block_time(s: &S, number: u64) -> Result<u64, ApiError> {
 /// `GET /v1/sessions/{id}/export?format=ndjson|csv`: the session's timeline up to the last
 /// block indexed (or `asOfBlock`/`asOfTime`) as a hash-chained audit export with a final
 /// signed manifest (see [`crate::audit`]).
-pub(super) async fn export(s: S, Path(id): Path<String>, q: Q) -> Result<Response, ApiError> {
+pub(super) async fn export(
+    s: Shared,
+    Path(id): Path<String>,
+    q: QueryMap,
+) -> Result<Response, ApiError> {
     let id = id_of(&id, "id")?;
     let mut p = Params::from(q.0);
     let csv = match p.take("format").as_deref() {
@@ -179,7 +194,7 @@ pub(super) async fn export(s: S, Path(id): Path<String>, q: Q) -> Result<Respons
 }
 
 /// The hash of canonical block `number`: the checkpoint's, stored, or asked of the node.
-async fn block_hash(s: &S, number: u64) -> Result<String, ApiError> {
+async fn block_hash(s: &Shared, number: u64) -> Result<String, ApiError> {
     if let Some((n, hash)) = s.store.checkpoint().await? {
         if n == number {
             return Ok(hash);
@@ -191,7 +206,7 @@ async fn block_hash(s: &S, number: u64) -> Result<String, ApiError> {
     Ok(node_block(s, number).await?.hash.to_string())
 }
 
-async fn node_block(s: &S, number: u64) -> Result<bursar_client::rpc::BlockHeader, ApiError> {
+async fn node_block(s: &Shared, number: u64) -> Result<bursar_client::rpc::BlockHeader, ApiError> {
     let header = s.client.block(number).await.map_err(|e| {
         tracing::warn!(error = %e, "node error");
         ApiError::Unavailable

@@ -3,15 +3,17 @@
 use axum::Json;
 use serde_json::Value;
 
+use super::error::ApiError;
 use super::params::bad;
-use super::{ApiError, Params, Q, S};
+use super::params::Params;
+use super::state::{QueryMap, Shared};
 use crate::spend::{Group, SpendFilter};
 
 /// `GET /v1/spend`: executed payments summed. `groupBy` (comma-separated: session, owner,
 /// counterparty, token, hour, day; none: one total); filters `session`, `owner`,
 /// `counterparty`, `token`, `fromBlock`, `toBlock`, `fromTime`, `toTime` (unix seconds),
 /// `asOfBlock`/`asOfTime`, `includeOrphaned`.
-pub(super) async fn spend(s: S, q: Q) -> Result<Json<Value>, ApiError> {
+pub(super) async fn spend(s: Shared, q: QueryMap) -> Result<Json<Value>, ApiError> {
     let mut p = Params::from(q.0);
     let groups = match p.take("groupBy") {
         None => Vec::new(),

@@ -20,6 +20,7 @@
 //! that the signer is an indexer the auditor trusts — the caller pins ([`Expect`]).
 
 pub mod compare;
+mod manifest;
 pub mod sign;
 mod verify;
 
@@ -30,8 +31,9 @@ use bursar_client::Key;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::contracts::Contracts;
 use crate::store::LogRow;
-use crate::Contracts;
+pub use manifest::{manifest_line, Manifest};
 pub use verify::{verify, Expect, Verified, VerifyError};
 
 /// What a row says (everything but its hashes).
@@ -95,38 +97,6 @@ pub struct Row {
     pub prev_hash: B256,
     /// `keccak256(prevHash ‖ keccak256(JSON of the content))`.
     pub hash: B256,
-}
-
-/// The export's last line. Its JSON is what the signature signs, field by field in this order:
-/// no field may be added or dropped.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Manifest {
-    /// The session exported.
-    pub session_id: String,
-    /// The chain's id.
-    pub chain_id: u64,
-    /// How many rows.
-    pub rows: u64,
-    /// The first block the rows cover (the session's opening).
-    pub from_block: u64,
-    /// The last block indexed when exported: the rows are complete up to it.
-    pub to_block: u64,
-    /// That block's hash.
-    pub head_block_hash: String,
-    /// The last row's hash (zero without rows).
-    pub last_hash: B256,
-    /// The first block the indexer follows (the contracts' deploy block): the session opened
-    /// at or after it.
-    pub deploy_block: u64,
-    /// The contracts followed, by name (`SessionWallet`, `SessionGateway`,
-    /// `CounterpartyRegistry`, `ReceiptRegistry`), EIP-55.
-    pub contracts: BTreeMap<String, String>,
-    /// The Ethereum address of the indexer's export key, EIP-55.
-    pub signer: String,
-    /// `r ‖ s ‖ v` (65 bytes, v = 27 or 28) of the EIP-191 signature (see [`sign`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signature: Option<Bytes>,
 }
 
 /// The hash of `content` following `prev`.
@@ -205,16 +175,6 @@ impl Exporter {
         };
         (out, sign::sign(manifest, &self.key))
     }
-}
-
-/// The manifest as an export's last line, `{"manifest":{…}}`, its fields in the order of
-/// [`Manifest`]: the order the signed bytes have (see [`sign`]).
-pub fn manifest_line(manifest: &Manifest) -> String {
-    #[derive(Serialize)]
-    struct Line<'a> {
-        manifest: &'a Manifest,
-    }
-    serde_json::to_string(&Line { manifest }).expect("a manifest serializes")
 }
 
 /// The CSV header of an export.

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use alloy_primitives::{keccak256, Address, Signature, B256};
 use bursar_client::Key;
 
-use super::Manifest;
+use super::manifest::Manifest;
 
 /// Why the key file could not be read or made. Messages name the file, never the key.
 #[derive(Debug, thiserror::Error)]

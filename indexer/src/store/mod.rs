@@ -10,134 +10,19 @@ use alloy_primitives::{Bytes, B256};
 use bursar_db::{placeholders, Backend, DbTx, ROWS_PER_INSERT};
 use serde_json::Value;
 use sqlx::any::AnyRow;
-use sqlx::{AnyPool, Row};
+use sqlx::Row;
 
+mod db;
+mod rows;
 mod spend;
+mod sql;
 
-use spend::HourlySums;
+pub use db::{Store, StoreError};
+pub use rows::{BlockRow, Link, LogFilter, LogRow};
 pub use spend::{Group, Sum};
 
-/// Why the store failed.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// The database refused, could not be reached, or could not be migrated.
-    #[error(transparent)]
-    Db(#[from] bursar_db::DbError),
-    /// A stored value does not parse (the database was edited by hand?).
-    #[error("corrupt row: {0}")]
-    Corrupt(String),
-}
-
-impl From<sqlx::Error> for StoreError {
-    fn from(e: sqlx::Error) -> Self {
-        StoreError::Db(e.into())
-    }
-}
-
-/// A block as stored.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BlockRow {
-    /// Its number.
-    pub number: u64,
-    /// Its hash.
-    pub hash: String,
-    /// Its parent's hash.
-    pub parent_hash: String,
-    /// Unix seconds.
-    pub timestamp: u64,
-}
-
-/// A log as stored: where it is on chain, what it says, and whether it is still canonical.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LogRow {
-    /// The chain's id.
-    pub chain_id: u64,
-    /// Its block.
-    pub block_number: u64,
-    /// That block's hash.
-    pub block_hash: String,
-    /// That block's time (unix seconds).
-    pub block_timestamp: u64,
-    /// Its transaction.
-    pub tx_hash: String,
-    /// Its position in the block.
-    pub log_index: u64,
-    /// The contract that emitted it.
-    pub address: String,
-    /// Which Bursar contract that is (`SessionWallet`, …).
-    pub contract: String,
-    /// Its topics (stored as their 32-byte words end to end).
-    pub topics: Vec<B256>,
-    /// Its data.
-    pub data: Bytes,
-    /// The event's name, when it decoded.
-    pub event: Option<String>,
-    /// The event's arguments (JSON), when it decoded.
-    pub args: Option<Value>,
-    /// Why it did not decode.
-    pub decode_error: Option<String>,
-    /// The session it concerns.
-    pub session_id: Option<String>,
-    /// False once a reorg took its block off the chain.
-    pub canonical: bool,
-    /// The hash of the block that replaced its block, once orphaned.
-    pub orphaned_by: Option<String>,
-}
-
-/// Which logs a query wants.
-#[derive(Clone, Debug, Default)]
-pub struct LogFilter {
-    /// Only this session's.
-    pub session_id: Option<String>,
-    /// Only this event's.
-    pub event: Option<String>,
-    /// From this block on.
-    pub from_block: Option<u64>,
-    /// Up to this block.
-    pub to_block: Option<u64>,
-    /// From this block time on (unix seconds).
-    pub from_time: Option<u64>,
-    /// Up to this block time.
-    pub to_time: Option<u64>,
-    /// Orphaned ones too.
-    pub include_orphaned: bool,
-    /// After this `(block number, log index)` (a page's cursor).
-    pub after: Option<(u64, u64)>,
-    /// Only those whose decoded arguments `.0` (letters only) are `.1` (as the JSON has them).
-    pub args: Vec<(String, String)>,
-    /// Only those that have (or lack) a canonical event linked to them.
-    pub linked: Option<Link>,
-    /// Only those whose session has (`true`) or lacks (`false`) a canonical event of this
-    /// name (up to `to_block`): a session's status.
-    pub session_events: Vec<(bool, &'static str)>,
-    /// At most this many.
-    pub limit: u64,
-}
-
-/// A canonical event `event` whose argument `field` equals the same argument of the row: a
-/// receipt's acknowledgement, a record's revocation.
-#[derive(Clone, Copy, Debug)]
-pub struct Link {
-    /// Whether the row must have such an event (or must not).
-    pub present: bool,
-    /// The linked event's name.
-    pub event: &'static str,
-    /// The argument both carry.
-    pub field: &'static str,
-}
-
-/// The indexer's database.
-#[derive(Clone, Debug)]
-pub struct Store {
-    write: AnyPool,
-    read: AnyPool,
-    backend: Backend,
-    /// Whether the logs are being bulk-loaded (see [`Store::begin_bulk`]).
-    bulk: Arc<AtomicBool>,
-    /// On PostgreSQL, a connection of the PostgreSQL driver itself, for what `Any` lacks:
-    /// `COPY`, which a bulk load's batches are written with.
-    copy: Option<sqlx::PgPool>,
-}
+use spend::HourlySums;
+use sql::{bound, text, BinaryCopy, Bind, Field, Tail};
 
 /// The indexes of `logs` a bulk load builds at its end instead of row by row: the session
 /// index (entries land all over it, and each costs more than the row itself) and, on
@@ -542,37 +427,6 @@ impl Store {
     }
 }
 
-/// How a `SELECT` over logs ends.
-enum Tail<'a> {
-    /// In chain order, at most `limit` rows.
-    Ordered,
-    /// Grouped by these (comma-separated) expressions or positions.
-    GroupBy(&'a str),
-    /// One aggregate row.
-    Aggregate,
-}
-
-/// A query parameter.
-enum Bind {
-    Text(String),
-    Int(u64),
-}
-
-/// `sql` with `binds` bound in order.
-fn bound(
-    sql: &str,
-    binds: Vec<Bind>,
-) -> sqlx::query::Query<'_, sqlx::Any, sqlx::any::AnyArguments<'_>> {
-    let mut q = sqlx::query(sql);
-    for b in binds {
-        q = match b {
-            Bind::Text(t) => q.bind(t),
-            Bind::Int(n) => q.bind(n.min(i64::MAX as u64) as i64),
-        };
-    }
-    q
-}
-
 async fn insert_blocks(db: &mut DbTx, blocks: &[BlockRow]) -> Result<(), StoreError> {
     for chunk in blocks.chunks(ROWS_PER_INSERT) {
         let sql = format!(
@@ -706,65 +560,6 @@ async fn copy_batch(
         .await?;
     db.commit().await?;
     Ok(())
-}
-
-/// A nullable `TEXT`.
-fn text(v: &Option<String>) -> Field<'_> {
-    v.as_deref().map_or(Field::Null, Field::Text)
-}
-
-/// A field of a binary `COPY` row.
-enum Field<'a> {
-    /// A `BIGINT`.
-    Int(i64),
-    /// A `TEXT`.
-    Text(&'a str),
-    /// A `BYTEA`.
-    Bytes(&'a [u8]),
-    Null,
-}
-
-/// Rows in PostgreSQL's binary `COPY` format: a signature, flags and header extension (none),
-/// then per row its field count and each field as its length and bytes (length -1: NULL), all
-/// integers big-endian; -1 as the field count ends it.
-struct BinaryCopy(Vec<u8>);
-
-impl BinaryCopy {
-    fn new(capacity: usize) -> Self {
-        let mut out = Vec::with_capacity(capacity + 19);
-        out.extend_from_slice(b"PGCOPY\n\xff\r\n\0");
-        out.extend_from_slice(&0_i32.to_be_bytes());
-        out.extend_from_slice(&0_i32.to_be_bytes());
-        BinaryCopy(out)
-    }
-
-    fn row<const N: usize>(&mut self, fields: [Field<'_>; N]) {
-        let out = &mut self.0;
-        out.extend_from_slice(&(N as i16).to_be_bytes());
-        for field in fields {
-            let bytes: &[u8] = match field {
-                Field::Int(n) => {
-                    out.extend_from_slice(&8_i32.to_be_bytes());
-                    out.extend_from_slice(&n.to_be_bytes());
-                    continue;
-                }
-                Field::Null => {
-                    out.extend_from_slice(&(-1_i32).to_be_bytes());
-                    continue;
-                }
-                Field::Text(t) => t.as_bytes(),
-                Field::Bytes(b) => b,
-            };
-            // A field's length is an i32; no log field comes near 2 GiB.
-            out.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
-            out.extend_from_slice(bytes);
-        }
-    }
-
-    fn finish(mut self) -> Vec<u8> {
-        self.0.extend_from_slice(&(-1_i16).to_be_bytes());
-        self.0
-    }
 }
 
 /// Sets the checkpoint row: `$1` the block number, `$2` its hash.

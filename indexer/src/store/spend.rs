@@ -18,7 +18,9 @@ use bursar_db::{Backend, DbTx, ROWS_PER_INSERT};
 use serde_json::Value;
 use sqlx::Row;
 
-use super::{bound, Bind, LogFilter, LogRow, Store, StoreError, Tail};
+use super::db::{Store, StoreError};
+use super::rows::{LogFilter, LogRow};
+use super::sql::{bound, BinaryCopy, Bind, Tail};
 
 /// A dimension to group by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -156,8 +158,8 @@ impl HourlySums {
 
     /// These as rows of PostgreSQL's binary `COPY` into `spend_by_hour` (a bulk load's way).
     pub(super) fn copy_rows(&self) -> Vec<u8> {
-        use super::Field::{Int, Text};
-        let mut rows = super::BinaryCopy::new(self.0.len() * 200);
+        use super::sql::Field::{Int, Text};
+        let mut rows = BinaryCopy::new(self.0.len() * 200);
         for ((session, counterparty, hour), (count, [a0, a1, a2, a3, a4, a5, a6, a7, a8])) in
             &self.0
         {
