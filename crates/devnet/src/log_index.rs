@@ -19,7 +19,7 @@ type Focus<'a, A> = imbl::vector::Focus<'a, A, imbl::shared_ptr::DefaultSharedPt
 
 use alloy_primitives::{Address, B256};
 
-use crate::chain::LogFilter;
+use crate::chain::types::LogFilter;
 use crate::state::Log;
 
 /// Where a log is: block number, transaction index in the block, log index in the receipt.

@@ -23,7 +23,7 @@ use alloy_primitives::{Address, Bloom, Bytes, B256, U256};
 use alloy_rlp::Decodable;
 use serde::{Deserialize, Serialize};
 
-use crate::chain::{Block, MinedTx, Receipt, ReceiptLog};
+use crate::chain::types::{Block, MinedTx, Receipt, ReceiptLog};
 use crate::state::{Log, State};
 
 /// The format written by this version; files of another version are refused.

@@ -5,7 +5,14 @@
 //! change it publishes a copy ([`PublishedView`]) from which the JSON-RPC server answers block,
 //! state, receipt and log queries without waiting for a transaction that is running.
 
-use super::*;
+use std::sync::{Arc, RwLock};
+
+use alloy_primitives::B256;
+
+use super::types::*;
+use crate::log_index::{LogIndex, LogPos};
+use crate::state::{Log, State};
+use imbl::Vector;
 
 /// The canonical chain as of its last change (see the module docs).
 #[derive(Clone)]
@@ -35,32 +42,6 @@ impl PublishedView {
 
     pub(super) fn store(&self, view: ChainView) {
         *self.0.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(view);
-    }
-}
-
-impl Chain {
-    /// Publishes a copy of the view. Called at the end of every change of blocks or state.
-    pub(super) fn publish(&self) {
-        self.published.store(self.view.clone());
-    }
-
-    /// After a dev method changed the head's state: the view takes it, and is published.
-    pub(super) fn publish_head_state(&mut self) {
-        self.view.history.set_head(self.exec.state().clone());
-        self.publish();
-    }
-
-    /// A handle on the view this chain publishes after every change.
-    pub fn published_view(&self) -> PublishedView {
-        self.published.clone()
-    }
-}
-
-impl std::ops::Deref for Chain {
-    type Target = ChainView;
-
-    fn deref(&self) -> &ChainView {
-        &self.view
     }
 }
 
@@ -244,7 +225,7 @@ impl History {
     }
 
     /// Replaces the newest state (the head's, after a dev method changed it).
-    fn set_head(&mut self, state: State) {
+    pub(super) fn set_head(&mut self, state: State) {
         if let Some(last) = self.states.back_mut() {
             *last = Arc::new(state);
         }

@@ -11,6 +11,7 @@ use crate::chain::{
     ReorgOutcome, TxError,
 };
 
+use super::envelope::MethodResult;
 use super::error::RpcError;
 use super::params::{
     BlockSpec, BursarReorg, CallObject, FilterSpec, Id, MineArg, Quantity, StateOverride,
@@ -18,9 +19,9 @@ use super::params::{
 };
 use super::request::EthRequest;
 use super::response::{
-    block_view, logs_raw, q, qu, receipt_answer, receipts_answer, trace_json, typed, TxView,
+    block_view, logs_raw, quantity, quantity_u256, receipt_answer, receipts_answer, trace_json,
+    typed, TxView,
 };
-use super::server::Answer;
 use super::{CLIENT_VERSION, MAX_MINE_BLOCKS, MAX_TIMESTAMP};
 
 type Result<T, E = RpcError> = std::result::Result<T, E>;
@@ -31,7 +32,7 @@ pub(super) fn execute(
     chain: &mut Chain,
     request: EthRequest,
     recovered: Option<Recovered>,
-) -> Result<Answer> {
+) -> Result<MethodResult> {
     match read(chain, &request) {
         Some(answer) => answer,
         None => write(chain, request, recovered),
@@ -41,12 +42,12 @@ pub(super) fn execute(
 /// Answers a read of finished blocks from `view` — the chain itself under its lock, or the view
 /// it last published, without the lock; `None` for any other request (one that executes, waits
 /// or changes something, or needs the pool).
-pub(super) fn read(view: &ChainView, request: &EthRequest) -> Option<Result<Answer>> {
+pub(super) fn read(view: &ChainView, request: &EthRequest) -> Option<Result<MethodResult>> {
     use EthRequest::*;
     let done = |v: Value| Ok(v.into());
     Some(match request {
         Web3ClientVersion => done(json!(CLIENT_VERSION)),
-        EthChainId => done(q(view.chain_id())),
+        EthChainId => done(quantity(view.chain_id())),
         NetVersion => done(json!(view.chain_id().to_string())),
         NetListening => done(json!(true)),
         EthSyncing => done(json!(false)),
@@ -54,18 +55,22 @@ pub(super) fn read(view: &ChainView, request: &EthRequest) -> Option<Result<Answ
             .iter()
             .map(|a| a.address)
             .collect::<Vec<_>>())),
-        EthBlockNumber => done(q(view.block_number())),
-        EthGasPrice => done(q(view.base_fee())),
+        EthBlockNumber => done(quantity(view.block_number())),
+        EthGasPrice => done(quantity(view.base_fee())),
         // Arbitrum ignores tips; the devnet accepts them (they go to the coinbase) but does
         // not ask for any.
-        EthMaxPriorityFeePerGas => done(q(0u64)),
+        EthMaxPriorityFeePerGas => done(quantity(0u64)),
         EthFeeHistory(count, newest, percentiles) => {
             fee_history(view, *count, *newest, percentiles.as_deref()).map(|h| typed(&h))
         }
-        EthGetBalance(a, at) => BlockSpec::state(*at, view).map(|s| qu(s.balance(*a)).into()),
+        EthGetBalance(a, at) => {
+            BlockSpec::state(*at, view).map(|s| quantity_u256(s.balance(*a)).into())
+        }
         // `pending` counts the pool: the chain answers it.
         EthGetTransactionCount(_, Some(BlockSpec::Pending)) => return None,
-        EthGetTransactionCount(a, at) => BlockSpec::state(*at, view).map(|s| q(s.nonce(*a)).into()),
+        EthGetTransactionCount(a, at) => {
+            BlockSpec::state(*at, view).map(|s| quantity(s.nonce(*a)).into())
+        }
         EthGetCode(a, at) => BlockSpec::state(*at, view).map(|s| json!(s.code(*a)).into()),
         EthGetStorageAt(a, slot, at) => {
             BlockSpec::state(*at, view).map(|s| json!(s.storage(*a, B256::from(*slot))).into())
@@ -82,12 +87,16 @@ pub(super) fn read(view: &ChainView, request: &EthRequest) -> Option<Result<Answ
 }
 
 /// Everything [`read`] does not answer.
-fn write(chain: &mut Chain, request: EthRequest, recovered: Option<Recovered>) -> Result<Answer> {
+fn write(
+    chain: &mut Chain,
+    request: EthRequest,
+    recovered: Option<Recovered>,
+) -> Result<MethodResult> {
     use EthRequest::*;
     let null = || Ok(Value::Null.into());
     let done = |v: Value| Ok(v.into());
     match request {
-        EthGetTransactionCount(a, _) => done(q(chain.pending_nonce(a))),
+        EthGetTransactionCount(a, _) => done(quantity(chain.pending_nonce(a))),
         EthGetTransactionByHash(h) => Ok(typed(
             &chain
                 .pending_transaction(h)
@@ -106,8 +115,10 @@ fn write(chain: &mut Chain, request: EthRequest, recovered: Option<Recovered>) -
         )),
         DebugTraceCall(call, at, options) => done(trace_call(chain, &call, at, options)?),
 
-        EthNewFilter(filter) => done(q(chain.new_filter(FilterKind::Logs(filter.resolve(chain)?)))),
-        EthNewBlockFilter => done(q(chain.new_filter(FilterKind::Blocks))),
+        EthNewFilter(filter) => done(quantity(
+            chain.new_filter(FilterKind::Logs(filter.resolve(chain)?)),
+        )),
+        EthNewBlockFilter => done(quantity(chain.new_filter(FilterKind::Blocks))),
         EthGetFilterChanges(id) => filter_changes(chain, id),
         EthGetFilterLogs(id) => filter_logs(chain, id),
         EthUninstallFilter(Id(id)) => done(json!(id.is_some_and(|id| chain.uninstall_filter(id)))),
@@ -135,7 +146,7 @@ fn write(chain: &mut Chain, request: EthRequest, recovered: Option<Recovered>) -
             null()
         }
         AnvilIncreaseTime(Quantity(s)) => done(json!(increase_time(chain, s)?)),
-        AnvilSnapshot => done(q(chain.snapshot())),
+        AnvilSnapshot => done(quantity(chain.snapshot())),
         AnvilRevert(Quantity(id)) => done(json!(chain.revert_to(id))),
         AnvilSetBalance(a, v) => {
             chain.set_balance(a, v);
@@ -197,9 +208,9 @@ fn write(chain: &mut Chain, request: EthRequest, recovered: Option<Recovered>) -
             null()
         }
         BursarReorg(req) => done(bursar_reorg(chain, req)?),
-        TxpoolStatus => {
-            done(json!({ "pending": q(chain.pool().count() as u64), "queued": q(0u64) }))
-        }
+        TxpoolStatus => done(
+            json!({ "pending": quantity(chain.pool().count() as u64), "queued": quantity(0u64) }),
+        ),
         TxpoolContent => done(txpool_content(chain)),
     }
 }
@@ -231,7 +242,7 @@ fn estimate_gas(
     BlockSpec::resolve(at, chain)?;
     let over = over.unwrap_or_default();
     match chain.estimate_gas(&req, |s| over.apply(s)) {
-        Ok(gas) => Ok(q(gas)),
+        Ok(gas) => Ok(quantity(gas)),
         Err(out)
             if out.output.is_empty()
                 && out.gas_used >= req.gas.unwrap_or(chain.config().block_gas_limit) =>
@@ -271,12 +282,12 @@ fn send_raw_transaction(
 }
 
 /// A block (`full`: with its transactions' objects, else their hashes), or `null`.
-fn block(view: &ChainView, b: Option<&Block>, full: Option<bool>) -> Answer {
+fn block(view: &ChainView, b: Option<&Block>, full: Option<bool>) -> MethodResult {
     typed(&b.map(|b| block_view(view, b, full.unwrap_or(false))))
 }
 
 /// A block's receipts, `null` for an unknown block.
-fn block_receipts(view: &ChainView, at: BlockSpec) -> Answer {
+fn block_receipts(view: &ChainView, at: BlockSpec) -> MethodResult {
     let Some(b) = BlockSpec::block(Some(at), view) else {
         return Value::Null.into();
     };
@@ -288,7 +299,7 @@ fn block_receipts(view: &ChainView, at: BlockSpec) -> Answer {
     receipts_answer(txs.iter().map(|tx| tx.as_ref()))
 }
 
-fn get_logs(view: &ChainView, filter: &FilterSpec) -> Result<Answer> {
+fn get_logs(view: &ChainView, filter: &FilterSpec) -> Result<MethodResult> {
     let f = filter.resolve(view)?;
     // As geth (and the execution-apis tests): a range ending past the head is refused, so a
     // client behind a lagging node retries instead of taking `[]` for "no logs".
@@ -300,7 +311,7 @@ fn get_logs(view: &ChainView, filter: &FilterSpec) -> Result<Answer> {
     logs_answer(view, &f)
 }
 
-fn filter_changes(chain: &mut Chain, Id(id): Id) -> Result<Answer> {
+fn filter_changes(chain: &mut Chain, Id(id): Id) -> Result<MethodResult> {
     match id.and_then(|id| chain.filter_changes(id)) {
         Some(FilterChanges::Blocks(hashes)) => Ok(json!(hashes).into()),
         Some(FilterChanges::Logs(logs)) => Ok(logs_raw(chain, &logs)),
@@ -308,7 +319,7 @@ fn filter_changes(chain: &mut Chain, Id(id): Id) -> Result<Answer> {
     }
 }
 
-fn filter_logs(chain: &Chain, Id(id): Id) -> Result<Answer> {
+fn filter_logs(chain: &Chain, Id(id): Id) -> Result<MethodResult> {
     match id.and_then(|id| chain.filter(id)) {
         Some(FilterKind::Logs(f)) => logs_answer(chain, &f.clone()),
         _ => Err(filter_not_found()),
@@ -498,7 +509,7 @@ fn fee_history(
 }
 
 /// `eth_getLogs` (and `eth_getFilterLogs`) over the canonical chain.
-fn logs_answer(view: &ChainView, f: &LogFilter) -> Result<Answer, RpcError> {
+fn logs_answer(view: &ChainView, f: &LogFilter) -> Result<MethodResult, RpcError> {
     if let Some(h) = f.block_hash {
         if view.block_by_hash(h).is_none() {
             return Err(RpcError::server("unknown block"));

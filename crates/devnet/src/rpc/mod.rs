@@ -16,12 +16,14 @@
 //! the chain's event record ([`crate::chain::ChainEvent`]), so after a reorg `logs`
 //! subscribers first get the removed logs (`removed: true`), then the new ones.
 //!
-//! Layout: `server` (HTTP, envelopes, batches, which requests run where), `ws`
-//! (subscriptions), `request` (`EthRequest`: every method and its parameters), `params` (argument types with geth's messages), `api` (`execute`: each method
+//! Layout: `envelope` (the JSON-RPC envelope, batches, responses' text), `dispatch` (which
+//! requests run where), `server` (HTTP), `ws` (WebSocket and subscriptions), `request` (`EthRequest`: every method and its parameters), `params` (argument types with geth's messages), `api` (`execute`: each method
 //! against the chain or its published view), `response` (blocks, transactions, receipts and
 //! logs as JSON), `error` ([`RpcError`]).
 
 mod api;
+mod dispatch;
+mod envelope;
 mod error;
 mod params;
 mod request;
@@ -35,8 +37,9 @@ use std::sync::{Arc, Mutex};
 use crate::chain::{Chain, ChainConfig};
 
 pub use api::decode_raw_transaction;
+pub use dispatch::handle_body;
 pub use error::{ErrorCode, RpcError};
-pub use server::{handle_body, router};
+pub use server::router;
 
 /// The largest request body (HTTP) or message (WebSocket) answered: 5 MiB, geth's
 /// `maxRequestContentLength`. Bigger ones get -32600 with HTTP status 413.

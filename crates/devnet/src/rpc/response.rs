@@ -11,13 +11,13 @@ use serde_json::Value;
 
 use crate::chain::{Block, ChainLog, ChainView, MinedTx, ReceiptLog};
 
-use super::server::{raw, Answer};
+use super::envelope::{raw, MethodResult};
 
-pub(super) fn q(n: impl Into<u128>) -> Value {
+pub(super) fn quantity(n: impl Into<u128>) -> Value {
     Value::String(format!("{:#x}", n.into()))
 }
 
-pub(super) fn qu(n: U256) -> Value {
+pub(super) fn quantity_u256(n: U256) -> Value {
     Value::String(format!("{n:#x}"))
 }
 
@@ -107,8 +107,8 @@ fn block_timestamp(chain: &ChainView, hash: B256, number: u64) -> Option<u64> {
 }
 
 /// Typed data as a method's answer.
-pub(super) fn typed(v: &impl Serialize) -> Answer {
-    Answer::Raw(raw(v))
+pub(super) fn typed(v: &impl Serialize) -> MethodResult {
+    MethodResult::Raw(raw(v))
 }
 
 /// A receipt as JSON-RPC returns it. It needs nothing but the transaction, so it can be
@@ -158,19 +158,19 @@ impl<'a> ReceiptView<'a> {
 }
 
 /// The receipts of `txs` (one transaction: `Some`, or `null` for none), as JSON text.
-pub(super) fn receipts_answer<'a>(txs: impl IntoIterator<Item = &'a MinedTx>) -> Answer {
+pub(super) fn receipts_answer<'a>(txs: impl IntoIterator<Item = &'a MinedTx>) -> MethodResult {
     let views: Vec<ReceiptView<'_>> = txs.into_iter().map(ReceiptView::new).collect();
-    Answer::Raw(raw(&views))
+    MethodResult::Raw(raw(&views))
 }
 
 /// The receipt of `tx`, or `null`, as JSON text.
-pub(super) fn receipt_answer(tx: Option<&MinedTx>) -> Answer {
-    Answer::Raw(raw(&tx.map(ReceiptView::new)))
+pub(super) fn receipt_answer(tx: Option<&MinedTx>) -> MethodResult {
+    MethodResult::Raw(raw(&tx.map(ReceiptView::new)))
 }
 
-pub(super) fn logs_raw(chain: &ChainView, logs: &[ChainLog]) -> Answer {
+pub(super) fn logs_raw(chain: &ChainView, logs: &[ChainLog]) -> MethodResult {
     let views: Vec<LogView<'_>> = logs.iter().map(|l| LogView::new(chain, l)).collect();
-    Answer::Raw(raw(&views))
+    MethodResult::Raw(raw(&views))
 }
 
 /// A log as JSON-RPC returns it.

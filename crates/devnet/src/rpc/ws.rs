@@ -6,11 +6,12 @@ use serde_json::{json, Value};
 
 use crate::chain::LogFilter;
 
+use super::dispatch::{answer_call, App};
+use super::envelope::{answer_body, parse_body, parse_call, raw, MethodResult, ResponseText};
 use super::error::RpcError;
 use super::params::{FilterSpec, Id};
 use super::request::EthRequest;
-use super::response::{header_view, q, LogView};
-use super::server::{answer_body, answer_call, parse_body, parse_call, raw, Answer, App, Reply};
+use super::response::{header_view, quantity, LogView};
 use super::{Shared, WS_MAX_MESSAGE_BYTES};
 
 pub(super) enum SubKind {
@@ -77,7 +78,7 @@ pub(super) fn ws_request(
     chain: &Shared,
     subs: &mut std::collections::BTreeMap<u64, Subscription>,
     req: &Value,
-) -> Option<Reply> {
+) -> Option<ResponseText> {
     let call = match parse_call(req) {
         Ok(call) => call,
         Err(reply) => return Some(raw(&reply)),
@@ -97,7 +98,7 @@ fn subscribe(
     subs: &mut std::collections::BTreeMap<u64, Subscription>,
     kind: &str,
     filter: Option<&FilterSpec>,
-) -> Result<Answer, RpcError> {
+) -> Result<MethodResult, RpcError> {
     let c = chain.lock().unwrap_or_else(|e| e.into_inner());
     let kind = match kind {
         "newHeads" => SubKind::Heads,
@@ -119,7 +120,7 @@ fn subscribe(
             cursor: c.event_count(),
         },
     );
-    Ok(q(sub).into())
+    Ok(quantity(sub).into())
 }
 
 /// Notifications owed to `subs` since their cursors (heads of added blocks; matching logs of
@@ -151,7 +152,7 @@ pub(super) fn notifications(
                     json!({
                         "jsonrpc": "2.0",
                         "method": "eth_subscription",
-                        "params": { "subscription": q(*id), "result": r },
+                        "params": { "subscription": quantity(*id), "result": r },
                     })
                     .to_string(),
                 );
