@@ -152,24 +152,14 @@ pub async fn start(config: Config) -> Result<Indexer, StartError> {
     let progress = follower.progress();
     let metrics = follower.metrics();
     let follow_task = tokio::spawn(follower.run(until_stopped(stopped.clone())));
-    let app = api::router(api::AppState {
+    let state = api::AppState {
         store: store.clone(),
         client,
         chain_id,
         metrics: metrics.clone(),
         exporter: std::sync::Arc::new(exporter),
-    });
-    let api_task = tokio::spawn({
-        let stopped = until_stopped(stopped);
-        async move {
-            if let Err(e) = axum::serve(listener, app)
-                .with_graceful_shutdown(stopped)
-                .await
-            {
-                tracing::error!(error = %e, "API server failed");
-            }
-        }
-    });
+    };
+    let api_task = tokio::spawn(api::serve(listener, state, until_stopped(stopped)));
     tracing::info!(%addr, chain_id, export_signer = %signer, "indexer listening");
     Ok(Indexer {
         addr,

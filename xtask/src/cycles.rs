@@ -4,8 +4,8 @@
 //! (`pub use`: a module's public face, not what its code depends on) are not imports, nor is
 //! anything in a file's `#[cfg(test)]` module. Files that reach each
 //! other through such imports, directly or around a circle, are reported together (Tarjan's
-//! strongly connected components). It reports for now; issue 24 makes `cargo xtask test` fail
-//! on any once the relayer's layers are in place.
+//! strongly connected components). `cargo xtask floors` (the first step of `cargo xtask test`)
+//! fails on any.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -227,11 +227,11 @@ fn file_of<'a>(modules: &'a Modules, path: &[String]) -> Option<&'a PathBuf> {
     (0..=path.len()).rev().find_map(|n| modules.get(&path[..n]))
 }
 
+/// Files with the files they import.
+pub(crate) type Graph = BTreeMap<PathBuf, BTreeSet<PathBuf>>;
+
 /// The import edges between the files of `modules` (file → files it imports).
-pub(crate) fn edges(
-    modules: &Modules,
-    sources: &BTreeMap<PathBuf, String>,
-) -> BTreeMap<PathBuf, BTreeSet<PathBuf>> {
+pub(crate) fn edges(modules: &Modules, sources: &BTreeMap<PathBuf, String>) -> Graph {
     let mut out: BTreeMap<PathBuf, BTreeSet<PathBuf>> = BTreeMap::new();
     for (module, file) in modules {
         let code = without_reexports(&code_only(&sources[file]));
@@ -249,9 +249,9 @@ pub(crate) fn edges(
 }
 
 /// The circles of `graph`: its strongly connected components of more than one file.
-pub(crate) fn circles(graph: &BTreeMap<PathBuf, BTreeSet<PathBuf>>) -> Vec<Vec<PathBuf>> {
+pub(crate) fn circles(graph: &Graph) -> Vec<Vec<PathBuf>> {
     struct Tarjan<'a> {
-        graph: &'a BTreeMap<PathBuf, BTreeSet<PathBuf>>,
+        graph: &'a Graph,
         index: BTreeMap<&'a PathBuf, (usize, usize)>,
         stack: Vec<&'a PathBuf>,
         on_stack: BTreeSet<&'a PathBuf>,
@@ -305,38 +305,49 @@ pub(crate) fn circles(graph: &BTreeMap<PathBuf, BTreeSet<PathBuf>>) -> Vec<Vec<P
     t.out
 }
 
-/// Prints the circles among the files of each crate in `dirs` (their `src/`); returns how
-/// many there are.
-pub(crate) fn report(root: &Path, dirs: &[PathBuf]) -> Result<usize> {
-    let mut found = 0;
-    for dir in dirs {
-        let src = root.join(dir).join("src");
-        let mut files = Vec::new();
-        rust_files(&src, &mut files)?;
-        let mut modules = Modules::new();
-        let mut sources = BTreeMap::new();
-        for f in files {
-            let rel = f.strip_prefix(root).unwrap_or(&f).to_path_buf();
-            if let Some(m) = module_of(&src, &f) {
-                sources.insert(rel.clone(), std::fs::read_to_string(&f)?);
-                modules.insert(m, rel);
-            }
+/// The import graph of the crate at `dir` (relative to `root`): each file of its `src/`
+/// (relative to `root`) with the files it imports, and each file's code without comments and
+/// strings.
+pub(crate) fn graph(root: &Path, dir: &Path) -> Result<(Graph, BTreeMap<PathBuf, String>)> {
+    let src = root.join(dir).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files)?;
+    let mut modules = Modules::new();
+    let mut sources = BTreeMap::new();
+    for f in files {
+        let rel = f.strip_prefix(root).unwrap_or(&f).to_path_buf();
+        if let Some(m) = module_of(&src, &f) {
+            sources.insert(rel.clone(), std::fs::read_to_string(&f)?);
+            modules.insert(m, rel);
         }
-        let graph = edges(&modules, &sources);
+    }
+    let graph = edges(&modules, &sources);
+    let code = sources
+        .into_iter()
+        .map(|(path, text)| (path, code_only(&text)))
+        .collect();
+    Ok((graph, code))
+}
+
+/// The circles among the files of each crate in `dirs`, each as `dir: N files: a, b, …`
+/// (`CYCLES_EDGES` set: every file's imports are printed too).
+pub(crate) fn find(root: &Path, dirs: &[PathBuf]) -> Result<Vec<String>> {
+    let mut found = Vec::new();
+    for dir in dirs {
+        let (graph, _) = graph(root, dir)?;
         if std::env::var_os("CYCLES_EDGES").is_some() {
             for (from, to) in &graph {
                 println!("{} -> {:?}", from.display(), to);
             }
         }
         for circle in circles(&graph) {
-            found += 1;
             let names: Vec<String> = circle.iter().map(|p| p.display().to_string()).collect();
-            println!(
+            found.push(format!(
                 "{}: {} files: {}",
                 dir.display(),
                 names.len(),
                 names.join(", ")
-            );
+            ));
         }
     }
     Ok(found)

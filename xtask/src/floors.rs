@@ -1,11 +1,14 @@
 //! `cargo xtask floors` (and the first step of `cargo xtask test`): every workspace crate's
 //! dependencies on other workspace crates point down the floors that `docs/ARCHITECTURE.md`'s
-//! table sets (apps → services → libraries → contracts). The table is read from the document,
-//! so the rule and its check cannot drift apart. `[dev-dependencies]` are exempt: a crate's
-//! tests may run the real thing end to end.
+//! table sets (apps → services → libraries → contracts); inside the relayer and the indexer,
+//! every file imports only files of its own floor or of those its service's table lets it use,
+//! and only the `api` floor names the HTTP framework; and no source files of any crate import
+//! each other around a circle ([`crate::cycles`]). The tables are read from the document, so
+//! the rule and its check cannot drift apart. `[dev-dependencies]` and a file's tests are
+//! exempt: tests may run the real thing end to end.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
@@ -23,13 +26,19 @@ pub(crate) struct Floor {
     may_use: Vec<String>,
 }
 
-/// The rows of the table under `## Floors`: `| floor | paths | may use |`, paths and floors
-/// in backticks and commas respectively.
-pub(crate) fn parse_table(doc: &str) -> Result<Vec<Floor>> {
+/// The services whose modules have a table, each with its section of the document.
+const SERVICES: [(&str, &str); 2] = [
+    ("relayer", "Floors of the relayer"),
+    ("indexer", "Floors of the indexer"),
+];
+
+/// The rows of the table under `## {heading}`: `| floor | paths | may use |`, paths and
+/// floors in backticks and commas respectively.
+pub(crate) fn parse_table(doc: &str, heading: &str) -> Result<Vec<Floor>> {
     let section = doc
         .split("\n## ")
-        .find(|s| s.starts_with("Floors"))
-        .context("no `## Floors` section")?;
+        .find(|s| s.lines().next() == Some(heading))
+        .with_context(|| format!("no `## {heading}` section"))?;
     let mut floors = Vec::new();
     for line in section.lines().filter(|l| l.starts_with('|')).skip(2) {
         let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
@@ -55,7 +64,7 @@ pub(crate) fn parse_table(doc: &str) -> Result<Vec<Floor>> {
         });
     }
     if floors.is_empty() {
-        bail!("the floors table has no rows");
+        bail!("the table under `## {heading}` has no rows");
     }
     Ok(floors)
 }
@@ -105,11 +114,68 @@ pub(crate) fn violations(
     out
 }
 
-/// Checks the workspace at `root` against its document's table.
+/// The imports of a service's files against its table (`graph`'s paths relative to the
+/// service's `src/`), and the files off the `api` floor that name the HTTP framework (`code`:
+/// each file's code without comments).
+pub(crate) fn module_violations(
+    floors: &[Floor],
+    graph: &crate::cycles::Graph,
+    code: &BTreeMap<PathBuf, String>,
+) -> Vec<String> {
+    let floor = |path: &Path| floor_of(floors, &path.to_string_lossy());
+    let mut out = Vec::new();
+    for (file, imports) in graph {
+        let Some(from) = floor(file) else {
+            out.push(format!("{} is on no floor", file.display()));
+            continue;
+        };
+        for to in imports {
+            let Some(other) = floor(to) else { continue };
+            if other.name != from.name && !from.may_use.contains(&other.name) {
+                out.push(format!(
+                    "{} ({}) imports {} ({}): {} may use {}",
+                    file.display(),
+                    from.name,
+                    to.display(),
+                    other.name,
+                    from.name,
+                    from.may_use.join(", ")
+                ));
+            }
+        }
+        let names_axum = code.get(file).is_some_and(|c| c.contains("axum"));
+        if names_axum && from.name != "api" {
+            out.push(format!(
+                "{} ({}) names axum: only the api floor does",
+                file.display(),
+                from.name
+            ));
+        }
+    }
+    out
+}
+
+/// `graph` and `code` with their paths relative to `src` (`relayer/src/api/mod.rs` →
+/// `api/mod.rs`).
+fn relative_to(
+    src: &Path,
+    (graph, code): (crate::cycles::Graph, BTreeMap<PathBuf, String>),
+) -> (crate::cycles::Graph, BTreeMap<PathBuf, String>) {
+    let rel = |p: &PathBuf| p.strip_prefix(src).unwrap_or(p).to_path_buf();
+    let graph = graph
+        .iter()
+        .map(|(f, to)| (rel(f), to.iter().map(rel).collect()))
+        .collect();
+    let code = code.iter().map(|(f, c)| (rel(f), c.clone())).collect();
+    (graph, code)
+}
+
+/// Checks the workspace at `root` against its document's tables.
 pub(crate) fn check(root: &Path) -> Result<()> {
     let doc = std::fs::read_to_string(root.join(DOCUMENT))
         .with_context(|| format!("reading {DOCUMENT}"))?;
-    let floors = parse_table(&doc).with_context(|| format!("the floors table of {DOCUMENT}"))?;
+    let floors =
+        parse_table(&doc, "Floors").with_context(|| format!("the floors table of {DOCUMENT}"))?;
     let out = Command::new(env!("CARGO"))
         .args(["metadata", "--format-version", "1", "--no-deps"])
         .current_dir(root)
@@ -147,15 +213,32 @@ pub(crate) fn check(root: &Path) -> Result<()> {
         uses.insert(name.clone(), normal);
         crates.insert(name, dir);
     }
-    let found = violations(&floors, &crates, &uses);
+    let mut found = violations(&floors, &crates, &uses);
+    for (service, heading) in SERVICES {
+        let table = parse_table(&doc, heading).with_context(|| format!("reading {DOCUMENT}"))?;
+        let src = Path::new(service).join("src");
+        let (graph, code) = relative_to(&src, crate::cycles::graph(root, Path::new(service))?);
+        found.extend(
+            module_violations(&table, &graph, &code)
+                .into_iter()
+                .map(|v| format!("{service}: {v}")),
+        );
+    }
+    let with_sources: Vec<PathBuf> = crates
+        .values()
+        .filter(|dir| root.join(dir).join("src").is_dir())
+        .map(PathBuf::from)
+        .collect();
+    found.extend(crate::cycles::find(root, &with_sources)?);
     if !found.is_empty() {
         bail!(
-            "dependencies against the floors of {DOCUMENT}:\n  {}",
+            "against the floors of {DOCUMENT}:\n  {}",
             found.join("\n  ")
         );
     }
     eprintln!(
-        "==> floors: {} crates, every dependency points down ({DOCUMENT})",
+        "==> floors: {} crates, every dependency and every import of the relayer and the \
+         indexer points down, no import circle ({DOCUMENT})",
         crates.len()
     );
     Ok(())
@@ -181,18 +264,19 @@ mod tests {
 
     #[test]
     fn the_table_is_read_from_the_document() {
-        let floors = parse_table(DOC).unwrap();
+        let floors = parse_table(DOC, "Floors").unwrap();
         assert_eq!(floors.len(), 5);
         assert_eq!(floors[1].paths, ["relayer", "indexer"]);
         assert_eq!(floors[2].may_use, ["libraries", "contracts"]);
         assert_eq!(floors[3].paths, ["contracts"]);
         assert_eq!(floors[4].may_use, ["everything"]);
-        assert!(parse_table("# nothing here").is_err());
+        assert!(parse_table("# nothing here", "Floors").is_err());
+        assert!(parse_table(DOC, "Floors of the relayer").is_err());
     }
 
     #[test]
     fn uses_against_the_floors_are_named() {
-        let floors = parse_table(DOC).unwrap();
+        let floors = parse_table(DOC, "Floors").unwrap();
         let crates = map(&[
             ("bursar", "apps/bursar"),
             ("relayer", "relayer"),
@@ -217,5 +301,54 @@ mod tests {
         assert!(found[0].starts_with("client (libraries) uses bursar (apps)"));
         assert!(found[1].starts_with("relayer (services) uses indexer (services)"));
         assert!(found[2].starts_with("stray (somewhere/else) is on no floor"));
+    }
+
+    const SERVICE: &str =
+        "# X\n\n## Floors of the relayer\n\n| floor | modules | may use |\n|---|---|---|\n\
+        | start | `lib.rs` | api, jobs, features, kernel, store |\n\
+        | api | `api/` | features, kernel, store |\n\
+        | jobs | `jobs/` | features, kernel, store |\n\
+        | features | `payments/`, `hosts.rs` | kernel, store |\n\
+        | kernel | `kernel/` | store |\n\
+        | store | `store/` | nothing |\n";
+
+    #[test]
+    fn imports_against_a_services_floors_are_named() {
+        let floors = parse_table(SERVICE, "Floors of the relayer").unwrap();
+        let edge = |from: &str, to: &[&str]| {
+            (
+                PathBuf::from(from),
+                to.iter()
+                    .map(PathBuf::from)
+                    .collect::<std::collections::BTreeSet<_>>(),
+            )
+        };
+        let graph: crate::cycles::Graph = [
+            edge("lib.rs", &["api/mod.rs", "jobs/settle.rs"]),
+            edge(
+                "api/mod.rs",
+                &["api/auth.rs", "payments/mod.rs", "jobs/settle.rs"],
+            ),
+            edge("jobs/settle.rs", &["payments/mod.rs"]),
+            edge("payments/mod.rs", &["hosts.rs", "kernel/app.rs"]),
+            edge("kernel/app.rs", &["payments/queue.rs", "store/mod.rs"]),
+            edge("store/mod.rs", &[]),
+            edge("stray.rs", &[]),
+        ]
+        .into_iter()
+        .collect();
+        let code: BTreeMap<PathBuf, String> = [
+            ("api/mod.rs", "use axum::Router;"),
+            ("jobs/settle.rs", "fn f(r: axum::Router) {}"),
+        ]
+        .into_iter()
+        .map(|(f, c)| (PathBuf::from(f), c.to_owned()))
+        .collect();
+        let found = module_violations(&floors, &graph, &code);
+        assert_eq!(found.len(), 4, "{found:#?}");
+        assert!(found[0].starts_with("api/mod.rs (api) imports jobs/settle.rs (jobs)"));
+        assert!(found[1].starts_with("jobs/settle.rs (jobs) names axum"));
+        assert!(found[2].starts_with("kernel/app.rs (kernel) imports payments/queue.rs (features)"));
+        assert_eq!(found[3], "stray.rs is on no floor");
     }
 }

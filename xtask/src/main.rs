@@ -6,7 +6,7 @@
 //! BURSAR_WASM_TARGET_DIR=/cache/wasm cargo xtask build-contracts
 //! cargo xtask demo                                 # contracts, then `bursar demo`
 //! cargo xtask test                                 # floors, fmt, clippy, contracts, all tests
-//! cargo xtask floors                               # dependencies point down the floors
+//! cargo xtask floors                               # crates and modules import down, no circle
 //! cargo xtask cycles                               # import circles between source files
 //! ```
 
@@ -42,7 +42,9 @@ enum Cmd {
     /// The main job: build the contracts, then run `bursar demo` (devnet in-process, deploy,
     /// an agent session end to end, its audit trail).
     Demo(build_contracts::BuildArgs),
-    /// Check that every crate's dependencies point down the floors of docs/ARCHITECTURE.md.
+    /// Check the floors of docs/ARCHITECTURE.md: every crate's dependencies point down, the
+    /// relayer's and the indexer's modules import down their tables, and no source files
+    /// import each other around a circle.
     Floors,
     /// List the import circles between the source files of crates (default: the services,
     /// the libraries and the apps).
@@ -58,21 +60,13 @@ enum Cmd {
     Postgres,
 }
 
-/// The workspace's root (xtask is one of its members).
-fn workspace_root() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask/ is inside the workspace")
-        .to_path_buf()
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Cmd::BuildContracts(args) => build_contracts::run(args),
         Cmd::Test(args) => test::run(args),
         Cmd::Demo(args) => test::demo(args),
-        Cmd::Floors => floors::check(&workspace_root()),
+        Cmd::Floors => floors::check(&build_contracts::workspace_root()),
         Cmd::Cycles { dirs } => {
             let default = [
                 "relayer",
@@ -88,9 +82,14 @@ fn main() -> ExitCode {
                 true => default.iter().map(std::path::PathBuf::from).collect(),
                 false => dirs.clone(),
             };
-            cycles::report(&workspace_root(), &dirs).map(|n| println!("{n} import circles"))
+            cycles::find(&build_contracts::workspace_root(), &dirs).map(|found| {
+                for circle in &found {
+                    println!("{circle}");
+                }
+                println!("{} import circles", found.len());
+            })
         }
-        Cmd::Setup => setup::run(&workspace_root()).map(|env| {
+        Cmd::Setup => setup::run(&build_contracts::workspace_root()).map(|env| {
             for (name, value) in env {
                 println!("{name}={value}");
             }

@@ -13,7 +13,7 @@ use crate::postgres;
 /// rules and the code-size limit, and gives the devnet tests fresh artifacts), then every
 /// workspace test, with a PostgreSQL server for those that run on both databases.
 pub(crate) fn run(build: &BuildArgs) -> Result<()> {
-    let root = crate::workspace_root();
+    let root = build_contracts::workspace_root();
     crate::floors::check(&root)?;
     let mut env = crate::setup::run(&root)?;
     cargo("format", &["fmt", "--all", "--", "--check"])?;

@@ -24,6 +24,20 @@ pub use state::AppState;
 
 use state::Shared;
 
+/// Serves the API on `listener` until `stop` resolves.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    if let Err(e) = axum::serve(listener, router(state))
+        .with_graceful_shutdown(stop)
+        .await
+    {
+        tracing::error!(error = %e, "API server failed");
+    }
+}
+
 /// The API's routes.
 pub fn router(state: AppState) -> Router {
     Router::new()

@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use super::compare::{first_difference, Difference, FIELDS};
 use super::{link, sign, Content, Manifest, Row};
+use crate::contracts::{Contracts, CONTRACTS};
 use crate::store::LogRow;
-use crate::{Contracts, CONTRACTS};
 
 /// What the auditor pins: without a pin, a consistent export of other contracts or by another
 /// key verifies.
