@@ -3,12 +3,12 @@
 
 use crate::kernel::inbox::Receiver;
 use crate::kernel::App;
-use crate::payments::queue::{queue_batch, Ledger, MAX_BATCH};
+use crate::payments::queue::{queue_batch, InFlightPayments, MAX_BATCH};
 
 /// Stores what arrives, a batch at a time, until `stop` resolves.
 pub(crate) async fn run(app: &App, mut rx: Receiver, stop: impl std::future::Future<Output = ()>) {
     tokio::pin!(stop);
-    let mut ledger = Ledger::default();
+    let mut in_flight = InFlightPayments::default();
     loop {
         let first = tokio::select! {
             _ = &mut stop => return,
@@ -24,6 +24,6 @@ pub(crate) async fn run(app: &App, mut rx: Receiver, stop: impl std::future::Fut
                 Err(_) => break,
             }
         }
-        queue_batch(app, &mut ledger, batch).await;
+        queue_batch(app, &mut in_flight, batch).await;
     }
 }

@@ -7,6 +7,7 @@
 //! Status: `queued → submitted → mined → confirmed`, or `pending_approval` (above the co-sign
 //! threshold: the owner decides), `rejected`, `failed` (with the decoded revert) or `expired`.
 
+mod budget;
 pub(crate) mod queue;
 
 use std::time::Duration;

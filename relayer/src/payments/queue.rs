@@ -18,14 +18,13 @@
 //! knows the payments of this process; relayer processes sharing a PostgreSQL database each
 //! count their own.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 
 use alloy_primitives::{Address, U256};
 use alloy_sol_types::SolCall;
 use bursar_bindings::wallet::ISessionWallet;
-use bursar_client::revert::ContractError;
-use serde_json::{Map, Value};
 
+use super::budget::{nonce_used, Budget, InFlight};
 use crate::kernel::inbox::{Accepted, Reply};
 use crate::kernel::session::{parse_id, signer_of, terms_of};
 use crate::kernel::{App, Error};
@@ -36,11 +35,15 @@ use crate::submission::Call;
 /// Payments stored in one database transaction at most.
 pub(crate) const MAX_BATCH: usize = 256;
 
-/// Checks `batch` against its sessions' payments in flight (kept in `ledger`), stores those
+/// Checks `batch` against its sessions' payments in flight (kept in `in_flight`), stores those
 /// that fit, and answers each.
-pub(crate) async fn queue_batch(app: &App, ledger: &mut Ledger, batch: Vec<(Accepted, Reply)>) {
-    let mut room = match ledger.room(app, &batch).await {
-        Ok(room) => room,
+pub(crate) async fn queue_batch(
+    app: &App,
+    in_flight: &mut InFlightPayments,
+    batch: Vec<(Accepted, Reply)>,
+) {
+    let mut budgets = match in_flight.budgets(app, &batch).await {
+        Ok(budgets) => budgets,
         Err(e) => {
             for (_, reply) in batch {
                 let _ = reply.send(Err(e.clone()));
@@ -52,9 +55,9 @@ pub(crate) async fn queue_batch(app: &App, ledger: &mut Ledger, batch: Vec<(Acce
     // Sandbox-signed intents admitted in this batch, by session and nonce.
     let mut signed: HashSet<(String, U256)> = HashSet::new();
     for (payment, reply) in batch {
-        let taken = ledger.check_nonce(&payment, &signed).and_then(|()| {
-            match room.get_mut(&payment.session.id) {
-                Some(room) => room.take(payment.intent.amount, payment.executes),
+        let taken = in_flight.check_nonce(&payment, &signed).and_then(|()| {
+            match budgets.get_mut(&payment.session.id) {
+                Some(budget) => budget.take(payment.intent.amount, payment.executes),
                 None => Ok(()),
             }
         });
@@ -75,7 +78,7 @@ pub(crate) async fn queue_batch(app: &App, ledger: &mut Ledger, batch: Vec<(Acce
     }
     let payments: Vec<&Accepted> = admitted.iter().map(|(p, _)| p).collect();
     let stored = store(app, &payments).await;
-    ledger.record(&payments, &stored);
+    in_flight.record(&payments, &stored);
     match stored {
         Ok(stored) => {
             for ((_, reply), (view, _)) in admitted.into_iter().zip(stored) {
@@ -87,7 +90,7 @@ pub(crate) async fn queue_batch(app: &App, ledger: &mut Ledger, batch: Vec<(Acce
         Err(Staged::NotCommitted(_)) if admitted.len() > 1 => {
             for (payment, reply) in admitted {
                 let alone = store(app, &[&payment]).await;
-                ledger.record(&[&payment], &alone);
+                in_flight.record(&[&payment], &alone);
                 let _ = reply.send(alone.map(|mut v| v.remove(0).0).map_err(Staged::into_error));
             }
         }
@@ -100,84 +103,25 @@ pub(crate) async fn queue_batch(app: &App, ledger: &mut Ledger, batch: Vec<(Acce
     }
 }
 
-/// A session's payments stored but not yet in the chain's state, in the order its signer
-/// sends them, with their sums.
-#[derive(Default)]
-struct InFlight {
-    /// `(transaction nonce, amount, executes, intent nonce)`.
-    payments: VecDeque<(u64, U256, bool, U256)>,
-    /// The intent nonces of `payments`: a second intent under one of them would fail on chain.
-    nonces: HashSet<U256>,
-    /// Intent nonces of payments that left `payments` because a block's state holds them, with
-    /// that block. A replay's simulation may have run at an earlier block, where the nonce
-    /// was still free: it is refused by these until [`SETTLED_BLOCKS`] later.
-    settled: HashMap<U256, u64>,
-    deposit: U256,
-    period: U256,
-    /// The session's room by its state at a block (deposit and period budget left), and the
-    /// block.
-    state: Option<(u64, U256, U256)>,
-}
-
-impl InFlight {
-    fn push(&mut self, tx_nonce: u64, amount: U256, executes: bool, intent_nonce: U256) {
-        self.payments
-            .push_back((tx_nonce, amount, executes, intent_nonce));
-        self.nonces.insert(intent_nonce);
-        self.deposit = self.deposit.saturating_add(amount);
-        if executes {
-            self.period = self.period.saturating_add(amount);
-        }
-    }
-
-    /// Forgets the payments whose transactions are below `mined` (the signer's nonce at
-    /// `block`): that block's state holds them.
-    fn settle(&mut self, mined: u64, block: u64) {
-        self.settled
-            .retain(|_, at| at.saturating_add(SETTLED_BLOCKS) >= block);
-        while let Some(&(nonce, amount, executes, intent_nonce)) = self.payments.front() {
-            if nonce >= mined {
-                break;
-            }
-            self.payments.pop_front();
-            self.nonces.remove(&intent_nonce);
-            self.settled.insert(intent_nonce, block);
-            self.deposit = self.deposit.saturating_sub(amount);
-            if executes {
-                self.period = self.period.saturating_sub(amount);
-            }
-        }
-    }
-
-    /// Whether an intent under `nonce` is in flight or was settled lately.
-    fn uses(&self, nonce: &U256) -> bool {
-        self.nonces.contains(nonce) || self.settled.contains_key(nonce)
-    }
-}
-
-/// How long a settled intent nonce is remembered, in blocks: longer than any simulation can
-/// lag behind the block the queue reads.
-const SETTLED_BLOCKS: u64 = 64;
-
 /// What the queue task knows of sessions' payments in flight.
 #[derive(Default)]
-pub(crate) struct Ledger {
+pub(crate) struct InFlightPayments {
     sessions: HashMap<String, InFlight>,
     /// Each signer's nonce at a block, and the block (a block's state never changes).
     mined: HashMap<Address, (u64, u64)>,
 }
 
-impl Ledger {
+impl InFlightPayments {
     /// Sessions remembered at most; past this, those with nothing in flight are forgotten.
     const SESSIONS: usize = 10_000;
 
-    /// The room of each session in `batch` that has payments in flight, or several in the
+    /// The budget of each session in `batch` that has payments in flight, or several in the
     /// batch (a lone payment was checked alone by the simulation already).
-    async fn room(
+    async fn budgets(
         &mut self,
         app: &App,
         batch: &[(Accepted, Reply)],
-    ) -> Result<HashMap<String, Room>, Error> {
+    ) -> Result<HashMap<String, Budget>, Error> {
         let mut sessions: HashMap<&str, (&SessionRow, usize)> = HashMap::new();
         for (p, _) in batch {
             sessions.entry(&p.session.id).or_insert((&p.session, 0)).1 += 1;
@@ -242,22 +186,14 @@ impl Ledger {
             self.mined.insert(*s, (block, *nonce));
         }
         let mined: HashMap<Address, u64> = signers.into_iter().zip(mined).collect();
-        let mut rooms = HashMap::with_capacity(checked.len());
+        let mut budgets = HashMap::with_capacity(checked.len());
         for (s, (deposit, period)) in checked.into_iter().zip(states) {
             let f = self.sessions.get_mut(&s.id).ok_or(Error::Internal)?;
             f.settle(mined[&signer_of(s)?], block);
             f.state = Some((block, deposit, period));
-            rooms.insert(
-                s.id.clone(),
-                Room {
-                    deposit: deposit.saturating_sub(f.deposit),
-                    period: period.saturating_sub(f.period),
-                    queued_deposit: f.deposit,
-                    queued_period: f.period,
-                },
-            );
+            budgets.insert(s.id.clone(), Budget::left(deposit, period, f));
         }
-        Ok(rooms)
+        Ok(budgets)
     }
 
     /// Refuses a sandbox-signed intent whose nonce another payment of its session in flight,
@@ -278,12 +214,7 @@ impl Ledger {
         {
             return Ok(());
         }
-        let mut args = Map::new();
-        args.insert("nonce".into(), Value::String(nonce.to_string()));
-        Err(Error::Contract(ContractError {
-            name: "WalletNonceUsed".into(),
-            args,
-        }))
+        Err(nonce_used(nonce))
     }
 
     /// Remembers what [`store`] stored; after a commit whose outcome is unknown, forgets the
@@ -306,55 +237,6 @@ impl Ledger {
             Err(Staged::NotCommitted(_)) => {}
         }
     }
-}
-
-/// What a session can still take: its deposit and period budget left, less the payments
-/// queued but not yet on chain (and those taken in this batch so far).
-struct Room {
-    deposit: U256,
-    period: U256,
-    queued_deposit: U256,
-    queued_period: U256,
-}
-
-impl Room {
-    /// Takes `amount`, or refuses it with the error the wallet would give.
-    fn take(&mut self, amount: U256, executes: bool) -> Result<(), Error> {
-        if amount > self.deposit {
-            return Err(refuse(
-                "WalletInsufficientDeposit",
-                amount,
-                self.deposit,
-                self.queued_deposit,
-            ));
-        }
-        if executes && amount > self.period {
-            return Err(refuse(
-                "WalletPeriodBudgetExceeded",
-                amount,
-                self.period,
-                self.queued_period,
-            ));
-        }
-        self.deposit -= amount;
-        self.queued_deposit = self.queued_deposit.saturating_add(amount);
-        if executes {
-            self.period -= amount;
-            self.queued_period = self.queued_period.saturating_add(amount);
-        }
-        Ok(())
-    }
-}
-
-fn refuse(name: &str, amount: U256, available: U256, queued: U256) -> Error {
-    let mut args = Map::new();
-    args.insert("amount".into(), Value::String(amount.to_string()));
-    args.insert("available".into(), Value::String(available.to_string()));
-    args.insert("queued".into(), Value::String(queued.to_string()));
-    Error::Contract(ContractError {
-        name: name.into(),
-        args,
-    })
 }
 
 /// The deposit and period budget `session` has left by its state at `block`, as the wallet
@@ -481,52 +363,4 @@ async fn stage(app: &App, payments: &[&Accepted]) -> Result<(DbTx, Vec<(PaymentR
     Store::insert_payments(&mut db, &new, now).await?;
     let nonces = txs.iter().map(|&(_, nonce)| nonce);
     Ok((db, rows.into_iter().zip(nonces).collect()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_settled_intent_nonce_is_still_used_for_a_while() {
-        let mut f = InFlight::default();
-        f.push(0, U256::from(5), true, U256::from(9));
-        f.push(1, U256::from(7), false, U256::from(10));
-        assert!(f.uses(&U256::from(9)) && f.uses(&U256::from(10)));
-        // Block 100's state holds the first: its nonce is no longer in flight, but a replay
-        // simulated at block 99 would have found it free.
-        f.settle(1, 100);
-        assert_eq!((f.deposit, f.period), (U256::from(7), U256::ZERO));
-        assert!(!f.nonces.contains(&U256::from(9)));
-        assert!(f.uses(&U256::from(9)), "settled lately");
-        assert!(f.uses(&U256::from(10)), "in flight");
-        assert!(!f.uses(&U256::from(11)));
-        f.settle(2, 100 + SETTLED_BLOCKS);
-        assert!(f.uses(&U256::from(9)) && f.uses(&U256::from(10)));
-        f.settle(2, 101 + SETTLED_BLOCKS);
-        assert!(
-            !f.uses(&U256::from(9)),
-            "forgotten once no simulation can lag so far"
-        );
-        assert!(f.uses(&U256::from(10)));
-    }
-
-    #[test]
-    fn room_refuses_what_the_wallet_would() {
-        let mut room = Room {
-            deposit: U256::from(10),
-            period: U256::from(6),
-            queued_deposit: U256::ZERO,
-            queued_period: U256::ZERO,
-        };
-        assert!(room.take(U256::from(5), true).is_ok());
-        let over_period = room.take(U256::from(2), true).unwrap_err();
-        assert_eq!(over_period.code(), "WalletPeriodBudgetExceeded");
-        // A pending payment holds deposit, not period budget.
-        assert!(room.take(U256::from(4), false).is_ok());
-        let over_deposit = room.take(U256::from(2), false).unwrap_err();
-        assert_eq!(over_deposit.code(), "WalletInsufficientDeposit");
-        assert!(room.take(U256::from(1), true).is_ok());
-        assert_eq!((room.deposit, room.period), (U256::ZERO, U256::ZERO));
-    }
 }
