@@ -7,6 +7,8 @@ mod hosts;
 mod idempotency;
 mod keys;
 mod lifecycle;
+mod payments;
+mod provenance;
 mod sessions;
 mod webhooks;
 
@@ -21,9 +23,9 @@ pub use hosts::HostKeyRow;
 pub use idempotency::Claim;
 pub use keys::{provider_secret_aad, SealedKeyRow};
 pub use lifecycle::{ChargeRow, LifecycleRow, NewLifecycleEvent};
-pub use sessions::{
-    NewPayment, NewSession, PaymentRow, ProvenanceRow, SessionRow, SessionTx, Unmined, WindDown,
-};
+pub use payments::{NewPayment, PaymentRow, Unmined};
+pub use provenance::ProvenanceRow;
+pub use sessions::{NewSession, SessionRow, SessionTx, WindDown};
 pub use webhooks::{DeliveryRow, EndpointRow};
 
 /// Why the store failed.

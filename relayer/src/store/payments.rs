@@ -1,0 +1,384 @@
+//! Payments: stored with their transactions, their outcomes and the owner's decisions.
+
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use super::{placeholders, take_numbers, Counter, DbTx, Store, StoreError, ROWS_PER_INSERT};
+
+/// A payment to record with its transaction.
+pub struct NewPayment<'a> {
+    /// `pay_…`.
+    pub id: &'a str,
+    /// Its session.
+    pub session_id: &'a str,
+    /// The payee.
+    pub to: &'a str,
+    /// Base units, decimal.
+    pub amount: &'a str,
+    /// The purpose hash.
+    pub purpose: &'a str,
+    /// The intent's nonce, decimal.
+    pub intent_nonce: &'a str,
+    /// The intent's deadline (unix seconds).
+    pub deadline: i64,
+    /// Whether the simulation executed it (rather than making it pending).
+    pub expect_executed: bool,
+    /// The engine's transaction that carries it.
+    pub transaction_id: i64,
+    /// The request's idempotency key, if it had one.
+    pub request_key: Option<&'a str>,
+}
+
+/// An accepted payment whose transaction the engine has not seen mined.
+#[derive(Clone, Debug)]
+pub struct Unmined {
+    /// Its session.
+    pub session_id: String,
+    /// Base units, decimal.
+    pub amount: String,
+    /// Whether the simulation executed it (rather than making it pending).
+    pub expect_executed: bool,
+    /// Its transaction's nonce (of the session's signer).
+    pub tx_nonce: i64,
+    /// The intent's nonce, decimal.
+    pub intent_nonce: String,
+}
+
+/// A payment with its transaction's progress.
+#[derive(Clone, Debug, Default)]
+pub struct PaymentRow {
+    /// `pay_…`.
+    pub id: String,
+    /// Its session.
+    pub session_id: String,
+    /// The payee.
+    pub to: String,
+    /// Base units, decimal.
+    pub amount: String,
+    /// The purpose hash.
+    pub purpose: String,
+    /// The intent's nonce.
+    pub intent_nonce: String,
+    /// The intent's deadline (unix seconds).
+    pub deadline: i64,
+    /// Whether the simulation at acceptance executed it.
+    pub expect_executed: bool,
+    /// The engine's transaction.
+    pub transaction_id: i64,
+    /// What the receipt said: executed, pending, approved, rejected, reverted.
+    pub outcome: Option<String>,
+    /// The receipt registry's id for an executed payment.
+    pub receipt_id: Option<String>,
+    /// The wallet's pending id for a co-signed one.
+    pub pending_id: Option<String>,
+    /// The contract error a failed one reverted with.
+    pub error_code: Option<String>,
+    /// Its arguments, JSON.
+    pub error_details: Option<String>,
+    /// When it was accepted (unix ms).
+    pub created_at: i64,
+    /// The transaction's status (signed, submitted, mined, confirmed, failed).
+    pub tx_status: String,
+    /// The mined attempt's hash.
+    pub tx_hash: Option<String>,
+    /// Its block.
+    pub block_number: Option<i64>,
+    /// The transaction's receipt status (1 ok, 0 reverted).
+    pub receipt_status: Option<i64>,
+}
+
+impl PaymentRow {
+    /// Its status, from its outcome and its transaction's progress.
+    pub fn status(&self) -> &'static str {
+        let p = self;
+        match p.outcome.as_deref() {
+            Some("executed" | "approved") if p.tx_status == "confirmed" => "confirmed",
+            Some("executed" | "approved") => "mined",
+            Some("pending") => "pending_approval",
+            Some("rejected") => "rejected",
+            Some(_) => match p.error_code.as_deref() {
+                Some("WalletDeadlinePassed" | "WalletPendingExpired") => "expired",
+                _ => "failed",
+            },
+            None => match p.tx_status.as_str() {
+                "signed" => "queued",
+                "submitted" => "submitted",
+                "failed" => "failed",
+                _ => "mined",
+            },
+        }
+    }
+}
+
+const PAYMENT_COLUMNS: &str = "p.id, p.session_id, p.to_address, p.amount, p.purpose, \
+    p.intent_nonce, p.deadline, p.expect_executed, p.transaction_id, p.outcome, p.receipt_id, \
+    p.pending_id, p.error_code, p.error_details, p.created_at, t.status AS tx_status, \
+    t.mined_hash, t.block_number, t.receipt_status";
+
+fn payment_row(r: &AnyRow) -> Result<PaymentRow, StoreError> {
+    Ok(PaymentRow {
+        id: r.try_get("id")?,
+        session_id: r.try_get("session_id")?,
+        to: r.try_get("to_address")?,
+        amount: r.try_get("amount")?,
+        purpose: r.try_get("purpose")?,
+        intent_nonce: r.try_get("intent_nonce")?,
+        deadline: r.try_get("deadline")?,
+        expect_executed: r.try_get::<i64, _>("expect_executed")? != 0,
+        transaction_id: r.try_get("transaction_id")?,
+        outcome: r.try_get("outcome")?,
+        receipt_id: r.try_get("receipt_id")?,
+        pending_id: r.try_get("pending_id")?,
+        error_code: r.try_get("error_code")?,
+        error_details: r.try_get("error_details")?,
+        created_at: r.try_get("created_at")?,
+        tx_status: r.try_get("tx_status")?,
+        tx_hash: r.try_get("mined_hash")?,
+        block_number: r.try_get("block_number")?,
+        receipt_status: r.try_get("receipt_status")?,
+    })
+}
+
+impl Store {
+    /// Takes the next intent nonce of each of `sessions` (a session named several times gets
+    /// consecutive ones), inside `db`.
+    pub async fn take_intent_nonces(
+        db: &mut DbTx,
+        sessions: &[&str],
+    ) -> Result<Vec<u64>, StoreError> {
+        let nonces = take_numbers(db, Counter::IntentNonce, sessions).await?;
+        Ok(nonces.into_iter().map(|n| n as u64).collect())
+    }
+
+    /// Records payments, inside `db` (with their transactions).
+    pub async fn insert_payments(
+        db: &mut DbTx,
+        payments: &[NewPayment<'_>],
+        now: i64,
+    ) -> Result<(), StoreError> {
+        for chunk in payments.chunks(ROWS_PER_INSERT) {
+            let sql = format!(
+                "INSERT INTO payments (id, session_id, to_address, amount, purpose, intent_nonce, \
+                 deadline, expect_executed, transaction_id, created_at, request_key) VALUES {}",
+                placeholders(db, chunk.len(), 11)
+            );
+            let mut q = sqlx::query(&sql);
+            for p in chunk {
+                q = q
+                    .bind(p.id)
+                    .bind(p.session_id)
+                    .bind(p.to)
+                    .bind(p.amount)
+                    .bind(p.purpose)
+                    .bind(p.intent_nonce)
+                    .bind(p.deadline)
+                    .bind(i64::from(p.expect_executed))
+                    .bind(p.transaction_id)
+                    .bind(now)
+                    .bind(p.request_key);
+            }
+            q.execute(&mut **db).await?;
+        }
+        Ok(())
+    }
+
+    /// The payment a request with idempotency key `request_key` made.
+    pub async fn payment_by_request_key(
+        &self,
+        request_key: &str,
+    ) -> Result<Option<PaymentRow>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {PAYMENT_COLUMNS} FROM payments p JOIN transactions t ON t.id = p.transaction_id \
+             WHERE p.request_key = $1"
+        ))
+        .bind(request_key)
+        .fetch_optional(&self.read)
+        .await?;
+        row.as_ref().map(payment_row).transpose()
+    }
+
+    /// The payment `id` of session `session_id` (when given).
+    pub async fn payment(
+        &self,
+        id: &str,
+        session_id: Option<&str>,
+    ) -> Result<Option<PaymentRow>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {PAYMENT_COLUMNS} FROM payments p JOIN transactions t ON t.id = p.transaction_id \
+             WHERE p.id = $1 AND ($2 IS NULL OR p.session_id = $2)"
+        ))
+        .bind(id)
+        .bind(session_id)
+        .fetch_optional(&self.read)
+        .await?;
+        row.as_ref().map(payment_row).transpose()
+    }
+
+    /// A session's payments, newest first.
+    pub async fn session_payments(
+        &self,
+        session_id: &str,
+        limit: i64,
+    ) -> Result<Vec<PaymentRow>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {PAYMENT_COLUMNS} FROM payments p JOIN transactions t ON t.id = p.transaction_id \
+             WHERE p.session_id = $1 ORDER BY p.created_at DESC, p.id LIMIT $2"
+        ))
+        .bind(session_id)
+        .bind(limit)
+        .fetch_all(&self.read)
+        .await?;
+        rows.iter().map(payment_row).collect()
+    }
+
+    /// The accepted payments of `sessions` whose transaction the engine has not seen mined, in
+    /// the order of their transactions' nonces. Some may be on chain already; the caller asks
+    /// the chain.
+    pub async fn unmined_payments(&self, sessions: &[&str]) -> Result<Vec<Unmined>, StoreError> {
+        if sessions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list = (1..=sessions.len())
+            .map(|i| format!("${i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "SELECT p.session_id, p.amount, p.expect_executed, t.nonce, p.intent_nonce \
+             FROM payments p JOIN transactions t ON t.id = p.transaction_id \
+             WHERE p.session_id IN ({list}) AND t.status IN ('signed', 'submitted') \
+             ORDER BY t.nonce"
+        );
+        let mut q = sqlx::query(&sql);
+        for s in sessions {
+            q = q.bind(*s);
+        }
+        let rows = q.fetch_all(&self.read).await?;
+        rows.iter()
+            .map(|r| {
+                Ok(Unmined {
+                    session_id: r.try_get(0)?,
+                    amount: r.try_get(1)?,
+                    expect_executed: r.try_get::<i64, _>(2)? != 0,
+                    tx_nonce: r.try_get(3)?,
+                    intent_nonce: r.try_get(4)?,
+                })
+            })
+            .collect()
+    }
+
+    /// How many payments are in each combination of what decides their status (a row with
+    /// only those fields filled, and the count).
+    pub async fn payment_status_counts(&self) -> Result<Vec<(PaymentRow, i64)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT p.outcome, t.status, p.error_code, COUNT(*) FROM payments p \
+             JOIN transactions t ON t.id = p.transaction_id \
+             GROUP BY p.outcome, t.status, p.error_code",
+        )
+        .fetch_all(&self.read)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let row = PaymentRow {
+                    outcome: r.try_get(0)?,
+                    tx_status: r.try_get(1)?,
+                    error_code: r.try_get(2)?,
+                    ..PaymentRow::default()
+                };
+                Ok((row, r.try_get(3)?))
+            })
+            .collect()
+    }
+
+    /// Payments whose transaction is mined or failed and whose outcome is not read yet.
+    pub async fn unsettled_payments(&self, limit: i64) -> Result<Vec<PaymentRow>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {PAYMENT_COLUMNS} FROM payments p JOIN transactions t ON t.id = p.transaction_id \
+             WHERE p.outcome IS NULL AND t.status IN ('mined', 'confirmed', 'failed') \
+             ORDER BY p.transaction_id LIMIT $1"
+        ))
+        .bind(limit)
+        .fetch_all(&self.read)
+        .await?;
+        rows.iter().map(payment_row).collect()
+    }
+
+    /// Records what a payment's receipt said.
+    pub async fn set_payment_outcome(
+        &self,
+        id: &str,
+        outcome: &str,
+        receipt_id: Option<&str>,
+        pending_id: Option<&str>,
+        error: Option<(&str, &str)>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE payments SET outcome = $1, receipt_id = COALESCE($2, receipt_id), \
+             pending_id = COALESCE($3, pending_id), error_code = $4, error_details = $5 \
+             WHERE id = $6",
+        )
+        .bind(outcome)
+        .bind(receipt_id)
+        .bind(pending_id)
+        .bind(error.map(|e| e.0))
+        .bind(error.map(|e| e.1))
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The payment that went pending as `pending_id` in session `session_id`.
+    pub async fn payment_by_pending(
+        &self,
+        session_id: &str,
+        pending_id: &str,
+    ) -> Result<Option<PaymentRow>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {PAYMENT_COLUMNS} FROM payments p JOIN transactions t ON t.id = p.transaction_id \
+             WHERE p.session_id = $1 AND p.pending_id = $2"
+        ))
+        .bind(session_id)
+        .bind(pending_id)
+        .fetch_optional(&self.read)
+        .await?;
+        row.as_ref().map(payment_row).transpose()
+    }
+
+    /// Records the transaction carrying the owner's decision on payment `id`, inside `db`.
+    pub async fn set_payment_decision(
+        db: &mut DbTx,
+        id: &str,
+        tx_id: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE payments SET decision_transaction = $1 WHERE id = $2")
+            .bind(tx_id)
+            .bind(id)
+            .execute(&mut **db)
+            .await?;
+        Ok(())
+    }
+
+    /// Forgets a decision that did not land (so another may be sent).
+    pub async fn clear_payment_decision(&self, id: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE payments SET decision_transaction = NULL WHERE id = $1")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Pending payments whose decision transaction is mined or failed:
+    /// `(payment id, pending id, decision transaction id)`.
+    pub async fn decided_payments(&self) -> Result<Vec<(String, String, i64)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT p.id, p.pending_id, p.decision_transaction FROM payments p \
+             JOIN transactions t ON t.id = p.decision_transaction \
+             WHERE p.outcome = 'pending' AND t.status IN ('mined', 'confirmed', 'failed')",
+        )
+        .fetch_all(&self.read)
+        .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
+            .collect()
+    }
+}
