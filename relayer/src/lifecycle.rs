@@ -26,7 +26,9 @@ use crate::kernel::session::{parse_id, send, signer_of};
 use crate::kernel::App;
 use crate::kernel::Error;
 use crate::random::random_bytes;
-use crate::store::{now_ms, NewLifecycleEvent, SessionRow, SessionTx, Store, TxStatus, WindDown};
+use crate::store::{
+    now_ms, NewLifecycleEvent, OpenStatus, SessionRow, SessionTx, Store, TxStatus, WindDown,
+};
 use crate::{sessions, webhooks};
 
 /// What an event did to one session.
@@ -158,7 +160,7 @@ pub async fn receive(
             "action": action,
         });
         webhooks::emit_in(&mut db, host_id, "session.sandbox", &row.id, &id, data).await?;
-        if action == "renew_lease" && row.status == "open" {
+        if action == "renew_lease" && row.status == OpenStatus::Open {
             to_renew.push(row.clone());
         }
         effects.push(Effect {
@@ -179,7 +181,7 @@ pub async fn receive(
     tracing::info!(host = %host_id, source, event = %report.event_id, sandbox = %report.sandbox_id,
         lifecycle, sessions = effects.len(), "lifecycle event");
     if report.usage.is_some() {
-        for row in bound.iter().filter(|r| r.status == "open") {
+        for row in bound.iter().filter(|r| r.status == OpenStatus::Open) {
             // A failure is retried before the session is wound down, at the latest.
             if let Err(e) = crate::metering::charge(app, row).await {
                 tracing::warn!(session = %row.id, error = %e, "metering failed");

@@ -22,7 +22,7 @@ use crate::kernel::providers::Usage;
 use crate::kernel::App;
 use crate::kernel::Error;
 use crate::payments::{self, PayBody, PayRequest};
-use crate::store::{now_ms, ChargeRow, SessionRow};
+use crate::store::{now_ms, ChargeRow, OpenStatus, SessionRow};
 
 /// What `usage` costs at `rates` (rounded down, in the owner's favour).
 pub fn cost(rates: &Rates, usage: &Usage) -> U256 {
@@ -52,7 +52,7 @@ pub async fn charge(app: &App, row: &SessionRow) -> Result<(), Error> {
     let Some(rates) = policy::load(app, &row.host_id).await?.metering else {
         return Ok(());
     };
-    if row.status != "open" {
+    if row.status != OpenStatus::Open {
         return Ok(());
     }
     // One charge at a time in this process: the wind-down waits for a charge in flight.

@@ -16,7 +16,7 @@ use crate::kernel::session::{not_open, parse_id, signer_of};
 use crate::kernel::App;
 use crate::kernel::Error;
 use crate::random::random_bytes;
-use crate::store::{now_ms, ProvenanceRow, SessionRow, Store};
+use crate::store::{now_ms, OpenStatus, ProvenanceRow, SessionRow, Store};
 use crate::submission::Call;
 
 /// The registry refuses more parents than this.
@@ -119,7 +119,7 @@ pub async fn record(
             return Ok(ProvenanceView::of(p));
         }
     }
-    if session.status != "open" {
+    if session.status != OpenStatus::Open {
         return Err(not_open(session));
     }
     if req.parents.len() > MAX_PARENTS {

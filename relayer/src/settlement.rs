@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::kernel::App;
 use crate::payments::PaymentView;
-use crate::store::{PaymentRow, SessionTx, StoreError, TxRow};
+use crate::store::{OpenStatus, PaymentRow, SessionTx, StoreError, TxRow, TxStatus};
 use crate::webhooks;
 
 /// Why a pass failed (it is retried).
@@ -40,16 +40,16 @@ pub async fn settle(app: &App) -> Result<usize, OutcomeError> {
 async fn opens(app: &App) -> Result<usize, OutcomeError> {
     let opened = app.store.opened_sessions().await?;
     for (id, host, tx_status, receipt_status) in &opened {
-        let ok = tx_status != "failed" && *receipt_status == Some(1);
+        let ok = *tx_status != TxStatus::Failed && *receipt_status == Some(1);
         let (status, event) = if ok {
-            ("open", "session.opened")
+            (OpenStatus::Open, "session.opened")
         } else {
-            ("failed", "session.failed")
+            (OpenStatus::Failed, "session.failed")
         };
-        let data = json!({ "sessionId": id, "status": status });
-        webhooks::emit(app, host, event, id, status, data).await?;
+        let data = json!({ "sessionId": id, "status": status.as_str() });
+        webhooks::emit(app, host, event, id, status.as_str(), data).await?;
         app.store.set_session_status(id, status).await?;
-        tracing::info!(session = %id, status, "session open settled");
+        tracing::info!(session = %id, status = status.as_str(), "session open settled");
     }
     Ok(opened.len())
 }

@@ -35,7 +35,7 @@ pub(super) async fn render(app: &App, limiter: &Limiter) -> Result<String, Store
     let mut payments: Vec<(String, i64)> = Vec::new();
     let mut reverts: Vec<(String, i64)> = Vec::new();
     for (row, n) in app.store.payment_status_counts().await? {
-        let status = row.status().to_owned();
+        let status = row.status().as_str().to_owned();
         match payments.iter_mut().find(|(s, _)| *s == status) {
             Some((_, total)) => *total += n,
             None => payments.push((status, n)),

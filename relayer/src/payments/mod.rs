@@ -24,7 +24,7 @@ use crate::kernel::json::{eip55, Amount, HashOrText};
 use crate::kernel::session::{not_open, parse_id, signer_of};
 use crate::kernel::{App, Error};
 use crate::random::{probe_nonce, random_bytes};
-use crate::store::{PaymentRow, SessionRow, Store};
+use crate::store::{OpenStatus, PaymentRow, SessionRow, Store};
 use crate::submission::Call;
 use crate::vault;
 
@@ -121,7 +121,7 @@ impl PaymentView {
     /// The view of a stored payment.
     pub fn of(p: PaymentRow) -> Self {
         PaymentView {
-            status: p.status(),
+            status: p.status().as_str(),
             error: p.error_code.as_ref().map(|code| {
                 let details: Value = p
                     .error_details
@@ -160,7 +160,7 @@ pub async fn pay(
             return Ok(PaymentView::of(p));
         }
     }
-    if session.status != "open" {
+    if session.status != OpenStatus::Open {
         return Err(not_open(session));
     }
     let id = parse_id(&session.id)?;
@@ -281,7 +281,7 @@ pub async fn get(
             .payment(id, Some(&session.id))
             .await?
             .ok_or(Error::NotFound)?;
-        Ok(until.contains(&row.status()).then_some(row))
+        Ok(until.contains(&row.status().as_str()).then_some(row))
     };
     if let Some(row) = app.wait_for(wait, look).await? {
         return Ok(PaymentView::of(row));

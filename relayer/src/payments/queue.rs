@@ -29,7 +29,7 @@ use crate::kernel::inbox::{Accepted, Reply};
 use crate::kernel::session::{parse_id, signer_of, terms_of};
 use crate::kernel::{App, Error};
 use crate::random::random_bytes;
-use crate::store::{now_ms, DbTx, NewPayment, PaymentRow, SessionRow, Store};
+use crate::store::{now_ms, DbTx, NewPayment, PaymentRow, SessionRow, Store, TxStatus};
 use crate::submission::Call;
 
 /// Payments stored in one database transaction at most.
@@ -340,7 +340,7 @@ async fn stage(app: &App, payments: &[&Accepted]) -> Result<(DbTx, Vec<(PaymentR
             expect_executed: p.executes,
             transaction_id,
             created_at: now,
-            tx_status: "signed".into(),
+            tx_status: TxStatus::Signed,
             ..PaymentRow::default()
         })
         .collect();

@@ -30,7 +30,7 @@ use crate::kernel::json::{session_id_text, Amount, HashOrText};
 use crate::kernel::session::{not_open, parse_id, send, signer_of, stored_terms, StoredTerms};
 use crate::kernel::{App, Error};
 use crate::random::random_bytes;
-use crate::store::{now_ms, NewSession, SessionRow, SessionTx, Store, TxStatus};
+use crate::store::{now_ms, NewSession, OpenStatus, SessionRow, SessionTx, Store, TxStatus};
 use crate::submission::Call;
 use crate::vault;
 
@@ -336,7 +336,7 @@ pub async fn open(app: &App, host: &Host, req: OpenRequest) -> Result<Opened, Er
     Ok(Opened {
         session_id: row.id,
         capability_token: token,
-        status,
+        status: status.as_str().to_owned(),
         transaction_hash,
     })
 }
@@ -488,15 +488,15 @@ fn already_opened(row: &SessionRow) -> Error {
 }
 
 /// Waits until session `id` is no longer `opening`, at most `wait`; returns its status.
-async fn wait_until_settled(app: &App, id: &str, wait: Duration) -> Result<String, Error> {
+async fn wait_until_settled(app: &App, id: &str, wait: Duration) -> Result<OpenStatus, Error> {
     let status = || async {
         let row = app.store.session(id, None).await?.ok_or(Error::Internal)?;
-        Ok((row.status != "opening").then_some(row.status))
+        Ok((row.status != OpenStatus::Opening).then_some(row.status))
     };
     Ok(app
         .wait_for(wait, status)
         .await?
-        .unwrap_or_else(|| "opening".into()))
+        .unwrap_or(OpenStatus::Opening))
 }
 
 /// The wallet's `sessionState` of session `id` at the latest block.
@@ -633,7 +633,7 @@ pub struct Heartbeat {
 /// on chain (one renewal in flight at a time) — unless the sandbox is reported paused or
 /// terminated.
 pub async fn heartbeat(app: &App, row: &SessionRow) -> Result<Heartbeat, Error> {
-    if row.status != "open" {
+    if row.status != OpenStatus::Open {
         return Err(not_open(row));
     }
     app.store.heartbeat(&row.id, now_ms()).await?;

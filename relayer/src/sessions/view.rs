@@ -20,7 +20,7 @@ pub struct SessionView {
     /// The on-chain id.
     pub session_id: String,
     /// The relayer's view: `prepared`, `opening`, `open` or `failed`.
-    pub status: String,
+    pub status: &'static str,
     /// The owner.
     pub owner: String,
     /// The custodial session key.
@@ -86,7 +86,7 @@ impl SessionView {
         let terms = stored_terms(&row)?.typed_data["openSession"]["message"].clone();
         Ok(SessionView {
             session_id: row.id,
-            status: row.status,
+            status: row.status.as_str(),
             owner: eip55(&row.owner),
             session_key: eip55(&row.session_key),
             lease_keeper: eip55(&row.signer),

@@ -6,9 +6,10 @@ use sqlx::Row;
 use super::{placeholders, take_numbers, Counter, DbTx, Store, StoreError, ROWS_PER_INSERT};
 
 /// Where a transaction is. `signed` → `submitted` → `mined` → `confirmed`, or `failed`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TxStatus {
     /// Nonce allocated and signed bytes stored; not yet accepted by the node.
+    #[default]
     Signed,
     /// Accepted by the node; no receipt yet. A missing receipt means "unknown", never failed.
     Submitted,
@@ -32,7 +33,7 @@ impl TxStatus {
         }
     }
 
-    fn parse(s: &str) -> Result<Self, StoreError> {
+    pub(super) fn parse(s: &str) -> Result<Self, StoreError> {
         Ok(match s {
             "signed" => TxStatus::Signed,
             "submitted" => TxStatus::Submitted,

@@ -23,9 +23,9 @@ pub use hosts::HostKeyRow;
 pub use idempotency::Claim;
 pub use keys::{provider_secret_aad, SealedKeyRow};
 pub use lifecycle::{ChargeRow, LifecycleRow, NewLifecycleEvent};
-pub use payments::{NewPayment, PaymentRow, Unmined};
+pub use payments::{NewPayment, PaymentRow, PaymentStatus, Unmined};
 pub use provenance::ProvenanceRow;
-pub use sessions::{NewSession, SessionRow, SessionTx, WindDown};
+pub use sessions::{NewSession, OpenStatus, SessionRow, SessionTx, WindDown};
 pub use webhooks::{DeliveryRow, EndpointRow};
 
 /// Why the store failed.

@@ -3,7 +3,9 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{placeholders, take_numbers, Counter, DbTx, Store, StoreError, ROWS_PER_INSERT};
+use super::{
+    placeholders, take_numbers, Counter, DbTx, Store, StoreError, TxStatus, ROWS_PER_INSERT,
+};
 
 /// A payment to record with its transaction.
 pub struct NewPayment<'a> {
@@ -78,7 +80,7 @@ pub struct PaymentRow {
     /// When it was accepted (unix ms).
     pub created_at: i64,
     /// The transaction's status (signed, submitted, mined, confirmed, failed).
-    pub tx_status: String,
+    pub tx_status: TxStatus,
     /// The mined attempt's hash.
     pub tx_hash: Option<String>,
     /// Its block.
@@ -87,24 +89,63 @@ pub struct PaymentRow {
     pub receipt_status: Option<i64>,
 }
 
+/// Where a payment is: `queued → submitted → mined → confirmed`, or `pending_approval` (the
+/// owner decides), `rejected`, `failed` or `expired`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PaymentStatus {
+    /// Stored with its signed transaction; not yet accepted by the node.
+    Queued,
+    /// Accepted by the node.
+    Submitted,
+    /// In a block (executed, or approved by the owner), not yet final.
+    Mined,
+    /// Final.
+    Confirmed,
+    /// Above the co-sign threshold: waiting for the owner.
+    PendingApproval,
+    /// The owner rejected it.
+    Rejected,
+    /// Reverted on chain, or its transaction will never be mined.
+    Failed,
+    /// Its deadline, or its pending approval's, passed.
+    Expired,
+}
+
+impl PaymentStatus {
+    /// Its name in the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PaymentStatus::Queued => "queued",
+            PaymentStatus::Submitted => "submitted",
+            PaymentStatus::Mined => "mined",
+            PaymentStatus::Confirmed => "confirmed",
+            PaymentStatus::PendingApproval => "pending_approval",
+            PaymentStatus::Rejected => "rejected",
+            PaymentStatus::Failed => "failed",
+            PaymentStatus::Expired => "expired",
+        }
+    }
+}
+
 impl PaymentRow {
     /// Its status, from its outcome and its transaction's progress.
-    pub fn status(&self) -> &'static str {
-        let p = self;
-        match p.outcome.as_deref() {
-            Some("executed" | "approved") if p.tx_status == "confirmed" => "confirmed",
-            Some("executed" | "approved") => "mined",
-            Some("pending") => "pending_approval",
-            Some("rejected") => "rejected",
-            Some(_) => match p.error_code.as_deref() {
-                Some("WalletDeadlinePassed" | "WalletPendingExpired") => "expired",
-                _ => "failed",
+    pub fn status(&self) -> PaymentStatus {
+        match self.outcome.as_deref() {
+            Some("executed" | "approved") if self.tx_status == TxStatus::Confirmed => {
+                PaymentStatus::Confirmed
+            }
+            Some("executed" | "approved") => PaymentStatus::Mined,
+            Some("pending") => PaymentStatus::PendingApproval,
+            Some("rejected") => PaymentStatus::Rejected,
+            Some(_) => match self.error_code.as_deref() {
+                Some("WalletDeadlinePassed" | "WalletPendingExpired") => PaymentStatus::Expired,
+                _ => PaymentStatus::Failed,
             },
-            None => match p.tx_status.as_str() {
-                "signed" => "queued",
-                "submitted" => "submitted",
-                "failed" => "failed",
-                _ => "mined",
+            None => match self.tx_status {
+                TxStatus::Signed => PaymentStatus::Queued,
+                TxStatus::Submitted => PaymentStatus::Submitted,
+                TxStatus::Failed => PaymentStatus::Failed,
+                TxStatus::Mined | TxStatus::Confirmed => PaymentStatus::Mined,
             },
         }
     }
@@ -132,7 +173,7 @@ fn payment_row(r: &AnyRow) -> Result<PaymentRow, StoreError> {
         error_code: r.try_get("error_code")?,
         error_details: r.try_get("error_details")?,
         created_at: r.try_get("created_at")?,
-        tx_status: r.try_get("tx_status")?,
+        tx_status: TxStatus::parse(&r.try_get::<String, _>("tx_status")?)?,
         tx_hash: r.try_get("mined_hash")?,
         block_number: r.try_get("block_number")?,
         receipt_status: r.try_get("receipt_status")?,
@@ -280,7 +321,7 @@ impl Store {
             .map(|r| {
                 let row = PaymentRow {
                     outcome: r.try_get(0)?,
-                    tx_status: r.try_get(1)?,
+                    tx_status: TxStatus::parse(&r.try_get::<String, _>(1)?)?,
                     error_code: r.try_get(2)?,
                     ..PaymentRow::default()
                 };
@@ -380,5 +421,60 @@ impl Store {
         rows.iter()
             .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_payments_status_follows_its_outcome_then_its_transaction() {
+        let row = |outcome: Option<&str>, tx: TxStatus, error: Option<&str>| PaymentRow {
+            outcome: outcome.map(str::to_owned),
+            tx_status: tx,
+            error_code: error.map(str::to_owned),
+            ..PaymentRow::default()
+        };
+        let cases = [
+            (row(None, TxStatus::Signed, None), PaymentStatus::Queued),
+            (
+                row(None, TxStatus::Submitted, None),
+                PaymentStatus::Submitted,
+            ),
+            (row(None, TxStatus::Mined, None), PaymentStatus::Mined),
+            (row(None, TxStatus::Failed, None), PaymentStatus::Failed),
+            (
+                row(Some("executed"), TxStatus::Confirmed, None),
+                PaymentStatus::Confirmed,
+            ),
+            (
+                row(Some("approved"), TxStatus::Mined, None),
+                PaymentStatus::Mined,
+            ),
+            (
+                row(Some("pending"), TxStatus::Confirmed, None),
+                PaymentStatus::PendingApproval,
+            ),
+            (
+                row(Some("rejected"), TxStatus::Mined, None),
+                PaymentStatus::Rejected,
+            ),
+            (
+                row(
+                    Some("reverted"),
+                    TxStatus::Mined,
+                    Some("WalletDeadlinePassed"),
+                ),
+                PaymentStatus::Expired,
+            ),
+            (
+                row(Some("reverted"), TxStatus::Mined, Some("WalletCapExceeded")),
+                PaymentStatus::Failed,
+            ),
+        ];
+        for (row, status) in cases {
+            assert_eq!(row.status(), status, "{row:?}");
+        }
     }
 }

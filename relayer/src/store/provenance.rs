@@ -3,7 +3,7 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{DbTx, Store, StoreError};
+use super::{DbTx, Store, StoreError, TxStatus};
 
 /// A provenance record with its transaction's progress.
 #[derive(Clone, Debug)]
@@ -27,7 +27,7 @@ pub struct ProvenanceRow {
     /// When it was accepted (unix ms).
     pub created_at: i64,
     /// The transaction's status.
-    pub tx_status: String,
+    pub tx_status: TxStatus,
     /// The mined attempt's hash.
     pub tx_hash: Option<String>,
     /// Its block.
@@ -51,7 +51,7 @@ fn provenance_row(r: &AnyRow) -> Result<ProvenanceRow, StoreError> {
         error_code: r.try_get("error_code")?,
         error_details: r.try_get("error_details")?,
         created_at: r.try_get("created_at")?,
-        tx_status: r.try_get("tx_status")?,
+        tx_status: TxStatus::parse(&r.try_get::<String, _>("tx_status")?)?,
         tx_hash: r.try_get("mined_hash")?,
         block_number: r.try_get("block_number")?,
         receipt_status: r.try_get("receipt_status")?,

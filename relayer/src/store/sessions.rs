@@ -3,7 +3,49 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{DbTx, SealedKeyRow, Store, StoreError};
+use super::{DbTx, SealedKeyRow, Store, StoreError, TxStatus};
+
+/// Where a session's opening is (its state on chain, revoked or closed, is read from the
+/// chain).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenStatus {
+    /// Its terms wait for the owner's signature.
+    Prepared,
+    /// Its open is sent, not yet mined.
+    Opening,
+    /// Open on chain: its capability token works.
+    Open,
+    /// Its open was mined and reverted.
+    Failed,
+}
+
+impl OpenStatus {
+    /// The stored (and answered) name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpenStatus::Prepared => "prepared",
+            OpenStatus::Opening => "opening",
+            OpenStatus::Open => "open",
+            OpenStatus::Failed => "failed",
+        }
+    }
+
+    fn parse(s: &str) -> Result<Self, StoreError> {
+        Ok(match s {
+            "prepared" => OpenStatus::Prepared,
+            "opening" => OpenStatus::Opening,
+            "open" => OpenStatus::Open,
+            "failed" => OpenStatus::Failed,
+            other => return Err(StoreError::Corrupt(format!("session status {other:?}"))),
+        })
+    }
+}
+
+impl std::fmt::Display for OpenStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// A session as the relayer keeps it (its on-chain state is read from the chain).
 #[derive(Clone, Debug)]
@@ -26,8 +68,8 @@ pub struct SessionRow {
     pub provider: Option<String>,
     /// The sandbox the host named.
     pub sandbox_id: Option<String>,
-    /// `prepared`, `opening`, `open` or `failed`.
-    pub status: String,
+    /// Where its opening is.
+    pub status: OpenStatus,
     /// The transaction that opens it.
     pub open_transaction: Option<i64>,
     /// SHA-256 of the capability token.
@@ -146,7 +188,7 @@ pub(super) fn session_row(r: &AnyRow) -> Result<SessionRow, StoreError> {
         terms: r.try_get("terms")?,
         provider: r.try_get("provider")?,
         sandbox_id: r.try_get("sandbox_id")?,
-        status: r.try_get("status")?,
+        status: OpenStatus::parse(&r.try_get::<String, _>("status")?)?,
         open_transaction: r.try_get("open_transaction")?,
         capability_hash: r.try_get("capability_hash")?,
         capability_revoked_at: r.try_get("capability_revoked_at")?,
@@ -277,12 +319,15 @@ impl Store {
         tx_id: Option<i64>,
         capability_hash: &str,
     ) -> Result<bool, StoreError> {
-        let status = if tx_id.is_some() { "opening" } else { "open" };
+        let status = match tx_id {
+            Some(_) => OpenStatus::Opening,
+            None => OpenStatus::Open,
+        };
         let n = sqlx::query(
             "UPDATE sessions SET status = $1, open_transaction = $2, capability_hash = $3 \
              WHERE id = $4 AND status = 'prepared'",
         )
-        .bind(status)
+        .bind(status.as_str())
         .bind(tx_id)
         .bind(capability_hash)
         .bind(id)
@@ -296,7 +341,7 @@ impl Store {
     /// transaction status, receipt status)`.
     pub async fn opened_sessions(
         &self,
-    ) -> Result<Vec<(String, String, String, Option<i64>)>, StoreError> {
+    ) -> Result<Vec<(String, String, TxStatus, Option<i64>)>, StoreError> {
         let rows = sqlx::query(
             "SELECT s.id, s.host_id, t.status, t.receipt_status FROM sessions s \
              JOIN transactions t ON t.id = s.open_transaction \
@@ -305,7 +350,10 @@ impl Store {
         .fetch_all(&self.read)
         .await?;
         rows.iter()
-            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?)))
+            .map(|r| {
+                let tx = TxStatus::parse(&r.try_get::<String, _>(2)?)?;
+                Ok((r.try_get(0)?, r.try_get(1)?, tx, r.try_get(3)?))
+            })
             .collect()
     }
 
@@ -361,9 +409,9 @@ impl Store {
     }
 
     /// Sets a session's status.
-    pub async fn set_session_status(&self, id: &str, status: &str) -> Result<(), StoreError> {
+    pub async fn set_session_status(&self, id: &str, status: OpenStatus) -> Result<(), StoreError> {
         sqlx::query("UPDATE sessions SET status = $1 WHERE id = $2")
-            .bind(status)
+            .bind(status.as_str())
             .bind(id)
             .execute(&self.pool)
             .await?;
@@ -415,5 +463,26 @@ impl Store {
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_statuses_are_stored_by_name_and_others_are_corrupt() {
+        for s in [
+            OpenStatus::Prepared,
+            OpenStatus::Opening,
+            OpenStatus::Open,
+            OpenStatus::Failed,
+        ] {
+            assert_eq!(OpenStatus::parse(s.as_str()).unwrap(), s);
+        }
+        assert!(matches!(
+            OpenStatus::parse("OPEN"),
+            Err(StoreError::Corrupt(_))
+        ));
     }
 }
