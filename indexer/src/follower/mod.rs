@@ -16,18 +16,33 @@
 //!   waited for; that is not a reorg.
 //!
 //! Each batch — blocks, logs, checkpoint — is one database transaction.
+//!
+//! This module is the state machine (which step comes next, backfill, the window, reorgs);
+//! [`source`] reads the node, [`heads`] says when to look again, [`range`] sizes ranges,
+//! [`attribution`] finds sessions in the store.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use alloy_primitives::{Address, B256};
-use bursar_client::rpc::{BlockHeader, LogBlocks, RpcError, RpcLog};
+use alloy_primitives::B256;
+use bursar_client::rpc::{BlockHeader, RpcError};
 use bursar_client::Client;
-use futures_util::{StreamExt, TryStreamExt};
 
 use crate::metrics::Metrics;
 use crate::store::{BlockRow, LogRow, Store, StoreError};
+
+mod attribution;
+mod error;
+mod heads;
+mod range;
+mod source;
+
+pub use error::FollowError;
+pub use range::TARGET_LOGS;
+
+use heads::Heads;
+use source::{block_row, Fetched, FetchedBlock, Source};
 
 /// How the follower paces itself.
 #[derive(Clone, Debug)]
@@ -59,27 +74,6 @@ impl Default for FollowConfig {
         }
     }
 }
-
-/// Why a step failed (the follower retries with backoff).
-#[derive(Debug, thiserror::Error)]
-pub enum FollowError {
-    /// The node.
-    #[error(transparent)]
-    Rpc(#[from] RpcError),
-    /// The database.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// The node answered something inconsistent (a log whose block it does not know).
-    #[error("the node's answers disagree: {0}")]
-    Inconsistent(String),
-    /// A fetching task panicked or was cancelled.
-    #[error("a backfill task failed: {0}")]
-    Task(#[from] tokio::task::JoinError),
-}
-
-/// The logs a backfill range is sized to bring: big enough that per-request and per-commit
-/// costs vanish, small enough for providers' response caps (Alchemy's and Infura's are 10,000).
-pub const TARGET_LOGS: u64 = 5_000;
 
 /// What a step did.
 #[derive(Debug, PartialEq, Eq)]
@@ -128,28 +122,8 @@ struct Pending {
     task: tokio::task::JoinHandle<Result<Fetched, FollowError>>,
 }
 
-/// A backfill range read and decoded, ready to write.
-struct Fetched {
-    blocks: Vec<BlockRow>,
-    rows: Vec<LogRow>,
-    /// The smaller range the node asked for, if it refused this one.
-    refused: Option<u64>,
-}
-
-/// A block of the recent window read and decoded: its header and its logs as rows.
-type FetchedBlock = (BlockHeader, Vec<LogRow>);
-
 /// A block of the recent window being fetched (`None`: the node has no such block yet).
 type BlockTask = tokio::task::JoinHandle<Result<Option<FetchedBlock>, FollowError>>;
-
-/// The node and what the follower reads from it: shared with the fetching tasks.
-struct Source {
-    client: Client,
-    chain_id: u64,
-    contracts: crate::contracts::Contracts,
-    addresses: Vec<Address>,
-    metrics: Arc<Metrics>,
-}
 
 impl Follower {
     /// A follower of `contracts` (address, name) on `client`'s chain.
@@ -351,7 +325,14 @@ impl Follower {
             refused,
         } = pending.task.await??;
         let to = pending.to;
-        self.resize(to - pending.from + 1, rows.len() as u64, refused);
+        let (blocks_read, logs) = (to - pending.from + 1, rows.len() as u64);
+        self.range = range::next(
+            self.range,
+            blocks_read,
+            logs,
+            refused,
+            self.config.max_range,
+        );
         self.attribute(&mut rows).await?;
         if to == limit {
             // The backfill's last range lands with the indexes built: once the checkpoint
@@ -362,21 +343,6 @@ impl Follower {
         self.write(&blocks, &rows, (to, end), to - from + 1).await?;
         tracing::info!(from, to, events = rows.len(), "backfilled");
         Ok(Step::Advanced(to))
-    }
-
-    /// Sizes the next ranges by what a range of `blocks` blocks brought (`logs` logs, and the
-    /// smaller range the node asked for if it refused one): about [`TARGET_LOGS`] logs at its
-    /// density, at most twice as many blocks as before, no more than the node took.
-    fn resize(&mut self, blocks: u64, logs: u64, refused: Option<u64>) {
-        let fits = match logs {
-            0 => blocks.saturating_mul(2),
-            _ => blocks.saturating_mul(TARGET_LOGS) / logs,
-        };
-        self.range = fits.min(self.range.saturating_mul(2));
-        if let Some(refused) = refused {
-            self.range = self.range.min(refused);
-        }
-        self.range = self.range.clamp(1, self.config.max_range.max(1));
     }
 
     /// Cancels the ranges and blocks being fetched.
@@ -517,171 +483,5 @@ impl Follower {
 
     async fn header(&self, number: u64) -> Result<Option<BlockHeader>, FollowError> {
         self.source.header(number).await
-    }
-
-    /// Gives the events that name no session theirs their session (see
-    /// [`crate::logs::attribute`]), looking up in the store the receipts and records of earlier
-    /// batches.
-    async fn attribute(&self, rows: &mut [LogRow]) -> Result<(), StoreError> {
-        for link in crate::logs::attribute(rows) {
-            let filter = crate::store::LogFilter {
-                event: Some(link.origin.to_owned()),
-                args: vec![(link.field.to_owned(), link.id)],
-                limit: 1,
-                ..Default::default()
-            };
-            let origin = self.store.logs(&filter).await?.into_iter().next();
-            rows[link.index].session_id = origin.and_then(|r| r.session_id);
-        }
-        Ok(())
-    }
-}
-
-impl Source {
-    async fn header(&self, number: u64) -> Result<Option<BlockHeader>, FollowError> {
-        Ok(self.client.block(number).await?)
-    }
-
-    /// Reads and decodes the range `from..=to`: its logs, the headers of the blocks that have
-    /// some (for their time) and of its last block (for the checkpoint).
-    async fn fetch(self: Arc<Self>, from: u64, to: u64) -> Result<Fetched, FollowError> {
-        let (logs, refused) = self.logs(from, to).await?;
-        let mut numbers: Vec<u64> = logs.iter().map(|l| l.block_number.to()).collect();
-        numbers.push(to);
-        numbers.sort_unstable();
-        numbers.dedup();
-        let this = &*self;
-        let headers: Vec<BlockHeader> = futures_util::stream::iter(numbers)
-            .map(|n| async move {
-                this.header(n)
-                    .await?
-                    .ok_or_else(|| FollowError::Inconsistent(format!("block {n} is missing")))
-            })
-            .buffered(16)
-            .try_collect()
-            .await?;
-        let rows = self.rows(&logs, &headers)?;
-        Ok(Fetched {
-            blocks: headers.iter().map(block_row).collect(),
-            rows,
-            refused,
-        })
-    }
-
-    /// Reads and decodes block `number` (`None` while the node has no such block).
-    async fn fetch_block(
-        self: Arc<Self>,
-        number: u64,
-    ) -> Result<Option<FetchedBlock>, FollowError> {
-        let Some(header) = self.header(number).await? else {
-            return Ok(None);
-        };
-        let logs = self.query(LogBlocks::Hash(header.hash)).await?;
-        let rows = self.rows(&logs, std::slice::from_ref(&header))?;
-        Ok(Some((header, rows)))
-    }
-
-    /// The logs of `from..=to`, in as many requests as the node's range limits take; with the
-    /// range the node asked for when it refused one.
-    async fn logs(&self, from: u64, to: u64) -> Result<(Vec<RpcLog>, Option<u64>), FollowError> {
-        let refused = |size: u64, e: &RpcError| {
-            Metrics::add(&self.metrics.range_shrinks, 1);
-            tracing::info!(range = size, error = %e, "the node refused the range; shrinking");
-        };
-        Ok(
-            bursar_client::ranges::in_ranges((from, to), |blocks| self.query(blocks), refused)
-                .await?,
-        )
-    }
-
-    /// The logs of `blocks` the indexer follows (see [`crate::logs::query`]).
-    async fn query(&self, blocks: LogBlocks) -> Result<Vec<RpcLog>, RpcError> {
-        crate::logs::query(&self.client, &self.addresses, blocks).await
-    }
-
-    /// `logs` as rows, each with its block's time from `headers`.
-    fn rows(&self, logs: &[RpcLog], headers: &[BlockHeader]) -> Result<Vec<LogRow>, FollowError> {
-        logs.iter()
-            .map(|l| {
-                let header = headers
-                    .iter()
-                    .find(|h| h.hash == l.block_hash)
-                    .ok_or_else(|| {
-                        // The block changed between the two reads: the next step sees the reorg.
-                        FollowError::Inconsistent(format!(
-                            "log of block {} ({}) but that block is now another",
-                            l.block_number, l.block_hash
-                        ))
-                    })?;
-                let row = crate::logs::row(self.chain_id, &self.contracts, l, header.timestamp.to());
-                if let Some(e) = &row.decode_error {
-                    tracing::warn!(block = %l.block_number, tx = %l.transaction_hash, error = %e, "a log did not decode; stored raw");
-                }
-                Ok(row)
-            })
-            .collect()
-    }
-}
-
-/// New-head wake-ups: a `newHeads` subscription when a WebSocket endpoint is configured and
-/// answers, else (and while it is down) a timer.
-struct Heads {
-    url: Option<String>,
-    subscription: Option<bursar_client::Heads>,
-    /// When to try subscribing again.
-    retry_at: Instant,
-}
-
-impl Heads {
-    fn new(url: Option<String>) -> Self {
-        Heads {
-            url,
-            subscription: None,
-            retry_at: Instant::now(),
-        }
-    }
-
-    /// Waits for the next head, or `poll` without a subscription (and at most a minute with
-    /// one, in case a notification went missing). Returns at once on subscribing: a head may
-    /// have come before the subscription did.
-    async fn next(&mut self, poll: Duration) {
-        if let (Some(url), None) = (&self.url, &self.subscription) {
-            if Instant::now() >= self.retry_at {
-                match bursar_client::Heads::subscribe(url).await {
-                    Ok(heads) => {
-                        tracing::info!(
-                            url = heads.display_url(),
-                            "following new heads over WebSocket"
-                        );
-                        self.subscription = Some(heads);
-                        return;
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "no newHeads subscription; polling");
-                        self.retry_at = Instant::now() + Duration::from_secs(30);
-                    }
-                }
-            }
-        }
-        let Some(subscription) = &mut self.subscription else {
-            return tokio::time::sleep(poll).await;
-        };
-        match tokio::time::timeout(Duration::from_secs(60), subscription.next()).await {
-            Ok(Some(_)) | Err(_) => {}
-            Ok(None) => {
-                tracing::warn!("the newHeads subscription ended; polling until it is back");
-                self.subscription = None;
-                self.retry_at = Instant::now() + Duration::from_secs(1);
-            }
-        }
-    }
-}
-
-fn block_row(h: &BlockHeader) -> BlockRow {
-    BlockRow {
-        number: h.number.to(),
-        hash: h.hash.to_string(),
-        parent_hash: h.parent_hash.to_string(),
-        timestamp: h.timestamp.to(),
     }
 }
