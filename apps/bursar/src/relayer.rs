@@ -19,6 +19,7 @@ pub(crate) struct RelayerArgs {
     /// The chain's JSON-RPC endpoint.
     #[arg(
         long,
+        global = true,
         env = "BURSAR_RELAYER_RPC",
         default_value = "http://127.0.0.1:8547"
     )]
@@ -170,10 +171,7 @@ pub(crate) fn run(args: RelayerArgs) -> Result<(), String> {
 
 async fn serve(args: RelayerArgs) -> Result<(), String> {
     let signers = signer_keys(&args).await?;
-    let chain_id = Client::new(args.rpc.clone())
-        .chain_id()
-        .await
-        .map_err(|e| e.to_string())?;
+    let chain_id = chain_id_of(&args.rpc).await?;
     let contracts = contracts(&args, chain_id)?;
     let master_key = master_key(&args, chain_id == bursar_devnet::DEFAULT_CHAIN_ID)?;
     let relayer = bursar_relayer::start(Config {
@@ -253,6 +251,14 @@ fn master_key(args: &RelayerArgs, devnet: bool) -> Result<MasterKey, String> {
     MasterKey::from_file(&path, true).map_err(|e| e.to_string())
 }
 
+/// The chain id `rpc` reports (errors name the endpoint redacted, never its API key).
+async fn chain_id_of(rpc: &str) -> Result<u64, String> {
+    Client::new(rpc.to_string())
+        .chain_id()
+        .await
+        .map_err(|e| format!("asking the RPC for its chain id: {e}"))
+}
+
 /// The relayer's signers: key files, then `BURSAR_RELAYER_KEYS`; on the devnet, the last dev
 /// account when neither is given.
 async fn signer_keys(args: &RelayerArgs) -> Result<Vec<Key>, String> {
@@ -265,13 +271,9 @@ async fn signer_keys(args: &RelayerArgs) -> Result<Vec<Key>, String> {
             keys.push(Key::from_hex(text.trim(), KEYS_ENV).map_err(|e| e.to_string())?);
         }
     }
-    if keys.is_empty() {
-        let client = Client::new(args.rpc.clone());
-        let chain = client.chain_id().await.map_err(|e| e.to_string())?;
-        if chain == bursar_devnet::DEFAULT_CHAIN_ID {
-            let dev = bursar_devnet::accounts::dev_accounts();
-            keys.push(Key::from_signing_key(dev[dev.len() - 1].signing_key()));
-        }
+    if keys.is_empty() && chain_id_of(&args.rpc).await? == bursar_devnet::DEFAULT_CHAIN_ID {
+        let dev = bursar_devnet::accounts::dev_accounts();
+        keys.push(Key::from_signing_key(dev[dev.len() - 1].signing_key()));
     }
     Ok(keys)
 }
@@ -322,9 +324,12 @@ async fn manage_providers(args: &RelayerArgs, command: &ProvidersCommand) -> Res
     let provider: providers::Provider = provider.parse().map_err(|e| format!("--provider: {e}"))?;
     let secret = std::fs::read_to_string(secret_file)
         .map_err(|e| format!("--secret-file {}: {e}", secret_file.display()))?;
-    // The master key the relayer itself uses on this network (on the devnet, the key file
-    // beside its database).
-    let master = master_key(args, args.network == "devnet")?;
+    // The master key the relayer itself uses on this chain (on the devnet, the key file beside
+    // its database). "The devnet" is its chain id, as `serve` decides, whatever --network says;
+    // the node is asked only when no key is given.
+    let given = args.master_key_file.is_some() || std::env::var_os(MASTER_KEY_ENV).is_some();
+    let devnet = !given && chain_id_of(&args.rpc).await? == bursar_devnet::DEFAULT_CHAIN_ID;
+    let master = master_key(args, devnet)?;
     let store = Store::connect(&args.db).await.map_err(|e| e.to_string())?;
     let host_id = providers::set_secret(&store, &master, host, provider, &secret)
         .await

@@ -5,6 +5,11 @@
 
 use alloy_primitives::{address, Address};
 
+/// The chain id of a local development chain: nitro's dev node's, which the Bursar devnet
+/// reports too. The one definition of "the devnet": the deploy tooling's network table, the
+/// devnet's default and every app's "is this the devnet?" check read it.
+pub const DEVNET_CHAIN_ID: u64 = 412_346;
+
 /// ArbWasm, the Stylus precompile (ArbOS).
 pub const ARBWASM_ADDRESS: Address = address!("0000000000000000000000000000000000000071");
 

@@ -17,7 +17,12 @@ pub struct Network {
 /// The networks Bursar knows by name.
 pub const KNOWN: [(&str, u64, bool, bool); 3] = [
     // (name, chain id, test token, dev)
-    ("devnet", 412_346, true, true),
+    (
+        "devnet",
+        bursar_bindings::arbitrum::DEVNET_CHAIN_ID,
+        true,
+        true,
+    ),
     ("arbitrum-sepolia", 421_614, true, false),
     ("arbitrum-one", 42_161, false, false),
 ];

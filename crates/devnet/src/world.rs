@@ -18,7 +18,7 @@ use crate::stylus::Programs;
 use crate::trace::CallTracer;
 
 /// Chain id of nitro's dev node.
-pub const DEFAULT_CHAIN_ID: u64 = 412_346;
+pub const DEFAULT_CHAIN_ID: u64 = bursar_bindings::arbitrum::DEVNET_CHAIN_ID;
 
 /// Block values visible to programs.
 #[derive(Clone, Debug, PartialEq, Eq)]
