@@ -1,6 +1,7 @@
 //! Bursar's events, decoded through the bindings (the one ABI definition) into the event's
 //! name and its arguments as JSON: camelCase names as in the Solidity interface, amounts and
-//! ids as decimal strings, addresses EIP-55, hashes hex, times (`uint64`) as numbers.
+//! ids as decimal strings (but `sessionId` as `0x` + 64 hex digits, as every Bursar API writes
+//! it: see [`bursar_client::ids`]), addresses EIP-55, hashes hex, times (`uint64`) as numbers.
 
 use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::SolEvent;
@@ -9,6 +10,7 @@ use bursar_bindings::gateway::ISessionGateway as Gateway;
 use bursar_bindings::receipts::IReceiptRegistry as Receipts;
 use bursar_bindings::token::ITestToken as Token;
 use bursar_bindings::wallet::ISessionWallet as Wallet;
+use bursar_client::ids::canonical_session_id;
 use serde_json::{Map, Value};
 
 /// A decoded event.
@@ -68,6 +70,15 @@ impl Json for Vec<U256> {
     }
 }
 
+/// Writes the `sessionId` argument, if any, in the one session id form.
+fn hex_session_id(args: &mut Map<String, Value>) {
+    if let Some(Value::String(id)) = args.get_mut("sessionId") {
+        if let Some(hex) = canonical_session_id(id) {
+            *id = hex;
+        }
+    }
+}
+
 /// `decode(topics, data)`: the first event of the list whose signature hash is `topics[0]`,
 /// decoded; `None` when none is; `Some(Err)` when its data does not decode.
 macro_rules! events {
@@ -82,6 +93,7 @@ macro_rules! events {
                     return Some(decoded.map(|e| {
                         let mut args = Map::new();
                         $( args.insert(stringify!($field).into(), e.$field.json()); )*
+                        hex_session_id(&mut args);
                         let signature = <$ty as SolEvent>::SIGNATURE;
                         Decoded {
                             event: signature.split('(').next().unwrap_or(signature),
@@ -147,7 +159,9 @@ mod tests {
         let log = e.encode_log_data();
         let d = decode(log.topics(), &log.data).unwrap().unwrap();
         assert_eq!(d.event, "PaymentExecuted");
-        assert_eq!(d.session_id(), Some("7"));
+        let seven = format!("0x{}7", "0".repeat(63));
+        assert_eq!(d.session_id(), Some(seven.as_str()));
+        assert_eq!(d.args["receiptId"], "3", "other ids stay decimal");
         assert_eq!(d.args["amount"], "1000000");
         assert_eq!(
             d.args["to"],

@@ -7,6 +7,9 @@ fn query(name: &str, description: &str) -> Value {
     json!({ "name": name, "in": "query", "required": false, "schema": { "type": "string" }, "description": description })
 }
 
+/// How a session id is written.
+const SESSION_ID: &str = "A session id: 0x and 64 hex digits (as answered), or decimal.";
+
 fn path_id(description: &str) -> Value {
     json!({ "name": "id", "in": "path", "required": true, "schema": { "type": "string" }, "description": description })
 }
@@ -68,14 +71,14 @@ pub fn document() -> Value {
         "info": {
             "title": "Bursar indexer",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "Every event of the Bursar contracts, reorg-safe, for audits. Amounts are decimal strings in base units, addresses EIP-55; every event carries its chain fields (block number, hash and time, transaction hash, log index), its `finality` (`latest`, `safe` or `finalized`, by the node's block tags) and `canonical`; answers are as of the last block indexed unless `asOfBlock` or `asOfTime` says otherwise; parameter names may also be written snake_case (`as_of_block`); errors are `{code, message, details}`.",
+            "description": "Every event of the Bursar contracts, reorg-safe, for audits. Amounts and ids are decimal strings in base units, session ids `0x` and 64 lowercase hex digits (as the relayer writes them; either that or decimal is accepted), addresses EIP-55; every event carries its chain fields (block number, hash and time, transaction hash, log index), its `finality` (`latest`, `safe` or `finalized`, by the node's block tags) and `canonical`; answers are as of the last block indexed unless `asOfBlock` or `asOfTime` says otherwise; parameter names may also be written snake_case (`as_of_block`); errors are `{code, message, details}`.",
         },
         "paths": {
             "/health": get("Chain id, last block indexed, head lag, the node's safe and finalized blocks, and `exportSigner`: the address (EIP-55) whose key signs audit exports (pin it with `bursar audit verify --signer` or `--indexer`).", vec![], "Health"),
             "/metrics": { "get": { "summary": "Prometheus metrics (text).", "responses": { "200": { "description": "OK", "content": { "text/plain": {} } } } } },
             "/openapi.json": get("This document.", vec![], "Object"),
             "/v1/events": get("Logs in chain order, decoded.", with(vec![
-                query("session", "A session id (decimal or 0x-hex)."),
+                query("session", SESSION_ID),
                 query("event", "An event name (`PaymentExecuted`)."),
             ], paging()), "Events"),
             "/v1/sessions": get("Sessions in the order they opened, with their terms.", with(vec![
@@ -83,28 +86,28 @@ pub fn document() -> Value {
                 query("metadata", "0x + 64 hex, as opened."), query("status", "`active`, `revoked` or `closed`."),
                 query("openedFrom", "Opened at or after this unix time."), query("openedTo", "Opened at or before this unix time."),
             ], paging()), "Sessions"),
-            "/v1/sessions/{id}": get("A session's terms and state by the wallet's rules.", with(vec![path_id("The session id.")], as_of()), "Session"),
-            "/v1/sessions/{id}/timeline": get("Every event of the session, in order (receipts, provenance, acknowledgements and revocations included).", with(vec![path_id("The session id.")], paging()), "Events"),
+            "/v1/sessions/{id}": get("A session's terms and state by the wallet's rules.", with(vec![path_id(SESSION_ID)], as_of()), "Session"),
+            "/v1/sessions/{id}/timeline": get("Every event of the session, in order (receipts, provenance, acknowledgements and revocations included).", with(vec![path_id(SESSION_ID)], paging()), "Events"),
             "/v1/sessions/{id}/export": { "get": {
                 "summary": "The session's timeline as a signed, hash-chained audit export: NDJSON rows with prevHash and hash, then a line `{\"manifest\": Manifest}` (CSV: the same columns, the manifest on a last `# ` line). `bursar audit verify` re-checks it against a node: the rows must be exactly the chain's logs for the session at the manifest's contracts.",
-                "parameters": with(vec![path_id("The session id."), query("format", "`ndjson` (default) or `csv`.")], as_of()),
+                "parameters": with(vec![path_id(SESSION_ID), query("format", "`ndjson` (default) or `csv`.")], as_of()),
                 "responses": { "200": { "description": "OK", "content": { "application/x-ndjson": {}, "text/csv": {} } } },
             } },
             "/v1/spend": get("Executed payments summed.", with(vec![
                 query("groupBy", "Comma-separated: session, owner, counterparty, token, hour, day."),
-                query("session", "A session id."), query("owner", "An address."),
+                query("session", SESSION_ID), query("owner", "An address."),
                 query("counterparty", "An address."), query("token", "An address."),
                 query("fromBlock", "From this block on."), query("toBlock", "Up to this block."),
                 query("fromTime", "From this block time on (unix seconds)."), query("toTime", "Up to this block time."),
                 query("includeOrphaned", "`true`: orphaned payments counted too."),
             ], as_of()), "Spend"),
             "/v1/receipts": get("Receipts in the order they were recorded, with their acknowledgements.", with(vec![
-                query("payer", "An address."), query("payee", "An address."), query("session", "A session id."),
+                query("payer", "An address."), query("payee", "An address."), query("session", SESSION_ID),
                 query("purpose", "0x + 64 hex."), query("acknowledged", "`true` or `false`."),
             ], paging()), "Receipts"),
             "/v1/receipts/{id}": get("A receipt and its acknowledgement.", with(vec![path_id("The receipt id.")], as_of()), "Object"),
             "/v1/provenance": get("Provenance records with their validity.", with(vec![
-                query("subject", "0x + 64 hex."), query("attester", "An address."), query("session", "A session id."),
+                query("subject", "0x + 64 hex."), query("attester", "An address."), query("session", SESSION_ID),
             ], paging()), "Records"),
             "/v1/provenance/{id}": get("A record, its revocation and `valid`.", with(vec![path_id("The record id.")], as_of()), "Object"),
             "/v1/provenance/{id}/lineage": get("Ancestors and descendants; `lineageValid` is false when the record or an ancestor is revoked.", with(vec![

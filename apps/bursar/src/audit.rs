@@ -19,7 +19,7 @@ pub(crate) struct AuditArgs {
 enum AuditCommand {
     /// Write a session's audit export (from the indexer's API).
     Export {
-        /// The session id (decimal or 0x-hex).
+        /// The session id (0x and 64 hex digits, or decimal).
         #[arg(long)]
         session: String,
         /// The indexer's API.

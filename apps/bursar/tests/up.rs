@@ -172,6 +172,11 @@ fn bursar_up_serves_a_session_end_to_end_and_restarts_where_it_stopped() {
         .to_owned();
     let (_, indexed) = get(&up.indexer, &format!("/v1/sessions/{session}"), None);
     assert!(indexed.contains("\"status\":\"closed\""), "{indexed}");
+    // One session id form: what the relayer answers, the indexer answers (and the export).
+    assert!(
+        indexed.contains(&format!("\"sessionId\":\"{session}\"")),
+        "{indexed}"
+    );
     let signer = audit_export_verifies(&data, &up, &session);
 
     // Ctrl-C: everything stops, the chain is saved, up.json is gone.
@@ -268,6 +273,10 @@ fn audit_export_verifies(data: &Path, up: &Up, session: &str) -> String {
         deployment.to_str().unwrap(),
     ]);
     let signer = export_signer(up);
+    assert!(
+        pinned.contains(&format!("of session {session},")),
+        "{pinned}"
+    );
     assert!(
         pinned.contains(&format!("signed by {signer} (pinned)")),
         "{pinned}"

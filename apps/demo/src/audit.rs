@@ -12,6 +12,7 @@ use bursar_bindings::counterparty::ICounterpartyRegistry::ICounterpartyRegistryE
 use bursar_bindings::receipts::IReceiptRegistry::IReceiptRegistryEvents as RegistryEvent;
 use bursar_bindings::token::ITestToken::ITestTokenEvents as TokenEvent;
 use bursar_bindings::wallet::ISessionWallet::ISessionWalletEvents as WalletEvent;
+use bursar_client::ids::session_id_text;
 use bursar_client::rpc::{Client, RpcError, RpcLog};
 
 use crate::contracts::Contracts;
@@ -168,7 +169,8 @@ pub async fn indexed_trail(
     let mut out = Vec::new();
     let mut cursor = String::new();
     loop {
-        let url = format!("{indexer}/v1/sessions/{session_id:#x}/timeline?limit=1000{cursor}");
+        let id = session_id_text(session_id);
+        let url = format!("{indexer}/v1/sessions/{id}/timeline?limit=1000{cursor}");
         let page: serde_json::Value = http
             .get(&url)
             .send()
@@ -259,7 +261,7 @@ fn short(a: &Address) -> String {
 
 /// A session id (a 32-byte hash of its owner and nonce) as `0x1234…abcd`.
 pub fn session_label(id: U256) -> String {
-    let s = format!("{:#066x}", id);
+    let s = session_id_text(id);
     format!("{}…{}", &s[..6], &s[s.len() - 4..])
 }
 

@@ -880,7 +880,7 @@ impl<N: Narrator> Scenario<'_, N> {
 
     /// The session's id as the API's paths take it.
     fn session_path(&self) -> String {
-        format!("{:#066x}", self.report.session_id)
+        bursar_client::ids::session_id_text(self.report.session_id)
     }
 
     /// `answer`'s body when its status is `want`; a check failure naming both otherwise.

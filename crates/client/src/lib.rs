@@ -13,6 +13,7 @@
 
 pub mod fees;
 pub mod heads;
+pub mod ids;
 pub mod key;
 pub mod ranges;
 pub mod revert;

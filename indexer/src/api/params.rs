@@ -6,6 +6,8 @@ use std::collections::HashMap;
 
 use alloy_primitives::{Address, B256, U256};
 
+use bursar_client::ids::canonical_session_id;
+
 use super::error::ApiError;
 use crate::store::{LogFilter, Store};
 
@@ -49,7 +51,17 @@ pub(super) fn bad(name: &str, message: &str) -> ApiError {
     }
 }
 
-/// An id (session, receipt, record), decimal or 0x-hex, as the store keeps it (decimal).
+/// A session id, `0x` + 64 hex digits or decimal, as the store keeps it (the hex form).
+pub(super) fn session_of(text: &str, name: &str) -> Result<String, ApiError> {
+    canonical_session_id(text).ok_or_else(|| {
+        bad(
+            name,
+            "a session id is 0x and 64 hex digits, or a decimal integer",
+        )
+    })
+}
+
+/// An id (receipt, record), decimal or 0x-hex, as the store keeps it (decimal).
 pub(super) fn id_of(text: &str, name: &str) -> Result<String, ApiError> {
     let parsed = match text.strip_prefix("0x") {
         Some(hex) => U256::from_str_radix(hex, 16).ok(),
@@ -92,9 +104,9 @@ impl Params {
         })
     }
 
-    /// An id (decimal or 0x-hex), as the store keeps it (decimal).
-    pub fn id(&mut self, name: &str) -> Result<Option<String>, ApiError> {
-        self.take(name).map(|v| id_of(&v, name)).transpose()
+    /// A session id (either form), as the store keeps it (hex).
+    pub fn session(&mut self, name: &str) -> Result<Option<String>, ApiError> {
+        self.take(name).map(|v| session_of(&v, name)).transpose()
     }
 
     /// A non-negative integer.
@@ -165,7 +177,7 @@ impl Params {
             .number("toBlock")?
             .map_or(at.block, |b| b.min(at.block));
         Ok(LogFilter {
-            session_id: self.id("session")?,
+            session_id: self.session("session")?,
             event: self.take("event"),
             from_block: self.number("fromBlock")?,
             to_block: Some(to_block),

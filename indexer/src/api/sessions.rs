@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::error::ApiError;
 use super::params::Params;
-use super::params::{bad, id_of};
+use super::params::{bad, session_of};
 use super::rows::{cursor, view};
 use super::state::{QueryMap, Shared};
 use crate::projections::Session;
@@ -40,7 +40,7 @@ pub(super) async fn timeline(
     let at = p.as_of(&s.store).await?;
     let mut filter = p.log_filter(&at)?;
     p.finish()?;
-    filter.session_id = Some(id_of(&id, "id")?);
+    filter.session_id = Some(session_of(&id, "id")?);
     page(&s, filter).await
 }
 
@@ -108,7 +108,7 @@ pub(super) async fn one(
     Path(id): Path<String>,
     q: QueryMap,
 ) -> Result<Json<Value>, ApiError> {
-    let id = id_of(&id, "id")?;
+    let id = session_of(&id, "id")?;
     let mut p = Params::from(q.0);
     let at = p.as_of(&s.store).await?;
     p.finish()?;
@@ -153,7 +153,7 @@ pub(super) async fn export(
     Path(id): Path<String>,
     q: QueryMap,
 ) -> Result<Response, ApiError> {
-    let id = id_of(&id, "id")?;
+    let id = session_of(&id, "id")?;
     let mut p = Params::from(q.0);
     let csv = match p.take("format").as_deref() {
         None | Some("ndjson") => false,

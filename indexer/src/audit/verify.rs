@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::SolEvent;
 use bursar_bindings::wallet::ISessionWallet::SessionOpened;
+use bursar_client::ids::{parse_session_id, session_id_text};
 use bursar_client::Client;
 use futures_util::{StreamExt, TryStreamExt};
 use serde_json::Value;
@@ -103,10 +104,9 @@ pub async fn verify(client: &Client, text: &str, expect: &Expect) -> Result<Veri
         )));
     }
     check_head(client, &manifest).await?;
-    let session: U256 = manifest
-        .session_id
-        .parse()
-        .map_err(|_| VerifyError::Export("the manifest's sessionId is not a number".into()))?;
+    let session = parse_session_id(&manifest.session_id).ok_or_else(|| {
+        VerifyError::Export("the manifest's sessionId is not a session id".into())
+    })?;
     let wallet = contracts[0].0; // CONTRACTS names it first
     let opened = opening(client, wallet, session, &manifest).await?;
     if opened != manifest.from_block {
@@ -115,7 +115,7 @@ pub async fn verify(client: &Client, text: &str, expect: &Expect) -> Result<Veri
             manifest.from_block
         )));
     }
-    let session = session.to_string();
+    let session = session_id_text(session);
     let chain = timeline(
         client,
         chain_id,
@@ -316,8 +316,9 @@ async fn opening(
     match logs.as_slice() {
         [one] => Ok(one.block_number.to()),
         found => Err(VerifyError::Export(format!(
-            "the chain has {} SessionOpened of session {session} at the wallet {wallet} in blocks {}..={}, not one",
+            "the chain has {} SessionOpened of session {} at the wallet {wallet} in blocks {}..={}, not one",
             found.len(),
+            session_id_text(session),
             blocks.0,
             blocks.1
         ))),

@@ -16,6 +16,7 @@ mod db;
 mod rows;
 mod spend;
 mod sql;
+mod upgrade;
 
 pub use db::{Store, StoreError};
 pub use rows::{BlockRow, Link, LogFilter, LogRow};
@@ -72,6 +73,10 @@ impl Store {
             }
         };
         let (indexed,): (i64,) = sqlx::query_as(session_index).fetch_one(&pools.read).await?;
+        let rewritten = upgrade::hex_session_ids(&pools.write).await?;
+        if rewritten > 0 {
+            tracing::info!(sessions = rewritten, "session ids rewritten as 0x-hex");
+        }
         let copy = match pools.backend {
             Backend::Sqlite => None,
             Backend::Postgres => Some(

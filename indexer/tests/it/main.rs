@@ -262,13 +262,16 @@ async fn indexes_the_demo_story(db: Db) {
         .find(|l| l.event.as_deref() == Some("SessionOpened"))
         .unwrap();
     let session = opened.session_id.clone().unwrap();
-    let hex = format!("{:#x}", session.parse::<U256>().unwrap());
+    // Stored and answered as 0x + 64 hex digits; asked for in either form.
+    let id = bursar_client::ids::parse_session_id(&session).unwrap();
+    assert_eq!(session, bursar_client::ids::session_id_text(id));
+    let (hex, decimal) = (session.clone(), id.to_string());
     let mut timeline = Vec::new();
     let mut cursor = String::new();
     loop {
         let (status, page) = get(
             &indexer,
-            &format!("/v1/sessions/{hex}/timeline?limit=3{cursor}"),
+            &format!("/v1/sessions/{decimal}/timeline?limit=3{cursor}"),
         )
         .await;
         assert_eq!(status, 200, "{page}");
@@ -301,7 +304,6 @@ async fn indexes_the_demo_story(db: Db) {
 
     // Derived state equals the wallet's own view, now and as of every block of the story.
     let wallet = record.address(Contract::SessionWallet.key()).unwrap();
-    let id: U256 = session.parse().unwrap();
     let opened_at = opened.block_number;
     let head: u64 = client.block_number().await.unwrap();
     // (At the head the devnet answers in the next block's environment, as for a transaction sent now.)
@@ -414,8 +416,9 @@ async fn indexes_the_demo_story(db: Db) {
         assert_eq!(e["finality"], want, "{e}");
     }
 
-    let (status, now) = get(&indexer, &format!("/v1/sessions/{session}")).await;
+    let (status, now) = get(&indexer, &format!("/v1/sessions/{decimal}")).await;
     assert_eq!(status, 200);
+    assert_eq!(now["sessionId"], session.as_str(), "{now}");
     assert_eq!(now["status"], "closed", "{now}");
     assert!(now["refunded"].is_string(), "{now}");
     let owner = opened.args.as_ref().unwrap()["owner"]
@@ -459,7 +462,7 @@ async fn indexes_the_demo_story(db: Db) {
     assert_eq!(status, 404);
 
     // Spend: the story paid 12 + 18 to one vendor and 15 + 21 to the other.
-    let (_, total) = get(&indexer, &format!("/v1/spend?session={hex}")).await;
+    let (_, total) = get(&indexer, &format!("/v1/spend?session={decimal}")).await;
     assert_eq!(
         total["groups"],
         json!([{ "total": "66000000", "payments": 4 }]),
@@ -1280,13 +1283,131 @@ async fn spend_sums_are_built_on_upgrade(db: Db) {
             .unwrap();
         sums.sort();
         let key = |k: [&str; 3]| k.map(str::to_owned).to_vec();
+        // The decimal session ids of old rows are read in the one written form.
+        let (seven, eight) = (hex_id(7), hex_id(8));
         assert_eq!(
             sums,
             vec![
-                (key(["7", "0xA1", "7200"]), U256::MAX, 2),
-                (key(["8", "0xA2", "10800"]), U256::from(3), 1),
+                (key([&seven, "0xA1", "7200"]), U256::MAX, 2),
+                (key([&eight, "0xA2", "10800"]), U256::from(3), 1),
             ],
             "{filter:?}"
+        );
+    }
+}
+
+/// Session `n`'s id as every API writes it.
+fn hex_id(n: u64) -> String {
+    bursar_client::ids::session_id_text(U256::from(n))
+}
+
+/// Rows an indexer stored with decimal session ids (before they had one written form) read
+/// with hex ones after a restart: the rows' session, their `sessionId` argument and the spend
+/// sums, and a second start finds nothing left to rewrite.
+async fn decimal_session_ids_become_hex_on_connect(db: Db) {
+    use bursar_indexer::spend::Group;
+    use bursar_indexer::store::Store;
+    let url = db.url();
+    let store = Store::connect(&url).await.unwrap();
+    drop(store);
+    let pool = migrated_before(&url, i64::MAX).await;
+    let insert = "INSERT INTO logs (block_number, log_index, block_hash, chain_id, \
+        block_timestamp, tx_hash, address, topics, data, contract, event, args, session_id, \
+        canonical) VALUES (1, $1, '0xb1', 31337, 7200, '0xt', '0xa', $2, $2, $3, $4, $5, $6, 1)";
+    let big = U256::MAX.to_string();
+    let rows = [
+        // (log index, contract, event, args, session)
+        (
+            0_i64,
+            "SessionWallet",
+            "PaymentExecuted",
+            json!({ "sessionId": big, "to": "0xA1", "amount": "5" }),
+            Some(big.as_str()),
+        ),
+        (
+            1,
+            "Token",
+            "Transfer",
+            json!({ "from": "0xw", "to": "0xA1", "value": "5" }),
+            Some(big.as_str()),
+        ),
+        (
+            2,
+            "ReceiptRegistry",
+            "ReceiptRecorded",
+            json!({ "sessionId": "8", "receiptId": "8" }),
+            Some("8"),
+        ),
+        (
+            3,
+            "CounterpartyRegistry",
+            "ListCreated",
+            json!({ "listId": "8" }),
+            None,
+        ),
+    ];
+    for (i, contract, event, args, session) in &rows {
+        sqlx::query(insert)
+            .bind(i)
+            .bind(Vec::<u8>::new())
+            .bind(*contract)
+            .bind(*event)
+            .bind(args.to_string())
+            .bind(*session)
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    sqlx::query(
+        "INSERT INTO spend_by_hour (session_id, counterparty, hour, payments, a0, a1, a2, a3, \
+         a4, a5, a6, a7, a8) VALUES ($1, '0xA1', 7200, 1, 0, 0, 0, 0, 0, 0, 0, 0, 5)",
+    )
+    .bind(&big)
+    .execute(&pool)
+    .await
+    .unwrap();
+    sqlx::query("INSERT INTO checkpoint (id, block_number, block_hash) VALUES (1, 1, '0xb1')")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+
+    let max = bursar_client::ids::session_id_text(U256::MAX);
+    for start in ["first", "second"] {
+        let store = Store::connect(&url).await.unwrap();
+        let logs = store
+            .logs(&LogFilter {
+                limit: 10,
+                ..LogFilter::default()
+            })
+            .await
+            .unwrap();
+        let sessions: Vec<_> = logs.iter().map(|r| r.session_id.as_deref()).collect();
+        let eight = hex_id(8);
+        assert_eq!(
+            sessions,
+            [
+                Some(max.as_str()),
+                Some(max.as_str()),
+                Some(eight.as_str()),
+                None
+            ],
+            "{start} start"
+        );
+        let args: Vec<_> = logs.iter().map(|r| r.args.clone().unwrap()).collect();
+        assert_eq!(args[0]["sessionId"], max.as_str());
+        assert_eq!(args[1], rows[1].3, "no sessionId argument to rewrite");
+        assert_eq!(args[2]["sessionId"], eight.as_str());
+        assert_eq!(args[2]["receiptId"], "8", "other ids stay decimal");
+        assert_eq!(args[3], rows[3].3);
+        let sums = store
+            .payment_sums(&LogFilter::default(), &[Group::Session], None, None)
+            .await
+            .unwrap();
+        assert_eq!(
+            sums,
+            vec![(vec![max.clone()], U256::from(5), 1)],
+            "{start} start"
         );
     }
 }
@@ -1315,6 +1436,7 @@ macro_rules! on_both_databases {
 on_both_databases!(
     raw_logs_survive_the_upgrade_to_bytes,
     spend_sums_are_built_on_upgrade,
+    decimal_session_ids_become_hex_on_connect,
     indexes_the_demo_story,
     bulk_loads_store_rows_verbatim,
     bulk_loads_sum_spend,

@@ -4,6 +4,8 @@
 use alloy_primitives::{keccak256, B256, U256};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub use bursar_client::ids::{parse_session_id, session_id_text};
+
 /// A non-negative integer given as a decimal string (`"1500000"`): no sign, no exponent, no hex,
 /// at most 78 digits.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -68,27 +70,11 @@ pub fn hash_or_text(text: &str) -> HashOrText {
     }
 }
 
-/// A session id in a path: 0x + 64 hex digits (what the API answers) or decimal.
-pub fn parse_session_id(text: &str) -> Option<U256> {
-    if let Some(hex) = text.strip_prefix("0x") {
-        if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return U256::from_str_radix(hex, 16).ok();
-        }
-        return None;
-    }
-    parse_amount(text).ok()
-}
-
 /// A stored (lowercase) address as the API answers it: EIP-55 checksummed.
 pub fn eip55(stored: &str) -> String {
     stored
         .parse::<alloy_primitives::Address>()
         .map_or_else(|_| stored.to_owned(), |a| a.to_checksum(None))
-}
-
-/// A session id as the API answers and stores it: 0x + 64 lowercase hex digits.
-pub fn session_id_text(id: U256) -> String {
-    format!("{:#066x}", id)
 }
 
 #[cfg(test)]
