@@ -110,31 +110,18 @@ pub fn permit_typed_data(permit: &Permit, domain: &alloy_sol_types::Eip712Domain
 }
 
 /// The `eth_signTypedData_v4` object for a struct of type `S` with `message` as its values.
-/// The field list comes from `S`'s own EIP-712 type string (the bindings'), so it cannot drift
-/// from what the contracts hash.
+/// Its `types` are `S`'s and the domain's own EIP-712 types, as alloy's resolver reads them
+/// from the bindings, so they cannot drift from what the contracts hash.
 fn typed_data<S: SolStruct>(domain: &alloy_sol_types::Eip712Domain, message: Value) -> Value {
-    let encoded = S::eip712_encode_type();
-    let fields = encoded
-        .strip_prefix(S::NAME)
-        .and_then(|rest| rest.strip_prefix('('))
-        .and_then(|rest| rest.strip_suffix(')'))
-        .unwrap_or_default();
-    let members: Vec<Value> = fields
-        .split(',')
-        .filter_map(|field| field.split_once(' '))
-        .map(|(ty, name)| json!({ "name": name, "type": ty }))
-        .collect();
+    let mut types = alloy_dyn_abi::Resolver::from_struct::<S>();
+    types
+        .ingest_string(domain.encode_type())
+        .expect("a domain's type string parses");
     json!({
-        "types": {
-            "EIP712Domain": [
-                { "name": "name", "type": "string" },
-                { "name": "version", "type": "string" },
-                { "name": "chainId", "type": "uint256" },
-                { "name": "verifyingContract", "type": "address" },
-            ],
-            S::NAME: members,
-        },
+        "types": types,
         "primaryType": S::NAME,
+        // The chain id as a decimal string, as wallets' examples write it (alloy's own
+        // serialization would write it in hex).
         "domain": {
             "name": domain.name.as_deref(),
             "version": domain.version.as_deref(),
@@ -183,6 +170,16 @@ mod tests {
         let json = open_session_typed_data(&terms, 412_346, gateway);
         assert_eq!(json["primaryType"], "OpenSession");
         assert_eq!(json["types"]["OpenSession"].as_array().unwrap().len(), 17);
+        assert_eq!(
+            json["types"]["EIP712Domain"],
+            json!([
+                { "name": "name", "type": "string" },
+                { "name": "version", "type": "string" },
+                { "name": "chainId", "type": "uint256" },
+                { "name": "verifyingContract", "type": "address" },
+            ])
+        );
+        assert_eq!(json["types"].as_object().unwrap().len(), 2, "{json}");
         let domain = SESSION_GATEWAY_DOMAIN.at(412_346, gateway);
         assert_eq!(digest_of(&json), terms.eip712_signing_hash(&domain));
 
