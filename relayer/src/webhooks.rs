@@ -7,7 +7,8 @@
 //!
 //! Events: `session.opened`, `session.failed`, `session.revoked`, `session.closed`,
 //! `session.sandbox` (a lifecycle event of the session's sandbox and what it did),
-//! `payment.updated` (every settled payment status), `provenance.updated`.
+//! `payment.updated` (every settled payment status), `provenance.updated`. Payloads are
+//! `{type, timestamp, data}`, the timestamp in RFC 3339 as the specification has it.
 
 use std::time::Duration;
 
@@ -252,11 +253,23 @@ fn message(event_type: &str, subject: &str, state: &str, data: Value) -> (String
     let message_id = format!("msg_{}", alloy_primitives::hex::encode(&digest[..16]));
     let payload = json!({
         "type": event_type,
-        "timestamp": now_ms() / 1000,
+        "timestamp": rfc3339(now_ms()),
         "data": data,
     })
     .to_string();
     (message_id, payload)
+}
+
+/// Unix time `ms` (milliseconds) as the Standard Webhooks payload's `timestamp` has it:
+/// RFC 3339 in UTC (`2026-12-04T18:58:25.123Z`).
+fn rfc3339(ms: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default()
 }
 
 /// One pass over the due deliveries (several at once); returns how many were attempted.
@@ -301,7 +314,7 @@ async fn attempt(app: &App, http: &reqwest::Client, d: &DeliveryRow) -> Result<(
         }
     };
     let timestamp = now_ms() / 1000;
-    let signature = sign(&secret, &d.message_id, timestamp, d.payload.as_bytes());
+    let signature = sign(&secret, &d.message_id, timestamp, &d.payload);
     // Again at each delivery: the policy may have changed since, and a literal address never
     // reaches the client's resolver (which checks names as they resolve now).
     if let Err(e) = crate::egress::check_literal(&endpoint.url, app.settings.webhook_egress) {
@@ -357,4 +370,25 @@ async fn record(
             now_ms(),
         )
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payload_times_are_rfc3339_in_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_796_418_905_123), "2026-12-04T21:15:05.123Z");
+        let (_, payload) = message("payment.updated", "pay_1", "confirmed", json!({}));
+        let payload: Value = serde_json::from_str(&payload).unwrap();
+        let written = payload["timestamp"].as_str().unwrap();
+        let read =
+            time::OffsetDateTime::parse(written, &time::format_description::well_known::Rfc3339)
+                .unwrap();
+        assert!(
+            (read.unix_timestamp() * 1000).abs_diff(now_ms()) < 60_000,
+            "{written}"
+        );
+    }
 }

@@ -1,6 +1,12 @@
 //! Standard Webhooks signatures: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` under a
 //! `whsec_` secret. The relayer signs its outbound webhooks with them; Daytona's deliveries
 //! (through Svix) are verified with them.
+//!
+//! Signing is the Standard Webhooks project's own crate. Verifying is ours: that crate's
+//! `verify` reads the wall clock with a fixed five-minute tolerance and only `webhook-*`
+//! headers, where a receiver here is told the time (so a stale delivery is tested at the
+//! moment it becomes stale) and Daytona's deliveries carry `svix-*` headers. The relayer's
+//! tests check both ways against the project's JavaScript library.
 
 use std::time::Duration;
 
@@ -9,15 +15,10 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 /// `v1,<base64 HMAC-SHA256(secret, "id.timestamp.body")>`: the `webhook-signature` header.
-pub fn sign(secret: &[u8], message_id: &str, timestamp: i64, body: &[u8]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
-    mac.update(format!("{message_id}.{timestamp}.").as_bytes());
-    mac.update(body);
-    let tag = mac.finalize().into_bytes();
-    format!(
-        "v1,{}",
-        base64::engine::general_purpose::STANDARD.encode(tag)
-    )
+pub fn sign(secret: &[u8], message_id: &str, timestamp: i64, body: &str) -> String {
+    standardwebhooks::Webhook::from_bytes(secret.to_vec())
+        .and_then(|w| w.sign(message_id, timestamp, body.as_bytes()))
+        .expect("any key signs a UTF-8 body")
 }
 
 /// Why a received webhook is refused.
@@ -84,7 +85,7 @@ mod tests {
             .unwrap();
         let id = "msg_p5jXN8AQM9LWM0D4loKWxJek";
         let body = br#"{"test": 2432232314}"#;
-        let sig = sign(&key, id, 1614265330, body);
+        let sig = sign(&key, id, 1614265330, std::str::from_utf8(body).unwrap());
         assert_eq!(sig, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
         let tolerance = Duration::from_secs(300);
         assert_eq!(
@@ -97,6 +98,27 @@ mod tests {
             verify(secret, id, "1614265330", &both, body, 1614265400, tolerance),
             Ok(())
         );
+        // A signature cut to its prefix, or none, matches nothing.
+        for forged in [
+            "v1,",
+            "",
+            "v1",
+            "v2,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+        ] {
+            assert_eq!(
+                verify(
+                    secret,
+                    id,
+                    "1614265330",
+                    forged,
+                    body,
+                    1614265330,
+                    tolerance
+                ),
+                Err(VerifyError::Mismatch),
+                "{forged:?}"
+            );
+        }
         let tampered = br#"{"test": 2432232315}"#;
         assert_eq!(
             verify(

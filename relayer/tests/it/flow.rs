@@ -735,6 +735,38 @@ async fn the_whole_flow(db: Db) {
         verify(&a.id, &a.body, now + 301),
         Err(signing::VerifyError::Stale)
     );
+    // The Standard Webhooks project's own library agrees: every delivery verifies, and what
+    // ours refuses it refuses — a tampered body, another id, a signature cut to `v1,`.
+    let arrivals: Vec<_> = got.iter().map(|(a, _)| a.clone()).collect();
+    let mut forged = vec![a.clone(), a.clone(), a.clone()];
+    forged[0].body = tampered.clone();
+    forged[1].id = "msg_other".into();
+    forged[2].signature = "v1,".into();
+    let verdicts =
+        super::receiver::official_verdicts(&s.receiver_secret, &[arrivals, forged].concat());
+    let mut expected = vec![true; got.len()];
+    expected.extend([false, false, false]);
+    assert_eq!(verdicts, expected);
+    assert_eq!(
+        verify(&a.id, &a.body, now).and(signing::verify(
+            &s.receiver_secret,
+            &a.id,
+            &a.timestamp,
+            "v1,",
+            &a.body,
+            now,
+            Duration::from_secs(300)
+        )),
+        Err(signing::VerifyError::Mismatch)
+    );
+    // Payload times are RFC 3339, as the specification has them.
+    for (_, payload) in &got {
+        let at = payload["timestamp"].as_str().unwrap_or_default();
+        assert!(
+            time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339).is_ok(),
+            "{payload}"
+        );
+    }
 
     // No secret reached the log (everything, at debug level, from every crate).
     let logs = captured_logs();

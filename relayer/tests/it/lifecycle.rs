@@ -104,7 +104,7 @@ impl System {
             ("svix-timestamp", at.to_string()),
             (
                 "svix-signature",
-                bursar_relayer::signing::sign(&key, msg, at, body.as_bytes()),
+                bursar_relayer::signing::sign(&key, msg, at, body),
             ),
         ];
         self.deliver(host_id, "daytona", &headers, body).await

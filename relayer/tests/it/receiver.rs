@@ -96,6 +96,43 @@ impl Receiver {
     }
 }
 
+/// What the Standard Webhooks project's own JavaScript library (`tools/conformance`, npm
+/// `standardwebhooks`) says of each of `arrivals` under `secret`: verified or not.
+pub(crate) fn official_verdicts(secret: &str, arrivals: &[Arrival]) -> Vec<bool> {
+    use std::io::Write;
+    let tools = bursar_e2e::repo_root().join("tools/conformance");
+    assert!(
+        tools.join("node_modules/standardwebhooks").is_dir(),
+        "standardwebhooks is not installed: run cargo xtask setup (npm ci --prefix tools/conformance)"
+    );
+    let input: Vec<Value> = arrivals
+        .iter()
+        .map(|a| {
+            serde_json::json!({
+                "secret": secret,
+                "id": a.id,
+                "timestamp": a.timestamp,
+                "signature": a.signature,
+                "body": String::from_utf8_lossy(&a.body),
+            })
+        })
+        .collect();
+    let mut node = std::process::Command::new("node")
+        .arg(tools.join("webhooks.mjs"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run node");
+    let mut stdin = node.stdin.take().unwrap();
+    stdin
+        .write_all(serde_json::to_string(&input).unwrap().as_bytes())
+        .unwrap();
+    drop(stdin);
+    let out = node.wait_with_output().unwrap();
+    assert!(out.status.success(), "webhooks.mjs failed");
+    serde_json::from_slice(&out.stdout).expect("a JSON array of verdicts")
+}
+
 async fn receive(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes) -> StatusCode {
     let header = |name: &str| {
         headers
