@@ -1,48 +1,76 @@
-//! Prometheus metrics of the follower (rates such as blocks/s and events/s are `rate()` of the
-//! counters).
+//! Prometheus metrics of the follower, in prometheus-client's types (rates such as blocks/s and
+//! events/s are `rate()` of the counters), and the node's finality tags the API labels events
+//! with.
 
-use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::{Registry, Unit};
+
+/// The `Content-Type` of [`Metrics::render`]'s text: Prometheus' text format, version 0.0.4.
+pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
 /// What the follower counts as it runs.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Metrics {
     /// The node's head at the last step.
-    pub head: AtomicU64,
+    pub head: Gauge,
     /// The last block ingested.
-    pub indexed: AtomicU64,
+    pub indexed: Gauge,
     /// Blocks ingested (backfill ranges count every block of the range).
-    pub blocks: AtomicU64,
+    pub blocks: Counter,
     /// Logs stored.
-    pub events: AtomicU64,
+    pub events: Counter,
     /// Logs stored raw because they did not decode.
-    pub undecoded: AtomicU64,
+    pub undecoded: Counter,
     /// Reorgs met.
-    pub reorgs: AtomicU64,
+    pub reorgs: Counter,
     /// Logs orphaned by reorgs.
-    pub orphaned: AtomicU64,
+    pub orphaned: Counter,
     /// Ranges the node refused (and the indexer shrank).
-    pub range_shrinks: AtomicU64,
+    pub range_shrinks: Counter,
     /// Steps that failed (node or database) and were retried.
-    pub step_errors: AtomicU64,
+    pub step_errors: Counter,
     /// Of those, the ones the node failed (unreachable, an error answer, a bad answer).
-    pub rpc_errors: AtomicU64,
-    /// Time spent writing batches, in microseconds, and how many.
-    pub write_micros: AtomicU64,
-    /// Batches written.
-    pub writes: AtomicU64,
-    /// Time building the indexes a bulk load went without, in microseconds (0: none built).
-    pub index_build_micros: AtomicU64,
+    pub rpc_errors: Counter,
+    /// Time writing each batch, in seconds.
+    pub db_write: Histogram,
+    /// Time building the indexes a bulk load went without, in seconds (0: none built).
+    pub index_build: Gauge<f64, AtomicU64>,
     /// The node's `safe` block plus one (0: unknown, the node has no such tag).
-    pub safe: AtomicU64,
+    safe: AtomicU64,
     /// The node's `finalized` block plus one (0: unknown).
-    pub finalized: AtomicU64,
+    finalized: AtomicU64,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            head: Gauge::default(),
+            indexed: Gauge::default(),
+            blocks: Counter::default(),
+            events: Counter::default(),
+            undecoded: Counter::default(),
+            reorgs: Counter::default(),
+            orphaned: Counter::default(),
+            range_shrinks: Counter::default(),
+            step_errors: Counter::default(),
+            rpc_errors: Counter::default(),
+            // 1 ms to about 16 s.
+            db_write: Histogram::new(exponential_buckets(0.001, 2.0, 15)),
+            index_build: Gauge::default(),
+            safe: AtomicU64::new(0),
+            finalized: AtomicU64::new(0),
+        }
+    }
 }
 
 impl Metrics {
     /// Adds `n` to `counter`.
-    pub fn add(counter: &AtomicU64, n: u64) {
-        counter.fetch_add(n, Ordering::Relaxed);
+    pub fn add(counter: &Counter, n: u64) {
+        counter.inc_by(n);
     }
 
     /// The node's safe and finalized blocks, as last read.
@@ -68,97 +96,79 @@ impl Metrics {
         }
     }
 
-    /// The Prometheus text exposition.
+    /// The Prometheus text exposition ([`CONTENT_TYPE`]).
     pub fn render(&self) -> String {
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let mut out = String::new();
-        let mut metric = |name: &str, kind: &str, help: &str, value: String| {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
-            );
+        let mut r = Registry::default();
+        let gauge = |r: &mut Registry, name: &str, help: &str, g: &Gauge| {
+            r.register(name, help, g.clone());
         };
-        let (head, indexed) = (get(&self.head), get(&self.indexed));
-        metric(
+        gauge(
+            &mut r,
             "bursar_indexer_head_block",
-            "gauge",
-            "The node's head block at the last step.",
-            head.to_string(),
+            "The node's head block at the last step",
+            &self.head,
         );
-        metric(
+        gauge(
+            &mut r,
             "bursar_indexer_indexed_block",
-            "gauge",
-            "The last block ingested.",
-            indexed.to_string(),
+            "The last block ingested",
+            &self.indexed,
         );
-        metric(
-            "bursar_indexer_head_lag_blocks",
-            "gauge",
-            "Blocks between the node's head and the last ingested.",
-            head.saturating_sub(indexed).to_string(),
+        let lag = Gauge::<i64>::default();
+        lag.set((self.head.get() - self.indexed.get()).max(0));
+        r.register_with_unit(
+            "bursar_indexer_head_lag",
+            "Blocks between the node's head and the last ingested",
+            Unit::Other("blocks".into()),
+            lag,
         );
-        metric(
-            "bursar_indexer_blocks_total",
-            "counter",
-            "Blocks ingested.",
-            get(&self.blocks).to_string(),
+        for (name, help, counter) in [
+            ("bursar_indexer_blocks", "Blocks ingested", &self.blocks),
+            ("bursar_indexer_events", "Logs stored", &self.events),
+            (
+                "bursar_indexer_undecoded_events",
+                "Logs stored raw because they did not decode",
+                &self.undecoded,
+            ),
+            ("bursar_indexer_reorgs", "Reorgs met", &self.reorgs),
+            (
+                "bursar_indexer_orphaned_events",
+                "Logs orphaned by reorgs",
+                &self.orphaned,
+            ),
+            (
+                "bursar_indexer_range_shrinks",
+                "eth_getLogs ranges the node refused",
+                &self.range_shrinks,
+            ),
+            (
+                "bursar_indexer_step_errors",
+                "Steps that failed (node or database) and were retried",
+                &self.step_errors,
+            ),
+            (
+                "bursar_indexer_rpc_errors",
+                "Steps the node failed (each retried with backoff)",
+                &self.rpc_errors,
+            ),
+        ] {
+            r.register(name, help, counter.clone());
+        }
+        r.register_with_unit(
+            "bursar_indexer_index_build",
+            "Time building the indexes a bulk load (a backfill into an empty database) left out",
+            Unit::Seconds,
+            self.index_build.clone(),
         );
-        metric(
-            "bursar_indexer_events_total",
-            "counter",
-            "Logs stored.",
-            get(&self.events).to_string(),
+        r.register_with_unit(
+            "bursar_indexer_db_write",
+            "Time writing a batch",
+            Unit::Seconds,
+            self.db_write.clone(),
         );
-        metric(
-            "bursar_indexer_undecoded_events_total",
-            "counter",
-            "Logs stored raw because they did not decode.",
-            get(&self.undecoded).to_string(),
-        );
-        metric(
-            "bursar_indexer_reorgs_total",
-            "counter",
-            "Reorgs met.",
-            get(&self.reorgs).to_string(),
-        );
-        metric(
-            "bursar_indexer_orphaned_events_total",
-            "counter",
-            "Logs orphaned by reorgs.",
-            get(&self.orphaned).to_string(),
-        );
-        metric(
-            "bursar_indexer_range_shrinks_total",
-            "counter",
-            "eth_getLogs ranges the node refused.",
-            get(&self.range_shrinks).to_string(),
-        );
-        metric(
-            "bursar_indexer_step_errors_total",
-            "counter",
-            "Steps that failed (node or database) and were retried.",
-            get(&self.step_errors).to_string(),
-        );
-        metric(
-            "bursar_indexer_rpc_errors_total",
-            "counter",
-            "Steps the node failed (each retried with backoff).",
-            get(&self.rpc_errors).to_string(),
-        );
-        metric(
-            "bursar_indexer_index_build_seconds",
-            "gauge",
-            "Time building the indexes a bulk load (a backfill into an empty database) left out.",
-            format!("{}", get(&self.index_build_micros) as f64 / 1e6),
-        );
-        let _ = writeln!(
-            out,
-            "# HELP bursar_indexer_db_write_seconds Time writing batches.\n\
-             # TYPE bursar_indexer_db_write_seconds summary\n\
-             bursar_indexer_db_write_seconds_sum {}\nbursar_indexer_db_write_seconds_count {}",
-            get(&self.write_micros) as f64 / 1e6,
-            get(&self.writes)
-        );
+        let mut out = String::new();
+        prometheus_client::encoding::prometheus_text::encode(&mut out, &r)
+            .expect("writing to a String cannot fail");
         out
     }
 }

@@ -1,93 +1,130 @@
-//! Prometheus metrics this process measures (latencies, RPC errors, deliveries received), and
-//! the text format's writers; the API's `/metrics` adds what the database counts.
+//! Prometheus metrics this process measures (latencies, RPC errors, deliveries received), in
+//! prometheus-client's types; the API's `/metrics` registers them beside what the database
+//! counts and writes the text format ([`encode`]).
 
-use std::fmt::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
 
 /// Upper bounds (seconds) of the latency histograms' buckets.
 const BUCKETS: [f64; 12] = [
     0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
 ];
 
-/// A Prometheus histogram of durations.
-#[derive(Debug, Default)]
-pub struct Histogram {
-    buckets: [AtomicU64; BUCKETS.len()],
-    count: AtomicU64,
-    sum_micros: AtomicU64,
-}
+/// The `Content-Type` of [`encode`]'s text: Prometheus' text format, version 0.0.4.
+pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
 
-impl Histogram {
-    /// Records one duration.
-    pub fn observe(&self, seconds: f64) {
-        for (bound, bucket) in BUCKETS.iter().zip(&self.buckets) {
-            if seconds <= *bound {
-                bucket.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        self.count.fetch_add(1, Ordering::Relaxed);
-        self.sum_micros
-            .fetch_add((seconds.max(0.0) * 1e6) as u64, Ordering::Relaxed);
-    }
-
-    /// Writes the histogram as `name` with `help`.
-    pub fn render(&self, out: &mut String, name: &str, help: &str) {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
-        for (bound, bucket) in BUCKETS.iter().zip(&self.buckets) {
-            let n = bucket.load(Ordering::Relaxed);
-            let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {n}");
-        }
-        let count = self.count.load(Ordering::Relaxed);
-        let sum = self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
-        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {count}");
-        let _ = writeln!(out, "{name}_sum {sum}\n{name}_count {count}");
-    }
-}
+/// One label's name and value.
+type Label = [(&'static str, String); 1];
 
 /// What the engine measures as it runs.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct EngineMetrics {
-    /// From a transaction's storing to the node accepting it.
+    /// From a transaction's storing to the node accepting it, in seconds.
     pub submit_latency: Histogram,
-    /// From a transaction's storing to its receipt.
+    /// From a transaction's storing to its receipt, in seconds.
     pub mine_latency: Histogram,
     /// Node errors met by the engine.
-    pub rpc_errors: AtomicU64,
+    pub rpc_errors: Counter,
+}
+
+impl Default for EngineMetrics {
+    fn default() -> Self {
+        EngineMetrics {
+            submit_latency: Histogram::new(BUCKETS),
+            mine_latency: Histogram::new(BUCKETS),
+            rpc_errors: Counter::default(),
+        }
+    }
+}
+
+impl EngineMetrics {
+    /// Registers them in `registry` (they stay shared with the engine).
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register_with_unit(
+            "bursar_relayer_submit_latency",
+            "From storing a transaction to the node accepting it",
+            Unit::Seconds,
+            self.submit_latency.clone(),
+        );
+        registry.register_with_unit(
+            "bursar_relayer_mine_latency",
+            "From storing a transaction to its receipt",
+            Unit::Seconds,
+            self.mine_latency.clone(),
+        );
+        registry.register(
+            "bursar_relayer_rpc_errors",
+            "Node errors met by the engine",
+            self.rpc_errors.clone(),
+        );
+    }
 }
 
 /// Lifecycle deliveries this process received (providers' webhooks, pollers' readings, hosts'
 /// reports), by source and outcome: `accepted`, `duplicate`, or why one was refused.
 #[derive(Debug, Default)]
-pub struct Deliveries(std::sync::Mutex<std::collections::BTreeMap<(String, &'static str), u64>>);
+pub struct Deliveries(Family<[(&'static str, String); 2], Counter>);
 
 impl Deliveries {
     /// Counts one delivery from `source` with `outcome`.
     pub fn count(&self, source: &str, outcome: &'static str) {
-        let mut counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        *counts.entry((source.to_owned(), outcome)).or_default() += 1;
+        let labels = [
+            ("source", source.to_owned()),
+            ("outcome", outcome.to_owned()),
+        ];
+        self.0.get_or_create(&labels).inc();
     }
 
-    /// Writes the counts.
-    pub fn render(&self, out: &mut String) {
-        let name = "bursar_relayer_lifecycle_deliveries_total";
-        let _ = writeln!(
-            out,
-            "# HELP {name} Sandbox lifecycle deliveries by source and outcome.\n# TYPE {name} counter"
+    /// Registers the counts in `registry`.
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "bursar_relayer_lifecycle_deliveries",
+            "Sandbox lifecycle deliveries by source and outcome",
+            self.0.clone(),
         );
-        let counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        for ((source, outcome), n) in counts.iter() {
-            let _ = writeln!(
-                out,
-                "{name}{{source=\"{source}\",outcome=\"{outcome}\"}} {n}"
-            );
-        }
     }
 }
 
-/// Writes gauge `name` with one sample per `(label value, n)`.
-pub fn gauge(out: &mut String, name: &str, help: &str, label: &str, values: &[(String, i64)]) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+/// Registers gauge `name`, one sample per `(label value, n)`: how many rows the database
+/// holds of each, read when scraped.
+pub fn rows(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+    label: &'static str,
+    values: &[(String, i64)],
+) {
+    let family = Family::<Label, Gauge>::default();
     for (value, n) in values {
-        let _ = writeln!(out, "{name}{{{label}=\"{value}\"}} {n}");
+        family.get_or_create(&[(label, value.clone())]).set(*n);
     }
+    registry.register(name, help, family);
+}
+
+/// Registers counter `name`, one sample per `(label value, n)`: counts kept elsewhere.
+pub fn counts(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+    label: &'static str,
+    values: &[(&str, u64)],
+) {
+    let family = Family::<Label, Counter>::default();
+    for (value, n) in values {
+        family
+            .get_or_create(&[(label, (*value).to_owned())])
+            .inc_by(*n);
+    }
+    registry.register(name, help, family);
+}
+
+/// `registry` in Prometheus' text format ([`CONTENT_TYPE`]).
+pub fn encode(registry: &Registry) -> String {
+    let mut out = String::new();
+    prometheus_client::encoding::prometheus_text::encode(&mut out, registry)
+        .expect("writing to a String cannot fail");
+    out
 }

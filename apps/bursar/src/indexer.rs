@@ -118,7 +118,6 @@ fn progress_bar(
     start: u64,
     window: u64,
 ) -> Option<tokio::task::JoinHandle<()>> {
-    use std::sync::atomic::Ordering::Relaxed;
     if !shows_progress_bar() {
         return None;
     }
@@ -130,14 +129,14 @@ fn progress_bar(
     let bar = indicatif::ProgressBar::new(0).with_style(style);
     Some(tokio::spawn(async move {
         loop {
-            let (head, indexed) = (metrics.head.load(Relaxed), metrics.indexed.load(Relaxed));
+            let (head, indexed) = (metrics.head.get() as u64, metrics.indexed.get() as u64);
             bar.set_length(head.saturating_sub(window).saturating_sub(start));
             bar.set_position(indexed.saturating_sub(start));
-            bar.set_message(format!("{} events", metrics.events.load(Relaxed)));
+            bar.set_message(format!("{} events", metrics.events.get()));
             if head > 0 && indexed + window >= head {
                 bar.finish_with_message(format!(
                     "{} events; following the head",
-                    metrics.events.load(Relaxed)
+                    metrics.events.get()
                 ));
                 return;
             }

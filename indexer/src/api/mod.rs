@@ -44,7 +44,13 @@ pub fn router(state: AppState) -> Router {
         .route("/health", get(health))
         .route(
             "/metrics",
-            get(|s: Shared| async move { s.metrics.render() }),
+            get(|s: Shared| async move {
+                let content_type = [(
+                    axum::http::header::CONTENT_TYPE,
+                    crate::metrics::CONTENT_TYPE,
+                )];
+                (content_type, s.metrics.render())
+            }),
         )
         .route(
             "/openapi.json",
@@ -68,7 +74,7 @@ pub fn router(state: AppState) -> Router {
 /// and finalized blocks, and the address that signs audit exports.
 async fn health(s: Shared) -> Result<Json<Value>, ApiError> {
     let checkpoint = s.store.checkpoint().await?;
-    let head = s.metrics.head.load(std::sync::atomic::Ordering::Relaxed);
+    let head = s.metrics.head.get() as u64;
     let indexed = checkpoint.as_ref().map_or(0, |(n, _)| *n);
     let (safe, finalized) = s.metrics.tags();
     Ok(Json(json!({

@@ -280,7 +280,7 @@ impl Follower {
         let started = Instant::now();
         if self.store.end_bulk().await? {
             let took = started.elapsed();
-            Metrics::add(&self.metrics.index_build_micros, took.as_micros() as u64);
+            self.metrics.index_build.set(took.as_secs_f64());
             tracing::info!(?took, "bulk load ended: indexes built");
         }
         Ok(())
@@ -290,9 +290,7 @@ impl Follower {
     async fn head(&mut self) -> Result<u64, FollowError> {
         let head = self.source.client.block_number().await?;
         self.head_read_at = Instant::now();
-        self.metrics
-            .head
-            .store(head, std::sync::atomic::Ordering::Relaxed);
+        self.metrics.head.set(head as i64);
         Ok(head)
     }
 
@@ -443,6 +441,8 @@ impl Follower {
             .orphan_above((fork.0, &fork.1), &replaced)
             .await?;
         self.moved_to(Some((fork.0, fork.1.clone())));
+        self.metrics.reorgs.inc();
+        Metrics::add(&self.metrics.orphaned, orphaned);
         tracing::warn!(fork = fork.0, depth = from - fork.0, orphaned, "reorg");
         Ok(Step::Reorged {
             fork: fork.0,
@@ -453,9 +453,7 @@ impl Follower {
     /// Publishes the checkpoint the store now holds.
     fn moved_to(&self, checkpoint: Option<(u64, String)>) {
         if let Some((n, _)) = &checkpoint {
-            self.metrics
-                .indexed
-                .store(*n, std::sync::atomic::Ordering::Relaxed);
+            self.metrics.indexed.set(*n as i64);
         }
         self.progress.send_replace(checkpoint);
     }
@@ -472,8 +470,7 @@ impl Follower {
         self.store.ingest(blocks, rows, checkpoint).await?;
         self.moved_to(Some((checkpoint.0, checkpoint.1.to_owned())));
         let m = &self.metrics;
-        Metrics::add(&m.write_micros, started.elapsed().as_micros() as u64);
-        Metrics::add(&m.writes, 1);
+        m.db_write.observe(started.elapsed().as_secs_f64());
         Metrics::add(&m.blocks, blocks_covered);
         Metrics::add(&m.events, rows.len() as u64);
         let undecoded = rows.iter().filter(|r| r.event.is_none()).count();

@@ -249,11 +249,8 @@ async fn indexes_the_demo_story(db: Db) {
     };
     let (indexes,): (i64,) = sqlx::query_as(index).fetch_one(&sql).await.unwrap();
     assert_eq!(indexes, 1, "the session index is back");
-    let built = indexer
-        .metrics()
-        .index_build_micros
-        .load(std::sync::atomic::Ordering::Relaxed);
-    assert!(built > 0, "the indexes were built after a bulk load");
+    let built = indexer.metrics().index_build.get();
+    assert!(built > 0.0, "the indexes were built after a bulk load");
     sql.close().await;
 
     // The session's timeline: its events in order, paged.
@@ -685,12 +682,22 @@ async fn indexes_the_demo_story(db: Db) {
     let (status, health) = get(&indexer, "/health").await;
     assert_eq!(status, 200);
     assert_eq!(health["chainId"], 412346);
-    let text = reqwest12::get(format!("http://{}/metrics", indexer.addr))
-        .await
-        .unwrap()
-        .text()
+    let scrape = reqwest12::get(format!("http://{}/metrics", indexer.addr))
         .await
         .unwrap();
+    assert_eq!(
+        scrape.headers()["content-type"],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+    let text = scrape.text().await.unwrap();
+    for kind in [
+        "# TYPE bursar_indexer_events_total counter",
+        "# TYPE bursar_indexer_indexed_block gauge",
+        "# TYPE bursar_indexer_db_write_seconds histogram",
+    ] {
+        assert!(text.contains(kind), "{kind} not in\n{text}");
+    }
+    assert_eq!(indexer.metrics().reorgs.get(), 0);
     let metric = |name: &str| -> u64 {
         text.lines()
             .find_map(|l| l.strip_prefix(&format!("{name} ")))
@@ -738,6 +745,9 @@ async fn indexes_the_demo_story(db: Db) {
         "{paid:?}"
     );
     assert!(!paid.is_empty(), "the orphaned payment is kept as evidence");
+    let counted = indexer.metrics();
+    assert_eq!(counted.reorgs.get(), 1, "the reorg is counted");
+    assert!(counted.orphaned.get() >= paid.len() as u64);
     // The spend sums lost what the reorg dropped.
     let payments = all_logs(&indexer, false)
         .await

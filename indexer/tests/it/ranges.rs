@@ -144,9 +144,7 @@ pub(super) async fn shrinks_to_the_providers_range(db: Db) {
     }
     // The provider's two 503s were retried, counted, and waited out.
     let metrics = indexer.metrics();
-    let rpc_errors = metrics
-        .rpc_errors
-        .load(std::sync::atomic::Ordering::Relaxed);
+    let rpc_errors = metrics.rpc_errors.get();
     assert!(rpc_errors >= 2, "{rpc_errors}");
     // Everything is there all the same.
     let addresses: Vec<Address> = super::followed(&record).0.iter().map(|(a, _)| *a).collect();

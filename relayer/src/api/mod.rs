@@ -141,7 +141,7 @@ async fn metrics(
     limiter: Arc<Limiter>,
 ) -> Result<impl IntoResponse, Error> {
     let text = metrics::render(&s, &limiter).await?;
-    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text))
+    Ok(([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text))
 }
 
 /// `GET /v1/host`: the host the key belongs to and its scopes (a way to check a key).

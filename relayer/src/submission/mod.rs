@@ -313,9 +313,7 @@ impl Engine {
                     return Err(e);
                 };
                 tracing::warn!(id = row.id, error = %e, "node error; retrying later");
-                self.metrics
-                    .rpc_errors
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.metrics.rpc_errors.inc();
                 held.insert(row.signer.clone());
                 let backoff = backoff(
                     self.poll_ms(),

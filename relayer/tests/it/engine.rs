@@ -276,12 +276,7 @@ async fn the_node_going_away_and_back_loses_nothing(db: Db) {
         e.tick().await.unwrap();
     }
     assert_eq!(status(&e, id).await, TxStatus::Submitted);
-    assert!(
-        e.metrics()
-            .rpc_errors
-            .load(std::sync::atomic::Ordering::Relaxed)
-            >= 1
-    );
+    assert!(e.metrics().rpc_errors.get() >= 1);
     assert_eq!(balance(&direct, to).await, U256::ZERO);
     outage.set(true);
     // The backoff delays the next look: force it due, as time passing would.
