@@ -1,6 +1,8 @@
-//! Rebuilds when a migration is added: `sqlx::migrate!` embeds the migrations directory at
-//! compile time, and cargo does not watch it otherwise.
+//! Embeds the migrations (`migrations/{sqlite,postgres}`) for `store`: see
+//! `crates/db/build/embed_migrations.rs`.
+
+include!("../crates/db/build/embed_migrations.rs");
 
 fn main() {
-    println!("cargo:rerun-if-changed=migrations");
+    embed_migrations();
 }

@@ -16,7 +16,8 @@ use bursar_relayer::{hosts, providers, Config, Contracts, Settings};
 pub(crate) struct RelayerArgs {
     #[command(subcommand)]
     command: Option<RelayerCommand>,
-    /// The chain's JSON-RPC endpoint.
+    /// The chain's JSON-RPC endpoint. Also after `providers …`, which asks it whether it is the
+    /// devnet when no master key is given.
     #[arg(
         long,
         global = true,

@@ -7,10 +7,14 @@
 //! connection serializes writes instead of failing them with "database is locked") and plain
 //! reads through others: in WAL mode readers never wait for the writer.
 
+use std::borrow::Cow;
+use std::future::Future;
+use std::pin::Pin;
 use std::str::FromStr;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::migrate::Migrator;
+use sqlx::error::BoxDynError;
+use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
 use sqlx::AnyPool;
 
 /// A database transaction: what several writes that must land together share.
@@ -64,12 +68,48 @@ pub enum Durability {
     ProcessCrash,
 }
 
+/// A service's migrations for one database, embedded at compile time: `(file name, SQL)` in
+/// order, file names `<version>_<description>.sql` as sqlx reads them. A service's build
+/// script writes them (`crates/db/build/embed_migrations.rs`); they are read as sqlx reads a
+/// migrations directory, so the checksums recorded in a database are the same.
+#[derive(Clone, Copy, Debug)]
+pub struct Migrations(pub &'static [(&'static str, &'static str)]);
+
+type Resolved<'s> = Pin<Box<dyn Future<Output = Result<Vec<Migration>, BoxDynError>> + Send + 's>>;
+
+impl<'s> MigrationSource<'s> for Migrations {
+    fn resolve(self) -> Resolved<'s> {
+        Box::pin(async move {
+            self.0
+                .iter()
+                .map(|(name, sql)| {
+                    let (version, rest) = name
+                        .split_once('_')
+                        .ok_or_else(|| format!("migration {name:?} is not <version>_<name>.sql"))?;
+                    let version: i64 = version
+                        .parse()
+                        .map_err(|_| format!("migration {name:?}: the version is not a number"))?;
+                    let description = rest.trim_end_matches(".sql").replace('_', " ");
+                    let no_tx = sql.starts_with("-- no-transaction");
+                    Ok(Migration::new(
+                        version,
+                        Cow::Owned(description),
+                        MigrationType::Simple,
+                        Cow::Borrowed(*sql),
+                        no_tx,
+                    ))
+                })
+                .collect()
+        })
+    }
+}
+
 /// Connects to `url` (`sqlite://FILE`, created if missing, or `postgres://…`) and runs the
 /// migrations for its database.
 pub async fn connect(
     url: &str,
-    sqlite: &Migrator,
-    postgres: &Migrator,
+    sqlite: Migrations,
+    postgres: Migrations,
     durability: Durability,
 ) -> Result<Pools, DbError> {
     sqlx::any::install_default_drivers();
@@ -90,10 +130,11 @@ pub async fn connect(
     };
     let max = if backend == Backend::Sqlite { 1 } else { 8 };
     let write = open(backend, max, options.clone(), durability, "").await?;
-    match backend {
-        Backend::Sqlite => sqlite.run(&write).await?,
-        Backend::Postgres => postgres.run(&write).await?,
-    }
+    let migrations = match backend {
+        Backend::Sqlite => sqlite,
+        Backend::Postgres => postgres,
+    };
+    Migrator::new(migrations).await?.run(&write).await?;
     let read = match backend {
         Backend::Sqlite => {
             let pragmas = "PRAGMA query_only = 1;";
@@ -184,6 +225,40 @@ fn numbered(numbered: bool, rows: usize, cols: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use sqlx::migrate::MigrationSource;
+
+    #[tokio::test]
+    async fn embedded_migrations_read_as_sqlx_reads_a_directory() {
+        const SQL: &str = "CREATE TABLE t (x BIGINT);";
+        let read = super::Migrations(&[
+            ("0001_first_table.sql", SQL),
+            ("0012_x.sql", "-- no-transaction\nVACUUM;"),
+        ])
+        .resolve()
+        .await
+        .unwrap();
+        assert_eq!((read[0].version, &*read[0].description), (1, "first table"));
+        assert_eq!((read[1].version, read[1].no_tx), (12, true));
+        let from_dir = sqlx::migrate::Migration::new(
+            1,
+            "first table".into(),
+            sqlx::migrate::MigrationType::Simple,
+            SQL.into(),
+            false,
+        );
+        assert_eq!(
+            read[0].checksum, from_dir.checksum,
+            "the checksum sqlx records"
+        );
+        let names_without_a_version = [
+            super::Migrations(&[("first.sql", SQL)]),
+            super::Migrations(&[("x_first.sql", SQL)]),
+        ];
+        for bad in names_without_a_version {
+            assert!(bad.resolve().await.is_err(), "{bad:?}");
+        }
+    }
+
     #[test]
     fn placeholders_number_rows_in_order() {
         assert_eq!(super::numbered(true, 2, 3), "($1, $2, $3), ($4, $5, $6)");

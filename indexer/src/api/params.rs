@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 
 use alloy_primitives::{Address, B256, U256};
-
 use bursar_client::ids::canonical_session_id;
 
 use super::error::ApiError;

@@ -18,6 +18,9 @@ mod spend;
 mod sql;
 mod upgrade;
 
+// MIGRATIONS_SQLITE and MIGRATIONS_POSTGRES, embedded by the build script.
+include!(concat!(env!("OUT_DIR"), "/migrations.rs"));
+
 pub use db::{Store, StoreError};
 pub use rows::{BlockRow, Link, LogFilter, LogRow};
 pub use spend::{Group, Sum};
@@ -57,11 +60,13 @@ impl Store {
     /// Connects to `url` (`sqlite://FILE`, created if missing, or `postgres://…`) and brings
     /// the schema up to date.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
-        static SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
-        static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
-        let pools =
-            bursar_db::connect(url, &SQLITE, &POSTGRES, bursar_db::Durability::ProcessCrash)
-                .await?;
+        let pools = bursar_db::connect(
+            url,
+            MIGRATIONS_SQLITE,
+            MIGRATIONS_POSTGRES,
+            bursar_db::Durability::ProcessCrash,
+        )
+        .await?;
         // A bulk load that a restart interrupted goes on.
         let session_index = match pools.backend {
             Backend::Sqlite => {

@@ -12,6 +12,9 @@ mod provenance;
 mod sessions;
 mod webhooks;
 
+// MIGRATIONS_SQLITE and MIGRATIONS_POSTGRES, embedded by the build script.
+include!(concat!(env!("OUT_DIR"), "/migrations.rs"));
+
 use sqlx::AnyPool;
 use sqlx::Row;
 
@@ -61,10 +64,13 @@ impl Store {
     /// Connects to `url` (`sqlite://FILE`, created if missing, or `postgres://…`) and brings
     /// the schema up to date.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
-        static SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
-        static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
-        let pools =
-            bursar_db::connect(url, &SQLITE, &POSTGRES, bursar_db::Durability::PowerLoss).await?;
+        let pools = bursar_db::connect(
+            url,
+            MIGRATIONS_SQLITE,
+            MIGRATIONS_POSTGRES,
+            bursar_db::Durability::PowerLoss,
+        )
+        .await?;
         Ok(Store {
             pool: pools.write,
             read: pools.read,
