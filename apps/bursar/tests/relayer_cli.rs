@@ -73,6 +73,36 @@ fn secret_file(dir: &Path) -> (PathBuf, &'static str) {
     (path, secret)
 }
 
+/// `--network NETWORK providers add --host acme --provider daytona --secret-file SECRET
+/// --rpc RPC --db DB EXTRA…`, the flags after the subcommand as the README writes them.
+fn providers_add(
+    network: &str,
+    secret: &Path,
+    rpc: &str,
+    db: &str,
+    extra: &[&str],
+) -> (bool, String) {
+    let secret = secret.to_str().unwrap();
+    let mut args = vec![
+        "--network",
+        network,
+        "providers",
+        "add",
+        "--host",
+        "acme",
+        "--provider",
+        "daytona",
+        "--secret-file",
+        secret,
+        "--rpc",
+        rpc,
+        "--db",
+        db,
+    ];
+    args.extend_from_slice(extra);
+    tokio::task::block_in_place(|| relayer(&args))
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn providers_add_on_the_devnet_under_another_name() {
     let devnet = chain(bursar_devnet::DEFAULT_CHAIN_ID).await;
@@ -81,25 +111,8 @@ async fn providers_add_on_the_devnet_under_another_name() {
     let host_id = tokio::task::block_in_place(|| create_host(&db, "acme"));
     let (path, secret) = secret_file(&dir);
 
-    let (ok, text) = tokio::task::block_in_place(|| {
-        relayer(&[
-            // Not the "devnet" network by name: the chain id says what it is.
-            "--network",
-            "staging",
-            "providers",
-            "add",
-            "--host",
-            "acme",
-            "--provider",
-            "daytona",
-            "--secret-file",
-            path.to_str().unwrap(),
-            "--rpc",
-            devnet.url.as_str(),
-            "--db",
-            db.as_str(),
-        ])
-    });
+    // Not the "devnet" network by name: the chain id says what it is.
+    let (ok, text) = providers_add("staging", &path, &devnet.url, &db, &[]);
     assert!(ok, "{text}");
     let url = format!("http://127.0.0.1:8549/v1/hosts/{host_id}/providers/daytona/webhook");
     assert!(text.contains(&url), "no {url} in:\n{text}");
@@ -116,35 +129,21 @@ async fn providers_add_elsewhere_wants_a_master_key() {
     let db = format!("sqlite://{}", dir.join("relayer.db").display());
     tokio::task::block_in_place(|| create_host(&db, "acme"));
     let (path, secret) = secret_file(&dir);
-    let add = |extra: &[&str]| {
-        let mut args = vec![
-            "--network",
-            "devnet",
-            "providers",
-            "add",
-            "--host",
-            "acme",
-            "--provider",
-            "daytona",
-            "--secret-file",
-            path.to_str().unwrap(),
-            "--rpc",
-            other.url.as_str(),
-            "--db",
-            db.as_str(),
-        ];
-        args.extend_from_slice(extra);
-        tokio::task::block_in_place(|| relayer(&args))
-    };
 
-    let (ok, text) = add(&[]);
+    let (ok, text) = providers_add("devnet", &path, &other.url, &db, &[]);
     assert!(!ok, "{text}");
     assert!(text.contains("no master key"), "{text}");
     assert!(!dir.join("relayer.db.master-key").exists());
 
     let key = dir.join("master.key");
     std::fs::write(&key, "11".repeat(32)).unwrap();
-    let (ok, text) = add(&["--master-key-file", key.to_str().unwrap()]);
+    let (ok, text) = providers_add(
+        "devnet",
+        &path,
+        &other.url,
+        &db,
+        &["--master-key-file", key.to_str().unwrap()],
+    );
     assert!(ok, "{text}");
     assert!(!text.contains(secret), "the secret was printed:\n{text}");
 }

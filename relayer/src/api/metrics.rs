@@ -13,11 +13,11 @@ use crate::store::StoreError;
 /// The metrics in Prometheus' text format.
 pub(super) async fn render(app: &App, limiter: &Limiter) -> Result<String, StoreError> {
     let mut registry = Registry::default();
-    let counts_of = app.store.transaction_counts().await?;
+    let transactions = app.store.transaction_counts().await?;
     let by_status: Vec<(String, i64)> = ["signed", "submitted", "mined", "confirmed", "failed"]
         .into_iter()
         .map(|status| {
-            let n = counts_of
+            let n = transactions
                 .iter()
                 .find(|(s, _)| s == status)
                 .map_or(0, |(_, n)| *n);
