@@ -56,10 +56,11 @@ impl Chain {
         let mut out = ReorgOutcome::default();
         for (old_block, txs) in old.iter().zip(plan) {
             let number = self.block_number() + 1;
+            // The replaced block's time, never behind the new parent's (see `chain::time`).
             let ts = old_block
                 .header
                 .timestamp
-                .max(self.latest_block().header.timestamp + 1);
+                .max(self.latest_block().header.timestamp);
             let (leftover, skipped) = self.build_block(number, ts, txs, extra.clone());
             out.blocks.push(self.latest_block().hash);
             out.excluded.extend(skipped);
