@@ -50,6 +50,9 @@ pub(super) fn read(view: &ChainView, request: &EthRequest) -> Option<Result<Meth
         EthChainId => done(quantity(view.chain_id())),
         NetVersion => done(json!(view.chain_id().to_string())),
         NetListening => done(json!(true)),
+        // A lone dev node.
+        NetPeerCount => done(quantity(0u64)),
+        Web3Sha3(data) => done(json!(alloy_primitives::keccak256(data))),
         EthSyncing => done(json!(false)),
         EthAccounts => done(json!(crate::accounts::dev_accounts()
             .iter()
@@ -60,6 +63,9 @@ pub(super) fn read(view: &ChainView, request: &EthRequest) -> Option<Result<Meth
         // Arbitrum ignores tips; the devnet accepts them (they go to the coinbase) but does
         // not ask for any.
         EthMaxPriorityFeePerGas => done(quantity(0u64)),
+        // Arbitrum carries no blobs: the minimum blob base fee (1 wei), as geth answers with no
+        // excess blob gas, and as anvil answers.
+        EthBlobBaseFee => done(quantity(1u64)),
         EthFeeHistory(count, newest, percentiles) => {
             fee_history(view, *count, *newest, percentiles.as_deref()).map(|h| typed(&h))
         }
@@ -81,6 +87,16 @@ pub(super) fn read(view: &ChainView, request: &EthRequest) -> Option<Result<Meth
         EthGetBlockByNumber(at, full) => Ok(block(view, BlockSpec::block(Some(*at), view), *full)),
         EthGetBlockByHash(h, full) => Ok(block(view, view.block_by_hash(*h), *full)),
         EthGetBlockReceipts(at) => Ok(block_receipts(view, *at)),
+        EthGetBlockTransactionCountByNumber(at) => {
+            Ok(transaction_count(BlockSpec::block(Some(*at), view)))
+        }
+        EthGetBlockTransactionCountByHash(h) => Ok(transaction_count(view.block_by_hash(*h))),
+        EthGetTransactionByBlockNumberAndIndex(at, Quantity(i)) => {
+            Ok(transaction_at(view, BlockSpec::block(Some(*at), view), *i))
+        }
+        EthGetTransactionByBlockHashAndIndex(h, Quantity(i)) => {
+            Ok(transaction_at(view, view.block_by_hash(*h), *i))
+        }
         EthGetLogs(filter) => get_logs(view, filter),
         _ => return None,
     })
@@ -189,6 +205,13 @@ fn write(
         | EthChainId
         | NetVersion
         | NetListening
+        | NetPeerCount
+        | Web3Sha3(_)
+        | EthBlobBaseFee
+        | EthGetBlockTransactionCountByNumber(_)
+        | EthGetBlockTransactionCountByHash(_)
+        | EthGetTransactionByBlockNumberAndIndex(..)
+        | EthGetTransactionByBlockHashAndIndex(..)
         | EthSyncing
         | EthAccounts
         | EthBlockNumber
@@ -284,6 +307,20 @@ fn send_raw_transaction(
 /// A block (`full`: with its transactions' objects, else their hashes), or `null`.
 fn block(view: &ChainView, b: Option<&Block>, full: Option<bool>) -> MethodResult {
     typed(&b.map(|b| block_view(view, b, full.unwrap_or(false))))
+}
+
+/// How many transactions block `b` has, `null` for an unknown block.
+fn transaction_count(b: Option<&Block>) -> MethodResult {
+    b.map_or(Value::Null, |b| quantity(b.transactions.len() as u64))
+        .into()
+}
+
+/// Transaction `index` of block `b`, `null` for an unknown block or an index past its end.
+fn transaction_at(view: &ChainView, b: Option<&Block>, index: u64) -> MethodResult {
+    let tx = b
+        .and_then(|b| b.transactions.get(usize::try_from(index).ok()?))
+        .and_then(|h| view.transaction(*h));
+    typed(&tx.map(|tx| TxView::mined(&tx)))
 }
 
 /// A block's receipts, `null` for an unknown block.

@@ -193,6 +193,73 @@ mod tests {
     }
 
     #[test]
+    fn transactions_by_block_and_index_and_the_small_standard_methods() {
+        let c = shared();
+        let rpc = |method: &str, params: &str| {
+            let body =
+                format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}"#);
+            call(&c, &body)
+        };
+        let dev = crate::accounts::dev_accounts();
+        let sent = rpc(
+            "eth_sendTransaction",
+            &format!(
+                r#"[{{"from":"{}","to":"{}","value":"0x1"}}]"#,
+                dev[0].address, dev[1].address
+            ),
+        );
+        let tx = sent["result"].as_str().expect("a hash").to_owned();
+        let block = rpc("eth_getBlockByNumber", r#"["latest", false]"#)["result"].clone();
+        let hash = block["hash"].as_str().unwrap();
+        assert_eq!(
+            rpc("eth_getBlockTransactionCountByNumber", r#"["latest"]"#)["result"],
+            "0x1"
+        );
+        assert_eq!(
+            rpc("eth_getBlockTransactionCountByNumber", r#"["0x0"]"#)["result"],
+            "0x0"
+        );
+        assert_eq!(
+            rpc(
+                "eth_getBlockTransactionCountByHash",
+                &format!(r#"["{hash}"]"#)
+            )["result"],
+            "0x1"
+        );
+        let by_number = rpc(
+            "eth_getTransactionByBlockNumberAndIndex",
+            r#"["latest", "0x0"]"#,
+        );
+        assert_eq!(by_number["result"]["hash"], tx.as_str(), "{by_number}");
+        assert_eq!(by_number["result"]["transactionIndex"], "0x0");
+        let by_hash = rpc(
+            "eth_getTransactionByBlockHashAndIndex",
+            &format!(r#"["{hash}", "0x0"]"#),
+        );
+        assert_eq!(by_hash["result"], by_number["result"]);
+        // Past the block's end, an unknown block: null, as geth answers.
+        let past = rpc(
+            "eth_getTransactionByBlockHashAndIndex",
+            &format!(r#"["{hash}", "0x1"]"#),
+        );
+        assert!(past["result"].is_null(), "{past}");
+        let unknown = format!(r#"["0x{}"]"#, "ab".repeat(32));
+        assert!(rpc("eth_getBlockTransactionCountByHash", &unknown)["result"].is_null());
+        assert!(rpc(
+            "eth_getTransactionByBlockNumberAndIndex",
+            r#"["0x99", "0x0"]"#
+        )["result"]
+            .is_null());
+        assert_eq!(
+            rpc("web3_sha3", r#"["0x68656c6c6f20776f726c64"]"#)["result"],
+            "0x47173285a8d7341e5e972fc677286384f802f8ef42a5ec5f03bbfa254cb01fad"
+        );
+        assert_eq!(rpc("web3_sha3", r#"["hello"]"#)["error"]["code"], -32602);
+        assert_eq!(rpc("net_peerCount", "[]")["result"], "0x0");
+        assert_eq!(rpc("eth_blobBaseFee", "[]")["result"], "0x1");
+    }
+
+    #[test]
     fn state_override_fee_history_and_unknown_blocks() {
         let c = shared();
         let poor = "0x7777777777777777777777777777777777777777";

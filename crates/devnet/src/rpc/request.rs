@@ -26,6 +26,10 @@ pub(super) enum EthRequest {
     NetVersion,
     #[serde(rename = "net_listening", deserialize_with = "args")]
     NetListening,
+    #[serde(rename = "net_peerCount", deserialize_with = "args")]
+    NetPeerCount,
+    #[serde(rename = "web3_sha3", deserialize_with = "args")]
+    Web3Sha3(Bytes),
     #[serde(rename = "eth_syncing", deserialize_with = "args")]
     EthSyncing,
     #[serde(rename = "eth_accounts", deserialize_with = "args")]
@@ -36,6 +40,8 @@ pub(super) enum EthRequest {
     EthGasPrice,
     #[serde(rename = "eth_maxPriorityFeePerGas", deserialize_with = "args")]
     EthMaxPriorityFeePerGas,
+    #[serde(rename = "eth_blobBaseFee", deserialize_with = "args")]
+    EthBlobBaseFee,
     #[serde(rename = "eth_feeHistory", deserialize_with = "args")]
     EthFeeHistory(Quantity, BlockSpec, Option<Vec<f64>>),
 
@@ -79,6 +85,26 @@ pub(super) enum EthRequest {
     EthGetBlockByHash(B256, Option<bool>),
     #[serde(rename = "eth_getBlockReceipts", deserialize_with = "args")]
     EthGetBlockReceipts(BlockSpec),
+    #[serde(
+        rename = "eth_getBlockTransactionCountByNumber",
+        deserialize_with = "args"
+    )]
+    EthGetBlockTransactionCountByNumber(BlockSpec),
+    #[serde(
+        rename = "eth_getBlockTransactionCountByHash",
+        deserialize_with = "args"
+    )]
+    EthGetBlockTransactionCountByHash(B256),
+    #[serde(
+        rename = "eth_getTransactionByBlockNumberAndIndex",
+        deserialize_with = "args"
+    )]
+    EthGetTransactionByBlockNumberAndIndex(BlockSpec, Quantity),
+    #[serde(
+        rename = "eth_getTransactionByBlockHashAndIndex",
+        deserialize_with = "args"
+    )]
+    EthGetTransactionByBlockHashAndIndex(B256, Quantity),
 
     // ---- logs, filters and subscriptions ----
     #[serde(rename = "eth_getLogs", deserialize_with = "args")]

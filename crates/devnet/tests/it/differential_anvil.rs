@@ -380,6 +380,49 @@ async fn devnet_answers_like_anvil() {
         &both(&http, urls, "eth_getBlockByNumber", json!(["0x999", false])).await,
     );
     compare(
+        "tx by block and index",
+        &both(
+            &http,
+            urls,
+            "eth_getTransactionByBlockNumberAndIndex",
+            json!([n, "0x0"]),
+        )
+        .await,
+    );
+    compare(
+        "tx by block and index (past the end)",
+        &both(
+            &http,
+            urls,
+            "eth_getTransactionByBlockNumberAndIndex",
+            json!([n, "0x7"]),
+        )
+        .await,
+    );
+    compare(
+        "block tx count",
+        &both(
+            &http,
+            urls,
+            "eth_getBlockTransactionCountByNumber",
+            json!([n]),
+        )
+        .await,
+    );
+    // The small standard methods answer alike, values and all (`net_peerCount`, which anvil
+    // lacks, answers "0x0" as geth does: the rpc module's tests).
+    for (method, params) in [
+        ("web3_sha3", json!(["0x68656c6c6f20776f726c64"])),
+        ("eth_blobBaseFee", json!([])),
+        ("eth_getBlockTransactionCountByNumber", json!([n])),
+    ] {
+        let [devnet, anvil] = both(&http, urls, method, params).await;
+        assert_eq!(
+            devnet["result"], anvil["result"],
+            "{method}: {devnet} vs {anvil}"
+        );
+    }
+    compare(
         "feeHistory",
         &both(
             &http,
