@@ -26,6 +26,24 @@ impl DevAccount {
     pub fn signing_key(&self) -> SigningKey {
         SigningKey::from_bytes(&self.private_key.0.into()).expect("derived keys are valid")
     }
+
+    /// `hash` signed with this account's key: `r ‖ s ‖ v`, `v` 27 or 28, as anvil's
+    /// `eth_sign` and `eth_signTypedData_v4` answer.
+    pub fn sign_hash(&self, hash: B256) -> [u8; 65] {
+        let (signature, recovery) = self
+            .signing_key()
+            .sign_prehash_recoverable(hash.as_slice())
+            .expect("a 32-byte prehash signs");
+        let mut out = [0u8; 65];
+        out[..64].copy_from_slice(&signature.to_bytes());
+        out[64] = 27 + recovery.to_byte();
+        out
+    }
+}
+
+/// The dev account at `address`, if it is one.
+pub fn dev_account(address: Address) -> Option<&'static DevAccount> {
+    dev_accounts().iter().find(|a| a.address == address)
 }
 
 /// The address of a secp256k1 key: the last 20 bytes of keccak(uncompressed point without

@@ -98,6 +98,11 @@ pub(super) fn read(view: &ChainView, request: &EthRequest) -> Option<Result<Meth
             Ok(transaction_at(view, view.block_by_hash(*h), *i))
         }
         EthGetLogs(filter) => get_logs(view, filter),
+        EthSign(a, data) => sign(*a, alloy_primitives::eip191_hash_message(data)),
+        EthSignTypedDataV4(a, typed) => match typed.eip712_signing_hash() {
+            Ok(hash) => sign(*a, hash),
+            Err(e) => Err(RpcError::invalid_params(format!("invalid argument 1: {e}"))),
+        },
         _ => return None,
     })
 }
@@ -212,6 +217,8 @@ fn write(
         | EthGetBlockTransactionCountByHash(_)
         | EthGetTransactionByBlockNumberAndIndex(..)
         | EthGetTransactionByBlockHashAndIndex(..)
+        | EthSign(..)
+        | EthSignTypedDataV4(..)
         | EthSyncing
         | EthAccounts
         | EthBlockNumber
@@ -307,6 +314,16 @@ fn send_raw_transaction(
 /// A block (`full`: with its transactions' objects, else their hashes), or `null`.
 fn block(view: &ChainView, b: Option<&Block>, full: Option<bool>) -> MethodResult {
     typed(&b.map(|b| block_view(view, b, full.unwrap_or(false))))
+}
+
+/// `hash` signed by dev account `a` (`r ‖ s ‖ v`); other accounts have no key here.
+fn sign(a: alloy_primitives::Address, hash: B256) -> Result<MethodResult> {
+    let account = crate::accounts::dev_account(a)
+        .ok_or_else(|| RpcError::server(format!("no key for account {a}: not a dev account")))?;
+    Ok(json!(alloy_primitives::Bytes::from(
+        account.sign_hash(hash).to_vec()
+    ))
+    .into())
 }
 
 /// How many transactions block `b` has, `null` for an unknown block.

@@ -66,6 +66,7 @@ required_args!(
     Vec<f64>,
     Value,
     Vec<(Bytes, Quantity)>,
+    Box<alloy_dyn_abi::TypedData>,
 );
 
 /// A method's whole positional argument list, as a tuple of [`Arg`]s: at most as many as the

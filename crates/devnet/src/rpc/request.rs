@@ -69,6 +69,10 @@ pub(super) enum EthRequest {
     EthSendRawTransaction(Bytes),
     #[serde(rename = "eth_sendTransaction", deserialize_with = "args")]
     EthSendTransaction(CallObject),
+    #[serde(rename = "eth_sign", deserialize_with = "args")]
+    EthSign(Address, Bytes),
+    #[serde(rename = "eth_signTypedData_v4", deserialize_with = "args")]
+    EthSignTypedDataV4(Address, Box<alloy_dyn_abi::TypedData>),
     #[serde(rename = "eth_getTransactionByHash", deserialize_with = "args")]
     EthGetTransactionByHash(B256),
     #[serde(rename = "eth_getTransactionReceipt", deserialize_with = "args")]

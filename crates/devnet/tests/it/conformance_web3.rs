@@ -273,3 +273,92 @@ fn check_against_devnet(
     );
     assert_eq!(s["endBlock"], chain.block_number());
 }
+
+/// `eth_sign` and `eth_signTypedData_v4` for a dev account answer what eth-account (the
+/// signing library web3.py uses) signs with that account's key; other accounts have no key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eth_sign_and_typed_data_match_eth_account() {
+    let python = python();
+    let (_handle, p) = start().await;
+    let dev = &dev_accounts()[3];
+    let data = "0x68656c6c6f2c2062757273617221";
+    let typed = serde_json::json!({
+        "types": {
+            "EIP712Domain": [
+                { "name": "name", "type": "string" },
+                { "name": "version", "type": "string" },
+                { "name": "chainId", "type": "uint256" },
+                { "name": "verifyingContract", "type": "address" },
+            ],
+            "Person": [{ "name": "name", "type": "string" }, { "name": "wallet", "type": "address" }],
+            "Mail": [
+                { "name": "from", "type": "Person" },
+                { "name": "to", "type": "Person" },
+                { "name": "contents", "type": "string" },
+                { "name": "amount", "type": "uint256" },
+            ],
+        },
+        "primaryType": "Mail",
+        "domain": {
+            "name": "Ether Mail", "version": "1", "chainId": 412346,
+            "verifyingContract": "0xCcCCccccCCCCcCCCCCCcCcCccCcCCCcCcccccccC",
+        },
+        "message": {
+            "from": { "name": "Cow", "wallet": "0xCD2a3d9F938E13CD947Ec05AbC7FE734Df8DD826" },
+            "to": { "name": "Bob", "wallet": "0xbBbBBBBbbBBBbbbBbbBbbbbBBbBbbbbBbBbbBBbB" },
+            "contents": "Hello, Bob!",
+            "amount": "1000000000000000000000",
+        },
+    });
+    let ours_sign: String = p.request("eth_sign", (dev.address, data)).await.unwrap();
+    let ours_typed: String = p
+        .request("eth_signTypedData_v4", (dev.address, typed.clone()))
+        .await
+        .unwrap();
+    // Wallets also hand the typed data over as a JSON string.
+    let as_text: String = p
+        .request("eth_signTypedData_v4", (dev.address, typed.to_string()))
+        .await
+        .unwrap();
+    assert_eq!(as_text, ours_typed);
+
+    let script = r#"
+import json, sys
+from eth_account import Account
+from eth_account.messages import encode_defunct, encode_typed_data
+d = json.load(sys.stdin)
+sign = lambda m: "0x" + Account.sign_message(m, d["key"]).signature.hex().removeprefix("0x")
+print(json.dumps({
+    "sign": sign(encode_defunct(hexstr=d["data"])),
+    "typed": sign(encode_typed_data(full_message=d["typed"])),
+}))
+"#;
+    let input = serde_json::json!({ "key": dev.private_key, "data": data, "typed": typed });
+    let mut child = std::process::Command::new(&python)
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run python");
+    std::io::Write::write_all(
+        &mut child.stdin.take().unwrap(),
+        input.to_string().as_bytes(),
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "eth-account failed");
+    let theirs: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(ours_sign, theirs["sign"].as_str().unwrap());
+    assert_eq!(ours_typed, theirs["typed"].as_str().unwrap());
+
+    // An account without a key here is refused, naming it.
+    let stranger = Address::repeat_byte(0x77);
+    let refused = p
+        .request::<_, String>("eth_sign", (stranger, data))
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("not a dev account"),
+        "{refused}"
+    );
+}

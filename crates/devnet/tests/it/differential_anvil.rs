@@ -415,6 +415,11 @@ async fn devnet_answers_like_anvil() {
         ("web3_sha3", json!(["0x68656c6c6f20776f726c64"])),
         ("eth_blobBaseFee", json!([])),
         ("eth_getBlockTransactionCountByNumber", json!([n])),
+        // The first dev account's key signs, on both.
+        (
+            "eth_sign",
+            json!(["0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", "0x68656c6c6f"]),
+        ),
     ] {
         let [devnet, anvil] = both(&http, urls, method, params).await;
         assert_eq!(
