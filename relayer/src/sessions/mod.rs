@@ -622,14 +622,14 @@ pub struct Heartbeat {
     pub session_id: String,
     /// The lease's expiry on chain now (unix seconds; 0 without a lease).
     pub lease_expires_at: u64,
-    /// Whether a renewal was sent (the lease was past half its length).
+    /// Whether a renewal was sent (half the lease or more was gone).
     pub renewal_submitted: bool,
     /// The sandbox's state as lifecycle events reported it: while it is `paused` or
     /// `terminated` the lease is not renewed.
     pub sandbox_state: Option<String>,
 }
 
-/// Records the sandbox's heartbeat and, once less than half the lease is left, renews the lease
+/// Records the sandbox's heartbeat and, once half the lease or less is left, renews the lease
 /// on chain (one renewal in flight at a time) — unless the sandbox is reported paused or
 /// terminated.
 pub async fn heartbeat(app: &App, row: &SessionRow) -> Result<Heartbeat, Error> {
@@ -652,7 +652,15 @@ pub async fn heartbeat(app: &App, row: &SessionRow) -> Result<Heartbeat, Error> 
     })
 }
 
-/// Renews session `row`'s lease on chain once less than half of it is left, or it has lapsed
+/// Whether a lease of `lease_seconds` with `left` seconds to run is due for renewal: once half
+/// of it or less is left (half exactly too: blocks share seconds on Arbitrum's clock, so a
+/// heartbeat within the second after an hour's jump finds exactly half of a two-hour lease
+/// left). A session without a lease never is.
+fn renewal_due(lease_seconds: u64, left: u64) -> bool {
+    lease_seconds > 0 && left <= lease_seconds / 2
+}
+
+/// Renews session `row`'s lease on chain once half of it or less is left, or it has lapsed
 /// (the keeper may revive it), unless a renewal is in flight. Answers the lease's expiry
 /// before the renewal and whether one was sent; the wallet's refusal is the error.
 pub(crate) async fn renew_lease(app: &App, row: &SessionRow) -> Result<(u64, bool), Error> {
@@ -663,7 +671,7 @@ pub(crate) async fn renew_lease(app: &App, row: &SessionRow) -> Result<(u64, boo
     // The chain's clock, not ours: it is the one the wallet checks the lease against.
     let chain_now: u64 = app.client.latest_block().await?.timestamp.to();
     let left = lease_expires_at.saturating_sub(chain_now);
-    let due = terms.leaseSeconds > 0 && left < terms.leaseSeconds / 2;
+    let due = renewal_due(terms.leaseSeconds, left);
     let in_flight = match row.lease_transaction {
         Some(tx) => app
             .store
@@ -699,6 +707,21 @@ pub(crate) async fn renew_lease(app: &App, row: &SessionRow) -> Result<(u64, boo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lease_is_renewed_once_half_of_it_is_gone() {
+        let two_hours = 7_200;
+        assert!(!renewal_due(two_hours, 7_200), "just renewed");
+        assert!(!renewal_due(two_hours, 3_601));
+        assert!(renewal_due(two_hours, 3_600), "exactly half left");
+        assert!(
+            renewal_due(two_hours, 0),
+            "lapsed: the keeper may revive it"
+        );
+        assert!(!renewal_due(0, 0), "no lease, nothing to renew");
+        assert!(renewal_due(1, 0));
+        assert!(!renewal_due(u64::MAX, u64::MAX));
+    }
 
     fn terms() -> OpenSession {
         OpenSession {
