@@ -171,8 +171,8 @@ pub(crate) fn run(args: RelayerArgs) -> Result<(), String> {
 }
 
 async fn serve(args: RelayerArgs) -> Result<(), String> {
-    let signers = signer_keys(&args).await?;
     let chain_id = chain_id_of(&args.rpc).await?;
+    let signers = signer_keys(&args, chain_id)?;
     let contracts = contracts(&args, chain_id)?;
     let master_key = master_key(&args, chain_id == bursar_devnet::DEFAULT_CHAIN_ID)?;
     let relayer = bursar_relayer::start(Config {
@@ -262,7 +262,7 @@ async fn chain_id_of(rpc: &str) -> Result<u64, String> {
 
 /// The relayer's signers: key files, then `BURSAR_RELAYER_KEYS`; on the devnet, the last dev
 /// account when neither is given.
-async fn signer_keys(args: &RelayerArgs) -> Result<Vec<Key>, String> {
+fn signer_keys(args: &RelayerArgs, chain_id: u64) -> Result<Vec<Key>, String> {
     let mut keys = Vec::new();
     for path in &args.signer_key_files {
         keys.push(Key::from_key_file(path).map_err(|e| e.to_string())?);
@@ -272,7 +272,7 @@ async fn signer_keys(args: &RelayerArgs) -> Result<Vec<Key>, String> {
             keys.push(Key::from_hex(text.trim(), KEYS_ENV).map_err(|e| e.to_string())?);
         }
     }
-    if keys.is_empty() && chain_id_of(&args.rpc).await? == bursar_devnet::DEFAULT_CHAIN_ID {
+    if keys.is_empty() && chain_id == bursar_devnet::DEFAULT_CHAIN_ID {
         let dev = bursar_devnet::accounts::dev_accounts();
         keys.push(Key::from_signing_key(dev[dev.len() - 1].signing_key()));
     }
