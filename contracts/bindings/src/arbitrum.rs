@@ -13,6 +13,12 @@ pub const DEVNET_CHAIN_ID: u64 = 412_346;
 /// ArbWasm, the Stylus precompile (ArbOS).
 pub const ARBWASM_ADDRESS: Address = address!("0000000000000000000000000000000000000071");
 
+/// ArbSys, ArbOS's system information precompile.
+pub const ARBSYS_ADDRESS: Address = address!("0000000000000000000000000000000000000064");
+
+/// ArbGasInfo, ArbOS's gas price precompile.
+pub const ARBGASINFO_ADDRESS: Address = address!("000000000000000000000000000000000000006c");
+
 /// The canonical StylusDeployer (deployed via the CREATE2 factory `0x4e59…956c`, salt 0).
 pub const STYLUS_DEPLOYER_ADDRESS: Address = address!("cEcba2F1DC234f70Dd89F2041029807F8D03A990");
 
@@ -53,6 +59,41 @@ alloy_sol_types::sol! {
         error ProgramUpToDate();
         error ProgramKeepaliveTooSoon(uint64 ageInSeconds);
         error ProgramInsufficientValue(uint256 have, uint256 want);
+    }
+
+    /// The ArbSys precompile at `0x…64` (nitro-contracts `ArbSys.sol`), the methods an app
+    /// reads.
+    interface IArbSys {
+        function arbBlockNumber() external view returns (uint256);
+        function arbBlockHash(uint256 arbBlockNum) external view returns (bytes32);
+        function arbChainID() external view returns (uint256);
+        function arbOSVersion() external view returns (uint256);
+        function getStorageGasAvailable() external view returns (uint256);
+        function isTopLevelCall() external view returns (bool);
+        function wasMyCallersAddressAliased() external view returns (bool);
+    }
+
+    /// The ArbGasInfo precompile at `0x…6c` (nitro-contracts `ArbGasInfo.sol`), its getters.
+    interface IArbGasInfo {
+        function getPricesInWei() external view returns (uint256, uint256, uint256, uint256, uint256, uint256);
+        function getPricesInWeiWithAggregator(address aggregator) external view returns (uint256, uint256, uint256, uint256, uint256, uint256);
+        function getPricesInArbGas() external view returns (uint256, uint256, uint256);
+        function getPricesInArbGasWithAggregator(address aggregator) external view returns (uint256, uint256, uint256);
+        function getGasAccountingParams() external view returns (uint256, uint256, uint256);
+        function getMinimumGasPrice() external view returns (uint256);
+        function getL1BaseFeeEstimate() external view returns (uint256);
+        function getL1BaseFeeEstimateInertia() external view returns (uint64);
+        function getL1RewardRate() external view returns (uint64);
+        function getL1RewardRecipient() external view returns (address);
+        function getL1GasPriceEstimate() external view returns (uint256);
+        function getCurrentTxL1GasFees() external view returns (uint256);
+        function getGasBacklog() external view returns (uint64);
+        function getPricingInertia() external view returns (uint64);
+        function getGasBacklogTolerance() external view returns (uint64);
+        function getL1PricingSurplus() external view returns (int256);
+        function getPerBatchGasCharge() external view returns (int64);
+        function getAmortizedCostCapBips() external view returns (uint64);
+        function getL1FeesAvailable() external view returns (uint256);
     }
 
     /// The StylusDeployer: deploys `bytecode` (CREATE, or CREATE2 with

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use alloy_primitives::{Address, Bytes, B256, U256};
 use wasmi::{Store, TrapCode};
 
+use crate::arbos::{self, ARBGASINFO_ADDRESS, ARBSYS_ADDRESS};
 use crate::arbwasm::{self, ARBWASM_ADDRESS};
 use crate::deployer::{self, STYLUS_DEPLOYER_ADDRESS};
 use crate::frame::{CallKind, FrameResult, Message};
@@ -22,12 +23,13 @@ use crate::host::{self, Escape};
 use crate::meter::{self, INK_PER_FUEL, INK_PRICE};
 use crate::precompiles;
 use crate::state::{Log, State};
+use crate::struct_log::{StructLog, StructLogConfig, StructLogger};
 use crate::stylus::{is_stylus_program, ActivationError, ProgramInfo, Programs, STYLUS_VERSION};
 use crate::trace::{CallFrame, CallTracer};
 use crate::world::{Ctx, Frame, RecentPrograms, World};
 
 pub use crate::frame::CallStatus;
-pub use crate::world::{BlockEnv, TxEnv, DEFAULT_CHAIN_ID};
+pub use crate::world::{BlockEnv, BlockHashes, TxEnv, DEFAULT_CHAIN_ID};
 
 /// The result of [`Executor::call`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,10 +68,16 @@ impl World {
         self.ever_pages = 0;
         // EIP-2929: sender, recipient and precompiles (ArbWasm included, as ArbOS does) start
         // warm; EIP-3651: so does coinbase.
-        let warm = [origin, self.block.coinbase, ARBWASM_ADDRESS]
-            .into_iter()
-            .chain(to);
-        self.state.begin_tx(warm.chain(precompiles::ALL));
+        let warm = [
+            origin,
+            self.block.coinbase,
+            ARBWASM_ADDRESS,
+            ARBSYS_ADDRESS,
+            ARBGASINFO_ADDRESS,
+        ]
+        .into_iter()
+        .chain(to);
+        self.state.begin_tx(warm.chain(precompiles::all()));
     }
 }
 
@@ -105,6 +113,9 @@ impl Executor {
                 tracer: None,
                 recent_programs: RecentPrograms::default(),
                 router: call_frame,
+                evm_code: HashMap::new(),
+                block_hashes: Arc::new(|_| None),
+                step_logger: None,
             })),
         }
     }
@@ -153,6 +164,26 @@ impl Executor {
     /// Starts recording call frames (see [`crate::trace`]), dropping any earlier record.
     pub fn start_trace(&mut self) {
         self.world_mut().tracer = Some(CallTracer::default());
+    }
+
+    /// Tells the executor how to find earlier blocks' hashes (`BLOCKHASH`, `ArbSys`).
+    pub fn set_block_hashes(&mut self, hashes: BlockHashes) {
+        self.world_mut().block_hashes = hashes;
+    }
+
+    /// Starts recording EVM instructions (geth's opcode tracer), dropping any earlier record.
+    pub fn start_struct_log(&mut self, config: StructLogConfig) {
+        self.world_mut().step_logger = Some(StructLogger::new(config));
+    }
+
+    /// Stops recording and returns the instructions recorded since
+    /// [`Executor::start_struct_log`].
+    pub fn take_struct_log(&mut self) -> Vec<StructLog> {
+        self.world_mut()
+            .step_logger
+            .take()
+            .map(StructLogger::into_logs)
+            .unwrap_or_default()
     }
 
     /// Stops recording and returns the outermost frames recorded since [`Executor::start_trace`].
@@ -274,13 +305,16 @@ impl Executor {
     }
 }
 
-/// The world at genesis: ArbWasm and the StylusDeployer exist with a one-byte code marker
-/// (`INVALID`, as ArbOS gives its precompiles), so `eth_getCode` shows them; the deployer, a
-/// contract, has nonce 1 (EIP-161), which its CREATE addresses start from. Both run natively.
+/// The world at genesis: ArbWasm, ArbSys, ArbGasInfo and the StylusDeployer exist with a
+/// one-byte code marker (`INVALID`, as ArbOS gives its precompiles), so `eth_getCode` shows
+/// them as nitro does; the deployer, a contract, has nonce 1 (EIP-161), which its CREATE
+/// addresses start from. All run natively.
 fn genesis_state() -> State {
     let mut state = State::new();
     let marker = Bytes::from_static(&[0xfe]);
-    state.set_code(ARBWASM_ADDRESS, marker.clone());
+    for precompile in [ARBWASM_ADDRESS, ARBSYS_ADDRESS, ARBGASINFO_ADDRESS] {
+        state.set_code(precompile, marker.clone());
+    }
     state.set_code(STYLUS_DEPLOYER_ADDRESS, marker);
     state.set_nonce(STYLUS_DEPLOYER_ADDRESS, 1);
     state
@@ -315,19 +349,20 @@ fn run_frame(mut world: Box<World>, msg: Message) -> (Box<World>, FrameResult) {
 
     let result = if msg.code_address == ARBWASM_ADDRESS {
         arbwasm::call(&mut world, &msg)
+    } else if msg.code_address == ARBSYS_ADDRESS || msg.code_address == ARBGASINFO_ADDRESS {
+        arbos::call(&world, &msg)
     } else if msg.code_address == STYLUS_DEPLOYER_ADDRESS {
         let (w, r) = deployer::call(world, msg);
         world = w;
         r
-    } else if let Some(pre) = precompiles::run(msg.code_address, &msg.input) {
-        if pre.gas > msg.gas {
-            FrameResult::out_of_gas()
-        } else {
-            FrameResult {
+    } else if let Some(pre) = precompiles::run(msg.code_address, &msg.input, msg.gas) {
+        match pre.output {
+            Some(output) => FrameResult {
                 status: CallStatus::Success,
-                output: pre.output.into(),
+                output,
                 gas_left: msg.gas - pre.gas,
-            }
+            },
+            None => FrameResult::out_of_gas(),
         }
     } else {
         let code = world.state.code(msg.code_address);
@@ -348,9 +383,10 @@ fn run_frame(mut world: Box<World>, msg: Message) -> (Box<World>, FrameResult) {
             world = w;
             r
         } else {
-            // EVM bytecode is not executed by this devnet (only the deploy prelude is, at
-            // create time); calling it reverts with empty data.
-            FrameResult::revert(Bytes::new(), msg.gas)
+            let code_hash = world.state.code_hash(msg.code_address);
+            let (w, r) = crate::evm::call(world, msg, code_hash, code);
+            world = w;
+            r
         }
     };
 

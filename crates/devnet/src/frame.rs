@@ -13,14 +13,23 @@ pub enum CallStatus {
     Revert,
     /// Out of gas/ink: all gas consumed.
     OutOfGas,
+    /// Any other exceptional halt of EVM code (invalid opcode, bad jump, stack error, write in
+    /// a static call...), named as geth names it: all gas consumed.
+    Halt(&'static str),
 }
 
 /// The kind of message call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum CallKind {
     Call,
+    /// EVM `CALLCODE`: the callee's code on the caller's own account.
+    CallCode,
     StaticCall,
     DelegateCall,
+    /// The initcode frame of a CREATE (traced as one).
+    Create,
+    /// The initcode frame of a CREATE2.
+    Create2,
 }
 
 /// A message to execute.

@@ -430,18 +430,6 @@ fn do_call(
     }
 
     let msg = match kind {
-        CallKind::Call => Message {
-            kind,
-            caller: me,
-            address: target,
-            code_address: target,
-            value,
-            transfer: value,
-            input,
-            gas: callee_gas,
-            is_static,
-            depth: depth + 1,
-        },
         CallKind::StaticCall => Message {
             kind,
             caller: me,
@@ -466,6 +454,19 @@ fn do_call(
             is_static,
             depth: depth + 1,
         },
+        // Stylus programs make only these three kinds of call.
+        _ => Message {
+            kind,
+            caller: me,
+            address: target,
+            code_address: target,
+            value,
+            transfer: value,
+            input,
+            gas: callee_gas,
+            is_static,
+            depth: depth + 1,
+        },
     };
     let world = caller.data_mut().world.take().expect("world present");
     let (world, result) = world.call(msg);
@@ -479,7 +480,7 @@ fn do_call(
     Ok(match result.status {
         CallStatus::Success => 0,
         // Nitro reports every failure as status 2.
-        CallStatus::Revert | CallStatus::OutOfGas => 2,
+        CallStatus::Revert | CallStatus::OutOfGas | CallStatus::Halt(_) => 2,
     })
 }
 

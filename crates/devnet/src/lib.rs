@@ -27,10 +27,12 @@
 pub mod accounts;
 #[cfg(feature = "mimalloc")]
 pub mod allocator;
+pub mod arbos;
 pub mod arbwasm;
 pub mod chain;
 pub mod create;
 pub mod deployer;
+mod evm;
 pub mod exec;
 mod frame;
 mod host;
@@ -41,6 +43,7 @@ pub mod precompiles;
 pub mod rpc;
 pub mod state;
 pub mod state_file;
+pub mod struct_log;
 pub mod stylus;
 pub mod trace;
 mod world;

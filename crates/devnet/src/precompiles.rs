@@ -1,8 +1,12 @@
-//! The Ethereum precompiles the contracts use: ecrecover (0x01), sha256 (0x02), identity (0x04).
+//! The precompiles at 0x01-0x11 (Prague's set: ecrecover, sha256, ripemd160, identity, modexp,
+//! BN254 add/mul/pairing, blake2f, KZG point evaluation, the BLS12-381 operations) and P-256
+//! verification at 0x100 (RIP-7212, 3,450 gas, as ArbOS 30 and later have it), all run by
+//! `revm-precompile` for EVM and Stylus callers alike.
 
-use alloy_consensus::crypto::secp256k1::recover_signer_unchecked;
-use alloy_primitives::{address, Address, Signature, B256, U256};
-use sha2::{Digest, Sha256};
+use std::sync::LazyLock;
+
+use alloy_primitives::{address, Address, Bytes};
+use revm_precompile::{secp256r1, PrecompileStatus, Precompiles};
 
 /// The `ecrecover` precompile (0x01): recovers a signer address from a hash and signature.
 pub const ECRECOVER: Address = address!("0000000000000000000000000000000000000001");
@@ -10,59 +14,53 @@ pub const ECRECOVER: Address = address!("000000000000000000000000000000000000000
 pub const SHA256: Address = address!("0000000000000000000000000000000000000002");
 /// The `identity` precompile (0x04): returns its input unchanged.
 pub const IDENTITY: Address = address!("0000000000000000000000000000000000000004");
+/// RIP-7212 `P256VERIFY` (0x100).
+pub const P256VERIFY: Address = address!("0000000000000000000000000000000000000100");
 
-/// Addresses that are warm from the start of every transaction (EIP-2929).
-pub const ALL: [Address; 3] = [ECRECOVER, SHA256, IDENTITY];
+static SET: LazyLock<Precompiles> = LazyLock::new(|| {
+    let mut set = Precompiles::prague().clone();
+    set.extend([secp256r1::P256VERIFY]);
+    set
+});
 
-/// Result of running a precompile: `None` when the gas does not cover it (all gas consumed).
-pub(crate) struct PrecompileOutput {
-    pub gas: u64,
-    pub output: Vec<u8>,
+/// Every precompile address: warm from the start of every transaction (EIP-2929).
+pub fn all() -> impl Iterator<Item = Address> {
+    SET.addresses().copied()
 }
 
-/// Runs the precompile at `address`, if there is one.
-pub(crate) fn run(address: Address, input: &[u8]) -> Option<PrecompileOutput> {
-    let words = (input.len() as u64).div_ceil(32);
-    let (gas, output) = match address {
-        ECRECOVER => (3_000, ecrecover(input)),
-        SHA256 => (60 + 12 * words, Sha256::digest(input).to_vec()),
-        IDENTITY => (15 + 3 * words, input.to_vec()),
-        _ => return None,
-    };
-    Some(PrecompileOutput { gas, output })
+/// How a precompile call ended: `None` output when it failed (bad input or too little gas),
+/// which consumes all the gas it was given.
+pub(crate) struct PrecompileOutput {
+    pub gas: u64,
+    pub output: Option<Bytes>,
+}
+
+/// Runs the precompile at `address` with `gas`, if there is one.
+pub(crate) fn run(address: Address, input: &[u8], gas: u64) -> Option<PrecompileOutput> {
+    let precompile = SET.get(&address)?;
+    Some(match precompile.execute(input, gas, 0) {
+        Ok(out) if out.status == PrecompileStatus::Success => PrecompileOutput {
+            gas: out.gas_used,
+            output: Some(out.bytes),
+        },
+        _ => PrecompileOutput { gas, output: None },
+    })
 }
 
 /// `hash ‖ v ‖ r ‖ s` (right-padded to 128 bytes) → the left-padded signer, or nothing when the
 /// input does not recover. Like the real precompile it accepts high-s signatures (recovery
 /// does not check `s`), and refuses `r` or `s` of zero or above the group order.
 pub fn ecrecover(input: &[u8]) -> Vec<u8> {
-    let mut buf = [0u8; 128];
-    let n = input.len().min(128);
-    buf[..n].copy_from_slice(&input[..n]);
-    let v = U256::from_be_slice(&buf[32..64]);
-    let parity = if v == U256::from(27) {
-        false
-    } else if v == U256::from(28) {
-        true
-    } else {
-        return Vec::new();
-    };
-    let r = U256::from_be_slice(&buf[64..96]);
-    let s = U256::from_be_slice(&buf[96..128]);
-    if r.is_zero() || s.is_zero() {
-        return Vec::new();
-    }
-    let sig = Signature::new(r, s, parity);
-    match recover_signer_unchecked(&sig, B256::from_slice(&buf[..32])) {
-        Ok(signer) => B256::left_padding_from(signer.as_slice()).to_vec(),
-        Err(_) => Vec::new(),
-    }
+    run(ECRECOVER, input, 3_000)
+        .and_then(|out| out.output)
+        .map(|b| b.to_vec())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use alloy_primitives::keccak256;
+    use alloy_primitives::{keccak256, U256};
     use k256::ecdsa::SigningKey;
 
     #[test]
@@ -76,6 +74,7 @@ mod tests {
         input.extend_from_slice(&U256::from(27 + recid.to_byte()).to_be_bytes::<32>());
         input.extend_from_slice(&sig.to_bytes());
         let out = ecrecover(&input);
+        assert_eq!(out.len(), 32);
         assert_eq!(&out[12..], signer.as_slice());
 
         // The same signature with s' = n - s and the other v.

@@ -89,6 +89,8 @@ enum Undo {
     WarmAccount(Address),
     WarmSlot(Address, B256),
     Refund(i64),
+    Created(Address),
+    Destructed(Address),
 }
 
 /// The world state plus per-transaction bookkeeping. `Clone` gives whole-state snapshots (for
@@ -108,6 +110,10 @@ pub struct State {
     originals: HashMap<(Address, B256), B256>,
     /// EIP-3529 refund counter (may go negative within a tx, as in geth's accounting).
     refund: i64,
+    /// Contracts created in this transaction: the only ones SELFDESTRUCT deletes (EIP-6780).
+    created: HashSet<Address>,
+    /// Of those, the ones that self-destructed: deleted when the transaction ends.
+    destructed: HashSet<Address>,
 }
 
 impl State {
@@ -128,6 +134,8 @@ impl State {
         self.originals.clear();
         self.transient.clear();
         self.refund = 0;
+        self.created.clear();
+        self.destructed.clear();
         self.warm_accounts.extend(warm);
     }
 
@@ -136,6 +144,11 @@ impl State {
     pub fn end_tx(&mut self) -> (Vec<Log>, i64) {
         self.journal.clear();
         self.transient.clear();
+        self.created.clear();
+        for address in std::mem::take(&mut self.destructed) {
+            self.accounts.remove(&address);
+            self.storage.remove(&address);
+        }
         (
             std::mem::take(&mut self.logs),
             std::mem::replace(&mut self.refund, 0),
@@ -178,6 +191,12 @@ impl State {
                     self.warm_slots.remove(&(a, k));
                 }
                 Undo::Refund(r) => self.refund = r,
+                Undo::Created(a) => {
+                    self.created.remove(&a);
+                }
+                Undo::Destructed(a) => {
+                    self.destructed.remove(&a);
+                }
             }
         }
         self.logs.truncate(cp.logs);
@@ -309,6 +328,34 @@ impl State {
         Ok(())
     }
 
+    /// Records that `address` was created by this transaction (journaled).
+    pub fn mark_created(&mut self, address: Address) {
+        if self.created.insert(address) {
+            self.journal.push(Undo::Created(address));
+        }
+    }
+
+    /// SELFDESTRUCT of `address` in favour of `target` (EIP-6780): the whole balance moves to
+    /// `target`, and a contract created in this same transaction is deleted when it ends (its
+    /// balance burnt if it named itself). Returns whether it had a balance and whether it had
+    /// already self-destructed in this transaction.
+    pub fn self_destruct(&mut self, address: Address, target: Address) -> (bool, bool) {
+        let balance = self.balance(address);
+        let previously = self.destructed.contains(&address);
+        let deleted = self.created.contains(&address);
+        if address != target {
+            self.transfer(address, target, balance)
+                .expect("moves the account's own balance");
+        } else if deleted && !balance.is_zero() {
+            self.set_balance(address, U256::ZERO);
+        }
+        if deleted && !previously {
+            self.destructed.insert(address);
+            self.journal.push(Undo::Destructed(address));
+        }
+        (!balance.is_zero(), previously)
+    }
+
     // ----- storage ----------------------------------------------------------------------------
 
     /// Current value of a persistent storage slot; zero if never written.
@@ -378,6 +425,16 @@ impl State {
             self.journal.push(Undo::WarmAccount(address));
         }
         cold
+    }
+
+    /// Whether `address` has been accessed in this transaction.
+    pub fn is_warm(&self, address: Address) -> bool {
+        self.warm_accounts.contains(&address)
+    }
+
+    /// Whether the slot has been accessed in this transaction.
+    pub fn is_warm_slot(&self, address: Address, slot: B256) -> bool {
+        self.warm_slots.contains(&(address, slot))
     }
 
     /// Marks a slot warm; returns whether it was cold.

@@ -58,6 +58,7 @@ impl CallFrame {
                 self.output = (!output.is_empty()).then_some(output);
             }
             CallStatus::OutOfGas => self.error = Some("out of gas".into()),
+            CallStatus::Halt(reason) => self.error = Some(reason.into()),
         }
     }
 }
@@ -75,14 +76,18 @@ impl CallTracer {
     pub(crate) fn enter(&mut self, msg: &Message) {
         let kind = match msg.kind {
             CallKind::Call => "CALL",
+            CallKind::CallCode => "CALLCODE",
             CallKind::StaticCall => "STATICCALL",
             CallKind::DelegateCall => "DELEGATECALL",
+            CallKind::Create => "CREATE",
+            CallKind::Create2 => "CREATE2",
         };
         self.open.push(CallFrame {
             kind,
             from: msg.caller,
             to: Some(msg.address),
-            value: (msg.kind == CallKind::Call).then_some(msg.value),
+            value: (!matches!(msg.kind, CallKind::StaticCall | CallKind::DelegateCall))
+                .then_some(msg.value),
             gas: U64::from(msg.gas),
             gas_used: U64::ZERO,
             input: msg.input.clone(),

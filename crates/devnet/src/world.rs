@@ -77,7 +77,16 @@ pub(crate) struct World {
     pub recent_programs: RecentPrograms,
     /// Runs a message call: the executor's router, installed by `Executor::new`.
     pub router: Router,
+    /// Analysed EVM bytecode by code hash (a cache: code under a hash never changes).
+    pub evm_code: HashMap<B256, revm_interpreter::bytecode::Bytecode>,
+    /// The hashes of earlier blocks, for `BLOCKHASH` and `ArbSys.arbBlockHash`.
+    pub block_hashes: BlockHashes,
+    /// Installed while a transaction is replayed for geth's opcode tracer.
+    pub step_logger: Option<crate::struct_log::StructLogger>,
 }
+
+/// The hash of block `n`, if the chain knows it.
+pub type BlockHashes = Arc<dyn Fn(u64) -> Option<B256> + Send + Sync>;
 
 /// Runs a message call in a world and hands the world back with the call's result.
 pub(crate) type Router = fn(Box<World>, Message) -> (Box<World>, FrameResult);

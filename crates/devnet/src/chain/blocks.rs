@@ -20,6 +20,15 @@ impl Chain {
         self.publish();
     }
 
+    /// Lets `BLOCKHASH` and `ArbSys.arbBlockHash` read the canonical blocks (an O(1) copy of the
+    /// persistent block list).
+    pub(super) fn install_block_hashes(&mut self) {
+        let blocks = self.view.blocks.clone();
+        self.exec.set_block_hashes(std::sync::Arc::new(move |n| {
+            blocks.get(usize::try_from(n).ok()?).map(|b| b.hash)
+        }));
+    }
+
     /// Executes `txs` in order as block `number` (skipping those whose sender can no longer
     /// pay or whose nonce is stale) and seals it. Returns the transactions that did not fit
     /// and the hashes of those skipped.
@@ -37,6 +46,7 @@ impl Chain {
             b.basefee = U256::from(self.view.config.base_fee);
             b.gas_limit = self.view.config.block_gas_limit;
         }
+        self.install_block_hashes();
         self.exec.begin_block();
         let mut leftover = Vec::new();
         let mut skipped = Vec::new();

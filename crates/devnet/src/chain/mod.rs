@@ -68,6 +68,7 @@ use crate::exec::{BlockEnv, CallStatus, Executor};
 use crate::log_index::{LogIndex, LogPos};
 use crate::state::State;
 use crate::state_file::{StateFile, StateFileError};
+use crate::struct_log::{OpcodeTrace, StructLogConfig};
 use crate::trace::CallFrame;
 use imbl::Vector;
 
@@ -176,15 +177,11 @@ pub fn decode_raw_transaction(raw: &[u8]) -> Result<TxEnvelope, TxError> {
     TxEnvelope::decode_2718_exact(raw).map_err(|e| TxError::Decode(e.to_string()))
 }
 
-/// Intrinsic gas: 21000, +32000 for a creation, 4/16 per zero/non-zero calldata byte,
+/// Intrinsic gas: 21000, +32000 and 2 per initcode word for a creation, 4/16 per zero/non-zero
+/// calldata byte,
 /// 2400 per access-list address and 1900 per storage key (EIP-2930).
 pub fn intrinsic_gas(tx: &TxEnvelope) -> u64 {
-    let data = tx.input();
-    let zeros = data.iter().filter(|b| **b == 0).count() as u64;
-    let mut gas = 21_000 + zeros * 4 + (data.len() as u64 - zeros) * 16;
-    if tx.is_create() {
-        gas += 32_000;
-    }
+    let mut gas = message_intrinsic_gas(tx.input(), tx.is_create());
     if let Some(list) = tx.access_list() {
         for item in list.iter() {
             gas += 2_400 + 1_900 * item.storage_keys.len() as u64;
@@ -193,15 +190,21 @@ pub fn intrinsic_gas(tx: &TxEnvelope) -> u64 {
     gas
 }
 
+/// Intrinsic gas of a message without an access list: the base, its calldata and, for a
+/// creation, CREATE and EIP-3860's 2 gas per word of initcode.
+fn message_intrinsic_gas(data: &[u8], create: bool) -> u64 {
+    let zeros = data.iter().filter(|b| **b == 0).count() as u64;
+    let mut gas = 21_000 + zeros * 4 + (data.len() as u64 - zeros) * 16;
+    if create {
+        gas += 32_000 + 2 * (data.len() as u64).div_ceil(32);
+    }
+    gas
+}
+
 fn now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
-}
-
-fn calldata_gas(data: &[u8]) -> u64 {
-    let zeros = data.iter().filter(|b| **b == 0).count() as u64;
-    zeros * 4 + (data.len() as u64 - zeros) * 16
 }
 
 impl Default for Chain {

@@ -8,7 +8,74 @@ impl Chain {
     /// then it runs with the tracer. The outermost frame carries the transaction's gas limit and
     /// `gasUsed`, as geth's does.
     pub fn trace_transaction(&mut self, hash: B256) -> Result<CallFrame, TraceError> {
-        let target = self.view.txs.get(&hash).ok_or(TraceError::NotFound(hash))?;
+        let (target, receipt, mut frames) = self.replay(hash, |_| {})?;
+        let env = &target.envelope;
+        let gas_used = receipt.map_or(target.receipt.gas_used, |r| r.gas_used);
+        let mut root = match frames.len() {
+            1 => frames.remove(0),
+            // A creation that failed before its initcode ran (no frame): build its frame.
+            _ => {
+                let mut root = CallFrame {
+                    kind: "CREATE",
+                    from: target.from,
+                    to: target.receipt.contract_address,
+                    value: Some(env.value()),
+                    gas: U64::ZERO,
+                    gas_used: U64::ZERO,
+                    input: env.input().clone(),
+                    output: None,
+                    error: None,
+                    revert_reason: None,
+                    calls: frames,
+                };
+                let status = if target.receipt.status {
+                    CallStatus::Success
+                } else {
+                    CallStatus::Revert
+                };
+                root.finish(status, target.receipt.revert_data.clone(), 0);
+                root
+            }
+        };
+        root.from = target.from;
+        root.gas = U64::from(env.gas_limit());
+        root.gas_used = U64::from(gas_used);
+        Ok(root)
+    }
+
+    /// geth's opcode trace of mined transaction `hash` (`debug_traceTransaction` with the
+    /// default tracer), replayed as [`Chain::trace_transaction`] replays it.
+    pub fn struct_log_transaction(
+        &mut self,
+        hash: B256,
+        config: StructLogConfig,
+    ) -> Result<OpcodeTrace, TraceError> {
+        let (target, receipt, frames) = self.replay(hash, |exec| exec.start_struct_log(config))?;
+        let logs = self.exec.take_struct_log();
+        let receipt = receipt.unwrap_or_else(|| target.receipt.clone());
+        let output = frames.into_iter().next().and_then(|f| f.output);
+        Ok(OpcodeTrace {
+            gas: receipt.gas_used,
+            failed: !receipt.status,
+            return_value: output.unwrap_or_default(),
+            struct_logs: logs,
+        })
+    }
+
+    /// Replays mined transaction `hash` on the state before its block — the transactions
+    /// before it first, then it with the call tracer and whatever `install` adds — and returns
+    /// it, its new receipt and its call frames.
+    fn replay(
+        &mut self,
+        hash: B256,
+        install: impl FnOnce(&mut Executor),
+    ) -> Result<(Arc<MinedTx>, Option<Receipt>, Vec<CallFrame>), TraceError> {
+        let target = self
+            .view
+            .txs
+            .get(&hash)
+            .ok_or(TraceError::NotFound(hash))?
+            .clone();
         let n = target.block_number;
         let base = n
             .checked_sub(1)
@@ -52,42 +119,28 @@ impl Chain {
                 chain.execute(tx);
             }
             chain.exec.start_trace();
+            install(&mut chain.exec);
             let receipt = chain.execute(&target_tx);
             (receipt, chain.exec.take_trace())
         });
+        Ok((target, receipt, frames))
+    }
 
-        let env = &target.envelope;
-        let gas_used = receipt.map_or(target.receipt.gas_used, |r| r.gas_used);
-        let mut root = match (env.to(), frames.len()) {
-            (Some(_), 1) => frames.into_iter().next().expect("one frame"),
-            // A creation runs its initcode outside the message-call path: build its frame.
-            _ => {
-                let mut root = CallFrame {
-                    kind: "CREATE",
-                    from: target.from,
-                    to: target.receipt.contract_address,
-                    value: Some(env.value()),
-                    gas: U64::ZERO,
-                    gas_used: U64::ZERO,
-                    input: env.input().clone(),
-                    output: None,
-                    error: None,
-                    revert_reason: None,
-                    calls: frames,
-                };
-                let status = if target.receipt.status {
-                    CallStatus::Success
-                } else {
-                    CallStatus::Revert
-                };
-                root.finish(status, target.receipt.revert_data.clone(), 0);
-                root
-            }
-        };
-        root.from = target.from;
-        root.gas = U64::from(env.gas_limit());
-        root.gas_used = U64::from(gas_used);
-        Ok(root)
+    /// geth's opcode trace of a simulated call (`debug_traceCall` with the default tracer).
+    pub fn struct_log_call(
+        &mut self,
+        req: &CallRequest,
+        at: Option<u64>,
+        config: StructLogConfig,
+    ) -> OpcodeTrace {
+        self.exec.start_struct_log(config);
+        let out = self.simulate(req, at, |_| {});
+        OpcodeTrace {
+            gas: out.gas_used,
+            failed: !out.success,
+            return_value: out.output,
+            struct_logs: self.exec.take_struct_log(),
+        }
     }
 
     /// The call tree of a simulated call (`debug_traceCall` with `callTracer`), on the state
@@ -146,6 +199,7 @@ impl Chain {
         let saved_state = std::mem::replace(self.exec.state_mut(), state);
         let saved_env = self.exec.block().clone();
         env(self.exec.block_mut());
+        self.install_block_hashes();
         self.exec.begin_block();
         let out = f(self);
         *self.exec.state_mut() = saved_state;
@@ -158,8 +212,7 @@ impl Chain {
         self.exec.tx_env_mut().gas_price = U256::ZERO;
         let from = req.from.unwrap_or_default();
         let gas_limit = req.gas.unwrap_or(self.view.config.block_gas_limit);
-        let intrinsic =
-            21_000 + calldata_gas(&req.data) + if req.to.is_none() { 32_000 } else { 0 };
+        let intrinsic = message_intrinsic_gas(&req.data, req.to.is_none());
         if gas_limit < intrinsic {
             return SimOutcome {
                 success: false,

@@ -8,13 +8,13 @@ use serde_json::{json, Value};
 
 use crate::chain::{
     Block, Chain, ChainView, FilterChanges, FilterKind, LogFilter, Recovered, ReorgError,
-    ReorgOutcome, TxError,
+    ReorgOutcome, TraceError, TxError,
 };
 
 use super::envelope::MethodResult;
 use super::error::RpcError;
 use super::params::{
-    BlockSpec, BursarReorg, CallObject, FilterSpec, Id, MineArg, Quantity, StateOverride,
+    BlockSpec, BursarReorg, CallObject, FilterSpec, Id, MineArg, Quantity, StateOverride, Tracer,
     TracerOptions,
 };
 use super::request::EthRequest;
@@ -128,12 +128,7 @@ fn write(
 
         EthSendRawTransaction(raw) => done(send_raw_transaction(chain, &raw, recovered)?),
         EthSendTransaction(call) => done(send_transaction(chain, &call)?),
-        DebugTraceTransaction(h, options) => done(trace_json(
-            chain
-                .trace_transaction(h)
-                .map_err(|e| RpcError::server(e.to_string()))?,
-            TracerOptions::only_top_call(options)?,
-        )),
+        DebugTraceTransaction(h, options) => done(trace_transaction(chain, h, options)?),
         DebugTraceCall(call, at, options) => done(trace_call(chain, &call, at, options)?),
 
         EthNewFilter(filter) => done(quantity(
@@ -283,6 +278,23 @@ fn estimate_gas(
     }
 }
 
+fn trace_transaction(
+    chain: &mut Chain,
+    hash: B256,
+    options: Option<TracerOptions>,
+) -> Result<Value> {
+    let failed = |e: TraceError| RpcError::server(e.to_string());
+    Ok(match TracerOptions::tracer(options)? {
+        Tracer::Calls { only_top_call } => trace_json(
+            chain.trace_transaction(hash).map_err(failed)?,
+            only_top_call,
+        ),
+        Tracer::Opcodes(config) => {
+            json!(chain.struct_log_transaction(hash, config).map_err(failed)?)
+        }
+    })
+}
+
 fn trace_call(
     chain: &mut Chain,
     call: &CallObject,
@@ -291,10 +303,12 @@ fn trace_call(
 ) -> Result<Value> {
     let req = call.request(chain);
     let at = BlockSpec::resolve(at, chain)?;
-    let only_top = TracerOptions::only_top_call(options)?;
-    Ok(match chain.trace_call(&req, Some(at)) {
-        Some(frame) => trace_json(frame, only_top),
-        None => Value::Null,
+    Ok(match TracerOptions::tracer(options)? {
+        Tracer::Calls { only_top_call } => match chain.trace_call(&req, Some(at)) {
+            Some(frame) => trace_json(frame, only_top_call),
+            None => Value::Null,
+        },
+        Tracer::Opcodes(config) => json!(chain.struct_log_call(&req, Some(at), config)),
     })
 }
 

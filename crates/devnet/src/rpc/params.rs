@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::chain::{Block, CallRequest, ChainView, LogFilter};
 use crate::state::State;
+use crate::struct_log::StructLogConfig;
 
 use super::error::RpcError;
 
@@ -416,6 +417,10 @@ pub(super) struct TracerOptions {
     tracer: Option<String>,
     #[serde(default)]
     tracer_config: TracerConfig,
+    #[serde(default)]
+    disable_stack: bool,
+    #[serde(default)]
+    enable_memory: bool,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -425,17 +430,30 @@ struct TracerConfig {
     only_top_call: bool,
 }
 
+/// Which of geth's tracers a `debug_trace*` call asked for.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Tracer {
+    /// `callTracer`, with `onlyTopCall`.
+    Calls { only_top_call: bool },
+    /// No `tracer`: the struct logger (EVM opcodes; Stylus frames add none).
+    Opcodes(StructLogConfig),
+}
+
 impl TracerOptions {
-    /// Only geth's `callTracer` is offered (the default struct logger traces EVM opcodes,
-    /// which Stylus programs do not have). Returns `onlyTopCall`.
-    pub(super) fn only_top_call(options: Option<Self>) -> Result<bool, RpcError> {
-        match options {
-            Some(o) if o.tracer.as_deref() == Some("callTracer") => {
-                Ok(o.tracer_config.only_top_call)
-            }
-            _ => Err(RpcError::invalid_params(
-                "only the callTracer is supported: pass {\"tracer\": \"callTracer\"}",
-            )),
+    /// The tracer asked for; any other named tracer is refused.
+    pub(super) fn tracer(options: Option<Self>) -> Result<Tracer, RpcError> {
+        let o = options.unwrap_or_default();
+        match o.tracer.as_deref() {
+            None | Some("") => Ok(Tracer::Opcodes(StructLogConfig {
+                disable_stack: o.disable_stack,
+                enable_memory: o.enable_memory,
+            })),
+            Some("callTracer") => Ok(Tracer::Calls {
+                only_top_call: o.tracer_config.only_top_call,
+            }),
+            Some(other) => Err(RpcError::invalid_params(format!(
+                "tracer {other:?} is not supported: use the default (opcode) tracer or \"callTracer\""
+            ))),
         }
     }
 }

@@ -68,7 +68,7 @@ fn status_of(data: &[u8]) -> u32 {
 #[test]
 fn reverted_nested_call_undoes_its_writes_and_logs() {
     let mut exec = Executor::new();
-    let (outer, inner) = (addr(0x100), addr(0x200));
+    let (outer, inner) = (addr(0x1100), addr(0x200));
     deploy(&mut exec, outer, CALLER);
     deploy(&mut exec, inner, WRITER);
 
@@ -109,7 +109,7 @@ fn reverted_nested_call_undoes_its_writes_and_logs() {
 #[test]
 fn static_context_violation_fails_the_callee() {
     let mut exec = Executor::new();
-    let (outer, inner) = (addr(0x100), addr(0x200));
+    let (outer, inner) = (addr(0x1100), addr(0x200));
     deploy(&mut exec, outer, CALLER);
     deploy(&mut exec, inner, WRITER);
 
@@ -413,10 +413,10 @@ fn create1_and_create2_deploy_through_the_prelude() {
     let out = exec.call(addr(1), creator, U256::ZERO, &args(1), GAS, false);
     assert_eq!(&out.return_data[..20], Address::ZERO.as_slice());
 
-    // Initcode outside the supported subset fails cleanly.
+    // Initcode that halts (INVALID) fails cleanly.
     let mut bad = vec![0u8];
     bad.extend_from_slice(salt.as_slice());
-    bad.extend_from_slice(&[0x60, 0x01, 0x60, 0x02, 0x01]);
+    bad.extend_from_slice(&[0x60, 0x01, 0x60, 0x02, 0x01, 0xfe]);
     let out = exec.call(addr(1), creator, U256::ZERO, &bad, GAS, false);
     assert!(out.success);
     assert_eq!(&out.return_data[..20], Address::ZERO.as_slice());
@@ -646,7 +646,7 @@ fn executor_is_send() {
 #[test]
 fn callee_out_of_ink_leaves_the_caller_its_64th() {
     let mut exec = Executor::new();
-    let (outer, inner) = (addr(0x100), addr(0x300));
+    let (outer, inner) = (addr(0x1100), addr(0x300));
     deploy(&mut exec, outer, CALLER);
     deploy(&mut exec, inner, EXITER);
     let gas = 400_000;

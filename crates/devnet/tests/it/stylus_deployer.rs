@@ -358,8 +358,8 @@ fn deployer_errors() {
         IStylusDeployer::EmptyBytecode {}.abi_encode()
     );
 
-    // Initcode the devnet cannot run (ADD): the creation fails without revert data.
-    let bad = vec![0x60, 1, 0x60, 2, 0x01];
+    // Initcode that halts (INVALID): the creation fails without revert data.
+    let bad = vec![0x60, 1, 0x60, 2, 0x01, 0xfe];
     let out = deploy(
         &mut exec,
         0,

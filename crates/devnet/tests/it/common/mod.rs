@@ -14,6 +14,8 @@ use bursar_devnet::{CallOutcome, Executor, Log, DEFAULT_CHAIN_ID};
 
 /// JSON-RPC client helpers for the tests that go through the server.
 pub(crate) mod rpc_client;
+/// Solidity compiled with the repository's solc-js.
+pub(crate) mod solc;
 
 /// The contracts the tests deploy (artifact stem names).
 pub(crate) const CONTRACTS: [&str; 5] = [
