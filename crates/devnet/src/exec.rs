@@ -57,6 +57,10 @@ pub struct CreateOutcome {
     pub revert_data: Bytes,
     /// Gas consumed by the creation, before refunds.
     pub gas_used: u64,
+    /// EIP-3529 refund counter at the end (the transaction layer caps it at `gas_used / 5`).
+    pub gas_refund: u64,
+    /// Logs the constructor emitted (empty unless the creation succeeded).
+    pub logs: Vec<Log>,
 }
 
 impl World {
@@ -295,12 +299,14 @@ impl Executor {
         world.begin_tx(from, None);
         let (mut world, result) =
             crate::create::create(world, from, value, initcode.to_vec(), None, gas, 0);
-        world.state.end_tx();
+        let (logs, refund) = world.state.end_tx();
         self.world = Some(world);
         CreateOutcome {
             address: result.address,
             revert_data: result.revert_data,
             gas_used: gas - result.gas_left,
+            gas_refund: u64::try_from(refund).unwrap_or(0),
+            logs,
         }
     }
 }

@@ -208,7 +208,17 @@ impl Chain {
                 // `Executor::create` bumps the nonce itself.
                 let out = self.exec.create(tx.from, env.value(), env.input(), gas);
                 let ok = out.address.is_some();
-                (ok, out.revert_data, out.gas_used, 0, vec![], out.address)
+                // As geth: the address is reported whether or not the creation succeeded.
+                let contract = tx.from.create(env.nonce());
+                let (refund, logs) = (out.gas_refund, out.logs);
+                (
+                    ok,
+                    out.revert_data,
+                    out.gas_used,
+                    refund,
+                    logs,
+                    Some(contract),
+                )
             }
             Some(to) => {
                 self.exec.state_mut().increment_nonce(tx.from);

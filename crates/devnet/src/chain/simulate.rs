@@ -219,6 +219,7 @@ impl Chain {
                 output: Bytes::new(),
                 gas_used: gas_limit,
                 logs: vec![],
+                halted: Some("intrinsic gas too low"),
             };
         }
         let gas = gas_limit - intrinsic;
@@ -231,7 +232,8 @@ impl Chain {
                         .address
                         .map_or(c.revert_data, |a| self.exec.state().code(a)),
                     gas_used: intrinsic + c.gas_used,
-                    logs: vec![],
+                    logs: c.logs,
+                    halted: None,
                 }
             }
             Some(to) => {
@@ -241,6 +243,11 @@ impl Chain {
                     output: r.return_data,
                     gas_used: intrinsic + r.gas_used,
                     logs: r.logs,
+                    halted: match r.status {
+                        CallStatus::Halt(reason) => Some(reason),
+                        CallStatus::OutOfGas => Some("out of gas"),
+                        CallStatus::Success | CallStatus::Revert => None,
+                    },
                 }
             }
         }

@@ -316,6 +316,8 @@ pub struct SimOutcome {
     pub gas_used: u64,
     /// Logs the message would emit (empty unless it succeeded).
     pub logs: Vec<Log>,
+    /// How it halted, when it failed without reverting (`out of gas`, `invalid opcode`...).
+    pub halted: Option<&'static str>,
 }
 
 /// A log with its position in the chain, as filters and subscriptions report it.

@@ -15,13 +15,14 @@ use std::sync::LazyLock;
 use alloy_primitives::{Bytes, B256};
 use revm_interpreter::bytecode::Bytecode;
 use revm_interpreter::context_interface::cfg::GasParams;
+use revm_interpreter::instructions::gas_table_spec;
 use revm_interpreter::interpreter::{EthInterpreter, ExtBytecode};
 use revm_interpreter::interpreter_types::{MemoryTr, ReturnData};
 use revm_interpreter::primitives::hardfork::SpecId;
 use revm_interpreter::{
-    gas_table, instruction_table, CallInput, CallInputs, CallScheme, CallValue, CreateInputs,
-    CreateScheme, FrameInput, GasTable, InputsImpl, InstructionResult, InstructionTable,
-    Interpreter, InterpreterAction, InterpreterResult, SharedMemory,
+    instruction_table, CallInput, CallInputs, CallScheme, CallValue, CreateInputs, CreateScheme,
+    FrameInput, GasTable, InputsImpl, InstructionResult, InstructionTable, Interpreter,
+    InterpreterAction, InterpreterResult, SharedMemory,
 };
 
 use crate::frame::{CallKind, CallStatus, FrameResult, Message};
@@ -33,7 +34,7 @@ use crate::world::World;
 pub(crate) const SPEC: SpecId = SpecId::PRAGUE;
 
 static INSTRUCTIONS: InstructionTable<EthInterpreter, World> = instruction_table();
-static GAS: GasTable = gas_table();
+static GAS: GasTable = gas_table_spec(SPEC);
 static GAS_PARAMS: LazyLock<GasParams> = LazyLock::new(|| GasParams::new_spec(SPEC));
 
 /// Runs the EVM code `code` (whose hash is `code_hash`) for the message call `msg`.
@@ -161,6 +162,8 @@ fn call_message(
 ) -> Message {
     let input = match &inputs.input {
         CallInput::Bytes(bytes) => bytes.clone(),
+        // An empty range is `usize::MAX..usize::MAX`: memory was not touched.
+        CallInput::SharedBuffer(range) if range.is_empty() => Bytes::new(),
         CallInput::SharedBuffer(range) => {
             Bytes::copy_from_slice(&interp.memory.global_slice(range.clone()))
         }

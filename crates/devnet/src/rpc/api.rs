@@ -252,6 +252,9 @@ fn eth_call(
     let out = chain.simulate(&req, Some(at), |s| over.apply(s));
     if out.success {
         Ok(json!(out.output))
+    } else if let Some(reason) = out.halted {
+        // A halt is not a revert: geth answers -32000 with its name.
+        Err(RpcError::server(reason))
     } else {
         Err(RpcError::reverted(&out.output))
     }

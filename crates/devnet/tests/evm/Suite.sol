@@ -38,14 +38,10 @@ contract Suite {
 
     // ----- arithmetic, memory, calldata ------------------------------------------------------
 
-    function arith(uint256 a, uint256 b)
-        external
-        pure
-        returns (uint256, uint256, uint256, uint256, int256, uint256, uint256)
-    {
+    function arith(uint256 a, uint256 b) external pure returns (uint256, uint256, uint256, int256, uint256) {
         unchecked {
             uint256 d = b == 0 ? 1 : b;
-            return (a + b, a * b, a / d, mulmod(a, b, d), int256(a) >> 3, addmod(a, b, d), a ** 7);
+            return (a + b, a * b, mulmod(a, b, d) ^ (a / d), int256(a) >> 3, addmod(a, b, d) + a ** 7);
         }
     }
 
@@ -130,13 +126,6 @@ contract Suite {
     function spin() external {
         while (true) {
             counter += 1;
-        }
-    }
-
-    function badJump() external pure {
-        assembly {
-            let dest := 3
-            jump(dest)
         }
     }
 

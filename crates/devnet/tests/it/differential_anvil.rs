@@ -19,9 +19,9 @@ use k256::ecdsa::SigningKey;
 use serde_json::{json, Value};
 
 /// anvil as a child process, killed on drop.
-struct Anvil {
+pub(crate) struct Anvil {
     child: Child,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl Drop for Anvil {
@@ -61,6 +61,11 @@ fn anvil_bin() -> PathBuf {
 }
 
 async fn start_anvil(http: &reqwest::Client) -> Anvil {
+    start_anvil_with(http, &[]).await
+}
+
+/// anvil with the shared chain id and mnemonic, plus `extra` arguments.
+pub(crate) async fn start_anvil_with(http: &reqwest::Client, extra: &[&str]) -> Anvil {
     // A free port: bind, read, release (anvil binds it right after).
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -75,6 +80,7 @@ async fn start_anvil(http: &reqwest::Client) -> Anvil {
             "--mnemonic",
             TEST_MNEMONIC,
         ])
+        .args(extra)
         .arg("--silent")
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -99,7 +105,7 @@ async fn start_anvil(http: &reqwest::Client) -> Anvil {
     }
 }
 
-async fn call(
+pub(crate) async fn call(
     http: &reqwest::Client,
     url: &str,
     method: &str,
@@ -115,7 +121,7 @@ async fn call(
 
 /// The receipt of `hash`, polled until mined (anvil's automine answers
 /// `eth_sendRawTransaction` before the block is sealed) with a deadline.
-async fn mined_receipt(http: &reqwest::Client, url: &str, hash: &Value) -> Value {
+pub(crate) async fn mined_receipt(http: &reqwest::Client, url: &str, hash: &Value) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let r = call(http, url, "eth_getTransactionReceipt", json!([hash]))

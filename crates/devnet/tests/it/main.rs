@@ -7,6 +7,7 @@ mod bad_input;
 mod conformance_web3;
 mod counterparty_registry;
 mod differential_anvil;
+mod evm_anvil;
 mod execution;
 mod reorg_ws;
 mod rpc;
