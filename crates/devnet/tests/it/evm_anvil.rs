@@ -17,6 +17,7 @@ use crate::common::solc;
 use crate::differential_anvil::{call, mined_receipt, start_anvil_with};
 
 sol! {
+    /// `tests/evm/Suite.sol`'s `Suite`.
     interface ISuite {
         function counter() external view returns (uint256);
         function arith(uint256 a, uint256 b) external pure returns (uint256, uint256, uint256, int256, uint256);
@@ -50,9 +51,16 @@ sol! {
         function env() external view returns (uint256 chainId, uint256 gasLimit, address origin, uint256 balance);
         function precompile(address p, bytes input) external view returns (bool ok, bytes out);
         function precompileWithGas(address p, bytes input, uint256 gas) external view returns (bool ok, bytes out);
+        function entered() external view returns (uint256);
+        function forward(address target, bytes data) external payable returns (bytes out);
+        function forwardStatic(address target, bytes data) external view returns (bool ok, bytes out);
+        function forwardDelegate(address target, bytes data) external payable returns (bool ok, bytes out);
+        function whoami() external payable returns (address sender, address self, uint256 value);
+        function callback() external returns (uint256);
+        error Custom(uint256 code, string why);
     }
 }
-use ISuite::*;
+pub(crate) use ISuite::*;
 
 fn word(n: u64) -> [u8; 32] {
     U256::from(n).to_be_bytes()

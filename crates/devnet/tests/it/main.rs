@@ -3,9 +3,11 @@
 
 mod common;
 
+mod arbos;
 mod bad_input;
 mod conformance_web3;
 mod counterparty_registry;
+mod cross_world;
 mod differential_anvil;
 mod evm_anvil;
 mod execution;
