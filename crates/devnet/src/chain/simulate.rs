@@ -2,6 +2,9 @@
 
 use super::*;
 
+/// A replayed transaction: as mined, its receipt now, its call frames.
+type Replayed = (Arc<MinedTx>, Option<Receipt>, Vec<CallFrame>);
+
 impl Chain {
     /// The call tree of mined transaction `hash` (`debug_traceTransaction` with `callTracer`):
     /// the transactions before it in its block are replayed on the state before the block,
@@ -69,7 +72,7 @@ impl Chain {
         &mut self,
         hash: B256,
         install: impl FnOnce(&mut Executor),
-    ) -> Result<(Arc<MinedTx>, Option<Receipt>, Vec<CallFrame>), TraceError> {
+    ) -> Result<Replayed, TraceError> {
         let target = self
             .view
             .txs
