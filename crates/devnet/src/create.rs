@@ -4,30 +4,10 @@
 
 use alloy_primitives::{Address, Bytes, B256, U256};
 
-use crate::frame::{CallKind, CallStatus, FrameResult, Message};
+use crate::frame::{CallKind, CallStatus, CreateResult, FrameResult, Message};
 use crate::meter::{self, CODE_DEPOSIT_GAS, MAX_CALL_DEPTH};
 use crate::stylus::is_stylus_program;
 use crate::world::World;
-
-/// The result of a creation.
-#[derive(Debug)]
-pub(crate) struct CreateResult {
-    /// The new contract, `None` on failure.
-    pub address: Option<Address>,
-    /// Revert data when the initcode reverted (empty otherwise).
-    pub revert_data: Bytes,
-    pub gas_left: u64,
-}
-
-impl CreateResult {
-    fn failed(revert_data: Bytes, gas_left: u64) -> Self {
-        CreateResult {
-            address: None,
-            revert_data,
-            gas_left,
-        }
-    }
-}
 
 /// Creates a contract from `initcode` on behalf of `creator`, whose frame is at `depth`.
 pub(crate) fn create(

@@ -1,5 +1,5 @@
-//! The StylusDeployer at its canonical address `0xcEcb…A990`, native (this devnet runs no EVM
-//! bytecode). It follows the Solidity contract step by step, inside its own call frame, so a
+//! The StylusDeployer at its canonical address `0xcEcb…A990`, native (on Arbitrum it is a
+//! Solidity contract; native here, it needs no compiled artifact at genesis). It follows the Solidity contract step by step, inside its own call frame, so a
 //! failure anywhere (a constructor that reverts, a refund that bounces) undoes the creation and
 //! the activation with everything else:
 //!

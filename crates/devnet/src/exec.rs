@@ -117,6 +117,7 @@ impl Executor {
                 tracer: None,
                 recent_programs: RecentPrograms::default(),
                 router: call_frame,
+                creator: crate::create::create,
                 evm_code: HashMap::new(),
                 block_hashes: Arc::new(|_| None),
                 step_logger: None,

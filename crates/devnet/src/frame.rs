@@ -77,6 +77,26 @@ impl FrameResult {
     }
 }
 
+/// The result of a creation.
+#[derive(Debug)]
+pub(crate) struct CreateResult {
+    /// The new contract, `None` on failure.
+    pub address: Option<Address>,
+    /// Revert data when the initcode reverted (empty otherwise).
+    pub revert_data: Bytes,
+    pub gas_left: u64,
+}
+
+impl CreateResult {
+    pub(crate) fn failed(revert_data: Bytes, gas_left: u64) -> Self {
+        CreateResult {
+            address: None,
+            revert_data,
+            gas_left,
+        }
+    }
+}
+
 /// Stack that must be left before entering a nested frame, and the size of each extra segment.
 /// A nested call recurses through wasmi and the host on the native stack (hundreds of KiB per
 /// level in debug builds), and the EVM allows 1024 levels; without this a deep call chain would

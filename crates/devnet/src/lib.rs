@@ -1,4 +1,4 @@
-//! Bursar devnet: the Stylus execution core of a local chain.
+//! Bursar devnet: a local Arbitrum chain running Stylus programs and EVM bytecode side by side.
 //!
 //! * [`state`] — world state with a journal (checkpoint / revert / commit), EIP-2929 warm sets,
 //!   EIP-2200 original values, transient storage and logs.
@@ -6,9 +6,13 @@
 //!   from `stylus-activation`, wasmi) and the compiled-module cache (a cache only: programs
 //!   compile lazily on first call).
 //! * `host` — the 42 `vm_hooks` imports a program links against.
-//! * [`exec`] — [`Executor`]: message calls through ArbWasm, the StylusDeployer, precompiles,
-//!   plain accounts and programs.
-//! * [`create`] — CREATE/CREATE2 with the minimal initcode interpreter for the deploy prelude.
+//! * [`exec`] — [`Executor`]: message calls through ArbWasm, ArbSys, ArbGasInfo, the
+//!   StylusDeployer, precompiles, plain accounts, programs and EVM code.
+//! * `evm` — EVM frames on revm's interpreter, against the same journaled state.
+//! * [`create`] — CREATE/CREATE2: addresses, checks, and the deposit rules.
+//! * [`precompiles`] — 0x01-0x11 and P-256 (0x100), from `revm-precompile`.
+//! * [`arbos`] — ArbSys and ArbGasInfo.
+//! * [`trace`], [`struct_log`] — geth's call tracer and default opcode tracer.
 //! * [`meter`] — the gas/ink model and where it differs from Arbitrum.
 //!
 //! * [`chain`] — [`Chain`]: signed transactions, validation, fees, receipts, blocks, dev

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use alloy_primitives::{Address, Bytes, B256, U256};
 use wasmi::{Linker, Memory};
 
-use crate::frame::{FrameResult, Message};
+use crate::frame::{CreateResult, FrameResult, Message};
 use crate::meter::{self, GrowthMeter};
 use crate::state::State;
 use crate::stylus::Programs;
@@ -77,6 +77,8 @@ pub(crate) struct World {
     pub recent_programs: RecentPrograms,
     /// Runs a message call: the executor's router, installed by `Executor::new`.
     pub router: Router,
+    /// Runs a creation: [`crate::create::create`], installed by `Executor::new`.
+    pub creator: Creator,
     /// Analysed EVM bytecode by code hash (a cache: code under a hash never changes).
     pub evm_code: HashMap<B256, revm_interpreter::bytecode::Bytecode>,
     /// The hashes of earlier blocks, for `BLOCKHASH` and `ArbSys.arbBlockHash`.
@@ -91,12 +93,32 @@ pub type BlockHashes = Arc<dyn Fn(u64) -> Option<B256> + Send + Sync>;
 /// Runs a message call in a world and hands the world back with the call's result.
 pub(crate) type Router = fn(Box<World>, Message) -> (Box<World>, FrameResult);
 
+/// Runs a creation (creator, value, initcode, CREATE2 salt, gas, the creator's depth).
+pub(crate) type Creator =
+    fn(Box<World>, Address, U256, Vec<u8>, Option<B256>, u64, usize) -> (Box<World>, CreateResult);
+
 impl World {
     /// Runs a nested message call (from a hostio, a creation or a native contract), growing
     /// the native stack first if it runs low.
     pub(crate) fn call(self: Box<Self>, msg: Message) -> (Box<Self>, FrameResult) {
         let route = self.router;
         crate::frame::on_enough_stack(|| route(self, msg))
+    }
+
+    /// Runs a nested creation (from an EVM opcode), growing the native stack first if it runs
+    /// low.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn create(
+        self: Box<Self>,
+        creator: Address,
+        value: U256,
+        initcode: Vec<u8>,
+        salt: Option<B256>,
+        gas: u64,
+        depth: usize,
+    ) -> (Box<Self>, CreateResult) {
+        let create = self.creator;
+        crate::frame::on_enough_stack(|| create(self, creator, value, initcode, salt, gas, depth))
     }
 }
 

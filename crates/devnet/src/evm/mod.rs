@@ -25,7 +25,7 @@ use revm_interpreter::{
     InterpreterAction, InterpreterResult, SharedMemory,
 };
 
-use crate::frame::{CallKind, CallStatus, FrameResult, Message};
+use crate::frame::{CallKind, CallStatus, CreateResult, FrameResult, Message};
 use crate::world::World;
 
 /// The hardfork whose opcodes and gas EVM code runs with: Prague, as ArbOS 40 and later
@@ -212,17 +212,12 @@ fn insert_call(interp: &mut Interpreter<EthInterpreter>, inputs: &CallInputs, r:
 }
 
 /// Runs a `CREATE`/`CREATE2` an EVM frame at `depth` asked for.
-fn create(
-    world: Box<World>,
-    inputs: &CreateInputs,
-    depth: usize,
-) -> (Box<World>, crate::create::CreateResult) {
+fn create(world: Box<World>, inputs: &CreateInputs, depth: usize) -> (Box<World>, CreateResult) {
     let salt = match inputs.scheme() {
         CreateScheme::Create2 { salt } => Some(B256::from(salt)),
         _ => None,
     };
-    crate::create::create(
-        world,
+    world.create(
         inputs.caller(),
         inputs.value(),
         inputs.init_code().to_vec(),
@@ -234,7 +229,7 @@ fn create(
 
 /// Hands a finished creation back: the new address (or zero) on the stack, revert data as
 /// return data, unused gas returned.
-fn insert_create(interp: &mut Interpreter<EthInterpreter>, r: crate::create::CreateResult) {
+fn insert_create(interp: &mut Interpreter<EthInterpreter>, r: CreateResult) {
     interp.gas.erase_cost(r.gas_left);
     interp.return_data.set_buffer(r.revert_data);
     let word = r.address.map_or(B256::ZERO, |a| a.into_word());
