@@ -1316,10 +1316,21 @@ async fn a_payment_is_explained_call_by_call() {
         "isAllowed = false"
     );
 
-    // Only the callTracer is offered; unknown transactions are named.
+    // The default (opcode) tracer answers too: a payment runs only Stylus programs, which
+    // have no EVM opcodes to log. Other tracers are refused; unknown transactions are named.
+    let opcodes: serde_json::Value = w
+        .client
+        .request("debug_traceTransaction", json!([r.transaction_hash]))
+        .await
+        .unwrap();
+    assert_eq!(opcodes["failed"], false);
+    assert_eq!(opcodes["structLogs"], json!([]));
     let err = w
         .client
-        .request::<serde_json::Value>("debug_traceTransaction", json!([r.transaction_hash]))
+        .request::<serde_json::Value>(
+            "debug_traceTransaction",
+            json!([r.transaction_hash, { "tracer": "prestateTracer" }]),
+        )
         .await
         .unwrap_err();
     assert!(err.to_string().contains("callTracer"), "{err}");
