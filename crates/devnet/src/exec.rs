@@ -72,17 +72,29 @@ impl World {
         self.ever_pages = 0;
         // EIP-2929: sender, recipient and precompiles (ArbWasm included, as ArbOS does) start
         // warm; EIP-3651: so does coinbase.
-        let warm = [
-            origin,
-            self.block.coinbase,
-            ARBWASM_ADDRESS,
-            ARBSYS_ADDRESS,
-            ARBGASINFO_ADDRESS,
-        ]
-        .into_iter()
-        .chain(to);
-        self.state.begin_tx(warm.chain(precompiles::all()));
+        let warm = [origin, self.block.coinbase].into_iter().chain(to);
+        self.state.begin_tx(warm.chain(system_addresses()));
+        // EIP-2930: what the transaction paid to name in its access list starts warm too.
+        for item in self.tx.access_list.iter() {
+            self.state.warm_account(item.address);
+            for slot in &item.storage_keys {
+                self.state.warm_slot(item.address, *slot);
+            }
+        }
     }
+}
+
+/// The precompiles and ArbOS's precompiles: warm in every transaction, and never named in an
+/// access list `eth_createAccessList` makes.
+fn system_addresses() -> impl Iterator<Item = Address> {
+    [ARBWASM_ADDRESS, ARBSYS_ADDRESS, ARBGASINFO_ADDRESS]
+        .into_iter()
+        .chain(precompiles::all())
+}
+
+/// Whether `address` is one of the [`system_addresses`].
+pub(crate) fn is_system_address(address: Address) -> bool {
+    system_addresses().any(|a| a == address)
 }
 
 /// Executes message calls against a world state.

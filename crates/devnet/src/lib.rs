@@ -14,6 +14,7 @@
 //! * [`arbos`] — ArbSys and ArbGasInfo.
 //! * [`trace`], [`struct_log`] — geth's call tracer and default opcode tracer.
 //! * [`meter`] — the gas/ink model and where it differs from Arbitrum.
+//! * [`proof`] — `eth_getProof`'s Merkle-Patricia proofs, over tries built on demand.
 //!
 //! * [`chain`] — [`Chain`]: signed transactions, validation, fees, receipts, blocks, dev
 //!   controls (automine, time, snapshots) over [`Executor`].
@@ -44,6 +45,7 @@ pub mod log_index;
 pub mod meter;
 pub mod miner;
 pub mod precompiles;
+pub mod proof;
 pub mod rpc;
 pub mod state;
 pub mod state_file;

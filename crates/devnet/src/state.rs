@@ -437,6 +437,12 @@ impl State {
         self.warm_slots.contains(&(address, slot))
     }
 
+    /// The accounts and slots accessed in this (or the last) transaction, the pre-warmed ones
+    /// included: what `eth_createAccessList` reports.
+    pub fn accessed(&self) -> (&HashSet<Address>, &HashSet<(Address, B256)>) {
+        (&self.warm_accounts, &self.warm_slots)
+    }
+
     /// Marks a slot warm; returns whether it was cold.
     pub fn warm_slot(&mut self, address: Address, slot: B256) -> bool {
         let cold = self.warm_slots.insert((address, slot));

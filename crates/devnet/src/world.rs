@@ -57,6 +57,8 @@ pub struct TxEnv {
     pub origin: Address,
     /// Effective gas price of the transaction, in wei (`tx_gas_price`).
     pub gas_price: U256,
+    /// The transaction's EIP-2930 access list: its accounts and slots start warm.
+    pub access_list: alloy_eips::eip2930::AccessList,
 }
 
 /// Everything a frame can reach: state, the module cache, environment and per-tx counters.

@@ -199,7 +199,9 @@ impl Chain {
             return None;
         }
         state.set_balance(tx.from, balance - upfront);
-        self.exec.tx_env_mut().gas_price = U256::from(price);
+        let tx_env = self.exec.tx_env_mut();
+        tx_env.gas_price = U256::from(price);
+        tx_env.access_list = env.access_list().cloned().unwrap_or_default();
         let intrinsic = intrinsic_gas(env);
         let gas = gas_limit - intrinsic;
 

@@ -70,6 +70,7 @@ impl Chain {
                 kind,
                 cursor: self.event_count(),
                 polled: std::time::Instant::now(),
+                transactions: Default::default(),
             },
         );
         id
@@ -100,6 +101,11 @@ impl Chain {
         self.expire_filters();
         let f = self.filters.get_mut(&id)?;
         f.polled = std::time::Instant::now();
+        if matches!(f.kind, FilterKind::PendingTransactions) {
+            return Some(FilterChanges::Transactions(
+                std::mem::take(&mut f.transactions).into(),
+            ));
+        }
         let f = &self.filters[&id];
         let events = self.events_since(f.cursor);
         let out = match &f.kind {
@@ -116,9 +122,22 @@ impl Chain {
                     .flat_map(|e| e.logs.iter().filter(|l| lf.matches(l)).cloned())
                     .collect(),
             ),
+            FilterKind::PendingTransactions => unreachable!("answered above"),
         };
         let end = self.event_count();
         self.filters.get_mut(&id).expect("present").cursor = end;
         Some(out)
+    }
+
+    /// Tells the pending-transaction filters that `hash` entered the pool.
+    pub(super) fn note_pending(&mut self, hash: B256) {
+        for f in self.filters.values_mut() {
+            if matches!(f.kind, FilterKind::PendingTransactions) {
+                if f.transactions.len() == MAX_PENDING_HASHES {
+                    f.transactions.pop_front();
+                }
+                f.transactions.push_back(hash);
+            }
+        }
     }
 }

@@ -86,7 +86,13 @@ struct Filter {
     cursor: usize,
     /// When it was installed or last polled for changes.
     polled: std::time::Instant,
+    /// A pending-transaction filter's hashes not yet polled (at most
+    /// [`MAX_PENDING_HASHES`]; older ones are dropped, as a full subscription channel drops).
+    transactions: std::collections::VecDeque<B256>,
 }
+
+/// How many transaction hashes a pending-transaction filter keeps between polls.
+const MAX_PENDING_HASHES: usize = 10_000;
 
 /// Everything [`Chain::snapshot`] saves.
 struct Snapshot {
@@ -181,13 +187,14 @@ pub fn decode_raw_transaction(raw: &[u8]) -> Result<TxEnvelope, TxError> {
 /// calldata byte,
 /// 2400 per access-list address and 1900 per storage key (EIP-2930).
 pub fn intrinsic_gas(tx: &TxEnvelope) -> u64 {
-    let mut gas = message_intrinsic_gas(tx.input(), tx.is_create());
-    if let Some(list) = tx.access_list() {
-        for item in list.iter() {
-            gas += 2_400 + 1_900 * item.storage_keys.len() as u64;
-        }
-    }
-    gas
+    message_intrinsic_gas(tx.input(), tx.is_create()) + tx.access_list().map_or(0, access_list_gas)
+}
+
+/// EIP-2930: 2400 per access-list address and 1900 per storage key.
+fn access_list_gas(list: &alloy_eips::eip2930::AccessList) -> u64 {
+    list.iter()
+        .map(|item| 2_400 + 1_900 * item.storage_keys.len() as u64)
+        .sum()
 }
 
 /// Intrinsic gas of a message without an access list: the base, its calldata and, for a

@@ -151,6 +151,7 @@ impl Chain {
             }
             None => self.pending.push(tx),
         }
+        self.note_pending(hash);
         if self.automine {
             self.mine(1);
         }

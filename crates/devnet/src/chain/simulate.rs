@@ -1,6 +1,7 @@
 //! Running what is not mined: `eth_call`, `eth_estimateGas` and `debug_trace*` replays.
 
 use super::*;
+use alloy_eips::eip2930::{AccessList, AccessListItem};
 
 /// A replayed transaction: as mined, its receipt now, its call frames.
 type Replayed = (Arc<MinedTx>, Option<Receipt>, Vec<CallFrame>);
@@ -169,6 +170,82 @@ impl Chain {
         at: Option<u64>,
         state_override: impl FnOnce(&mut State),
     ) -> SimOutcome {
+        self.simulate_then(req, at, state_override, |_| ()).0
+    }
+
+    /// `eth_createAccessList`: the accounts and storage slots `req` touches, run as
+    /// [`Chain::simulate`] runs it, and the outcome with that list sent along. As geth, the list
+    /// leaves out the sender, the recipient (or created address) unless slots of it are read,
+    /// and the precompiles (ArbOS's too); it starts from `req`'s own list and runs again with
+    /// each larger list until nothing new is touched (a list can change the path a call takes).
+    /// Stylus programs' storage reads count as the EVM's do: both warm the same sets.
+    pub fn create_access_list(
+        &mut self,
+        req: &CallRequest,
+        at: Option<u64>,
+        state_override: impl Fn(&mut State),
+    ) -> (AccessList, SimOutcome) {
+        let from = req.from.unwrap_or_default();
+        let to = req.to.unwrap_or_else(|| {
+            let nonce = match at {
+                Some(n) if n != self.block_number() => {
+                    self.view.history.get(n).map_or(0, |s| s.nonce(from))
+                }
+                _ => self.exec.state().nonce(from),
+            };
+            from.create(nonce)
+        });
+        let coinbase = self.exec.block().coinbase;
+        let mut req = req.clone();
+        // Each round only adds entries, so this ends; the bound is for pathological code.
+        for _ in 0..16 {
+            let (out, list) = self.simulate_then(&req, at, &state_override, |state| {
+                let (accounts, slots) = state.accessed();
+                let mut by_address: std::collections::BTreeMap<Address, Vec<B256>> =
+                    Default::default();
+                for (address, slot) in slots {
+                    by_address.entry(*address).or_default().push(*slot);
+                }
+                for address in accounts {
+                    let system = *address == from
+                        || *address == to
+                        || *address == coinbase
+                        || crate::exec::is_system_address(*address);
+                    if !system {
+                        by_address.entry(*address).or_default();
+                    }
+                }
+                AccessList(
+                    by_address
+                        .into_iter()
+                        .map(|(address, mut storage_keys)| {
+                            storage_keys.sort();
+                            AccessListItem {
+                                address,
+                                storage_keys,
+                            }
+                        })
+                        .collect(),
+                )
+            });
+            if list == req.access_list {
+                return (list, out);
+            }
+            req.access_list = list;
+        }
+        let out = self.simulate(&req, at, &state_override);
+        (req.access_list, out)
+    }
+
+    /// [`Chain::simulate`], with `read` looking at the state the message left before it is
+    /// thrown away.
+    fn simulate_then<R>(
+        &mut self,
+        req: &CallRequest,
+        at: Option<u64>,
+        state_override: impl FnOnce(&mut State),
+        read: impl FnOnce(&State) -> R,
+    ) -> (SimOutcome, R) {
         let mut env = (self.block_number() + 1, self.next_block_timestamp());
         let mut base = match at {
             Some(n) if n != self.block_number() => match self.view.history.get(n) {
@@ -188,7 +265,11 @@ impl Chain {
             b.number = number;
             b.timestamp = timestamp;
         };
-        self.on_state(base, set_env, |chain| chain.run_simulated(req))
+        self.on_state(base, set_env, |chain| {
+            let out = chain.run_simulated(req);
+            let read = read(chain.exec.state());
+            (out, read)
+        })
     }
 
     /// Runs `f` against `state` in the block environment `env` sets up, then puts the chain's
@@ -212,15 +293,19 @@ impl Chain {
 
     /// One simulated message on the current executor state: intrinsic gas, no fees.
     pub(super) fn run_simulated(&mut self, req: &CallRequest) -> SimOutcome {
-        self.exec.tx_env_mut().gas_price = U256::ZERO;
+        let tx_env = self.exec.tx_env_mut();
+        tx_env.gas_price = U256::ZERO;
+        tx_env.access_list = req.access_list.clone();
         let from = req.from.unwrap_or_default();
         let gas_limit = req.gas.unwrap_or(self.view.config.block_gas_limit);
-        let intrinsic = message_intrinsic_gas(&req.data, req.to.is_none());
+        let intrinsic =
+            message_intrinsic_gas(&req.data, req.to.is_none()) + access_list_gas(&req.access_list);
         if gas_limit < intrinsic {
             return SimOutcome {
                 success: false,
                 output: Bytes::new(),
                 gas_used: gas_limit,
+                gas_refund: 0,
                 logs: vec![],
                 halted: Some("intrinsic gas too low"),
             };
@@ -235,6 +320,7 @@ impl Chain {
                         .address
                         .map_or(c.revert_data, |a| self.exec.state().code(a)),
                     gas_used: intrinsic + c.gas_used,
+                    gas_refund: c.gas_refund,
                     logs: c.logs,
                     halted: None,
                 }
@@ -245,6 +331,7 @@ impl Chain {
                     success: r.success,
                     output: r.return_data,
                     gas_used: intrinsic + r.gas_used,
+                    gas_refund: r.gas_refund,
                     logs: r.logs,
                     halted: match r.status {
                         CallStatus::Halt(reason) => Some(reason),

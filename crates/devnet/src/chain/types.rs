@@ -303,6 +303,8 @@ pub struct CallRequest {
     pub value: U256,
     /// Calldata (or initcode for a creation).
     pub data: Bytes,
+    /// EIP-2930 access list: paid for as intrinsic gas, warm from the start.
+    pub access_list: alloy_eips::eip2930::AccessList,
 }
 
 /// The result of a simulated message.
@@ -314,6 +316,8 @@ pub struct SimOutcome {
     pub output: Bytes,
     /// Gas used including intrinsic gas, before refunds.
     pub gas_used: u64,
+    /// EIP-3529 refund counter at the end (a transaction gets at most `gas_used / 5` of it).
+    pub gas_refund: u64,
     /// Logs the message would emit (empty unless it succeeded).
     pub logs: Vec<Log>,
     /// How it halted, when it failed without reverting (`out of gas`, `invalid opcode`...).
@@ -406,6 +410,9 @@ pub enum FilterKind {
     Logs(LogFilter),
     /// New block hashes (`eth_newBlockFilter`).
     Blocks,
+    /// Hashes of transactions accepted into the pool (`eth_newPendingTransactionFilter`),
+    /// automined ones included, as anvil reports them.
+    PendingTransactions,
 }
 
 /// What [`Chain::filter_changes`] reports.
@@ -415,6 +422,8 @@ pub enum FilterChanges {
     Logs(Vec<ChainLog>),
     /// Hashes of the blocks added since the last poll.
     Blocks(Vec<B256>),
+    /// Hashes of the transactions accepted since the last poll.
+    Transactions(Vec<B256>),
 }
 
 /// Why [`Chain::reorg`] refused.

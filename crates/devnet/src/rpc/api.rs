@@ -98,6 +98,10 @@ pub(super) fn read(view: &ChainView, request: &EthRequest) -> Option<Result<Meth
             Ok(transaction_at(view, view.block_by_hash(*h), *i))
         }
         EthGetLogs(filter) => get_logs(view, filter),
+        EthGetProof(a, slots, at) => BlockSpec::state(*at, view).map(|s| {
+            let slots: Vec<B256> = slots.iter().map(|k| B256::from(*k)).collect();
+            typed(&crate::proof::account_proof(s, *a, &slots))
+        }),
         EthSign(a, data) => sign(*a, alloy_primitives::eip191_hash_message(data)),
         EthSignTypedDataV4(a, typed) => match typed.eip712_signing_hash() {
             Ok(hash) => sign(*a, hash),
@@ -125,6 +129,7 @@ fn write(
         )),
         EthCall(call, at, over, _block_overrides) => done(eth_call(chain, &call, at, over)?),
         EthEstimateGas(call, at, over) => done(estimate_gas(chain, &call, at, over)?),
+        EthCreateAccessList(call, at, over) => done(create_access_list(chain, &call, at, over)?),
 
         EthSendRawTransaction(raw) => done(send_raw_transaction(chain, &raw, recovered)?),
         EthSendTransaction(call) => done(send_transaction(chain, &call)?),
@@ -135,6 +140,9 @@ fn write(
             chain.new_filter(FilterKind::Logs(filter.resolve(chain)?)),
         )),
         EthNewBlockFilter => done(quantity(chain.new_filter(FilterKind::Blocks))),
+        EthNewPendingTransactionFilter => {
+            done(quantity(chain.new_filter(FilterKind::PendingTransactions)))
+        }
         EthGetFilterChanges(id) => filter_changes(chain, id),
         EthGetFilterLogs(id) => filter_logs(chain, id),
         EthUninstallFilter(Id(id)) => done(json!(id.is_some_and(|id| chain.uninstall_filter(id)))),
@@ -227,7 +235,8 @@ fn write(
         | EthGetBlockByNumber(..)
         | EthGetBlockByHash(..)
         | EthGetBlockReceipts(_)
-        | EthGetLogs(_) => unreachable!("answered by read()"),
+        | EthGetLogs(_)
+        | EthGetProof(..) => unreachable!("answered by read()"),
         AnvilReorg(depth, txs) => {
             anvil_reorg(chain, depth, txs.unwrap_or_default())?;
             null()
@@ -258,6 +267,26 @@ fn eth_call(
     } else {
         Err(RpcError::reverted(&out.output))
     }
+}
+
+fn create_access_list(
+    chain: &mut Chain,
+    call: &CallObject,
+    at: Option<BlockSpec>,
+    over: Option<StateOverride>,
+) -> Result<Value> {
+    let req = call.request(chain);
+    let at = BlockSpec::resolve(at, chain)?;
+    let over = over.unwrap_or_default();
+    let (list, out) = chain.create_access_list(&req, Some(at), |s| over.apply(s));
+    // As geth: the gas a transaction with this list would use (refunds applied), and a failure
+    // named in the answer rather than as an error.
+    let gas_used = out.gas_used - out.gas_refund.min(out.gas_used / 5);
+    let mut answer = json!({ "accessList": list, "gasUsed": quantity(gas_used) });
+    if !out.success {
+        answer["error"] = json!(out.halted.unwrap_or("execution reverted"));
+    }
+    Ok(answer)
 }
 
 fn estimate_gas(
@@ -384,7 +413,9 @@ fn get_logs(view: &ChainView, filter: &FilterSpec) -> Result<MethodResult> {
 
 fn filter_changes(chain: &mut Chain, Id(id): Id) -> Result<MethodResult> {
     match id.and_then(|id| chain.filter_changes(id)) {
-        Some(FilterChanges::Blocks(hashes)) => Ok(json!(hashes).into()),
+        Some(FilterChanges::Blocks(hashes) | FilterChanges::Transactions(hashes)) => {
+            Ok(json!(hashes).into())
+        }
         Some(FilterChanges::Logs(logs)) => Ok(logs_raw(chain, &logs)),
         None => Err(filter_not_found()),
     }
@@ -533,7 +564,7 @@ fn send_transaction(chain: &mut Chain, call: &CallObject) -> Result<Value> {
         ),
         value: req.value,
         input: req.data,
-        access_list: Default::default(),
+        access_list: req.access_list,
     };
     Ok(json!(chain.send_as(from, tx)?))
 }

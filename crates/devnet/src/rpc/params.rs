@@ -65,6 +65,7 @@ required_args!(
     BursarReorg,
     Id,
     Vec<f64>,
+    Vec<U256>,
     Value,
     Vec<(Bytes, Quantity)>,
     Box<alloy_dyn_abi::TypedData>,
@@ -284,6 +285,7 @@ pub(super) struct CallObject {
     /// `maxFeePerGas`, or `gasPrice` when it is absent.
     pub(super) max_fee_per_gas: Option<u64>,
     pub(super) max_priority_fee_per_gas: Option<u64>,
+    pub(super) access_list: alloy_eips::eip2930::AccessList,
 }
 
 impl<'de> Deserialize<'de> for CallObject {
@@ -305,6 +307,7 @@ impl<'de> Deserialize<'de> for CallObject {
                     None => quantity_field(o, "gasPrice")?,
                 },
                 max_priority_fee_per_gas: quantity_field(o, "maxPriorityFeePerGas")?,
+                access_list: field(o, "accessList")?.unwrap_or_default(),
             })
         })
     }
@@ -320,6 +323,7 @@ impl CallObject {
             gas: self.gas.map(|g| g.min(chain.config().block_gas_limit)),
             value: self.value,
             data: self.data.clone(),
+            access_list: self.access_list.clone(),
         }
     }
 }

@@ -63,6 +63,10 @@ pub(super) enum EthRequest {
     ),
     #[serde(rename = "eth_estimateGas", deserialize_with = "args")]
     EthEstimateGas(CallObject, Option<BlockSpec>, Option<StateOverride>),
+    #[serde(rename = "eth_createAccessList", deserialize_with = "args")]
+    EthCreateAccessList(CallObject, Option<BlockSpec>, Option<StateOverride>),
+    #[serde(rename = "eth_getProof", deserialize_with = "args")]
+    EthGetProof(Address, Vec<U256>, Option<BlockSpec>),
 
     // ---- transactions ----
     #[serde(rename = "eth_sendRawTransaction", deserialize_with = "args")]
@@ -117,6 +121,8 @@ pub(super) enum EthRequest {
     EthNewFilter(FilterSpec),
     #[serde(rename = "eth_newBlockFilter", deserialize_with = "args")]
     EthNewBlockFilter,
+    #[serde(rename = "eth_newPendingTransactionFilter", deserialize_with = "args")]
+    EthNewPendingTransactionFilter,
     #[serde(rename = "eth_getFilterChanges", deserialize_with = "args")]
     EthGetFilterChanges(Id),
     #[serde(rename = "eth_getFilterLogs", deserialize_with = "args")]
@@ -247,14 +253,16 @@ impl EthRequest {
         })
     }
 
-    /// Reads that may take a while (many logs or receipts, long fee histories, blocks with
-    /// every transaction): answered off the async workers.
+    /// Reads that may take a while (many logs or receipts, long fee histories, proofs over
+    /// tries built from the state, blocks with every transaction): answered off the async
+    /// workers.
     pub(super) fn is_heavy_read(&self) -> bool {
         matches!(
             self,
             Self::EthGetLogs(_)
                 | Self::EthGetBlockReceipts(_)
                 | Self::EthFeeHistory(..)
+                | Self::EthGetProof(..)
                 | Self::EthGetBlockByNumber(_, Some(true))
                 | Self::EthGetBlockByHash(_, Some(true))
         )

@@ -214,6 +214,7 @@ fn check_against_devnet(
                 data: ITestToken::balanceOfCall { account: who }
                     .abi_encode()
                     .into(),
+                ..Default::default()
             },
             None,
             |_| {},

@@ -586,3 +586,163 @@ async fn evm_execution_equals_anvil() {
         diffs.join("\n")
     );
 }
+
+/// `eth_createAccessList`, a transaction sending that list, `eth_getProof` of the suite's
+/// storage and a pending-transaction filter: the same answers as anvil's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn access_lists_proofs_and_pending_filters_equal_anvil() {
+    let suite = solc::contracts("Suite.sol")
+        .remove("Suite")
+        .expect("Suite compiled");
+    let http = reqwest::Client::new();
+    let anvil = start_anvil_with(&http, &["--hardfork", "cancun"]).await;
+    let (handle, _p) = start().await;
+    let urls = [handle.url.as_str(), anvil.url.as_str()];
+    let sender = Sender::dev(5);
+    let mut nonce = 0;
+    let both = async |method: &str, params: Value| {
+        let mut out = Vec::new();
+        for url in urls {
+            let reply = call(&http, url, method, params.clone()).await.unwrap();
+            assert!(reply.get("error").is_none(), "{url} {method}: {reply}");
+            out.push(reply["result"].clone());
+        }
+        out
+    };
+    let filters = both("eth_newPendingTransactionFilter", json!([])).await;
+
+    let mut send = async |to: Option<Address>, data: Vec<u8>, list: Value| {
+        let mut tx = sender.tx(to, data, 3_000_000);
+        tx.nonce = nonce;
+        nonce += 1;
+        tx.max_fee_per_gas = 3_000_000_000;
+        tx.access_list = serde_json::from_value(list).unwrap();
+        let raw = json!([Bytes::from(sign_1559(tx, &sender.key).to_vec())]);
+        let mut out = Vec::new();
+        for url in urls {
+            let sent = call(&http, url, "eth_sendRawTransaction", raw.clone())
+                .await
+                .unwrap();
+            out.push((
+                sent["result"].clone(),
+                mined_receipt(&http, url, &sent["result"]).await,
+            ));
+        }
+        out
+    };
+    let deployed = send(None, suite.initcode.clone(), json!([])).await;
+    let suite_at: Address =
+        serde_json::from_value(deployed[0].1["result"]["contractAddress"].clone()).unwrap();
+
+    let mut diffs = Vec::new();
+    let other = Address::repeat_byte(0x42);
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "store",
+            storeCall {
+                k: U256::from(1),
+                v: U256::from(42),
+            }
+            .abi_encode(),
+        ),
+        ("readTwice", readTwiceCall { k: U256::from(1) }.abi_encode()),
+        (
+            "codeOf another account",
+            codeOfCall { a: other }.abi_encode(),
+        ),
+        ("bump", bumpCall { n: U256::from(3) }.abi_encode()),
+        ("revert", revertReasonCall { r: "no".into() }.abi_encode()),
+    ];
+    let mut sent = Vec::new();
+    for (name, data) in cases {
+        let req = json!([{ "from": sender.address, "to": suite_at, "data": Bytes::from(data.clone()) }, "latest"]);
+        if name == "revert" {
+            // geth's answer (nitro is geth): the list so far, the gas, and the failure named in
+            // it; anvil answers a -32003/3 error instead.
+            let ours = call(&http, urls[0], "eth_createAccessList", req)
+                .await
+                .unwrap();
+            assert_eq!(ours["result"]["error"], "execution reverted", "{ours}");
+            assert!(ours["result"]["gasUsed"].is_string(), "{ours}");
+            continue;
+        }
+        let lists = both("eth_createAccessList", req).await;
+        if lists[0] != lists[1] {
+            diffs.push(format!("{name}: devnet {} vs anvil {}", lists[0], lists[1]));
+        }
+        if name == "codeOf another account" {
+            assert_eq!(
+                lists[0]["accessList"][0]["address"],
+                json!(other),
+                "the account it reads is listed: {}",
+                lists[0]
+            );
+        }
+        // The list sent along: its entries are warm, so both charge the same.
+        let receipts = send(Some(suite_at), data, lists[0]["accessList"].clone()).await;
+        let (ours, theirs) = (outcome(&receipts[0].1), outcome(&receipts[1].1));
+        if ours != theirs {
+            diffs.push(format!(
+                "{name} with its list: devnet {ours} vs anvil {theirs}"
+            ));
+        }
+        sent.push(receipts[0].0.clone());
+    }
+
+    // The storage trie of the suite: the same root and the same proof nodes.
+    let slots = json!([
+        B256::from(U256::from(0)),
+        B256::from(U256::from(1)),
+        keccak256([word(1), word(1)].concat()),
+        B256::from(U256::from(99))
+    ]);
+    let proofs = both("eth_getProof", json!([suite_at, slots, "latest"])).await;
+    for key in [
+        "storageHash",
+        "storageProof",
+        "balance",
+        "nonce",
+        "codeHash",
+    ] {
+        if proofs[0][key] != proofs[1][key] {
+            diffs.push(format!(
+                "getProof {key}: devnet {} vs anvil {}",
+                proofs[0][key], proofs[1][key]
+            ));
+        }
+    }
+    assert!(proofs[0]["accountProof"]
+        .as_array()
+        .is_some_and(|p| !p.is_empty()));
+
+    // Every transaction sent since the filter was installed, in order.
+    let changes = [
+        call(&http, urls[0], "eth_getFilterChanges", json!([filters[0]]))
+            .await
+            .unwrap()["result"]
+            .clone(),
+        call(&http, urls[1], "eth_getFilterChanges", json!([filters[1]]))
+            .await
+            .unwrap()["result"]
+            .clone(),
+    ];
+    let mut want = vec![deployed[0].0.clone()];
+    want.extend(sent);
+    assert_eq!(changes[0], json!(want), "devnet's pending filter");
+    assert_eq!(changes[0], changes[1], "anvil's pending filter");
+    let again = call(&http, urls[0], "eth_getFilterChanges", json!([filters[0]]))
+        .await
+        .unwrap();
+    assert_eq!(
+        again["result"],
+        json!([]),
+        "nothing new since the last poll"
+    );
+
+    assert!(
+        diffs.is_empty(),
+        "{} differences:\n{}",
+        diffs.len(),
+        diffs.join("\n")
+    );
+}
