@@ -141,6 +141,17 @@ impl Executor {
         self.world.as_deref().expect("world present between calls")
     }
 
+    /// Starts over on `state` in `block` after a panic: a call that panicked took the world
+    /// with it (it is moved into the frame that runs), and the compiled-program cache and
+    /// linker go with it; both are rebuilt, programs recompiling on their next call.
+    pub fn recover(&mut self, state: State, block: BlockEnv) {
+        let mut fresh = Executor::new();
+        let world = fresh.world_mut();
+        world.state = state;
+        world.block = block;
+        *self = fresh;
+    }
+
     fn world_mut(&mut self) -> &mut World {
         self.world
             .as_deref_mut()
@@ -509,4 +520,27 @@ fn run_program(mut world: Box<World>, code_hash: B256, msg: Message) -> (Box<Wor
         },
     };
     (world, frame_result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recover_rebuilds_a_world_a_panicking_call_took() {
+        let mut exec = Executor::new();
+        drop(exec.world.take());
+        let (from, to) = (Address::repeat_byte(1), Address::repeat_byte(2));
+        let mut state = State::new();
+        state.set_balance(from, U256::from(10));
+        let block = BlockEnv {
+            number: 7,
+            ..BlockEnv::default()
+        };
+        exec.recover(state, block);
+        assert_eq!(exec.block().number, 7);
+        let out = exec.call(from, to, U256::from(3), &[], 100_000, false);
+        assert!(out.success);
+        assert_eq!(exec.state().balance(to), U256::from(3));
+    }
 }

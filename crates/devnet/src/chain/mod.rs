@@ -266,6 +266,27 @@ impl Chain {
         chain
     }
 
+    /// Puts the executor back on the head's state after a panic inside a request (a devnet
+    /// bug, answered -32603 by the RPC layer): the panic may have taken the executor's world
+    /// mid-call, or left it on a simulation's or a replay's state. Blocks, the pool and filters
+    /// are untouched: they change only after execution succeeded.
+    pub fn recover(&mut self) {
+        let head = self.block_number();
+        let Some(state) = self.view.state_at(head).cloned() else {
+            return;
+        };
+        let header = &self.view.blocks[head as usize].header;
+        let block = BlockEnv {
+            number: head,
+            timestamp: header.timestamp,
+            chain_id: self.view.config.chain_id,
+            basefee: U256::from(self.view.config.base_fee),
+            coinbase: Address::ZERO,
+            gas_limit: self.view.config.block_gas_limit,
+        };
+        self.exec.recover(state, block);
+    }
+
     /// The executor (read access to state, programs, environment).
     pub fn executor(&self) -> &Executor {
         &self.exec

@@ -328,3 +328,25 @@ fn a_burst_of_blocks_keeps_the_wall_clock() {
         "blocks share a second"
     );
 }
+
+#[test]
+fn recover_puts_the_executor_back_on_the_head_after_a_panic() {
+    let mut chain = Chain::default();
+    let who = Address::repeat_byte(9);
+    // A panic inside a simulation leaves the executor on the simulated state...
+    let mut simulated = chain.state().clone();
+    simulated.set_balance(who, U256::from(5));
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        chain.on_state(simulated, |_| {}, |_| panic!("a devnet bug"))
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(chain.state().balance(who), U256::from(5));
+    // ...until it recovers: the head's state, and transactions run again.
+    chain.recover();
+    assert_eq!(chain.state().balance(who), U256::ZERO);
+    chain
+        .send_transaction(sign(transfer(0, who, 7), 0))
+        .unwrap();
+    assert_eq!(chain.state().balance(who), U256::from(7));
+    assert_eq!(chain.block_number(), 1);
+}

@@ -107,13 +107,14 @@ pub(super) fn answer_locked(
     recovered: Option<Recovered>,
 ) -> Option<ResponseText> {
     let Call { id, request } = call;
-    // A panic here is a devnet bug; answer it rather than drop the connection. The chain
-    // mutates only after validation, so a panic leaves it as consistent as it can be.
+    // A panic here is a devnet bug; answer it rather than drop the connection, and put the
+    // executor back on the head's state (the panic may have left it mid-call).
     let result = request.and_then(|request| {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             execute(chain, request, recovered)
         }))
         .unwrap_or_else(|panic| {
+            chain.recover();
             let why = panic
                 .downcast_ref::<&str>()
                 .map(|s| s.to_string())
