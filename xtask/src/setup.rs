@@ -16,7 +16,12 @@ use crate::toolchain::{apt_install, which};
 const PACKAGES: &[&str] = &["python3", "python3-venv", "postgresql", "nodejs", "npm"];
 
 /// The `tools/` folders whose npm packages tests run.
-const NPM_TOOLS: &[&str] = &["tools/solc", "tools/conformance", "tools/audit-check"];
+const NPM_TOOLS: &[&str] = &[
+    "tools/solc",
+    "tools/conformance",
+    "tools/audit-check",
+    "tools/evm-fixtures",
+];
 
 /// The pinned PyPI packages.
 const REQUIREMENTS: &str = "tools/conformance/requirements.txt";

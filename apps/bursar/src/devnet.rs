@@ -47,6 +47,10 @@ pub(crate) struct DevnetArgs {
     /// `--state`. Holds the accounts, program activations, blocks, transactions and receipts.
     #[arg(long, env = "BURSAR_DEVNET_STATE", value_name = "FILE")]
     state: Option<PathBuf>,
+    /// Put Safe 1.4.1, USDC (FiatToken v2.2), Multicall3 and Permit2 in the genesis state at
+    /// their Arbitrum One addresses; dev account 0 owns and mints USDC.
+    #[arg(long, env = "BURSAR_DEVNET_WITH_EVM_FIXTURES")]
+    with_evm_fixtures: bool,
 }
 
 pub(crate) fn run(args: DevnetArgs) -> Result<(), String> {
@@ -61,6 +65,7 @@ async fn serve(args: DevnetArgs) -> Result<(), String> {
             finality_depth: args.finality_depth,
             prune_history: args.prune_history,
             transaction_block_keeper: args.transaction_block_keeper,
+            evm_fixtures: args.with_evm_fixtures,
             ..ChainConfig::default()
         },
         block_time: args.block_time.map(Duration::from_secs),
@@ -77,7 +82,7 @@ async fn serve(args: DevnetArgs) -> Result<(), String> {
         let head = lock(&handle.chain).block_number();
         tracing::info!(path = %path.display(), head, "state loaded");
     }
-    print_banner(args.chain_id, handle.addr, args.block_time);
+    print_banner(&args, handle.addr);
     tracing::info!(addr = %handle.addr, chain_id = args.chain_id, block_time = ?args.block_time, "devnet started");
 
     let signal = shutdown_signal().await;
@@ -99,7 +104,8 @@ fn lock(chain: &Mutex<Chain>) -> std::sync::MutexGuard<'_, Chain> {
     chain.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn print_banner(chain_id: u64, addr: SocketAddr, block_time: Option<u64>) {
+fn print_banner(args: &DevnetArgs, addr: SocketAddr) {
+    let (chain_id, block_time) = (args.chain_id, args.block_time);
     let accounts = dev_accounts();
     let mut out = String::from("\nbursar devnet\n\nAvailable Accounts\n==================\n");
     for (i, a) in accounts.iter().enumerate() {
@@ -113,6 +119,13 @@ fn print_banner(chain_id: u64, addr: SocketAddr, block_time: Option<u64>) {
         "\nWallet\n==================\nMnemonic:          {TEST_MNEMONIC}\nDerivation path:   m/44'/60'/0'/0/\n\n"
     );
     out += &format!("Chain ID\n==================\n{chain_id}\n\n");
+    if args.with_evm_fixtures {
+        out += "EVM fixtures (USDC minted by account 0)\n==================\n";
+        for (name, address) in bursar_devnet::fixtures::addresses() {
+            out += &format!("{name:<29} {address}\n");
+        }
+        out += "\n";
+    }
     match block_time {
         Some(s) => out += &format!("Mining: a block every {s}s (automine off)\n\n"),
         None => out += "Mining: automine\n\n",

@@ -27,6 +27,7 @@ impl Devnet {
             .env_remove("BURSAR_DEVNET_CHAIN_ID")
             .env_remove("BURSAR_DEVNET_BLOCK_TIME")
             .env_remove("BURSAR_DEVNET_STATE")
+            .env_remove("BURSAR_DEVNET_WITH_EVM_FIXTURES")
             .env_remove("BURSAR_CONFIG")
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
@@ -123,6 +124,33 @@ fn devnet_serves_chain_id_and_accounts() {
     );
     // Automine by default: no blocks without transactions.
     assert_eq!(dn.result("eth_blockNumber", "[]"), r#""0x0""#);
+}
+
+#[test]
+fn evm_fixtures_are_at_their_arbitrum_addresses_only_when_asked() {
+    let usdc_symbol =
+        r#"[{"to":"0xaf88d065e77c8cC2239327C5EDb3A432268e5831","data":"0x95d89b41"},"latest"]"#;
+    let dn = Devnet::start(&["--with-evm-fixtures"]);
+    // symbol() = "USDC", ABI-encoded.
+    assert!(dn
+        .result("eth_call", usdc_symbol)
+        .contains("5553444300000000"));
+    let safe = dn.result(
+        "eth_getCode",
+        r#"["0x41675C099F32341bf84BFc5382aF534df5C7461a","latest"]"#,
+    );
+    assert!(safe.len() > 40_000, "Safe's singleton has its code: {safe}");
+    assert_eq!(
+        dn.result("eth_blockNumber", "[]"),
+        r#""0x0""#,
+        "in the genesis state"
+    );
+    let plain = Devnet::start(&[]);
+    let code = plain.result(
+        "eth_getCode",
+        r#"["0xaf88d065e77c8cC2239327C5EDb3A432268e5831","latest"]"#,
+    );
+    assert_eq!(code, r#""0x""#);
 }
 
 #[test]

@@ -4,7 +4,8 @@
 //! (relayer, indexer, devnet, deploy tooling) encodes calls and decodes logs and reverts
 //! with the same types. Nobody copies a selector by hand: a test compares these definitions with
 //! the interfaces the contracts export (`contracts/abi/`). [`arbitrum`] holds the Arbitrum system
-//! contracts (ArbWasm, StylusDeployer) the contracts are deployed through.
+//! contracts (ArbWasm, StylusDeployer) the contracts are deployed through, [`evm`] the EVM
+//! contracts sessions meet there (USDC, Safe, Multicall3, Permit2).
 #![no_std]
 // `sol!` expands every interface function into a Rust fn with one argument per parameter.
 #![allow(clippy::too_many_arguments)]
@@ -15,6 +16,7 @@ pub mod arbitrum;
 pub mod counterparty;
 pub mod eip712;
 pub mod erc;
+pub mod evm;
 pub mod gateway;
 pub mod receipts;
 pub mod token;

@@ -58,6 +58,32 @@ pub(crate) fn create(
     (world, result)
 }
 
+/// Runs `initcode` as a creation by `creator` at a chosen `address` (no nonce is used): how a
+/// genesis places contracts at well-known addresses (see [`crate::fixtures`]).
+pub(crate) fn create_at(
+    mut world: Box<World>,
+    creator: Address,
+    address: Address,
+    initcode: Vec<u8>,
+    gas: u64,
+) -> (Box<World>, CreateResult) {
+    world.state.warm_account(address);
+    let msg = Message {
+        kind: CallKind::Create,
+        caller: creator,
+        address,
+        code_address: address,
+        value: U256::ZERO,
+        transfer: U256::ZERO,
+        input: initcode.into(),
+        gas,
+        is_static: false,
+        depth: 1,
+    };
+    let (world, result, _) = run(world, msg);
+    (world, result)
+}
+
 /// Everything after the address is known; also returns the frame's end for the tracer (its
 /// output is the deployed code).
 fn run(mut world: Box<World>, msg: Message) -> (Box<World>, CreateResult, FrameResult) {

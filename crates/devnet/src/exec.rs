@@ -335,6 +335,32 @@ impl Executor {
     }
 }
 
+impl Executor {
+    /// Runs `initcode` by `from` at `address`, chosen rather than derived (no nonce is used),
+    /// as a transaction of its own: a genesis placing a contract at its well-known address.
+    pub fn create_at(
+        &mut self,
+        from: Address,
+        address: Address,
+        initcode: &[u8],
+        gas: u64,
+    ) -> CreateOutcome {
+        let mut world = self.world.take().expect("world present between calls");
+        world.begin_tx(from, None);
+        let (mut world, result) =
+            crate::create::create_at(world, from, address, initcode.to_vec(), gas);
+        let (logs, refund) = world.state.end_tx();
+        self.world = Some(world);
+        CreateOutcome {
+            address: result.address,
+            revert_data: result.revert_data,
+            gas_used: gas - result.gas_left,
+            gas_refund: u64::try_from(refund).unwrap_or(0),
+            logs,
+        }
+    }
+}
+
 /// The world at genesis: ArbWasm, ArbSys, ArbGasInfo and the StylusDeployer exist with a
 /// one-byte code marker (`INVALID`, as ArbOS gives its precompiles), so `eth_getCode` shows
 /// them as nitro does; the deployer, a contract, has nonce 1 (EIP-161), which its CREATE

@@ -28,6 +28,8 @@
 //! * [`rpc`] — JSON-RPC 2.0 over HTTP and WebSocket (axum; filters, `eth_subscribe`, reorg
 //!   dev methods): `spawn(RpcConfig) -> Handle`.
 //! * [`accounts`] — the ten prefunded accounts of the standard test mnemonic.
+//! * [`fixtures`] — Safe 1.4.1, USDC, Multicall3 and Permit2 in the genesis state, at their
+//!   Arbitrum One addresses (`ChainConfig::evm_fixtures`).
 
 pub mod accounts;
 #[cfg(feature = "mimalloc")]
@@ -39,6 +41,7 @@ pub mod create;
 pub mod deployer;
 mod evm;
 pub mod exec;
+pub mod fixtures;
 mod frame;
 mod host;
 pub mod log_index;

@@ -234,6 +234,9 @@ impl Chain {
             b.basefee = U256::from(config.base_fee);
             b.gas_limit = config.block_gas_limit;
         }
+        if config.evm_fixtures {
+            crate::fixtures::install(&mut exec);
+        }
         let view = ChainView {
             config,
             blocks: Vector::new(),

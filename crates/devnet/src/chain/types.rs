@@ -38,6 +38,9 @@ pub struct ChainConfig {
     /// How far the `safe` block tag lags the head; `finalized` lags twice as far, so that
     /// clients can tell the two apart. 0 (the default): every block is final at once.
     pub finality_depth: u64,
+    /// Install the EVM fixtures (Safe, USDC, Multicall3, Permit2) in the genesis state
+    /// (`--with-evm-fixtures`; see [`crate::fixtures`]).
+    pub evm_fixtures: bool,
 }
 
 impl Default for ChainConfig {
@@ -53,6 +56,7 @@ impl Default for ChainConfig {
             prune_history: None,
             transaction_block_keeper: None,
             filter_timeout: std::time::Duration::from_secs(5 * 60),
+            evm_fixtures: false,
         }
     }
 }

@@ -101,9 +101,14 @@ impl RpcError {
     /// Code 3 `execution reverted` with the revert data, as geth answers `eth_call` and
     /// `eth_estimateGas`.
     pub fn reverted(data: &Bytes) -> Self {
+        // As geth: a reason string or a panic code is named in the message.
+        let message = match revert_reason(data) {
+            Some(reason) => format!("execution reverted: {reason}"),
+            None => "execution reverted".into(),
+        };
         RpcError {
             code: ErrorCode::ExecutionReverted,
-            message: "execution reverted".into(),
+            message,
             data: Some(json!(data)),
         }
     }
@@ -124,4 +129,59 @@ impl From<TxError> for RpcError {
 
 pub(super) fn error_response(id: Value, e: &RpcError) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "error": e.to_json() })
+}
+
+/// What geth's `abi.UnpackRevert` reads from revert data: an `Error(string)`'s reason, or a
+/// `Panic(uint256)`'s meaning.
+fn revert_reason(data: &[u8]) -> Option<String> {
+    use alloy_sol_types::{Panic, Revert, SolError};
+    if let Ok(revert) = Revert::abi_decode(data) {
+        return Some(revert.reason);
+    }
+    let code = Panic::abi_decode(data).ok()?.code;
+    let known = match u64::try_from(code).ok()? {
+        0x00 => "generic panic",
+        0x01 => "assert(false)",
+        0x11 => "arithmetic underflow or overflow",
+        0x12 => "division or modulo by zero",
+        0x21 => "enum overflow",
+        0x22 => "invalid encoded storage byte array accessed",
+        0x31 => "out-of-bounds array access; popping on an empty array",
+        0x32 => "out-of-bounds access of an array or bytesN",
+        0x41 => "out of memory",
+        0x51 => "uninitialized function",
+        _ => return Some(format!("unknown panic code: {code:#x}")),
+    };
+    Some(known.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloy_sol_types::{Panic, Revert, SolError};
+
+    #[test]
+    fn reverts_name_their_reason_as_geth_does() {
+        let reason = Bytes::from(Revert::from("nope").abi_encode());
+        assert_eq!(
+            RpcError::reverted(&reason).message,
+            "execution reverted: nope"
+        );
+        let panic = Bytes::from(Panic::from(0x11).abi_encode());
+        assert_eq!(
+            RpcError::reverted(&panic).message,
+            "execution reverted: arithmetic underflow or overflow"
+        );
+        let odd = Bytes::from(Panic::from(0x99).abi_encode());
+        assert_eq!(
+            RpcError::reverted(&odd).message,
+            "execution reverted: unknown panic code: 0x99"
+        );
+        for data in [
+            Bytes::new(),
+            Bytes::from_static(&[0xde, 0xad, 0xbe, 0xef, 1]),
+        ] {
+            assert_eq!(RpcError::reverted(&data).message, "execution reverted");
+        }
+    }
 }

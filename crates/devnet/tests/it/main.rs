@@ -10,6 +10,7 @@ mod counterparty_registry;
 mod cross_world;
 mod differential_anvil;
 mod evm_anvil;
+mod evm_fixtures;
 mod execution;
 mod reorg_ws;
 mod rpc;
