@@ -99,9 +99,14 @@ pub fn dev_key(i: usize) -> Key {
 
 /// A fresh devnet and a client for it.
 pub async fn devnet() -> (Handle, Client) {
+    devnet_with(ChainConfig::default()).await
+}
+
+/// A fresh devnet with `chain`'s settings (the EVM fixtures, say) and a client for it.
+pub async fn devnet_with(chain: ChainConfig) -> (Handle, Client) {
     let handle = bursar_devnet::spawn(RpcConfig {
         addr: "127.0.0.1:0".parse().expect("socket address"),
-        chain: ChainConfig::default(),
+        chain,
         block_time: None,
     })
     .await

@@ -93,8 +93,8 @@ alloy_sol_types::sol! {
         function nonce() external view returns (uint256);
         function domainSeparator() external view returns (bytes32);
         function VERSION() external view returns (string);
-        event ExecutionSuccess(bytes32 txHash, uint256 payment);
-        event ExecutionFailure(bytes32 txHash, uint256 payment);
+        event ExecutionSuccess(bytes32 indexed txHash, uint256 payment);
+        event ExecutionFailure(bytes32 indexed txHash, uint256 payment);
     }
 
     /// Safe 1.4.1's proxy factory.

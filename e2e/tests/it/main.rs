@@ -1,6 +1,8 @@
-//! End-to-end tests, one binary (one link instead of three): the deploy engine, the demo's
-//! scenario and the session lifecycle, each against an in-process devnet with the real WASM.
+//! End-to-end tests, one binary (one link instead of four): the deploy engine, the demo's
+//! scenario, the session lifecycle and a Safe-owned session in USDC, each against an
+//! in-process devnet with the real WASM.
 
 mod deploy;
 mod lifecycle;
+mod safe_owner;
 mod scenario;
