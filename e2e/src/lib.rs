@@ -97,9 +97,14 @@ pub fn dev_key(i: usize) -> Key {
         .expect("dev keys are valid")
 }
 
-/// A fresh devnet and a client for it.
+/// A fresh devnet with the EVM fixtures (USDC, Safe, ..., as Arbitrum has them) and a client
+/// for it.
 pub async fn devnet() -> (Handle, Client) {
-    devnet_with(ChainConfig::default()).await
+    devnet_with(ChainConfig {
+        evm_fixtures: true,
+        ..ChainConfig::default()
+    })
+    .await
 }
 
 /// A fresh devnet with `chain`'s settings (the EVM fixtures, say) and a client for it.

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use bursar_client::{Client, Key};
 use bursar_demo::{audit, Actors, Contracts, Narrator};
 use bursar_deploy::{DeployOptions, Network};
-use bursar_devnet::RpcConfig;
+use bursar_devnet::{ChainConfig, RpcConfig};
 
 use crate::deploy::{git_commit, print_progress};
 
@@ -159,6 +159,10 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
         None => {
             let handle = bursar_devnet::spawn(RpcConfig {
                 addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+                chain: ChainConfig {
+                    evm_fixtures: true,
+                    ..ChainConfig::default()
+                },
                 ..RpcConfig::default()
             })
             .await

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use bursar_client::{Client, Key};
 use bursar_deploy::{Contract, DeployOptions, DeploymentRecord, Network};
-use bursar_devnet::{Chain, RpcConfig};
+use bursar_devnet::{Chain, ChainConfig, RpcConfig};
 use bursar_relayer::store::Store;
 use bursar_relayer::submission::EngineConfig;
 use bursar_relayer::vault::MasterKey;
@@ -247,6 +247,10 @@ impl Devnet {
 async fn start_devnet(port: u16, state_file: &Path) -> Result<Devnet, String> {
     let handle = bursar_devnet::spawn(RpcConfig {
         addr: SocketAddr::from(([127, 0, 0, 1], port)),
+        chain: ChainConfig {
+            evm_fixtures: true,
+            ..ChainConfig::default()
+        },
         ..RpcConfig::default()
     })
     .await

@@ -1,14 +1,14 @@
 //! The deployed contracts the story uses, read from the deployment record.
 
 use alloy_primitives::Address;
-use bursar_deploy::{Contract, DeploymentRecord};
+use bursar_deploy::DeploymentRecord;
 
 use crate::error::{Result, ScenarioError};
 
 /// The deployed contracts the scenario uses.
 #[derive(Clone, Copy, Debug)]
 pub struct Contracts {
-    /// The test token deposits are made in.
+    /// The token deposits are made in: USDC.
     pub token: Address,
     /// The CounterpartyRegistry.
     pub counterparties: Address,
@@ -25,9 +25,9 @@ impl Contracts {
     pub fn from_record(record: &DeploymentRecord) -> Result<Self> {
         let d = deployed(record)?;
         Ok(Contracts {
-            token: d
-                .test_token
-                .ok_or(ScenarioError::Missing(Contract::TestToken.key()))?,
+            token: d.usdc.ok_or(ScenarioError::Missing(
+                "usdc (start the devnet with --with-evm-fixtures, then deploy again)",
+            ))?,
             counterparties: d.counterparty_registry,
             receipts: d.receipt_registry,
             gateway: d.session_gateway,

@@ -11,8 +11,8 @@
 use alloy_primitives::{keccak256, Address, B256, U256};
 use alloy_sol_types::{SolCall, SolEvent};
 use bursar_bindings::counterparty::ICounterpartyRegistry;
+use bursar_bindings::evm::IFiatToken;
 use bursar_bindings::receipts::{IReceiptRegistry, Receipt as PaymentReceipt};
-use bursar_bindings::token::ITestToken;
 use bursar_bindings::wallet::ISessionWallet;
 use bursar_client::rpc::{Client, Receipt, RpcLog};
 use bursar_client::{Key, Sender};
@@ -92,15 +92,15 @@ impl Actors {
 /// Gas money the operator gives each actor that sends transactions.
 pub const GAS_MONEY_WEI: u64 = 1_000_000_000_000_000_000;
 
-/// The session's deposit, in whole tUSD.
+/// The session's deposit, in whole USDC.
 pub const DEPOSIT: u64 = 100;
-/// The largest single payment, in whole tUSD.
+/// The largest single payment, in whole USDC.
 pub const PER_PAYMENT_CAP: u64 = 30;
-/// What may be spent per period, in whole tUSD.
+/// What may be spent per period, in whole USDC.
 pub const PERIOD_BUDGET: u64 = 40;
 /// The budget period.
 pub const PERIOD_SECONDS: u64 = 3_600;
-/// Payments above this (whole tUSD) wait for the owner.
+/// Payments above this (whole USDC) wait for the owner.
 pub const CO_SIGN_THRESHOLD: u64 = 20;
 /// The session's lease: the relayer renews it while the sandbox heart-beats.
 pub const LEASE_SECONDS: u64 = 7_200;
@@ -319,7 +319,7 @@ impl<N: Narrator> Scenario<'_, N> {
     }
 
     async fn fund_owner(&mut self) -> Result<()> {
-        self.narrator.step("The owner holds 100.00 tUSD");
+        self.narrator.step("The owner holds 100.00 USDC");
         let operator = self.actors.operator.clone();
         let owner = self.actors.owner.address();
         let r = self
@@ -327,13 +327,13 @@ impl<N: Narrator> Scenario<'_, N> {
                 &operator,
                 self.contracts.token,
                 "mint",
-                ITestToken::mintCall {
+                IFiatToken::mintCall {
                     to: owner,
-                    value: usd(DEPOSIT),
+                    amount: usd(DEPOSIT),
                 },
             )
             .await?;
-        let t = self.event::<ITestToken::Transfer>(&r, self.contracts.token)?;
+        let t = self.event::<IFiatToken::Transfer>(&r, self.contracts.token)?;
         self.check(
             t.to == owner && t.value == usd(DEPOSIT),
             "Transfer(mint) to the owner",
@@ -391,7 +391,7 @@ impl<N: Narrator> Scenario<'_, N> {
                 && opened.leaseKeeper == self.relayer_signer,
             "SessionOpened names the owner, the custodial key and the relayer as lease keeper",
         )?;
-        let approval = self.events::<ITestToken::Approval>(&r, self.contracts.token);
+        let approval = self.events::<IFiatToken::Approval>(&r, self.contracts.token);
         self.check(approval.len() == 1, "the permit's Approval")?;
         self.report.session_id = opened.sessionId;
         self.narrator.note(&format!(
@@ -798,7 +798,7 @@ impl<N: Narrator> Scenario<'_, N> {
                     "PaymentExecuted and ReceiptRecorded match the intent",
                 )?;
                 self.receipts.push(PaymentReceipt::from(&rec));
-                let moved = self.events::<ITestToken::Transfer>(&r, self.contracts.token);
+                let moved = self.events::<IFiatToken::Transfer>(&r, self.contracts.token);
                 self.check(
                     moved.len() == 1
                         && moved[0].from == self.contracts.wallet
@@ -994,7 +994,7 @@ impl<N: Narrator> Scenario<'_, N> {
         let have = self
             .view(
                 self.contracts.token,
-                ITestToken::balanceOfCall { account: address },
+                IFiatToken::balanceOfCall { account: address },
             )
             .await?;
         if have != want {

@@ -16,7 +16,8 @@ use serde_json::json;
 use crate::artifacts::{Artifact, ArtifactError, BuildInfo};
 use crate::network::Network;
 use crate::record::{
-    ContractRecord, DeploymentRecord, RecordError, Toolchain, WiringRecord, FORMAT,
+    ContractRecord, DeploymentRecord, EvmContractRecord, RecordError, Toolchain, WiringRecord,
+    EVM_CONTRACTS, FORMAT,
 };
 use bursar_client::revert;
 use bursar_client::rpc::{Client, Receipt, RpcError};
@@ -307,6 +308,7 @@ pub async fn deploy(
             .map(|p| p.contracts.clone())
             .unwrap_or_default(),
         wiring: vec![],
+        evm: Default::default(),
     };
 
     // Which contracts can stay: same code, same constructor arguments, code on chain and
@@ -416,6 +418,7 @@ pub async fn deploy(
         .retain(|key, _| contracts.iter().any(|c| c.key() == key));
     let earlier_wiring = previous.map(|p| p.wiring).unwrap_or_default();
     wire(client, &mut sender, &mut record, &earlier_wiring, progress).await?;
+    record.evm = evm_contracts(client).await?;
     record.write(&options.record_path)?;
     progress(Progress::Written {
         path: options.record_path.clone(),
@@ -687,4 +690,22 @@ async fn view<C: SolCall>(client: &Client, to: Address, call: C) -> Result<C::Re
             reason: format!("{}: {e}", C::SIGNATURE),
         })
     })
+}
+
+/// The EVM contracts of [`EVM_CONTRACTS`] that have code on the chain.
+async fn evm_contracts(
+    client: &Client,
+) -> Result<std::collections::BTreeMap<String, EvmContractRecord>, DeployError> {
+    let mut found = std::collections::BTreeMap::new();
+    for (key, address) in EVM_CONTRACTS {
+        let code = client.code(*address).await?;
+        if !code.is_empty() {
+            let record = EvmContractRecord {
+                address: *address,
+                code_hash: alloy_primitives::keccak256(&code),
+            };
+            found.insert(key.to_string(), record);
+        }
+    }
+    Ok(found)
 }

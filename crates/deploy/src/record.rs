@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use alloy_primitives::{Address, Bytes, B256};
+use bursar_bindings::evm;
 use serde::{Deserialize, Serialize};
 
 /// The record's format version; bumped on incompatible changes.
@@ -33,7 +34,35 @@ pub struct DeploymentRecord {
     pub contracts: BTreeMap<String, ContractRecord>,
     /// Wiring transactions (e.g. the receipt registry authorising the wallet).
     pub wiring: Vec<WiringRecord>,
+    /// The EVM contracts sessions meet on this chain, found at their Arbitrum One addresses
+    /// when the deployment ran (`usdc`, `safe`, `multicall3`, ...; see [`EVM_CONTRACTS`]): on
+    /// Arbitrum itself, or on a devnet started with `--with-evm-fixtures`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub evm: BTreeMap<String, EvmContractRecord>,
 }
+
+/// An EVM contract found on the chain (not deployed by Bursar).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvmContractRecord {
+    /// Its address.
+    pub address: Address,
+    /// `keccak256` of its code when the deployment ran.
+    pub code_hash: B256,
+}
+
+/// The EVM contracts a record looks for, by key (`bursar_bindings::evm` has the addresses).
+pub const EVM_CONTRACTS: &[(&str, Address)] = &[
+    ("usdc", evm::USDC),
+    ("safe", evm::SAFE),
+    ("safeL2", evm::SAFE_L2),
+    ("safeProxyFactory", evm::SAFE_PROXY_FACTORY),
+    ("safeFallbackHandler", evm::SAFE_FALLBACK_HANDLER),
+    ("safeMultiSend", evm::SAFE_MULTI_SEND),
+    ("safeMultiSendCallOnly", evm::SAFE_MULTI_SEND_CALL_ONLY),
+    ("multicall3", evm::MULTICALL3),
+    ("permit2", evm::PERMIT2),
+];
 
 /// The tools that built the deployed contracts, recorded so auditors can reproduce the code.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -124,6 +153,8 @@ pub struct Deployed {
     pub receipt_registry: Address,
     /// The TestToken, on networks that deploy one.
     pub test_token: Option<Address>,
+    /// USDC, where the chain has it (see [`DeploymentRecord::evm`]).
+    pub usdc: Option<Address>,
     /// The first block any of them was deployed in: where following their events starts.
     pub first_block: u64,
 }
@@ -175,6 +206,7 @@ impl DeploymentRecord {
             counterparty_registry: get(Contract::CounterpartyRegistry)?,
             receipt_registry: get(Contract::ReceiptRegistry)?,
             test_token: self.address(Contract::TestToken.key()),
+            usdc: self.evm.get("usdc").map(|c| c.address),
             first_block: self
                 .contracts
                 .values()
@@ -224,6 +256,7 @@ mod tests {
                 .map(|(c, byte, block)| (c.key().to_owned(), contract(*byte, *block)))
                 .collect(),
             wiring: Vec::new(),
+            evm: BTreeMap::new(),
         }
     }
 
@@ -248,6 +281,20 @@ mod tests {
             (d.test_token, d.first_block),
             (Some(Address::repeat_byte(5)), 3)
         );
+        assert_eq!(d.usdc, None);
+        let mut with_usdc = record(&five);
+        let usdc = EvmContractRecord {
+            address: evm::USDC,
+            code_hash: B256::repeat_byte(9),
+        };
+        with_usdc.evm.insert("usdc".into(), usdc);
+        assert_eq!(with_usdc.contracts().unwrap().usdc, Some(evm::USDC));
+        // Records written before the field read as having none.
+        let mut old = serde_json::to_value(record(&five)).unwrap();
+        assert!(old.get("evm").is_none(), "an empty section is not written");
+        old.as_object_mut().unwrap().remove("evm");
+        let old: DeploymentRecord = serde_json::from_value(old).unwrap();
+        assert!(old.evm.is_empty());
         let e = record(&four[1..]).contracts().unwrap_err();
         assert_eq!(e.to_string(), "the deployment record has no sessionWallet");
     }

@@ -25,7 +25,6 @@ use bursar_client::sign::signed_pay;
 use bursar_client::{Client, Key, Sender};
 use bursar_demo::money::usd;
 use bursar_demo::scenario::{decode_events, label};
-use bursar_devnet::ChainConfig;
 use bursar_e2e::*;
 
 const CHAIN: u64 = 412_346;
@@ -142,11 +141,7 @@ fn refused(r: Result<Receipt, SendError>) -> GatewayError {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_two_of_three_safe_owns_a_session_paid_in_usdc() {
-    let (_devnet, client) = devnet_with(ChainConfig {
-        evm_fixtures: true,
-        ..ChainConfig::default()
-    })
-    .await;
+    let (_devnet, client) = devnet().await;
     let record = deploy(&client, &scratch("safe-owner")).await;
     let at = |k: &str| record.address(k).unwrap();
     let (wallet, gateway, lists) = (

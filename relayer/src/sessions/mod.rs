@@ -11,7 +11,7 @@ use std::time::Duration;
 use alloy_primitives::{Address, Bytes, B256, U256};
 use alloy_sol_types::{SolCall, SolValue};
 use bursar_bindings::eip712::{OpenSession, Permit};
-use bursar_bindings::token::ITestToken;
+use bursar_bindings::evm::IFiatToken;
 use bursar_bindings::wallet::{session_id, ISessionWallet, SessionStatus};
 use bursar_client::sign;
 use serde::{Deserialize, Serialize};
@@ -266,32 +266,43 @@ pub async fn prepare(app: &App, host: &Host, req: PrepareRequest) -> Result<Prep
 }
 
 /// The permit of the deposit to the wallet as typed data, when the token's own
-/// `DOMAIN_SEPARATOR` is the one its `name()` and version "1" give (EIP-2612 as most tokens
-/// implement it); `null` otherwise, rather than typed data the token would not accept.
+/// `DOMAIN_SEPARATOR` is the one its `name()` and version give (EIP-2612 as most tokens
+/// implement it): the version its `version()` answers (USDC's "2"), else "1"; `null`
+/// otherwise, rather than typed data the token would not accept.
 async fn permit_typed_data(app: &App, terms: &OpenSession) -> Result<Value, Error> {
     let token = terms.token;
-    let name = app.client.view(None, token, ITestToken::nameCall {}).await;
+    let name = app.client.view(None, token, IFiatToken::nameCall {}).await;
     let separator = app
         .client
-        .view(None, token, ITestToken::DOMAIN_SEPARATORCall {})
+        .view(None, token, IFiatToken::DOMAIN_SEPARATORCall {})
         .await;
     let nonce = app
         .client
-        .view(None, token, ITestToken::noncesCall { owner: terms.owner })
+        .view(None, token, IFiatToken::noncesCall { owner: terms.owner })
         .await;
     let (Ok(name), Ok(separator), Ok(nonce)) = (name, separator, nonce) else {
         return Ok(Value::Null);
     };
-    let domain = alloy_sol_types::Eip712Domain::new(
-        Some(name.into()),
-        Some("1".into()),
-        Some(U256::from(app.chain_id)),
-        Some(token),
-        None,
-    );
-    if domain.separator() != separator {
+    let stated = app
+        .client
+        .view(None, token, IFiatToken::versionCall {})
+        .await;
+    let domain = stated
+        .into_iter()
+        .chain(["1".to_string()])
+        .map(|version| {
+            alloy_sol_types::Eip712Domain::new(
+                Some(name.clone().into()),
+                Some(version.into()),
+                Some(U256::from(app.chain_id)),
+                Some(token),
+                None,
+            )
+        })
+        .find(|domain| domain.separator() == separator);
+    let Some(domain) = domain else {
         return Ok(Value::Null);
-    }
+    };
     let permit = Permit {
         owner: terms.owner,
         spender: app.contracts.wallet,
