@@ -6,6 +6,9 @@
 //! * `pay` throughput: signed `SessionWallet.pay` transactions through `eth_sendRawTransaction`
 //!   with automine (one block per transaction, receipts fetched), sequential and from several
 //!   concurrent clients;
+//! * EVM throughput: signed transfers of the real USDC (FiatToken v2.2, the devnet's fixture),
+//!   1 and 4 clients, on the devnet and on anvil side by side (the same contracts, code and
+//!   storage copied over, the same signed transactions);
 //! * resident memory while a devnet with `--prune-history 64 --transaction-block-keeper 64`
 //!   mines 1,000,000 transfers;
 //! * `eth_getLogs` latency over 100,000 logs (token transfers, mined in full blocks), side by
@@ -16,6 +19,7 @@
 //! BENCH_PAYS=5000 BENCH_LOGS=100000 cargo bench -p bursar-e2e --bench devnet
 //! ```
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alloy_consensus::TxEip1559;
@@ -68,6 +72,7 @@ fn main() {
         pay_gas().await;
         open_gas().await;
         pay_throughput(pays).await;
+        usdc_transfer_throughput(env("BENCH_TRANSFERS", 2_000)).await;
         get_logs_latency(logs).await;
     });
 }
@@ -581,30 +586,7 @@ async fn pay_throughput(n: usize) {
     for relayers in [1usize, 4] {
         let per = n / relayers;
         let (_devnet, load) = pay_setup(per, relayers).await;
-        let client = std::sync::Arc::new(load.client);
-        let t = Instant::now();
-        let tasks: Vec<_> = load
-            .raw
-            .into_iter()
-            .map(|txs| {
-                let client = client.clone();
-                tokio::spawn(async move {
-                    for raw in txs {
-                        let hash = client.send_raw_transaction(&raw).await.expect("accepted");
-                        let receipt = client
-                            .receipt(hash)
-                            .await
-                            .expect("receipt")
-                            .expect("automined");
-                        assert!(receipt.succeeded(), "pay reverted");
-                    }
-                })
-            })
-            .collect();
-        for t in tasks {
-            t.await.expect("task");
-        }
-        let elapsed = t.elapsed();
+        let elapsed = send_all(Arc::new(load.client), load.raw).await;
         let total = per * relayers;
         println!(
             "pay via eth_sendRawTransaction (automine, receipt fetched), {relayers} client(s): {total} txs in {:.2} s = {:.0} tx/s ({:.2} ms per tx)",
@@ -613,6 +595,144 @@ async fn pay_throughput(n: usize) {
             ms(elapsed) / total as f64
         );
     }
+}
+
+/// Signed USDC transfers (1 base unit each, automine, receipts fetched) from 1 and 4 clients,
+/// on the devnet and then on anvil holding the same USDC: its three contracts' code and
+/// storage copied from the devnet after the senders were funded.
+async fn usdc_transfer_throughput(n: usize) {
+    use bursar_bindings::evm::{IFiatToken, USDC, USDC_IMPLEMENTATION, USDC_SIGNATURE_CHECKER};
+    let (devnet, client) = devnet().await;
+    let mut operator = Sender::new(&client, dev_key(0)).await.expect("operator");
+    let senders: Vec<Key> = (1..=4).map(dev_key).collect();
+    for key in &senders {
+        let mint = IFiatToken::mintCall {
+            to: key.address(),
+            amount: usd(1_000_000),
+        };
+        operator.transact(&client, USDC, &mint).await.expect("mint");
+    }
+    let anvil_bin = anvil_bin();
+    let anvil = match &anvil_bin {
+        Some(_) => Some(bursar_e2e::anvil(&["--hardfork", "cancun"]).await),
+        None => None,
+    };
+    if let Some(anvil) = &anvil {
+        let copies: Vec<_> = {
+            let chain = devnet.chain.lock().expect("chain");
+            let state = chain.state();
+            [USDC, USDC_IMPLEMENTATION, USDC_SIGNATURE_CHECKER]
+                .map(|a| {
+                    let slots: Vec<_> = state.storage_of(a).map(|(k, v)| (*k, *v)).collect();
+                    (a, state.code(a), slots)
+                })
+                .into()
+        };
+        let to = Client::new(anvil.url.clone());
+        for (address, code, slots) in copies {
+            let _: serde_json::Value = to
+                .request("anvil_setCode", json!([address, code]))
+                .await
+                .expect("setCode");
+            for (slot, value) in slots {
+                let _: serde_json::Value = to
+                    .request("anvil_setStorageAt", json!([address, slot, value]))
+                    .await
+                    .expect("setStorageAt");
+            }
+        }
+    }
+    let probe = IFiatToken::transferCall {
+        to: Address::repeat_byte(0x99),
+        value: U256::from(1),
+    };
+    let gas = client
+        .estimate_gas(
+            senders[0].address(),
+            Some(USDC),
+            &probe.abi_encode(),
+            U256::ZERO,
+        )
+        .await
+        .expect("estimate");
+    let chains: Vec<(&str, Arc<Client>)> = std::iter::once(("devnet", Arc::new(client)))
+        .chain(
+            anvil
+                .as_ref()
+                .map(|a| ("anvil", Arc::new(Client::new(a.url.clone())))),
+        )
+        .collect();
+    for clients in [1usize, 4] {
+        let per = n / clients;
+        let mut line = format!("USDC transfer via eth_sendRawTransaction (automine, receipt fetched), {clients} client(s):");
+        for (name, chain) in &chains {
+            let max_fee = 10 * max_fee(chain).await;
+            let mut raw = Vec::new();
+            for key in &senders[..clients] {
+                let first = chain.nonce(key.address()).await.expect("nonce");
+                raw.push(
+                    (0..per as u64)
+                        .map(|i| {
+                            let call = IFiatToken::transferCall {
+                                to: Address::with_last_byte(0x90 + (i % 16) as u8),
+                                value: U256::from(1),
+                            };
+                            let tx = TxEip1559 {
+                                chain_id: CHAIN,
+                                nonce: first + i,
+                                gas_limit: gas * 2,
+                                max_fee_per_gas: max_fee,
+                                max_priority_fee_per_gas: 0,
+                                to: TxKind::Call(USDC),
+                                value: U256::ZERO,
+                                input: call.abi_encode().into(),
+                                access_list: Default::default(),
+                            };
+                            key.sign_transaction(tx).0
+                        })
+                        .collect::<Vec<_>>(),
+                );
+            }
+            let elapsed = send_all(chain.clone(), raw).await;
+            let total = per * clients;
+            line += &format!(
+                " {name} {:.0} tx/s ({total} in {:.2} s);",
+                total as f64 / elapsed.as_secs_f64(),
+                elapsed.as_secs_f64()
+            );
+        }
+        println!("{}", line.trim_end_matches(';'));
+    }
+    if anvil_bin.is_none() {
+        println!("  (anvil not installed: cargo xtask setup installs it; devnet only)");
+    }
+}
+
+/// Sends each client's signed transactions in order, the clients side by side, each waiting
+/// for its receipt (automine); every one must succeed.
+async fn send_all(client: Arc<Client>, raw: Vec<Vec<Vec<u8>>>) -> Duration {
+    let t = Instant::now();
+    let tasks: Vec<_> = raw
+        .into_iter()
+        .map(|txs| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                for raw in txs {
+                    let hash = client.send_raw_transaction(&raw).await.expect("accepted");
+                    let receipt = client
+                        .receipt(hash)
+                        .await
+                        .expect("receipt")
+                        .expect("automined");
+                    assert!(receipt.succeeded(), "transaction reverted");
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("task");
+    }
+    t.elapsed()
 }
 
 async fn get_logs_latency(n: usize) {

@@ -6,7 +6,11 @@
 //!   with an API-only relayer, so the figure is the accept path's alone; every accepted payment
 //!   is then counted in the database (zero lost);
 //! * confirmed: payments from request to `confirmed` (mined with automine, receipt read), per
-//!   second and p50/p99 latency, with 1, 4 and 16 sandboxes paying one after another.
+//!   second and p50/p99 latency, with 1, 4 and 16 sandboxes paying one after another;
+//! * a burst, as a host tried it: 8 sandboxes send 100 payments each at once; every one must
+//!   be confirmed (none failed on chain), and the chain's clock must stay with the wall clock
+//!   (the devnet once ran minutes ahead under such a burst, and payments failed their
+//!   deadlines).
 //!
 //! SQLite always; PostgreSQL too when `BURSAR_TEST_POSTGRES_URL` is set (`cargo xtask
 //! postgres` prints it).
@@ -66,6 +70,9 @@ fn main() {
             for sandboxes in [1, 4, 16] {
                 confirmed(name, postgres.as_deref(), sandboxes, confirm).await;
             }
+        }
+        for (name, postgres) in &databases {
+            burst(name, postgres.as_deref(), 8, env("BENCH_BURST", 100)).await;
         }
     });
 }
@@ -385,6 +392,50 @@ async fn confirmed(db_name: &str, postgres: Option<&str>, sandboxes: usize, tota
         pct(0.5).as_secs_f64() * 1e3,
         pct(0.99).as_secs_f64() * 1e3,
     );
+    r.relayer.shutdown().await;
+}
+
+/// `sandboxes` sandboxes each send `each` payments at once; then every payment is waited
+/// for. Panics unless all are confirmed and the chain's clock is within 2 s of the wall clock.
+async fn burst(db_name: &str, postgres: Option<&str>, sandboxes: usize, each: usize) {
+    let chain = chain().await;
+    let r = relayer(&chain, database(postgres).await, true).await;
+    let tokens = sessions(&chain, &r, sandboxes).await;
+    let http = reqwest::Client::new();
+    let started = Instant::now();
+    let mut sends = tokio::task::JoinSet::new();
+    for token in &tokens {
+        for _ in 0..each {
+            let (http, base, token, payee) =
+                (http.clone(), r.base.clone(), token.clone(), chain.payee);
+            sends.spawn(async move {
+                let p = pay(&http, &base, &token, payee, 1).await;
+                (token, p)
+            });
+        }
+    }
+    let accepted = sends.join_all().await;
+    let accepted_in = started.elapsed();
+    let mut waits = tokio::task::JoinSet::new();
+    for (token, p) in accepted {
+        let (http, base) = (http.clone(), r.base.clone());
+        waits.spawn(async move { wait_confirmed(&http, &base, &token, &p).await });
+    }
+    let n = waits.join_all().await.len();
+    let elapsed = started.elapsed();
+    let head = chain.client.latest_block().await.expect("head");
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64;
+    let drift = head.timestamp.to::<i64>() - wall;
+    println!(
+        "burst ({db_name}, {sandboxes} sandboxes × {each} at once): {n} accepted in {:.2} s, all          {n} confirmed in {:.2} s ({:.0}/s), none failed; chain clock − wall clock after: {drift:+} s",
+        accepted_in.as_secs_f64(),
+        elapsed.as_secs_f64(),
+        n as f64 / elapsed.as_secs_f64(),
+    );
+    assert!(drift.abs() <= 2, "the chain's clock drifted {drift} s");
     r.relayer.shutdown().await;
 }
 
