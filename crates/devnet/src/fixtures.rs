@@ -112,10 +112,9 @@ pub fn install(exec: &mut Executor) {
     }
     // As Circle's deployment: the implementation initialised with throwaway values, so that
     // nobody can take it over; then the proxy, as USDC.
-    let throwaway = Address::with_last_byte(1);
-    initialise_usdc(exec, USDC_IMPLEMENTATION, throwaway, throwaway);
+    initialise_usdc(exec, USDC_IMPLEMENTATION, Address::with_last_byte(1));
     let operator = usdc_operator();
-    initialise_usdc(exec, USDC, operator, operator);
+    initialise_usdc(exec, USDC, operator);
     let call = IFiatToken::configureMinterCall {
         minter: operator,
         minterAllowedAmount: U256::MAX,
@@ -124,33 +123,25 @@ pub fn install(exec: &mut Executor) {
 }
 
 /// `initialize` through `initializeV2_2`, as native USDC on Arbitrum One is: "USD Coin",
-/// "USDC", 6 decimals, every role `operator`.
-fn initialise_usdc(
-    exec: &mut Executor,
-    token: Address,
-    operator: Address,
-    lost_and_found: Address,
-) {
+/// "USDC", 6 decimals, every role (and the lost-and-found) `role`.
+fn initialise_usdc(exec: &mut Executor, token: Address, role: Address) {
     let calls = [
         IFiatToken::initializeCall {
             tokenName: "USD Coin".into(),
             tokenSymbol: "USDC".into(),
             tokenCurrency: "USD".into(),
             tokenDecimals: evm::USDC_DECIMALS,
-            newMasterMinter: operator,
-            newPauser: operator,
-            newBlacklister: operator,
-            newOwner: operator,
+            newMasterMinter: role,
+            newPauser: role,
+            newBlacklister: role,
+            newOwner: role,
         }
         .abi_encode(),
         IFiatToken::initializeV2Call {
             newName: "USD Coin".into(),
         }
         .abi_encode(),
-        IFiatToken::initializeV2_1Call {
-            lostAndFound: lost_and_found,
-        }
-        .abi_encode(),
+        IFiatToken::initializeV2_1Call { lostAndFound: role }.abi_encode(),
         IFiatToken::initializeV2_2Call {
             accountsToBlacklist: vec![],
             newSymbol: "USDC".into(),
@@ -159,7 +150,7 @@ fn initialise_usdc(
     ];
     // Anyone may initialise (the proxy admin may not: its calls stay with the proxy).
     for data in calls {
-        run(exec, operator, token, &data, "USDC initialisation");
+        run(exec, usdc_operator(), token, &data, "USDC initialisation");
     }
 }
 

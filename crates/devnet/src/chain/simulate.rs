@@ -195,39 +195,12 @@ impl Chain {
             };
             from.create(nonce)
         });
-        let coinbase = self.exec.block().coinbase;
+        let skip = [from, to, self.exec.block().coinbase];
         let mut req = req.clone();
         // Each round only adds entries, so this ends; the bound is for pathological code.
         for _ in 0..16 {
-            let (out, list) = self.simulate_then(&req, at, &state_override, |state| {
-                let (accounts, slots) = state.accessed();
-                let mut by_address: std::collections::BTreeMap<Address, Vec<B256>> =
-                    Default::default();
-                for (address, slot) in slots {
-                    by_address.entry(*address).or_default().push(*slot);
-                }
-                for address in accounts {
-                    let system = *address == from
-                        || *address == to
-                        || *address == coinbase
-                        || crate::exec::is_system_address(*address);
-                    if !system {
-                        by_address.entry(*address).or_default();
-                    }
-                }
-                AccessList(
-                    by_address
-                        .into_iter()
-                        .map(|(address, mut storage_keys)| {
-                            storage_keys.sort();
-                            AccessListItem {
-                                address,
-                                storage_keys,
-                            }
-                        })
-                        .collect(),
-                )
-            });
+            let (out, list) =
+                self.simulate_then(&req, at, &state_override, |state| touched(state, &skip));
             if list == req.access_list {
                 return (list, out);
             }
@@ -375,4 +348,31 @@ impl Chain {
         }
         Ok(hi)
     }
+}
+
+/// What a message touched, as an access list: every slot it read or wrote, and every other
+/// account it reached but those in `skip` and the precompiles.
+fn touched(state: &State, skip: &[Address]) -> AccessList {
+    let (accounts, slots) = state.accessed();
+    let mut by_address: std::collections::BTreeMap<Address, Vec<B256>> = Default::default();
+    for (address, slot) in slots {
+        by_address.entry(*address).or_default().push(*slot);
+    }
+    for address in accounts {
+        if !skip.contains(address) && !crate::exec::is_system_address(*address) {
+            by_address.entry(*address).or_default();
+        }
+    }
+    AccessList(
+        by_address
+            .into_iter()
+            .map(|(address, mut storage_keys)| {
+                storage_keys.sort();
+                AccessListItem {
+                    address,
+                    storage_keys,
+                }
+            })
+            .collect(),
+    )
 }
