@@ -136,18 +136,14 @@ async fn gas_per_entry_point() {
             None => gas.push((name, vec![receipt.gas_used.to()])),
         }
     }
-    println!("gas per entry point (the demo's story on the devnet; min–max over n calls):");
+    // The story pays in USDC, whose permit and transfers (a proxy, a library for ERC-1271)
+    // cost more than the test token's; the targets are checked below, in defined conditions.
+    println!(
+        "gas per entry point (the demo's story on the devnet, in USDC; min–max over n calls):"
+    );
     for (name, used) in &gas {
         let (min, max) = (used.iter().min().unwrap(), used.iter().max().unwrap());
-        let target = GAS_TARGETS
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, t)| {
-                let verdict = if max <= t { "ok" } else { "OVER" };
-                format!("  target ≤ {t}: {verdict}")
-            })
-            .unwrap_or_default();
-        println!("  {name:<44} n={:<2} {min:>7}–{max:<7}{target}", used.len());
+        println!("  {name:<44} n={:<2} {min:>7}–{max:<7}", used.len());
     }
 }
 
@@ -194,7 +190,7 @@ async fn pay_gas() {
         .expect("pay");
     gas.push(("first of a later session", r.gas_used.to::<u64>()));
     let target = GAS_TARGETS[0].1;
-    println!("gas of pay (allowlisted payee, no co-sign; target ≤ {target} from the first of a session on):");
+    println!("gas of pay (allowlisted payee, no co-sign, test token; target ≤ {target} from the first of a session on):");
     for (i, (label, used)) in gas.iter().enumerate() {
         let verdict = match i {
             0 => "",
@@ -215,6 +211,8 @@ async fn open_gas() {
     let (_devnet, client) = devnet().await;
     let record = deploy(&client, &scratch("bench-open")).await;
     let contracts = Contracts::from_record(&record).expect("contracts");
+    // The test token, as the target was set with (and as `pay_gas` measures).
+    let token = record.address("testToken").expect("deployed");
     let mut operator = Sender::new(&client, dev_key(0)).await.expect("sender");
     let mut relayer = Sender::new(&client, dev_key(1)).await.expect("sender");
     let owners = ["bench owner a", "bench owner b"]
@@ -223,7 +221,7 @@ async fn open_gas() {
         operator
             .transact(
                 &client,
-                contracts.token,
+                token,
                 &ITestToken::mintCall {
                     to: owner.address(),
                     value: usd(1_000),
@@ -243,7 +241,7 @@ async fn open_gas() {
             owner: owner.address(),
             sessionKey: Address::repeat_byte(0x5e),
             guardian: Address::repeat_byte(0x6a),
-            token: contracts.token,
+            token,
             deposit: usd(100),
             perPaymentCap: usd(30),
             periodBudget: usd(40),
@@ -273,7 +271,9 @@ async fn open_gas() {
         gas.push((label, r.gas_used.to::<u64>()));
     }
     let target = GAS_TARGETS[1].1;
-    println!("gas of openSessionWithSig with permit (the demo's policy; target ≤ {target}):");
+    println!(
+        "gas of openSessionWithSig with permit (the demo's policy, test token; target ≤ {target}):"
+    );
     for (label, used) in gas {
         let verdict = if used <= target { "ok" } else { "OVER" };
         println!("  {label:<44} {used:>7}  {verdict}");
@@ -289,9 +289,9 @@ fn entry_point(
 ) -> Option<String> {
     use bursar_bindings::{
         counterparty::ICounterpartyRegistry::ICounterpartyRegistryCalls as Lists,
+        evm::IFiatToken::IFiatTokenCalls as Token,
         gateway::ISessionGateway::ISessionGatewayCalls as Gateway,
         receipts::IReceiptRegistry::IReceiptRegistryCalls as Receipts,
-        token::ITestToken::ITestTokenCalls as Token,
         wallet::ISessionWallet::ISessionWalletCalls as Wallet,
     };
     let selector: [u8; 4] = input.get(..4)?.try_into().ok()?;
@@ -304,7 +304,7 @@ fn entry_point(
     } else if to == contracts.counterparties {
         ("counterpartyRegistry", Lists::name_by_selector(selector)?)
     } else if to == contracts.token {
-        ("testToken", Token::name_by_selector(selector)?)
+        ("usdc", Token::name_by_selector(selector)?)
     } else {
         return None;
     };
@@ -709,7 +709,9 @@ async fn usdc_transfer_throughput(n: usize) {
 }
 
 /// Sends each client's signed transactions in order, the clients side by side, each waiting
-/// for its receipt (automine); every one must succeed.
+/// for its receipt (automine); every one must succeed. The devnet mines before it answers the
+/// send; anvil may answer first and mine a moment later, so the receipt is asked for again at
+/// once until it is there.
 async fn send_all(client: Arc<Client>, raw: Vec<Vec<Vec<u8>>>) -> Duration {
     let t = Instant::now();
     let tasks: Vec<_> = raw
@@ -719,11 +721,13 @@ async fn send_all(client: Arc<Client>, raw: Vec<Vec<Vec<u8>>>) -> Duration {
             tokio::spawn(async move {
                 for raw in txs {
                     let hash = client.send_raw_transaction(&raw).await.expect("accepted");
-                    let receipt = client
-                        .receipt(hash)
-                        .await
-                        .expect("receipt")
-                        .expect("automined");
+                    let asked = Instant::now();
+                    let receipt = loop {
+                        if let Some(r) = client.receipt(hash).await.expect("receipt") {
+                            break r;
+                        }
+                        assert!(asked.elapsed() < Duration::from_secs(10), "never mined");
+                    };
                     assert!(receipt.succeeded(), "transaction reverted");
                 }
             })

@@ -430,7 +430,7 @@ async fn burst(db_name: &str, postgres: Option<&str>, sandboxes: usize, each: us
         .as_secs() as i64;
     let drift = head.timestamp.to::<i64>() - wall;
     println!(
-        "burst ({db_name}, {sandboxes} sandboxes × {each} at once): {n} accepted in {:.2} s, all          {n} confirmed in {:.2} s ({:.0}/s), none failed; chain clock − wall clock after: {drift:+} s",
+        "burst ({db_name}, {sandboxes} sandboxes × {each} at once): {n} accepted in {:.2} s, all {n} confirmed in {:.2} s ({:.0}/s), none failed; chain clock − wall clock after: {drift:+} s",
         accepted_in.as_secs_f64(),
         elapsed.as_secs_f64(),
         n as f64 / elapsed.as_secs_f64(),

@@ -100,18 +100,12 @@ pub fn dev_key(i: usize) -> Key {
 /// A fresh devnet with the EVM fixtures (USDC, Safe, ..., as Arbitrum has them) and a client
 /// for it.
 pub async fn devnet() -> (Handle, Client) {
-    devnet_with(ChainConfig {
-        evm_fixtures: true,
-        ..ChainConfig::default()
-    })
-    .await
-}
-
-/// A fresh devnet with `chain`'s settings (the EVM fixtures, say) and a client for it.
-pub async fn devnet_with(chain: ChainConfig) -> (Handle, Client) {
     let handle = bursar_devnet::spawn(RpcConfig {
         addr: "127.0.0.1:0".parse().expect("socket address"),
-        chain,
+        chain: ChainConfig {
+            evm_fixtures: true,
+            ..ChainConfig::default()
+        },
         block_time: None,
     })
     .await

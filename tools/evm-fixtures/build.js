@@ -174,6 +174,8 @@ function main() {
   const resolvePermit2 = (p) => path.join(permit2, p.startsWith('solmate/') ? 'lib/' + p : p);
   const p2Build = compile('solc-0.8.17', ['src/Permit2.sol'], resolvePermit2,
     { viaIR: true, optimizer: { enabled: true, runs: 1000000 }, metadata: { bytecodeHash: 'none' } });
+  const p2Runtime = p2Build.contracts['src/Permit2.sol'].Permit2.evm.deployedBytecode.object;
+  if (p2Runtime.length / 2 !== 9152) throw new Error(`Permit2 is ${p2Runtime.length / 2} bytes, mainnet's 9,152`);
   fixtures.Permit2 = entry(p2Build, PACKAGES.v4Periphery[0] + ' (lib/permit2)', 'src/Permit2.sol', 'Permit2', {
     address: '0x000000000022D473030F116dDEE9F6B43aC78BA3',
   });

@@ -289,6 +289,8 @@ pub async fn deploy(
     let previous = DeploymentRecord::read(&options.record_path)?
         .filter(|r| r.chain_id == chain_id && r.deployer == deployer);
     let build = BuildInfo::load(&options.artifacts_dir);
+    // Before any transaction: a failing lookup then costs nothing.
+    let evm = evm_contracts(client).await?;
     let mut record = DeploymentRecord {
         format: FORMAT,
         network: options.network.name.clone(),
@@ -308,7 +310,7 @@ pub async fn deploy(
             .map(|p| p.contracts.clone())
             .unwrap_or_default(),
         wiring: vec![],
-        evm: Default::default(),
+        evm,
     };
 
     // Which contracts can stay: same code, same constructor arguments, code on chain and
@@ -418,7 +420,6 @@ pub async fn deploy(
         .retain(|key, _| contracts.iter().any(|c| c.key() == key));
     let earlier_wiring = previous.map(|p| p.wiring).unwrap_or_default();
     wire(client, &mut sender, &mut record, &earlier_wiring, progress).await?;
-    record.evm = evm_contracts(client).await?;
     record.write(&options.record_path)?;
     progress(Progress::Written {
         path: options.record_path.clone(),

@@ -31,7 +31,7 @@ pub(crate) fn create(
         Some(salt) => creator.create2_from_code(salt, &initcode),
         None => creator.create(nonce),
     };
-    world.state.warm_account(address);
+    world.state.warm_created(address);
     let msg = Message {
         kind: if salt.is_some() {
             CallKind::Create2
@@ -67,7 +67,7 @@ pub(crate) fn create_at(
     initcode: Vec<u8>,
     gas: u64,
 ) -> (Box<World>, CreateResult) {
-    world.state.warm_account(address);
+    world.state.warm_created(address);
     let msg = Message {
         kind: CallKind::Create,
         caller: creator,

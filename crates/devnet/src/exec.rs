@@ -74,8 +74,9 @@ impl World {
         // warm; EIP-3651: so does coinbase.
         let warm = [origin, self.block.coinbase].into_iter().chain(to);
         self.state.begin_tx(warm.chain(system_addresses()));
-        // EIP-2930: what the transaction paid to name in its access list starts warm too.
-        for item in self.tx.access_list.iter() {
+        // EIP-2930: what the transaction paid to name in its access list starts warm too. Taken,
+        // so that the next call does not inherit it.
+        for item in std::mem::take(&mut self.tx.access_list).iter() {
             self.state.warm_account(item.address);
             for slot in &item.storage_keys {
                 self.state.warm_slot(item.address, *slot);

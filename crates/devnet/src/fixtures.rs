@@ -61,7 +61,8 @@ pub fn fixtures() -> &'static BTreeMap<String, Fixture> {
     &FILE
 }
 
-/// Where each fixture is installed, by contract name.
+/// Where each fixture is installed, by contract name, in the order they are installed (USDC's
+/// library before its implementation, the implementation before the proxy naming it).
 pub fn addresses() -> Vec<(&'static str, Address)> {
     vec![
         ("Safe", evm::SAFE),
@@ -110,7 +111,7 @@ pub fn install(exec: &mut Executor) {
             out.revert_data
         );
     }
-    // As Circle's deployment: the implementation initialised with throwaway values, so that
+    // As Circle's deployment: the implementation initialised with throwaway roles, so that
     // nobody can take it over; then the proxy, as USDC.
     initialise_usdc(exec, USDC_IMPLEMENTATION, Address::with_last_byte(1));
     let operator = usdc_operator();

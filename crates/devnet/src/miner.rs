@@ -35,7 +35,14 @@ pub fn spawn(chain: Arc<Mutex<Chain>>) -> tokio::task::JoinHandle<()> {
                 Some(period) => {
                     tokio::select! {
                         () = tokio::time::sleep(period) => {
-                            chain.lock().unwrap_or_else(|e| e.into_inner()).mine(1);
+                            let mut chain = chain.lock().unwrap_or_else(|e| e.into_inner());
+                            // A panic is a devnet bug: put the executor back and keep mining.
+                            let mined = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                chain.mine(1)
+                            }));
+                            if mined.is_err() {
+                                chain.recover();
+                            }
                         }
                         changed = rx.changed() => if changed.is_err() { return },
                     }

@@ -4,7 +4,7 @@
 //! tries are built from the state when asked, with alloy-trie's `HashBuilder`: the storage
 //! trie of the account (keys `keccak(slot)`, values `rlp(value)`, zero slots absent) and the
 //! account trie (keys `keccak(address)`, values `rlp([nonce, balance, storageRoot,
-//! codeHash])`, EIP-161-empty accounts absent). A proof verifies against [`state_root`] of the
+//! codeHash])`, EIP-161-empty accounts without storage absent). A proof verifies against [`state_root`] of the
 //! same state. Building costs O(state), fine for a dev chain's size.
 
 use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
@@ -20,7 +20,8 @@ pub fn account_proof(
     address: Address,
     slots: &[B256],
 ) -> EIP1186AccountProofResponse {
-    let account = state.account(address).filter(|a| !a.is_empty());
+    let account = state.account(address).cloned().unwrap_or_default();
+    let account = in_trie(state, address, &account).then_some(account);
     let (storage_hash, storage_nodes) = storage_trie(state, address, slots);
     let storage_proof = slots
         .iter()
@@ -34,8 +35,8 @@ pub fn account_proof(
     let (_, account_nodes) = account_trie(state, &[hashed]);
     EIP1186AccountProofResponse {
         address,
-        balance: account.map_or(U256::ZERO, |a| a.balance),
-        nonce: account.map_or(0, |a| a.nonce),
+        balance: account.as_ref().map_or(U256::ZERO, |a| a.balance),
+        nonce: account.as_ref().map_or(0, |a| a.nonce),
         // geth answers an absent account with the empty code hash and the empty root.
         code_hash: account.map_or(alloy_trie::KECCAK_EMPTY, |a| a.code_hash),
         storage_hash,
@@ -51,20 +52,33 @@ pub fn state_root(state: &State) -> B256 {
 
 /// The account trie, retaining the nodes on the paths to `targets` (hashed addresses).
 fn account_trie(state: &State, targets: &[B256]) -> (B256, ProofNodes) {
-    let leaves = state
+    let addresses: std::collections::BTreeSet<Address> = state
         .accounts()
-        .filter(|(_, a)| !a.is_empty())
-        .map(|(address, a)| {
-            let account = TrieAccount {
-                nonce: a.nonce,
-                balance: a.balance,
-                storage_root: storage_trie(state, *address, &[]).0,
-                code_hash: a.code_hash,
-            };
-            (keccak256(address), alloy_rlp::encode(account))
+        .map(|(a, _)| *a)
+        .chain(state.storage_owners().copied())
+        .collect();
+    let leaves = addresses
+        .into_iter()
+        .filter_map(|address| {
+            let a = state.account(address).cloned().unwrap_or_default();
+            in_trie(state, address, &a).then(|| {
+                let account = TrieAccount {
+                    nonce: a.nonce,
+                    balance: a.balance,
+                    storage_root: storage_trie(state, address, &[]).0,
+                    code_hash: a.code_hash,
+                };
+                (keccak256(address), alloy_rlp::encode(account))
+            })
         })
         .collect();
     trie(leaves, targets)
+}
+
+/// Whether an account is a leaf of the account trie: not EIP-161-empty, or holding storage
+/// (`anvil_setStorageAt` on a fresh address makes such an account).
+fn in_trie(state: &State, address: Address, account: &crate::state::Account) -> bool {
+    !account.is_empty() || state.storage_of(address).next().is_some()
 }
 
 /// The storage trie of `address`, retaining the nodes on the paths to `slots`.
@@ -172,6 +186,27 @@ mod tests {
             &p.storage_proof[0].proof,
         )
         .is_err());
+
+        // Storage at an otherwise empty address (`anvil_setStorageAt`): the account is in the
+        // trie, so its account proof and storage proof agree.
+        let bare = Address::repeat_byte(0x55);
+        state.set_storage(bare, present, B256::from(U256::from(9u64)));
+        let root = state_root(&state);
+        let p = account_proof(&state, bare, &[present]);
+        assert_ne!(p.storage_hash, EMPTY_ROOT_HASH);
+        let account = TrieAccount {
+            nonce: 0,
+            balance: U256::ZERO,
+            storage_root: p.storage_hash,
+            code_hash: alloy_trie::KECCAK_EMPTY,
+        };
+        verify_proof(
+            root,
+            Nibbles::unpack(keccak256(bare)),
+            leaf_value(account),
+            &p.account_proof,
+        )
+        .expect("an account holding only storage is proven present");
 
         // An account that does not exist: an exclusion proof, empty storage.
         let nobody = Address::repeat_byte(0xee);

@@ -106,6 +106,10 @@ pub struct State {
     journal: Vec<Undo>,
     warm_accounts: HashSet<Address>,
     warm_slots: HashSet<(Address, B256)>,
+    /// What this transaction reached, reverted frames included (the warm sets forget those):
+    /// what `eth_createAccessList` reports. Not journaled.
+    touched_accounts: HashSet<Address>,
+    touched_slots: HashSet<(Address, B256)>,
     /// EIP-2200 "original value": the slot's value at the start of the transaction.
     originals: HashMap<(Address, B256), B256>,
     /// EIP-3529 refund counter (may go negative within a tx, as in geth's accounting).
@@ -131,6 +135,8 @@ impl State {
         self.logs.clear();
         self.warm_accounts.clear();
         self.warm_slots.clear();
+        self.touched_accounts.clear();
+        self.touched_slots.clear();
         self.originals.clear();
         self.transient.clear();
         self.refund = 0;
@@ -392,6 +398,12 @@ impl State {
         }
     }
 
+    /// Every address holding storage (an account of its own or not: `anvil_setStorageAt` can
+    /// write to an address nothing else touched).
+    pub fn storage_owners(&self) -> impl Iterator<Item = &Address> {
+        self.storage.keys()
+    }
+
     /// All non-zero slots of `address` (for dumps and tests).
     pub fn storage_of(&self, address: Address) -> impl Iterator<Item = (&B256, &B256)> {
         self.storage.get(&address).into_iter().flatten()
@@ -418,8 +430,15 @@ impl State {
 
     // ----- EIP-2929 access sets ---------------------------------------------------------------
 
-    /// Marks `address` warm; returns whether it was cold.
+    /// Marks `address` warm (and touched); returns whether it was cold.
     pub fn warm_account(&mut self, address: Address) -> bool {
+        self.touched_accounts.insert(address);
+        self.warm_created(address)
+    }
+
+    /// Marks an address a creation is about to use warm, without counting it as touched (geth's
+    /// access lists name only what code reached; a created contract is not listed).
+    pub fn warm_created(&mut self, address: Address) -> bool {
         let cold = self.warm_accounts.insert(address);
         if cold {
             self.journal.push(Undo::WarmAccount(address));
@@ -437,14 +456,17 @@ impl State {
         self.warm_slots.contains(&(address, slot))
     }
 
-    /// The accounts and slots accessed in this (or the last) transaction, the pre-warmed ones
-    /// included: what `eth_createAccessList` reports.
-    pub fn accessed(&self) -> (&HashSet<Address>, &HashSet<(Address, B256)>) {
-        (&self.warm_accounts, &self.warm_slots)
+    /// The accounts and slots this (or the last) transaction touched: reached by its code,
+    /// in frames that reverted too, or named in its access list (not the sender, recipient,
+    /// coinbase and precompiles every transaction starts with warm): what
+    /// `eth_createAccessList` reports.
+    pub fn touched(&self) -> (&HashSet<Address>, &HashSet<(Address, B256)>) {
+        (&self.touched_accounts, &self.touched_slots)
     }
 
-    /// Marks a slot warm; returns whether it was cold.
+    /// Marks a slot warm (and touched); returns whether it was cold.
     pub fn warm_slot(&mut self, address: Address, slot: B256) -> bool {
+        self.touched_slots.insert((address, slot));
         let cold = self.warm_slots.insert((address, slot));
         if cold {
             self.journal.push(Undo::WarmSlot(address, slot));

@@ -62,6 +62,13 @@ pub enum StateFileError {
         /// The running chain's id.
         chain: u64,
     },
+    /// The chain asks for the EVM fixtures, but the file was saved from a chain without them
+    /// (loading it would silently leave USDC and Safe out).
+    #[error("{} was saved from a chain without the EVM fixtures (no USDC at {}): remove it to start a new chain with them, or start without them", path.display(), bursar_bindings::evm::USDC)]
+    WithoutFixtures {
+        /// The state file.
+        path: PathBuf,
+    },
     /// The content parses but is inconsistent (a header that does not hash to its stored
     /// hash, undecodable transaction bytes, ...).
     #[error("the state file is corrupt: {0}")]

@@ -11,11 +11,13 @@ impl Chain {
         for _ in 0..n {
             let number = self.block_number() + 1;
             let ts = self.next_block_timestamp();
-            self.next_timestamp = None;
-            let pending = std::mem::take(&mut self.pending);
+            // A copy: should building panic (a devnet bug), the pool and the next timestamp
+            // stay as they were (see `Chain::recover`).
+            let pending = self.pending.clone();
             // Those that do not fit wait for the next block.
             let (leftover, _) = self.build_block(number, ts, pending, Bytes::new());
             self.pending = leftover;
+            self.next_timestamp = None;
         }
         self.publish();
     }

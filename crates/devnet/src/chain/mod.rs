@@ -269,10 +269,12 @@ impl Chain {
         chain
     }
 
-    /// Puts the executor back on the head's state after a panic inside a request (a devnet
-    /// bug, answered -32603 by the RPC layer): the panic may have taken the executor's world
-    /// mid-call, or left it on a simulation's or a replay's state. Blocks, the pool and filters
-    /// are untouched: they change only after execution succeeded.
+    /// Puts the executor back on the head's state after a panic inside a request or the
+    /// interval miner (a devnet bug, answered -32603 by the RPC layer): the panic may have taken
+    /// the executor's world mid-call, or left it on a simulation's or a replay's state. Blocks
+    /// and the pool are untouched (a block being built replaces the pool only once sealed), so
+    /// pooled transactions stay pooled; with automine, the transaction whose block panicked
+    /// stays pooled too, though its sender got an error.
     pub fn recover(&mut self) {
         let head = self.block_number();
         let Some(state) = self.view.state_at(head).cloned() else {
@@ -337,11 +339,18 @@ impl Chain {
 
     /// Replaces this chain's blocks, transactions and world state with those saved in `path`
     /// by [`Chain::save_state`]; the chain then mines on top of the loaded head. Refuses a file
-    /// of another format version or chain id. The pool and snapshots are cleared; filters and
+    /// of another format version or chain id, or one saved without the EVM fixtures when this
+    /// chain asks for them. The pool and snapshots are cleared; filters and
     /// subscribers see the old blocks removed and the loaded ones added. History: see the
     /// module docs.
     pub fn load_state(&mut self, path: &std::path::Path) -> Result<(), StateFileError> {
         let loaded = StateFile::read(path)?.into_chain(self.view.config.chain_id)?;
+        if self.view.config.evm_fixtures && loaded.state.code(bursar_bindings::evm::USDC).is_empty()
+        {
+            return Err(StateFileError::WithoutFixtures {
+                path: path.to_path_buf(),
+            });
+        }
         let head = loaded
             .blocks
             .last()

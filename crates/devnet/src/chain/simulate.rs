@@ -175,10 +175,11 @@ impl Chain {
 
     /// `eth_createAccessList`: the accounts and storage slots `req` touches, run as
     /// [`Chain::simulate`] runs it, and the outcome with that list sent along. As geth, the list
-    /// leaves out the sender, the recipient (or created address) unless slots of it are read,
-    /// and the precompiles (ArbOS's too); it starts from `req`'s own list and runs again with
-    /// each larger list until nothing new is touched (a list can change the path a call takes).
-    /// Stylus programs' storage reads count as the EVM's do: both warm the same sets.
+    /// names what code reached, in frames that reverted too; it leaves out the sender, the
+    /// recipient (or created address) unless slots of it are read, and the precompiles (ArbOS's
+    /// too); it starts from `req`'s own list and runs again with each larger list until nothing
+    /// new is touched (a list can change the path a call takes). Stylus programs' storage
+    /// reads count as the EVM's do.
     pub fn create_access_list(
         &mut self,
         req: &CallRequest,
@@ -195,7 +196,7 @@ impl Chain {
             };
             from.create(nonce)
         });
-        let skip = [from, to, self.exec.block().coinbase];
+        let skip = [from, to];
         let mut req = req.clone();
         // Each round only adds entries, so this ends; the bound is for pathological code.
         for _ in 0..16 {
@@ -351,9 +352,9 @@ impl Chain {
 }
 
 /// What a message touched, as an access list: every slot it read or wrote, and every other
-/// account it reached but those in `skip` and the precompiles.
+/// account it reached but those in `skip` and the precompiles, reverted frames included.
 fn touched(state: &State, skip: &[Address]) -> AccessList {
-    let (accounts, slots) = state.accessed();
+    let (accounts, slots) = state.touched();
     let mut by_address: std::collections::BTreeMap<Address, Vec<B256>> = Default::default();
     for (address, slot) in slots {
         by_address.entry(*address).or_default().push(*slot);

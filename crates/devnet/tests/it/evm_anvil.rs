@@ -651,6 +651,16 @@ async fn access_lists_proofs_and_pending_filters_equal_anvil() {
             codeOfCall { a: other }.abi_encode(),
         ),
         ("bump", bumpCall { n: U256::from(3) }.abi_encode()),
+        // A frame that reads `counter` (slot 0) and then fails (a write under STATICCALL):
+        // what it touched is listed although its warm slots were rolled back.
+        (
+            "a failed inner frame",
+            forwardStaticCall {
+                target: suite_at,
+                data: bumpCall { n: U256::from(1) }.abi_encode().into(),
+            }
+            .abi_encode(),
+        ),
         ("revert", revertReasonCall { r: "no".into() }.abi_encode()),
     ];
     let mut sent = Vec::new();
@@ -669,6 +679,14 @@ async fn access_lists_proofs_and_pending_filters_equal_anvil() {
         let lists = both("eth_createAccessList", req).await;
         if lists[0] != lists[1] {
             diffs.push(format!("{name}: devnet {} vs anvil {}", lists[0], lists[1]));
+        }
+        if name == "a failed inner frame" {
+            assert_eq!(
+                lists[0]["accessList"][0]["storageKeys"],
+                json!([B256::ZERO]),
+                "slot 0 of the suite, read by the failed frame: {}",
+                lists[0]
+            );
         }
         if name == "codeOf another account" {
             assert_eq!(

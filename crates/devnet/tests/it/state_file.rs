@@ -255,3 +255,34 @@ fn files_for_another_chain_or_format_are_refused() {
     ));
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
+
+#[test]
+fn a_chain_with_the_evm_fixtures_refuses_a_file_saved_without_them() {
+    let fixtures = ChainConfig {
+        evm_fixtures: true,
+        ..ChainConfig::default()
+    };
+    let path = temp_file("fixtures");
+    Chain::new(ChainConfig::default())
+        .save_state(&path)
+        .unwrap();
+    let mut chain = Chain::new(fixtures.clone());
+    let err = chain.load_state(&path).unwrap_err();
+    assert!(
+        matches!(err, StateFileError::WithoutFixtures { .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("without the EVM fixtures"),
+        "{err}"
+    );
+    let usdc = bursar_bindings::evm::USDC;
+    assert!(!chain.state().code(usdc).is_empty(), "nothing loaded");
+
+    // Saved with them, it loads with them.
+    chain.save_state(&path).unwrap();
+    let mut again = Chain::new(fixtures);
+    again.load_state(&path).unwrap();
+    assert_eq!(again.state().code(usdc), chain.state().code(usdc));
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
