@@ -311,8 +311,8 @@ impl Executor {
 impl Executor {
     /// Runs a contract creation as a transaction of its own (CREATE semantics: the address
     /// comes from `from`'s current nonce, which is bumped — as geth does for creation
-    /// transactions, so the transaction layer must not bump it again). The initcode runs in
-    /// the minimal interpreter of [`crate::create`]. No intrinsic gas or fees.
+    /// transactions, so the transaction layer must not bump it again). The initcode runs as EVM
+    /// code (see [`crate::create`]). No intrinsic gas or fees.
     pub fn create(
         &mut self,
         from: Address,
@@ -320,23 +320,11 @@ impl Executor {
         initcode: &[u8],
         gas: u64,
     ) -> CreateOutcome {
-        let mut world = self.world.take().expect("world present between calls");
-        world.begin_tx(from, None);
-        let (mut world, result) =
-            crate::create::create(world, from, value, initcode.to_vec(), None, gas, 0);
-        let (logs, refund) = world.state.end_tx();
-        self.world = Some(world);
-        CreateOutcome {
-            address: result.address,
-            revert_data: result.revert_data,
-            gas_used: gas - result.gas_left,
-            gas_refund: u64::try_from(refund).unwrap_or(0),
-            logs,
-        }
+        self.creation(from, gas, |world| {
+            crate::create::create(world, from, value, initcode.to_vec(), None, gas, 0)
+        })
     }
-}
 
-impl Executor {
     /// Runs `initcode` by `from` at `address`, chosen rather than derived (no nonce is used),
     /// as a transaction of its own: a genesis placing a contract at its well-known address.
     pub fn create_at(
@@ -346,10 +334,22 @@ impl Executor {
         initcode: &[u8],
         gas: u64,
     ) -> CreateOutcome {
+        self.creation(from, gas, |world| {
+            crate::create::create_at(world, from, address, initcode.to_vec(), gas)
+        })
+    }
+
+    /// `run` (a creation by `from` with `gas`) between the start and the end of a
+    /// transaction of its own.
+    fn creation(
+        &mut self,
+        from: Address,
+        gas: u64,
+        run: impl FnOnce(Box<World>) -> (Box<World>, crate::frame::CreateResult),
+    ) -> CreateOutcome {
         let mut world = self.world.take().expect("world present between calls");
         world.begin_tx(from, None);
-        let (mut world, result) =
-            crate::create::create_at(world, from, address, initcode.to_vec(), gas);
+        let (mut world, result) = run(world);
         let (logs, refund) = world.state.end_tx();
         self.world = Some(world);
         CreateOutcome {
