@@ -1,6 +1,7 @@
 //! `cargo xtask build-contracts`: build every contract crate to wasm, post-process, validate,
 //! write `target/contracts/` and report sizes.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -10,7 +11,7 @@ use clap::Args;
 
 use crate::report::{self, Outcome, Row};
 use crate::toolchain::{self, Preference, Toolchain, WASM_TARGET};
-use crate::wasm;
+use crate::{prebuilt, wasm};
 
 /// Contract crates, in build order. Crates that are not workspace members yet are skipped.
 pub(crate) const CONTRACTS: &[&str] = &[
@@ -37,7 +38,26 @@ pub(crate) struct BuildArgs {
     pub no_install: bool,
 }
 
+/// `cargo xtask build-contracts`: builds, and when every contract was built by the pinned
+/// compiler, commits the result to [`prebuilt::DIR`] for the demo's first run.
 pub(crate) fn run(args: &BuildArgs) -> Result<()> {
+    match build(args)? {
+        Some(build) => build.record(),
+        None => Ok(()),
+    }
+}
+
+/// The build, then a check that the committed artifacts are what it made (`cargo xtask test`).
+pub(crate) fn run_and_verify(args: &BuildArgs) -> Result<()> {
+    match build(args)? {
+        Some(build) => build.verify(),
+        None => Ok(()),
+    }
+}
+
+/// Builds the selected contracts into `target/contracts/`; answers the build when it is
+/// complete and made by the pinned compiler (Debian's), the one [`prebuilt`] records.
+fn build(args: &BuildArgs) -> Result<Option<prebuilt::Build>> {
     let workspace = workspace_root();
     for name in &args.contracts {
         if !CONTRACTS.contains(&name.as_str()) {
@@ -56,7 +76,7 @@ pub(crate) fn run(args: &BuildArgs) -> Result<()> {
     let members = workspace_members(&workspace)?;
     let mut to_build = Vec::new();
     for krate in selected {
-        if members.iter().any(|m| m == krate) {
+        if members.contains_key(krate) {
             to_build.push(krate);
         } else {
             println!(
@@ -67,8 +87,9 @@ pub(crate) fn run(args: &BuildArgs) -> Result<()> {
     }
     if to_build.is_empty() {
         println!("no contracts to build");
-        return Ok(());
+        return Ok(None);
     }
+    let complete = to_build.len() == CONTRACTS.len();
 
     let toolchain = Toolchain::detect(args.toolchain, !args.no_install)?;
     if !toolchain.builds_std() {
@@ -114,7 +135,14 @@ pub(crate) fn run(args: &BuildArgs) -> Result<()> {
             failures.join("\n")
         );
     }
-    Ok(())
+    Ok(match (complete, &toolchain) {
+        (true, Toolchain::Debian { .. }) => Some(prebuilt::Build {
+            rustc: toolchain::debian_rustc_version()?,
+            root: workspace,
+            built: out_dir,
+        }),
+        _ => None,
+    })
 }
 
 fn build_one(
@@ -204,8 +232,8 @@ fn wasm_target_dir(workspace: &Path) -> Result<PathBuf> {
     })
 }
 
-/// Package names of the workspace members (`cargo metadata --no-deps`).
-fn workspace_members(workspace: &Path) -> Result<Vec<String>> {
+/// The workspace members' package names and directories (`cargo metadata --no-deps`).
+pub(crate) fn workspace_members(workspace: &Path) -> Result<BTreeMap<String, PathBuf>> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let out = toolchain::command_output(Command::new(cargo).current_dir(workspace).args([
         "metadata",
@@ -221,6 +249,10 @@ fn workspace_members(workspace: &Path) -> Result<Vec<String>> {
         .context("cargo metadata: no packages array")?;
     Ok(packages
         .iter()
-        .filter_map(|p| p["name"].as_str().map(str::to_string))
+        .filter_map(|p| {
+            let name = p["name"].as_str()?;
+            let dir = Path::new(p["manifest_path"].as_str()?).parent()?;
+            Some((name.to_string(), dir.to_path_buf()))
+        })
         .collect())
 }

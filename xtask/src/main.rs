@@ -14,6 +14,7 @@ mod build_contracts;
 mod cycles;
 mod floors;
 mod postgres;
+mod prebuilt;
 mod report;
 mod setup;
 mod test;
@@ -39,8 +40,9 @@ enum Cmd {
     /// Run everything CI runs: `cargo fmt --check`, `cargo clippy -D warnings`,
     /// `build-contracts`, then the whole workspace's tests.
     Test(build_contracts::BuildArgs),
-    /// The main job: build the contracts, then run `bursar demo` (devnet in-process, deploy,
-    /// an agent session end to end, its audit trail).
+    /// The main job: the contracts (the committed ones when built from these sources, else
+    /// built), then `bursar demo` (devnet in-process, deploy, an agent session end to end, its
+    /// audit trail).
     Demo(build_contracts::BuildArgs),
     /// Check the floors of docs/ARCHITECTURE.md: every crate's dependencies point down, the
     /// relayer's and the indexer's modules import down their tables, and no source files

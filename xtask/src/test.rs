@@ -6,7 +6,8 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 use crate::build_contracts::{self, BuildArgs, CONTRACTS};
-use crate::postgres;
+use crate::toolchain::Preference;
+use crate::{postgres, prebuilt};
 
 /// The floors of the dependencies, what the tests need installed ([`crate::setup`]),
 /// formatting and lints, then the contracts as deployable WASM (which enforces the activation
@@ -44,19 +45,25 @@ pub(crate) fn run(build: &BuildArgs) -> Result<()> {
         "warnings",
     ]);
     cargo("lints (contracts as deployed)", &contracts)?;
-    eprintln!("==> contracts: build-contracts");
-    build_contracts::run(build)?;
+    eprintln!("==> contracts: build-contracts, then the committed artifacts checked against it");
+    build_contracts::run_and_verify(build)?;
     env.push((postgres::URL_VAR.into(), postgres::test_url()?));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     cargo_with("tests", &["test", "--workspace"], &env)
 }
 
-/// Builds the contracts and, beside them, the `bursar` binary; then runs the demonstration.
+/// Deploys the committed contracts ([`prebuilt`]) when they were built from these sources, or
+/// builds them and, beside them, the `bursar` binary; then runs the demonstration.
 /// Side by side because the contracts' build leaves a core idle much of the time (std for
 /// wasm32 is a chain of crates, and each contract links alone with one codegen unit); the
 /// binary's build runs at a lower priority, so the contracts — the longer path — only lend it
 /// what they leave idle. The README gives the figures.
 pub(crate) fn demo(build: &BuildArgs) -> Result<()> {
+    let root = build_contracts::workspace_root();
+    let defaults = build.contracts.is_empty() && build.toolchain == Preference::Auto;
+    if defaults && prebuilt::install(&root, &root.join("target").join("contracts"))? {
+        return cargo("demo", &["run", "-p", "bursar", "--", "demo"]);
+    }
     eprintln!("==> demo: cargo build -p bursar, beside the contracts");
     let mut binary = Command::new("nice")
         .args(["-n", "10"])

@@ -215,6 +215,13 @@ fn ensure_debian_toolchain(install: bool) -> Result<()> {
     Ok(())
 }
 
+/// Debian's compiler's whole `--version` line (the package's updates keep its short version).
+pub(crate) fn debian_rustc_version() -> Result<String> {
+    Ok(command_output(Command::new(DEBIAN_RUSTC).arg("--version"))?
+        .trim()
+        .to_string())
+}
+
 /// Makes sure `wasm-opt` (binaryen) runs; returns its version line.
 pub(crate) fn ensure_wasm_opt(install: bool) -> Result<String> {
     if let Ok(version) = command_output(Command::new("wasm-opt").arg("--version")) {
