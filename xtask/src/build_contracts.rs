@@ -1,26 +1,16 @@
 //! `cargo xtask build-contracts`: build every contract crate to wasm, post-process, validate,
 //! write `target/contracts/` and report sizes.
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use crate::report::{self, Outcome, Row};
 use crate::toolchain::{self, Preference, Toolchain, WASM_TARGET};
+use crate::workspace::{self, CONTRACTS};
 use crate::{prebuilt, wasm};
-
-/// Contract crates, in build order. Crates that are not workspace members yet are skipped.
-pub(crate) const CONTRACTS: &[&str] = &[
-    "session-wallet",
-    "session-gateway",
-    "counterparty-registry",
-    "receipt-registry",
-    "test-token",
-];
 
 /// Env var overriding where the wasm builds go (CI keeps it outside the clone for caching).
 pub(crate) const WASM_TARGET_DIR_ENV: &str = "BURSAR_WASM_TARGET_DIR";
@@ -58,7 +48,7 @@ pub(crate) fn run_and_verify(args: &BuildArgs) -> Result<()> {
 /// Builds the selected contracts into `target/contracts/`; answers the build when it is
 /// complete and made by the pinned compiler (Debian's), the one [`prebuilt`] records.
 fn build(args: &BuildArgs) -> Result<Option<prebuilt::Build>> {
-    let workspace = workspace_root();
+    let workspace = workspace::root();
     for name in &args.contracts {
         if !CONTRACTS.contains(&name.as_str()) {
             bail!(
@@ -73,7 +63,7 @@ fn build(args: &BuildArgs) -> Result<Option<prebuilt::Build>> {
         .filter(|c| args.contracts.is_empty() || args.contracts.iter().any(|a| a == c))
         .collect();
 
-    let members = workspace_members(&workspace)?;
+    let members = workspace::members(&workspace)?;
     let mut to_build = Vec::new();
     for krate in selected {
         if members.contains_key(krate) {
@@ -209,14 +199,6 @@ fn build_one(
     row
 }
 
-/// The workspace root (parent of the xtask crate).
-pub(crate) fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives inside the workspace")
-        .to_path_buf()
-}
-
 /// Where the wasm32 cargo builds go: `$BURSAR_WASM_TARGET_DIR` or `target/wasm`.
 fn wasm_target_dir(workspace: &Path) -> Result<PathBuf> {
     Ok(match std::env::var_os(WASM_TARGET_DIR_ENV) {
@@ -230,29 +212,4 @@ fn wasm_target_dir(workspace: &Path) -> Result<PathBuf> {
         }
         _ => workspace.join("target").join("wasm"),
     })
-}
-
-/// The workspace members' package names and directories (`cargo metadata --no-deps`).
-pub(crate) fn workspace_members(workspace: &Path) -> Result<BTreeMap<String, PathBuf>> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let out = toolchain::command_output(Command::new(cargo).current_dir(workspace).args([
-        "metadata",
-        "--no-deps",
-        "--format-version",
-        "1",
-    ]))
-    .context("listing workspace members")?;
-    let meta: serde_json::Value =
-        serde_json::from_str(&out).context("parsing cargo metadata output")?;
-    let packages = meta["packages"]
-        .as_array()
-        .context("cargo metadata: no packages array")?;
-    Ok(packages
-        .iter()
-        .filter_map(|p| {
-            let name = p["name"].as_str()?;
-            let dir = Path::new(p["manifest_path"].as_str()?).parent()?;
-            Some((name.to_string(), dir.to_path_buf()))
-        })
-        .collect())
 }

@@ -20,6 +20,7 @@ mod setup;
 mod test;
 mod toolchain;
 mod wasm;
+mod workspace;
 
 use std::process::ExitCode;
 
@@ -68,7 +69,7 @@ fn main() -> ExitCode {
         Cmd::BuildContracts(args) => build_contracts::run(args),
         Cmd::Test(args) => test::run(args),
         Cmd::Demo(args) => test::demo(args),
-        Cmd::Floors => floors::check(&build_contracts::workspace_root()),
+        Cmd::Floors => floors::check(&workspace::root()),
         Cmd::Cycles { dirs } => {
             let default = [
                 "relayer",
@@ -84,14 +85,14 @@ fn main() -> ExitCode {
                 true => default.iter().map(std::path::PathBuf::from).collect(),
                 false => dirs.clone(),
             };
-            cycles::find(&build_contracts::workspace_root(), &dirs).map(|found| {
+            cycles::find(&workspace::root(), &dirs).map(|found| {
                 for circle in &found {
                     println!("{circle}");
                 }
                 println!("{} import circles", found.len());
             })
         }
-        Cmd::Setup => setup::run(&build_contracts::workspace_root()).map(|env| {
+        Cmd::Setup => setup::run(&workspace::root()).map(|env| {
             for (name, value) in env {
                 println!("{name}={value}");
             }

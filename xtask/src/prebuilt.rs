@@ -19,8 +19,8 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::build_contracts::CONTRACTS;
 use crate::toolchain::{self, WASM_TARGET};
+use crate::workspace::CONTRACTS;
 
 /// Where the committed artifacts live, from the workspace root.
 pub(crate) const DIR: &str = "contracts/artifacts";
@@ -220,7 +220,7 @@ fn build_packages(root: &Path) -> Result<Vec<String>> {
 fn inputs_digest(root: &Path, packages: &[String]) -> Result<Option<String>> {
     let lock = fs::read_to_string(root.join("Cargo.lock")).context("reading Cargo.lock")?;
     let lock = lockfile::parse(&lock);
-    let members = crate::build_contracts::workspace_members(root)?;
+    let members = crate::workspace::members(root)?;
     let mut hasher = Sha256::new();
     for spec in packages {
         let Some(package) = lockfile::find(&lock, spec) else {
@@ -407,7 +407,7 @@ mod tests {
     /// (at that version) makes the artifacts stale.
     #[test]
     fn the_inputs_are_what_the_contracts_build_reads() {
-        let root = crate::build_contracts::workspace_root();
+        let root = crate::workspace::root();
         let packages = build_packages(&root).unwrap();
         let names: BTreeSet<&str> = packages
             .iter()
@@ -439,7 +439,7 @@ mod tests {
     /// installing them copies every contract's code and the size report.
     #[test]
     fn the_committed_artifacts_are_current() {
-        let root = crate::build_contracts::workspace_root();
+        let root = crate::workspace::root();
         let record = read_record(&root)
             .unwrap()
             .expect("contracts/artifacts/record.json");

@@ -5,8 +5,9 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-use crate::build_contracts::{self, BuildArgs, CONTRACTS};
+use crate::build_contracts::{self, BuildArgs};
 use crate::toolchain::Preference;
+use crate::workspace::{self, CONTRACTS};
 use crate::{postgres, prebuilt};
 
 /// The floors of the dependencies, what the tests need installed ([`crate::setup`]),
@@ -14,7 +15,7 @@ use crate::{postgres, prebuilt};
 /// rules and the code-size limit, and gives the devnet tests fresh artifacts), then every
 /// workspace test, with a PostgreSQL server for those that run on both databases.
 pub(crate) fn run(build: &BuildArgs) -> Result<()> {
-    let root = build_contracts::workspace_root();
+    let root = workspace::root();
     crate::floors::check(&root)?;
     let mut env = crate::setup::run(&root)?;
     cargo("format", &["fmt", "--all", "--", "--check"])?;
@@ -59,7 +60,7 @@ pub(crate) fn run(build: &BuildArgs) -> Result<()> {
 /// binary's build runs at a lower priority, so the contracts — the longer path — only lend it
 /// what they leave idle. The README gives the figures.
 pub(crate) fn demo(build: &BuildArgs) -> Result<()> {
-    let root = build_contracts::workspace_root();
+    let root = workspace::root();
     let defaults = build.contracts.is_empty() && build.toolchain == Preference::Auto;
     if defaults && prebuilt::install(&root, &root.join("target").join("contracts"))? {
         return cargo("demo", &["run", "-p", "bursar", "--", "demo"]);
