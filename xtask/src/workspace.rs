@@ -11,6 +11,7 @@ use crate::toolchain;
 /// Contract crates, in build order. Crates that are not workspace members yet are skipped.
 pub(crate) const CONTRACTS: &[&str] = &[
     "session-wallet",
+    "session-wallet-extension",
     "session-gateway",
     "counterparty-registry",
     "receipt-registry",

@@ -72,7 +72,7 @@ async fn deploy_with_env_key_then_keystore_without_leaking_secrets() {
     });
     assert!(out.status.success(), "{text}");
     assert!(
-        text.contains("[5/5] sessionWallet"),
+        text.contains("[6/6] sessionWallet"),
         "progress shown: {text}"
     );
     assert!(!text.contains(secret_hex), "the key leaked: {text}");
@@ -95,7 +95,7 @@ async fn deploy_with_env_key_then_keystore_without_leaking_secrets() {
     let (out, text) =
         tokio::task::block_in_place(|| bursar(&args, &[("BURSAR_KEYSTORE_PASSWORD", "pw")]));
     assert!(out.status.success(), "{text}");
-    assert_eq!(text.matches("already deployed").count(), 5, "{text}");
+    assert_eq!(text.matches("already deployed").count(), 6, "{text}");
 
     // A wrong password is named as such.
     let (out, text) =

@@ -49,6 +49,8 @@ interface ISessionWallet {
 
     function gateway() external view returns (address);
 
+    function extension() external view returns (address);
+
     function sessionId(address owner, uint256 nonce) external pure returns (uint256);
 
     function pendingTtl() external pure returns (uint64);

@@ -18,6 +18,10 @@ alloy_sol_types::sol! {
     /// A session's id is `uint256(keccak256(abi.encode(owner, nonce)))` (`sessionId`): each of an
     /// owner's nonces opens at most one session (`WalletNonceUsed` otherwise), which is also what
     /// makes an owner's signed `OpenSession` single-use — no nonce is stored besides the session.
+    ///
+    /// One address, two programs: the wallet runs open, pay, revoke, close and
+    /// `sessionAuthority` itself and delegates every other function to its `extension`, which
+    /// runs on the wallet's storage (see `contracts/README.md`).
     interface ISessionWallet {
         // ---- lifecycle -------------------------------------------------------------------
         function openSession(address owner, address sessionKey, address guardian, address token, uint256 deposit, uint256 perPaymentCap, uint256 periodBudget, uint64 periodSeconds, uint256 coSignThreshold, uint64 validAfter, uint64 expiresAt, uint64 leaseSeconds, address leaseKeeper, uint256 allowlistId, bytes32 metadata, uint256 nonce) external payable returns (uint256);
@@ -43,6 +47,7 @@ alloy_sol_types::sol! {
         function counterpartyRegistry() external view returns (address);
         function receiptRegistry() external view returns (address);
         function gateway() external view returns (address);
+        function extension() external view returns (address);
         function sessionId(address owner, uint256 nonce) external pure returns (uint256);
         function pendingTtl() external pure returns (uint64);
         function claimable(address owner, address token) external view returns (uint256);
@@ -165,7 +170,7 @@ pub enum InvalidParameter {
     Token = 5,
     /// A zero amount (payment or top-up).
     Amount = 6,
-    /// A registry or gateway address of zero (constructor).
+    /// A registry, gateway or extension address of zero (constructor).
     Registry = 7,
     /// An amount above `2^128 - 1` or an allowlist id above `2^64 - 1` (`openSession`), or a
     /// deposit that would pass `2^128 - 1` (`topUp`).

@@ -14,6 +14,22 @@ pub fn call<H: Host + ?Sized>(vm: &H, target: Address, data: &[u8]) -> Result<Ve
     unsafe { RawCall::new(vm).clear_storage_cache().call(target, data) }
 }
 
+/// A delegate call: `target`'s code run on the caller's storage, sender and value. Returns the
+/// return data, or the revert data.
+pub fn delegate<H: Host + ?Sized>(
+    vm: &H,
+    target: Address,
+    data: &[u8],
+) -> Result<Vec<u8>, Vec<u8>> {
+    // SAFETY: the callee writes this contract's storage directly, so the cache is flushed and
+    // cleared first: it reads what we wrote, and nothing it wrote is shadowed by a stale entry.
+    unsafe {
+        RawCall::new_delegate(vm)
+            .clear_storage_cache()
+            .call(target, data)
+    }
+}
+
 /// A static call (no state can change). Returns the return data, or `None` if it reverted.
 pub fn view<H: Host + ?Sized>(vm: &H, target: Address, data: &[u8]) -> Option<Vec<u8>> {
     // SAFETY: a static call cannot write state anywhere; our pending writes are flushed first so

@@ -19,7 +19,7 @@ extern crate alloc;
 pub mod error;
 pub mod pending;
 #[cfg(any(target_arch = "wasm32", test))]
-mod router;
+pub mod router;
 pub mod session;
 
 use alloc::vec::Vec;
@@ -55,6 +55,8 @@ pub struct SessionWallet {
     receipt_registry: StorageAddress,
     /// SessionGateway: may open sessions and decide pending payments for owners who signed.
     gateway: StorageAddress,
+    /// The program the wallet delegates its other functions to (see `router`).
+    extension: StorageAddress,
     pending_count: StorageU256,
     sessions: StorageMap<U256, Session>,
     pendings: StorageMap<U256, Pending>,
@@ -64,9 +66,10 @@ pub struct SessionWallet {
 
 #[public]
 impl SessionWallet {
-    /// Wires the wallet to its registries and its gateway (deployed through StylusDeployer).
-    /// Each of the three is then bound to this wallet by its binder (`bind(wallet)`), which it
-    /// accepts only because this wallet names it here: the wiring is fixed for good.
+    /// Wires the wallet to its registries, its gateway and its extension (deployed through
+    /// StylusDeployer). Each registry and the gateway is then bound to this wallet by its binder
+    /// (`bind(wallet)`), which it accepts only because this wallet names it here; the
+    /// extension is code the wallet runs on its own storage. The wiring is fixed for good.
     ///
     /// # Errors
     /// * [`WalletInvalidParameter`]`(Registry)` — an address is zero.
@@ -76,13 +79,19 @@ impl SessionWallet {
         counterparty_registry: Address,
         receipt_registry: Address,
         gateway: Address,
+        extension: Address,
     ) -> Result<()> {
-        if counterparty_registry.is_zero() || receipt_registry.is_zero() || gateway.is_zero() {
+        if counterparty_registry.is_zero()
+            || receipt_registry.is_zero()
+            || gateway.is_zero()
+            || extension.is_zero()
+        {
             return Err(WalletError::invalid(InvalidParameter::Registry));
         }
         self.counterparty_registry.set(counterparty_registry);
         self.receipt_registry.set(receipt_registry);
         self.gateway.set(gateway);
+        self.extension.set(extension);
         Ok(())
     }
 
@@ -540,6 +549,12 @@ impl SessionWallet {
     /// The SessionGateway trusted to act on owners' signatures (fixed at construction).
     pub fn gateway(&self) -> Address {
         self.gateway.get()
+    }
+
+    /// The program the wallet delegates its other functions to (fixed at construction). It
+    /// runs on the wallet's storage; called directly, it reverts.
+    pub fn extension(&self) -> Address {
+        self.extension.get()
     }
 
     /// The id of the session `owner` opens (or opened) with `nonce`.

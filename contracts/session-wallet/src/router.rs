@@ -22,13 +22,15 @@ use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::SolCall;
 use bursar_bindings::wallet::ISessionWallet::*;
 use bursar_contract_common::{word, Word};
+#[cfg(all(target_arch = "wasm32", feature = "entrypoint"))]
+use stylus_sdk::host::VM;
+#[cfg(target_arch = "wasm32")]
+use stylus_sdk::prelude::*;
 use stylus_sdk::{
     abi::CONSTRUCTOR_SELECTOR,
     stylus_core::{ConstructorGuard, ValueDenier},
     ArbResult,
 };
-#[cfg(target_arch = "wasm32")]
-use stylus_sdk::{host::VM, prelude::*};
 
 use crate::SessionWallet;
 
@@ -140,55 +142,87 @@ impl From<Malformed> for Outcome {
     }
 }
 
-#[cfg(target_arch = "wasm32")]
+/// The wallet program's entry point (the extension crate builds this crate without it).
+#[cfg(all(target_arch = "wasm32", feature = "entrypoint"))]
 #[entrypoint]
 fn route(input: Vec<u8>, host: VM) -> ArbResult {
     // SAFETY: one instance at slot 0 for the whole call, as `#[entrypoint]` creates it.
     let mut wallet = unsafe { <SessionWallet as StorageType>::new(U256::ZERO, 0, host) };
-    handle(&mut wallet, &input)
+    wallet_program(&mut wallet, &input)
 }
 
-/// Routes one call's calldata (selector included).
-fn handle(wallet: &mut SessionWallet, input: &[u8]) -> ArbResult {
+/// The wallet program: its own functions, and every other selector delegated to the
+/// extension, which runs on this wallet's storage, sender and value.
+#[cfg(target_arch = "wasm32")]
+pub fn wallet_program(wallet: &mut SessionWallet, input: &[u8]) -> ArbResult {
+    handle(wallet, input, Program::Wallet).unwrap_or_else(|| {
+        let extension = wallet.extension.get();
+        bursar_contract_common::call::delegate(wallet.vm(), extension, input)
+    })
+}
+
+/// The extension program: the functions the wallet delegates. Reached directly (not through
+/// a wallet's delegate call) it finds no wallet in its own storage and reverts.
+pub fn extension_program(wallet: &mut SessionWallet, input: &[u8]) -> ArbResult {
+    if wallet.extension.get().is_zero() {
+        return Err(Vec::new());
+    }
+    handle(wallet, input, Program::Extension).unwrap_or(Err(Vec::new()))
+}
+
+/// Which program a table belongs to. The wallet keeps what runs often or is called by the
+/// other contracts (open, pay, revoke, close, `sessionAuthority`); the extension has the
+/// rest, so that the wallet stays inside its size budget.
+#[derive(Clone, Copy, PartialEq)]
+enum Program {
+    Wallet,
+    Extension,
+}
+
+/// Routes one call's calldata (selector included); `None` when `program` has no such function.
+fn handle(wallet: &mut SessionWallet, input: &[u8], program: Program) -> Option<ArbResult> {
     let outcome = match (input.get(..4), input.get(4..)) {
         (Some(selector), Some(args)) => {
             let selector = u32::from_be_bytes(selector.try_into().unwrap_or_default());
-            dispatch(wallet, selector, &Args(args))
+            dispatch(wallet, program, selector, &Args(args))?
         }
         _ => Outcome::Revert,
     };
-    match outcome {
+    Some(match outcome {
         Outcome::Ok(data) => Ok(data),
         Outcome::Err(err) => Err(err.into()),
         Outcome::Revert => Err(Vec::new()),
-    }
+    })
 }
 
 fn sel<C: SolCall>() -> u32 {
     u32::from_be_bytes(C::SELECTOR)
 }
 
-fn dispatch(w: &mut SessionWallet, selector: u32, a: &Args) -> Outcome {
+fn dispatch(w: &mut SessionWallet, program: Program, selector: u32, a: &Args) -> Option<Outcome> {
     let payable = selector == sel::<openSessionCall>() || selector == sel::<topUpCall>();
     if !payable && w.deny_value("").is_err() {
-        return Outcome::Revert;
+        return Some(Outcome::Revert);
     }
-    match call(w, selector, a) {
-        Ok(outcome) => outcome,
-        Err(malformed) => malformed.into(),
-    }
+    let routed = match program {
+        Program::Wallet => wallet_call(w, selector, a),
+        Program::Extension => extension_call(w, selector, a),
+    };
+    routed.unwrap_or(Some(Outcome::Revert))
 }
 
-/// Decodes the arguments, calls the function and encodes what it returns.
-fn call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Outcome> {
+/// The wallet's functions: decodes the arguments, calls the function and encodes what it
+/// returns; `None` for a selector that is not the wallet's.
+fn wallet_call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Option<Outcome>> {
     let one = |r: crate::Result<Word>| Outcome::from(r.map(|v| words(&[v])));
     let unit = |r: crate::Result<()>| Outcome::from(r.map(|()| Vec::new()));
-    Ok(if s == CONSTRUCTOR_SELECTOR {
+    Ok(Some(if s == CONSTRUCTOR_SELECTOR {
         if w.check_constructor_slot().is_err() {
-            return Ok(Outcome::Revert);
+            return Ok(Some(Outcome::Revert));
         }
-        let (counterparty, receipts, gateway) = (a.address(0)?, a.address(1)?, a.address(2)?);
-        unit(w.constructor(counterparty, receipts, gateway))
+        let (counterparty, receipts) = (a.address(0)?, a.address(1)?);
+        let (gateway, extension) = (a.address(2)?, a.address(3)?);
+        unit(w.constructor(counterparty, receipts, gateway, extension))
     } else if s == sel::<openSessionCall>() {
         let r = w.open_session(
             a.address(0)?,
@@ -220,7 +254,23 @@ fn call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Outcome> {
             a.bytes(6)?,
         );
         Outcome::from(r.map(|(paid, id)| words(&[word(paid), word(id)])))
-    } else if s == sel::<approvePendingCall>() {
+    } else if s == sel::<revokeCall>() {
+        unit(w.revoke(a.u256(0)?))
+    } else if s == sel::<closeCall>() {
+        one(w.close(a.u256(0)?).map(word))
+    } else if s == sel::<sessionAuthorityCall>() {
+        let (owner, key, active) = w.session_authority(a.u256(0)?);
+        Outcome::Ok(words(&[word(owner), word(key), word(active)]))
+    } else {
+        return Ok(None);
+    }))
+}
+
+/// The extension's functions, as [`wallet_call`].
+fn extension_call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Option<Outcome>> {
+    let one = |r: crate::Result<Word>| Outcome::from(r.map(|v| words(&[v])));
+    let unit = |r: crate::Result<()>| Outcome::from(r.map(|()| Vec::new()));
+    Ok(Some(if s == sel::<approvePendingCall>() {
         one(w.approve_pending(a.u256(0)?).map(word))
     } else if s == sel::<rejectPendingCall>() {
         unit(w.reject_pending(a.u256(0)?))
@@ -229,10 +279,6 @@ fn call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Outcome> {
         one(r.map(word))
     } else if s == sel::<topUpCall>() {
         unit(w.top_up(a.u256(0)?, a.u256(1)?))
-    } else if s == sel::<revokeCall>() {
-        unit(w.revoke(a.u256(0)?))
-    } else if s == sel::<closeCall>() {
-        one(w.close(a.u256(0)?).map(word))
     } else if s == sel::<renewLeaseCall>() {
         let r = w.renew_signed(a.u256(0)?, a.u256(1)?, a.u256(2)?, a.bytes(3)?);
         one(r.map(word))
@@ -268,9 +314,6 @@ fn call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Outcome> {
             word(t.5),
             word(t.6),
         ]))
-    } else if s == sel::<sessionAuthorityCall>() {
-        let (owner, key, active) = w.session_authority(a.u256(0)?);
-        Outcome::Ok(words(&[word(owner), word(key), word(active)]))
     } else if s == sel::<remainingDepositCall>() {
         Outcome::Ok(words(&[word(w.remaining_deposit(a.u256(0)?))]))
     } else if s == sel::<remainingPeriodBudgetCall>() {
@@ -296,6 +339,8 @@ fn call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Outcome> {
         Outcome::Ok(words(&[word(w.receipt_registry())]))
     } else if s == sel::<gatewayCall>() {
         Outcome::Ok(words(&[word(w.gateway())]))
+    } else if s == sel::<extensionCall>() {
+        Outcome::Ok(words(&[word(w.extension())]))
     } else if s == sel::<sessionIdCall>() {
         Outcome::Ok(words(&[word(SessionWallet::session_id(
             a.address(0)?,
@@ -304,8 +349,8 @@ fn call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Outcome> {
     } else if s == sel::<pendingTtlCall>() {
         Outcome::Ok(words(&[word(SessionWallet::pending_ttl())]))
     } else {
-        Outcome::Revert
-    })
+        return Ok(None);
+    }))
 }
 
 /// The hand router against the `#[public]` one: same return data, revert data, storage writes
@@ -328,6 +373,7 @@ mod tests {
     const REGISTRY: Address = address!("C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0");
     const RECEIPTS: Address = address!("EEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEE");
     const GATEWAY: Address = address!("6A7E6A7E6A7E6A7E6A7E6A7E6A7E6A7E6A7E6A7E");
+    const EXTENSION: Address = address!("E7E7E7E7E7E7E7E7E7E7E7E7E7E7E7E7E7E7E7E7");
     const VENDOR: Address = address!("00000000000000000000000000000000000000A1");
     const T0: u64 = 1_700_000_000;
 
@@ -346,6 +392,12 @@ mod tests {
         .unwrap_or(Err(Vec::new()))
     }
 
+    /// The two programs as one: the wallet's table, then, where the wallet would delegate, the
+    /// extension's on the same storage, sender and value (what a delegate call gives it).
+    fn both(w: &mut SessionWallet, input: &[u8]) -> ArbResult {
+        handle(w, input, Program::Wallet).unwrap_or_else(|| extension_program(w, input))
+    }
+
     /// A constructed wallet with one native session (id 1) whose registries say yes.
     fn world() -> (MockHost, TestKey) {
         let host = MockHost::new();
@@ -357,7 +409,8 @@ mod tests {
         host.set_native_balance(RELAYER, U256::from(1_000_000));
         let key = TestKey::from_seed(1);
         let mut w = SessionWallet::from(&host);
-        w.constructor(REGISTRY, RECEIPTS, GATEWAY).unwrap();
+        w.constructor(REGISTRY, RECEIPTS, GATEWAY, EXTENSION)
+            .unwrap();
         host.send_from(OWNER, U256::from(1000));
         let terms = (
             U256::from(100),
@@ -411,7 +464,7 @@ mod tests {
         let id = U256::from(1);
         let a = Address::repeat_byte(0x42);
         let mut constructor = CONSTRUCTOR_SELECTOR.to_be_bytes().to_vec();
-        constructor.extend((REGISTRY, RECEIPTS, GATEWAY).abi_encode_params());
+        constructor.extend((REGISTRY, RECEIPTS, GATEWAY, EXTENSION).abi_encode_params());
         vec![
             constructor,
             openSessionCall {
@@ -483,6 +536,7 @@ mod tests {
             counterpartyRegistryCall {}.abi_encode(),
             receiptRegistryCall {}.abi_encode(),
             gatewayCall {}.abi_encode(),
+            extensionCall {}.abi_encode(),
             sessionIdCall {
                 owner: OWNER,
                 nonce: U256::from(1),
@@ -540,7 +594,7 @@ mod tests {
                     host.revert_to(before);
                     (result, state.storage, state.emitted_logs)
                 };
-                let (expected, mine) = (run(sdk), run(handle));
+                let (expected, mine) = (run(sdk), run(both));
                 assert_eq!(mine, expected, "input {input:02x?}, value {value}");
                 checked += 1;
                 paid += usize::from(*input == calls[2] && expected.0.is_ok());

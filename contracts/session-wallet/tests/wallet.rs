@@ -25,18 +25,20 @@ fn constructor_rejects_zero_registries_and_wires_addresses() {
     assert_eq!(SessionWallet::pending_ttl(), PENDING_TTL);
 
     assert_eq!(f.wallet.gateway(), GATEWAY);
+    assert_eq!(f.wallet.extension(), EXTENSION);
     // The constructor calls nobody: the gateway and registries bind themselves to the wallet.
     assert!(f.host.calls().is_empty());
 
     let host = bursar_contract_testing::MockHost::new();
     let mut w = SessionWallet::from(&host);
-    for (a, b, c) in [
-        (Address::ZERO, RECEIPTS, GATEWAY),
-        (REGISTRY, Address::ZERO, GATEWAY),
-        (REGISTRY, RECEIPTS, Address::ZERO),
+    for (a, b, c, d) in [
+        (Address::ZERO, RECEIPTS, GATEWAY, EXTENSION),
+        (REGISTRY, Address::ZERO, GATEWAY, EXTENSION),
+        (REGISTRY, RECEIPTS, Address::ZERO, EXTENSION),
+        (REGISTRY, RECEIPTS, GATEWAY, Address::ZERO),
     ] {
         assert_revert(
-            w.constructor(a, b, c).map_err(Vec::from),
+            w.constructor(a, b, c, d).map_err(Vec::from),
             invalid(InvalidParameter::Registry),
         );
     }

@@ -24,8 +24,8 @@ use bursar_client::rpc::{Client, Receipt, RpcError};
 use bursar_client::sender::{SendError, Sender};
 use bursar_client::Key;
 
-/// The contracts, in deployment order (the wallet's constructor needs the other three; the
-/// deployer then binds those three to it).
+/// The contracts, in deployment order (the wallet's constructor needs the others; the deployer
+/// then binds the registries and the gateway to it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Contract {
     /// The test stablecoin, deployed only where [`Network::test_token`] is set.
@@ -36,17 +36,21 @@ pub enum Contract {
     ReceiptRegistry,
     /// The session gateway, bound to the wallet.
     SessionGateway,
-    /// The session wallet, constructed with the two registries' and the gateway's addresses.
+    /// The program the wallet delegates its other functions to (no constructor, no state).
+    SessionWalletExtension,
+    /// The session wallet, constructed with the registries', the gateway's and the
+    /// extension's addresses.
     SessionWallet,
 }
 
 impl Contract {
     /// Every contract, in deployment order.
-    pub const ALL: [Contract; 5] = [
+    pub const ALL: [Contract; 6] = [
         Contract::TestToken,
         Contract::CounterpartyRegistry,
         Contract::ReceiptRegistry,
         Contract::SessionGateway,
+        Contract::SessionWalletExtension,
         Contract::SessionWallet,
     ];
 
@@ -57,6 +61,7 @@ impl Contract {
             Contract::CounterpartyRegistry => "counterparty_registry",
             Contract::ReceiptRegistry => "receipt_registry",
             Contract::SessionGateway => "session_gateway",
+            Contract::SessionWalletExtension => "session_wallet_extension",
             Contract::SessionWallet => "session_wallet",
         }
     }
@@ -68,6 +73,7 @@ impl Contract {
             Contract::CounterpartyRegistry => "counterpartyRegistry",
             Contract::ReceiptRegistry => "receiptRegistry",
             Contract::SessionGateway => "sessionGateway",
+            Contract::SessionWalletExtension => "sessionWalletExtension",
             Contract::SessionWallet => "sessionWallet",
         }
     }
@@ -85,10 +91,17 @@ impl Contract {
             Contract::SessionGateway => {
                 include_str!("../../../contracts/abi/json/ISessionGateway.json")
             }
+            // Its functions are the wallet's, called at the wallet's address.
+            Contract::SessionWalletExtension => "[]",
             Contract::SessionWallet => {
                 include_str!("../../../contracts/abi/json/ISessionWallet.json")
             }
         }
+    }
+
+    /// Whether the contract has a constructor (`stylus_constructor`) to run at deployment.
+    fn has_constructor(self) -> bool {
+        self != Contract::SessionWalletExtension
     }
 }
 
@@ -315,7 +328,7 @@ pub async fn deploy(
 
     // Which contracts can stay: same code, same constructor arguments, code on chain and
     // active. The gateway and both registries are bound to exactly one wallet, once, so the
-    // four are kept or replaced together.
+    // four are kept or replaced together (the token and the extension are bound to nothing).
     let mut reuse = Vec::with_capacity(contracts.len());
     let mut planned: Vec<(Address, Bytes)> = Vec::new();
     for (contract, artifact) in contracts.iter().zip(&artifacts) {
@@ -340,7 +353,7 @@ pub async fn deploy(
     let bound_together: Vec<usize> = contracts
         .iter()
         .enumerate()
-        .filter(|(_, c)| **c != Contract::TestToken)
+        .filter(|(_, c)| !matches!(c, Contract::TestToken | Contract::SessionWalletExtension))
         .map(|(i, _)| i)
         .collect();
     let keep_all = bound_together.iter().all(|i| reuse[*i]);
@@ -452,10 +465,12 @@ fn constructor_args(
         | Contract::CounterpartyRegistry
         | Contract::ReceiptRegistry
         | Contract::SessionGateway => deployer.abi_encode().into(),
+        Contract::SessionWalletExtension => Bytes::new(),
         Contract::SessionWallet => (
             at(Contract::CounterpartyRegistry),
             at(Contract::ReceiptRegistry),
             at(Contract::SessionGateway),
+            at(Contract::SessionWalletExtension),
         )
             .abi_encode_params()
             .into(),
@@ -543,7 +558,10 @@ async fn deploy_one(
         contract: contract.artifact(),
         reason,
     };
-    let init_data: Bytes = [&CONSTRUCTOR_SELECTOR[..], &args[..]].concat().into();
+    let init_data: Bytes = match contract.has_constructor() {
+        true => [&CONSTRUCTOR_SELECTOR[..], &args[..]].concat().into(),
+        false => Bytes::new(),
+    };
     let call = IStylusDeployer::deployCall {
         bytecode: artifact.initcode().into(),
         initData: init_data,

@@ -34,12 +34,12 @@ async fn fresh_deployment_matches_the_committed_record_and_is_wired() {
     .await
     .unwrap();
 
-    // Progress: connected, deployer, then deploying/deployed for each of the five, wiring, file.
+    // Progress: connected, deployer, then deploying/deployed for each of the six, wiring, file.
     let deployed = steps
         .iter()
         .filter(|p| matches!(p, Progress::Deployed { .. }))
         .count();
-    assert_eq!(deployed, 5);
+    assert_eq!(deployed, 6);
     assert!(matches!(steps.last(), Some(Progress::Written { .. })));
 
     // The record on disk is the one returned.
@@ -72,11 +72,13 @@ async fn fresh_deployment_matches_the_committed_record_and_is_wired() {
         let receipt = client.receipt(entry.deploy_tx).await.unwrap().unwrap();
         assert!(receipt.succeeded());
         assert_eq!(receipt.block(), entry.deploy_block);
-        // The ABI is the full one, events included.
+        // The ABI is the full one, events included (the extension has none of its own: its
+        // functions are the wallet's).
         let abi = entry.abi.as_array().expect("ABI array");
-        assert!(
+        assert_eq!(
             abi.iter().any(|i| i["type"] == "event"),
-            "{} ABI has events",
+            c != Contract::SessionWalletExtension,
+            "{} ABI",
             c.key()
         );
     }
@@ -121,6 +123,26 @@ async fn fresh_deployment_matches_the_committed_record_and_is_wired() {
     );
     // One bind per satellite: gateway, receipt registry, counterparty registry.
     assert_eq!(record.wiring.len(), 3);
+    // The wallet runs the rest of its functions from the extension (the views above among
+    // them), which reverts when called directly.
+    let extension = record.address("sessionWalletExtension").unwrap();
+    assert_eq!(
+        view(&client, wallet, ISessionWallet::extensionCall {}).await,
+        extension
+    );
+    let direct = client
+        .call(
+            None,
+            extension,
+            &ISessionWallet::gatewayCall {}.abi_encode(),
+            U256::ZERO,
+            None,
+        )
+        .await;
+    assert!(
+        direct.is_err(),
+        "the extension answered directly: {direct:?}"
+    );
 }
 
 #[tokio::test]
@@ -139,7 +161,7 @@ async fn rerunning_reports_instead_of_deploying_and_replaces_only_what_changed()
     })
     .await
     .unwrap();
-    assert_eq!(reused, 5);
+    assert_eq!(reused, 6);
     assert_eq!(
         client.block_number().await.unwrap(),
         block,
@@ -148,13 +170,16 @@ async fn rerunning_reports_instead_of_deploying_and_replaces_only_what_changed()
     assert_eq!(second, first);
 
     // Forget the wallet: the four Bursar contracts are redeployed together (each satellite is
-    // bound once, to one wallet, so none can be re-pointed); the token stays.
+    // bound once, to one wallet, so none can be re-pointed); the token and the extension (bound
+    // to nothing) stay.
     let path = dir.join("devnet.json");
     let mut record = DeploymentRecord::read(&path).unwrap().unwrap();
     record.contracts.remove("sessionWallet");
     record.write(&path).unwrap();
     let third = deploy(&client, &dir).await;
-    assert_eq!(third.address("testToken"), first.address("testToken"));
+    for kept in ["testToken", "sessionWalletExtension"] {
+        assert_eq!(third.address(kept), first.address(kept), "{kept} kept");
+    }
     for moved in [
         "sessionGateway",
         "sessionWallet",

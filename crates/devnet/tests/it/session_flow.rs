@@ -30,12 +30,15 @@ fn deploy_all() -> Deployment {
     let mut chain = Chain::new();
     let deployer = addr(0xde);
     let admin = addr(0xad);
-    let [token, counterparties, receipts, gateway, wallet] =
-        [0x70_0001, 0xc0_0001, 0x4e_0001, 0x9a_0001, 0x3a_0001].map(addr);
+    let [token, counterparties, receipts, gateway, extension, wallet] = [
+        0x70_0001, 0xc0_0001, 0x4e_0001, 0x9a_0001, 0xe7_0001, 0x3a_0001,
+    ]
+    .map(addr);
     chain.deploy("test_token", token);
     chain.deploy("counterparty_registry", counterparties);
     chain.deploy("receipt_registry", receipts);
     chain.deploy("session_gateway", gateway);
+    chain.deploy("session_wallet_extension", extension);
     chain.deploy("session_wallet", wallet);
 
     for satellite in [token, counterparties, receipts, gateway] {
@@ -45,7 +48,7 @@ fn deploy_all() -> Deployment {
     let built = chain.construct(
         deployer,
         wallet,
-        &(counterparties, receipts, gateway).abi_encode_params(),
+        &(counterparties, receipts, gateway, extension).abi_encode_params(),
     );
     assert!(built.success, "wallet constructor: {built:?}");
     // The binder (admin) binds each satellite to the wallet that names it.

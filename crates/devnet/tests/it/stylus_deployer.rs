@@ -173,9 +173,25 @@ fn deploys_every_contract_in_one_transaction() {
         "bound only once the wallet exists"
     );
 
-    // The wallet, by CREATE2, naming the three; then the binder binds the gateway to it.
+    // The wallet's extension, which has no constructor: no init call.
+    let tx = send(
+        &mut chain,
+        0,
+        STYLUS_DEPLOYER_ADDRESS,
+        U256::ZERO,
+        deploy_call(
+            initcode("session_wallet_extension"),
+            Bytes::new(),
+            0,
+            B256::ZERO,
+        ),
+    );
+    let extension = deployed(&tx);
+    assert_eq!(activations(&tx).len(), 1, "the extension activated");
+
+    // The wallet, by CREATE2, naming the four; then the binder binds the gateway to it.
     let salt = B256::repeat_byte(0x5a);
-    let init = constructor(&(counterparties, receipts, gateway).abi_encode_params());
+    let init = constructor(&(counterparties, receipts, gateway, extension).abi_encode_params());
     let bytecode = initcode("session_wallet");
     let expected = expected_create2(salt, &init, &bytecode);
     let nonce = deployer_nonce(&chain);
@@ -293,7 +309,8 @@ fn a_failing_constructor_leaves_no_code_and_no_activation() {
     let wallet_hash = keccak256(code("session_wallet"));
     let nonce = deployer_nonce(&chain);
     let expected = STYLUS_DEPLOYER_ADDRESS.create(nonce);
-    let init = constructor(&(counterparties, receipts, Address::ZERO).abi_encode_params());
+    let init =
+        constructor(&(counterparties, receipts, Address::ZERO, receipts).abi_encode_params());
     let value = U256::from(ETHER);
     let before = chain.state().balance(owner);
     let tx = send(

@@ -18,11 +18,12 @@ pub(crate) mod rpc_client;
 pub(crate) mod solc;
 
 /// The contracts the tests deploy (artifact stem names).
-pub(crate) const CONTRACTS: [&str; 5] = [
+pub(crate) const CONTRACTS: [&str; 6] = [
     "counterparty_registry",
     "receipt_registry",
     "session_gateway",
     "session_wallet",
+    "session_wallet_extension",
     "test_token",
 ];
 
