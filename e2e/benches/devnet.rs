@@ -1,6 +1,6 @@
 //! Devnet benchmark (a binary that prints its figures; not a timed test):
 //!
-//! * cold start: `spawn` to the first JSON-RPC answer, and deploying the five contracts;
+//! * cold start: `spawn` to the first JSON-RPC answer, and deploying the six contracts;
 //! * gas of every entry point the demo's story calls (min–max over its calls), against the
 //!   targets for `pay` and `openSessionWithSig`;
 //! * `pay` throughput: signed `SessionWallet.pay` transactions through `eth_sendRawTransaction`
@@ -95,7 +95,7 @@ async fn cold_start() {
     deploy(&client, &scratch("bench-cold")).await;
     let deployed = t.elapsed();
     println!(
-        "cold start: spawn to first JSON-RPC answer {:.1} ms (median of 10; {:.1} ms for the process's first); five contracts deployed + activated + wired {:.0} ms",
+        "cold start: spawn to first JSON-RPC answer {:.1} ms (median of 10; {:.1} ms for the process's first); six contracts deployed + activated + wired {:.0} ms",
         ms(firsts[firsts.len() / 2]),
         ms(first),
         ms(deployed)

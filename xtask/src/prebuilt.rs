@@ -1,6 +1,6 @@
 //! The contracts as last built, committed in `contracts/artifacts/`, so that the first
 //! `cargo xtask demo` on a fresh machine deploys them instead of building std for wasm32 and
-//! five contracts (two of its five minutes on two cores, and the Debian compiler's install).
+//! six contracts (two of its five minutes on two cores, and the Debian compiler's install).
 //!
 //! Trust rests on two rules. They are used only when their record's digest of the contracts'
 //! inputs (the contract crates and every crate they depend on, the lockfile's entries for
