@@ -15,6 +15,10 @@ interface IReceiptRegistry {
 
     function acknowledge(uint256 receipt_id, uint256 session_id, address payer, address token, uint256 amount, bytes32 purpose, uint64 timestamp, bytes32 response_hash) external;
 
+    function releaseReceipt(uint256 receipt_id) external;
+
+    function receiptReleasedAt(uint256 receipt_id) external view returns (uint64);
+
     function verifyReceipt(uint256 receipt_id, uint256 session_id, address payer, address payee, address token, uint256 amount, bytes32 purpose, uint64 timestamp) external view returns (bool);
 
     function getReceipt(uint256 receipt_id) external view returns (bytes32, uint64, bytes32);
@@ -48,6 +52,8 @@ interface IReceiptRegistry {
     error ReceiptMismatch(uint256);
 
     error ReceiptAlreadyAcknowledged(uint256);
+
+    error ReceiptWasReleased(uint256);
 
     error ProvenanceUnknown(uint256);
 

@@ -57,6 +57,14 @@ interface ISessionWallet {
 
     function claimable(address owner, address token) external view returns (uint256);
 
+    function reserve(uint256 session_id, address to, uint256 value, uint256 valid_after, uint256 valid_before, bytes32 purpose, bytes calldata signature) external returns (bool, uint256);
+
+    function release(uint256 session_id, address to, uint256 value, uint256 valid_after, uint256 valid_before, bytes32 purpose) external returns (uint256);
+
+    function isValidSignature(bytes32 hash, bytes calldata signature) external view returns (bytes4);
+
+    function reservation(bytes32 digest) external view returns (uint256, uint256, uint64, uint256);
+
     error WalletUnauthorized(address);
 
     error WalletUnknownSession(uint256);
@@ -108,6 +116,12 @@ interface ISessionWallet {
     error WalletInvalidPayee(address);
 
     error WalletTransferShortfall(address, uint256, uint256);
+
+    error WalletUnknownReservation(bytes32);
+
+    error WalletReservationLive(bytes32, uint64);
+
+    error WalletReservationUsed(bytes32);
 
     error WalletCallFailed(address, bytes);
 }

@@ -71,6 +71,17 @@ alloy_sol_types::sol! {
         uint256 deadline;
     }
 
+    /// EIP-3009 `transferWithAuthorization` of a token like USDC: what an x402 `exact` payment
+    /// carries. For a session, `from` is the session wallet and the session key signs it.
+    struct TransferWithAuthorization {
+        address from;
+        address to;
+        uint256 value;
+        uint256 validAfter;
+        uint256 validBefore;
+        bytes32 nonce;
+    }
+
     /// EIP-2612 permit of the test token.
     struct Permit {
         address owner;
@@ -98,6 +109,10 @@ pub const LEASE_RENEWAL_TYPEHASH: B256 =
 /// Type hash of [`ProvenanceRecord`]: a session key's signed attestation.
 pub const PROVENANCE_RECORD_TYPEHASH: B256 = keccak(
     b"ProvenanceRecord(uint256 session,bytes32 subject,bytes32 inputs,bytes32 runtime,bytes32 policy,bytes32 uri,uint256[] parents,uint256 nonce,uint256 deadline)",
+);
+/// Type hash of EIP-3009 [`TransferWithAuthorization`], as USDC implements it.
+pub const TRANSFER_WITH_AUTHORIZATION_TYPEHASH: B256 = keccak(
+    b"TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)",
 );
 /// Type hash of EIP-2612 [`Permit`], as the test token implements it.
 pub const PERMIT_TYPEHASH: B256 =
@@ -157,7 +172,7 @@ mod tests {
 
     #[test]
     fn typehash_constants_match_the_structs() {
-        let cases: [(alloc::borrow::Cow<'static, str>, B256); 6] = [
+        let cases: [(alloc::borrow::Cow<'static, str>, B256); 7] = [
             (PaymentIntent::eip712_encode_type(), PAYMENT_INTENT_TYPEHASH),
             (OpenSession::eip712_encode_type(), OPEN_SESSION_TYPEHASH),
             (
@@ -170,6 +185,10 @@ mod tests {
                 PROVENANCE_RECORD_TYPEHASH,
             ),
             (Permit::eip712_encode_type(), PERMIT_TYPEHASH),
+            (
+                TransferWithAuthorization::eip712_encode_type(),
+                TRANSFER_WITH_AUTHORIZATION_TYPEHASH,
+            ),
         ];
         for (encoded, constant) in cases {
             assert_eq!(

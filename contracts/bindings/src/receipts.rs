@@ -10,7 +10,9 @@ alloy_sol_types::sol! {
     ///
     /// A receipt is stored as one word, its [`receipt_commitment`]; the full receipt is in the
     /// `ReceiptRecorded` event, and `verifyReceipt` checks a claimed receipt against the
-    /// commitment. The binder named at construction (the deployer) binds the registry once to the
+    /// commitment. The receipt of an authorization reserved for a third party to settle (x402
+    /// `exact`) that was never used is marked released (`releaseReceipt`, by the wallet); it
+    /// cannot be acknowledged then. The binder named at construction (the deployer) binds the registry once to the
     /// SessionWallet that names it; after that nobody holds any power over the record.
     interface IReceiptRegistry {
         function bind(address wallet) external;
@@ -21,6 +23,8 @@ alloy_sol_types::sol! {
         function verifyReceipt(uint256 receiptId, uint256 sessionId, address payer, address payee, address token, uint256 amount, bytes32 purpose, uint64 timestamp) external view returns (bool);
         function getReceipt(uint256 receiptId) external view returns (bytes32, uint64, bytes32);
         function receiptCount() external view returns (uint256);
+        function releaseReceipt(uint256 receiptId) external;
+        function receiptReleasedAt(uint256 receiptId) external view returns (uint64);
 
         function recordProvenance(uint256 sessionId, bytes32 subject, bytes32 inputs, bytes32 runtime, bytes32 policy, bytes32 uri, uint256[] parents, uint256 nonce, uint256 deadline, bytes signature) external returns (uint256);
         function revokeProvenance(uint256 recordId, bytes32 reason) external;
@@ -34,6 +38,7 @@ alloy_sol_types::sol! {
         event WalletBound(address indexed wallet);
         event ReceiptRecorded(uint256 indexed receiptId, uint256 indexed sessionId, address indexed payee, address payer, address token, uint256 amount, bytes32 purpose, uint64 timestamp);
         event ReceiptAcknowledged(uint256 indexed receiptId, address indexed payee, bytes32 responseHash);
+        event ReceiptReleased(uint256 indexed receiptId);
         event ProvenanceRecorded(uint256 indexed recordId, uint256 indexed sessionId, address indexed attester, bytes32 subject, bytes32 inputs, bytes32 runtime, bytes32 policy, bytes32 uri, uint256[] parents);
         event ProvenanceRevoked(uint256 indexed recordId, address indexed by, bytes32 reason);
 
@@ -43,6 +48,7 @@ alloy_sol_types::sol! {
         error ReceiptUnknown(uint256 receiptId);
         error ReceiptMismatch(uint256 receiptId);
         error ReceiptAlreadyAcknowledged(uint256 receiptId);
+        error ReceiptWasReleased(uint256 receiptId);
         error ProvenanceUnknown(uint256 recordId);
         error ProvenanceAlreadyRevoked(uint256 recordId);
         error ProvenanceInvalidSignature();

@@ -35,6 +35,12 @@ alloy_sol_types::sol! {
         function renewLease(uint256 sessionId, uint256 nonce, uint256 deadline, bytes signature) external returns (uint64);
         function claim(address token, address to) external returns (uint256);
 
+        // ---- authorizations third parties settle (x402 `exact`) ---------------------------
+        function reserve(uint256 sessionId, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 purpose, bytes signature) external returns (bool, uint256);
+        function release(uint256 sessionId, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 purpose) external returns (uint256);
+        function isValidSignature(bytes32 hash, bytes signature) external view returns (bytes4);
+        function reservation(bytes32 digest) external view returns (uint256, uint256, uint64, uint256);
+
         // ---- views -----------------------------------------------------------------------
         function sessionTerms(uint256 sessionId) external view returns (address, address, address, address, uint256, uint256, uint64, uint256, uint64, uint64, uint64, address, uint256);
         function sessionState(uint256 sessionId) external view returns (uint8, uint256, uint256, uint256, uint256, uint64, uint64);
@@ -64,6 +70,8 @@ alloy_sol_types::sol! {
         event LeaseRenewed(uint256 indexed sessionId, uint64 leaseExpiresAt);
         event RefundDeferred(uint256 indexed sessionId, address indexed owner, address indexed token, uint256 amount);
         event RefundClaimed(address indexed owner, address indexed token, address to, uint256 amount);
+        event PaymentReserved(uint256 indexed sessionId, address indexed to, uint256 indexed receiptId, uint256 amount, bytes32 purpose, bytes32 nonce, bytes32 digest, uint64 validBefore);
+        event ReservationReleased(uint256 indexed sessionId, uint256 indexed receiptId, bytes32 indexed digest, uint256 amount);
 
         // ---- errors ----------------------------------------------------------------------
         error WalletUnauthorized(address caller);
@@ -93,8 +101,33 @@ alloy_sol_types::sol! {
         error WalletTokenWithoutCode(address token);
         error WalletInvalidPayee(address payee);
         error WalletTransferShortfall(address token, uint256 expected, uint256 received);
+        error WalletUnknownReservation(bytes32 digest);
+        error WalletReservationLive(bytes32 digest, uint64 validBefore);
+        error WalletReservationUsed(bytes32 digest);
     }
 }
+
+/// The EIP-3009 `nonce` of the authorization a session reserves: `keccak256(abi.encode(
+/// sessionId, to, value, validAfter, validBefore, purpose))`, as `reserve` derives it. Two
+/// authorizations of one token that share a nonce are therefore the same authorization, so a
+/// settled one can never strand another that the token would refuse for its nonce.
+pub fn authorization_nonce(
+    session_id: alloy_primitives::U256,
+    to: alloy_primitives::Address,
+    value: alloy_primitives::U256,
+    valid_after: alloy_primitives::U256,
+    valid_before: alloy_primitives::U256,
+    purpose: alloy_primitives::B256,
+) -> alloy_primitives::B256 {
+    use alloy_sol_types::SolValue;
+    alloy_primitives::keccak256(
+        (session_id, to, value, valid_after, valid_before, purpose).abi_encode(),
+    )
+}
+
+/// What `isValidSignature` answers for a digest it vouches for (ERC-1271's magic value, the
+/// function's selector).
+pub const ERC1271_MAGIC_VALUE: [u8; 4] = [0x16, 0x26, 0xba, 0x7e];
 
 /// The id of the session `owner` opens with `nonce`: `uint256(keccak256(abi.encode(owner,
 /// nonce)))`, as `sessionId` computes it.
@@ -143,11 +176,11 @@ pub enum SessionStatus {
 pub enum PendingStatus {
     /// No pending payment has this id.
     None = 0,
-    /// Waiting for the owner; its amount is reserved.
+    /// Waiting for the owner; its amount is held.
     Pending = 1,
     /// Approved and paid.
     Approved = 2,
-    /// Rejected (or cleared after expiry); its reservation released.
+    /// Rejected (or cleared after expiry); its hold released.
     Rejected = 3,
 }
 
@@ -177,6 +210,9 @@ pub enum InvalidParameter {
     OutOfRange = 8,
     /// Nothing to claim, or a claim paid to the zero address (`claim`).
     Claim = 9,
+    /// An authorization `reserve` cannot honour: the session pays in the native currency, or
+    /// `validBefore` has passed or comes after the session's expiry.
+    Authorization = 10,
 }
 
 impl InvalidParameter {
@@ -184,8 +220,17 @@ impl InvalidParameter {
     pub fn from_code(code: u8) -> Option<Self> {
         use InvalidParameter::*;
         [
-            SessionKey, Deposit, ExpiresAt, Period, Owner, Token, Amount, Registry, OutOfRange,
+            SessionKey,
+            Deposit,
+            ExpiresAt,
+            Period,
+            Owner,
+            Token,
+            Amount,
+            Registry,
+            OutOfRange,
             Claim,
+            Authorization,
         ]
         .into_iter()
         .find(|p| *p as u8 == code)

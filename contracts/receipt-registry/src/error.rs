@@ -6,7 +6,7 @@ use stylus_sdk::prelude::*;
 /// Everything that makes a ReceiptRegistry call revert (declared in `bursar_bindings::receipts`).
 #[derive(SolidityError, Debug)]
 pub enum RegistryError {
-    /// The caller may not do this: not the wallet (`recordReceipt`), not the binder (`bind`),
+    /// The caller may not do this: not the wallet (`recordReceipt`, `releaseReceipt`), not the binder (`bind`),
     /// neither the owner nor an active attester (`revokeProvenance`); or a zero binder.
     Unauthorized(RegistryUnauthorized),
     /// `bind` after the registry was bound.
@@ -19,6 +19,8 @@ pub enum RegistryError {
     ReceiptMismatch(ReceiptMismatch),
     /// The payee has acknowledged this receipt already.
     ReceiptAlreadyAcknowledged(ReceiptAlreadyAcknowledged),
+    /// The receipt was released: its reserved authorization was never used, nothing was paid.
+    ReceiptWasReleased(ReceiptWasReleased),
     /// No provenance record has this id.
     ProvenanceUnknown(ProvenanceUnknown),
     /// The record was revoked already.

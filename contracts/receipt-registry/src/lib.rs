@@ -203,6 +203,12 @@ impl ReceiptRegistry {
             }
             .into());
         }
+        if r.released_at.get() != U64::ZERO {
+            return Err(ReceiptWasReleased {
+                receiptId: receipt_id,
+            }
+            .into());
+        }
         r.acknowledged_at.set(U64::from(now));
         r.response_hash.set(response_hash);
         self.vm().log(ReceiptAcknowledged {
@@ -211,6 +217,47 @@ impl ReceiptRegistry {
             responseHash: response_hash,
         });
         Ok(())
+    }
+
+    /// Marks a receipt released: the wallet reserved an authorization for a third party to
+    /// settle, and it expired unused, so nothing was paid. The receipt stays (it records what
+    /// the session's rules admitted); it can no longer be acknowledged.
+    ///
+    /// # Errors
+    /// * [`RegistryUnauthorized`] — the caller is not the wallet.
+    /// * [`ReceiptUnknown`], [`ReceiptWasReleased`].
+    ///
+    /// # Events
+    /// [`ReceiptReleased`].
+    pub fn release_receipt(&mut self, receipt_id: U256) -> Result<()> {
+        let caller = self.vm().msg_sender();
+        if caller != self.wallet.get() {
+            return Err(RegistryUnauthorized { caller }.into());
+        }
+        let now = self.vm().block_timestamp();
+        let mut r = self.receipts.setter(receipt_id);
+        if r.commitment.get().is_zero() {
+            return Err(ReceiptUnknown {
+                receiptId: receipt_id,
+            }
+            .into());
+        }
+        if r.released_at.get() != U64::ZERO {
+            return Err(ReceiptWasReleased {
+                receiptId: receipt_id,
+            }
+            .into());
+        }
+        r.released_at.set(U64::from(now));
+        self.vm().log(ReceiptReleased {
+            receiptId: receipt_id,
+        });
+        Ok(())
+    }
+
+    /// When the wallet released receipt `receiptId` (0: not released, or no such receipt).
+    pub fn receipt_released_at(&self, receipt_id: U256) -> u64 {
+        self.receipts.getter(receipt_id).released_at.get().to()
     }
 
     /// Whether receipt `receiptId` is exactly this payment.

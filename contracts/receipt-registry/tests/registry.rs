@@ -541,3 +541,50 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn only_the_wallet_releases_a_receipt_once_and_then_nobody_acknowledges_it() {
+    let mut f = Fixture::new();
+    let id = f.receipt(PAYEE, 500).unwrap();
+    f.caller(STRANGER);
+    assert_revert(
+        f.registry.release_receipt(id).map_err(Vec::from),
+        RegistryUnauthorized { caller: STRANGER },
+    );
+    f.caller(WALLET);
+    assert_revert(
+        f.registry.release_receipt(U256::from(9)).map_err(Vec::from),
+        ReceiptUnknown {
+            receiptId: U256::from(9),
+        },
+    );
+    assert_eq!(f.registry.receipt_released_at(id), 0);
+    f.host.vm.set_block_timestamp(T0 + 7);
+    f.registry.release_receipt(id).unwrap();
+    assert_eq!(f.registry.receipt_released_at(id), T0 + 7);
+    assert!(
+        matches!(f.events().last(), Some(IReceiptRegistryEvents::ReceiptReleased(e)) if e.receiptId == id)
+    );
+    assert_revert(
+        f.registry.release_receipt(id).map_err(Vec::from),
+        ReceiptWasReleased { receiptId: id },
+    );
+    // The record of what was admitted stays; the payee cannot acknowledge a payment that
+    // never reached it.
+    let r = quoted(PAYEE, 500);
+    assert!(f.registry.verify_receipt(
+        id,
+        r.sessionId,
+        r.payer,
+        r.payee,
+        r.token,
+        r.amount,
+        r.purpose,
+        r.timestamp
+    ));
+    f.caller(PAYEE);
+    assert_revert(
+        acknowledge(&mut f, id, &r, B256::repeat_byte(9)),
+        ReceiptWasReleased { receiptId: id },
+    );
+}

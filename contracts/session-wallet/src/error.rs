@@ -100,7 +100,7 @@ wallet_errors! {
     PaymentCapExceeded(WalletPaymentCapExceeded),
     /// [`WalletPeriodBudgetExceeded`]: above what is left of the period budget.
     PeriodBudgetExceeded(WalletPeriodBudgetExceeded),
-    /// [`WalletInsufficientDeposit`]: above the deposit not yet spent or reserved.
+    /// [`WalletInsufficientDeposit`]: above the deposit not yet spent or held.
     InsufficientDeposit(WalletInsufficientDeposit),
     /// [`WalletValueMismatch`]: `msg.value` is not what the token and amount require.
     ValueMismatch(WalletValueMismatch),
@@ -120,6 +120,13 @@ wallet_errors! {
     InvalidPayee(WalletInvalidPayee),
     /// [`WalletTransferShortfall`]: the token delivered another amount than was pulled.
     TransferShortfall(WalletTransferShortfall),
+    /// [`WalletUnknownReservation`]: no reserved (and approved) authorization has this digest,
+    /// or it was released already.
+    UnknownReservation(WalletUnknownReservation),
+    /// [`WalletReservationLive`]: the authorization can still be used until `validBefore`.
+    ReservationLive(WalletReservationLive),
+    /// [`WalletReservationUsed`]: the token says the authorization was used: it was paid.
+    ReservationUsed(WalletReservationUsed),
 }
 
 impl WalletError {

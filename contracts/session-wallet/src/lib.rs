@@ -18,13 +18,14 @@ extern crate alloc;
 
 pub mod error;
 pub mod pending;
+pub mod reservation;
 #[cfg(any(target_arch = "wasm32", test))]
 pub mod router;
 pub mod session;
 
 use alloc::vec::Vec;
 
-use alloy_primitives::{Address, B256, U256, U64, U8};
+use alloy_primitives::{Address, FixedBytes, B256, U128, U256, U64, U8};
 use alloy_sol_types::SolCall;
 use bursar_bindings::{
     counterparty::ICounterpartyRegistry,
@@ -42,6 +43,7 @@ use stylus_sdk::{abi::Bytes, prelude::*, storage::*};
 pub use error::{InvalidParameter, WalletError};
 use pending::Pending;
 pub use pending::PENDING_TTL;
+use reservation::Reservation;
 use session::{Session, Terms};
 
 type Result<T, E = WalletError> = core::result::Result<T, E>;
@@ -62,6 +64,9 @@ pub struct SessionWallet {
     pendings: StorageMap<U256, Pending>,
     /// Refunds `close` could not pay, by owner and token (see `claim`).
     claimable: StorageMap<Address, StorageMap<Address, StorageU256>>,
+    /// EIP-3009 authorizations reserved for third parties to settle, by their digest under
+    /// the token's domain (see `reserve`).
+    reservations: StorageMap<B256, Reservation>,
 }
 
 #[public]
@@ -166,7 +171,7 @@ impl SessionWallet {
     }
 
     /// Executes a `PaymentIntent` signed by the session key, submitted by anyone. Above the
-    /// co-sign threshold the payment is reserved and waits for the owner instead.
+    /// co-sign threshold the payment is held and waits for the owner instead.
     /// Returns `(true, receiptId)` when paid, `(false, pendingId)` when pending.
     ///
     /// # Errors
@@ -349,17 +354,8 @@ impl SessionWallet {
             session.status.set(U8::from(SessionStatus::Closed as u8));
             (owner, session.token.get(), spent, refund)
         };
-        if !refund.is_zero() && !token::send(self.vm(), token, owner, refund) {
-            let mut owed = self.claimable.setter(owner);
-            let mut balance = owed.setter(token);
-            let total = balance.get().saturating_add(refund);
-            balance.set(total);
-            self.vm().log(RefundDeferred {
-                sessionId: session_id,
-                owner,
-                token,
-                amount: refund,
-            });
+        if !refund.is_zero() {
+            self.refund(session_id, owner, token, refund);
         }
         self.vm().log(SessionClosed {
             sessionId: session_id,
@@ -465,7 +461,7 @@ impl SessionWallet {
         )
     }
 
-    /// A session's state now: `(status, deposit, spent, reserved, periodSpent, periodStart,
+    /// A session's state now: `(status, deposit, spent, held, periodSpent, periodStart,
     /// leaseExpiresAt)`, with the period rolled forward to the current time (period spend is
     /// tracked only with a budget; the lease expiry is zero without a lease). Status is
     /// 0 unknown, 1 active, 2 revoked, 3 closed.
@@ -477,7 +473,7 @@ impl SessionWallet {
             s.status(),
             s.amount(&s.deposit),
             s.amount(&s.spent),
-            s.amount(&s.reserved),
+            s.amount(&s.held),
             period_spent,
             period_start,
             s.lease_expires_at.get().to(),
@@ -496,7 +492,7 @@ impl SessionWallet {
         )
     }
 
-    /// Deposit neither spent nor reserved for pending payments (0 once closed).
+    /// Deposit neither spent nor held for pending payments (0 once closed).
     pub fn remaining_deposit(&self, session_id: U256) -> U256 {
         self.sessions.getter(session_id).available()
     }
@@ -571,6 +567,101 @@ impl SessionWallet {
     pub fn claimable(&self, owner: Address, token: Address) -> U256 {
         self.claimable.getter(owner).get(token)
     }
+
+    /// Reserves an EIP-3009 authorization of the session's token (USDC) for a third party to
+    /// settle: `transferWithAuthorization(from = this wallet, to, value, validAfter,
+    /// validBefore, nonce, signature)`, which is how an x402 `exact` facilitator takes a
+    /// payment. The authorization's `nonce` is derived, not chosen:
+    /// `keccak256(abi.encode(sessionId, to, value, validAfter, validBefore, purpose))`, so one
+    /// nonce names one authorization (a settled one can never strand another that the token
+    /// would refuse for its nonce) and the purpose is bound into what the token checks. The
+    /// session key signs the authorization's EIP-712 digest under the token's own domain, the
+    /// very digest the token will ask this wallet to vouch for (ERC-1271). The reservation is
+    /// checked by every rule a `pay` is checked by, then counted as spent and recorded with a
+    /// receipt; [`isValidSignature`](Self::is_valid_signature) then vouches for the digest until
+    /// `validBefore`, while the session could still pay. Above the co-sign threshold it waits
+    /// for the owner like a pending payment. Returns `(true, receiptId)` when reserved,
+    /// `(false, pendingId)` when pending. The session's own nonces are not used.
+    ///
+    /// # Errors
+    /// * [`WalletInvalidParameter`]`(Authorization)` — a native-currency session, or
+    ///   `validBefore` not in the future or after the session's expiry.
+    /// * [`WalletNonceUsed`] — this authorization was reserved before.
+    /// * As `pay`: session state, signature (the session key's over the digest) and policy.
+    /// * [`WalletCallFailed`] — the token has no `DOMAIN_SEPARATOR()`, or the registry failed.
+    ///
+    /// # Events
+    /// [`PaymentReserved`] (and the registry's `ReceiptRecorded`), or [`PaymentPending`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn reserve(
+        &mut self,
+        session_id: U256,
+        to: Address,
+        value: U256,
+        valid_after: U256,
+        valid_before: U256,
+        purpose: B256,
+        signature: Bytes,
+    ) -> Result<(bool, U256)> {
+        self.reserve_signed(
+            session_id,
+            to,
+            value,
+            valid_after,
+            valid_before,
+            purpose,
+            &signature,
+        )
+    }
+
+    /// Releases a reserved authorization that can no longer be used and never was: once
+    /// `validBefore` has passed, and the token says the authorization is unused
+    /// (`authorizationState(wallet, nonce)`), its amount is taken off the session's `spent`
+    /// (and refunded to the owner if the session is closed) and its receipt is marked
+    /// released. Anyone may call it, with what `reserve` was given. Returns the amount.
+    ///
+    /// # Errors
+    /// * [`WalletInvalidParameter`]`(Authorization)` — an unknown or native-currency session.
+    /// * [`WalletUnknownReservation`] — no reserved authorization is this one, or it was
+    ///   released (or rejected by the owner).
+    /// * [`WalletReservationLive`] — `validBefore` has not passed.
+    /// * [`WalletReservationUsed`] — the token says it was used (paid).
+    /// * [`WalletCallFailed`] — the token or the registry failed.
+    ///
+    /// # Events
+    /// [`ReservationReleased`] (and the registry's `ReceiptReleased`), [`RefundDeferred`] when a
+    /// closed session's owner could not be paid.
+    pub fn release(
+        &mut self,
+        session_id: U256,
+        to: Address,
+        value: U256,
+        valid_after: U256,
+        valid_before: U256,
+        purpose: B256,
+    ) -> Result<U256> {
+        self.release_authorization(session_id, to, value, valid_after, valid_before, purpose)
+    }
+
+    /// ERC-1271: the magic value `0x1626ba7e` for a reserved (and, above the co-sign
+    /// threshold, approved) authorization's digest before its `validBefore`, while its session
+    /// is live (not revoked, closed, expired or lapsed), with `signature` the session key's
+    /// over the digest; `0xffffffff` otherwise.
+    pub fn is_valid_signature(&self, hash: B256, signature: Bytes) -> FixedBytes<4> {
+        FixedBytes(self.vouches(hash, &signature))
+    }
+
+    /// A reservation: `(sessionId, amount, validBefore, receiptId)`; amount 0 once released
+    /// (or rejected), receipt 0 while it waits for the owner; all zero for an unknown digest.
+    pub fn reservation(&self, digest: B256) -> (U256, U256, u64, U256) {
+        let r = self.reservations.getter(digest);
+        (
+            r.session_id.get(),
+            session::widen(r.amount.get()),
+            r.valid_before.get().to(),
+            U256::from(r.receipt.get().to::<u64>()),
+        )
+    }
 }
 
 // Internal machinery, not part of the ABI.
@@ -598,6 +689,54 @@ impl SessionWallet {
             word(nonce),
             word(deadline),
         ]);
+        let needs_owner = self.admit(session_id, to, amount, digest, signature, now)?;
+        self.consume_session_nonce(session_id, nonce)?;
+        let session_end = self
+            .sessions
+            .getter(session_id)
+            .expires_at
+            .get()
+            .to::<u64>();
+        if needs_owner {
+            let expires_at = session_end.min(now.saturating_add(PENDING_TTL));
+            let id = self.hold(
+                session_id,
+                to,
+                amount,
+                purpose,
+                nonce,
+                expires_at,
+                B256::ZERO,
+            );
+            return Ok((false, id));
+        }
+        let (owner, token) = self.spend(session_id, amount, now)?;
+        self.send(token, to, amount)?;
+        let receipt_id = self.record_receipt(session_id, owner, to, token, amount, purpose)?;
+        self.vm().log(PaymentExecuted {
+            sessionId: session_id,
+            to,
+            receiptId: receipt_id,
+            amount,
+            purpose,
+            nonce,
+        });
+        Ok((true, receipt_id))
+    }
+
+    /// Checks a spend the session key signed (`digest`) against every rule but the period
+    /// budget, which is checked when it is spent: the session is live, the signature is the
+    /// key's, the amount is non-zero, within the cap and the deposit left, and the payee is
+    /// allowed. Answers whether it must wait for the owner (above the co-sign threshold).
+    pub(crate) fn admit(
+        &self,
+        session_id: U256,
+        to: Address,
+        amount: U256,
+        digest: B256,
+        signature: &[u8],
+        now: u64,
+    ) -> Result<bool> {
         let (cap, threshold, list) = {
             let session = self.sessions.getter(session_id);
             session.ensure_live(session_id, now, true)?;
@@ -620,39 +759,51 @@ impl SessionWallet {
             return Err(WalletInsufficientDeposit { amount, available }.into());
         }
         self.check_counterparty(list, to, amount)?;
-        self.consume_session_nonce(session_id, nonce)?;
+        Ok(!threshold.is_zero() && amount > threshold)
+    }
 
-        if !threshold.is_zero() && amount > threshold {
-            let pending_id = self.pending_count.get() + U256::from(1);
-            self.pending_count.set(pending_id);
-            let expires_at = {
-                let mut session = self.sessions.setter(session_id);
-                let reserved = session.amount(&session.reserved) + amount;
-                session.reserved.set(session::narrow(reserved));
-                let session_end = session.expires_at.get().to::<u64>();
-                session_end.min(now.saturating_add(PENDING_TTL))
-            };
-            let mut pending = self.pendings.setter(pending_id);
-            pending.session_id.set(session_id);
-            pending.to.set(to);
-            pending.status.set(U8::from(PendingStatus::Pending as u8));
-            pending.expires_at.set(U64::from(expires_at));
-            pending.amount.set(amount);
-            pending.purpose.set(purpose);
-            pending.nonce.set(nonce);
-            self.vm().log(PaymentPending {
-                sessionId: session_id,
-                to,
-                pendingId: pending_id,
-                amount,
-                purpose,
-                nonce,
-                expiresAt: expires_at,
-            });
-            return Ok((false, pending_id));
+    /// Holds `amount` out of the session's deposit for the owner's decision until
+    /// `expires_at`; `authorization` is the digest of a held `reserve` (zero for a payment).
+    /// Returns the pending id.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn hold(
+        &mut self,
+        session_id: U256,
+        to: Address,
+        amount: U256,
+        purpose: B256,
+        nonce: U256,
+        expires_at: u64,
+        authorization: B256,
+    ) -> U256 {
+        let pending_id = self.pending_count.get() + U256::from(1);
+        self.pending_count.set(pending_id);
+        {
+            let mut session = self.sessions.setter(session_id);
+            let held = session.amount(&session.held) + amount;
+            session.held.set(session::narrow(held));
         }
-        let receipt = self.execute(session_id, to, amount, purpose, nonce, now)?;
-        Ok((true, receipt))
+        let mut pending = self.pendings.setter(pending_id);
+        pending.session_id.set(session_id);
+        pending.to.set(to);
+        pending.status.set(U8::from(PendingStatus::Pending as u8));
+        pending.expires_at.set(U64::from(expires_at));
+        pending.amount.set(amount);
+        pending.purpose.set(purpose);
+        pending.nonce.set(nonce);
+        if !authorization.is_zero() {
+            pending.authorization.set(authorization);
+        }
+        self.vm().log(PaymentPending {
+            sessionId: session_id,
+            to,
+            pendingId: pending_id,
+            amount,
+            purpose,
+            nonce,
+            expiresAt: expires_at,
+        });
+        pending_id
     }
 
     /// `renewLease`, with the signature borrowed (the router's entry point).
@@ -801,7 +952,7 @@ impl SessionWallet {
     /// gateway vouches for). Returns the receipt id of an approval.
     fn decide(&mut self, pending_id: U256, approve: bool, by: Address) -> Result<Option<U256>> {
         let now = self.vm().block_timestamp();
-        let (session_id, to, amount, purpose, nonce, expires_at) = {
+        let (session_id, to, amount, purpose, nonce, expires_at, authorization) = {
             let p = self.pendings.getter(pending_id);
             let status = p.status.get().to::<u8>();
             if status == PendingStatus::None as u8 {
@@ -824,6 +975,7 @@ impl SessionWallet {
                 p.purpose.get(),
                 p.nonce.get(),
                 p.expires_at.get().to::<u64>(),
+                p.authorization.get(),
             )
         };
         let (owner, list) = {
@@ -850,8 +1002,8 @@ impl SessionWallet {
         }
         {
             let mut s = self.sessions.setter(session_id);
-            let reserved = s.amount(&s.reserved).saturating_sub(amount);
-            s.reserved.set(session::narrow(reserved));
+            let held = s.amount(&s.held).saturating_sub(amount);
+            s.held.set(session::narrow(held));
         }
         let new_status = if approve {
             PendingStatus::Approved
@@ -863,6 +1015,13 @@ impl SessionWallet {
             .status
             .set(U8::from(new_status as u8));
         if !approve {
+            if !authorization.is_zero() {
+                // Never vouched for, and never again: the digest stays taken.
+                self.reservations
+                    .setter(authorization)
+                    .amount
+                    .set(U128::ZERO);
+            }
             self.vm().log(PaymentRejected {
                 sessionId: session_id,
                 pendingId: pending_id,
@@ -875,38 +1034,59 @@ impl SessionWallet {
             pendingId: pending_id,
             by,
         });
-        self.execute(session_id, to, amount, purpose, nonce, now)
-            .map(Some)
+        let (owner, token) = self.spend(session_id, amount, now)?;
+        if !authorization.is_zero() {
+            let receipt_id = self.record_receipt(session_id, owner, to, token, amount, purpose)?;
+            self.confirm_reservation(authorization, to, purpose, nonce, receipt_id);
+            return Ok(Some(receipt_id));
+        }
+        self.send(token, to, amount)?;
+        let receipt_id = self.record_receipt(session_id, owner, to, token, amount, purpose)?;
+        self.vm().log(PaymentExecuted {
+            sessionId: session_id,
+            to,
+            receiptId: receipt_id,
+            amount,
+            purpose,
+            nonce,
+        });
+        Ok(Some(receipt_id))
     }
 
-    /// Spends `amount` from the session (period budget permitting), pays `to` and records the
-    /// receipt. The caller has already checked the deposit.
-    fn execute(
+    /// Counts `amount` as spent by the session, period budget permitting (the caller has
+    /// checked the rest). Returns the session's owner and token.
+    pub(crate) fn spend(
         &mut self,
         session_id: U256,
+        amount: U256,
+        now: u64,
+    ) -> Result<(Address, Address)> {
+        let mut s = self.sessions.setter(session_id);
+        let available = s.period_available(now);
+        if amount > available {
+            return Err(WalletPeriodBudgetExceeded { amount, available }.into());
+        }
+        // Without a budget there is no period to account for.
+        if s.period_seconds.get() != U64::ZERO {
+            let (period_start, period_spent) = s.current_period(now);
+            s.period_start.set(U64::from(period_start));
+            s.period_spent.set(session::narrow(period_spent + amount));
+        }
+        let spent = s.amount(&s.spent) + amount;
+        s.spent.set(session::narrow(spent));
+        Ok((s.owner.get(), s.token.get()))
+    }
+
+    /// Has the ReceiptRegistry record a spend; returns the receipt id.
+    pub(crate) fn record_receipt(
+        &mut self,
+        session_id: U256,
+        owner: Address,
         to: Address,
+        token: Address,
         amount: U256,
         purpose: B256,
-        nonce: U256,
-        now: u64,
     ) -> Result<U256> {
-        let (owner, token) = {
-            let mut s = self.sessions.setter(session_id);
-            let available = s.period_available(now);
-            if amount > available {
-                return Err(WalletPeriodBudgetExceeded { amount, available }.into());
-            }
-            // Without a budget there is no period to account for.
-            if s.period_seconds.get() != U64::ZERO {
-                let (period_start, period_spent) = s.current_period(now);
-                s.period_start.set(U64::from(period_start));
-                s.period_spent.set(session::narrow(period_spent + amount));
-            }
-            let spent = s.amount(&s.spent) + amount;
-            s.spent.set(session::narrow(spent));
-            (s.owner.get(), s.token.get())
-        };
-        self.send(token, to, amount)?;
         let registry = self.receipt_registry.get();
         let data = calldata::encode(
             IReceiptRegistry::recordReceiptCall::SELECTOR,
@@ -921,16 +1101,31 @@ impl SessionWallet {
         );
         let out = call::call(self.vm(), registry, &data)
             .map_err(|reason| call_failed(registry, reason))?;
-        let receipt_id = calldata::decode_word(&out).unwrap_or_default();
-        self.vm().log(PaymentExecuted {
+        Ok(calldata::decode_word(&out).unwrap_or_default())
+    }
+
+    /// Pays `owner` a refund, or when the transfer fails (an owner contract that refuses ETH,
+    /// a token that blocks the owner) credits it to their `claimable` balance.
+    pub(crate) fn refund(
+        &mut self,
+        session_id: U256,
+        owner: Address,
+        token: Address,
+        amount: U256,
+    ) {
+        if token::send(self.vm(), token, owner, amount) {
+            return;
+        }
+        let mut owed = self.claimable.setter(owner);
+        let mut balance = owed.setter(token);
+        let total = balance.get().saturating_add(amount);
+        balance.set(total);
+        self.vm().log(RefundDeferred {
             sessionId: session_id,
-            to,
-            receiptId: receipt_id,
+            owner,
+            token,
             amount,
-            purpose,
-            nonce,
         });
-        Ok(receipt_id)
     }
 
     fn check_counterparty(&self, list: U256, to: Address, amount: U256) -> Result<()> {

@@ -1,4 +1,5 @@
-//! Payments above a session's co-sign threshold wait here for the owner's decision.
+//! Payments (and reservations) above a session's co-sign threshold wait here for the owner's
+//! decision.
 
 use alloc::vec::Vec;
 use stylus_sdk::{prelude::*, storage::*};
@@ -7,7 +8,7 @@ use stylus_sdk::{prelude::*, storage::*};
 /// sooner): an unanswered request must not hold the deposit forever.
 pub const PENDING_TTL: u64 = 24 * 60 * 60;
 
-/// One pending payment. Its amount is reserved out of the session's deposit.
+/// One pending payment. Its amount is held out of the session's deposit.
 #[storage]
 pub struct Pending {
     /// The session it would be paid from.
@@ -18,10 +19,13 @@ pub struct Pending {
     pub status: StorageU8,
     /// When it can no longer be approved and anyone may clear it (unix seconds).
     pub expires_at: StorageU64,
-    /// Reserved out of the session's deposit while pending.
+    /// Held out of the session's deposit while pending.
     pub amount: StorageU256,
     /// The intent's purpose, carried into the receipt.
     pub purpose: StorageB256,
     /// The intent's nonce (consumed when the request was made).
     pub nonce: StorageU256,
+    /// For a held `reserve`: the authorization's digest, reserved on approval (zero for a
+    /// payment; written only for reservations, so payments pay nothing for it).
+    pub authorization: StorageB256,
 }

@@ -348,6 +348,40 @@ fn extension_call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Option<Out
         ))]))
     } else if s == sel::<pendingTtlCall>() {
         Outcome::Ok(words(&[word(SessionWallet::pending_ttl())]))
+    } else if s == sel::<reserveCall>() {
+        let r = w.reserve_signed(
+            a.u256(0)?,
+            a.address(1)?,
+            a.u256(2)?,
+            a.u256(3)?,
+            a.u256(4)?,
+            a.b256(5)?,
+            a.bytes(6)?,
+        );
+        Outcome::from(r.map(|(reserved, id)| words(&[word(reserved), word(id)])))
+    } else if s == sel::<releaseCall>() {
+        let r = w.release_authorization(
+            a.u256(0)?,
+            a.address(1)?,
+            a.u256(2)?,
+            a.u256(3)?,
+            a.u256(4)?,
+            a.b256(5)?,
+        );
+        one(r.map(word))
+    } else if s == sel::<isValidSignatureCall>() {
+        // `bytes4` is left-aligned in its word.
+        let mut answer = [0u8; 32];
+        answer[..4].copy_from_slice(&w.vouches(a.b256(0)?, a.bytes(1)?));
+        Outcome::Ok(words(&[answer]))
+    } else if s == sel::<reservationCall>() {
+        let (session, amount, valid_before, receipt) = w.reservation(a.b256(0)?);
+        Outcome::Ok(words(&[
+            word(session),
+            word(amount),
+            word(valid_before),
+            word(receipt),
+        ]))
     } else {
         return Ok(None);
     }))
@@ -543,6 +577,34 @@ mod tests {
             }
             .abi_encode(),
             pendingTtlCall {}.abi_encode(),
+            reserveCall {
+                sessionId: session,
+                to: VENDOR,
+                value: U256::from(30),
+                validAfter: U256::ZERO,
+                validBefore: U256::from(T0 + 600),
+                purpose: B256::repeat_byte(3),
+                signature: Bytes::from(vec![7; 65]),
+            }
+            .abi_encode(),
+            releaseCall {
+                sessionId: session,
+                to: VENDOR,
+                value: U256::from(30),
+                validAfter: U256::ZERO,
+                validBefore: U256::from(T0 + 600),
+                purpose: B256::repeat_byte(3),
+            }
+            .abi_encode(),
+            isValidSignatureCall {
+                hash: B256::repeat_byte(4),
+                signature: Bytes::from(vec![7; 65]),
+            }
+            .abi_encode(),
+            reservationCall {
+                digest: B256::repeat_byte(4),
+            }
+            .abi_encode(),
         ]
     }
 

@@ -11,7 +11,7 @@ use crate::error::WalletError;
 /// (`openSession` refuses more), list ids `uint64`, small fields share slots with addresses.
 /// The terms set at open fill seven slots (fewer without a guardian, a period, a lease keeper
 /// or caps); what every payment updates (`spent`, `periodSpent`) has a slot of its own, which a
-/// session's first payment creates and later ones rewrite (one slot, not two); `reserved`
+/// session's first payment creates and later ones rewrite (one slot, not two); `held`
 /// (pending payments) shares a slot with the allowlist id. The metadata is not stored: it is in
 /// `SessionOpened`, which is where auditors read it.
 #[storage]
@@ -51,7 +51,7 @@ pub struct Session {
     /// Spent in the period that starts at `period_start`.
     pub period_spent: StorageU128,
     /// Held back for pending payments until they are approved or rejected.
-    pub reserved: StorageU128,
+    pub held: StorageU128,
     /// The CounterpartyRegistry list payees must be on.
     pub allowlist_id: StorageU64,
     /// Zero without a lease.
@@ -100,6 +100,12 @@ pub struct Terms {
 pub fn narrow(amount: U256) -> U128 {
     let limbs = amount.as_limbs();
     U128::from_limbs([limbs[0], limbs[1]])
+}
+
+/// A stored amount, widened.
+pub fn widen(amount: U128) -> U256 {
+    let limbs = amount.into_limbs();
+    U256::from_limbs([limbs[0], limbs[1], 0, 0])
 }
 
 impl Session {
@@ -180,10 +186,10 @@ impl Session {
         if self.status() == SessionStatus::Closed as u8 {
             return U256::ZERO;
         }
-        // spent + reserved <= deposit always holds (property-tested); saturate rather than wrap.
+        // spent + held <= deposit always holds (property-tested); saturate rather than wrap.
         self.amount(&self.deposit)
             .saturating_sub(self.amount(&self.spent))
-            .saturating_sub(self.amount(&self.reserved))
+            .saturating_sub(self.amount(&self.held))
     }
 
     /// Start of the period that contains `now` and the amount spent in it so far.
@@ -212,7 +218,6 @@ impl Session {
 
     /// A stored amount, widened.
     pub fn amount(&self, field: &StorageU128) -> U256 {
-        let limbs = field.get().into_limbs();
-        U256::from_limbs([limbs[0], limbs[1], 0, 0])
+        widen(field.get())
     }
 }

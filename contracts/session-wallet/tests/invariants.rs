@@ -1,15 +1,20 @@
 //! Property tests: random sequences of wallet operations keep the architecture's invariants.
 //!
-//! - spent ≤ deposit (and spent + reserved ≤ deposit while open);
+//! - spent ≤ deposit (and spent + held ≤ deposit while open);
 //! - what is spent in any period ≤ the period budget;
-//! - the wallet holds exactly Σ(deposit − spent − refunded), per currency;
+//! - the wallet holds exactly Σ(deposit − spent − refunded), per currency, plus what is
+//!   reserved for third parties (EIP-3009 authorizations) and neither settled nor released;
+//! - a reserved authorization is settled at most once, only while vouched for, and released
+//!   only if it was never settled;
 //! - nothing moves after revoke, close or expiry except the refund to the owner;
 //! - a nonce is used at most once;
 //! - a lease expiry never moves earlier.
 //!
 //! The inputs are hostile as well as well-formed: payees include the wallet itself, its gateway
 //! and registries (listed as allowed), sessions are tried on a token address without code, and
-//! leases are renewed before the session's `validAfter`.
+//! leases are renewed before the session's `validAfter`; authorizations are reserved with
+//! windows already over or past the session's end, on the native session, to those payees,
+//! settled after expiry or revocation, and released early, twice or after settlement.
 
 mod fixture;
 
@@ -52,6 +57,18 @@ enum Op {
         session: usize,
         native: bool,
     },
+    /// Reserves an authorization valid for `validity` seconds from now.
+    Reserve {
+        session: usize,
+        payee: usize,
+        amount: u64,
+        purpose: u8,
+        validity: u64,
+    },
+    /// A third party settles the i-th authorization tried, counting round (as USDC would).
+    Settle(usize),
+    /// Anyone releases the i-th authorization tried, counting round.
+    Release(usize),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -68,6 +85,12 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (0..2usize).prop_map(Op::Renew),
         1 => Just(Op::OpenPhantom),
         1 => (0..2usize, any::<bool>()).prop_map(|(session, native)| Op::Reopen { session, native }),
+        4 => (0..2usize, 0..PAYEES, 1..45u64, 0..6u8, 0..6 * DAY)
+            .prop_map(|(session, payee, amount, purpose, validity)| {
+                Op::Reserve { session, payee, amount, purpose, validity }
+            }),
+        3 => (0..8usize).prop_map(Op::Settle),
+        2 => (0..8usize).prop_map(Op::Release),
     ]
 }
 
@@ -98,6 +121,39 @@ struct Model {
     pendings: Vec<U256>,
     allowed: [bool; 3],
     seen_events: usize,
+    /// Every authorization a `Reserve` tried (reserved or not).
+    auths: Vec<Auth>,
+}
+
+/// The budget period `now` falls in for `session`: periods run a day each from the session's
+/// start (`max(open time, validAfter)`, the anchor `openSession` stores).
+fn period(f: &Fixture, session: U256) -> u64 {
+    let anchor = T0.max(f.wallet.session_terms(session).8);
+    (f.now() - anchor) / DAY
+}
+
+/// The i-th of `items`, counting round (none when empty).
+fn nth<T: Clone>(items: &[T], i: usize) -> Option<T> {
+    (!items.is_empty()).then(|| items[i % items.len()].clone())
+}
+
+/// What the wallet holds for third parties: reserved, approved or not, neither settled nor
+/// released.
+fn unsettled(f: &Fixture, m: &Model) -> U256 {
+    let used = f.ledger.borrow().used_authorizations.clone();
+    m.auths
+        .iter()
+        .filter(|a| !used.contains(&(a.message.from, a.message.nonce)))
+        .map(|a| {
+            let (digest, _) = f.sign_authorization(&f.key, a);
+            let (_, amount, _, receipt) = f.wallet.reservation(digest);
+            if receipt.is_zero() {
+                U256::ZERO
+            } else {
+                amount
+            }
+        })
+        .fold(U256::ZERO, |a, b| a + b)
 }
 
 fn held(f: &Fixture, m: &Model, native: bool) -> U256 {
@@ -120,15 +176,40 @@ fn dead(f: &Fixture, id: U256) -> bool {
     s._0 != SessionStatus::Active as u8 || (started && !f.wallet.session_authority(id).2)
 }
 
-fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
+/// Operations that reserve, settle and release authorizations most of the time, on sessions
+/// that start at once and have no lease (so that most reservations are admitted).
+fn reservation_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0..2usize, 0..PAYEES, 1..45u64, 0..6u8, 0..2 * DAY)
+            .prop_map(|(session, payee, amount, purpose, validity)| {
+                Op::Reserve { session, payee, amount, purpose, validity }
+            }),
+        5 => (0..8usize).prop_map(Op::Settle),
+        3 => (0..8usize).prop_map(Op::Release),
+        3 => (0..DAY).prop_map(Op::Advance),
+        2 => (0..2usize, 0..PAYEES, 1..45u64, 0..12u64)
+            .prop_map(|(session, payee, amount, nonce)| Op::Pay { session, payee, amount, nonce }),
+        2 => (0..6usize).prop_map(Op::Approve),
+        1 => (0..6usize, any::<bool>()).prop_map(|(pending, by_owner)| Op::Reject { pending, by_owner }),
+        1 => (0..2usize).prop_map(Op::Revoke),
+        1 => (0..2usize, any::<bool>()).prop_map(|(session, by_owner)| Op::Close { session, by_owner }),
+        1 => (0..3usize).prop_map(Op::Toggle),
+    ]
+}
+
+/// Runs `ops` on a token session and a native session; `leased` gives the token session a
+/// later start and a one-day lease.
+fn run(ops: Vec<Op>, leased: bool) -> Result<(), TestCaseError> {
     let mut f = Fixture::new();
     let mut terms = f.terms();
     terms.deposit = usd(120);
     terms.period_budget = BUDGET;
     terms.expires_at = T0 + 5 * DAY;
-    // Starts in half a day, with a one-day lease that renewals must never shorten.
-    terms.valid_after = T0 + DAY / 2;
-    terms.lease_seconds = DAY;
+    if leased {
+        // Starts in half a day, with a one-day lease that renewals must never shorten.
+        terms.valid_after = T0 + DAY / 2;
+        terms.lease_seconds = DAY;
+    }
     let token_session = f.open_with(&terms, U256::ZERO).unwrap();
     terms.token = Address::ZERO;
     terms.valid_after = 0;
@@ -143,6 +224,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
         pendings: Vec::new(),
         allowed: [true, true, false],
         seen_events: f.events().len(),
+        auths: Vec::new(),
     };
     f.fund(STRANGER, usd(1_000));
     f.host.set_native_balance(STRANGER, usd(1_000));
@@ -169,6 +251,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             .map(|p| f.token_balance(*p) + f.host.native_balance(*p))
             .collect();
 
+        let mut settled = U256::ZERO;
         let _ = match op.clone() {
             Op::Pay {
                 session,
@@ -255,18 +338,48 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 prop_assert!(reopened.is_err(), "nonce {nonce} opened twice");
                 reopened.map(|_| ())
             }
+            Op::Reserve {
+                session,
+                payee,
+                amount,
+                purpose,
+                validity,
+            } => {
+                let to = payee_at(&f, payee);
+                let until = f.now() + validity;
+                let a = f.authorization_until(m.ids[session], to, usd(amount), purpose, until);
+                m.auths.push(a.clone());
+                let key = f.key.clone();
+                f.reserve_with(&a, &key).map(|_| ())
+            }
+            Op::Settle(i) => {
+                if let Some(a) = nth(&m.auths, i) {
+                    let i_session = m.ids.iter().position(|id| *id == a.session).unwrap();
+                    let vouched = f.vouches(&a, &f.key.clone());
+                    if f.settle(&a) {
+                        prop_assert!(vouched && !before[i_session].0, "settled while dead");
+                        settled = a.message.value;
+                    }
+                }
+                Ok(())
+            }
+            Op::Release(i) => match nth(&m.auths, i) {
+                Some(a) => f.release(&a).map(|_| ()),
+                None => Ok(()),
+            },
         };
 
         // Fold the new events into the model, checking nonces and period spend.
         let events = f.events();
-        let mut moved_to_payees = U256::ZERO;
+        let mut moved_to_payees = settled;
         let mut approving = false;
+        let mut released: HashMap<U256, U256> = HashMap::new();
         for event in &events[m.seen_events..] {
             match event {
                 ISessionWalletEvents::PaymentExecuted(e) => {
                     let i = m.ids.iter().position(|id| *id == e.sessionId).unwrap();
                     prop_assert!(!before[i].0, "payment from a dead session: {op:?}");
-                    let window = (f.now() - T0) / DAY;
+                    let window = period(&f, e.sessionId);
                     let spend = m.period_spend.entry((e.sessionId, window)).or_default();
                     *spend += e.amount;
                     prop_assert!(*spend <= BUDGET, "period budget broken");
@@ -278,8 +391,31 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                         prop_assert!(m.nonces.insert((e.sessionId, e.nonce)), "nonce reused");
                     }
                 }
+                ISessionWalletEvents::PaymentReserved(e) => {
+                    let i = m.ids.iter().position(|id| *id == e.sessionId).unwrap();
+                    prop_assert!(!before[i].0, "reservation from a dead session: {op:?}");
+                    prop_assert!(VENDORS.contains(&e.to), "reserved for {}", e.to);
+                    let window = period(&f, e.sessionId);
+                    let spend = m.period_spend.entry((e.sessionId, window)).or_default();
+                    *spend += e.amount;
+                    prop_assert!(*spend <= BUDGET, "period budget broken");
+                    approving = false;
+                }
+                ISessionWalletEvents::ReservationReleased(e) => {
+                    *released.entry(e.sessionId).or_default() += e.amount;
+                    if f.state(e.sessionId)._0 == SessionStatus::Closed as u8 {
+                        *m.refunded.entry(e.sessionId).or_default() += e.amount;
+                    }
+                }
                 ISessionWalletEvents::PaymentPending(e) => {
-                    prop_assert!(m.nonces.insert((e.sessionId, e.nonce)), "nonce reused");
+                    // A held reservation has no session nonce (its nonce word is its own).
+                    let reservation = m
+                        .auths
+                        .last()
+                        .is_some_and(|a| U256::from_be_bytes(a.message.nonce.0) == e.nonce);
+                    if !reservation {
+                        prop_assert!(m.nonces.insert((e.sessionId, e.nonce)), "nonce reused");
+                    }
                     m.pendings.push(e.pendingId);
                 }
                 ISessionWalletEvents::PaymentApproved(_) => approving = true,
@@ -295,14 +431,16 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             let s = f.state(*id);
             prop_assert!(s._2 <= s._1, "spent > deposit");
             if s._0 == SessionStatus::Active as u8 || s._0 == SessionStatus::Revoked as u8 {
-                prop_assert!(s._2 + s._3 <= s._1, "spent + reserved > deposit");
+                prop_assert!(s._2 + s._3 <= s._1, "spent + held > deposit");
             }
             if let Some(b) = before.get(i) {
                 prop_assert!(s._6 >= b.3, "lease expiry moved earlier: {op:?}");
             }
             if before.get(i).is_some_and(|b| b.0) {
+                // Only a release moves a dead session: what it reserved is not spent after all.
+                let back = released.get(id).copied().unwrap_or_default();
                 prop_assert_eq!(
-                    (s._1, s._2),
+                    (s._1, s._2 + back),
                     (before[i].1, before[i].2),
                     "dead session moved"
                 );
@@ -318,7 +456,10 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             moved_to_payees,
             "payees got unrecorded funds"
         );
-        prop_assert_eq!(f.token_balance(f.wallet_address()), held(&f, &m, false));
+        prop_assert_eq!(
+            f.token_balance(f.wallet_address()),
+            held(&f, &m, false) + unsettled(&f, &m)
+        );
         prop_assert_eq!(
             f.host.native_balance(f.wallet_address()),
             held(&f, &m, true)
@@ -332,6 +473,13 @@ proptest! {
 
     #[test]
     fn wallet_invariants_hold(ops in proptest::collection::vec(op(), 1..60)) {
-        run(ops)?;
+        run(ops, true)?;
+    }
+
+    #[test]
+    fn invariants_hold_with_authorizations_for_third_parties(
+        ops in proptest::collection::vec(reservation_op(), 1..60)
+    ) {
+        run(ops, false)?;
     }
 }
