@@ -238,6 +238,8 @@ fn wallet_session(e: &WalletEvent) -> Option<U256> {
         WalletEvent::SessionClosed(e) => e.sessionId,
         WalletEvent::LeaseRenewed(e) => e.sessionId,
         WalletEvent::RefundDeferred(e) => e.sessionId,
+        WalletEvent::PaymentReserved(e) => e.sessionId,
+        WalletEvent::ReservationReleased(e) => e.sessionId,
         WalletEvent::RefundClaimed(_) => return None,
     })
 }
@@ -321,6 +323,14 @@ impl fmt::Display for AuditEntry {
                 WalletEvent::RefundClaimed(e) => write!(
                     f, "RefundClaimed       {} by {} to {}",
                     format_usd(e.amount), short(&e.owner), short(&e.to)
+                ),
+                WalletEvent::PaymentReserved(e) => write!(
+                    f, "PaymentReserved     {} to {} for {} (receipt #{}, settle before {})",
+                    format_usd(e.amount), short(&e.to), text(&e.purpose), e.receiptId, e.validBefore
+                ),
+                WalletEvent::ReservationReleased(e) => write!(
+                    f, "ReservationReleased {} unused (receipt #{})",
+                    format_usd(e.amount), e.receiptId
                 ),
             },
             AuditEvent::Registry(r) => match r {

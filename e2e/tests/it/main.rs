@@ -3,6 +3,7 @@
 //! in-process devnet with the real WASM.
 
 mod deploy;
+mod exact;
 mod lifecycle;
 mod safe_owner;
 mod scenario;

@@ -124,7 +124,7 @@ async fn usdc_pays_by_authorization_and_multicall3_batches_reads() {
         .unwrap()
         .parse()
         .unwrap();
-    let transfer = IFiatToken::transferWithAuthorizationCall {
+    let transfer = IFiatToken::transferWithAuthorization_0Call {
         from: payer,
         to: payee,
         value: U256::from(2_500_000u64),

@@ -1,0 +1,428 @@
+//! x402 `exact` with the session wallet as the payer, on the devnet with the real WASM and
+//! the real USDC (FiatToken v2.2) bytecode: the relayer reserves an EIP-3009 authorization,
+//! a facilitator (any account) settles it with USDC's `transferWithAuthorization` — both the
+//! `bytes` overload and the `v, r, s` one x402's facilitator uses for 65-byte signatures — and
+//! USDC asks the wallet (ERC-1271) whether it vouches. Then what an attacker would try: a
+//! replay, another amount, payee or signer, settling after `validBefore` or after revocation,
+//! two facilitators racing, releasing early, releasing a used authorization. Every balance is
+//! read from USDC's own `balanceOf`, and the escrow is conserved after each step.
+
+use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
+use alloy_sol_types::{eip712_domain, SolCall, SolInterface, SolStruct};
+use bursar_bindings::counterparty::ICounterpartyRegistry;
+use bursar_bindings::eip712::TransferWithAuthorization;
+use bursar_bindings::evm::{IFiatToken, USDC};
+use bursar_bindings::wallet::{
+    authorization_nonce,
+    ISessionWallet::{self, ISessionWalletErrors as WalletError},
+    ERC1271_MAGIC_VALUE,
+};
+use bursar_client::rpc::Receipt;
+use bursar_client::sender::SendError;
+use bursar_client::{Client, Key, Sender};
+use bursar_demo::money::usd;
+use bursar_demo::scenario::{decode_events, label};
+use bursar_e2e::*;
+use serde_json::json;
+
+/// One session paying in USDC and the accounts around it.
+struct World {
+    client: Client,
+    wallet: Address,
+    relayer: Sender,
+    facilitator: Sender,
+    agent: Key,
+    session: U256,
+    vendor: Address,
+}
+
+/// An authorization as `reserve` is given it, and the EIP-3009 message USDC checks.
+#[derive(Clone)]
+struct Auth {
+    purpose: B256,
+    message: TransferWithAuthorization,
+}
+
+impl World {
+    async fn new(name: &str) -> (bursar_devnet::Handle, World) {
+        let (devnet, client) = devnet().await;
+        let record = deploy(&client, &scratch(name)).await;
+        let wallet = record.address("sessionWallet").unwrap();
+        let lists = record.address("counterpartyRegistry").unwrap();
+        let mut operator = Sender::new(&client, dev_key(0)).await.unwrap();
+        let mut owner = Sender::new(&client, dev_key(1)).await.unwrap();
+        let relayer = Sender::new(&client, dev_key(3)).await.unwrap();
+        let facilitator = Sender::new(&client, dev_key(4)).await.unwrap();
+        let agent = Key::from_bytes(&keccak256("exact agent")).unwrap();
+        let vendor = Address::repeat_byte(0xa1);
+
+        operator
+            .transact(
+                &client,
+                USDC,
+                &IFiatToken::mintCall {
+                    to: owner.address(),
+                    amount: usd(100),
+                },
+            )
+            .await
+            .unwrap();
+        let r = owner
+            .transact(&client, lists, &ICounterpartyRegistry::createListCall {})
+            .await
+            .unwrap();
+        let list = decode_events::<ICounterpartyRegistry::ListCreated>(&r.logs, lists)[0].listId;
+        let entries = ICounterpartyRegistry::setEntriesCall {
+            listId: list,
+            counterparties: vec![vendor],
+            allowed: vec![true],
+            maxPerPayment: vec![U256::ZERO],
+            labels: vec![label("x402-api")],
+        };
+        owner.transact(&client, lists, &entries).await.unwrap();
+        owner
+            .transact(
+                &client,
+                USDC,
+                &IFiatToken::approveCall {
+                    spender: wallet,
+                    value: usd(100),
+                },
+            )
+            .await
+            .unwrap();
+        let now = now(&client).await;
+        let open = ISessionWallet::openSessionCall {
+            owner: owner.address(),
+            sessionKey: agent.address(),
+            guardian: Address::ZERO,
+            token: USDC,
+            deposit: usd(100),
+            perPaymentCap: usd(30),
+            periodBudget: U256::ZERO,
+            periodSeconds: 0,
+            coSignThreshold: U256::ZERO,
+            validAfter: 0,
+            expiresAt: now + 86_400,
+            leaseSeconds: 0,
+            leaseKeeper: Address::ZERO,
+            allowlistId: list,
+            metadata: keccak256("exact"),
+            nonce: U256::from(1),
+        };
+        let r = owner.transact(&client, wallet, &open).await.unwrap();
+        let session = decode_events::<ISessionWallet::SessionOpened>(&r.logs, wallet)[0].sessionId;
+        let world = World {
+            client,
+            wallet,
+            relayer,
+            facilitator,
+            agent,
+            session,
+            vendor,
+        };
+        (devnet, world)
+    }
+
+    fn authorization(&self, to: Address, value: U256, purpose: &str, valid_before: u64) -> Auth {
+        let purpose = keccak256(purpose);
+        let valid_before = U256::from(valid_before);
+        let nonce = authorization_nonce(self.session, to, value, U256::ZERO, valid_before, purpose);
+        Auth {
+            purpose,
+            message: TransferWithAuthorization {
+                from: self.wallet,
+                to,
+                value,
+                validAfter: U256::ZERO,
+                validBefore: valid_before,
+                nonce,
+            },
+        }
+    }
+
+    /// The digest USDC computes, and `key`'s `r ‖ s ‖ v` signature of it.
+    fn sign(&self, a: &Auth, key: &Key) -> (B256, Bytes) {
+        let domain = eip712_domain! {
+            name: "USD Coin",
+            version: "2",
+            chain_id: 412_346,
+            verifying_contract: USDC,
+        };
+        let digest = a.message.eip712_signing_hash(&domain);
+        (digest, key.sign_hash_rsv(&digest).into())
+    }
+
+    async fn reserve(&mut self, a: &Auth) -> Result<Receipt, SendError> {
+        let (_, signature) = self.sign(a, &self.agent.clone());
+        let call = ISessionWallet::reserveCall {
+            sessionId: self.session,
+            to: a.message.to,
+            value: a.message.value,
+            validAfter: a.message.validAfter,
+            validBefore: a.message.validBefore,
+            purpose: a.purpose,
+            signature,
+        };
+        self.relayer
+            .transact(&self.client, self.wallet, &call)
+            .await
+    }
+
+    async fn release(&mut self, a: &Auth) -> Result<Receipt, SendError> {
+        let call = ISessionWallet::releaseCall {
+            sessionId: self.session,
+            to: a.message.to,
+            value: a.message.value,
+            validAfter: a.message.validAfter,
+            validBefore: a.message.validBefore,
+            purpose: a.purpose,
+        };
+        self.facilitator
+            .transact(&self.client, self.wallet, &call)
+            .await
+    }
+
+    /// The facilitator's settlement, with `signature` from `key` (the `bytes` overload), or
+    /// split into `v, r, s` as x402's facilitator sends a 65-byte signature.
+    async fn settle(&mut self, a: &Auth, key: &Key, split: bool) -> Result<Receipt, SendError> {
+        let (_, signature) = self.sign(a, key);
+        let m = a.message.clone();
+        let data = if split {
+            IFiatToken::transferWithAuthorization_1Call {
+                from: m.from,
+                to: m.to,
+                value: m.value,
+                validAfter: m.validAfter,
+                validBefore: m.validBefore,
+                nonce: m.nonce,
+                v: signature[64],
+                r: B256::from_slice(&signature[..32]),
+                s: B256::from_slice(&signature[32..64]),
+            }
+            .abi_encode()
+        } else {
+            IFiatToken::transferWithAuthorization_0Call {
+                from: m.from,
+                to: m.to,
+                value: m.value,
+                validAfter: m.validAfter,
+                validBefore: m.validBefore,
+                nonce: m.nonce,
+                signature,
+            }
+            .abi_encode()
+        };
+        self.facilitator
+            .send(&self.client, Some(USDC), data, U256::ZERO)
+            .await
+    }
+
+    async fn vouches(&self, a: &Auth, key: &Key) -> bool {
+        let (hash, signature) = self.sign(a, key);
+        let answer = self
+            .client
+            .view(
+                None,
+                self.wallet,
+                ISessionWallet::isValidSignatureCall { hash, signature },
+            )
+            .await
+            .unwrap();
+        answer.0 == ERC1271_MAGIC_VALUE
+    }
+
+    async fn usdc(&self, who: Address) -> U256 {
+        self.client
+            .view(None, USDC, IFiatToken::balanceOfCall { account: who })
+            .await
+            .unwrap()
+    }
+
+    /// The wallet's USDC is what the session has not spent, plus what it reserved and nobody
+    /// settled or released yet.
+    async fn assert_conserved(&self, unsettled: U256) {
+        let state = self
+            .client
+            .view(
+                None,
+                self.wallet,
+                ISessionWallet::sessionStateCall {
+                    sessionId: self.session,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            self.usdc(self.wallet).await,
+            state._1 - state._2 + unsettled,
+            "escrow conserved"
+        );
+    }
+
+    async fn warp(&self, to: u64) {
+        let _: serde_json::Value = self
+            .client
+            .request("evm_setNextBlockTimestamp", json!([to]))
+            .await
+            .unwrap();
+        let _: serde_json::Value = self.client.request("evm_mine", json!([])).await.unwrap();
+    }
+}
+
+async fn now(client: &Client) -> u64 {
+    client.latest_block().await.unwrap().timestamp.to::<u64>()
+}
+
+fn wallet_error(r: Result<Receipt, SendError>) -> WalletError {
+    match r {
+        Ok(r) => panic!("{} succeeded; expected a revert", r.transaction_hash),
+        Err(SendError::WouldRevert { data }) => WalletError::abi_decode(&data).unwrap(),
+        Err(other) => panic!("send failed: {other}"),
+    }
+}
+
+/// USDC refuses (it reverts with a string, not a wallet error).
+fn usdc_refuses(r: Result<Receipt, SendError>, why: &str) {
+    match r {
+        Ok(r) => panic!("{why}: {} succeeded", r.transaction_hash),
+        Err(SendError::WouldRevert { .. }) => {}
+        Err(other) => panic!("{why}: send failed: {other}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_facilitator_settles_a_reserved_authorization_through_usdc_once() {
+    let (_devnet, mut w) = World::new("exact-settle").await;
+    let t = now(&w.client).await;
+    let vendor = w.vendor;
+    let a = w.authorization(vendor, usd(10), "GET /v1/forecast #1", t + 300);
+    let agent = w.agent.clone();
+
+    // Before it is reserved, USDC would not take it: the wallet does not vouch.
+    assert!(!w.vouches(&a, &agent).await);
+    usdc_refuses(w.settle(&a, &agent, false).await, "unreserved");
+
+    let r = w.reserve(&a).await.unwrap();
+    let reserved = decode_events::<ISessionWallet::PaymentReserved>(&r.logs, w.wallet);
+    let (digest, _) = w.sign(&a, &agent);
+    assert_eq!(reserved.len(), 1);
+    assert_eq!(
+        (reserved[0].digest, reserved[0].nonce, reserved[0].amount),
+        (digest, a.message.nonce, usd(10))
+    );
+    w.assert_conserved(usd(10)).await;
+    assert!(w.vouches(&a, &agent).await);
+    // Another signer, another amount or another payee: not vouched for, and USDC refuses.
+    let stranger = Key::from_bytes(&keccak256("stranger")).unwrap();
+    assert!(!w.vouches(&a, &stranger).await);
+    usdc_refuses(
+        w.settle(&a, &stranger, false).await,
+        "a stranger's signature",
+    );
+    let more = Auth {
+        message: TransferWithAuthorization {
+            value: usd(11),
+            ..a.message.clone()
+        },
+        ..a.clone()
+    };
+    usdc_refuses(w.settle(&more, &agent, false).await, "another amount");
+    let elsewhere = Auth {
+        message: TransferWithAuthorization {
+            to: Address::repeat_byte(0xee),
+            ..a.message.clone()
+        },
+        ..a.clone()
+    };
+    usdc_refuses(w.settle(&elsewhere, &agent, false).await, "another payee");
+
+    // The facilitator settles it, as x402's does for a 65-byte signature (v, r, s).
+    let r = w.settle(&a, &agent, true).await.unwrap();
+    assert!(r.succeeded());
+    let used = decode_events::<IFiatToken::AuthorizationUsed>(&r.logs, USDC);
+    assert_eq!(
+        (used[0].authorizer, used[0].nonce),
+        (w.wallet, a.message.nonce)
+    );
+    assert_eq!(w.usdc(vendor).await, usd(10));
+    w.assert_conserved(U256::ZERO).await;
+    // A second facilitator, or a replay, with either overload: refused by USDC.
+    usdc_refuses(w.settle(&a, &agent, false).await, "replayed (bytes)");
+    usdc_refuses(w.settle(&a, &agent, true).await, "replayed (v, r, s)");
+    // Reserving it again is refused; releasing a used one too, even after it expired.
+    assert!(matches!(
+        wallet_error(w.reserve(&a).await),
+        WalletError::WalletNonceUsed(_)
+    ));
+    w.warp(t + 301).await;
+    assert!(matches!(
+        wallet_error(w.release(&a).await),
+        WalletError::WalletReservationUsed(e) if e.digest == digest
+    ));
+    assert_eq!(w.usdc(vendor).await, usd(10));
+    w.assert_conserved(U256::ZERO).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unused_authorization_dies_with_its_window_or_its_session_and_comes_back() {
+    let (_devnet, mut w) = World::new("exact-release").await;
+    let t = now(&w.client).await;
+    let vendor = w.vendor;
+    let agent = w.agent.clone();
+    let a = w.authorization(vendor, usd(10), "GET /v1/forecast #2", t + 300);
+    let b = w.authorization(vendor, usd(5), "GET /v1/forecast #3", t + 600);
+    w.reserve(&a).await.unwrap();
+    w.reserve(&b).await.unwrap();
+    w.assert_conserved(usd(15)).await;
+
+    // Not before `validBefore`: it could still be settled.
+    assert!(matches!(
+        wallet_error(w.release(&a).await),
+        WalletError::WalletReservationLive(_)
+    ));
+    // After it, USDC refuses it and anyone may release it: the amount is the session's again.
+    w.warp(t + 301).await;
+    usdc_refuses(w.settle(&a, &agent, true).await, "after validBefore");
+    let r = w.release(&a).await.unwrap();
+    let released = decode_events::<ISessionWallet::ReservationReleased>(&r.logs, w.wallet);
+    assert_eq!(released[0].amount, usd(10));
+    w.assert_conserved(usd(5)).await;
+    assert!(matches!(
+        wallet_error(w.release(&a).await),
+        WalletError::WalletUnknownReservation(_)
+    ));
+
+    // Revoked: the wallet stops vouching at once, so USDC refuses the live one too.
+    let mut owner = Sender::new(&w.client, dev_key(1)).await.unwrap();
+    let session = w.session;
+    owner
+        .transact(
+            &w.client,
+            w.wallet,
+            &ISessionWallet::revokeCall { sessionId: session },
+        )
+        .await
+        .unwrap();
+    assert!(!w.vouches(&b, &agent).await);
+    usdc_refuses(w.settle(&b, &agent, false).await, "after revoke");
+    // Closed: the refund (100 less the 5 still reserved; the released 10 is the session's
+    // again) keeps the reserved 5 back until it can be released.
+    let r = owner
+        .transact(
+            &w.client,
+            w.wallet,
+            &ISessionWallet::closeCall { sessionId: session },
+        )
+        .await
+        .unwrap();
+    let closed = decode_events::<ISessionWallet::SessionClosed>(&r.logs, w.wallet);
+    assert_eq!(closed[0].refund, usd(95));
+    assert_eq!(w.usdc(w.wallet).await, usd(5));
+    w.warp(t + 601).await;
+    let owner_before = w.usdc(owner.address()).await;
+    w.release(&b).await.unwrap();
+    assert_eq!(w.usdc(owner.address()).await, owner_before + usd(5));
+    assert_eq!(w.usdc(w.wallet).await, U256::ZERO);
+    assert_eq!(w.usdc(vendor).await, U256::ZERO, "nothing was paid");
+}
