@@ -123,6 +123,8 @@ events! {
     Wallet::LeaseRenewed { sessionId, leaseExpiresAt },
     Wallet::RefundDeferred { sessionId, owner, token, amount },
     Wallet::RefundClaimed { owner, token, to, amount },
+    Wallet::PaymentReserved { sessionId, to, receiptId, amount, purpose, nonce, digest, validBefore },
+    Wallet::ReservationReleased { sessionId, to, receiptId, digest, amount },
     Gateway::GatewayBound { wallet },
     Lists::ListCreated { listId, owner },
     Lists::ListOwnershipTransferred { listId, previousOwner, newOwner },
@@ -133,6 +135,7 @@ events! {
     Lists::WalletBound { wallet },
     Receipts::ReceiptRecorded { receiptId, sessionId, payee, payer, token, amount, purpose, timestamp },
     Receipts::ReceiptAcknowledged { receiptId, payee, responseHash },
+    Receipts::ReceiptReleased { receiptId },
     Receipts::ProvenanceRecorded {
         recordId, sessionId, attester, subject, inputs, runtime, policy, uri, parents,
     },

@@ -44,7 +44,22 @@ pub struct Session {
     pub refunded: Option<U256>,
     /// Pending payments by id.
     pub pending: BTreeMap<U256, Pending>,
+    /// EIP-3009 authorizations reserved for third parties (x402 `exact`), by digest.
+    pub reservations: BTreeMap<String, Reservation>,
     period_seconds: u64,
+}
+
+/// An authorization the session reserved for a third party to settle.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reservation {
+    /// Its value (counted as spent when reserved).
+    pub amount: U256,
+    /// Settleable before this (unix seconds).
+    pub valid_before: u64,
+    /// Its receipt.
+    pub receipt_id: U256,
+    /// Released unused: its amount is the session's (or the owner's) again.
+    pub released: bool,
 }
 
 /// `sessionState` at one moment: `(status, deposit, spent, reserved, periodSpent, periodStart,
@@ -88,6 +103,7 @@ impl Session {
                     },
                     refunded: None,
                     pending: BTreeMap::new(),
+                    reservations: BTreeMap::new(),
                     period_seconds: seconds(args, "periodSeconds"),
                 });
                 continue;
@@ -117,14 +133,38 @@ impl Session {
                         };
                     }
                 }
-                "PaymentExecuted" => {
+                "PaymentExecuted" | "PaymentReserved" => {
                     let a = amount(args, "amount");
+                    if name == "PaymentReserved" {
+                        let digest = args.get("digest").and_then(Value::as_str);
+                        s.reservations.insert(
+                            digest.unwrap_or_default().to_owned(),
+                            Reservation {
+                                amount: a,
+                                valid_before: seconds(args, "validBefore"),
+                                receipt_id: amount(args, "receiptId"),
+                                released: false,
+                            },
+                        );
+                    }
                     if s.period_seconds != 0 {
                         let (start, spent) = s.period(e.block_timestamp);
                         s.period_start = start;
                         s.period_spent = spent.saturating_add(a);
                     }
                     s.spent = s.spent.saturating_add(a);
+                }
+                "ReservationReleased" => {
+                    // Not spent after all; a closed session's owner got it back.
+                    let a = amount(args, "amount");
+                    s.spent = s.spent.saturating_sub(a);
+                    if let Some(refunded) = s.refunded.as_mut() {
+                        *refunded = refunded.saturating_add(a);
+                    }
+                    let digest = args.get("digest").and_then(Value::as_str);
+                    if let Some(r) = s.reservations.get_mut(digest.unwrap_or_default()) {
+                        r.released = true;
+                    }
                 }
                 "LeaseRenewed" => s.lease_expires_at = seconds(args, "leaseExpiresAt"),
                 "SessionRevoked" => s.status = 2,
@@ -191,6 +231,16 @@ impl Session {
                 "remaining": budget.saturating_sub(period_spent).to_string(),
             })),
             "leaseExpiresAt": (lease != 0).then_some(lease),
+            "reservations": self.reservations.iter().map(|(digest, r)| json!({
+                "digest": digest,
+                "amount": r.amount.to_string(),
+                "validBefore": r.valid_before,
+                "receiptId": r.receipt_id.to_string(),
+                // Whether a third party settled it is USDC's to say (`authorizationState`).
+                // `ended`: its window is over; settled by a third party, unless released later
+                // (whether it was settled is the token's to say, `authorizationState`).
+                "status": if r.released { "released" } else if now >= r.valid_before { "ended" } else { "reserved" },
+            })).collect::<Vec<_>>(),
             "pending": self.pending.iter().map(|(id, p)| json!({
                 "pendingId": id.to_string(),
                 "amount": p.amount.to_string(),
@@ -198,5 +248,104 @@ impl Session {
                 "status": if p.status == "pending" && now >= p.expires_at { "expired" } else { p.status },
             })).collect::<Vec<_>>(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy_primitives::{Address, B256};
+    use alloy_sol_types::SolEvent;
+    use bursar_bindings::wallet::ISessionWallet as Wallet;
+
+    use super::*;
+
+    /// A canonical row of `event` at `time`, decoded as the follower decodes it.
+    fn row<E: SolEvent>(event: E, time: u64) -> LogRow {
+        let log = event.encode_log_data();
+        let d = crate::decode::decode(log.topics(), &log.data)
+            .unwrap()
+            .unwrap();
+        LogRow {
+            chain_id: 1,
+            block_number: time,
+            block_hash: String::new(),
+            block_timestamp: time,
+            tx_hash: String::new(),
+            log_index: 0,
+            address: String::new(),
+            contract: "SessionWallet".into(),
+            topics: vec![],
+            data: Default::default(),
+            event: Some(d.event.into()),
+            session_id: d.session_id().map(str::to_owned),
+            args: Some(Value::Object(d.args)),
+            decode_error: None,
+            canonical: true,
+            orphaned_by: None,
+        }
+    }
+
+    #[test]
+    fn a_reservation_is_spent_when_reserved_and_given_back_when_released() {
+        let session = U256::from(7);
+        let vendor = Address::repeat_byte(0xa1);
+        let digest = B256::repeat_byte(0xd1);
+        let opened = Wallet::SessionOpened {
+            sessionId: session,
+            owner: Address::repeat_byte(1),
+            sessionKey: Address::repeat_byte(2),
+            guardian: Address::ZERO,
+            token: Address::repeat_byte(3),
+            deposit: U256::from(100),
+            perPaymentCap: U256::ZERO,
+            periodBudget: U256::ZERO,
+            periodSeconds: 0,
+            coSignThreshold: U256::ZERO,
+            validAfter: 0,
+            expiresAt: 10_000,
+            leaseSeconds: 0,
+            leaseKeeper: Address::ZERO,
+            allowlistId: U256::from(1),
+            metadata: B256::ZERO,
+        };
+        let reserved = Wallet::PaymentReserved {
+            sessionId: session,
+            to: vendor,
+            receiptId: U256::from(4),
+            amount: U256::from(30),
+            purpose: B256::repeat_byte(0x11),
+            nonce: B256::repeat_byte(0x22),
+            digest,
+            validBefore: 600,
+        };
+        let released = Wallet::ReservationReleased {
+            sessionId: session,
+            to: vendor,
+            receiptId: U256::from(4),
+            digest,
+            amount: U256::from(30),
+        };
+        let closed = Wallet::SessionClosed {
+            sessionId: session,
+            by: Address::repeat_byte(1),
+            spent: U256::from(30),
+            refund: U256::from(70),
+        };
+
+        let mut rows = vec![row(opened, 1), row(reserved, 2)];
+        let s = Session::fold(&rows).unwrap();
+        assert_eq!(s.spent, U256::from(30));
+        let json = s.to_json(100);
+        assert_eq!(json["reservations"][0]["status"], "reserved");
+        assert_eq!(json["reservations"][0]["amount"], "30");
+        assert_eq!(json["remainingDeposit"], "70");
+        assert_eq!(s.to_json(600)["reservations"][0]["status"], "ended");
+
+        // Closed with it live, then released: the owner got all 100 back in the end.
+        rows.extend([row(closed, 3), row(released, 700)]);
+        let s = Session::fold(&rows).unwrap();
+        assert_eq!(s.spent, U256::ZERO);
+        assert_eq!(s.refunded, Some(U256::from(100)));
+        assert_eq!(s.to_json(700)["reservations"][0]["status"], "released");
     }
 }

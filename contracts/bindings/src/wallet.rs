@@ -71,7 +71,7 @@ alloy_sol_types::sol! {
         event RefundDeferred(uint256 indexed sessionId, address indexed owner, address indexed token, uint256 amount);
         event RefundClaimed(address indexed owner, address indexed token, address to, uint256 amount);
         event PaymentReserved(uint256 indexed sessionId, address indexed to, uint256 indexed receiptId, uint256 amount, bytes32 purpose, bytes32 nonce, bytes32 digest, uint64 validBefore);
-        event ReservationReleased(uint256 indexed sessionId, uint256 indexed receiptId, bytes32 indexed digest, uint256 amount);
+        event ReservationReleased(uint256 indexed sessionId, address indexed to, uint256 indexed receiptId, bytes32 digest, uint256 amount);
 
         // ---- errors ----------------------------------------------------------------------
         error WalletUnauthorized(address caller);

@@ -206,6 +206,7 @@ impl SessionWallet {
         let receipt_id = U256::from(receipt.to::<u64>());
         self.vm().log(ReservationReleased {
             sessionId: session_id,
+            to,
             receiptId: receipt_id,
             digest,
             amount,

@@ -232,7 +232,7 @@ fn release_gives_back_only_what_can_no_longer_be_used_and_never_was() {
     assert!(matches!(
         f.last_event(),
         ISessionWalletEvents::ReservationReleased(e)
-            if e.sessionId == id && e.receiptId == U256::from(1) && e.digest == digest
+            if e.sessionId == id && e.to == VENDOR_A && e.receiptId == U256::from(1) && e.digest == digest
                 && e.amount == usd(10)
     ));
     assert_eq!(f.state(id)._2, U256::ZERO, "back to the session");

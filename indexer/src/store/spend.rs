@@ -66,6 +66,11 @@ impl Group {
     }
 }
 
+/// The events that spend a session's money: a payment, and an authorization reserved for a
+/// third party to settle (x402 `exact`; counted once, when reserved, not again when the token
+/// moves).
+pub(super) const SPEND_EVENTS: [&str; 2] = ["PaymentExecuted", "PaymentReserved"];
+
 /// Limbs of 9 decimal digits a 256-bit amount (78 digits) is summed in.
 const LIMBS: usize = 9;
 
@@ -82,7 +87,11 @@ impl HourlySums {
     pub(super) fn of(logs: &[LogRow]) -> Self {
         let mut sums = HourlySums::default();
         for l in logs {
-            if l.canonical && l.event.as_deref() == Some("PaymentExecuted") {
+            if l.canonical
+                && l.event
+                    .as_deref()
+                    .is_some_and(|e| SPEND_EVENTS.contains(&e))
+            {
                 sums.add(
                     l.session_id.as_deref(),
                     l.args.as_ref(),
@@ -223,7 +232,8 @@ pub(super) async fn merge(db: &mut DbTx, backend: Backend) -> Result<(), sqlx::E
 pub(super) async fn take_out_above(db: &mut DbTx, fork: u64) -> Result<(), StoreError> {
     let rows = sqlx::query(
         "SELECT session_id, block_timestamp, args FROM logs \
-         WHERE event = 'PaymentExecuted' AND canonical = 1 AND block_number > $1",
+         WHERE event IN ('PaymentExecuted', 'PaymentReserved') AND canonical = 1 \
+         AND block_number > $1",
     )
     .bind(fork.min(i64::MAX as u64) as i64)
     .fetch_all(&mut **db)
@@ -277,9 +287,9 @@ enum Summed {
 }
 
 impl Store {
-    /// Executed payments (`PaymentExecuted`) that `filter` selects — of sessions opened by
-    /// `owner` in `token` when given — counted and summed per distinct value of `keys`, in the
-    /// database. Groups without payments are left out.
+    /// Payments and reservations ([`SPEND_EVENTS`]) that `filter` selects — of sessions opened
+    /// by `owner` in `token` when given — counted and summed per distinct value of `keys`, in
+    /// the database. Groups without payments are left out.
     pub async fn payment_sums(
         &self,
         filter: &LogFilter,
@@ -290,8 +300,31 @@ impl Store {
         if let Some(sums) = self.hourly_sums(filter, keys, owner, token).await? {
             return Ok(sums);
         }
+        let mut merged: BTreeMap<Vec<String>, (U256, u64)> = BTreeMap::new();
+        for event in SPEND_EVENTS {
+            for (key, total, count) in self.event_sums(filter, event, keys, owner, token).await? {
+                let entry = merged.entry(key).or_default();
+                entry.0 = entry.0.saturating_add(total);
+                entry.1 += count;
+            }
+        }
+        Ok(merged
+            .into_iter()
+            .map(|(key, (total, count))| (key, total, count))
+            .collect())
+    }
+
+    /// [`Store::payment_sums`] of one event, read from the logs.
+    async fn event_sums(
+        &self,
+        filter: &LogFilter,
+        event: &str,
+        keys: &[Group],
+        owner: Option<&str>,
+        token: Option<&str>,
+    ) -> Result<Vec<Sum>, StoreError> {
         let mut filter = filter.clone();
-        filter.event = Some("PaymentExecuted".into());
+        filter.event = Some(event.into());
         let to = self.json_arg("logs", "to")?;
         let columns = self.group_columns(keys, "logs.session_id", &to, "logs.block_timestamp")?;
         let amount = self.json_arg("logs", "amount")?;
