@@ -2,7 +2,8 @@
 //!
 //! * cold start: `spawn` to the first JSON-RPC answer, and deploying the six contracts;
 //! * gas of every entry point the demo's story calls (min–max over its calls), against the
-//!   targets for `pay` and `openSessionWithSig`;
+//!   targets for `pay` and `openSessionWithSig`; gas of x402 `exact` (reserve + USDC's
+//!   `transferWithAuthorization`) beside `pay`;
 //! * `pay` throughput: signed `SessionWallet.pay` transactions through `eth_sendRawTransaction`
 //!   with automine (one block per transaction, receipts fetched), sequential and from several
 //!   concurrent clients;
@@ -24,11 +25,12 @@ use std::time::{Duration, Instant};
 
 use alloy_consensus::TxEip1559;
 use alloy_primitives::{keccak256, Address, TxKind, U256};
-use alloy_sol_types::SolCall;
+use alloy_sol_types::{SolCall, SolStruct};
 use bursar_bindings::counterparty::ICounterpartyRegistry;
-use bursar_bindings::eip712::{OpenSession, PaymentIntent};
+use bursar_bindings::eip712::{OpenSession, PaymentIntent, TransferWithAuthorization};
+use bursar_bindings::evm::{IFiatToken, USDC};
 use bursar_bindings::token::ITestToken;
-use bursar_bindings::wallet::ISessionWallet;
+use bursar_bindings::wallet::{authorization_nonce, ISessionWallet};
 use bursar_client::sign::{signed_open_with_permit, signed_pay};
 use bursar_client::{Client, Key, Sender};
 use bursar_demo::money::usd;
@@ -70,6 +72,7 @@ fn main() {
         memory_after(env("BENCH_MEMORY_TXS", 1_000_000)).await;
         gas_per_entry_point().await;
         pay_gas().await;
+        exact_gas().await;
         open_gas().await;
         pay_throughput(pays).await;
         usdc_transfer_throughput(env("BENCH_TRANSFERS", 2_000)).await;
@@ -199,6 +202,125 @@ async fn pay_gas() {
         };
         println!("  {label:<44} {used:>7}{verdict}");
     }
+    drop(b.devnet);
+}
+
+/// Gas of x402 `exact` paid from a session in USDC, beside `pay` of the same amount: the
+/// relayer's `reserve`, then the facilitator's `transferWithAuthorization` (USDC asks the
+/// wallet through ERC-1271, which the wallet delegates to its extension), with a 65-byte
+/// signature as x402's facilitator sends it (`v, r, s`) and as `bytes`.
+async fn exact_gas() {
+    let b = bench_session_in(true).await;
+    let mut relayer = Sender::new(&b.client, dev_key(1)).await.expect("sender");
+    let mut facilitator = Sender::new(&b.client, dev_key(2)).await.expect("sender");
+    // The session's first payment creates its spend slot; measure later ones.
+    let gas = |label: &'static str, r: bursar_client::rpc::Receipt| (label, r.gas_used.to::<u64>());
+    let deadline = b.now + INTENT_LIFETIME;
+    for nonce in 1..=2 {
+        let call = pay_call(&b.agent, b.wallet, b.session, b.vendor, nonce, deadline);
+        relayer
+            .transact(&b.client, b.wallet, &call)
+            .await
+            .expect("pay");
+    }
+    let r = relayer
+        .transact(
+            &b.client,
+            b.wallet,
+            &pay_call(&b.agent, b.wallet, b.session, b.vendor, 3, deadline),
+        )
+        .await
+        .expect("pay");
+    let mut rows = vec![gas("pay", r)];
+    let domain = alloy_sol_types::eip712_domain! {
+        name: "USD Coin",
+        version: "2",
+        chain_id: CHAIN,
+        verifying_contract: USDC,
+    };
+    for (i, split) in [(0u8, true), (1, false)] {
+        let purpose = keccak256([b'x', i]);
+        let valid_before = U256::from(b.now + 3_600);
+        let value = U256::from(1);
+        let nonce = authorization_nonce(
+            b.session,
+            b.vendor,
+            value,
+            U256::ZERO,
+            valid_before,
+            purpose,
+        );
+        let message = TransferWithAuthorization {
+            from: b.wallet,
+            to: b.vendor,
+            value,
+            validAfter: U256::ZERO,
+            validBefore: valid_before,
+            nonce,
+        };
+        let signature = b.agent.sign_hash_rsv(&message.eip712_signing_hash(&domain));
+        let reserve = ISessionWallet::reserveCall {
+            sessionId: b.session,
+            to: b.vendor,
+            value,
+            validAfter: U256::ZERO,
+            validBefore: valid_before,
+            purpose,
+            signature: signature.clone().into(),
+        };
+        let r = relayer
+            .transact(&b.client, b.wallet, &reserve)
+            .await
+            .expect("reserve");
+        rows.push(gas("reserve", r));
+        let data = if split {
+            IFiatToken::transferWithAuthorization_1Call {
+                from: b.wallet,
+                to: b.vendor,
+                value,
+                validAfter: U256::ZERO,
+                validBefore: valid_before,
+                nonce,
+                v: signature[64],
+                r: alloy_primitives::B256::from_slice(&signature[..32]),
+                s: alloy_primitives::B256::from_slice(&signature[32..64]),
+            }
+            .abi_encode()
+        } else {
+            IFiatToken::transferWithAuthorization_0Call {
+                from: b.wallet,
+                to: b.vendor,
+                value,
+                validAfter: U256::ZERO,
+                validBefore: valid_before,
+                nonce,
+                signature: signature.into(),
+            }
+            .abi_encode()
+        };
+        let r = facilitator
+            .send(&b.client, Some(USDC), data, U256::ZERO)
+            .await
+            .expect("transferWithAuthorization");
+        rows.push(gas(
+            if split {
+                "transferWithAuthorization (v, r, s)"
+            } else {
+                "transferWithAuthorization (bytes)"
+            },
+            r,
+        ));
+    }
+    println!("gas of x402 exact in USDC, later in a session (reserve by the relayer, transferWithAuthorization by the facilitator):");
+    for (label, used) in &rows {
+        println!("  {label:<44} {used:>7}");
+    }
+    let total = rows[1].1 + rows[2].1;
+    println!(
+        "  {:<44} {total:>7}  ({:.2}x pay, in two transactions)",
+        "reserve + transferWithAuthorization (v, r, s)",
+        total as f64 / rows[0].1 as f64
+    );
     drop(b.devnet);
 }
 
@@ -405,38 +527,55 @@ struct Bench {
 }
 
 async fn bench_session() -> Bench {
+    bench_session_in(false).await
+}
+
+/// A session with an allowlisted vendor, in the test token or (`usdc`) in USDC.
+async fn bench_session_in(usdc: bool) -> Bench {
     let (devnet, client) = devnet().await;
     let record = deploy(&client, &scratch("bench-pay")).await;
     let at = |k: &str| record.address(k).expect("deployed");
     let (token, wallet, lists) = (
-        at("testToken"),
+        if usdc { USDC } else { at("testToken") },
         at("sessionWallet"),
         at("counterpartyRegistry"),
     );
+    // Dev account 0 owns the test token and is USDC's minter.
     let mut owner = Sender::new(&client, dev_key(0)).await.expect("sender");
     let vendor = Address::repeat_byte(0xa1);
-    owner
-        .transact(
-            &client,
-            token,
-            &ITestToken::mintCall {
+    let (mint, approve) = if usdc {
+        (
+            IFiatToken::mintCall {
                 to: owner.address(),
-                value: usd(2_000_000),
-            },
-        )
-        .await
-        .expect("mint");
-    owner
-        .transact(
-            &client,
-            token,
-            &ITestToken::approveCall {
+                amount: usd(2_000_000),
+            }
+            .abi_encode(),
+            IFiatToken::approveCall {
                 spender: wallet,
                 value: U256::MAX,
-            },
+            }
+            .abi_encode(),
         )
-        .await
-        .expect("approve");
+    } else {
+        (
+            ITestToken::mintCall {
+                to: owner.address(),
+                value: usd(2_000_000),
+            }
+            .abi_encode(),
+            ITestToken::approveCall {
+                spender: wallet,
+                value: U256::MAX,
+            }
+            .abi_encode(),
+        )
+    };
+    for data in [mint, approve] {
+        owner
+            .send(&client, Some(token), data, U256::ZERO)
+            .await
+            .expect("mint and approve");
+    }
     let r = owner
         .transact(&client, lists, &ICounterpartyRegistry::createListCall {})
         .await
