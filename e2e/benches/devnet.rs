@@ -318,7 +318,7 @@ async fn exact_gas() {
     let total = rows[1].1 + rows[2].1;
     println!(
         "  {:<44} {total:>7}  ({:.2}x pay, in two transactions)",
-        "reserve + transferWithAuthorization (v, r, s)",
+        "together (reserve + transfer, v, r, s)",
         total as f64 / rows[0].1 as f64
     );
     drop(b.devnet);

@@ -170,9 +170,10 @@ pub fn extension_program(wallet: &mut SessionWallet, input: &[u8]) -> ArbResult 
     handle(wallet, input, Program::Extension).unwrap_or(Err(Vec::new()))
 }
 
-/// Which program a table belongs to. The wallet keeps what runs often or is called by the
-/// other contracts (open, pay, revoke, close, `sessionAuthority`); the extension has the
-/// rest, so that the wallet stays inside its size budget.
+/// Which program a table belongs to. The wallet keeps what runs often or is called by other
+/// contracts (open, pay, revoke, close, `sessionAuthority`; `reserve` and `isValidSignature`,
+/// which every x402 `exact` payment calls once, the second from USDC); the extension has the
+/// rest, so that each stays inside its size budget. A delegated call costs about 14,000 gas.
 #[derive(Clone, Copy, PartialEq)]
 enum Program {
     Wallet,
@@ -261,6 +262,22 @@ fn wallet_call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Option<Outcom
     } else if s == sel::<sessionAuthorityCall>() {
         let (owner, key, active) = w.session_authority(a.u256(0)?);
         Outcome::Ok(words(&[word(owner), word(key), word(active)]))
+    } else if s == sel::<reserveCall>() {
+        let r = w.reserve_signed(
+            a.u256(0)?,
+            a.address(1)?,
+            a.u256(2)?,
+            a.u256(3)?,
+            a.u256(4)?,
+            a.b256(5)?,
+            a.bytes(6)?,
+        );
+        Outcome::from(r.map(|(reserved, id)| words(&[word(reserved), word(id)])))
+    } else if s == sel::<isValidSignatureCall>() {
+        // `bytes4` is left-aligned in its word.
+        let mut answer = [0u8; 32];
+        answer[..4].copy_from_slice(&w.vouches(a.b256(0)?, a.bytes(1)?));
+        Outcome::Ok(words(&[answer]))
     } else {
         return Ok(None);
     }))
@@ -348,17 +365,6 @@ fn extension_call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Option<Out
         ))]))
     } else if s == sel::<pendingTtlCall>() {
         Outcome::Ok(words(&[word(SessionWallet::pending_ttl())]))
-    } else if s == sel::<reserveCall>() {
-        let r = w.reserve_signed(
-            a.u256(0)?,
-            a.address(1)?,
-            a.u256(2)?,
-            a.u256(3)?,
-            a.u256(4)?,
-            a.b256(5)?,
-            a.bytes(6)?,
-        );
-        Outcome::from(r.map(|(reserved, id)| words(&[word(reserved), word(id)])))
     } else if s == sel::<releaseCall>() {
         let r = w.release_authorization(
             a.u256(0)?,
@@ -369,11 +375,6 @@ fn extension_call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Option<Out
             a.b256(5)?,
         );
         one(r.map(word))
-    } else if s == sel::<isValidSignatureCall>() {
-        // `bytes4` is left-aligned in its word.
-        let mut answer = [0u8; 32];
-        answer[..4].copy_from_slice(&w.vouches(a.b256(0)?, a.bytes(1)?));
-        Outcome::Ok(words(&[answer]))
     } else if s == sel::<reservationCall>() {
         let (session, amount, valid_before, receipt) = w.reservation(a.b256(0)?);
         Outcome::Ok(words(&[
