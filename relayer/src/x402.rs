@@ -1,13 +1,13 @@
 //! x402 (v2): agents pay HTTP 402 APIs from their sessions, and the relayer is the facilitator
 //! that verifies and settles those payments.
 //!
-//! Bursar pays under its own scheme, `bursar-session`: the payment payload is a `PaymentIntent`
-//! signed by the session key (payee = `payTo`, the amount, purpose = [`purpose`] of the
-//! resource and the requirements, a nonce, a deadline) and settling it is the wallet's `pay`,
-//! so every rule of the session (cap, period budget, allowlist, lease, expiry, co-signing)
-//! holds for it as for any payment. x402's `exact` scheme does not fit: its EIP-3009
-//! authorization must be signed by the account the tokens leave, and here they leave the
-//! wallet's escrow under the session's rules, not an address of the agent's.
+//! Bursar pays under its own scheme, `bursar-session`, when offered: the payment payload is a
+//! `PaymentIntent` signed by the session key (payee = `payTo`, the amount, purpose =
+//! [`purpose`] of the resource and the requirements, a nonce, a deadline) and settling it is
+//! the wallet's `pay`, so every rule of the session (cap, period budget, allowlist, lease,
+//! expiry, co-signing) holds for it as for any payment. Otherwise it pays x402's `exact`
+//! ([`pay_exact`]): the session wallet is the payer of an EIP-3009 authorization it reserved
+//! under the same rules, and vouches for it (ERC-1271) when the token asks.
 //!
 //! * Agent side: [`pay`] (`POST /v1/x402/pay`, capability token) takes a 402 answer's
 //!   `PAYMENT-REQUIRED` value and answers the `PAYMENT-SIGNATURE` value to retry with, after the
@@ -18,10 +18,12 @@
 //!   `POST /x402/settle`).
 
 use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
+use alloy_sol_types::SolCall;
 use alloy_sol_types::{SolStruct, SolValue};
 use base64::Engine as _;
-use bursar_bindings::eip712::{PaymentIntent, SESSION_WALLET_DOMAIN};
-use bursar_bindings::wallet::ISessionWallet;
+use bursar_bindings::eip712::{PaymentIntent, TransferWithAuthorization, SESSION_WALLET_DOMAIN};
+use bursar_bindings::evm::IFiatToken;
+use bursar_bindings::wallet::{authorization_nonce, ISessionWallet};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -35,6 +37,9 @@ use crate::store::{SessionRow, Store};
 
 /// Bursar's x402 scheme.
 pub const SCHEME: &str = "bursar-session";
+
+/// x402's `exact` scheme, paid from a session through a reservation ([`pay_exact`]).
+pub const EXACT: &str = "exact";
 
 /// The x402 version spoken.
 pub const VERSION: u32 = 2;
@@ -523,35 +528,33 @@ pub async fn pay(app: &App, session: &SessionRow, req: PayRequest) -> Result<Pai
     let id = parse_id(&session.id)?;
     let token = crate::kernel::session::terms_of(session)?.token;
     let ours = network(app.chain_id);
-    let accepted = required
-        .accepts
-        .iter()
-        .find(|r| r.scheme == SCHEME && r.network == ours && r.asset.parse::<Address>().ok() == Some(token))
-        .cloned()
-        .ok_or_else(|| {
-            let offered: Vec<String> = required.accepts.iter().map(|r| format!("{} on {} in {}", r.scheme, r.network, r.asset)).collect();
-            Error::conflict(
+    let offered = |scheme: &str| {
+        required.accepts.iter().find(|r| {
+            r.scheme == scheme
+                && r.network == ours
+                && r.asset.parse::<Address>().ok() == Some(token)
+        })
+    };
+    // Bursar's own scheme when offered (one transaction); else `exact` through a reservation.
+    let accepted = match (offered(SCHEME), offered(EXACT)) {
+        (Some(r), _) => r.clone(),
+        (None, Some(r)) => {
+            let r = r.clone();
+            return pay_exact(app, session, required, r).await;
+        }
+        (None, None) => {
+            let offered: Vec<String> = required
+                .accepts
+                .iter()
+                .map(|r| format!("{} on {} in {}", r.scheme, r.network, r.asset))
+                .collect();
+            return Err(Error::conflict(
                 "x402_no_bursar_option",
-                format!("the resource does not accept {SCHEME} on {ours} in this session's token {token} (it offers: {})", offered.join("; ")),
-            )
-        })?;
-    let invalid = |field: &str, what: &str| Error::invalid(field, what.to_owned());
-    let to: Address = accepted
-        .pay_to
-        .parse()
-        .map_err(|_| invalid("paymentRequired.accepts.payTo", "payTo is not an address"))?;
-    let amount = U256::from_str_radix(&accepted.amount, 10).map_err(|_| {
-        invalid(
-            "paymentRequired.accepts.amount",
-            "amount is not a decimal integer",
-        )
-    })?;
-    let purpose = purpose(&required.resource.url, &accepted).ok_or_else(|| {
-        invalid(
-            "paymentRequired.accepts",
-            "asset, payTo or amount does not parse",
-        )
-    })?;
+                format!("the resource accepts neither {SCHEME} nor {EXACT} on {ours} in this session's token {token} (it offers: {})", offered.join("; ")),
+            ));
+        }
+    };
+    let (to, amount, purpose) = asked(&required.resource.url, &accepted)?;
     let key = crate::payments::custodial_key(app, session, "sign the x402 intent itself").await?;
     let ttl = accepted
         .max_timeout_seconds
@@ -605,6 +608,147 @@ pub async fn pay(app: &App, session: &SessionRow, req: PayRequest) -> Result<Pai
     let header = base64::engine::general_purpose::STANDARD
         .encode(serde_json::to_vec(&payload).map_err(|_| Error::Internal)?);
     tracing::info!(session = %session.id, %to, %amount, "x402 payment signed");
+    Ok(Paid {
+        payment_signature: header,
+        payment_payload: payload,
+    })
+}
+
+/// The payee, amount and [`purpose`] of `accepted`.
+fn asked(url: &str, accepted: &Requirements) -> Result<(Address, U256, B256), Error> {
+    let invalid = |field: &str, what: &str| Error::invalid(field, what.to_owned());
+    let to: Address = accepted
+        .pay_to
+        .parse()
+        .map_err(|_| invalid("paymentRequired.accepts.payTo", "payTo is not an address"))?;
+    let amount = U256::from_str_radix(&accepted.amount, 10).map_err(|_| {
+        invalid(
+            "paymentRequired.accepts.amount",
+            "amount is not a decimal integer",
+        )
+    })?;
+    let purpose = purpose(url, accepted).ok_or_else(|| {
+        invalid(
+            "paymentRequired.accepts",
+            "asset, payTo or amount does not parse",
+        )
+    })?;
+    Ok((to, amount, purpose))
+}
+
+/// Pays x402's `exact` requirements from `session`: the session wallet is the payer (`from`)
+/// of an EIP-3009 authorization of the session's token, which it `reserve`s under the
+/// session's rules (simulated first: a refusal is the wallet's error and nothing is sent),
+/// signed by the session key over the token's own digest; once the reservation is mined, the
+/// resource server's facilitator settles it with the token's `transferWithAuthorization`, and
+/// the token asks the wallet (ERC-1271) to vouch for it. Answers x402's exact EVM payload.
+async fn pay_exact(
+    app: &App,
+    session: &SessionRow,
+    required: PaymentRequired,
+    accepted: Requirements,
+) -> Result<Paid, Error> {
+    let id = parse_id(&session.id)?;
+    let token = crate::kernel::session::terms_of(session)?.token;
+    let (to, value, purpose) = asked(&required.resource.url, &accepted)?;
+    let wallet = app.contracts.wallet;
+    let ttl = accepted
+        .max_timeout_seconds
+        .clamp(10, app.settings.intent_ttl.as_secs());
+    let valid_before = U256::from(app.now(true).await? + ttl);
+    let nonce = authorization_nonce(id, to, value, U256::ZERO, valid_before, purpose);
+    let message = TransferWithAuthorization {
+        from: wallet,
+        to,
+        value,
+        validAfter: U256::ZERO,
+        validBefore: valid_before,
+        nonce,
+    };
+    let separator = app
+        .client
+        .view(None, token, IFiatToken::DOMAIN_SEPARATORCall {})
+        .await?;
+    let digest = keccak256(
+        [
+            &[0x19, 0x01][..],
+            separator.as_slice(),
+            message.eip712_hash_struct().as_slice(),
+        ]
+        .concat(),
+    );
+    let key =
+        crate::payments::custodial_key(app, session, "sign the x402 authorization itself").await?;
+    let signature: Bytes = key.sign_hash_rsv(&digest).into();
+    let reserve = ISessionWallet::reserveCall {
+        sessionId: id,
+        to,
+        value,
+        validAfter: U256::ZERO,
+        validBefore: valid_before,
+        purpose,
+        signature: signature.clone(),
+    };
+    let signer = signer_of(session)?;
+    // The wallet's rules now: a refusal signs and sends nothing.
+    let reserved = app
+        .client
+        .view(Some(signer), wallet, reserve.clone())
+        .await?
+        ._0;
+    if !reserved {
+        return Err(Error::conflict(
+            "x402_needs_approval",
+            "the amount is above the session's co-sign threshold: an x402 payment cannot wait for the owner",
+        ));
+    }
+    let data = reserve.abi_encode();
+    let call = crate::submission::Call {
+        signer,
+        to: wallet,
+        gas_limit: app.gas_for(signer, wallet, &data).await?,
+        data: data.into(),
+        value: U256::ZERO,
+    };
+    let (db, tx) = app.queue(&call).await?;
+    app.commit(db).await?;
+    let mined = app
+        .wait_for(app.settings.open_wait, || async {
+            let row = app.store.transaction(tx).await?;
+            Ok(row.filter(|t| t.receipt_status.is_some()))
+        })
+        .await?;
+    match mined.and_then(|t| t.receipt_status) {
+        Some(1) => {}
+        Some(_) => {
+            return Err(Error::conflict(
+                "x402_reservation_failed",
+                "the reservation was mined but reverted: the session changed meanwhile",
+            ))
+        }
+        None => return Err(Error::Unavailable),
+    }
+    let payload = json!({
+        "signature": signature,
+        "authorization": {
+            "from": wallet,
+            "to": to,
+            "value": value.to_string(),
+            "validAfter": "0",
+            "validBefore": valid_before.to_string(),
+            "nonce": nonce,
+        },
+    });
+    let payload = PaymentPayload {
+        x402_version: VERSION,
+        resource: Some(required.resource),
+        accepted,
+        payload,
+        extensions: required.extensions,
+    };
+    let header = base64::engine::general_purpose::STANDARD
+        .encode(serde_json::to_vec(&payload).map_err(|_| Error::Internal)?);
+    tracing::info!(session = %session.id, %to, %value, "x402 exact authorization reserved");
     Ok(Paid {
         payment_signature: header,
         payment_payload: payload,

@@ -74,8 +74,13 @@ fn logs() {
 /// A devnet with automine as given, and a client for it.
 async fn devnet(automine: bool) -> (bursar_devnet::Handle, Arc<Client>) {
     logs();
+    // With USDC and the other EVM contracts sessions meet on Arbitrum, as `bursar up` runs it.
     let handle = bursar_devnet::spawn(RpcConfig {
         addr: "127.0.0.1:0".parse().unwrap(),
+        chain: bursar_devnet::ChainConfig {
+            evm_fixtures: true,
+            ..Default::default()
+        },
         ..Default::default()
     })
     .await

@@ -353,4 +353,119 @@ async fn an_agent_pays_a_402_api_from_its_session(db: Db) {
     s.relayer.shutdown().await;
 }
 
-on_both_databases!(an_agent_pays_a_402_api_from_its_session);
+on_both_databases!(
+    an_agent_pays_a_402_api_from_its_session,
+    an_agent_pays_exact_in_usdc_through_a_reservation,
+);
+
+/// x402's `exact` in USDC, the only option a resource offers: the relayer reserves an
+/// EIP-3009 authorization from the session wallet under the session's rules, and a
+/// facilitator (here a plain account, as x402's settles a 65-byte signature) settles it with
+/// USDC's own `transferWithAuthorization`, which asks the wallet to vouch (ERC-1271). Over the
+/// cap it is refused with the wallet's error before anything is sent.
+async fn an_agent_pays_exact_in_usdc_through_a_reservation(db: Db) {
+    use alloy_primitives::{B256, U256};
+    use alloy_sol_types::SolCall;
+    use bursar_bindings::evm::{IFiatToken, USDC};
+
+    let s = system(db).await;
+    let mut minter = bursar_client::Sender::new(&s.client, dev_key(0))
+        .await
+        .unwrap();
+    minter
+        .transact(
+            &s.client,
+            USDC,
+            &IFiatToken::mintCall {
+                to: s.owner.address(),
+                amount: usd(100),
+            },
+        )
+        .await
+        .unwrap();
+    let (_, token) = s.open_session(json!({ "token": USDC })).await;
+    let usdc = |of: Address| {
+        let client = s.client.clone();
+        async move {
+            client
+                .view(None, USDC, IFiatToken::balanceOfCall { account: of })
+                .await
+                .unwrap()
+        }
+    };
+    let required = |amount: U256| {
+        let r = json!({
+            "x402Version": 2,
+            "resource": { "url": "https://api.example/forecast" },
+            "accepts": [{ "scheme": "exact", "network": "eip155:412346", "amount": amount.to_string(),
+                          "asset": USDC, "payTo": s.vendor_a, "maxTimeoutSeconds": 60,
+                          "extra": { "name": "USD Coin", "version": "2" } }],
+        });
+        B64.encode(r.to_string())
+    };
+
+    // Over the session's cap (30): the wallet's error, and no transaction.
+    let (status, e) = s
+        .post(
+            "/v1/x402/pay",
+            &token,
+            json!({ "paymentRequired": required(usd(31)) }),
+        )
+        .await;
+    assert_eq!(status, 422, "{e}");
+    assert!(e.to_string().contains("WalletPaymentCapExceeded"), "{e}");
+
+    let (status, paid) = s
+        .post(
+            "/v1/x402/pay",
+            &token,
+            json!({ "paymentRequired": required(usd(5)) }),
+        )
+        .await;
+    assert_eq!(status, 200, "{paid}");
+    let payload = &paid["paymentPayload"];
+    assert_eq!(payload["accepted"]["scheme"], "exact");
+    let auth = &payload["payload"]["authorization"];
+    let wallet = s.record.address("sessionWallet").unwrap();
+    assert_eq!(
+        auth["from"].as_str().unwrap().parse::<Address>().unwrap(),
+        wallet
+    );
+    assert_eq!(auth["value"], usd(5).to_string());
+    let signature: alloy_primitives::Bytes = payload["payload"]["signature"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(signature.len(), 65);
+
+    // The facilitator settles it through USDC (v, r, s): the vendor is paid from the wallet.
+    let before = (usdc(s.vendor_a).await, usdc(wallet).await);
+    let settle = IFiatToken::transferWithAuthorization_1Call {
+        from: wallet,
+        to: s.vendor_a,
+        value: usd(5),
+        validAfter: U256::ZERO,
+        validBefore: auth["validBefore"].as_str().unwrap().parse().unwrap(),
+        nonce: auth["nonce"].as_str().unwrap().parse().unwrap(),
+        v: signature[64],
+        r: B256::from_slice(&signature[..32]),
+        s: B256::from_slice(&signature[32..64]),
+    };
+    let mut facilitator = bursar_client::Sender::new(&s.client, dev_key(5))
+        .await
+        .unwrap();
+    facilitator
+        .send(&s.client, Some(USDC), settle.abi_encode(), U256::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(
+        (usdc(s.vendor_a).await, usdc(wallet).await),
+        (before.0 + usd(5), before.1 - usd(5))
+    );
+    // Once: a second settlement is refused by USDC.
+    let again = facilitator
+        .send(&s.client, Some(USDC), settle.abi_encode(), U256::ZERO)
+        .await;
+    assert!(again.is_err(), "settled twice");
+}
