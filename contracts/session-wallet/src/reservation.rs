@@ -85,7 +85,7 @@ impl SessionWallet {
             let s = self.sessions.getter(session_id);
             (s.token.get(), s.expires_at.get().to::<u64>())
         };
-        // An unknown session has no token: refused here as native, or below as unknown.
+        // An unknown session has no token either: `ensure_open` names it unknown.
         let before = valid_before.saturating_to::<u64>();
         if token == token::NATIVE || before <= now || valid_before > U256::from(session_end) {
             self.sessions.getter(session_id).ensure_open(session_id)?;
