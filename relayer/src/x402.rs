@@ -540,7 +540,7 @@ pub async fn pay(app: &App, session: &SessionRow, req: PayRequest) -> Result<Pai
         (Some(r), _) => r.clone(),
         (None, Some(r)) => {
             let r = r.clone();
-            return pay_exact(app, session, required, r).await;
+            return pay_exact(app, session, (id, token), required, r).await;
         }
         (None, None) => {
             let offered: Vec<String> = required
@@ -645,11 +645,10 @@ fn asked(url: &str, accepted: &Requirements) -> Result<(Address, U256, B256), Er
 async fn pay_exact(
     app: &App,
     session: &SessionRow,
+    (id, token): (U256, Address),
     required: PaymentRequired,
     accepted: Requirements,
 ) -> Result<Paid, Error> {
-    let id = parse_id(&session.id)?;
-    let token = crate::kernel::session::terms_of(session)?.token;
     let (to, value, purpose) = asked(&required.resource.url, &accepted)?;
     let wallet = app.contracts.wallet;
     let ttl = accepted
@@ -726,7 +725,14 @@ async fn pay_exact(
                 "the reservation was mined but reverted: the session changed meanwhile",
             ))
         }
-        None => return Err(Error::Unavailable),
+        // Not a 503: a retry would reserve (and spend) again. The queued reservation still
+        // lands; unused, anyone may release it after `validBefore`.
+        None => {
+            return Err(Error::conflict(
+                "x402_reservation_pending",
+                format!("the reservation (transaction {tx}) is not mined yet; it stays reserved until {valid_before}, then can be released"),
+            ))
+        }
     }
     let payload = json!({
         "signature": signature,

@@ -365,6 +365,14 @@ impl Store {
         if let Some(e) = &filter.event {
             param(&mut sql, " AND logs.event = ?", Bind::Text(e.clone()));
         }
+        if !filter.events.is_empty() {
+            let names: Vec<String> = filter
+                .events
+                .iter()
+                .map(|e| format!("'{}'", e.replace('\'', "")))
+                .collect();
+            sql.push_str(&format!(" AND logs.event IN ({})", names.join(", ")));
+        }
         if let Some(b) = filter.from_block {
             param(&mut sql, " AND logs.block_number >= ?", Bind::Int(b));
         }

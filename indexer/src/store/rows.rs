@@ -61,6 +61,8 @@ pub struct LogFilter {
     pub session_id: Option<String>,
     /// Only this event's.
     pub event: Option<String>,
+    /// Only these events' (any of them; none: any event).
+    pub events: &'static [&'static str],
     /// From this block on.
     pub from_block: Option<u64>,
     /// Up to this block.

@@ -230,14 +230,16 @@ pub(super) async fn merge(db: &mut DbTx, backend: Backend) -> Result<(), sqlx::E
 /// Takes the canonical payments above block `fork` out of `spend_by_hour`: a reorg is about
 /// to orphan them (in the same transaction).
 pub(super) async fn take_out_above(db: &mut DbTx, fork: u64) -> Result<(), StoreError> {
-    let rows = sqlx::query(
+    let events: Vec<String> = SPEND_EVENTS.iter().map(|e| format!("'{e}'")).collect();
+    let sql = format!(
         "SELECT session_id, block_timestamp, args FROM logs \
-         WHERE event IN ('PaymentExecuted', 'PaymentReserved') AND canonical = 1 \
-         AND block_number > $1",
-    )
-    .bind(fork.min(i64::MAX as u64) as i64)
-    .fetch_all(&mut **db)
-    .await?;
+         WHERE event IN ({}) AND canonical = 1 AND block_number > $1",
+        events.join(", ")
+    );
+    let rows = sqlx::query(&sql)
+        .bind(fork.min(i64::MAX as u64) as i64)
+        .fetch_all(&mut **db)
+        .await?;
     let mut sums = HourlySums::default();
     for r in &rows {
         let args: Option<String> = r.try_get("args")?;
@@ -300,31 +302,9 @@ impl Store {
         if let Some(sums) = self.hourly_sums(filter, keys, owner, token).await? {
             return Ok(sums);
         }
-        let mut merged: BTreeMap<Vec<String>, (U256, u64)> = BTreeMap::new();
-        for event in SPEND_EVENTS {
-            for (key, total, count) in self.event_sums(filter, event, keys, owner, token).await? {
-                let entry = merged.entry(key).or_default();
-                entry.0 = entry.0.saturating_add(total);
-                entry.1 += count;
-            }
-        }
-        Ok(merged
-            .into_iter()
-            .map(|(key, (total, count))| (key, total, count))
-            .collect())
-    }
-
-    /// [`Store::payment_sums`] of one event, read from the logs.
-    async fn event_sums(
-        &self,
-        filter: &LogFilter,
-        event: &str,
-        keys: &[Group],
-        owner: Option<&str>,
-        token: Option<&str>,
-    ) -> Result<Vec<Sum>, StoreError> {
         let mut filter = filter.clone();
-        filter.event = Some(event.into());
+        filter.event = None;
+        filter.events = &SPEND_EVENTS;
         let to = self.json_arg("logs", "to")?;
         let columns = self.group_columns(keys, "logs.session_id", &to, "logs.block_timestamp")?;
         let amount = self.json_arg("logs", "amount")?;

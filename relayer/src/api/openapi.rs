@@ -304,7 +304,7 @@ fn paths_payments() -> Value {
                 json!({ "200": { "description": "{isValid, invalidReason?, invalidMessage?, payer?}", "content": { "application/json": { "schema": { "type": "object" } } } } })) },
             "/x402/settle": { "post": op("x402 v2 facilitator: settle it through the transaction engine, answered once mined", "none", Some("X402Request"),
                 json!({ "200": { "description": "{success, errorReason?, errorMessage?, payer?, transaction, network}", "content": { "application/json": { "schema": { "type": "object" } } } } })) },
-            "/v1/x402/pay": { "post": op("Sign a bursar-session payment of a 402 answer's PAYMENT-REQUIRED from the session (checked by the wallet's rules first)", "capabilityToken", Some("X402PayRequest"),
+            "/v1/x402/pay": { "post": op("Pay a 402 answer's PAYMENT-REQUIRED from the session, checked by the wallet's rules first: a signed bursar-session payment, or for exact a reserved EIP-3009 authorization (answered once the reservation is mined)", "capabilityToken", Some("X402PayRequest"),
                 json!({ "200": { "description": "{paymentSignature (the PAYMENT-SIGNATURE header), paymentPayload}", "content": { "application/json": { "schema": { "type": "object" } } } } })) },
             "/v1/webhooks": {
                 "post": op("Add an outbound webhook endpoint; its URL must reach public addresses (scope: webhooks)", "hostKey", Some("WebhookRequest"), ok("201", "Webhook", "Added; the secret is shown once")),
