@@ -586,9 +586,10 @@ impl SessionWallet {
     /// # Errors
     /// * [`WalletInvalidParameter`]`(Authorization)` — a native-currency session, or
     ///   `validBefore` not in the future or after the session's expiry.
-    /// * [`WalletNonceUsed`] — this authorization was reserved before.
+    /// * [`WalletNonceUsed`] — this authorization was reserved (or used) before.
     /// * As `pay`: session state, signature (the session key's over the digest) and policy.
-    /// * [`WalletCallFailed`] — the token has no `DOMAIN_SEPARATOR()`, or the registry failed.
+    /// * [`WalletCallFailed`] — the token has no `DOMAIN_SEPARATOR()` or `authorizationState`
+    ///   (the authorization could never be settled or released), or the registry failed.
     ///
     /// # Events
     /// [`PaymentReserved`] (and the registry's `ReceiptRecorded`), or [`PaymentPending`].

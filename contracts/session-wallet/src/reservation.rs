@@ -100,6 +100,14 @@ impl SessionWallet {
             }
             .into());
         }
+        // A token that cannot say whether the authorization was used could never let it be
+        // released: the amount would stay spent for good. Ask before anything is counted.
+        if self.authorization_used(token, nonce)? {
+            return Err(WalletNonceUsed {
+                nonce: U256::from_be_bytes(nonce.0),
+            }
+            .into());
+        }
         let needs_owner = self.admit(session_id, to, value, digest, signature, now)?;
         {
             let mut r = self.reservations.setter(digest);
@@ -184,15 +192,7 @@ impl SessionWallet {
             }
             .into());
         }
-        let this = self.vm().contract_address();
-        let data = calldata::encode(
-            IFiatToken::authorizationStateCall::SELECTOR,
-            &[word(this), word(nonce)],
-        );
-        let used = call::view(self.vm(), token, &data)
-            .and_then(|out| calldata::decode_word(&out))
-            .ok_or_else(|| call_failed(token, Vec::new()))?;
-        if !used.is_zero() {
+        if self.authorization_used(token, nonce)? {
             return Err(WalletReservationUsed { digest }.into());
         }
         self.reservations.setter(digest).amount.set(U128::ZERO);
@@ -221,6 +221,19 @@ impl SessionWallet {
         );
         call::call(self.vm(), registry, &data).map_err(|reason| call_failed(registry, reason))?;
         Ok(amount)
+    }
+
+    /// The token's `authorizationState(this wallet, nonce)`: whether it used the authorization.
+    fn authorization_used(&self, token: Address, nonce: B256) -> Result<bool> {
+        let this = self.vm().contract_address();
+        let data = calldata::encode(
+            IFiatToken::authorizationStateCall::SELECTOR,
+            &[word(this), word(nonce)],
+        );
+        call::view(self.vm(), token, &data)
+            .and_then(|out| calldata::decode_word(&out))
+            .map(|used| !used.is_zero())
+            .ok_or_else(|| call_failed(token, Vec::new()))
     }
 
     /// `isValidSignature`'s answer for `digest` and `signature`.

@@ -143,6 +143,17 @@ fn reserve_is_held_to_every_rule_a_payment_is() {
         f.reserve_with(&too_long, &key),
         invalid(InvalidParameter::Authorization),
     );
+    // A token that cannot tell whether an authorization was used (no EIP-3009): refused
+    // before anything is counted, or the amount could never be released.
+    f.ledger.borrow_mut().no_eip3009 = true;
+    assert_revert(
+        f.reserve_with(&f.authorization(id, VENDOR_A, usd(1), 10), &key),
+        WalletCallFailed {
+            target: TOKEN,
+            reason: Default::default(),
+        },
+    );
+    f.ledger.borrow_mut().no_eip3009 = false;
     // A native-currency session cannot be paid by a token's authorization.
     let mut native = f.terms();
     native.token = Address::ZERO;
