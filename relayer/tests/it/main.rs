@@ -32,6 +32,7 @@ mod lifecycle;
 mod receiver;
 mod vault;
 mod x402;
+mod x402_exact;
 
 use std::sync::Arc;
 

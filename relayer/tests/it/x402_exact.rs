@@ -1,0 +1,211 @@
+//! Interop with x402's official packages, unmodified (`tools/x402`, pinned): a resource server
+//! built with `@x402/express` asks for `exact` in USDC on the devnet. An agent pays it from its
+//! session through `POST /v1/x402/pay` when the server's facilitator is the official exact EVM
+//! facilitator (`@x402/evm`, in the server's process) and when it is Bursar's; and x402's own
+//! client (`@x402/fetch`, a plain account) pays it through Bursar's facilitator.
+
+use std::process::Stdio;
+
+use alloy_primitives::{Address, U256};
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use bursar_bindings::evm::{IFiatToken, USDC};
+use serde_json::{json, Value};
+use tokio::io::AsyncBufReadExt;
+
+use super::flow::{system, usd, System};
+use super::*;
+
+/// Which facilitator the resource server settles through.
+enum Facilitator {
+    /// x402's exact EVM facilitator in the server's process, sending from dev account `i`.
+    Official(usize),
+    /// Bursar's, at the relayer.
+    Bursar,
+}
+
+/// `tools/x402/server.mjs`: an `@x402/express` server charging `amount` USDC to `pay_to` for
+/// `GET /report`; killed when dropped.
+struct OfficialServer {
+    _node: tokio::process::Child,
+    url: String,
+}
+
+fn tools() -> std::path::PathBuf {
+    let dir = bursar_e2e::repo_root().join("tools/x402");
+    assert!(
+        dir.join("node_modules/@x402/express").is_dir(),
+        "x402's packages are not installed: run cargo xtask setup (npm ci --prefix tools/x402)"
+    );
+    dir
+}
+
+/// Dev account `i`'s private key, as the node programs take it.
+fn dev_key_hex(i: usize) -> String {
+    let key = dev_accounts()[i].signing_key().to_bytes();
+    format!("0x{}", alloy_primitives::hex::encode(key))
+}
+
+impl OfficialServer {
+    async fn start(s: &System, facilitator: Facilitator, pay_to: Address, amount: U256) -> Self {
+        let mut node = tokio::process::Command::new("node");
+        node.arg(tools().join("server.mjs"))
+            .env("RPC_URL", s.client.url())
+            .env("CHAIN_ID", s.client.chain_id().await.unwrap().to_string())
+            .env("ASSET", USDC.to_string())
+            .env("PAY_TO", pay_to.to_string())
+            .env("AMOUNT", amount.to_string())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true);
+        match facilitator {
+            Facilitator::Official(i) => node
+                .env("FACILITATOR", "official")
+                .env("FACILITATOR_KEY", dev_key_hex(i)),
+            Facilitator::Bursar => node.env("FACILITATOR", format!("{}/x402", s.base)),
+        };
+        let mut node = node.spawn().expect("run node");
+        let mut lines = tokio::io::BufReader::new(node.stdout.take().unwrap()).lines();
+        let first = lines.next_line().await.unwrap().expect("the server's port");
+        let port = serde_json::from_str::<Value>(&first).unwrap()["port"]
+            .as_u64()
+            .unwrap();
+        OfficialServer {
+            _node: node,
+            url: format!("http://127.0.0.1:{port}/report"),
+        }
+    }
+
+    async fn get(&self, signature: Option<&str>) -> reqwest12::Response {
+        let mut req = reqwest12::Client::new().get(&self.url);
+        if let Some(sig) = signature {
+            req = req.header("PAYMENT-SIGNATURE", sig);
+        }
+        req.send().await.unwrap()
+    }
+}
+
+fn decoded(response: &reqwest12::Response, name: &str) -> Value {
+    let header = response.headers()[name].as_bytes();
+    serde_json::from_slice(&B64.decode(header).unwrap()).unwrap()
+}
+
+/// USDC's balance of `of`.
+async fn usdc(s: &System, of: Address) -> U256 {
+    s.client
+        .view(None, USDC, IFiatToken::balanceOfCall { account: of })
+        .await
+        .unwrap()
+}
+
+async fn mint(s: &System, to: Address, amount: U256) {
+    let mut minter = bursar_client::Sender::new(&s.client, dev_key(0))
+        .await
+        .unwrap();
+    minter
+        .transact(&s.client, USDC, &IFiatToken::mintCall { to, amount })
+        .await
+        .unwrap();
+}
+
+/// The agent's side of one payment: the 402, `POST /v1/x402/pay`, the paid retry. Asserts the
+/// resource was served and USDC moved from the session wallet to `pay_to`; answers the
+/// decoded `PAYMENT-RESPONSE`.
+async fn agent_pays(s: &System, token: &str, server: &OfficialServer, pay_to: Address) -> Value {
+    let wallet = s.record.address("sessionWallet").unwrap();
+    let unpaid = server.get(None).await;
+    assert_eq!(unpaid.status(), 402);
+    let required = unpaid.headers()["payment-required"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let asked =
+        &serde_json::from_slice::<Value>(&B64.decode(&required).unwrap()).unwrap()["accepts"][0];
+    assert_eq!(asked["scheme"], "exact", "{asked}");
+    let amount: U256 = asked["amount"].as_str().unwrap().parse().unwrap();
+
+    let (status, paid) = s
+        .post(
+            "/v1/x402/pay",
+            token,
+            json!({ "paymentRequired": required }),
+        )
+        .await;
+    assert_eq!(status, 200, "{paid}");
+    let before = (usdc(s, pay_to).await, usdc(s, wallet).await);
+    let served = server
+        .get(Some(paid["paymentSignature"].as_str().unwrap()))
+        .await;
+    assert_eq!(served.status(), 200, "{:?}", served.headers());
+    let settlement = decoded(&served, "payment-response");
+    assert_eq!(served.text().await.unwrap(), r#"{"report":"all quiet"}"#);
+    assert_eq!(settlement["success"], true, "{settlement}");
+    assert_eq!(
+        settlement["payer"]
+            .as_str()
+            .unwrap()
+            .parse::<Address>()
+            .unwrap(),
+        wallet
+    );
+    assert_eq!(
+        (usdc(s, pay_to).await, usdc(s, wallet).await),
+        (before.0 + amount, before.1 - amount),
+        "USDC moved from the session wallet to payTo"
+    );
+    settlement
+}
+
+on_both_databases!(an_agent_pays_servers_built_with_x402s_official_packages);
+
+/// The official facilitator settles the session wallet's reservation; then Bursar's settles
+/// the same kind of payment for the same server; then x402's own client, paying from an
+/// account, goes through Bursar's facilitator too.
+async fn an_agent_pays_servers_built_with_x402s_official_packages(db: Db) {
+    let s = system(db).await;
+    mint(&s, s.owner.address(), usd(100)).await;
+    let (_, token) = s.open_session(json!({ "token": USDC })).await;
+
+    let official = OfficialServer::start(&s, Facilitator::Official(5), s.vendor_a, usd(2)).await;
+    let settled = agent_pays(&s, &token, &official, s.vendor_a).await;
+    // Sent by the official facilitator's account, not by the relayer.
+    let tx: alloy_primitives::B256 = settled["transaction"].as_str().unwrap().parse().unwrap();
+    let sent: Value = s
+        .client
+        .request("eth_getTransactionByHash", json!([tx]))
+        .await
+        .unwrap();
+    assert_eq!(
+        sent["from"].as_str().unwrap().parse::<Address>().unwrap(),
+        dev_key(5).address()
+    );
+
+    let ours = OfficialServer::start(&s, Facilitator::Bursar, s.vendor_b, usd(3)).await;
+    agent_pays(&s, &token, &ours, s.vendor_b).await;
+
+    // x402's own client, an account holding USDC, through Bursar's facilitator.
+    let payer = dev_key(6);
+    mint(&s, payer.address(), usd(10)).await;
+    let before = (usdc(&s, payer.address()).await, usdc(&s, s.vendor_b).await);
+    let out = tokio::process::Command::new("node")
+        .arg(tools().join("client.mjs"))
+        .env("URL", &ours.url)
+        .env("CHAIN_ID", s.client.chain_id().await.unwrap().to_string())
+        .env("ASSET", USDC.to_string())
+        .env("PAYER_KEY", dev_key_hex(6))
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["status"], 200, "{answer}");
+    assert_eq!(answer["paymentResponse"]["success"], true, "{answer}");
+    assert_eq!(
+        (usdc(&s, payer.address()).await, usdc(&s, s.vendor_b).await),
+        (before.0 - usd(3), before.1 + usd(3))
+    );
+    s.relayer.shutdown().await;
+}
