@@ -21,6 +21,7 @@ const NPM_TOOLS: &[&str] = &[
     "tools/conformance",
     "tools/audit-check",
     "tools/evm-fixtures",
+    "tools/x402",
 ];
 
 /// The pinned PyPI packages.

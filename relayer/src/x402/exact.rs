@@ -7,8 +7,8 @@
 //! by ECDSA when `from` has no code and by ERC-1271 `isValidSignature` when it does (a Bursar
 //! session wallet vouches only for what it reserved under the session's rules); then the
 //! transfer simulated at the latest block, a failure explained by the token's
-//! `authorizationState` and `balanceOf`. One authorization is settled once: the settlement is
-//! kept under (asset, from, nonce), and a repeated `settle` answers the first one's result.
+//! `authorizationState` and `balanceOf`. One authorization is sent once and reported
+//! settled once (see [`settle`]).
 
 use alloy_primitives::{keccak256, Address, Bytes, Signature, B256, U256};
 use alloy_sol_types::{Eip712Domain, SolCall, SolError, SolStruct};
@@ -28,8 +28,12 @@ use crate::store::Claim;
 /// expires sooner could not be settled in time.
 const SETTLE_SLACK: u64 = 6;
 
-/// Who the settlements are kept for in the idempotency table.
+/// Who the settlements are kept for in the idempotency table. What is kept is the engine's
+/// transaction id until a `settle` answered its outcome, then [`ANSWERED`] and its hash.
 const CALLER: &str = "x402:exact";
+
+/// Marks a kept settlement whose outcome was answered.
+const ANSWERED: &str = "answered:";
 
 /// x402's exact EVM payload for EIP-3009.
 #[derive(Debug, Deserialize)]
@@ -303,7 +307,9 @@ pub(super) async fn verify(
 
 /// `POST /x402/settle` for `exact`: checked again, sent through the transaction engine and
 /// answered once mined. The engine's transaction is kept per authorization (asset, from,
-/// nonce): a repeated `settle` answers from it and never sends again.
+/// nonce), so it is sent once: a `settle` repeated before its outcome was answered (after
+/// `settlement_pending`) waits for it; one repeated after, as after x402's facilitator, hears
+/// `invalid_exact_evm_nonce_already_used`.
 pub(super) async fn settle(app: &App, req: &FacilitatorRequest) -> Result<SettleResponse, Error> {
     let a = match authorized(app, req).await? {
         Ok(a) => a,
@@ -345,7 +351,17 @@ pub(super) async fn settle(app: &App, req: &FacilitatorRequest) -> Result<Settle
                 return Err(e);
             }
         },
-        Claim::Replay { response, .. } => response.parse().map_err(|_| Error::Internal)?,
+        Claim::Replay { response, .. } => match response.strip_prefix(ANSWERED) {
+            // A resource server serves once per successful settlement: the second hears no.
+            Some(hash) => {
+                let why = refuse(
+                    "invalid_exact_evm_nonce_already_used",
+                    format!("this authorization was settled in transaction {hash}"),
+                );
+                return Ok(SettleResponse::failed(app, why, Some(from)));
+            }
+            None => response.parse().map_err(|_| Error::Internal)?,
+        },
         Claim::Running => {
             let why = refuse("settlement_pending", "this authorization is being settled");
             return Ok(SettleResponse::failed(app, why, Some(from)));
@@ -358,7 +374,14 @@ pub(super) async fn settle(app: &App, req: &FacilitatorRequest) -> Result<Settle
             return Ok(SettleResponse::failed(app, why, Some(from)));
         }
     };
-    outcome(app, tx, from).await
+    let answer = outcome(app, tx, from).await?;
+    if !answer.transaction.is_empty() {
+        let answered = format!("{ANSWERED}{}", answer.transaction);
+        app.store
+            .complete_idempotency_key(CALLER, &key, 200, &answered)
+            .await?;
+    }
+    Ok(answer)
 }
 
 /// Checks `a` on chain, then queues its transfer: the engine's transaction id.

@@ -155,18 +155,22 @@ async fn agent_pays(s: &System, token: &str, server: &OfficialServer, pay_to: Ad
     settlement
 }
 
-on_both_databases!(an_agent_pays_servers_built_with_x402s_official_packages);
+on_both_databases!(
+    an_agent_pays_servers_built_with_x402s_official_packages,
+    bursars_facilitator_settles_exact_once_and_only_as_authorized,
+);
 
 /// The official facilitator settles the session wallet's reservation; then Bursar's settles
 /// the same kind of payment for the same server; then x402's own client, paying from an
 /// account, goes through Bursar's facilitator too.
 async fn an_agent_pays_servers_built_with_x402s_official_packages(db: Db) {
-    let s = system(db).await;
-    mint(&s, s.owner.address(), usd(100)).await;
+    let system = system(db).await;
+    let s = &system;
+    mint(s, s.owner.address(), usd(100)).await;
     let (_, token) = s.open_session(json!({ "token": USDC })).await;
 
-    let official = OfficialServer::start(&s, Facilitator::Official(5), s.vendor_a, usd(2)).await;
-    let settled = agent_pays(&s, &token, &official, s.vendor_a).await;
+    let official = OfficialServer::start(s, Facilitator::Official(5), s.vendor_a, usd(2)).await;
+    let settled = agent_pays(s, &token, &official, s.vendor_a).await;
     // Sent by the official facilitator's account, not by the relayer.
     let tx: alloy_primitives::B256 = settled["transaction"].as_str().unwrap().parse().unwrap();
     let sent: Value = s
@@ -179,13 +183,13 @@ async fn an_agent_pays_servers_built_with_x402s_official_packages(db: Db) {
         dev_key(5).address()
     );
 
-    let ours = OfficialServer::start(&s, Facilitator::Bursar, s.vendor_b, usd(3)).await;
-    agent_pays(&s, &token, &ours, s.vendor_b).await;
+    let ours = OfficialServer::start(s, Facilitator::Bursar, s.vendor_b, usd(3)).await;
+    agent_pays(s, &token, &ours, s.vendor_b).await;
 
     // x402's own client, an account holding USDC, through Bursar's facilitator.
     let payer = dev_key(6);
-    mint(&s, payer.address(), usd(10)).await;
-    let before = (usdc(&s, payer.address()).await, usdc(&s, s.vendor_b).await);
+    mint(s, payer.address(), usd(10)).await;
+    let before = (usdc(s, payer.address()).await, usdc(s, s.vendor_b).await);
     let out = tokio::process::Command::new("node")
         .arg(tools().join("client.mjs"))
         .env("URL", &ours.url)
@@ -204,8 +208,219 @@ async fn an_agent_pays_servers_built_with_x402s_official_packages(db: Db) {
     assert_eq!(answer["status"], 200, "{answer}");
     assert_eq!(answer["paymentResponse"]["success"], true, "{answer}");
     assert_eq!(
-        (usdc(&s, payer.address()).await, usdc(&s, s.vendor_b).await),
+        (usdc(s, payer.address()).await, usdc(s, s.vendor_b).await),
         (before.0 - usd(3), before.1 + usd(3))
     );
-    s.relayer.shutdown().await;
+    system.relayer.shutdown().await;
+}
+
+/// x402's exact requirements for `amount` USDC to `pay_to`, as `@x402/express` sends them.
+fn exact_requirements(chain_id: u64, pay_to: Address, amount: U256) -> Value {
+    json!({ "scheme": "exact", "network": format!("eip155:{chain_id}"), "amount": amount.to_string(),
+            "asset": USDC, "payTo": pay_to, "maxTimeoutSeconds": 60,
+            "extra": { "name": "USD Coin", "version": "2" } })
+}
+
+/// An authorization of `value` from `from` to `to`, signed by `signer` under USDC's domain
+/// named `name`, as x402's client builds it; returns the facilitator request for `required`.
+struct Authorization {
+    from: Address,
+    to: Address,
+    value: U256,
+    valid_before: u64,
+    nonce: alloy_primitives::B256,
+}
+
+impl Authorization {
+    fn request(&self, signer: &Key, name: &str, required: &Value) -> Value {
+        use alloy_sol_types::SolStruct;
+        let message = bursar_bindings::eip712::TransferWithAuthorization {
+            from: self.from,
+            to: self.to,
+            value: self.value,
+            validAfter: U256::ZERO,
+            validBefore: U256::from(self.valid_before),
+            nonce: self.nonce,
+        };
+        let network: &str = required["network"].as_str().unwrap();
+        let chain_id: u64 = network.trim_start_matches("eip155:").parse().unwrap();
+        let domain = alloy_sol_types::eip712_domain! {
+            name: name.to_owned(),
+            version: "2",
+            chain_id: chain_id,
+            verifying_contract: USDC,
+        };
+        let signature = signer.sign_hash_rsv(&message.eip712_signing_hash(&domain));
+        json!({
+            "x402Version": 2,
+            "paymentPayload": {
+                "x402Version": 2,
+                "resource": { "url": "https://api.example/report" },
+                "accepted": required,
+                "payload": {
+                    "signature": alloy_primitives::Bytes::from(signature),
+                    "authorization": {
+                        "from": self.from, "to": self.to, "value": self.value.to_string(),
+                        "validAfter": "0", "validBefore": self.valid_before.to_string(),
+                        "nonce": self.nonce,
+                    },
+                },
+            },
+            "paymentRequirements": required,
+        })
+    }
+}
+
+/// Bursar's facilitator, asked directly as a resource server asks it: what x402's official
+/// facilitator refuses is refused with the same codes, a settlement happens once (two at
+/// once included) and is reported settled once, and USDC moves only for what was settled.
+async fn bursars_facilitator_settles_exact_once_and_only_as_authorized(db: Db) {
+    let system = system(db).await;
+    let s = &system;
+    let chain_id = s.client.chain_id().await.unwrap();
+    let payer = dev_key(6);
+    mint(s, payer.address(), usd(10)).await;
+    let required = exact_requirements(chain_id, s.vendor_a, usd(1));
+    let valid_before = s.chain_now().await + 60;
+    let good = |nonce: u8| Authorization {
+        from: payer.address(),
+        to: s.vendor_a,
+        value: usd(1),
+        valid_before,
+        nonce: alloy_primitives::B256::repeat_byte(nonce),
+    };
+    let verify = |body: Value| async move {
+        let (status, answer) = s.post("/x402/verify", "", body).await;
+        assert_eq!(status, 200, "{answer}");
+        answer
+    };
+    let refused = |answer: &Value| answer["invalidReason"].as_str().unwrap_or("").to_owned();
+
+    let ok = verify(good(1).request(&payer, "USD Coin", &required)).await;
+    assert_eq!(ok["isValid"], true, "{ok}");
+    assert_eq!(
+        ok["payer"].as_str().unwrap().parse::<Address>().unwrap(),
+        payer.address()
+    );
+
+    let cases = [
+        (
+            Authorization {
+                value: usd(2),
+                ..good(1)
+            }
+            .request(&payer, "USD Coin", &required),
+            "invalid_exact_evm_payload_authorization_value_mismatch",
+        ),
+        (
+            Authorization {
+                to: s.vendor_b,
+                ..good(1)
+            }
+            .request(&payer, "USD Coin", &required),
+            "invalid_exact_evm_recipient_mismatch",
+        ),
+        (
+            good(1).request(&dev_key(7), "USD Coin", &required),
+            "invalid_exact_evm_signature",
+        ),
+        (
+            Authorization {
+                valid_before: s.chain_now().await + 3,
+                ..good(1)
+            }
+            .request(&payer, "USD Coin", &required),
+            "invalid_exact_evm_payload_authorization_valid_before",
+        ),
+        // Signed under another name than the token's: USDC refuses the transfer.
+        (
+            good(1).request(&payer, "USDC", &{
+                let mut r = required.clone();
+                r["extra"]["name"] = json!("USDC");
+                r
+            }),
+            "invalid_exact_evm_transaction_simulation_failed",
+        ),
+        // An account without USDC.
+        (
+            Authorization {
+                from: dev_key(7).address(),
+                ..good(1)
+            }
+            .request(&dev_key(7), "USD Coin", &required),
+            "invalid_exact_evm_insufficient_balance",
+        ),
+        // The session wallet as payer of what it never reserved: it does not vouch.
+        (
+            Authorization {
+                from: s.record.address("sessionWallet").unwrap(),
+                ..good(1)
+            }
+            .request(&payer, "USD Coin", &required),
+            "invalid_exact_evm_signature",
+        ),
+    ];
+    for (body, reason) in cases {
+        let answer = verify(body.clone()).await;
+        assert_eq!(
+            (answer["isValid"].clone(), refused(&answer)),
+            (json!(false), reason.to_owned()),
+            "{answer}"
+        );
+        let (_, settled) = s.post("/x402/settle", "", body).await;
+        assert_eq!(
+            (settled["success"].clone(), settled["errorReason"].clone()),
+            (json!(false), json!(reason)),
+            "{settled}"
+        );
+    }
+    let mut other = required.clone();
+    other["scheme"] = json!("upto");
+    let answer = verify(good(1).request(&payer, "USD Coin", &other)).await;
+    assert_eq!(refused(&answer), "unsupported_scheme");
+
+    // Settled once; the same settlement again is refused, as is its verification.
+    let before = (usdc(s, payer.address()).await, usdc(s, s.vendor_a).await);
+    let body = good(1).request(&payer, "USD Coin", &required);
+    let (status, settled) = s.post("/x402/settle", "", body.clone()).await;
+    assert_eq!(
+        (status, settled["success"].clone()),
+        (200, json!(true)),
+        "{settled}"
+    );
+    let tx: alloy_primitives::B256 = settled["transaction"].as_str().unwrap().parse().unwrap();
+    let sent: Value = s
+        .client
+        .request("eth_getTransactionByHash", json!([tx]))
+        .await
+        .unwrap();
+    assert_eq!(
+        sent["from"].as_str().unwrap().parse::<Address>().unwrap(),
+        dev_key(9).address(),
+        "sent by the relayer's signer"
+    );
+    let (_, again) = s.post("/x402/settle", "", body.clone()).await;
+    assert_eq!(
+        again["errorReason"], "invalid_exact_evm_nonce_already_used",
+        "{again}"
+    );
+    assert_eq!(
+        refused(&verify(body).await),
+        "invalid_exact_evm_nonce_already_used"
+    );
+
+    // Two settlements of one authorization at once: one transfer.
+    let body = good(2).request(&payer, "USD Coin", &required);
+    let (a, b) = tokio::join!(
+        s.post("/x402/settle", "", body.clone()),
+        s.post("/x402/settle", "", body)
+    );
+    let successes = [&a.1, &b.1].iter().filter(|r| r["success"] == true).count();
+    assert_eq!(successes, 1, "{} / {}", a.1, b.1);
+    assert_eq!(
+        (usdc(s, payer.address()).await, usdc(s, s.vendor_a).await),
+        (before.0 - usd(2), before.1 + usd(2)),
+        "two authorizations of 1 USDC moved 2"
+    );
+    system.relayer.shutdown().await;
 }
