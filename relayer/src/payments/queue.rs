@@ -29,7 +29,7 @@ use crate::kernel::inbox::{Accepted, Reply};
 use crate::kernel::session::{parse_id, signer_of, terms_of};
 use crate::kernel::{App, Error};
 use crate::random::random_bytes;
-use crate::store::{now_ms, DbTx, NewPayment, PaymentRow, SessionRow, Store, TxStatus};
+use crate::store::{now_ms, DbTx, NewPayment, PaymentRow, SessionRow, Store, TxStatus, Unmined};
 use crate::submission::Call;
 
 /// Payments stored in one database transaction at most.
@@ -140,10 +140,8 @@ impl InFlightPayments {
                 self.sessions.insert(id.to_owned(), InFlight::default());
             }
             for u in rows {
-                let amount = u.amount.parse().map_err(|_| Error::Internal)?;
                 if let Some(f) = self.sessions.get_mut(&u.session_id) {
-                    let intent_nonce = u.intent_nonce.parse().map_err(|_| Error::Internal)?;
-                    f.push(u.tx_nonce as u64, amount, u.expect_executed, intent_nonce);
+                    push_unmined(f, &u)?;
                 }
             }
         }
@@ -237,6 +235,33 @@ impl InFlightPayments {
             Err(Staged::NotCommitted(_)) => {}
         }
     }
+}
+
+fn push_unmined(f: &mut InFlight, u: &Unmined) -> Result<(), Error> {
+    let amount = u.amount.parse().map_err(|_| Error::Internal)?;
+    let intent_nonce = u.intent_nonce.parse().map_err(|_| Error::Internal)?;
+    f.push(u.tx_nonce as u64, amount, u.expect_executed, intent_nonce);
+    Ok(())
+}
+
+/// Refuses to take `amount` from `session`'s deposit and period budget when what its payments
+/// stored but not yet on chain leave is less, with the wallet's error (saying what is queued):
+/// the check this task gives a payment, for a transaction that does not pass through it (an
+/// x402 reservation, sent after those payments by the same signer). Like the task's, it errs
+/// only towards accepting.
+pub(crate) async fn check_room(app: &App, session: &SessionRow, amount: U256) -> Result<(), Error> {
+    let block = app.client.block_number().await?;
+    let signer = signer_of(session)?;
+    let mined = async { Ok::<_, Error>(app.client.mined_nonce(signer, Some(block)).await?) };
+    let unmined = async { Ok::<_, Error>(app.store.unmined_payments(&[&session.id]).await?) };
+    let (mined, (deposit, period), rows) =
+        tokio::try_join!(mined, session_state(app, session, block), unmined)?;
+    let mut f = InFlight::default();
+    for u in &rows {
+        push_unmined(&mut f, u)?;
+    }
+    f.settle(mined, block);
+    Budget::left(deposit, period, &f).take(amount, true)
 }
 
 /// The deposit and period budget `session` has left by its state at `block`, as the wallet

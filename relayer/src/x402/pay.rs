@@ -217,6 +217,8 @@ async fn pay_exact(
             "the amount is above the session's co-sign threshold: an x402 payment cannot wait for the owner",
         ));
     }
+    // Sent after the session's payments already queued: refused now if they leave too little.
+    crate::payments::queue::check_room(app, session, value).await?;
     let data = reserve.abi_encode();
     let call = crate::submission::Call {
         signer,

@@ -468,4 +468,36 @@ async fn an_agent_pays_exact_in_usdc_through_a_reservation(db: Db) {
         .send(&s.client, Some(USDC), settle.abi_encode(), U256::ZERO)
         .await;
     assert!(again.is_err(), "settled twice");
+
+    // Payments queued but not mined yet leave 5 of the period's 40 (5 reserved above): a
+    // reservation of 6 is refused at once with the wallet's error, saying what is queued,
+    // where the chain alone would still allow it.
+    let mine = |on: bool| s.client.request::<Value>("evm_setAutomine", json!([on]));
+    mine(false).await.unwrap();
+    let queued = [
+        s.pay(&token, s.vendor_b, usd(15)).await,
+        s.pay(&token, s.vendor_b, usd(15)).await,
+    ];
+    assert!(
+        queued.iter().all(|(status, _)| *status == 202),
+        "{queued:?}"
+    );
+    let (status, e) = s
+        .post(
+            "/v1/x402/pay",
+            &token,
+            json!({ "paymentRequired": required(usd(6)) }),
+        )
+        .await;
+    assert_eq!(
+        (status, code(&e)),
+        (422, "WalletPeriodBudgetExceeded"),
+        "{e}"
+    );
+    assert_eq!(e["details"]["queued"], usd(30).to_string(), "{e}");
+    mine(true).await.unwrap();
+    let _: Value = s.client.request("evm_mine", json!([])).await.unwrap();
+    for (_, p) in &queued {
+        assert_eq!(s.settled(&token, p).await["status"], "confirmed");
+    }
 }
