@@ -6,6 +6,7 @@
 use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::SolEvent;
 use bursar_bindings::counterparty::ICounterpartyRegistry as Lists;
+use bursar_bindings::evm::IFiatToken as Fiat;
 use bursar_bindings::gateway::ISessionGateway as Gateway;
 use bursar_bindings::receipts::IReceiptRegistry as Receipts;
 use bursar_bindings::token::ITestToken as Token;
@@ -143,6 +144,8 @@ events! {
     // Any ERC-20's, to, from or for a Bursar contract (the follower asks for no others).
     Token::Transfer { from, to, value },
     Token::Approval { owner, spender, value },
+    // EIP-3009's, of an authorization a Bursar contract gave (a session's x402 reservation).
+    Fiat::AuthorizationUsed { authorizer, nonce },
 }
 
 #[cfg(test)]

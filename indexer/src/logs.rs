@@ -5,6 +5,7 @@
 
 use alloy_primitives::{Address, B256};
 use alloy_sol_types::SolEvent;
+use bursar_bindings::evm::IFiatToken::AuthorizationUsed;
 use bursar_bindings::token::ITestToken::{Approval, Transfer};
 use bursar_client::rpc::{LogBlocks, RpcError, RpcLog};
 use bursar_client::Client;
@@ -13,19 +14,22 @@ use crate::contracts::Contracts;
 use crate::decode::decode;
 use crate::store::LogRow;
 
-/// The logs of `blocks` the indexer follows: the Bursar contracts' own, and every token's
+/// The logs of `blocks` the indexer follows: the Bursar contracts' own, every token's
 /// `Transfer` and `Approval` to, from or for one of them (whatever the token: deposits,
-/// payments and refunds move tokens sessions use) — three `eth_getLogs` at once, in chain
-/// order.
+/// payments and refunds move tokens sessions use), and EIP-3009's `AuthorizationUsed` of an
+/// authorization one of them gave (a third party settling what a session wallet reserved for
+/// x402) — three `eth_getLogs` at once, in chain order.
 pub async fn query(
     client: &Client,
     addresses: &[Address],
     blocks: LogBlocks,
 ) -> Result<Vec<RpcLog>, RpcError> {
     let (transfer, approval) = (Transfer::SIGNATURE_HASH, Approval::SIGNATURE_HASH);
+    let used = AuthorizationUsed::SIGNATURE_HASH;
     let ours: Vec<B256> = addresses.iter().map(|a| a.into_word()).collect();
     let into_ours = [vec![transfer, approval], vec![], ours.clone()];
-    let out_of_ours = [vec![transfer], ours];
+    // `from` and `authorizer` are both the first indexed argument.
+    let out_of_ours = [vec![transfer, used], ours];
     let (own, into, out) = futures_util::try_join!(
         client.logs_matching(addresses, &[], blocks),
         client.logs_matching(&[], &into_ours, blocks),
@@ -42,7 +46,7 @@ pub async fn query(
 
 /// `log` as a row of a block of time `block_timestamp`: named after the contract of
 /// `contracts` that emitted it (`Token` for the others, which [`query`] asks only for
-/// transfers and approvals), decoded, with the session it names.
+/// transfers, approvals and authorizations used), decoded, with the session it names.
 pub fn row(chain_id: u64, contracts: &Contracts, log: &RpcLog, block_timestamp: u64) -> LogRow {
     let contract = contracts
         .iter()
@@ -93,21 +97,19 @@ pub struct Link {
 }
 
 /// Events that name no session but a record of one: (event, origin event, shared argument).
-const LINKS: [(&str, &str, &str); 2] = [
+const LINKS: [(&str, &str, &str); 3] = [
     ("ReceiptAcknowledged", "ReceiptRecorded", "receiptId"),
     ("ProvenanceRevoked", "ProvenanceRecorded", "recordId"),
+    // The token's, when a third party settles an authorization a session reserved.
+    ("AuthorizationUsed", "PaymentReserved", "nonce"),
 ];
 
-/// Gives the rows of a batch (whole blocks, in chain order) that name no session theirs: a
-/// token movement the session of the Bursar event it came with, and receipt acknowledgements
-/// and provenance revocations the session of the receipt or record they name when it is in
-/// the batch. Answers the links to earlier batches, for the caller to resolve.
+/// Gives the rows of a batch (whole blocks, in chain order) that name no session theirs:
+/// receipt acknowledgements, provenance revocations and authorizations used the session of
+/// the receipt, record or reservation they name when it is in the batch, then token movements
+/// ([`attribute_tokens`]). Answers the links to earlier batches, for the caller to resolve
+/// (and then to attribute the token movements again).
 pub fn attribute(rows: &mut [LogRow]) -> Vec<Link> {
-    for i in 0..rows.len() {
-        if rows[i].contract == "Token" {
-            rows[i].session_id = token_session(rows, i);
-        }
-    }
     let mut outside = Vec::new();
     for i in 0..rows.len() {
         let Some(&(_, origin, field)) = LINKS
@@ -133,8 +135,22 @@ pub fn attribute(rows: &mut [LogRow]) -> Vec<Link> {
             }),
         }
     }
+    attribute_tokens(rows);
     outside
 }
+
+/// Gives each token movement of a batch the session of the events of its transaction
+/// ([`token_session`]).
+pub fn attribute_tokens(rows: &mut [LogRow]) {
+    for i in 0..rows.len() {
+        if rows[i].contract == "Token" && rows[i].event.as_deref() != Some(USED) {
+            rows[i].session_id = token_session(rows, i);
+        }
+    }
+}
+
+/// EIP-3009's event: the token's, but it names a session's reservation (see [`LINKS`]).
+const USED: &str = "AuthorizationUsed";
 
 /// Argument `name` of a decoded row, as a string.
 fn arg(r: &LogRow, name: &str) -> Option<String> {
@@ -146,7 +162,8 @@ fn arg(r: &LogRow, name: &str) -> Option<String> {
 }
 
 /// The session of token movement `rows[i]`: of the Bursar events of its transaction that name
-/// one, the one moving the same amount (a payment, a deposit, a top-up, a refund), or the only
+/// one (and the authorizations used of a session's reservations: a third party's settlement),
+/// the one moving the same amount (a payment, a deposit, a top-up, a refund), or the only
 /// session there.
 fn token_session(rows: &[LogRow], i: usize) -> Option<String> {
     let movement = &rows[i];
@@ -154,7 +171,9 @@ fn token_session(rows: &[LogRow], i: usize) -> Option<String> {
     let same_tx: Vec<&LogRow> = rows
         .iter()
         .filter(|r| {
-            r.tx_hash == movement.tx_hash && r.contract != "Token" && r.session_id.is_some()
+            r.tx_hash == movement.tx_hash
+                && (r.contract != "Token" || r.event.as_deref() == Some(USED))
+                && r.session_id.is_some()
         })
         .collect();
     let same_amount = same_tx.iter().find(|r| {
@@ -260,5 +279,39 @@ mod tests {
                 id: "4".into()
             }]
         );
+    }
+
+    #[test]
+    fn a_third_partys_settlement_belongs_to_the_reserving_session() {
+        let mut rows = vec![
+            decoded(
+                "r",
+                "SessionWallet",
+                "PaymentReserved",
+                json!({"sessionId": "7", "nonce": "0xaa", "amount": "5"}),
+            ),
+            decoded("s", "Token", "AuthorizationUsed", json!({"nonce": "0xaa"})),
+            decoded("s", "Token", "Transfer", json!({"value": "5"})),
+            // Of a reservation in an earlier batch.
+            decoded("t", "Token", "AuthorizationUsed", json!({"nonce": "0xbb"})),
+            decoded("t", "Token", "Transfer", json!({"value": "2"})),
+        ];
+        let outside = attribute(&mut rows);
+        let sessions: Vec<_> = rows.iter().map(|r| r.session_id.as_deref()).collect();
+        assert_eq!(sessions, [Some("7"), Some("7"), Some("7"), None, None]);
+        assert_eq!(
+            outside,
+            [Link {
+                index: 3,
+                origin: "PaymentReserved",
+                field: "nonce",
+                id: "0xbb".into()
+            }]
+        );
+        // The follower finds it in the store, then the transfer follows.
+        rows[3].session_id = Some("8".into());
+        attribute_tokens(&mut rows);
+        assert_eq!(rows[4].session_id.as_deref(), Some("8"));
+        assert_eq!(rows[3].session_id.as_deref(), Some("8"), "kept");
     }
 }

@@ -141,7 +141,7 @@ pub fn document() -> Value {
                 "spent": { "type": "string" }, "reserved": { "type": "string" }, "remainingDeposit": { "type": "string" },
                 "refunded": { "type": ["string", "null"] }, "period": { "type": ["object", "null"] },
                 "leaseExpiresAt": { "type": ["integer", "null"] }, "pending": { "type": "array" },
-                "reservations": { "type": "array", "description": "EIP-3009 authorizations reserved for third parties to settle (x402 `exact`): digest, amount (counted as spent), validBefore, receiptId, status (`reserved` before validBefore; `ended` after it, settled unless released; `released`: unused, given back).", "items": { "type": "object" } },
+                "reservations": { "type": "array", "description": "EIP-3009 authorizations reserved for third parties to settle (x402 `exact`): digest, amount (counted as spent once, when reserved), validBefore, receiptId, nonce, settledIn (the transaction that used it), status (`settled`: a third party used it; `released`: unused, given back; `reserved`: usable until validBefore; `expired`: unused in its window, anyone may release it).", "items": { "type": "object" } },
                 "asOf": { "type": "object" } } },
             "Spend": { "type": "object", "properties": { "groupBy": { "type": "array" }, "groups": { "type": "array", "items": { "type": "object" } } } },
             "Receipts": { "type": "object", "properties": { "receipts": { "type": "array", "items": { "type": "object" } }, "nextCursor": { "type": ["string", "null"] } } },

@@ -58,8 +58,25 @@ pub struct Reservation {
     pub valid_before: u64,
     /// Its receipt.
     pub receipt_id: U256,
+    /// Its EIP-3009 nonce.
+    pub nonce: String,
+    /// The transaction in which a third party used it (the token's `AuthorizationUsed`).
+    pub settled_in: Option<String>,
     /// Released unused: its amount is the session's (or the owner's) again.
     pub released: bool,
+}
+
+impl Reservation {
+    /// `settled` (a third party used it), `released` (unused, given back), `reserved` (it
+    /// can still be used) or `expired` (unused in its window: anyone may release it).
+    fn status(&self, now: u64) -> &'static str {
+        match (self.settled_in.is_some(), self.released) {
+            (true, _) => "settled",
+            (_, true) => "released",
+            _ if now < self.valid_before => "reserved",
+            _ => "expired",
+        }
+    }
 }
 
 /// `sessionState` at one moment: `(status, deposit, spent, reserved, periodSpent, periodStart,
@@ -71,6 +88,13 @@ fn amount(args: &Map<String, Value>, name: &str) -> U256 {
         .and_then(Value::as_str)
         .and_then(|s| s.parse().ok())
         .unwrap_or_default()
+}
+
+fn text(args: &Map<String, Value>, name: &str) -> String {
+    args.get(name)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
 }
 
 fn seconds(args: &Map<String, Value>, name: &str) -> u64 {
@@ -143,6 +167,8 @@ impl Session {
                                 amount: a,
                                 valid_before: seconds(args, "validBefore"),
                                 receipt_id: amount(args, "receiptId"),
+                                nonce: text(args, "nonce"),
+                                settled_in: None,
                                 released: false,
                             },
                         );
@@ -164,6 +190,13 @@ impl Session {
                     let digest = args.get("digest").and_then(Value::as_str);
                     if let Some(r) = s.reservations.get_mut(digest.unwrap_or_default()) {
                         r.released = true;
+                    }
+                }
+                "AuthorizationUsed" => {
+                    // Already counted as spent when reserved: the token only moves now.
+                    let nonce = text(args, "nonce");
+                    if let Some(r) = s.reservations.values_mut().find(|r| r.nonce == nonce) {
+                        r.settled_in = Some(e.tx_hash.clone());
                     }
                 }
                 "LeaseRenewed" => s.lease_expires_at = seconds(args, "leaseExpiresAt"),
@@ -236,10 +269,9 @@ impl Session {
                 "amount": r.amount.to_string(),
                 "validBefore": r.valid_before,
                 "receiptId": r.receipt_id.to_string(),
-                // Whether a third party settled it is USDC's to say (`authorizationState`).
-                // `ended`: its window is over; settled by a third party, unless released later
-                // (whether it was settled is the token's to say, `authorizationState`).
-                "status": if r.released { "released" } else if now >= r.valid_before { "ended" } else { "reserved" },
+                "nonce": r.nonce,
+                "settledIn": r.settled_in,
+                "status": r.status(now),
             })).collect::<Vec<_>>(),
             "pending": self.pending.iter().map(|(id, p)| json!({
                 "pendingId": id.to_string(),
@@ -255,6 +287,7 @@ impl Session {
 mod tests {
     use alloy_primitives::{Address, B256};
     use alloy_sol_types::SolEvent;
+    use bursar_bindings::evm::IFiatToken;
     use bursar_bindings::wallet::ISessionWallet as Wallet;
 
     use super::*;
@@ -339,7 +372,29 @@ mod tests {
         assert_eq!(json["reservations"][0]["status"], "reserved");
         assert_eq!(json["reservations"][0]["amount"], "30");
         assert_eq!(json["remainingDeposit"], "70");
-        assert_eq!(s.to_json(600)["reservations"][0]["status"], "ended");
+        assert_eq!(s.to_json(600)["reservations"][0]["status"], "expired");
+        assert_eq!(
+            json["reservations"][0]["nonce"],
+            B256::repeat_byte(0x22).to_string()
+        );
+
+        // Used by a third party: settled, and spent once.
+        let used = IFiatToken::AuthorizationUsed {
+            authorizer: Address::repeat_byte(9),
+            nonce: B256::repeat_byte(0x22),
+        };
+        let mut settled = rows.clone();
+        settled.push(LogRow {
+            tx_hash: "0xfacade".into(),
+            session_id: Some(rows[1].session_id.clone().unwrap()),
+            contract: "Token".into(),
+            ..row(used, 50)
+        });
+        let s = Session::fold(&settled).unwrap();
+        assert_eq!(s.spent, U256::from(30));
+        let json = s.to_json(700);
+        assert_eq!(json["reservations"][0]["status"], "settled");
+        assert_eq!(json["reservations"][0]["settledIn"], "0xfacade");
 
         // Closed with it live, then released: the owner got all 100 back in the end.
         rows.extend([row(closed, 3), row(released, 700)]);

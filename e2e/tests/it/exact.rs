@@ -5,7 +5,8 @@
 //! USDC asks the wallet (ERC-1271) whether it vouches. Then what an attacker would try: a
 //! replay, another amount, payee or signer, settling after `validBefore` or after revocation,
 //! two facilitators racing, releasing early, releasing a used authorization. Every balance is
-//! read from USDC's own `balanceOf`, and the escrow is conserved after each step.
+//! read from USDC's own `balanceOf`, and the escrow is conserved after each step. And what
+//! the indexer makes of it all, on both databases.
 
 use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
 use alloy_sol_types::{eip712_domain, SolCall, SolInterface, SolStruct};
@@ -28,6 +29,7 @@ use serde_json::json;
 /// One session paying in USDC and the accounts around it.
 struct World {
     client: Client,
+    record: bursar_deploy::DeploymentRecord,
     wallet: Address,
     relayer: Sender,
     facilitator: Sender,
@@ -114,6 +116,7 @@ impl World {
         let session = decode_events::<ISessionWallet::SessionOpened>(&r.logs, wallet)[0].sessionId;
         let world = World {
             client,
+            record,
             wallet,
             relayer,
             facilitator,
@@ -425,4 +428,154 @@ async fn an_unused_authorization_dies_with_its_window_or_its_session_and_comes_b
     assert_eq!(w.usdc(owner.address()).await, owner_before + usd(5));
     assert_eq!(w.usdc(w.wallet).await, U256::ZERO);
     assert_eq!(w.usdc(vendor).await, U256::ZERO, "nothing was paid");
+}
+
+/// An indexer following `w`'s deployment on `db`.
+async fn indexer(w: &World, db: &bursar_e2e::db::Db) -> bursar_indexer::Indexer {
+    let d = w.record.contracts().unwrap();
+    let contracts = bursar_indexer::followed(
+        d.session_wallet,
+        d.session_gateway,
+        d.counterparty_registry,
+        d.receipt_registry,
+    );
+    bursar_indexer::start(bursar_indexer::Config {
+        rpc: w.client.url().to_string(),
+        db: db.url(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        contracts,
+        follow: bursar_indexer::FollowConfig {
+            start_block: d.first_block,
+            window: 8,
+            max_range: 16,
+            poll: std::time::Duration::from_millis(20),
+            ..Default::default()
+        },
+        signing_key: Key::from_bytes(&keccak256("exact indexer")).unwrap(),
+    })
+    .await
+    .unwrap()
+}
+
+async fn synced(indexer: &bursar_indexer::Indexer, client: &Client) {
+    let head = client.latest_block().await.unwrap();
+    let hash = head.hash.to_string();
+    let reached = indexer.synced_to(&hash, std::time::Duration::from_secs(60));
+    assert!(
+        reached.await,
+        "the indexer did not reach block {}",
+        head.number
+    );
+}
+
+async fn get(indexer: &bursar_indexer::Indexer, path: &str) -> serde_json::Value {
+    let r = reqwest::get(format!("http://{}{path}", indexer.addr))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{path}");
+    r.json().await.unwrap()
+}
+
+/// The session's spend as the hourly sums answer it, checked against the payments themselves
+/// (a block range is not answered from the hourly sums): (total, payments).
+async fn spend(indexer: &bursar_indexer::Indexer, session: &str) -> (String, u64) {
+    let path = format!("/v1/spend?groupBy=hour&session={session}");
+    let hourly = get(indexer, &path).await;
+    let raw = get(indexer, &format!("{path}&fromBlock=0")).await;
+    assert_eq!(hourly["groups"], raw["groups"]);
+    let total = get(indexer, &format!("/v1/spend?session={session}")).await["groups"][0].clone();
+    (
+        total["total"].as_str().unwrap_or("0").to_owned(),
+        total["payments"].as_u64().unwrap_or(0),
+    )
+}
+
+/// The auditor's view: a reservation counts as spent once, when reserved; a third party's
+/// settlement (USDC's `AuthorizationUsed` and `Transfer`, in a transaction no Bursar contract
+/// took part in) joins the session's timeline and marks it `settled`, without counting again;
+/// a release takes it out of the spend of the hour it was reserved in. Each step in a batch
+/// of its own, so what links them is found in the store; the export verifies against the chain.
+async fn the_indexer_tells_each_reservations_story(db: bursar_e2e::db::Db, name: &str) {
+    let (_devnet, mut w) = World::new(name).await;
+    let indexer = indexer(&w, &db).await;
+    let t = now(&w.client).await;
+    let (vendor, agent) = (w.vendor, w.agent.clone());
+    let a = w.authorization(vendor, usd(10), "GET /v1/forecast #4", t + 300);
+    let b = w.authorization(vendor, usd(5), "GET /v1/forecast #5", t + 300);
+    w.reserve(&a).await.unwrap();
+    w.reserve(&b).await.unwrap();
+    synced(&indexer, &w.client).await;
+    let id = bursar_client::ids::session_id_text(w.session);
+    let reservations = |s: &serde_json::Value, amount: U256| {
+        let all = s["reservations"].as_array().unwrap().clone();
+        all.into_iter()
+            .find(|r| r["amount"] == amount.to_string())
+            .unwrap()
+    };
+    let s = get(&indexer, &format!("/v1/sessions/{id}")).await;
+    assert_eq!(reservations(&s, usd(10))["status"], "reserved", "{s}");
+    assert_eq!(spend(&indexer, &id).await, (usd(15).to_string(), 2));
+
+    let settled = w.settle(&a, &agent, true).await.unwrap();
+    let hash = settled.transaction_hash.to_string();
+    synced(&indexer, &w.client).await;
+    let s = get(&indexer, &format!("/v1/sessions/{id}")).await;
+    let r = reservations(&s, usd(10));
+    assert_eq!(
+        (&r["status"], &r["settledIn"]),
+        (&json!("settled"), &json!(hash)),
+        "{s}"
+    );
+    assert_eq!(s["spent"], usd(15).to_string(), "counted once");
+    let timeline = get(&indexer, &format!("/v1/sessions/{id}/timeline?limit=100")).await;
+    let in_settlement: Vec<&serde_json::Value> = timeline["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["txHash"] == hash.as_str())
+        .collect();
+    let names: Vec<&str> = in_settlement
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["AuthorizationUsed", "Transfer"], "{timeline}");
+    assert_eq!(in_settlement[1]["args"]["value"], usd(10).to_string());
+    assert_eq!(
+        spend(&indexer, &id).await,
+        (usd(15).to_string(), 2),
+        "not again"
+    );
+
+    w.warp(t + 301).await;
+    w.release(&b).await.unwrap();
+    synced(&indexer, &w.client).await;
+    let s = get(&indexer, &format!("/v1/sessions/{id}")).await;
+    assert_eq!(reservations(&s, usd(5))["status"], "released", "{s}");
+    assert_eq!(s["spent"], usd(10).to_string());
+    assert_eq!(spend(&indexer, &id).await, (usd(10).to_string(), 1));
+
+    let text = reqwest::get(format!("http://{}/v1/sessions/{id}/export", indexer.addr))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let expect = bursar_indexer::audit::Expect::default();
+    let verified = bursar_indexer::audit::verify(&w.client, &text, &expect)
+        .await
+        .unwrap();
+    assert_eq!(verified.rows as usize, text.lines().count() - 1);
+    assert!(text.contains("AuthorizationUsed"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_indexer_tells_each_reservations_story_on_sqlite() {
+    let db = bursar_e2e::db::sqlite("indexer.db");
+    the_indexer_tells_each_reservations_story(db, "exact-indexed-sqlite").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_indexer_tells_each_reservations_story_on_postgres() {
+    let db = bursar_e2e::db::postgres("bursar_x").await;
+    the_indexer_tells_each_reservations_story(db, "exact-indexed-postgres").await
 }

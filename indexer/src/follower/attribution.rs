@@ -9,7 +9,11 @@ impl Follower {
     /// [`crate::logs::attribute`]), looking up in the store the receipts and records of earlier
     /// batches.
     pub(super) async fn attribute(&self, rows: &mut [LogRow]) -> Result<(), StoreError> {
-        for link in crate::logs::attribute(rows) {
+        let outside = crate::logs::attribute(rows);
+        if outside.is_empty() {
+            return Ok(());
+        }
+        for link in outside {
             let filter = crate::store::LogFilter {
                 event: Some(link.origin.to_owned()),
                 args: vec![(link.field.to_owned(), link.id)],
@@ -19,6 +23,8 @@ impl Follower {
             let origin = self.store.logs(&filter).await?.into_iter().next();
             rows[link.index].session_id = origin.and_then(|r| r.session_id);
         }
+        // A settlement's transfer belongs to the session its authorization used does.
+        crate::logs::attribute_tokens(rows);
         Ok(())
     }
 }

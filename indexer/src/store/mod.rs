@@ -226,13 +226,22 @@ impl Store {
         checkpoint: (u64, &str),
     ) -> Result<(), StoreError> {
         let bulk = self.bulk.load(Ordering::Acquire);
+        // Releases of reservations of earlier batches (committed: any connection sees them).
+        let reserved = match logs
+            .iter()
+            .any(|l| l.event.as_deref() == Some(spend::RELEASE))
+        {
+            true => spend::reserved_at(&mut *self.read.acquire().await?, logs).await?,
+            false => Default::default(),
+        };
+        let sums = HourlySums::of(logs, &reserved);
         if let (true, Some(copy)) = (bulk, &self.copy) {
-            return copy_batch(copy, blocks, logs, checkpoint).await;
+            return copy_batch(copy, blocks, logs, &sums, checkpoint).await;
         }
         let mut db = self.write.begin().await?;
         insert_blocks(&mut db, blocks).await?;
         insert_logs(&mut db, logs, bulk).await?;
-        HourlySums::of(logs).write(&mut db, bulk).await?;
+        sums.write(&mut db, bulk).await?;
         set_checkpoint(&mut db, checkpoint).await?;
         db.commit().await?;
         Ok(())
@@ -514,6 +523,7 @@ async fn copy_batch(
     pool: &sqlx::PgPool,
     blocks: &[BlockRow],
     logs: &[LogRow],
+    sums: &HourlySums,
     (number, hash): (u64, &str),
 ) -> Result<(), StoreError> {
     use Field::{Int, Text};
@@ -569,7 +579,7 @@ async fn copy_batch(
         spend::COLUMNS
     );
     let mut copy = db.copy_in_raw(&sql).await?;
-    copy.send(HourlySums::of(logs).copy_rows()).await?;
+    copy.send(sums.copy_rows()).await?;
     copy.finish().await?;
     sqlx::query(CHECKPOINT_UPSERT)
         .bind(number as i64)

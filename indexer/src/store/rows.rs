@@ -18,7 +18,7 @@ pub struct BlockRow {
 }
 
 /// A log as stored: where it is on chain, what it says, and whether it is still canonical.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct LogRow {
     /// The chain's id.
     pub chain_id: u64,

@@ -11,7 +11,7 @@
 //! limb sum fits 64 bits for nine billion payments, in SQL on both databases, and is carried
 //! here. (PostgreSQL sums the payments themselves in `NUMERIC`.)
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use alloy_primitives::U256;
 use bursar_db::{Backend, DbTx, ROWS_PER_INSERT};
@@ -19,7 +19,7 @@ use serde_json::Value;
 use sqlx::Row;
 
 use super::db::{Store, StoreError};
-use super::rows::{LogFilter, LogRow};
+use super::rows::{Link, LogFilter, LogRow};
 use super::sql::{bound, BinaryCopy, Bind, Tail};
 
 /// A dimension to group by.
@@ -82,25 +82,42 @@ pub type Sum = (Vec<String>, U256, u64);
 #[derive(Debug, Default)]
 pub(super) struct HourlySums(BTreeMap<(String, String, i64), (i64, [i64; LIMBS])>);
 
+/// Gives back what a reservation spent (its authorization unused): a release takes the
+/// reservation out of the sums of the reservation's hour, so an hour's spend is what left then.
+pub(super) const RELEASE: &str = "ReservationReleased";
+
 impl HourlySums {
-    /// The executed payments among `logs` that are canonical.
-    pub(super) fn of(logs: &[LogRow]) -> Self {
+    /// The spending among `logs` that are canonical: [`SPEND_EVENTS`] added at their hour,
+    /// [`RELEASE`]s taken out at their reservation's (found among `logs`, or in `reserved_at`:
+    /// receipt id → time, see [`reserved_at`]).
+    pub(super) fn of(logs: &[LogRow], reserved_at: &HashMap<String, u64>) -> Self {
         let mut sums = HourlySums::default();
-        for l in logs {
-            if l.canonical
-                && l.event
-                    .as_deref()
-                    .is_some_and(|e| SPEND_EVENTS.contains(&e))
-            {
-                sums.add(
-                    l.session_id.as_deref(),
-                    l.args.as_ref(),
-                    l.block_timestamp,
-                    1,
-                );
+        for l in logs.iter().filter(|l| l.canonical) {
+            let (session, args) = (l.session_id.as_deref(), l.args.as_ref());
+            match l.event.as_deref() {
+                Some(e) if SPEND_EVENTS.contains(&e) => {
+                    sums.add(session, args, l.block_timestamp, 1)
+                }
+                Some(RELEASE) => {
+                    let reserved = reservation_time(logs, l)
+                        .or_else(|| receipt(l).and_then(|id| reserved_at.get(&id).copied()));
+                    if let Some(time) = reserved {
+                        sums.add(session, args, time, -1);
+                    }
+                }
+                _ => {}
             }
         }
         sums
+    }
+
+    /// These with their signs turned (taken out rather than added).
+    fn negated(mut self) -> Self {
+        for (count, limbs) in self.0.values_mut() {
+            *count = -*count;
+            limbs.iter_mut().for_each(|l| *l = -*l);
+        }
+        self
     }
 
     /// Counts a payment of `session` (`args` as decoded) at block time `time`, `sign` times.
@@ -227,12 +244,16 @@ pub(super) async fn merge(db: &mut DbTx, backend: Backend) -> Result<(), sqlx::E
     Ok(())
 }
 
-/// Takes the canonical payments above block `fork` out of `spend_by_hour`: a reorg is about
-/// to orphan them (in the same transaction).
+/// Takes the canonical spending above block `fork` out of `spend_by_hour` (and gives back
+/// what its releases took out): a reorg is about to orphan it (in the same transaction).
 pub(super) async fn take_out_above(db: &mut DbTx, fork: u64) -> Result<(), StoreError> {
-    let events: Vec<String> = SPEND_EVENTS.iter().map(|e| format!("'{e}'")).collect();
+    let events: Vec<String> = SPEND_EVENTS
+        .iter()
+        .chain([&RELEASE])
+        .map(|e| format!("'{e}'"))
+        .collect();
     let sql = format!(
-        "SELECT session_id, block_timestamp, args FROM logs \
+        "SELECT session_id, block_timestamp, args, event FROM logs \
          WHERE event IN ({}) AND canonical = 1 AND block_number > $1",
         events.join(", ")
     );
@@ -240,19 +261,86 @@ pub(super) async fn take_out_above(db: &mut DbTx, fork: u64) -> Result<(), Store
         .bind(fork.min(i64::MAX as u64) as i64)
         .fetch_all(&mut **db)
         .await?;
-    let mut sums = HourlySums::default();
-    for r in &rows {
-        let args: Option<String> = r.try_get("args")?;
-        let args = args
-            .map(|a| serde_json::from_str::<Value>(&a))
-            .transpose()
-            .map_err(|e| StoreError::Corrupt(format!("args: {e}")))?;
-        let session: Option<String> = r.try_get("session_id")?;
-        let time = r.try_get::<i64, _>("block_timestamp")?.max(0) as u64;
-        sums.add(session.as_deref(), args.as_ref(), time, -1);
-    }
-    sums.write(db, false).await?;
+    let logs = rows
+        .iter()
+        .map(|r| {
+            Ok(LogRow {
+                session_id: r.try_get("session_id")?,
+                block_timestamp: r.try_get::<i64, _>("block_timestamp")?.max(0) as u64,
+                args: args_of(r)?,
+                event: r.try_get("event")?,
+                canonical: true,
+                ..LogRow::default()
+            })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    let reserved = reserved_at(db, &logs).await?;
+    HourlySums::of(&logs, &reserved)
+        .negated()
+        .write(db, false)
+        .await?;
     Ok(())
+}
+
+/// A stored row's decoded arguments.
+fn args_of(r: &sqlx::any::AnyRow) -> Result<Option<Value>, StoreError> {
+    let args: Option<String> = r.try_get("args")?;
+    args.map(|a| serde_json::from_str::<Value>(&a))
+        .transpose()
+        .map_err(|e| StoreError::Corrupt(format!("args: {e}")))
+}
+
+/// A row's `receiptId`.
+fn receipt(l: &LogRow) -> Option<String> {
+    let id = l.args.as_ref()?.get("receiptId")?.as_str()?;
+    Some(id.to_owned())
+}
+
+/// The time of the reservation that `release` gives back, when it is among `logs`.
+fn reservation_time(logs: &[LogRow], release: &LogRow) -> Option<u64> {
+    let id = receipt(release)?;
+    logs.iter()
+        .find(|l| {
+            l.canonical
+                && l.event.as_deref() == Some("PaymentReserved")
+                && receipt(l).as_ref() == Some(&id)
+        })
+        .map(|l| l.block_timestamp)
+}
+
+/// The times of the reservations that the canonical releases among `logs` give back and that
+/// are not among them, read from the store: receipt id → block time.
+pub(super) async fn reserved_at(
+    db: &mut sqlx::AnyConnection,
+    logs: &[LogRow],
+) -> Result<HashMap<String, u64>, StoreError> {
+    let mut times = HashMap::new();
+    for release in logs.iter().filter(|l| {
+        l.canonical && l.event.as_deref() == Some(RELEASE) && reservation_time(logs, l).is_none()
+    }) {
+        let (Some(session), Some(id)) = (&release.session_id, receipt(release)) else {
+            continue;
+        };
+        // A session reserves few authorizations: its reservations, not a JSON index.
+        let rows = sqlx::query(
+            "SELECT block_timestamp, args FROM logs \
+             WHERE session_id = $1 AND event = 'PaymentReserved' AND canonical = 1",
+        )
+        .bind(session.as_str())
+        .fetch_all(&mut *db)
+        .await?;
+        for r in &rows {
+            let reservation = LogRow {
+                args: args_of(r)?,
+                ..LogRow::default()
+            };
+            if receipt(&reservation).as_ref() == Some(&id) {
+                let time = r.try_get::<i64, _>("block_timestamp")?.max(0) as u64;
+                times.insert(id.clone(), time);
+            }
+        }
+    }
+    Ok(times)
 }
 
 /// `amount` (decimal digits) in [`LIMBS`] limbs; anything else counts as nothing.
@@ -289,7 +377,7 @@ enum Summed {
 }
 
 impl Store {
-    /// Payments and reservations ([`SPEND_EVENTS`]) that `filter` selects — of sessions opened
+    /// Payments and reservations not released ([`SPEND_EVENTS`]) that `filter` selects — of sessions opened
     /// by `owner` in `token` when given — counted and summed per distinct value of `keys`, in
     /// the database. Groups without payments are left out.
     pub async fn payment_sums(
@@ -305,6 +393,12 @@ impl Store {
         let mut filter = filter.clone();
         filter.event = None;
         filter.events = &SPEND_EVENTS;
+        // A released reservation spent nothing (as of the query's last block).
+        filter.linked = Some(Link {
+            present: false,
+            event: RELEASE,
+            field: "receiptId",
+        });
         let to = self.json_arg("logs", "to")?;
         let columns = self.group_columns(keys, "logs.session_id", &to, "logs.block_timestamp")?;
         let amount = self.json_arg("logs", "amount")?;
