@@ -13,6 +13,8 @@ interface ISessionGateway {
 
     function decidePendingWithSig(uint256 pending_id, bool approve, uint256 nonce, uint256 deadline, bytes calldata signature) external returns (uint256);
 
+    function redeemDelegations(bytes[] memory permission_contexts, bytes32[] memory modes, bytes[] memory execution_call_datas) external;
+
     function wallet() external view returns (address);
 
     function isOwnerNonceUsed(address owner, uint256 nonce) external view returns (bool);
@@ -38,4 +40,6 @@ interface ISessionGateway {
     error GatewayUnknownPending(uint256);
 
     error GatewayWalletCallFailed(bytes);
+
+    error GatewayDelegationNeedsApproval(uint256);
 }

@@ -17,6 +17,7 @@ alloy_sol_types::sol! {
         function wallet() external view returns (address);
         function isOwnerNonceUsed(address owner, uint256 nonce) external view returns (bool);
         function domainSeparator() external view returns (bytes32);
+        function redeemDelegations(bytes[] permissionContexts, bytes32[] modes, bytes[] executionCallDatas) external;
 
         event GatewayBound(address indexed wallet);
 
@@ -30,6 +31,7 @@ alloy_sol_types::sol! {
         error GatewayInvalidSignature();
         error GatewayUnknownPending(uint256 pendingId);
         error GatewayWalletCallFailed(bytes reason);
+        error GatewayDelegationNeedsApproval(uint256 sessionId);
     }
 }
 
@@ -62,5 +64,40 @@ impl crate::eip712::OpenSession {
             ownerSignature: owner_signature,
             permitSignature: permit_signature,
         }
+    }
+}
+
+/// ERC-7579's execution mode for one call with default behaviour: the only mode
+/// `redeemDelegations` redeems.
+pub const SINGLE_CALL: alloy_primitives::B256 = alloy_primitives::B256::ZERO;
+
+impl crate::eip712::PaymentIntent {
+    /// The ERC-7710 permission context `SessionGateway.redeemDelegations` redeems as this
+    /// intent with the session key's `signature` of it: `sessionId ‖ purpose ‖ nonce ‖
+    /// deadline ‖ signature`, packed (the payee and amount come from the execution, and the
+    /// signature binds them).
+    pub fn permission_context(&self, signature: &[u8]) -> alloy_primitives::Bytes {
+        let words = [self.session, self.purpose.into(), self.nonce, self.deadline];
+        let mut context = alloc::vec::Vec::with_capacity(4 * 32 + signature.len());
+        for w in words {
+            context.extend_from_slice(&w.to_be_bytes::<32>());
+        }
+        context.extend_from_slice(signature);
+        context.into()
+    }
+
+    /// ERC-7579 single-call execution data paying this intent in `token`: `token ‖ 0 ‖
+    /// transfer(to, amount)`, packed (what an x402 facilitator builds from the requirements).
+    pub fn transfer_execution(&self, token: alloy_primitives::Address) -> alloy_primitives::Bytes {
+        use alloy_sol_types::SolCall;
+        let transfer = crate::token::ITestToken::transferCall {
+            to: self.to,
+            value: self.amount,
+        };
+        let mut execution = alloc::vec::Vec::with_capacity(20 + 32 + 68);
+        execution.extend_from_slice(token.as_slice());
+        execution.extend_from_slice(&[0; 32]);
+        execution.extend_from_slice(&transfer.abi_encode());
+        execution.into()
     }
 }

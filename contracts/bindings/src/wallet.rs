@@ -213,6 +213,13 @@ pub enum InvalidParameter {
     /// An authorization `reserve` cannot honour: the session pays in the native currency, or
     /// `validBefore` has passed or comes after the session's expiry.
     Authorization = 10,
+    /// A delegation `redeemDelegations` cannot redeem: arrays of different lengths, an
+    /// execution mode other than a single call with default behaviour (`bytes32(0)`), or a
+    /// permission context shorter than `sessionId ‖ purpose ‖ nonce ‖ deadline`.
+    Delegation = 11,
+    /// An execution `redeemDelegations` does not carry out: anything but ERC-7579 single-call
+    /// data of the session token's `transfer(to, amount)` without value.
+    Execution = 12,
 }
 
 impl InvalidParameter {
@@ -231,6 +238,8 @@ impl InvalidParameter {
             OutOfRange,
             Claim,
             Authorization,
+            Delegation,
+            Execution,
         ]
         .into_iter()
         .find(|p| *p as u8 == code)

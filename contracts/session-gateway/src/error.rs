@@ -26,4 +26,7 @@ pub enum GatewayError {
     UnknownPending(GatewayUnknownPending),
     /// The wallet reverted; `reason` is its custom error.
     WalletCallFailed(GatewayWalletCallFailed),
+    /// A redeemed delegation's payment is above its session's co-sign threshold: it would
+    /// wait for the owner, and a delegation pays now or not at all.
+    DelegationNeedsApproval(GatewayDelegationNeedsApproval),
 }

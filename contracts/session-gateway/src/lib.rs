@@ -33,6 +33,7 @@ use alloy_sol_types::SolCall;
 use bursar_bindings::{
     eip712::{OPEN_SESSION_TYPEHASH, PENDING_DECISION_TYPEHASH, SESSION_GATEWAY_DOMAIN},
     gateway::ISessionGateway::*,
+    token::ITestToken,
     wallet::{ISessionWallet, InvalidParameter},
 };
 use bursar_contract_common::{
@@ -231,6 +232,52 @@ impl SessionGateway {
         Ok(calldata::decode_word(&out).unwrap_or_default())
     }
 
+    /// ERC-7710's `redeemDelegations`: the gateway is the Delegation Manager of its wallet's
+    /// sessions (x402's `exact` method `erc7710`, the wallet being the delegator). A permission
+    /// context is a `PaymentIntent` signed by the session key, without its payee and amount
+    /// (`sessionId ‖ purpose ‖ nonce ‖ deadline ‖ signature`, packed); its execution, ERC-7579
+    /// single-call data (`target ‖ value ‖ callData`, packed) of the session token's
+    /// `transfer(to, amount)`. Redeeming one is the wallet's `pay` of that intent: every rule of
+    /// the session holds at redemption, and the token moves from the wallet to `to` in this
+    /// transaction. Anyone may redeem (the signature binds payee and amount); all or nothing.
+    ///
+    /// # Errors
+    /// * [`GatewayInvalidParameter`]`(Delegation)` — arrays of different lengths, a mode other
+    ///   than `bytes32(0)` (single call, default), a context too short.
+    /// * [`GatewayInvalidParameter`]`(Execution)` — not a value-less `transfer` of the
+    ///   session's token (an unknown session has none).
+    /// * [`GatewayDelegationNeedsApproval`] — above the session's co-sign threshold.
+    /// * [`GatewayWalletCallFailed`] — the wallet refused, its custom error as `reason`
+    ///   (`WalletNonceUsed` for a redeemed one, `WalletInvalidSignature`,
+    ///   `WalletPaymentCapExceeded`…).
+    /// * [`GatewayNotBound`].
+    ///
+    /// # Events
+    /// The wallet's `PaymentExecuted` with its receipt, and the token's `Transfer`.
+    pub fn redeem_delegations(
+        &mut self,
+        permission_contexts: Vec<Bytes>,
+        modes: Vec<B256>,
+        execution_call_datas: Vec<Bytes>,
+    ) -> Result<()> {
+        let wallet = self.bound_wallet()?;
+        let n = modes.len();
+        if permission_contexts.len() != n || execution_call_datas.len() != n {
+            return Err(invalid(InvalidParameter::Delegation));
+        }
+        for ((context, mode), execution) in permission_contexts
+            .iter()
+            .zip(&modes)
+            .zip(&execution_call_datas)
+        {
+            if !mode.is_zero() || context.len() < 4 * 32 {
+                return Err(invalid(InvalidParameter::Delegation));
+            }
+            self.redeem(wallet, context, execution)?;
+        }
+        Ok(())
+    }
+
     /// The SessionWallet this gateway serves (zero until bound).
     pub fn wallet(&self) -> Address {
         self.wallet.get()
@@ -326,6 +373,54 @@ impl SessionGateway {
             .into());
         }
         Ok(Address::from_slice(&authority[12..32]))
+    }
+
+    /// Pays the intent of one permission `context` (checked long enough) as its `execution`
+    /// names it.
+    fn redeem(&mut self, wallet: Address, context: &[u8], execution: &[u8]) -> Result<()> {
+        // target (20) ‖ value (32) ‖ transfer(to, amount) (4 + 32 + 32).
+        let (target, rest) = execution.split_at(20.min(execution.len()));
+        let (value, transfer) = rest.split_at(32.min(rest.len()));
+        let session: Word = context[..32].try_into().expect("32 bytes");
+        let terms = self.view(
+            wallet,
+            &calldata::encode(ISessionWallet::sessionTermsCall::SELECTOR, &[session]),
+        );
+        // (owner, sessionKey, guardian, token, …): the token is the fourth word.
+        let token = terms.get(3 * 32 + 12..4 * 32);
+        if execution.len() != 20 + 32 + 68
+            || value.iter().any(|b| *b != 0)
+            || transfer[..4] != ITestToken::transferCall::SELECTOR
+            || transfer[4..16].iter().any(|b| *b != 0)
+            || token != Some(target)
+            || target == token::NATIVE.as_slice()
+        {
+            return Err(invalid(InvalidParameter::Execution));
+        }
+        let word_at =
+            |bytes: &[u8], at: usize| -> Word { bytes[at..at + 32].try_into().expect("32 bytes") };
+        // pay(sessionId, to, amount, purpose, nonce, deadline, signature).
+        let head = [
+            session,
+            word_at(transfer, 4),
+            word_at(transfer, 36),
+            word_at(context, 32),
+            word_at(context, 64),
+            word_at(context, 96),
+        ];
+        let data = calldata::encode_with_bytes(
+            ISessionWallet::payCall::SELECTOR,
+            &head,
+            &context[4 * 32..],
+        );
+        let executed = self.call_wallet(wallet, &data)?;
+        if calldata::decode_word(&executed) != Some(U256::from(1)) {
+            return Err(GatewayDelegationNeedsApproval {
+                sessionId: U256::from_be_bytes(session),
+            }
+            .into());
+        }
+        Ok(())
     }
 
     fn view(&self, wallet: Address, data: &[u8]) -> Vec<u8> {

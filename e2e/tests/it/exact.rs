@@ -11,12 +11,13 @@
 use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
 use alloy_sol_types::{eip712_domain, SolCall, SolInterface, SolStruct};
 use bursar_bindings::counterparty::ICounterpartyRegistry;
-use bursar_bindings::eip712::TransferWithAuthorization;
+use bursar_bindings::eip712::{PaymentIntent, TransferWithAuthorization, SESSION_WALLET_DOMAIN};
 use bursar_bindings::evm::{IFiatToken, USDC};
+use bursar_bindings::gateway::{ISessionGateway, SINGLE_CALL};
 use bursar_bindings::wallet::{
     authorization_nonce,
     ISessionWallet::{self, ISessionWalletErrors as WalletError},
-    ERC1271_MAGIC_VALUE,
+    InvalidParameter, ERC1271_MAGIC_VALUE,
 };
 use bursar_client::rpc::Receipt;
 use bursar_client::sender::SendError;
@@ -103,7 +104,7 @@ impl World {
             perPaymentCap: usd(30),
             periodBudget: U256::ZERO,
             periodSeconds: 0,
-            coSignThreshold: U256::ZERO,
+            coSignThreshold: usd(20),
             validAfter: 0,
             expiresAt: now + 86_400,
             leaseSeconds: 0,
@@ -578,4 +579,171 @@ async fn the_indexer_tells_each_reservations_story_on_sqlite() {
 async fn the_indexer_tells_each_reservations_story_on_postgres() {
     let db = bursar_e2e::db::postgres("bursar_x").await;
     the_indexer_tells_each_reservations_story(db, "exact-indexed-postgres").await
+}
+
+/// A session-key-signed intent, as `/v1/x402/pay` signs one for an `erc7710` requirement.
+fn delegated(w: &World, amount: U256, nonce: u64, deadline: u64) -> (PaymentIntent, Bytes) {
+    let intent = PaymentIntent {
+        session: w.session,
+        to: w.vendor,
+        amount,
+        purpose: keccak256("GET /v1/forecast #7"),
+        nonce: U256::from(nonce),
+        deadline: U256::from(deadline),
+    };
+    let domain = SESSION_WALLET_DOMAIN.at(412_346, w.wallet);
+    let signature = w.agent.sign_hash_rsv(&intent.eip712_signing_hash(&domain));
+    (intent, signature.into())
+}
+
+/// What a facilitator following x402's `erc7710` method sends: `redeemDelegations` of each
+/// (context, mode, execution), from its own account.
+async fn redeem(
+    w: &mut World,
+    gateway: Address,
+    delegations: &[(Bytes, B256, Bytes)],
+) -> Result<Receipt, SendError> {
+    let call = ISessionGateway::redeemDelegationsCall {
+        permissionContexts: delegations.iter().map(|d| d.0.clone()).collect(),
+        modes: delegations.iter().map(|d| d.1).collect(),
+        executionCallDatas: delegations.iter().map(|d| d.2.clone()).collect(),
+    };
+    w.facilitator.transact(&w.client, gateway, &call).await
+}
+
+fn gateway_error(r: Result<Receipt, SendError>) -> ISessionGateway::ISessionGatewayErrors {
+    use alloy_sol_types::SolInterface;
+    match r {
+        Ok(r) => panic!("{} succeeded; expected a revert", r.transaction_hash),
+        Err(SendError::WouldRevert { data }) => {
+            ISessionGateway::ISessionGatewayErrors::abi_decode(&data).unwrap()
+        }
+        Err(other) => panic!("send failed: {other}"),
+    }
+}
+
+/// The wallet's error inside the gateway's `GatewayWalletCallFailed`.
+fn wallet_refusal(r: Result<Receipt, SendError>) -> WalletError {
+    match gateway_error(r) {
+        ISessionGateway::ISessionGatewayErrors::GatewayWalletCallFailed(e) => {
+            WalletError::abi_decode(&e.reason).unwrap()
+        }
+        other => panic!("expected the wallet's refusal, got {other:?}"),
+    }
+}
+
+/// x402's `exact` method `erc7710`: the gateway is the Delegation Manager, the session
+/// wallet the delegator. A facilitator redeems a session-key-signed delegation with the
+/// spec's encoding (mode `bytes32(0)`, execution `asset ‖ 0 ‖ transfer(payTo, amount)`), and
+/// USDC moves from the wallet to the payee in that transaction, every rule checked then. What
+/// it must refuse: a replay, another amount or token than signed, another mode, a value, arrays
+/// that do not pair up, more than the cap, and what would need the owner's approval.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_facilitator_redeems_a_session_keys_delegation_through_the_gateway() {
+    use ISessionGateway::ISessionGatewayErrors as E;
+    let (_devnet, mut w) = World::new("exact-erc7710").await;
+    let gateway = w.record.address("sessionGateway").unwrap();
+    let other_token = w.record.address("testToken").unwrap();
+    let deadline = now(&w.client).await + 300;
+    let vendor = w.vendor;
+    let delegation = |(intent, signature): &(PaymentIntent, Bytes)| {
+        (
+            intent.permission_context(signature),
+            SINGLE_CALL,
+            intent.transfer_execution(USDC),
+        )
+    };
+
+    let first = delegated(&w, usd(10), 1, deadline);
+    let r = redeem(&mut w, gateway, &[delegation(&first)])
+        .await
+        .unwrap();
+    let paid = decode_events::<ISessionWallet::PaymentExecuted>(&r.logs, w.wallet);
+    assert_eq!((paid[0].to, paid[0].amount), (vendor, usd(10)));
+    assert_eq!(w.usdc(vendor).await, usd(10));
+    w.assert_conserved(U256::ZERO).await;
+
+    // Redeemed once.
+    assert!(matches!(
+        wallet_refusal(redeem(&mut w, gateway, &[delegation(&first)]).await),
+        WalletError::WalletNonceUsed(_)
+    ));
+    // The execution must pay what the session key signed, in the session's token.
+    let (intent, signature) = delegated(&w, usd(10), 2, deadline);
+    let more = PaymentIntent {
+        amount: usd(11),
+        ..intent.clone()
+    };
+    let altered = (
+        intent.permission_context(&signature),
+        SINGLE_CALL,
+        more.transfer_execution(USDC),
+    );
+    assert!(matches!(
+        wallet_refusal(redeem(&mut w, gateway, &[altered]).await),
+        WalletError::WalletWrongSigner(_)
+    ));
+    let execution = |d: (Bytes, B256, Bytes)| d;
+    let in_other_token = execution((
+        intent.permission_context(&signature),
+        SINGLE_CALL,
+        intent.transfer_execution(other_token),
+    ));
+    let batch_mode = (
+        intent.permission_context(&signature),
+        B256::with_last_byte(1),
+        intent.transfer_execution(USDC),
+    );
+    let mut with_value = delegation(&(intent.clone(), signature.clone()));
+    let mut bytes = with_value.2.to_vec();
+    bytes[51] = 1;
+    with_value.2 = bytes.into();
+    let code = |p: InvalidParameter| p as u8;
+    for (d, expected) in [
+        (in_other_token, code(InvalidParameter::Execution)),
+        (batch_mode, code(InvalidParameter::Delegation)),
+        (with_value, code(InvalidParameter::Execution)),
+    ] {
+        match gateway_error(redeem(&mut w, gateway, &[d]).await) {
+            E::GatewayInvalidParameter(e) => assert_eq!(e.parameter, expected),
+            other => panic!("{other:?}"),
+        }
+    }
+    let unpaired = ISessionGateway::redeemDelegationsCall {
+        permissionContexts: vec![intent.permission_context(&signature)],
+        modes: vec![],
+        executionCallDatas: vec![intent.transfer_execution(USDC)],
+    };
+    match gateway_error(w.facilitator.transact(&w.client, gateway, &unpaired).await) {
+        E::GatewayInvalidParameter(e) => {
+            assert_eq!(e.parameter, code(InvalidParameter::Delegation))
+        }
+        other => panic!("{other:?}"),
+    }
+    // The session's rules at redemption: over the cap, or above the co-sign threshold.
+    let over_cap = delegated(&w, usd(31), 3, deadline);
+    assert!(matches!(
+        wallet_refusal(redeem(&mut w, gateway, &[delegation(&over_cap)]).await),
+        WalletError::WalletPaymentCapExceeded(_)
+    ));
+    let needs_owner = delegated(&w, usd(25), 4, deadline);
+    assert!(matches!(
+        gateway_error(redeem(&mut w, gateway, &[delegation(&needs_owner)]).await),
+        E::GatewayDelegationNeedsApproval(e) if e.sessionId == w.session
+    ));
+
+    // Two delegations in one transaction: both paid, or neither.
+    let (a, b) = (
+        delegated(&w, usd(5), 5, deadline),
+        delegated(&w, usd(6), 6, deadline),
+    );
+    redeem(&mut w, gateway, &[delegation(&a), delegation(&b)])
+        .await
+        .unwrap();
+    assert_eq!(w.usdc(vendor).await, usd(21));
+    let replayed = delegated(&w, usd(7), 7, deadline);
+    let r = redeem(&mut w, gateway, &[delegation(&replayed), delegation(&a)]).await;
+    assert!(matches!(wallet_refusal(r), WalletError::WalletNonceUsed(_)));
+    assert_eq!(w.usdc(vendor).await, usd(21), "all or nothing");
+    w.assert_conserved(U256::ZERO).await;
 }
