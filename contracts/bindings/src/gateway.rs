@@ -85,19 +85,21 @@ impl crate::eip712::PaymentIntent {
         context.extend_from_slice(signature);
         context.into()
     }
+}
 
-    /// ERC-7579 single-call execution data paying this intent in `token`: `token ‖ 0 ‖
-    /// transfer(to, amount)`, packed (what an x402 facilitator builds from the requirements).
-    pub fn transfer_execution(&self, token: alloy_primitives::Address) -> alloy_primitives::Bytes {
-        use alloy_sol_types::SolCall;
-        let transfer = crate::token::ITestToken::transferCall {
-            to: self.to,
-            value: self.amount,
-        };
-        let mut execution = alloc::vec::Vec::with_capacity(20 + 32 + 68);
-        execution.extend_from_slice(token.as_slice());
-        execution.extend_from_slice(&[0; 32]);
-        execution.extend_from_slice(&transfer.abi_encode());
-        execution.into()
-    }
+/// ERC-7579 single-call execution data of `token.transfer(to, amount)`: `token ‖ 0 ‖
+/// transfer(to, amount)`, packed — what an x402 facilitator builds from the requirements
+/// (asset, payTo, amount) for `redeemDelegations`.
+pub fn transfer_execution(
+    token: alloy_primitives::Address,
+    to: alloy_primitives::Address,
+    amount: alloy_primitives::U256,
+) -> alloy_primitives::Bytes {
+    use alloy_sol_types::SolCall;
+    let transfer = crate::token::ITestToken::transferCall { to, value: amount };
+    let mut execution = alloc::vec::Vec::with_capacity(20 + 32 + 68);
+    execution.extend_from_slice(token.as_slice());
+    execution.extend_from_slice(&[0; 32]);
+    execution.extend_from_slice(&transfer.abi_encode());
+    execution.into()
 }

@@ -13,7 +13,7 @@ use alloy_sol_types::{eip712_domain, SolCall, SolInterface, SolStruct};
 use bursar_bindings::counterparty::ICounterpartyRegistry;
 use bursar_bindings::eip712::{PaymentIntent, TransferWithAuthorization, SESSION_WALLET_DOMAIN};
 use bursar_bindings::evm::{IFiatToken, USDC};
-use bursar_bindings::gateway::{ISessionGateway, SINGLE_CALL};
+use bursar_bindings::gateway::{transfer_execution, ISessionGateway, SINGLE_CALL};
 use bursar_bindings::wallet::{
     authorization_nonce,
     ISessionWallet::{self, ISessionWalletErrors as WalletError},
@@ -650,7 +650,7 @@ async fn a_facilitator_redeems_a_session_keys_delegation_through_the_gateway() {
         (
             intent.permission_context(signature),
             SINGLE_CALL,
-            intent.transfer_execution(USDC),
+            transfer_execution(USDC, intent.to, intent.amount),
         )
     };
 
@@ -677,7 +677,7 @@ async fn a_facilitator_redeems_a_session_keys_delegation_through_the_gateway() {
     let altered = (
         intent.permission_context(&signature),
         SINGLE_CALL,
-        more.transfer_execution(USDC),
+        transfer_execution(USDC, more.to, more.amount),
     );
     assert!(matches!(
         wallet_refusal(redeem(&mut w, gateway, &[altered]).await),
@@ -687,12 +687,12 @@ async fn a_facilitator_redeems_a_session_keys_delegation_through_the_gateway() {
     let in_other_token = execution((
         intent.permission_context(&signature),
         SINGLE_CALL,
-        intent.transfer_execution(other_token),
+        transfer_execution(other_token, intent.to, intent.amount),
     ));
     let batch_mode = (
         intent.permission_context(&signature),
         B256::with_last_byte(1),
-        intent.transfer_execution(USDC),
+        transfer_execution(USDC, intent.to, intent.amount),
     );
     let mut with_value = delegation(&(intent.clone(), signature.clone()));
     let mut bytes = with_value.2.to_vec();
@@ -712,7 +712,7 @@ async fn a_facilitator_redeems_a_session_keys_delegation_through_the_gateway() {
     let unpaired = ISessionGateway::redeemDelegationsCall {
         permissionContexts: vec![intent.permission_context(&signature)],
         modes: vec![],
-        executionCallDatas: vec![intent.transfer_execution(USDC)],
+        executionCallDatas: vec![transfer_execution(USDC, intent.to, intent.amount)],
     };
     match gateway_error(w.facilitator.transact(&w.client, gateway, &unpaired).await) {
         E::GatewayInvalidParameter(e) => {

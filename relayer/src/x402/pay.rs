@@ -9,6 +9,7 @@ use bursar_bindings::wallet::{authorization_nonce, ISessionWallet};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::exact::erc7710;
 use super::{
     decode_required, network, purpose, PaymentPayload, PaymentRequired, Requirements,
     SessionPayment, EXACT, SCHEME, VERSION,
@@ -37,40 +38,122 @@ pub struct Paid {
     pub payment_payload: PaymentPayload,
 }
 
-/// Signs a payment of a 402 answer's `bursar-session` requirements from `session`, after the
-/// contracts' rules allowed it now (a refusal is the wallet's error, and nothing is signed).
+/// How a payment of one of a 402's options is made, cheapest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Method {
+    /// `bursar-session`: a `PaymentIntent` the facilitator pays with the wallet's `pay`.
+    Session,
+    /// `exact` through ERC-7710: the same intent, redeemed through the gateway (one
+    /// transaction, the facilitator's).
+    Delegation,
+    /// `exact` through EIP-3009: an authorization the wallet reserves first (two
+    /// transactions: the reservation, then the facilitator's transfer).
+    Reservation,
+}
+
+impl Method {
+    /// How `r` would be paid, if this relayer can pay it at all.
+    fn of(r: &Requirements) -> Option<Method> {
+        let transfer = r
+            .extra
+            .as_ref()
+            .and_then(|e| e.get("assetTransferMethod"))
+            .and_then(Value::as_str);
+        match (r.scheme.as_str(), transfer) {
+            (SCHEME, _) => Some(Method::Session),
+            (EXACT, Some(erc7710::METHOD)) => Some(Method::Delegation),
+            (EXACT, None | Some("eip3009")) => Some(Method::Reservation),
+            _ => None,
+        }
+    }
+}
+
+/// Pays a 402 answer's requirements from `session` by the cheapest method it offers on this
+/// chain in the session's token, after the contracts' rules allowed it now (a refusal is the
+/// wallet's error, and nothing is signed or sent).
 pub async fn pay(app: &App, session: &SessionRow, req: PayRequest) -> Result<Paid, Error> {
     let required = decode_required(req.payment_required)?;
     let id = parse_id(&session.id)?;
     let token = crate::kernel::session::terms_of(session)?.token;
     let ours = network(app.chain_id);
-    let offered = |scheme: &str| {
-        required.accepts.iter().find(|r| {
-            r.scheme == scheme
-                && r.network == ours
-                && r.asset.parse::<Address>().ok() == Some(token)
-        })
+    let chosen = required
+        .accepts
+        .iter()
+        .filter(|r| r.network == ours && r.asset.parse::<Address>().ok() == Some(token))
+        .filter_map(|r| Some((Method::of(r)?, r)))
+        .min_by_key(|(method, _)| *method as u8);
+    let Some((method, accepted)) = chosen else {
+        let offered: Vec<String> = required
+            .accepts
+            .iter()
+            .map(|r| format!("{} on {} in {}", r.scheme, r.network, r.asset))
+            .collect();
+        return Err(Error::conflict(
+            "x402_no_bursar_option",
+            format!("the resource accepts neither {SCHEME} nor {EXACT} (EIP-3009 or ERC-7710) on {ours} in this session's token {token} (it offers: {})", offered.join("; ")),
+        ));
     };
-    // Bursar's own scheme when offered (one transaction); else `exact` through a reservation.
-    let accepted = match (offered(SCHEME), offered(EXACT)) {
-        (Some(r), _) => r.clone(),
-        (None, Some(r)) => {
-            let r = r.clone();
-            return pay_exact(app, session, (id, token), required, r).await;
+    let accepted = accepted.clone();
+    let payload = match method {
+        Method::Reservation => {
+            return pay_exact(app, session, (id, token), required, accepted).await
         }
-        (None, None) => {
-            let offered: Vec<String> = required
-                .accepts
-                .iter()
-                .map(|r| format!("{} on {} in {}", r.scheme, r.network, r.asset))
-                .collect();
-            return Err(Error::conflict(
-                "x402_no_bursar_option",
-                format!("the resource accepts neither {SCHEME} nor {EXACT} on {ours} in this session's token {token} (it offers: {})", offered.join("; ")),
-            ));
+        Method::Session => {
+            let (intent, signature) = signed_intent(app, session, id, &required, &accepted).await?;
+            let payment = SessionPayment {
+                session_id: session.id.clone(),
+                to: intent.to,
+                amount: Amount(intent.amount),
+                purpose: intent.purpose,
+                nonce: Amount(intent.nonce),
+                deadline: intent.deadline.to(),
+                signature,
+            };
+            serde_json::to_value(&payment).map_err(|_| Error::Internal)?
+        }
+        Method::Delegation => {
+            let (intent, signature) = signed_intent(app, session, id, &required, &accepted).await?;
+            let payload = erc7710::Payload {
+                delegation_manager: app.contracts.gateway,
+                permission_context: intent.permission_context(&signature),
+                delegator: app.contracts.wallet,
+            };
+            serde_json::to_value(&payload).map_err(|_| Error::Internal)?
         }
     };
-    let (to, amount, purpose) = asked(&required.resource.url, &accepted)?;
+    let paid = paid(required, accepted, payload)?;
+    tracing::info!(session = %session.id, method = ?method, "x402 payment signed");
+    Ok(paid)
+}
+
+/// The `PAYMENT-SIGNATURE` answer of `payload` for `accepted` of `required`.
+fn paid(required: PaymentRequired, accepted: Requirements, payload: Value) -> Result<Paid, Error> {
+    let payload = PaymentPayload {
+        x402_version: VERSION,
+        resource: Some(required.resource),
+        accepted,
+        payload,
+        extensions: required.extensions,
+    };
+    let header = base64::engine::general_purpose::STANDARD
+        .encode(serde_json::to_vec(&payload).map_err(|_| Error::Internal)?);
+    Ok(Paid {
+        payment_signature: header,
+        payment_payload: payload,
+    })
+}
+
+/// A `PaymentIntent` of `accepted` from `session`, signed by its custodial key under the
+/// session's next intent nonce, once the wallet's `pay` of it would execute now (simulated
+/// with a nonce no real intent uses: a refusal signs nothing).
+async fn signed_intent(
+    app: &App,
+    session: &SessionRow,
+    id: U256,
+    required: &PaymentRequired,
+    accepted: &Requirements,
+) -> Result<(PaymentIntent, Bytes), Error> {
+    let (to, amount, purpose) = asked(&required.resource.url, accepted)?;
     let key = crate::payments::custodial_key(app, session, "sign the x402 intent itself").await?;
     let ttl = accepted
         .max_timeout_seconds
@@ -83,7 +166,6 @@ pub async fn pay(app: &App, session: &SessionRow, req: PayRequest) -> Result<Pai
         nonce: crate::random::probe_nonce(),
         deadline: U256::from(app.now(true).await? + ttl),
     };
-    // The wallet's rules now, with a nonce no real intent uses: a refusal signs nothing.
     let domain = SESSION_WALLET_DOMAIN.at(app.chain_id, app.contracts.wallet);
     let sign = |intent: &PaymentIntent| -> Bytes {
         key.sign_hash_rsv(&intent.eip712_signing_hash(&domain))
@@ -105,29 +187,8 @@ pub async fn pay(app: &App, session: &SessionRow, req: PayRequest) -> Result<Pai
     let nonce = Store::take_intent_nonces(&mut db, &[session.id.as_str()]).await?[0];
     db.commit().await.map_err(crate::store::StoreError::from)?;
     intent.nonce = U256::from(nonce);
-    let payment = SessionPayment {
-        session_id: session.id.clone(),
-        to,
-        amount: Amount(amount),
-        purpose,
-        nonce: Amount(intent.nonce),
-        deadline: intent.deadline.to(),
-        signature: sign(&intent),
-    };
-    let payload = PaymentPayload {
-        x402_version: VERSION,
-        resource: Some(required.resource),
-        accepted,
-        payload: serde_json::to_value(&payment).map_err(|_| Error::Internal)?,
-        extensions: required.extensions,
-    };
-    let header = base64::engine::general_purpose::STANDARD
-        .encode(serde_json::to_vec(&payload).map_err(|_| Error::Internal)?);
-    tracing::info!(session = %session.id, %to, %amount, "x402 payment signed");
-    Ok(Paid {
-        payment_signature: header,
-        payment_payload: payload,
-    })
+    let signature = sign(&intent);
+    Ok((intent, signature))
 }
 
 /// The payee, amount and [`purpose`] of `accepted`.
@@ -263,18 +324,7 @@ async fn pay_exact(
             "nonce": nonce,
         },
     });
-    let payload = PaymentPayload {
-        x402_version: VERSION,
-        resource: Some(required.resource),
-        accepted,
-        payload,
-        extensions: required.extensions,
-    };
-    let header = base64::engine::general_purpose::STANDARD
-        .encode(serde_json::to_vec(&payload).map_err(|_| Error::Internal)?);
+    let paid = paid(required, accepted, payload)?;
     tracing::info!(session = %session.id, %to, %value, "x402 exact authorization reserved");
-    Ok(Paid {
-        payment_signature: header,
-        payment_payload: payload,
-    })
+    Ok(paid)
 }

@@ -158,6 +158,7 @@ async fn agent_pays(s: &System, token: &str, server: &OfficialServer, pay_to: Ad
 on_both_databases!(
     an_agent_pays_servers_built_with_x402s_official_packages,
     bursars_facilitator_settles_exact_once_and_only_as_authorized,
+    an_agent_pays_exact_by_delegation_when_offered,
 );
 
 /// The official facilitator settles the session wallet's reservation; then Bursar's settles
@@ -422,5 +423,103 @@ async fn bursars_facilitator_settles_exact_once_and_only_as_authorized(db: Db) {
         (before.0 - usd(2), before.1 + usd(2)),
         "two authorizations of 1 USDC moved 2"
     );
+    system.relayer.shutdown().await;
+}
+
+/// x402's `exact` through ERC-7710 (a method no published x402 package implements yet, so the
+/// resource server's part is played here with x402's bodies): offered beside EIP-3009, the
+/// agent signs a delegation (one transaction, the facilitator's; no reservation), and Bursar's
+/// facilitator verifies it by simulating the gateway's `redeemDelegations` with the spec's
+/// encoding and settles it once; the redemption must pay exactly what was signed.
+async fn an_agent_pays_exact_by_delegation_when_offered(db: Db) {
+    let system = system(db).await;
+    let s = &system;
+    mint(s, s.owner.address(), usd(100)).await;
+    let (_, token) = s.open_session(json!({ "token": USDC })).await;
+    let chain_id = s.client.chain_id().await.unwrap();
+    let wallet = s.record.address("sessionWallet").unwrap();
+    let gateway = s.record.address("sessionGateway").unwrap();
+    let offer = |amount: U256| {
+        let eip3009 = exact_requirements(chain_id, s.vendor_a, amount);
+        let mut erc7710 = eip3009.clone();
+        erc7710["extra"]["assetTransferMethod"] = json!("erc7710");
+        json!({ "x402Version": 2, "resource": { "url": "https://api.example/report" },
+                "accepts": [eip3009, erc7710] })
+    };
+
+    let (status, e) = s
+        .post(
+            "/v1/x402/pay",
+            &token,
+            json!({ "paymentRequired": offer(usd(31)) }),
+        )
+        .await;
+    assert_eq!(
+        (status, super::flow::code(&e)),
+        (422, "WalletPaymentCapExceeded"),
+        "{e}"
+    );
+
+    let (status, paid) = s
+        .post(
+            "/v1/x402/pay",
+            &token,
+            json!({ "paymentRequired": offer(usd(2)) }),
+        )
+        .await;
+    assert_eq!(status, 200, "{paid}");
+    let payload = paid["paymentPayload"].clone();
+    assert_eq!(
+        payload["accepted"]["extra"]["assetTransferMethod"],
+        "erc7710"
+    );
+    let address = |v: &Value| v.as_str().unwrap().parse::<Address>().unwrap();
+    assert_eq!(address(&payload["payload"]["delegationManager"]), gateway);
+    assert_eq!(address(&payload["payload"]["delegator"]), wallet);
+    let before = (usdc(s, s.vendor_a).await, usdc(s, wallet).await);
+    assert_eq!(before.0, U256::ZERO, "nothing moves before settlement");
+
+    // The resource server asks Bursar's facilitator, with its own requirements.
+    let request = |requirements: &Value| json!({ "x402Version": 2, "paymentPayload": payload, "paymentRequirements": requirements });
+    let mine = payload["accepted"].clone();
+    let (_, verified) = s.post("/x402/verify", "", request(&mine)).await;
+    assert_eq!(verified["isValid"], true, "{verified}");
+    assert_eq!(address(&verified["payer"]), wallet);
+    // The delegation pays what the session key signed: not another amount, and only where
+    // the requirements ask for erc7710.
+    let mut more = mine.clone();
+    more["amount"] = json!(usd(3).to_string());
+    let (_, v) = s.post("/x402/verify", "", request(&more)).await;
+    assert_eq!(v["invalidReason"], "WalletWrongSigner", "{v}");
+    let mut plain = mine.clone();
+    plain["extra"] = json!({ "name": "USD Coin", "version": "2" });
+    let (_, v) = s.post("/x402/verify", "", request(&plain)).await;
+    assert_eq!(v["invalidReason"], "unsupported_payload_type", "{v}");
+
+    let (_, settled) = s.post("/x402/settle", "", request(&mine)).await;
+    assert_eq!(settled["success"], true, "{settled}");
+    let tx: alloy_primitives::B256 = settled["transaction"].as_str().unwrap().parse().unwrap();
+    let sent: Value = s
+        .client
+        .request("eth_getTransactionByHash", json!([tx]))
+        .await
+        .unwrap();
+    assert_eq!(
+        address(&sent["to"]),
+        gateway,
+        "one transaction, to the gateway"
+    );
+    assert_eq!(
+        (usdc(s, s.vendor_a).await, usdc(s, wallet).await),
+        (before.0 + usd(2), before.1 - usd(2))
+    );
+    let (_, again) = s.post("/x402/settle", "", request(&mine)).await;
+    assert_eq!(
+        again["errorReason"], "invalid_exact_evm_nonce_already_used",
+        "{again}"
+    );
+    let (_, v) = s.post("/x402/verify", "", request(&mine)).await;
+    assert_eq!(v["invalidReason"], "WalletNonceUsed", "{v}");
+    assert_eq!(usdc(s, s.vendor_a).await, usd(2), "paid once");
     system.relayer.shutdown().await;
 }

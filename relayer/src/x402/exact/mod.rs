@@ -1,0 +1,306 @@
+//! x402's `exact` scheme on EVM, the facilitator's side, for any payer (an account or a
+//! contract), by either method x402 names: [`eip3009`] (the default: the token's
+//! `transferWithAuthorization`) or [`erc7710`] (a Delegation Manager's `redeemDelegations`;
+//! told apart by the payload's shape, as x402's facilitators do).
+//!
+//! Checked as x402's official facilitator checks it (`@x402/evm` 2.27), with its error codes,
+//! against the server's requirements and the chain's clock, then simulated at the latest block
+//! from the signer that would send it. Settled through the transaction engine by one of the
+//! relayer's signers; the receipt must show the asset moving from the payer to `payTo`. One
+//! payment is sent once and reported settled once (see [`settle`]).
+
+mod eip3009;
+pub(crate) mod erc7710;
+
+use alloy_primitives::{keccak256, Address, B256, U256};
+use alloy_sol_types::SolEvent;
+use bursar_bindings::token::ITestToken::Transfer;
+
+use super::{network, refuse, FacilitatorRequest, Refusal, SettleResponse};
+use crate::kernel::App;
+use crate::kernel::Error;
+use crate::store::Claim;
+
+/// The slack x402's facilitator leaves before `validBefore` (seconds): an authorization that
+/// expires sooner could not be settled in time.
+const SETTLE_SLACK: u64 = 6;
+
+/// Who the settlements are kept for in the idempotency table. What is kept is the engine's
+/// transaction id until a `settle` answered its outcome, then [`ANSWERED`] and its hash.
+const CALLER: &str = "x402:exact";
+
+/// Marks a kept settlement whose outcome was answered.
+const ANSWERED: &str = "answered:";
+
+/// What the server's requirements ask: the asset, the payee, the amount and `extra`.
+struct Asked {
+    asset: Address,
+    pay_to: Address,
+    amount: U256,
+    extra: Option<serde_json::Value>,
+}
+
+impl Asked {
+    /// `extra.key` when it is text.
+    fn extra(&self, key: &str) -> Option<String> {
+        let value = self.extra.as_ref()?.get(key)?.as_str()?;
+        Some(value.to_owned())
+    }
+}
+
+/// A payment of the server's requirements, by its method.
+enum Payment {
+    Eip3009(eip3009::Authorized),
+    Erc7710(erc7710::Delegated),
+}
+
+/// A payment ready to check on chain and to send.
+struct Exact {
+    asked: Asked,
+    payment: Payment,
+}
+
+impl Exact {
+    /// Whose asset moves.
+    fn payer(&self) -> Address {
+        match &self.payment {
+            Payment::Eip3009(a) => a.message.from,
+            Payment::Erc7710(d) => d.delegator,
+        }
+    }
+
+    /// The contract the settlement calls, and the call.
+    fn call(&self) -> (Address, Vec<u8>) {
+        match &self.payment {
+            Payment::Eip3009(a) => (self.asked.asset, a.transfer()),
+            Payment::Erc7710(d) => (d.manager, d.redeem.clone()),
+        }
+    }
+
+    /// What the settlement is kept under: EIP-3009's authorization (asset, from, nonce), or
+    /// the redemption itself.
+    fn key(&self) -> String {
+        let id = match &self.payment {
+            Payment::Eip3009(a) => keccak256(
+                [
+                    self.asked.asset.as_slice(),
+                    a.message.from.as_slice(),
+                    a.message.nonce.as_slice(),
+                ]
+                .concat(),
+            ),
+            Payment::Erc7710(d) => keccak256([d.manager.as_slice(), &d.redeem].concat()),
+        };
+        alloy_primitives::hex::encode(id)
+    }
+
+    /// Checks it against the chain now, from `signer`.
+    async fn check(&self, app: &App, signer: Address) -> Result<Result<(), Refusal>, Error> {
+        match &self.payment {
+            Payment::Eip3009(a) => eip3009::check(app, a, self.asked.asset, signer).await,
+            Payment::Erc7710(d) => erc7710::check(app, d, signer).await,
+        }
+    }
+}
+
+/// The payload, checked against the server's requirements (and the chain's clock).
+async fn parse(app: &App, req: &FacilitatorRequest) -> Result<Result<Exact, Refusal>, Error> {
+    let r = &req.payment_requirements;
+    if r.network != network(app.chain_id) || req.payment_payload.accepted.network != r.network {
+        return Ok(Err(refuse(
+            "invalid_exact_evm_network_mismatch",
+            format!("this facilitator settles on {}", network(app.chain_id)),
+        )));
+    }
+    let (Ok(asset), Ok(pay_to), Ok(amount)) = (
+        r.asset.parse::<Address>(),
+        r.pay_to.parse::<Address>(),
+        U256::from_str_radix(&r.amount, 10),
+    ) else {
+        return Ok(Err(refuse(
+            "invalid_payment_requirements",
+            "asset, payTo or amount does not parse",
+        )));
+    };
+    let asked = Asked {
+        asset,
+        pay_to,
+        amount,
+        extra: r.extra.clone(),
+    };
+    let payload = &req.payment_payload.payload;
+    if payload.get("permit2Authorization").is_some() {
+        return Ok(Err(refuse(
+            "unsupported_payload_type",
+            "this facilitator settles exact through EIP-3009 or ERC-7710, not Permit2",
+        )));
+    }
+    let payment = if erc7710::is_delegation(payload) {
+        erc7710::parse(req, &asked).map(Payment::Erc7710)
+    } else {
+        eip3009::parse(app, req, &asked)
+            .await?
+            .map(Payment::Eip3009)
+    };
+    Ok(payment.map(|payment| Exact { asked, payment }))
+}
+
+/// The signer a payer's settlements go out from: the same one for the same payer, so its
+/// payments are settled in order.
+fn signer_for(app: &App, payer: Address) -> Address {
+    let signers = app.engine.signers();
+    signers[usize::from(payer[19]) % signers.len()]
+}
+
+/// `POST /x402/verify` for `exact`: the payer when the payment would settle now.
+pub(super) async fn verify(
+    app: &App,
+    req: &FacilitatorRequest,
+) -> Result<Result<Address, Refusal>, Error> {
+    let e = match parse(app, req).await? {
+        Ok(e) => e,
+        Err(refusal) => return Ok(Err(refusal)),
+    };
+    let payer = e.payer();
+    Ok(e.check(app, signer_for(app, payer)).await?.map(|()| payer))
+}
+
+/// `POST /x402/settle` for `exact`: checked again, sent through the transaction engine and
+/// answered once mined. The engine's transaction is kept per payment ([`Exact::key`]), so it
+/// is sent once: a `settle` repeated before its outcome was answered (after
+/// `settlement_pending`) waits for it; one repeated after, as after x402's facilitator, hears
+/// `invalid_exact_evm_nonce_already_used`.
+pub(super) async fn settle(app: &App, req: &FacilitatorRequest) -> Result<SettleResponse, Error> {
+    let e = match parse(app, req).await? {
+        Ok(e) => e,
+        Err(refusal) => return Ok(SettleResponse::failed(app, refusal, None)),
+    };
+    let from = e.payer();
+    let key = e.key();
+    let hash = alloy_primitives::hex::encode(keccak256(e.call().1));
+    let now = crate::store::now_ms();
+    let dead_before = now - app.settings.instance_timeout.as_millis() as i64;
+    let claim = app
+        .store
+        .claim_idempotency_key(CALLER, &key, &hash, &app.instance, now, dead_before)
+        .await?;
+    let tx = match claim {
+        Claim::New => match send(app, &e).await {
+            Ok(Ok(tx)) => {
+                let kept = tx.to_string();
+                app.store
+                    .complete_idempotency_key(CALLER, &key, 200, &kept)
+                    .await?;
+                tx
+            }
+            // Nothing was sent: a later `settle` checks afresh.
+            Ok(Err(refusal)) => {
+                app.store.release_idempotency_key(CALLER, &key).await?;
+                return Ok(SettleResponse::failed(app, refusal, Some(from)));
+            }
+            Err(e) => {
+                app.store.release_idempotency_key(CALLER, &key).await?;
+                return Err(e);
+            }
+        },
+        Claim::Replay { response, .. } => match response.strip_prefix(ANSWERED) {
+            // A resource server serves once per successful settlement: the second hears no.
+            Some(hash) => {
+                let why = refuse(
+                    "invalid_exact_evm_nonce_already_used",
+                    format!("this authorization was settled in transaction {hash}"),
+                );
+                return Ok(SettleResponse::failed(app, why, Some(from)));
+            }
+            None => response.parse().map_err(|_| Error::Internal)?,
+        },
+        Claim::Running => {
+            let why = refuse("settlement_pending", "this authorization is being settled");
+            return Ok(SettleResponse::failed(app, why, Some(from)));
+        }
+        Claim::Mismatch => {
+            let why = refuse(
+                "invalid_exact_evm_nonce_already_used",
+                "this authorization's nonce was settled with another signature",
+            );
+            return Ok(SettleResponse::failed(app, why, Some(from)));
+        }
+    };
+    let answer = outcome(app, tx, &e).await?;
+    if !answer.transaction.is_empty() {
+        let answered = format!("{ANSWERED}{}", answer.transaction);
+        app.store
+            .complete_idempotency_key(CALLER, &key, 200, &answered)
+            .await?;
+    }
+    Ok(answer)
+}
+
+/// Checks `e` on chain, then queues its settlement: the engine's transaction id.
+async fn send(app: &App, e: &Exact) -> Result<Result<i64, Refusal>, Error> {
+    let signer = signer_for(app, e.payer());
+    if let Err(refusal) = e.check(app, signer).await? {
+        return Ok(Err(refusal));
+    }
+    let (to, data) = e.call();
+    let call = crate::submission::Call {
+        signer,
+        to,
+        gas_limit: app.gas_for(signer, to, &data).await?,
+        data: data.into(),
+        value: U256::ZERO,
+    };
+    let (db, tx) = app.queue(&call).await?;
+    app.commit(db).await?;
+    tracing::info!(payer = %e.payer(), to = %e.asked.pay_to, amount = %e.asked.amount, transaction = tx, "x402 exact payment queued");
+    Ok(Ok(tx))
+}
+
+/// What engine transaction `tx` (settling `e`) came to, once mined: settled only if it
+/// succeeded and moved the asset from the payer to `payTo`.
+async fn outcome(app: &App, tx: i64, e: &Exact) -> Result<SettleResponse, Error> {
+    let from = e.payer();
+    let mined = app
+        .wait_for(app.settings.open_wait, || async {
+            let row = app.store.transaction(tx).await?;
+            Ok(row.filter(|t| t.receipt_status.is_some()))
+        })
+        .await?;
+    let Some(mined) = mined else {
+        let why = refuse(
+            "settlement_pending",
+            format!("the transfer (transaction {tx}) is not mined yet: settle again to hear"),
+        );
+        return Ok(SettleResponse::failed(app, why, Some(from)));
+    };
+    let hash = mined.mined_hash.unwrap_or_default();
+    let failed = |reason: &str, message: &str| SettleResponse {
+        transaction: hash.clone(),
+        ..SettleResponse::failed(app, refuse(reason, message), Some(from))
+    };
+    if mined.receipt_status != Some(1) {
+        return Ok(failed(
+            "invalid_exact_evm_transaction_failed",
+            "the settlement was mined but reverted",
+        ));
+    }
+    let receipt = match hash.parse::<B256>() {
+        Ok(h) => app.client.receipt(h).await?,
+        Err(_) => None,
+    };
+    let moved = receipt.is_some_and(|r| {
+        r.logs.iter().any(|l| {
+            l.address == e.asked.asset
+                && Transfer::decode_raw_log(l.topics.iter().copied(), &l.data).is_ok_and(|t| {
+                    (t.from, t.to, t.value) == (from, e.asked.pay_to, e.asked.amount)
+                })
+        })
+    });
+    Ok(match moved {
+        true => SettleResponse::settled(app, from, hash),
+        false => failed(
+            "invalid_exact_evm_transfer_event_mismatch",
+            "the settlement did not move the amount from the payer to payTo",
+        ),
+    })
+}
