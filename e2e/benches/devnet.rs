@@ -3,7 +3,7 @@
 //! * cold start: `spawn` to the first JSON-RPC answer, and deploying the six contracts;
 //! * gas of every entry point the demo's story calls (min–max over its calls), against the
 //!   targets for `pay` and `openSessionWithSig`; gas of x402 `exact` (reserve + USDC's
-//!   `transferWithAuthorization`) beside `pay`;
+//!   `transferWithAuthorization`, or the gateway's `redeemDelegations`) beside `pay`;
 //! * `pay` throughput: signed `SessionWallet.pay` transactions through `eth_sendRawTransaction`
 //!   with automine (one block per transaction, receipts fetched), sequential and from several
 //!   concurrent clients;
@@ -29,6 +29,7 @@ use alloy_sol_types::{SolCall, SolStruct};
 use bursar_bindings::counterparty::ICounterpartyRegistry;
 use bursar_bindings::eip712::{OpenSession, PaymentIntent, TransferWithAuthorization};
 use bursar_bindings::evm::{IFiatToken, USDC};
+use bursar_bindings::gateway::{transfer_execution, ISessionGateway, SINGLE_CALL};
 use bursar_bindings::token::ITestToken;
 use bursar_bindings::wallet::{authorization_nonce, ISessionWallet};
 use bursar_client::sign::{signed_open_with_permit, signed_pay};
@@ -311,15 +312,41 @@ async fn exact_gas() {
             r,
         ));
     }
-    println!("gas of x402 exact in USDC, later in a session (reserve by the relayer, transferWithAuthorization by the facilitator):");
+    // ERC-7710: the facilitator redeems a session-key-signed intent through the gateway.
+    let signed = pay_call(&b.agent, b.wallet, b.session, b.vendor, 4, deadline);
+    let intent = PaymentIntent {
+        session: signed.sessionId,
+        to: signed.to,
+        amount: signed.amount,
+        purpose: signed.purpose,
+        nonce: signed.nonce,
+        deadline: signed.deadline,
+    };
+    let redeem = ISessionGateway::redeemDelegationsCall {
+        permissionContexts: vec![intent.permission_context(&signed.signature)],
+        modes: vec![SINGLE_CALL],
+        executionCallDatas: vec![transfer_execution(USDC, intent.to, intent.amount)],
+    };
+    let r = facilitator
+        .transact(&b.client, b.gateway, &redeem)
+        .await
+        .expect("redeemDelegations");
+    rows.push(gas("redeemDelegations (erc7710, gateway)", r));
+    println!("gas of x402 exact in USDC, later in a session (reserve by the relayer, transferWithAuthorization by the facilitator; or the facilitator's redeemDelegations alone):");
     for (label, used) in &rows {
         println!("  {label:<44} {used:>7}");
     }
     let total = rows[1].1 + rows[2].1;
     println!(
         "  {:<44} {total:>7}  ({:.2}x pay, in two transactions)",
-        "together (reserve + transfer, v, r, s)",
+        "eip3009 together (reserve + transfer, v, r, s)",
         total as f64 / rows[0].1 as f64
+    );
+    let redeemed = rows[rows.len() - 1].1;
+    println!(
+        "  {:<44} {redeemed:>7}  ({:.2}x pay, in one transaction)",
+        "erc7710 (redeemDelegations)",
+        redeemed as f64 / rows[0].1 as f64
     );
     drop(b.devnet);
 }
@@ -518,6 +545,7 @@ struct Bench {
     client: Client,
     owner: Sender,
     wallet: Address,
+    gateway: Address,
     agent: Key,
     vendor: Address,
     /// The `openSession` call that opened `session` (send again for another session).
@@ -622,6 +650,7 @@ async fn bench_session_in(usdc: bool) -> Bench {
         client,
         owner,
         wallet,
+        gateway: at("sessionGateway"),
         agent,
         vendor,
         open,

@@ -12,12 +12,20 @@
 //!   (the devnet once ran minutes ahead under such a burst, and payments failed their
 //!   deadlines).
 //!
+//! * x402: one agent paying an x402 API from its USDC session, payment after payment: time
+//!   from its `POST /v1/x402/pay` to the resource served, p50/p99, by method — `exact`
+//!   through EIP-3009 (a reservation, then the facilitator's transfer) with a resource server
+//!   built from x402's official packages (`tools/x402`) and x402's own facilitator or
+//!   Bursar's; `exact` through ERC-7710 and `bursar-session` (which no official package
+//!   implements: the server's part is played here with x402's bodies) through Bursar's.
+//!
 //! SQLite always; PostgreSQL too when `BURSAR_TEST_POSTGRES_URL` is set (`cargo xtask
 //! postgres` prints it).
 //!
 //! ```text
 //! cargo bench -p bursar-e2e --bench relayer
-//! BENCH_ACCEPT=4000 BENCH_CONFIRM=400 cargo bench -p bursar-e2e --bench relayer
+//! BENCH_ACCEPT=4000 BENCH_CONFIRM=400 BENCH_X402=200 cargo bench -p bursar-e2e --bench relayer
+//! BENCH_ONLY=x402 cargo bench -p bursar-e2e --bench relayer
 //! ```
 
 use std::net::SocketAddr;
@@ -25,7 +33,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, B256, U256};
+use alloy_sol_types::SolCall;
 use bursar_bindings::counterparty::ICounterpartyRegistry;
+use bursar_bindings::evm::{IFiatToken, USDC};
 use bursar_bindings::token::ITestToken;
 use bursar_client::{Client, Key, Sender};
 use bursar_demo::host::wallet_sign;
@@ -63,21 +73,34 @@ fn main() {
         if let Ok(url) = std::env::var("BURSAR_TEST_POSTGRES_URL") {
             databases.push(("PostgreSQL", Some(url)));
         }
+        // `BENCH_ONLY=x402,burst` runs those phases alone.
+        let only = std::env::var("BENCH_ONLY").ok();
+        let run = |phase: &str| {
+            only.as_deref()
+                .is_none_or(|o| o.split(',').any(|p| p == phase))
+        };
         for (name, postgres) in &databases {
-            accepted(name, postgres.as_deref(), accept).await;
-        }
-        for (name, postgres) in &databases {
-            for sandboxes in [1, 4, 16] {
-                confirmed(name, postgres.as_deref(), sandboxes, confirm).await;
+            let postgres = postgres.as_deref();
+            if run("accepted") {
+                accepted(name, postgres, accept).await;
             }
-        }
-        for (name, postgres) in &databases {
-            burst(name, postgres.as_deref(), 8, env("BENCH_BURST", 100)).await;
+            if run("confirmed") {
+                for sandboxes in [1, 4, 16] {
+                    confirmed(name, postgres, sandboxes, confirm).await;
+                }
+            }
+            if run("burst") {
+                burst(name, postgres, 8, env("BENCH_BURST", 100)).await;
+            }
+            if run("x402") {
+                x402(name, postgres, env("BENCH_X402", 200)).await;
+            }
         }
     });
 }
 
-/// A devnet with the contracts, a funded owner and an allowlist with one payee.
+/// A devnet with the contracts, an owner funded in the sessions' token and an allowlist with
+/// one payee.
 struct Chain {
     _devnet: bursar_devnet::Handle,
     client: Client,
@@ -85,24 +108,38 @@ struct Chain {
     owner: Key,
     list: U256,
     payee: Address,
+    /// The sessions' token: the test token, or USDC.
+    token: Address,
 }
 
 async fn chain() -> Chain {
+    chain_in(false).await
+}
+
+/// [`chain`] with sessions in USDC (`usdc`) or the test token.
+async fn chain_in(usdc: bool) -> Chain {
     let (devnet, client) = devnet().await;
     let record = deploy(&client, &scratch("bench-relayer")).await;
     let at = |c: Contract| record.address(c.key()).expect("deployed");
     let owner = Key::from_bytes(&B256::from(U256::from(0xbe7c4_u64) << 64)).expect("key");
     let payee = Address::repeat_byte(0x77);
     let mut operator = Sender::new(&client, dev_key(0)).await.expect("sender");
+    // Dev account 0 owns the test token and is USDC's minter.
+    let (token, mint) = match usdc {
+        true => {
+            let to = owner.address();
+            let amount = U256::from(1u64) << 100usize;
+            (USDC, IFiatToken::mintCall { to, amount }.abi_encode())
+        }
+        false => {
+            let to = owner.address();
+            let value = U256::MAX >> 130;
+            let mint = ITestToken::mintCall { to, value }.abi_encode();
+            (at(Contract::TestToken), mint)
+        }
+    };
     operator
-        .transact(
-            &client,
-            at(Contract::TestToken),
-            &ITestToken::mintCall {
-                to: owner.address(),
-                value: U256::MAX >> 130,
-            },
-        )
+        .send(&client, Some(token), mint, U256::ZERO)
         .await
         .expect("mint");
     let registry = at(Contract::CounterpartyRegistry);
@@ -132,6 +169,7 @@ async fn chain() -> Chain {
         owner,
         list,
         payee,
+        token,
     }
 }
 
@@ -171,30 +209,44 @@ struct Running {
     db: String,
 }
 
+/// The bench's relayer: four signers, no rate limit, intents valid for a day.
 async fn relayer(chain: &Chain, db: String, send: bool) -> Running {
+    let signers = vec![dev_key(9), dev_key(8), dev_key(7), dev_key(6)];
+    let settings = Settings {
+        rate_limit: None,
+        intent_ttl: Duration::from_secs(86_400),
+        ..Settings::default()
+    };
+    let engine = EngineConfig {
+        confirmations: 0,
+        poll: Duration::from_millis(10),
+        send,
+        ..EngineConfig::default()
+    };
+    start(chain, db, signers, engine, settings).await
+}
+
+async fn start(
+    chain: &Chain,
+    db: String,
+    signers: Vec<Key>,
+    engine: EngineConfig,
+    settings: Settings,
+) -> Running {
     let at = |c: Contract| chain.record.address(c.key()).expect("deployed");
     let relayer = bursar_relayer::start(Config {
         rpc: chain.client.url().to_string(),
         db: db.clone(),
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-        signers: vec![dev_key(9), dev_key(8), dev_key(7), dev_key(6)],
-        engine: EngineConfig {
-            confirmations: 0,
-            poll: Duration::from_millis(10),
-            send,
-            ..EngineConfig::default()
-        },
+        signers,
+        engine,
         contracts: Contracts {
             wallet: at(Contract::SessionWallet),
             gateway: at(Contract::SessionGateway),
             receipts: at(Contract::ReceiptRegistry),
         },
         master_key: MasterKey::from_hex(&"42".repeat(32), "bench").expect("key"),
-        settings: Settings {
-            rate_limit: None,
-            intent_ttl: Duration::from_secs(86_400),
-            ..Settings::default()
-        },
+        settings,
     })
     .await
     .expect("relayer");
@@ -232,7 +284,7 @@ async fn sessions(chain: &Chain, r: &Running, n: usize) -> Vec<String> {
             .bearer_auth(&r.host)
             .json(&json!({
                 "owner": chain.owner.address(),
-                "token": chain.record.address(Contract::TestToken.key()),
+                "token": chain.token,
                 "deposit": (U256::from(1u64) << 100usize).to_string(),
                 "expiresAt": now + 86_400,
                 "allowlistId": chain.list.to_string(),
@@ -451,4 +503,149 @@ async fn wait_confirmed(http: &reqwest::Client, base: &str, token: &str, p: &Val
         .await
         .expect("json");
     assert_eq!(settled["status"], "confirmed", "{settled}");
+}
+
+/// x402 payments from one USDC session, one after another (see the module's summary), through
+/// a relayer as `bursar up` runs it and through the bench's tuned one.
+async fn x402(db_name: &str, postgres: Option<&str>, n: usize) {
+    for users in [true, false] {
+        let chain = chain_in(true).await;
+        let db = database(postgres).await;
+        let (r, config) = match users {
+            true => (
+                relayer_as_users_run_it(&chain, db).await,
+                "as bursar up runs it",
+            ),
+            false => (
+                relayer(&chain, db, true).await,
+                "tuned: engine polls every 10 ms",
+            ),
+        };
+        x402_with(&chain, r, &format!("{db_name}, {config}"), n).await;
+    }
+}
+
+async fn x402_with(chain: &Chain, r: Running, db_name: &str, n: usize) {
+    use bursar_e2e::x402::{tools, Facilitator, OfficialServer};
+    let token = sessions(chain, &r, 1).await.remove(0);
+    let http = reqwest::Client::new();
+    let amount = U256::from(10_000u64); // 0.01 USDC
+    let report = |label: &str, mut l: Vec<Duration>| {
+        l.sort();
+        let pct = |p: f64| l[((l.len() as f64 * p) as usize).min(l.len() - 1)].as_secs_f64() * 1e3;
+        println!(
+            "x402 ({db_name}) {label:<52} {} payments: POST /v1/x402/pay → resource served p50 {:.1} ms, p99 {:.1} ms",
+            l.len(),
+            pct(0.5),
+            pct(0.99),
+        );
+    };
+    let pay = |required: String| {
+        let (http, base, token) = (http.clone(), r.base.clone(), token.clone());
+        async move {
+            let paid: Value = http
+                .post(format!("{base}/v1/x402/pay"))
+                .bearer_auth(&token)
+                .json(&json!({ "paymentRequired": required }))
+                .send()
+                .await
+                .expect("pay")
+                .json()
+                .await
+                .expect("json");
+            paid
+        }
+    };
+    if tools().is_none() {
+        println!("x402 ({db_name}): tools/x402 is not installed (npm ci --prefix tools/x402): the official server's rows are skipped");
+    }
+    let facilitators = [
+        (
+            "exact eip3009, official server + x402's facilitator",
+            Facilitator::Official(5),
+        ),
+        (
+            "exact eip3009, official server + Bursar's facilitator",
+            Facilitator::At(format!("{}/x402", r.base)),
+        ),
+    ];
+    for (label, facilitator) in facilitators.into_iter().filter(|_| tools().is_some()) {
+        let server = OfficialServer::start(&chain.client, facilitator, chain.payee, amount).await;
+        let mut latencies = Vec::with_capacity(n);
+        for _ in 0..n {
+            let unpaid = server.get(None).await;
+            let required = unpaid.headers()["payment-required"]
+                .to_str()
+                .expect("text")
+                .to_owned();
+            let at = Instant::now();
+            let paid = pay(required).await;
+            let signature = paid["paymentSignature"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{paid}"));
+            let served = server.get(Some(signature)).await;
+            assert_eq!(served.status().as_u16(), 200, "{:?}", served.headers());
+            latencies.push(at.elapsed());
+        }
+        report(label, latencies);
+    }
+    // The server's part, with x402's bodies: verify, then settle, at Bursar's facilitator.
+    let chain_id = chain.client.chain_id().await.expect("chain id");
+    let requirements = |scheme: &str, extra: Value| {
+        json!({ "scheme": scheme, "network": format!("eip155:{chain_id}"), "amount": amount.to_string(),
+                "asset": USDC, "payTo": chain.payee, "maxTimeoutSeconds": 60, "extra": extra })
+    };
+    for (label, accepted) in [
+        (
+            "exact erc7710, Bursar's facilitator",
+            requirements(
+                "exact",
+                json!({ "name": "USD Coin", "version": "2", "assetTransferMethod": "erc7710" }),
+            ),
+        ),
+        (
+            "bursar-session, Bursar's facilitator",
+            requirements("bursar-session", Value::Null),
+        ),
+    ] {
+        let required = json!({ "x402Version": 2, "resource": { "url": "https://api.example/report" }, "accepts": [accepted] });
+        let mut latencies = Vec::with_capacity(n);
+        for _ in 0..n {
+            let at = Instant::now();
+            let paid = pay(required.to_string()).await;
+            let body = json!({ "x402Version": 2, "paymentPayload": paid["paymentPayload"], "paymentRequirements": accepted });
+            for step in ["verify", "settle"] {
+                let answer: Value = http
+                    .post(format!("{}/x402/{step}", r.base))
+                    .json(&body)
+                    .send()
+                    .await
+                    .expect(step)
+                    .json()
+                    .await
+                    .expect("json");
+                assert!(
+                    answer["isValid"] == true || answer["success"] == true,
+                    "{answer}"
+                );
+            }
+            latencies.push(at.elapsed());
+        }
+        report(label, latencies);
+    }
+    r.relayer.shutdown().await;
+}
+
+/// A relayer as `bursar up` runs one on the devnet: one signer, the engine's defaults (but no
+/// confirmations), intents valid for a day, the default rate limits.
+async fn relayer_as_users_run_it(chain: &Chain, db: String) -> Running {
+    let engine = EngineConfig {
+        confirmations: 0,
+        ..EngineConfig::default()
+    };
+    let settings = Settings {
+        intent_ttl: Duration::from_secs(86_400),
+        ..Settings::default()
+    };
+    start(chain, db, vec![dev_key(9)], engine, settings).await
 }

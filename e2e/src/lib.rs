@@ -3,6 +3,7 @@
 //! `bursar deploy`.
 
 pub mod db;
+pub mod x402;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -183,10 +183,7 @@ async fn signed_intent(
             "the amount is above the session's co-sign threshold: an x402 payment cannot wait for the owner",
         ));
     }
-    let mut db = app.store.begin().await?;
-    let nonce = Store::take_intent_nonces(&mut db, &[session.id.as_str()]).await?[0];
-    db.commit().await.map_err(crate::store::StoreError::from)?;
-    intent.nonce = U256::from(nonce);
+    intent.nonce = U256::from(next_intent_nonce(app, session).await?);
     let signature = sign(&intent);
     Ok((intent, signature))
 }
@@ -232,12 +229,16 @@ async fn pay_exact(
         .max_timeout_seconds
         .clamp(10, app.settings.intent_ttl.as_secs());
     let valid_before = U256::from(app.now(true).await? + ttl);
-    let nonce = authorization_nonce(id, to, value, U256::ZERO, valid_before, purpose);
+    // The wallet derives the authorization's nonce from its terms: a `validAfter` of its own
+    // (the session's next intent nonce: long past as a time) keeps two payments of one
+    // resource within the same second apart.
+    let valid_after = U256::from(next_intent_nonce(app, session).await?);
+    let nonce = authorization_nonce(id, to, value, valid_after, valid_before, purpose);
     let message = TransferWithAuthorization {
         from: wallet,
         to,
         value,
-        validAfter: U256::ZERO,
+        validAfter: valid_after,
         validBefore: valid_before,
         nonce,
     };
@@ -260,7 +261,7 @@ async fn pay_exact(
         sessionId: id,
         to,
         value,
-        validAfter: U256::ZERO,
+        validAfter: valid_after,
         validBefore: valid_before,
         purpose,
         signature: signature.clone(),
@@ -319,7 +320,7 @@ async fn pay_exact(
             "from": wallet,
             "to": to,
             "value": value.to_string(),
-            "validAfter": "0",
+            "validAfter": valid_after.to_string(),
             "validBefore": valid_before.to_string(),
             "nonce": nonce,
         },
@@ -327,4 +328,12 @@ async fn pay_exact(
     let paid = paid(required, accepted, payload)?;
     tracing::info!(session = %session.id, %to, %value, "x402 exact authorization reserved");
     Ok(paid)
+}
+
+/// `session`'s next intent nonce, taken (never given twice).
+async fn next_intent_nonce(app: &App, session: &SessionRow) -> Result<u64, Error> {
+    let mut db = app.store.begin().await?;
+    let nonce = Store::take_intent_nonces(&mut db, &[session.id.as_str()]).await?[0];
+    db.commit().await.map_err(crate::store::StoreError::from)?;
+    Ok(nonce)
 }

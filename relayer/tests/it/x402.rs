@@ -445,7 +445,7 @@ async fn an_agent_pays_exact_in_usdc_through_a_reservation(db: Db) {
         from: wallet,
         to: s.vendor_a,
         value: usd(5),
-        validAfter: U256::ZERO,
+        validAfter: auth["validAfter"].as_str().unwrap().parse().unwrap(),
         validBefore: auth["validBefore"].as_str().unwrap().parse().unwrap(),
         nonce: auth["nonce"].as_str().unwrap().parse().unwrap(),
         v: signature[64],
@@ -469,7 +469,19 @@ async fn an_agent_pays_exact_in_usdc_through_a_reservation(db: Db) {
         .await;
     assert!(again.is_err(), "settled twice");
 
-    // Payments queued but not mined yet leave 5 of the period's 40 (5 reserved above): a
+    // The same resource again at once (the same second): an authorization of its own.
+    let (status, again) = s
+        .post(
+            "/v1/x402/pay",
+            &token,
+            json!({ "paymentRequired": required(usd(5)) }),
+        )
+        .await;
+    assert_eq!(status, 200, "{again}");
+    let second = &again["paymentPayload"]["payload"]["authorization"];
+    assert_ne!(second["nonce"], auth["nonce"]);
+
+    // Payments queued but not mined yet leave 0 of the period's 40 (10 reserved above): a
     // reservation of 6 is refused at once with the wallet's error, saying what is queued,
     // where the chain alone would still allow it.
     let mine = |on: bool| s.client.request::<Value>("evm_setAutomine", json!([on]));

@@ -4,85 +4,15 @@
 //! facilitator (`@x402/evm`, in the server's process) and when it is Bursar's; and x402's own
 //! client (`@x402/fetch`, a plain account) pays it through Bursar's facilitator.
 
-use std::process::Stdio;
-
 use alloy_primitives::{Address, U256};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use bursar_bindings::evm::{IFiatToken, USDC};
+use bursar_e2e::x402::{dev_key_hex, Facilitator, OfficialServer};
 use serde_json::{json, Value};
-use tokio::io::AsyncBufReadExt;
 
 use super::flow::{system, usd, System};
 use super::*;
-
-/// Which facilitator the resource server settles through.
-enum Facilitator {
-    /// x402's exact EVM facilitator in the server's process, sending from dev account `i`.
-    Official(usize),
-    /// Bursar's, at the relayer.
-    Bursar,
-}
-
-/// `tools/x402/server.mjs`: an `@x402/express` server charging `amount` USDC to `pay_to` for
-/// `GET /report`; killed when dropped.
-struct OfficialServer {
-    _node: tokio::process::Child,
-    url: String,
-}
-
-fn tools() -> std::path::PathBuf {
-    let dir = bursar_e2e::repo_root().join("tools/x402");
-    assert!(
-        dir.join("node_modules/@x402/express").is_dir(),
-        "x402's packages are not installed: run cargo xtask setup (npm ci --prefix tools/x402)"
-    );
-    dir
-}
-
-/// Dev account `i`'s private key, as the node programs take it.
-fn dev_key_hex(i: usize) -> String {
-    let key = dev_accounts()[i].signing_key().to_bytes();
-    format!("0x{}", alloy_primitives::hex::encode(key))
-}
-
-impl OfficialServer {
-    async fn start(s: &System, facilitator: Facilitator, pay_to: Address, amount: U256) -> Self {
-        let mut node = tokio::process::Command::new("node");
-        node.arg(tools().join("server.mjs"))
-            .env("RPC_URL", s.client.url())
-            .env("CHAIN_ID", s.client.chain_id().await.unwrap().to_string())
-            .env("ASSET", USDC.to_string())
-            .env("PAY_TO", pay_to.to_string())
-            .env("AMOUNT", amount.to_string())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true);
-        match facilitator {
-            Facilitator::Official(i) => node
-                .env("FACILITATOR", "official")
-                .env("FACILITATOR_KEY", dev_key_hex(i)),
-            Facilitator::Bursar => node.env("FACILITATOR", format!("{}/x402", s.base)),
-        };
-        let mut node = node.spawn().expect("run node");
-        let mut lines = tokio::io::BufReader::new(node.stdout.take().unwrap()).lines();
-        let first = lines.next_line().await.unwrap().expect("the server's port");
-        let port = serde_json::from_str::<Value>(&first).unwrap()["port"]
-            .as_u64()
-            .unwrap();
-        OfficialServer {
-            _node: node,
-            url: format!("http://127.0.0.1:{port}/report"),
-        }
-    }
-
-    async fn get(&self, signature: Option<&str>) -> reqwest12::Response {
-        let mut req = reqwest12::Client::new().get(&self.url);
-        if let Some(sig) = signature {
-            req = req.header("PAYMENT-SIGNATURE", sig);
-        }
-        req.send().await.unwrap()
-    }
-}
 
 fn decoded(response: &reqwest12::Response, name: &str) -> Value {
     let header = response.headers()[name].as_bytes();
@@ -170,7 +100,8 @@ async fn an_agent_pays_servers_built_with_x402s_official_packages(db: Db) {
     mint(s, s.owner.address(), usd(100)).await;
     let (_, token) = s.open_session(json!({ "token": USDC })).await;
 
-    let official = OfficialServer::start(s, Facilitator::Official(5), s.vendor_a, usd(2)).await;
+    let official =
+        OfficialServer::start(&s.client, Facilitator::Official(5), s.vendor_a, usd(2)).await;
     let settled = agent_pays(s, &token, &official, s.vendor_a).await;
     // Sent by the official facilitator's account, not by the relayer.
     let tx: alloy_primitives::B256 = settled["transaction"].as_str().unwrap().parse().unwrap();
@@ -184,7 +115,13 @@ async fn an_agent_pays_servers_built_with_x402s_official_packages(db: Db) {
         dev_key(5).address()
     );
 
-    let ours = OfficialServer::start(s, Facilitator::Bursar, s.vendor_b, usd(3)).await;
+    let ours = OfficialServer::start(
+        &s.client,
+        Facilitator::At(format!("{}/x402", s.base)),
+        s.vendor_b,
+        usd(3),
+    )
+    .await;
     agent_pays(s, &token, &ours, s.vendor_b).await;
 
     // x402's own client, an account holding USDC, through Bursar's facilitator.
@@ -192,7 +129,7 @@ async fn an_agent_pays_servers_built_with_x402s_official_packages(db: Db) {
     mint(s, payer.address(), usd(10)).await;
     let before = (usdc(s, payer.address()).await, usdc(s, s.vendor_b).await);
     let out = tokio::process::Command::new("node")
-        .arg(tools().join("client.mjs"))
+        .arg(bursar_e2e::x402::tools().unwrap().join("client.mjs"))
         .env("URL", &ours.url)
         .env("CHAIN_ID", s.client.chain_id().await.unwrap().to_string())
         .env("ASSET", USDC.to_string())
