@@ -540,7 +540,8 @@ async fn x402_with(chain: &Chain, r: Running, db_name: &str, n: usize) {
             pct(0.99),
         );
     };
-    let pay = |required: String| {
+    // A `PAYMENT-REQUIRED` header's value, or the object.
+    let pay = |required: Value| {
         let (http, base, token) = (http.clone(), r.base.clone(), token.clone());
         async move {
             let paid: Value = http
@@ -553,6 +554,7 @@ async fn x402_with(chain: &Chain, r: Running, db_name: &str, n: usize) {
                 .json()
                 .await
                 .expect("json");
+            assert!(paid["paymentSignature"].is_string(), "{paid}");
             paid
         }
     };
@@ -579,7 +581,7 @@ async fn x402_with(chain: &Chain, r: Running, db_name: &str, n: usize) {
                 .expect("text")
                 .to_owned();
             let at = Instant::now();
-            let paid = pay(required).await;
+            let paid = pay(Value::String(required)).await;
             let signature = paid["paymentSignature"]
                 .as_str()
                 .unwrap_or_else(|| panic!("{paid}"));
@@ -612,7 +614,7 @@ async fn x402_with(chain: &Chain, r: Running, db_name: &str, n: usize) {
         let mut latencies = Vec::with_capacity(n);
         for _ in 0..n {
             let at = Instant::now();
-            let paid = pay(required.to_string()).await;
+            let paid = pay(required.clone()).await;
             let body = json!({ "x402Version": 2, "paymentPayload": paid["paymentPayload"], "paymentRequirements": accepted });
             for step in ["verify", "settle"] {
                 let answer: Value = http

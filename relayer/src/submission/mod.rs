@@ -28,6 +28,11 @@ use serde_json::json;
 
 use crate::store::{now_ms, DbTx, NewAttempt, NewTransaction, Store, StoreError, TxRow, TxStatus};
 
+/// How soon a transaction just sent is first looked at (unless the poll interval is shorter):
+/// a devnet or a fast chain has its receipt by then, and one more `eth_getTransactionReceipt`
+/// per transaction costs little elsewhere. Then every poll interval.
+pub const FIRST_LOOK: Duration = Duration::from_millis(50);
+
 /// How the engine paces itself.
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -95,6 +100,9 @@ pub struct Engine {
     head: std::sync::Mutex<Option<(std::time::Instant, Fees, u64)>>,
     /// Wakes the run loop before its poll interval (a new transaction).
     wake: tokio::sync::Notify,
+    /// When (unix ms) a transaction sent since is first due to be looked at, if sooner than
+    /// the poll interval ([`FIRST_LOOK`]); `i64::MAX` when none is.
+    soonest: std::sync::atomic::AtomicI64,
     /// Bumped after each pass that looked at transactions.
     changes: tokio::sync::watch::Sender<u64>,
     /// Latencies and errors, for `/metrics`.
@@ -141,6 +149,7 @@ impl Engine {
             errors: Default::default(),
             head: Default::default(),
             wake: Default::default(),
+            soonest: std::sync::atomic::AtomicI64::new(i64::MAX),
             changes: tokio::sync::watch::channel(0).0,
             metrics: Default::default(),
         })
@@ -359,7 +368,7 @@ impl Engine {
             tokio::select! {
                 _ = &mut stop => return,
                 _ = self.wake.notified() => {}
-                _ = tokio::time::sleep(self.config.poll) => {}
+                _ = tokio::time::sleep(self.next_wait()) => {}
             }
         }
     }
@@ -371,9 +380,10 @@ impl Engine {
         // Marked before it is sent: a `signed` row is then never on chain, which the payment
         // checks rely on; if the send fails, `check` finds it unknown and sends it again.
         let now = now_ms();
-        self.store
-            .mark_submitted(row.id, now, now + self.poll_ms())
-            .await?;
+        let first_look = now + self.poll_ms().min(FIRST_LOOK.as_millis() as i64);
+        self.store.mark_submitted(row.id, now, first_look).await?;
+        self.soonest
+            .fetch_min(first_look, std::sync::atomic::Ordering::Relaxed);
         match self.send_raw(&newest.raw).await? {
             Sent::Accepted => {
                 self.metrics
@@ -573,6 +583,23 @@ impl Engine {
             .request("eth_getTransactionByHash", json!([hash]))
             .await?;
         Ok(!tx.is_null())
+    }
+
+    /// How long the run loop sleeps unless woken: the poll interval, or less when a
+    /// transaction sent since is due sooner.
+    fn next_wait(&self) -> Duration {
+        use std::sync::atomic::Ordering::Relaxed;
+        let soonest = self.soonest.load(Relaxed);
+        if soonest == i64::MAX {
+            return self.config.poll;
+        }
+        let left = soonest - now_ms();
+        if left <= 0 {
+            // Due: look now (the pass that just ran may have started before it was).
+            self.soonest.store(i64::MAX, Relaxed);
+            return Duration::ZERO;
+        }
+        self.config.poll.min(Duration::from_millis(left as u64))
     }
 
     fn poll_ms(&self) -> i64 {
