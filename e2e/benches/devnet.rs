@@ -18,6 +18,7 @@
 //! ```text
 //! cargo bench -p bursar-e2e --bench devnet                 # defaults
 //! BENCH_PAYS=5000 BENCH_LOGS=100000 cargo bench -p bursar-e2e --bench devnet
+//! BENCH_ONLY=exact_gas cargo bench -p bursar-e2e --bench devnet     # one phase
 //! ```
 
 use std::sync::Arc;
@@ -68,16 +69,40 @@ fn main() {
                 "release"
             }
         );
-        cold_start().await;
+        // `BENCH_ONLY=exact_gas,pay_gas` runs those phases alone.
+        let only = std::env::var("BENCH_ONLY").ok();
+        let run = |phase: &str| {
+            only.as_deref()
+                .is_none_or(|o| o.split(',').any(|p| p == phase))
+        };
+        if run("cold_start") {
+            cold_start().await;
+        }
         // Early: the allocator keeps freed memory, so later phases would raise the baseline.
-        memory_after(env("BENCH_MEMORY_TXS", 1_000_000)).await;
-        gas_per_entry_point().await;
-        pay_gas().await;
-        exact_gas().await;
-        open_gas().await;
-        pay_throughput(pays).await;
-        usdc_transfer_throughput(env("BENCH_TRANSFERS", 2_000)).await;
-        get_logs_latency(logs).await;
+        if run("memory") {
+            memory_after(env("BENCH_MEMORY_TXS", 1_000_000)).await;
+        }
+        if run("gas") {
+            gas_per_entry_point().await;
+        }
+        if run("pay_gas") {
+            pay_gas().await;
+        }
+        if run("exact_gas") {
+            exact_gas().await;
+        }
+        if run("open_gas") {
+            open_gas().await;
+        }
+        if run("pay_throughput") {
+            pay_throughput(pays).await;
+        }
+        if run("usdc_throughput") {
+            usdc_transfer_throughput(env("BENCH_TRANSFERS", 2_000)).await;
+        }
+        if run("get_logs") {
+            get_logs_latency(logs).await;
+        }
     });
 }
 
