@@ -203,6 +203,46 @@ fn it_is_vouched_for_only_while_the_session_could_pay() {
     assert!(!f.vouches(&a, &key), "at validBefore");
 }
 
+/// A reservation is its session's alone: another session of the same wallet can neither have
+/// it vouched for with its own key nor reserve under the first session's terms, and the same
+/// terms reserved by it are another authorization (the nonce binds the session).
+#[test]
+fn a_digest_reserved_by_one_session_is_not_another_sessions() {
+    let mut f = Fixture::new();
+    let key = f.key.clone();
+    let mine = f.open();
+    let stranger = TestKey::from_seed(42);
+    let mut t = f.terms();
+    t.session_key = stranger.address();
+    let theirs = f.open_with(&t, U256::ZERO).unwrap();
+    let a = f.authorization(mine, VENDOR_A, usd(10), 1);
+    f.reserve_with(&a, &key).unwrap();
+    assert!(f.vouches(&a, &key));
+    assert!(!f.vouches(&a, &stranger), "the other session's key");
+    let b = f.authorization(theirs, VENDOR_A, usd(10), 1);
+    assert_ne!(a.message.nonce, b.message.nonce);
+    assert!(
+        !f.vouches(&b, &stranger),
+        "never reserved by the other session"
+    );
+    assert!(!f.vouches(&b, &key));
+    let c = f.authorization(mine, VENDOR_A, usd(5), 2);
+    assert_revert(
+        f.reserve_with(&c, &stranger),
+        WalletWrongSigner {
+            signer: stranger.address(),
+            expected: key.address(),
+        },
+    );
+    // Both sessions' escrow: the reserved 10 is counted spent by the first alone.
+    let (first, second) = (f.state(mine), f.state(theirs));
+    assert_eq!(second._2, U256::ZERO);
+    assert_eq!(
+        f.token_balance(f.wallet_address()),
+        first._1 - first._2 + second._1 + usd(10)
+    );
+}
+
 #[test]
 fn release_gives_back_only_what_can_no_longer_be_used_and_never_was() {
     let mut f = Fixture::new();
