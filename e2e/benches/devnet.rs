@@ -299,31 +299,7 @@ async fn exact_gas() {
             .await
             .expect("reserve");
         rows.push(gas("reserve", r));
-        let data = if split {
-            IFiatToken::transferWithAuthorization_1Call {
-                from: b.wallet,
-                to: b.vendor,
-                value,
-                validAfter: U256::ZERO,
-                validBefore: valid_before,
-                nonce,
-                v: signature[64],
-                r: alloy_primitives::B256::from_slice(&signature[..32]),
-                s: alloy_primitives::B256::from_slice(&signature[32..64]),
-            }
-            .abi_encode()
-        } else {
-            IFiatToken::transferWithAuthorization_0Call {
-                from: b.wallet,
-                to: b.vendor,
-                value,
-                validAfter: U256::ZERO,
-                validBefore: valid_before,
-                nonce,
-                signature: signature.into(),
-            }
-            .abi_encode()
-        };
+        let data = message.transfer_call(&signature, split);
         let r = facilitator
             .send(&b.client, Some(USDC), data, U256::ZERO)
             .await

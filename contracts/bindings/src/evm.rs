@@ -131,3 +131,37 @@ alloy_sol_types::sol! {
         function DOMAIN_SEPARATOR() external view returns (bytes32);
     }
 }
+
+impl crate::eip712::TransferWithAuthorization {
+    /// USDC's `transferWithAuthorization` settling this authorization with `signature`
+    /// (`r ‖ s ‖ v`): through the `(…, v, r, s)` overload when `split` — how x402's facilitator
+    /// sends a 65-byte signature — else through the `(…, bytes signature)` one.
+    pub fn transfer_call(&self, signature: &[u8], split: bool) -> alloc::vec::Vec<u8> {
+        use alloy_sol_types::SolCall;
+        if split && signature.len() == 65 {
+            IFiatToken::transferWithAuthorization_1Call {
+                from: self.from,
+                to: self.to,
+                value: self.value,
+                validAfter: self.validAfter,
+                validBefore: self.validBefore,
+                nonce: self.nonce,
+                v: signature[64],
+                r: alloy_primitives::B256::from_slice(&signature[..32]),
+                s: alloy_primitives::B256::from_slice(&signature[32..64]),
+            }
+            .abi_encode()
+        } else {
+            IFiatToken::transferWithAuthorization_0Call {
+                from: self.from,
+                to: self.to,
+                value: self.value,
+                validAfter: self.validAfter,
+                validBefore: self.validBefore,
+                nonce: self.nonce,
+                signature: alloy_primitives::Bytes::copy_from_slice(signature),
+            }
+            .abi_encode()
+        }
+    }
+}

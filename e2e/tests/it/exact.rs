@@ -9,7 +9,7 @@
 //! the indexer makes of it all, on both databases.
 
 use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
-use alloy_sol_types::{eip712_domain, SolCall, SolInterface, SolStruct};
+use alloy_sol_types::{eip712_domain, SolInterface, SolStruct};
 use bursar_bindings::counterparty::ICounterpartyRegistry;
 use bursar_bindings::eip712::{PaymentIntent, TransferWithAuthorization, SESSION_WALLET_DOMAIN};
 use bursar_bindings::evm::{IFiatToken, USDC};
@@ -191,32 +191,7 @@ impl World {
     /// split into `v, r, s` as x402's facilitator sends a 65-byte signature.
     async fn settle(&mut self, a: &Auth, key: &Key, split: bool) -> Result<Receipt, SendError> {
         let (_, signature) = self.sign(a, key);
-        let m = a.message.clone();
-        let data = if split {
-            IFiatToken::transferWithAuthorization_1Call {
-                from: m.from,
-                to: m.to,
-                value: m.value,
-                validAfter: m.validAfter,
-                validBefore: m.validBefore,
-                nonce: m.nonce,
-                v: signature[64],
-                r: B256::from_slice(&signature[..32]),
-                s: B256::from_slice(&signature[32..64]),
-            }
-            .abi_encode()
-        } else {
-            IFiatToken::transferWithAuthorization_0Call {
-                from: m.from,
-                to: m.to,
-                value: m.value,
-                validAfter: m.validAfter,
-                validBefore: m.validBefore,
-                nonce: m.nonce,
-                signature,
-            }
-            .abi_encode()
-        };
+        let data = a.message.transfer_call(&signature, split);
         self.facilitator
             .send(&self.client, Some(USDC), data, U256::ZERO)
             .await

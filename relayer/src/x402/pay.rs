@@ -10,9 +10,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::exact::erc7710;
-use super::{
-    decode_required, network, purpose, PaymentPayload, PaymentRequired, Requirements,
-    SessionPayment, EXACT, SCHEME, VERSION,
+use super::session::SessionPayment;
+use super::types::{
+    decode_required, network, purpose, PaymentPayload, PaymentRequired, Requirements, EXACT,
+    SCHEME, VERSION,
 };
 use crate::kernel::json::Amount;
 use crate::kernel::session::{parse_id, signer_of};

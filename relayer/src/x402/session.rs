@@ -10,7 +10,7 @@ use bursar_bindings::wallet::ISessionWallet;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::{network, purpose, refuse, FacilitatorRequest, Refusal, SettleResponse, SCHEME};
+use super::types::{network, purpose, refuse, FacilitatorRequest, Refusal, SettleResponse, SCHEME};
 use crate::kernel::json::{session_id_text, Amount};
 use crate::kernel::App;
 use crate::kernel::Error;

@@ -364,8 +364,7 @@ on_both_databases!(
 /// USDC's own `transferWithAuthorization`, which asks the wallet to vouch (ERC-1271). Over the
 /// cap it is refused with the wallet's error before anything is sent.
 async fn an_agent_pays_exact_in_usdc_through_a_reservation(db: Db) {
-    use alloy_primitives::{B256, U256};
-    use alloy_sol_types::SolCall;
+    use alloy_primitives::U256;
     use bursar_bindings::evm::{IFiatToken, USDC};
 
     let s = system(db).await;
@@ -441,22 +440,20 @@ async fn an_agent_pays_exact_in_usdc_through_a_reservation(db: Db) {
 
     // The facilitator settles it through USDC (v, r, s): the vendor is paid from the wallet.
     let before = (usdc(s.vendor_a).await, usdc(wallet).await);
-    let settle = IFiatToken::transferWithAuthorization_1Call {
+    let settle = bursar_bindings::eip712::TransferWithAuthorization {
         from: wallet,
         to: s.vendor_a,
         value: usd(5),
         validAfter: auth["validAfter"].as_str().unwrap().parse().unwrap(),
         validBefore: auth["validBefore"].as_str().unwrap().parse().unwrap(),
         nonce: auth["nonce"].as_str().unwrap().parse().unwrap(),
-        v: signature[64],
-        r: B256::from_slice(&signature[..32]),
-        s: B256::from_slice(&signature[32..64]),
-    };
+    }
+    .transfer_call(&signature, true);
     let mut facilitator = bursar_client::Sender::new(&s.client, dev_key(5))
         .await
         .unwrap();
     facilitator
-        .send(&s.client, Some(USDC), settle.abi_encode(), U256::ZERO)
+        .send(&s.client, Some(USDC), settle.clone(), U256::ZERO)
         .await
         .unwrap();
     assert_eq!(
@@ -465,7 +462,7 @@ async fn an_agent_pays_exact_in_usdc_through_a_reservation(db: Db) {
     );
     // Once: a second settlement is refused by USDC.
     let again = facilitator
-        .send(&s.client, Some(USDC), settle.abi_encode(), U256::ZERO)
+        .send(&s.client, Some(USDC), settle.clone(), U256::ZERO)
         .await;
     assert!(again.is_err(), "settled twice");
 

@@ -19,6 +19,18 @@ fn decoded(response: &reqwest12::Response, name: &str) -> Value {
     serde_json::from_slice(&B64.decode(header).unwrap()).unwrap()
 }
 
+/// (from, to) of the transaction a facilitator's `settled` answer names.
+async fn transaction(s: &System, settled: &Value) -> (Address, Address) {
+    let hash: alloy_primitives::B256 = settled["transaction"].as_str().unwrap().parse().unwrap();
+    let tx: Value = s
+        .client
+        .request("eth_getTransactionByHash", json!([hash]))
+        .await
+        .unwrap();
+    let address = |v: &Value| v.as_str().unwrap().parse::<Address>().unwrap();
+    (address(&tx["from"]), address(&tx["to"]))
+}
+
 /// USDC's balance of `of`.
 async fn usdc(s: &System, of: Address) -> U256 {
     s.client
@@ -104,16 +116,8 @@ async fn an_agent_pays_servers_built_with_x402s_official_packages(db: Db) {
         OfficialServer::start(&s.client, Facilitator::Official(5), s.vendor_a, usd(2)).await;
     let settled = agent_pays(s, &token, &official, s.vendor_a).await;
     // Sent by the official facilitator's account, not by the relayer.
-    let tx: alloy_primitives::B256 = settled["transaction"].as_str().unwrap().parse().unwrap();
-    let sent: Value = s
-        .client
-        .request("eth_getTransactionByHash", json!([tx]))
-        .await
-        .unwrap();
-    assert_eq!(
-        sent["from"].as_str().unwrap().parse::<Address>().unwrap(),
-        dev_key(5).address()
-    );
+    let sent = transaction(s, &settled).await;
+    assert_eq!(sent.0, dev_key(5).address());
 
     let ours = OfficialServer::start(
         &s.client,
@@ -326,17 +330,8 @@ async fn bursars_facilitator_settles_exact_once_and_only_as_authorized(db: Db) {
         (200, json!(true)),
         "{settled}"
     );
-    let tx: alloy_primitives::B256 = settled["transaction"].as_str().unwrap().parse().unwrap();
-    let sent: Value = s
-        .client
-        .request("eth_getTransactionByHash", json!([tx]))
-        .await
-        .unwrap();
-    assert_eq!(
-        sent["from"].as_str().unwrap().parse::<Address>().unwrap(),
-        dev_key(9).address(),
-        "sent by the relayer's signer"
-    );
+    let sent = transaction(s, &settled).await;
+    assert_eq!(sent.0, dev_key(9).address(), "sent by the relayer's signer");
     let (_, again) = s.post("/x402/settle", "", body.clone()).await;
     assert_eq!(
         again["errorReason"], "invalid_exact_evm_nonce_already_used",
@@ -435,17 +430,8 @@ async fn an_agent_pays_exact_by_delegation_when_offered(db: Db) {
 
     let (_, settled) = s.post("/x402/settle", "", request(&mine)).await;
     assert_eq!(settled["success"], true, "{settled}");
-    let tx: alloy_primitives::B256 = settled["transaction"].as_str().unwrap().parse().unwrap();
-    let sent: Value = s
-        .client
-        .request("eth_getTransactionByHash", json!([tx]))
-        .await
-        .unwrap();
-    assert_eq!(
-        address(&sent["to"]),
-        gateway,
-        "one transaction, to the gateway"
-    );
+    let sent = transaction(s, &settled).await;
+    assert_eq!(sent.1, gateway, "one transaction, to the gateway");
     assert_eq!(
         (usdc(s, s.vendor_a).await, usdc(s, wallet).await),
         (before.0 + usd(2), before.1 - usd(2))

@@ -6,18 +6,21 @@
 //! `authorizationState` and `balanceOf`, with x402's codes.
 
 use alloy_primitives::{Address, Bytes, Signature, B256, U256};
-use alloy_sol_types::{Eip712Domain, SolCall, SolError, SolStruct};
+use alloy_sol_types::{Eip712Domain, SolError, SolStruct};
 use bursar_bindings::eip712::TransferWithAuthorization;
 use bursar_bindings::erc::IERC1271;
 use bursar_bindings::evm::IFiatToken;
 use bursar_bindings::wallet::ERC1271_MAGIC_VALUE;
 use serde::Deserialize;
 
-use super::{Asked, SETTLE_SLACK};
 use crate::kernel::json::Amount;
 use crate::kernel::App;
 use crate::kernel::Error;
-use crate::x402::{refuse, FacilitatorRequest, Refusal};
+use crate::x402::types::{refuse, Asked, FacilitatorRequest, Refusal};
+
+/// The slack x402's facilitator leaves before `validBefore` (seconds): an authorization that
+/// expires sooner could not be settled in time.
+const SETTLE_SLACK: u64 = 6;
 
 /// x402's exact EVM payload for EIP-3009.
 #[derive(Debug, Deserialize)]
@@ -51,33 +54,7 @@ impl Authorized {
     /// x402's facilitator sends it (USDC v2.2 checks a contract payer's ERC-1271 either way),
     /// any other through the `bytes` one.
     pub(super) fn transfer(&self) -> Vec<u8> {
-        let m = &self.message;
-        if self.signature.len() == 65 {
-            let s = &self.signature;
-            IFiatToken::transferWithAuthorization_1Call {
-                from: m.from,
-                to: m.to,
-                value: m.value,
-                validAfter: m.validAfter,
-                validBefore: m.validBefore,
-                nonce: m.nonce,
-                v: s[64],
-                r: B256::from_slice(&s[..32]),
-                s: B256::from_slice(&s[32..64]),
-            }
-            .abi_encode()
-        } else {
-            IFiatToken::transferWithAuthorization_0Call {
-                from: m.from,
-                to: m.to,
-                value: m.value,
-                validAfter: m.validAfter,
-                validBefore: m.validBefore,
-                nonce: m.nonce,
-                signature: self.signature.clone(),
-            }
-            .abi_encode()
-        }
+        self.message.transfer_call(&self.signature, true)
     }
 }
 

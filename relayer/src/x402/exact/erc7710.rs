@@ -12,10 +12,9 @@ use bursar_bindings::gateway::{transfer_execution, ISessionGateway, SINGLE_CALL}
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Asked;
 use crate::kernel::App;
 use crate::kernel::Error;
-use crate::x402::{refuse, FacilitatorRequest, Refusal};
+use crate::x402::types::{refuse, Asked, FacilitatorRequest, Refusal};
 
 /// `extra.assetTransferMethod` of requirements paid this way.
 pub(crate) const METHOD: &str = "erc7710";

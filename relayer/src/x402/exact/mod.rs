@@ -16,14 +16,10 @@ use alloy_primitives::{keccak256, Address, B256, U256};
 use alloy_sol_types::SolEvent;
 use bursar_bindings::token::ITestToken::Transfer;
 
-use super::{network, refuse, FacilitatorRequest, Refusal, SettleResponse};
+use super::types::{network, refuse, Asked, FacilitatorRequest, Refusal, SettleResponse};
 use crate::kernel::App;
 use crate::kernel::Error;
 use crate::store::Claim;
-
-/// The slack x402's facilitator leaves before `validBefore` (seconds): an authorization that
-/// expires sooner could not be settled in time.
-const SETTLE_SLACK: u64 = 6;
 
 /// Who the settlements are kept for in the idempotency table. What is kept is the engine's
 /// transaction id until a `settle` answered its outcome, then [`ANSWERED`] and its hash.
@@ -31,22 +27,6 @@ const CALLER: &str = "x402:exact";
 
 /// Marks a kept settlement whose outcome was answered.
 const ANSWERED: &str = "answered:";
-
-/// What the server's requirements ask: the asset, the payee, the amount and `extra`.
-struct Asked {
-    asset: Address,
-    pay_to: Address,
-    amount: U256,
-    extra: Option<serde_json::Value>,
-}
-
-impl Asked {
-    /// `extra.key` when it is text.
-    fn extra(&self, key: &str) -> Option<String> {
-        let value = self.extra.as_ref()?.get(key)?.as_str()?;
-        Some(value.to_owned())
-    }
-}
 
 /// A payment of the server's requirements, by its method.
 enum Payment {
@@ -112,21 +92,11 @@ async fn parse(app: &App, req: &FacilitatorRequest) -> Result<Result<Exact, Refu
             format!("this facilitator settles on {}", network(app.chain_id)),
         )));
     }
-    let (Ok(asset), Ok(pay_to), Ok(amount)) = (
-        r.asset.parse::<Address>(),
-        r.pay_to.parse::<Address>(),
-        U256::from_str_radix(&r.amount, 10),
-    ) else {
+    let Some(asked) = Asked::of(r) else {
         return Ok(Err(refuse(
             "invalid_payment_requirements",
             "asset, payTo or amount does not parse",
         )));
-    };
-    let asked = Asked {
-        asset,
-        pay_to,
-        amount,
-        extra: r.extra.clone(),
     };
     let payload = &req.payment_payload.payload;
     if payload.get("permit2Authorization").is_some() {
