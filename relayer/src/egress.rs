@@ -36,7 +36,7 @@ pub enum EgressError {
         reason: String,
     },
     /// An address of a refused kind.
-    #[error("{ip} is {kind}: webhooks go to public addresses only")]
+    #[error("{ip} is {kind}: only public addresses are reached")]
     Refused {
         /// The address.
         ip: IpAddr,

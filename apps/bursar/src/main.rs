@@ -7,6 +7,7 @@ mod config;
 mod demo;
 mod deploy;
 mod devnet;
+mod fetch;
 mod indexer;
 mod relayer;
 mod support;
@@ -38,6 +39,9 @@ enum Command {
     Indexer(indexer::IndexerArgs),
     /// Export a session's hash-chained audit trail, or verify an export against the chain.
     Audit(audit::AuditArgs),
+    /// An HTTP request, curl-like, that pays an x402 `402 Payment Required` from the session
+    /// (BURSAR_CAPABILITY_TOKEN) within its rules and `--max-amount`, then retries once.
+    Fetch(fetch::FetchArgs),
     /// The whole stack, for real local use: devnet, contracts, indexer, relayer and a host key,
     /// kept in a data directory (a restart continues); Ctrl-C stops it.
     Up(up::UpArgs),
@@ -65,6 +69,8 @@ fn main() -> std::process::ExitCode {
         Command::Indexer(_) if indexer::shows_progress_bar() => {
             "info,bursar_indexer::follower=warn"
         }
+        // Curl's manners: the answer on stdout, only what went wrong on stderr.
+        Command::Fetch(_) => "warn",
         _ => "info",
     };
     tracing_subscriber::fmt()
@@ -83,6 +89,7 @@ fn main() -> std::process::ExitCode {
         Command::Indexer(args) => indexer::run(args),
         Command::Audit(args) => audit::run(args),
         Command::Up(args) => up::run(args),
+        Command::Fetch(args) => fetch::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
