@@ -9,6 +9,7 @@ mod deploy;
 mod devnet;
 mod fetch;
 mod indexer;
+mod pay;
 mod relayer;
 mod support;
 mod up;
@@ -42,6 +43,9 @@ enum Command {
     /// An HTTP request, curl-like, that pays an x402 `402 Payment Required` from the session
     /// (BURSAR_CAPABILITY_TOKEN) within its rules and `--max-amount`, then retries once.
     Fetch(fetch::FetchArgs),
+    /// A payment from the session (BURSAR_CAPABILITY_TOKEN), for scripts: printed as JSON once
+    /// confirmed; a refusal names the session's rule.
+    Pay(pay::PayArgs),
     /// The whole stack, for real local use: devnet, contracts, indexer, relayer and a host key,
     /// kept in a data directory (a restart continues); Ctrl-C stops it.
     Up(up::UpArgs),
@@ -70,7 +74,7 @@ fn main() -> std::process::ExitCode {
             "info,bursar_indexer::follower=warn"
         }
         // Curl's manners: the answer on stdout, only what went wrong on stderr.
-        Command::Fetch(_) => "warn",
+        Command::Fetch(_) | Command::Pay(_) => "warn",
         _ => "info",
     };
     tracing_subscriber::fmt()
@@ -90,6 +94,7 @@ fn main() -> std::process::ExitCode {
         Command::Audit(args) => audit::run(args),
         Command::Up(args) => up::run(args),
         Command::Fetch(args) => fetch::run(args),
+        Command::Pay(args) => pay::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

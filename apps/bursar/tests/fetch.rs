@@ -1,4 +1,4 @@
-//! `bursar fetch` as an agent in a sandbox runs it: the binary, with the session's capability
+//! `bursar fetch` (and `bursar pay`) as an agent in a sandbox runs it: the binary, with the session's capability
 //! token in its environment, against a resource server built with x402's official packages
 //! (`@x402/express`, x402's own facilitator) on a devnet with the real USDC, paying through a
 //! relayer. It pays once and shows the resource; it refuses loopback unless allowed, a price
@@ -29,11 +29,16 @@ async fn usdc(client: &Client, of: Address) -> U256 {
         .unwrap()
 }
 
-/// `bursar fetch` with `args`, the relayer at `relayer` and the capability `token`: (success,
-/// stdout, stderr).
-async fn fetch(args: &[&str], relayer: &str, token: &str) -> (bool, String, String) {
+/// `bursar <command>` with `args`, the relayer at `relayer` and the capability `token`:
+/// (success, stdout, stderr).
+async fn bursar(
+    command: &str,
+    args: &[&str],
+    relayer: &str,
+    token: &str,
+) -> (bool, String, String) {
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_bursar"))
-        .arg("fetch")
+        .arg(command)
         .args(args)
         .env_remove("BURSAR_CONFIG")
         .env("BURSAR_RELAYER_URL", relayer)
@@ -50,6 +55,10 @@ async fn fetch(args: &[&str], relayer: &str, token: &str) -> (bool, String, Stri
         "the token was printed"
     );
     (out.status.success(), stdout, stderr)
+}
+
+async fn fetch(args: &[&str], relayer: &str, token: &str) -> (bool, String, String) {
+    bursar("fetch", args, relayer, token).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -170,6 +179,30 @@ async fn bursar_fetch_pays_an_x402_server_once_and_only_within_bounds() {
     assert!(out.ends_with("\r\n\r\n{\"report\":\"all quiet\"}"), "{out}");
     assert!(err.contains("paid; settled by"), "{err}");
     assert_eq!(usdc(&client, payee).await, U256::from(PRICE), "paid once");
+
+    // `bursar pay` from the same session: confirmed, printed as JSON; a refusal names the rule.
+    let to = payee.to_string();
+    let pay = |amount: &'static str| {
+        let (base, token, to) = (base.clone(), token.to_owned(), to.clone());
+        async move {
+            let args = [
+                "--to",
+                to.as_str(),
+                "--amount",
+                amount,
+                "--purpose",
+                "a script's call",
+            ];
+            bursar("pay", &args, &base, &token).await
+        }
+    };
+    let (ok, out, err) = pay("5000").await;
+    assert!(ok, "{err}");
+    let paid: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(paid["status"], "confirmed", "{paid}");
+    assert_eq!(usdc(&client, payee).await, U256::from(PRICE + 5_000));
+    let (ok, _, err) = pay("60000000").await;
+    assert!(!ok && err.contains("WalletInsufficientDeposit"), "{err}");
     tokio::time::timeout(Duration::from_secs(30), relayer.shutdown())
         .await
         .unwrap();
