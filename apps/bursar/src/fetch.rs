@@ -10,6 +10,8 @@ use std::time::Duration;
 use alloy_primitives::U256;
 use base64::Engine as _;
 use bursar_relayer::egress::{self, Policy};
+
+use crate::capability::Capability;
 use serde_json::{json, Value};
 
 #[derive(clap::Args, Debug)]
@@ -39,16 +41,8 @@ pub(crate) struct FetchArgs {
     /// ones never (a prompt-injected agent must not reach the host's network).
     #[arg(long, env = "BURSAR_FETCH_ALLOW_LOOPBACK")]
     allow_loopback: bool,
-    /// The relayer's API.
-    #[arg(
-        long,
-        env = "BURSAR_RELAYER_URL",
-        default_value = "http://127.0.0.1:8549"
-    )]
-    relayer: String,
-    /// The session's capability token.
-    #[arg(long, env = "BURSAR_CAPABILITY_TOKEN", hide_env_values = true)]
-    capability_token: String,
+    #[command(flatten)]
+    capability: Capability,
     /// Seconds to wait for each answer.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
@@ -201,27 +195,14 @@ fn within(mut required: Value, max: Option<U256>) -> Result<Value, String> {
 
 /// Has the relayer pay `required` from the session: the `PAYMENT-SIGNATURE` value.
 async fn pay(args: &FetchArgs, required: Value) -> Result<String, String> {
-    let url = format!("{}/v1/x402/pay", args.relayer.trim_end_matches('/'));
-    let answer = reqwest::Client::new()
-        .post(&url)
-        .bearer_auth(&args.capability_token)
-        .json(&json!({ "paymentRequired": required }))
-        .timeout(Duration::from_secs(args.timeout))
-        .send()
+    let c = &args.capability;
+    let request = reqwest::Client::new()
+        .post(c.url("/v1/x402/pay"))
+        .json(&json!({ "paymentRequired": required }));
+    let body = c
+        .ask(request, Duration::from_secs(args.timeout))
         .await
-        .map_err(|e| format!("the relayer at {}: {e}", args.relayer))?;
-    let status = answer.status();
-    let body: Value = answer
-        .json()
-        .await
-        .map_err(|e| format!("the relayer's answer: {e}"))?;
-    if !status.is_success() {
-        return Err(format!(
-            "the relayer did not pay ({status}): {} — {}",
-            body["code"].as_str().unwrap_or("?"),
-            body["message"].as_str().unwrap_or("")
-        ));
-    }
+        .map_err(|e| format!("the relayer did not pay {e}"))?;
     body["paymentSignature"]
         .as_str()
         .map(str::to_owned)

@@ -3,6 +3,7 @@
 use clap::{CommandFactory, Parser, Subcommand};
 
 mod audit;
+mod capability;
 mod config;
 mod demo;
 mod deploy;

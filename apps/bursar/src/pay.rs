@@ -5,7 +5,12 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
+
+use crate::capability::Capability;
+
+/// How long the relayer may take to answer (a `wait` of up to 60 s included).
+const TIMEOUT: Duration = Duration::from_secs(90);
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct PayArgs {
@@ -21,16 +26,8 @@ pub(crate) struct PayArgs {
     /// Seconds to wait for the payment to be confirmed (at most 60; 0: answer once queued).
     #[arg(long, default_value_t = 30)]
     wait: u64,
-    /// The relayer's API.
-    #[arg(
-        long,
-        env = "BURSAR_RELAYER_URL",
-        default_value = "http://127.0.0.1:8549"
-    )]
-    relayer: String,
-    /// The session's capability token.
-    #[arg(long, env = "BURSAR_CAPABILITY_TOKEN", hide_env_values = true)]
-    capability_token: String,
+    #[command(flatten)]
+    capability: Capability,
 }
 
 pub(crate) fn run(args: PayArgs) -> Result<(), String> {
@@ -38,22 +35,18 @@ pub(crate) fn run(args: PayArgs) -> Result<(), String> {
 }
 
 async fn pay(args: PayArgs) -> Result<(), String> {
-    let base = args.relayer.trim_end_matches('/');
+    let c = &args.capability;
     let http = reqwest::Client::new();
+    let refused = |e: String| format!("refused {e}");
     let body = json!({ "to": args.to, "amount": args.amount, "purpose": args.purpose });
-    let token = args.capability_token.as_str();
-    let queued = ask(
-        http.post(format!("{base}/v1/payments")).json(&body),
-        token,
-        base,
-    )
-    .await?;
+    let post = http.post(c.url("/v1/payments")).json(&body);
+    let queued = c.ask(post, TIMEOUT).await.map_err(refused)?;
     let id = queued["id"].as_str().ok_or("the relayer answered no id")?;
     let payment = match args.wait {
         0 => queued.clone(),
         wait => {
-            let url = format!("{base}/v1/payments/{id}?wait={}", wait.min(60));
-            ask(http.get(url), token, base).await?
+            let get = http.get(c.url(&format!("/v1/payments/{id}?wait={}", wait.min(60))));
+            c.ask(get, TIMEOUT).await.map_err(refused)?
         }
     };
     println!("{payment}");
@@ -68,29 +61,4 @@ async fn pay(args: PayArgs) -> Result<(), String> {
         }
         _ => Ok(()),
     }
-}
-
-/// Sends `r` with the capability `token`: its JSON answer, or the relayer's refusal with its
-/// stable code (the wallet's error for a rule) and figures.
-async fn ask(r: reqwest::RequestBuilder, token: &str, base: &str) -> Result<Value, String> {
-    let r = r
-        .bearer_auth(token)
-        .timeout(Duration::from_secs(90))
-        .send()
-        .await
-        .map_err(|e| format!("the relayer at {base}: {e}"))?;
-    let status = r.status();
-    let body: Value = r
-        .json()
-        .await
-        .map_err(|e| format!("the relayer's answer: {e}"))?;
-    if !status.is_success() {
-        return Err(format!(
-            "refused ({status}): {} {} — {}",
-            body["code"].as_str().unwrap_or("?"),
-            body["details"],
-            body["message"].as_str().unwrap_or("")
-        ));
-    }
-    Ok(body)
 }
