@@ -316,6 +316,11 @@ async fn bursars_facilitator_settles_exact_once_and_only_as_authorized(db: Db) {
             "{settled}"
         );
     }
+    // An asset (or a delegation manager) without code: a call to it would "succeed".
+    let mut codeless = required.clone();
+    codeless["asset"] = json!(Address::repeat_byte(0xc0));
+    let answer = verify(good(1).request(&payer, "USD Coin", &codeless)).await;
+    assert_eq!(refused(&answer), "asset_not_deployed_contract", "{answer}");
     let mut other = required.clone();
     other["scheme"] = json!("upto");
     let answer = verify(good(1).request(&payer, "USD Coin", &other)).await;

@@ -74,8 +74,16 @@ impl Exact {
         alloy_primitives::hex::encode(id)
     }
 
-    /// Checks it against the chain now, from `signer`.
+    /// Checks it against the chain now, from `signer`. The contract it calls must have code:
+    /// a call to an account without any "succeeds" in simulation and moves nothing.
     async fn check(&self, app: &App, signer: Address) -> Result<Result<(), Refusal>, Error> {
+        let (target, _) = self.call();
+        if app.client.code(target).await?.is_empty() {
+            return Ok(Err(refuse(
+                "asset_not_deployed_contract",
+                format!("{target} has no code"),
+            )));
+        }
         match &self.payment {
             Payment::Eip3009(a) => eip3009::check(app, a, self.asked.asset, signer).await,
             Payment::Erc7710(d) => erc7710::check(app, d, signer).await,
