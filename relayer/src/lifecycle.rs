@@ -32,7 +32,7 @@ use crate::store::{
 use crate::{sessions, webhooks};
 
 /// What an event did to one session.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Effect {
     /// The session.
@@ -42,8 +42,9 @@ pub struct Effect {
 }
 
 /// What receiving an event did.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = LifecycleReceived)]
 pub struct Received {
     /// The relayer's id of the recorded event (`lce_…`); none for a duplicate.
     pub event: Option<String>,
@@ -203,21 +204,23 @@ pub async fn receive(
 
 /// `POST /v1/sessions/{id}/lifecycle`: a host's own report of its sandbox's state, for
 /// providers the relayer has no bridge to (Modal, a self-run sandbox).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LifecycleRequest {
     /// `running`, `paused`, `resumed` or `terminated`.
     pub state: HostState,
     /// The host's id of this event, for deduplication (default: a fresh one).
+    #[schema(min_length = 1, max_length = 128)]
     pub event_id: Option<String>,
     /// When it happened (unix seconds; default: now).
     pub at: Option<i64>,
     /// Why, in the host's words (recorded).
+    #[schema(max_length = 512)]
     pub reason: Option<String>,
 }
 
 /// What a host may report.
-#[derive(Clone, Copy, Debug, Deserialize)]
+#[derive(Clone, Copy, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum HostState {
     /// It runs.

@@ -9,9 +9,10 @@ use alloy_sol_types::{SolCall, SolStruct};
 use bursar_bindings::eip712::{ProvenanceRecord, RECEIPT_REGISTRY_DOMAIN};
 use bursar_bindings::receipts::IReceiptRegistry;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
+use utoipa::ToSchema;
 
-use crate::kernel::json::{Amount, HashOrText};
+use crate::kernel::json::{Amount, Failure, HashOrText};
 use crate::kernel::session::{not_open, parse_id, signer_of};
 use crate::kernel::App;
 use crate::kernel::Error;
@@ -23,7 +24,7 @@ use crate::submission::Call;
 const MAX_PARENTS: usize = 16;
 
 /// `POST /v1/provenance`: each hash as 0x + 64 hex, or text whose keccak-256 is recorded.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RecordRequest {
     /// The artifact produced.
@@ -42,6 +43,7 @@ pub struct RecordRequest {
     pub uri: HashOrText,
     /// Earlier records it derives from (decimal ids).
     #[serde(default)]
+    #[schema(max_items = 16)]
     pub parents: Vec<Amount>,
 }
 
@@ -53,47 +55,56 @@ fn zero() -> HashOrText {
 }
 
 /// A provenance record as the API shows it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = Provenance)]
 pub struct ProvenanceView {
     /// `prov_…`.
     pub id: String,
-    /// `queued`, `submitted`, `recorded` or `failed`.
-    pub status: &'static str,
+    /// Where it is.
+    pub status: ProvenanceStatus,
     /// Its session.
     pub session_id: String,
     /// The registry's record id once recorded.
     pub record_id: Option<String>,
     /// What was submitted.
+    #[schema(value_type = Object)]
     pub record: Value,
     /// The transaction's hash once mined.
     pub transaction_hash: Option<String>,
     /// Its block.
     pub block_number: Option<i64>,
     /// Why it failed.
-    pub error: Option<Value>,
+    pub error: Option<Failure>,
     /// When it was accepted (unix ms).
     pub created_at: i64,
+}
+
+/// Where a provenance record is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProvenanceStatus {
+    /// Signed and stored, not yet accepted by the node.
+    Queued,
+    /// Accepted by the node.
+    Submitted,
+    /// In the registry.
+    Recorded,
+    /// Refused or reverted.
+    Failed,
 }
 
 impl ProvenanceView {
     fn of(p: ProvenanceRow) -> Self {
         let status = match (p.outcome.as_deref(), p.tx_status.as_str()) {
-            (Some("recorded"), _) => "recorded",
-            (Some(_), _) | (None, "failed") => "failed",
-            (None, "signed") => "queued",
-            (None, _) => "submitted",
+            (Some("recorded"), _) => ProvenanceStatus::Recorded,
+            (Some(_), _) | (None, "failed") => ProvenanceStatus::Failed,
+            (None, "signed") => ProvenanceStatus::Queued,
+            (None, _) => ProvenanceStatus::Submitted,
         };
         ProvenanceView {
             status,
-            error: p.error_code.as_ref().map(|code| {
-                let details: Value = p
-                    .error_details
-                    .as_deref()
-                    .and_then(|d| serde_json::from_str(d).ok())
-                    .unwrap_or(Value::Object(Map::new()));
-                json!({ "code": code, "details": details })
-            }),
+            error: Failure::stored(p.error_code.as_ref(), p.error_details.as_deref()),
             record: serde_json::from_str(&p.record).unwrap_or(Value::Null),
             id: p.id,
             session_id: p.session_id,

@@ -39,18 +39,20 @@ pub const EVENTS: [&str; 7] = [
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `POST /v1/webhooks`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(as = WebhookRequest)]
 pub struct CreateRequest {
-    /// Where to deliver (http or https).
+    /// Where to deliver (http or https, reaching public addresses only).
     pub url: String,
     /// Which events (default: all).
     pub events: Option<Vec<String>>,
 }
 
 /// An endpoint as the API shows it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = Webhook)]
 pub struct EndpointView {
     /// `wh_…`.
     pub id: String,
@@ -78,8 +80,9 @@ impl EndpointView {
 }
 
 /// A delivery as the API shows it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = Delivery)]
 pub struct DeliveryView {
     /// `webhook-id`.
     pub message_id: String,
@@ -94,6 +97,7 @@ pub struct DeliveryView {
     /// The last transport error.
     pub last_error: Option<String>,
     /// The body.
+    #[schema(value_type = Object)]
     pub payload: Value,
     /// When it was emitted (unix ms).
     pub created_at: i64,

@@ -47,9 +47,23 @@ enum Command {
     /// A payment from the session (BURSAR_CAPABILITY_TOKEN), for scripts: printed as JSON once
     /// confirmed; a refusal names the session's rule.
     Pay(pay::PayArgs),
+    /// Print a service's OpenAPI 3.1 document (what it serves at /openapi.json), to generate
+    /// clients from.
+    Openapi {
+        /// `relayer` or `indexer`.
+        #[arg(value_enum)]
+        service: Service,
+    },
     /// The whole stack, for real local use: devnet, contracts, indexer, relayer and a host key,
     /// kept in a data directory (a restart continues); Ctrl-C stops it.
     Up(up::UpArgs),
+}
+
+/// A service with an HTTP API.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Service {
+    Relayer,
+    Indexer,
 }
 
 // The devnet instantiates programs with fresh memory many times per transaction (see
@@ -96,6 +110,15 @@ fn main() -> std::process::ExitCode {
         Command::Up(args) => up::run(args),
         Command::Fetch(args) => fetch::run(args),
         Command::Pay(args) => pay::run(args),
+        Command::Openapi { service } => {
+            let doc = match service {
+                Service::Relayer => serde_json::to_value(bursar_relayer::api::document()),
+                Service::Indexer => Ok(bursar_indexer::openapi::document()),
+            };
+            doc.and_then(|doc| serde_json::to_writer_pretty(std::io::stdout().lock(), &doc))
+                .map(|()| println!())
+                .map_err(|e| e.to_string())
+        }
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -3,7 +3,9 @@
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 
 use crate::kernel::providers::ProviderError;
 use crate::kernel::Error;
@@ -28,13 +30,29 @@ fn status(e: &Error) -> StatusCode {
     }
 }
 
+/// Every error's body.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Error)]
+pub(super) struct ErrorBody {
+    /// Stable: `unauthorized`, `forbidden`, `not_found`, `invalid_request`, `session_not_open`,
+    /// `session_already_opened`, `session_terms_mismatch` (details: field, prepared, onChain),
+    /// `idempotency_key_reused`, `rate_limited`, `body_too_large`, `unavailable`… or a contract
+    /// error's name (`WalletPeriodBudgetExceeded`…).
+    code: String,
+    /// What went wrong, in words.
+    message: String,
+    /// The error's arguments by name (a contract error's), or where a request was malformed.
+    #[schema(value_type = Object)]
+    details: Value,
+}
+
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
-        let body = json!({
-            "code": self.code(),
-            "message": self.to_string(),
-            "details": self.details(),
-        });
+        let body = ErrorBody {
+            code: self.code().to_owned(),
+            message: self.to_string(),
+            details: self.details(),
+        };
         (status(&self), axum::Json(body)).into_response()
     }
 }

@@ -58,6 +58,28 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
+/// Query parameters of type `T`; a malformed query is answered as `invalid_request` naming the
+/// parameter (axum's own `Query` answers plain text).
+pub(super) struct Params<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Params<T> {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Error> {
+        let query = parts.uri.query().unwrap_or_default();
+        let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
+        serde_path_to_error::deserialize(de)
+            .map(Params)
+            .map_err(|e| {
+                let path = e.path().to_string();
+                Error::Invalid {
+                    message: format!("invalid query: {}", e.into_inner()),
+                    details: json!({ "parameter": path }),
+                }
+            })
+    }
+}
+
 /// A JSON body of type `T`; malformed JSON, unknown fields and bad values are answered as
 /// `invalid_request` naming the problem and where it is.
 pub struct Body<T>(pub T);

@@ -5,7 +5,7 @@
 //! * [`webhooks`] — hosts' outbound webhook endpoints and deliveries.
 //! * [`lifecycle`] — providers' lifecycle webhooks and hosts' own lifecycle reports.
 //! * [`x402`] — the x402 facilitator, and sandboxes' payments of 402 answers.
-//! * [`openapi`] — the OpenAPI document at `/openapi.json`.
+//! * [`openapi`] — the OpenAPI document at `/openapi.json`, derived from the handlers.
 //! * [`idempotency`] — `Idempotency-Key` on every POST.
 //! * [`auth`] — who is calling (a host key, a capability token, or an address), authenticated
 //!   once per request, and their rate limits ([`ratelimit`]).
@@ -17,7 +17,7 @@ mod extract;
 mod idempotency;
 mod lifecycle;
 mod metrics;
-pub mod openapi;
+mod openapi;
 mod payments;
 mod ratelimit;
 mod sessions;
@@ -30,9 +30,12 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
+use axum::routing::get;
 use axum::{Json, Router};
-use serde_json::{json, Value};
+use serde::Serialize;
+use utoipa::{OpenApi, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 pub use auth::Principal;
 pub use extract::{Body, Caller, Sandbox};
@@ -59,11 +62,13 @@ pub async fn serve(
     }
 }
 
-/// The API's routes.
+/// The API's routes, each registered with its OpenAPI operation; the document is served at
+/// `/openapi.json`.
 pub fn router(state: AppState) -> Router {
     let limiter = Arc::new(Limiter::default());
-    Router::new()
-        .route("/health", get(health))
+    let (routes, doc) = routes().split_for_parts();
+    let doc = Arc::new(openapi::finish(doc));
+    routes
         .route(
             "/metrics",
             get({
@@ -71,42 +76,12 @@ pub fn router(state: AppState) -> Router {
                 move |s: State<AppState>| metrics(s, limiter)
             }),
         )
-        .route("/v1/host", get(whoami))
         .route(
-            "/v1/host/policy",
-            get(lifecycle::policy).put(lifecycle::set_policy),
-        )
-        .route("/openapi.json", get(|| async { Json(openapi::document()) }))
-        .route("/v1/sessions/prepare", post(sessions::prepare))
-        .route("/v1/sessions/register", post(sessions::register))
-        .route("/v1/sessions", post(sessions::open).get(sessions::list))
-        .route("/v1/sessions/{id}", get(sessions::get))
-        .route("/v1/sessions/{id}/revoke", post(sessions::revoke))
-        .route("/v1/sessions/{id}/close", post(sessions::close))
-        .route("/v1/sessions/{id}/heartbeat", post(sessions::heartbeat))
-        .route("/v1/sessions/{id}/lifecycle", post(lifecycle::report))
-        .route(
-            "/v1/hosts/{host_id}/providers/{provider}/webhook",
-            post(lifecycle::webhook),
-        )
-        .route(
-            "/v1/sessions/{id}/pending/{pending_id}/decision",
-            get(sessions::decision_to_sign).post(sessions::decide),
-        )
-        .route("/v1/payments", post(payments::pay).get(payments::list))
-        .route("/v1/payments/{id}", get(payments::get))
-        .route("/v1/provenance", post(payments::record_provenance))
-        .route("/v1/provenance/{id}", get(payments::get_provenance))
-        .route("/x402/supported", get(x402::supported))
-        .route("/x402/verify", post(x402::verify))
-        .route("/x402/settle", post(x402::settle))
-        .route("/v1/x402/pay", post(x402::pay))
-        .route("/v1/webhooks", post(webhooks::create).get(webhooks::list))
-        .route("/v1/webhooks/{id}", axum::routing::delete(webhooks::delete))
-        .route("/v1/webhooks/{id}/deliveries", get(webhooks::deliveries))
-        .route(
-            "/v1/webhooks/{id}/deliveries/{message_id}/replay",
-            post(webhooks::replay),
+            "/openapi.json",
+            get(move || {
+                let doc = doc.clone();
+                async move { Json(doc) }
+            }),
         )
         // Inside out: idempotency runs on routed requests only, after authentication.
         .route_layer(axum::middleware::from_fn_with_state(
@@ -120,22 +95,77 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// `GET /health`: 200 when the database and the node answer, 503 (with which one) otherwise.
+/// The OpenAPI document the API serves.
+pub fn document() -> utoipa::openapi::OpenApi {
+    openapi::finish(routes().into_openapi())
+}
+
+/// The documented routes (`/metrics` and `/openapi.json` are documented in [`openapi::Doc`]).
+fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(openapi::Doc::openapi())
+        .routes(routes!(health))
+        .routes(routes!(whoami))
+        .routes(routes!(lifecycle::policy, lifecycle::set_policy))
+        .routes(routes!(sessions::prepare))
+        .routes(routes!(sessions::register))
+        .routes(routes!(sessions::open, sessions::list))
+        .routes(routes!(sessions::get))
+        .routes(routes!(sessions::revoke))
+        .routes(routes!(sessions::close))
+        .routes(routes!(sessions::heartbeat))
+        .routes(routes!(lifecycle::report))
+        .routes(routes!(lifecycle::webhook))
+        .routes(routes!(sessions::decision_to_sign, sessions::decide))
+        .routes(routes!(payments::pay, payments::list))
+        .routes(routes!(payments::get))
+        .routes(routes!(payments::record_provenance))
+        .routes(routes!(payments::get_provenance))
+        .routes(routes!(x402::supported))
+        .routes(routes!(x402::verify))
+        .routes(routes!(x402::settle))
+        .routes(routes!(x402::pay))
+        .routes(routes!(webhooks::create, webhooks::list))
+        .routes(routes!(webhooks::delete))
+        .routes(routes!(webhooks::deliveries))
+        .routes(routes!(webhooks::replay))
+}
+
+/// Whether the relayer can serve.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct Health {
+    /// Both answer.
+    ok: bool,
+    /// The database answers.
+    database: bool,
+    /// The node's chain id, when it answers.
+    chain_id: Option<u64>,
+}
+
+/// Whether the database and the node answer.
+#[utoipa::path(get, path = "/health", operation_id = "health", tag = "service",
+    responses((status = 200, description = "Both answer", body = Health),
+        (status = 503, description = "One does not (which one is said)", body = Health)))]
 async fn health(State(s): State<AppState>) -> impl IntoResponse {
-    let db = s.store.ping().await.is_ok();
-    let chain = s.client.chain_id().await.ok();
-    let status = if db && chain.is_some() {
+    let database = s.store.ping().await.is_ok();
+    let chain_id = s.client.chain_id().await.ok();
+    let ok = database && chain_id.is_some();
+    let status = if ok {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    (
-        status,
-        Json(json!({ "database": db, "chainId": chain, "ok": status == StatusCode::OK })),
-    )
+    let health = Health {
+        ok,
+        database,
+        chain_id,
+    };
+    (status, Json(health))
 }
 
-/// `GET /metrics`: Prometheus text.
+/// Prometheus metrics (text exposition 0.0.4).
+#[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "service",
+    responses((status = 200, description = "Prometheus text", content_type = "text/plain", body = String)))]
 async fn metrics(
     State(s): State<AppState>,
     limiter: Arc<Limiter>,
@@ -144,11 +174,30 @@ async fn metrics(
     Ok(([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text))
 }
 
-/// `GET /v1/host`: the host the key belongs to and its scopes (a way to check a key).
-async fn whoami(host: Host) -> Json<Value> {
-    Json(json!({
-        "id": host.id,
-        "name": host.name,
-        "scopes": host.scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
-    }))
+/// A host as its key shows it.
+#[derive(Serialize, ToSchema)]
+struct HostView {
+    /// `host_…`.
+    id: String,
+    /// Its name.
+    name: String,
+    /// What its key may do: `sessions`, `read`, `webhooks`.
+    scopes: Vec<&'static str>,
 }
+
+/// The calling key's host and scopes (a way to check a key).
+#[utoipa::path(get, path = "/v1/host", operation_id = "getHost", tag = "service",
+    security(("hostKey" = [])), responses((status = 200, description = "The host", body = HostView)))]
+async fn whoami(host: Host) -> Json<HostView> {
+    Json(HostView {
+        scopes: host.scopes.iter().map(|s| s.as_str()).collect(),
+        id: host.id,
+        name: host.name,
+    })
+}
+
+/// This document.
+#[utoipa::path(get, path = "/openapi.json", operation_id = "openapi", tag = "service",
+    responses((status = 200, description = "OpenAPI 3.1", body = Object)))]
+#[allow(dead_code)] // Documents the route `router` serves with the document it built.
+fn openapi_json() {}

@@ -2,13 +2,13 @@
 
 use std::time::Duration;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
-use super::extract::{Body, Caller, Sandbox};
+use super::extract::{Body, Caller, Params, Sandbox};
 use super::idempotency::RequestKey;
 use super::state::AppState;
 use crate::hosts::Scope;
@@ -17,7 +17,11 @@ use crate::payments::{self, PayBody, PaymentView};
 use crate::provenance::{self, ProvenanceView, RecordRequest};
 use crate::sessions;
 
-/// `POST /v1/payments`: `202` with the payment's id and status.
+/// Pay from the session: checked by the contracts' rules now, then durably queued. A body
+/// with a `signature` is a `PaymentIntent` the sandbox's own session key signed.
+#[utoipa::path(post, path = "/v1/payments", operation_id = "pay", tag = "payments",
+    request_body = PayBody, security(("capabilityToken" = [])),
+    responses((status = 202, description = "Accepted and durably queued", body = PaymentView)))]
 pub(super) async fn pay(
     State(s): State<AppState>,
     Sandbox(session): Sandbox,
@@ -33,10 +37,14 @@ pub(super) async fn pay(
 
 /// `?wait=SECONDS` (at most 60): answer once settled (or, for a payment, in one of the
 /// comma-separated statuses `until` names), or when the time is up.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(super) struct WaitQuery {
+    /// Seconds (at most 60) to wait for a settled status before answering.
     wait: Option<u64>,
+    /// With `wait`, a payment's statuses to wait for, comma-separated (default: the settled
+    /// ones).
     until: Option<String>,
 }
 
@@ -46,12 +54,16 @@ impl WaitQuery {
     }
 }
 
-/// `GET /v1/payments/{id}`: the sandbox's own, or (read scope) any of the host's sessions'.
+/// A payment and its status: the sandbox's own, or (scope read) any of the host's sessions'.
+#[utoipa::path(get, path = "/v1/payments/{id}", operation_id = "getPayment", tag = "payments",
+    params(("id" = String, Path, description = "`pay_…`."), WaitQuery),
+    security(("capabilityToken" = []), ("hostKey" = [])),
+    responses((status = 200, description = "The payment", body = PaymentView)))]
 pub(super) async fn get(
     State(s): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    Query(q): Query<WaitQuery>,
+    Params(q): Params<WaitQuery>,
 ) -> Result<Json<PaymentView>, Error> {
     let session = match caller {
         Caller::Sandbox(session) => *session,
@@ -68,23 +80,38 @@ pub(super) async fn get(
 }
 
 /// Paging of `GET /v1/payments`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(super) struct ListQuery {
+    /// 1 to 1000 (default 100).
     limit: Option<i64>,
 }
 
-/// `GET /v1/payments`: the sandbox's session's payments, newest first.
+/// A page of payments.
+#[derive(Serialize, ToSchema)]
+pub(super) struct PaymentList {
+    /// Newest first.
+    payments: Vec<PaymentView>,
+}
+
+/// The session's payments, newest first.
+#[utoipa::path(get, path = "/v1/payments", operation_id = "listPayments", tag = "payments",
+    params(ListQuery), security(("capabilityToken" = [])),
+    responses((status = 200, description = "Payments", body = PaymentList)))]
 pub(super) async fn list(
     State(s): State<AppState>,
     Sandbox(session): Sandbox,
-    Query(q): Query<ListQuery>,
-) -> Result<Json<Value>, Error> {
+    Params(q): Params<ListQuery>,
+) -> Result<Json<PaymentList>, Error> {
     let payments = payments::list(&s, &session, q.limit).await?;
-    Ok(Json(json!({ "payments": payments })))
+    Ok(Json(PaymentList { payments }))
 }
 
-/// `POST /v1/provenance`: `202` with the record's id and status.
+/// Record provenance, signed by the session key.
+#[utoipa::path(post, path = "/v1/provenance", operation_id = "recordProvenance",
+    tag = "provenance", request_body = RecordRequest, security(("capabilityToken" = [])),
+    responses((status = 202, description = "Accepted and queued", body = ProvenanceView)))]
 pub(super) async fn record_provenance(
     State(s): State<AppState>,
     Sandbox(session): Sandbox,
@@ -98,12 +125,16 @@ pub(super) async fn record_provenance(
     ))
 }
 
-/// `GET /v1/provenance/{id}`.
+/// A provenance record and its status.
+#[utoipa::path(get, path = "/v1/provenance/{id}", operation_id = "getProvenance",
+    tag = "provenance", params(("id" = String, Path, description = "`prov_…`."), WaitQuery),
+    security(("capabilityToken" = [])),
+    responses((status = 200, description = "The record", body = ProvenanceView)))]
 pub(super) async fn get_provenance(
     State(s): State<AppState>,
     Sandbox(session): Sandbox,
     Path(id): Path<String>,
-    Query(q): Query<WaitQuery>,
+    Params(q): Params<WaitQuery>,
 ) -> Result<Json<ProvenanceView>, Error> {
     Ok(Json(
         provenance::get(&s, &session, &id, q.duration()).await?,

@@ -1,24 +1,27 @@
 //! Hosts' session routes, and heartbeats (hosts or sandboxes).
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
-use super::extract::{Body, Caller};
+use super::extract::{Body, Caller, Params};
 use super::state::AppState;
 use crate::hosts::{Host, Scope};
 use crate::kernel::Error;
-use crate::payments::{self, DecisionRequest, DecisionToSign};
+use crate::payments::{self, Decided, DecisionRequest, DecisionToSign};
 use crate::sessions::{
-    self, Heartbeat, OpenRequest, Opened, PrepareRequest, Prepared, RegisterRequest, Revoked,
-    SessionView,
+    self, Closing, Heartbeat, OpenRequest, Opened, PrepareRequest, Prepared, RegisterRequest,
+    Revoked, SessionView,
 };
 
 type Created<T> = (StatusCode, Json<T>);
 
-/// `POST /v1/sessions/prepare`.
+/// Prepare a session: a custodial key, and the typed data the owner signs (scope: sessions).
+#[utoipa::path(post, path = "/v1/sessions/prepare", operation_id = "prepareSession", tag = "sessions",
+    request_body = PrepareRequest, security(("hostKey" = [])),
+    responses((status = 201, description = "Prepared", body = Prepared)))]
 pub(super) async fn prepare(
     State(s): State<AppState>,
     host: Host,
@@ -31,7 +34,10 @@ pub(super) async fn prepare(
     ))
 }
 
-/// `POST /v1/sessions`.
+/// Open a prepared session through the gateway with the owner's signatures (scope: sessions).
+#[utoipa::path(post, path = "/v1/sessions", operation_id = "openSession", tag = "sessions",
+    request_body = OpenRequest, security(("hostKey" = [])),
+    responses((status = 201, description = "Opened (or still opening)", body = Opened)))]
 pub(super) async fn open(
     State(s): State<AppState>,
     host: Host,
@@ -44,7 +50,11 @@ pub(super) async fn open(
     ))
 }
 
-/// `POST /v1/sessions/register`.
+/// Register a prepared session the owner opened with their own wallet, with exactly the
+/// prepared terms (scope: sessions).
+#[utoipa::path(post, path = "/v1/sessions/register", operation_id = "registerSession",
+    tag = "sessions", request_body = RegisterRequest, security(("hostKey" = [])),
+    responses((status = 201, description = "Registered", body = Opened)))]
 pub(super) async fn register(
     State(s): State<AppState>,
     host: Host,
@@ -58,21 +68,36 @@ pub(super) async fn register(
 }
 
 /// Filters of `GET /v1/sessions`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(super) struct ListQuery {
+    /// Only sessions prepared for this provider.
     provider: Option<String>,
+    /// Only sessions prepared for this sandbox.
     sandbox_id: Option<String>,
+    /// `createdAt` of the last session seen (paging).
     before: Option<i64>,
+    /// 1 to 1000 (default 100).
     limit: Option<i64>,
 }
 
-/// `GET /v1/sessions`.
+/// A page of sessions.
+#[derive(Serialize, ToSchema)]
+pub(super) struct SessionList {
+    /// Newest first.
+    sessions: Vec<SessionView>,
+}
+
+/// The host's sessions, newest first (scope: read).
+#[utoipa::path(get, path = "/v1/sessions", operation_id = "listSessions", tag = "sessions",
+    params(ListQuery), security(("hostKey" = [])),
+    responses((status = 200, description = "Sessions", body = SessionList)))]
 pub(super) async fn list(
     State(s): State<AppState>,
     host: Host,
-    Query(q): Query<ListQuery>,
-) -> Result<Json<Value>, Error> {
+    Params(q): Params<ListQuery>,
+) -> Result<Json<SessionList>, Error> {
     host.require(Scope::Read)?;
     let sessions = sessions::list(
         &s,
@@ -83,10 +108,13 @@ pub(super) async fn list(
         q.limit,
     )
     .await?;
-    Ok(Json(json!({ "sessions": sessions })))
+    Ok(Json(SessionList { sessions }))
 }
 
-/// `GET /v1/sessions/{id}`.
+/// A session with its on-chain state, lifecycle and metering (scope: read).
+#[utoipa::path(get, path = "/v1/sessions/{id}", operation_id = "getSession", tag = "sessions",
+    params(("id" = String, Path, description = "The session id (0x and 64 hex digits, or decimal).")), security(("hostKey" = [])),
+    responses((status = 200, description = "The session", body = SessionView)))]
 pub(super) async fn get(
     State(s): State<AppState>,
     host: Host,
@@ -96,7 +124,11 @@ pub(super) async fn get(
     Ok(Json(sessions::get(&s, &host, &id).await?))
 }
 
-/// `POST /v1/sessions/{id}/revoke`.
+/// Revoke: the capability token at once, on chain when the relayer is guardian (scope:
+/// sessions).
+#[utoipa::path(post, path = "/v1/sessions/{id}/revoke", operation_id = "revokeSession",
+    tag = "sessions", params(("id" = String, Path, description = "The session id (0x and 64 hex digits, or decimal).")), security(("hostKey" = [])),
+    responses((status = 200, description = "Revoked", body = Revoked)))]
 pub(super) async fn revoke(
     State(s): State<AppState>,
     host: Host,
@@ -106,12 +138,15 @@ pub(super) async fn revoke(
     Ok(Json(sessions::revoke(&s, &host, &id).await?))
 }
 
-/// `POST /v1/sessions/{id}/close`.
+/// Close on chain, refunding the owner (scope: sessions).
+#[utoipa::path(post, path = "/v1/sessions/{id}/close", operation_id = "closeSession",
+    tag = "sessions", params(("id" = String, Path, description = "The session id (0x and 64 hex digits, or decimal).")), security(("hostKey" = [])),
+    responses((status = 202, description = "Closing (or closed)", body = Closing)))]
 pub(super) async fn close(
     State(s): State<AppState>,
     host: Host,
     Path(id): Path<String>,
-) -> Result<(StatusCode, Json<Value>), Error> {
+) -> Result<(StatusCode, Json<Closing>), Error> {
     host.require(Scope::Sessions)?;
     Ok((
         StatusCode::ACCEPTED,
@@ -119,7 +154,11 @@ pub(super) async fn close(
     ))
 }
 
-/// `POST /v1/sessions/{id}/heartbeat`: the sandbox (its own session only) or its host.
+/// The sandbox is alive: the lease is renewed once half of it is gone (the sandbox, for its
+/// own session, or its host with scope sessions).
+#[utoipa::path(post, path = "/v1/sessions/{id}/heartbeat", operation_id = "heartbeat",
+    tag = "sessions", params(("id" = String, Path, description = "The session id (0x and 64 hex digits, or decimal).")), security(("capabilityToken" = []), ("hostKey" = [])),
+    responses((status = 200, description = "Recorded", body = Heartbeat)))]
 pub(super) async fn heartbeat(
     State(s): State<AppState>,
     caller: Caller,
@@ -143,19 +182,24 @@ pub(super) async fn heartbeat(
 }
 
 /// `?approve=true|false` of the decision's typed data.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(super) struct DecisionQuery {
+    /// Approve (true) or reject (false).
     approve: bool,
 }
 
-/// `GET /v1/sessions/{id}/pending/{pending_id}/decision?approve=…`: the typed data the owner
-/// signs.
+/// The typed data the owner signs to decide a pending payment (scope: sessions).
+#[utoipa::path(get, path = "/v1/sessions/{id}/pending/{pending_id}/decision",
+    operation_id = "getDecisionToSign", tag = "sessions",
+    params(("id" = String, Path, description = "The session id (0x and 64 hex digits, or decimal)."), ("pending_id" = String, Path, description = "The wallet's pending id (decimal)."), DecisionQuery), security(("hostKey" = [])),
+    responses((status = 200, description = "To sign", body = DecisionToSign)))]
 pub(super) async fn decision_to_sign(
     State(s): State<AppState>,
     host: Host,
     Path((id, pending_id)): Path<(String, String)>,
-    Query(q): Query<DecisionQuery>,
+    Params(q): Params<DecisionQuery>,
 ) -> Result<Json<DecisionToSign>, Error> {
     host.require(Scope::Sessions)?;
     let session = sessions::host_session(&s.store, &host, &id).await?;
@@ -164,13 +208,17 @@ pub(super) async fn decision_to_sign(
     ))
 }
 
-/// `POST /v1/sessions/{id}/pending/{pending_id}/decision`: the owner's signed decision.
+/// Send the owner's signed decision through the gateway (scope: sessions).
+#[utoipa::path(post, path = "/v1/sessions/{id}/pending/{pending_id}/decision",
+    operation_id = "decidePending", tag = "sessions", request_body = DecisionRequest,
+    params(("id" = String, Path, description = "The session id (0x and 64 hex digits, or decimal)."), ("pending_id" = String, Path, description = "The wallet's pending id (decimal).")), security(("hostKey" = [])),
+    responses((status = 202, description = "Decision queued", body = Decided)))]
 pub(super) async fn decide(
     State(s): State<AppState>,
     host: Host,
     Path((id, pending_id)): Path<(String, String)>,
     Body(req): Body<DecisionRequest>,
-) -> Result<(StatusCode, Json<Value>), Error> {
+) -> Result<(StatusCode, Json<Decided>), Error> {
     host.require(Scope::Sessions)?;
     let session = sessions::host_session(&s.store, &host, &id).await?;
     Ok((

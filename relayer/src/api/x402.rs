@@ -7,14 +7,22 @@ use serde_json::Value;
 use super::extract::{Body, Sandbox};
 use super::state::AppState;
 use crate::kernel::Error;
-use crate::x402::{self, Paid, PayRequest, SettleResponse, VerifyResponse};
+use crate::x402::{
+    self, FacilitatorRequest, Paid, PayRequest, SettleResponse, Supported, VerifyResponse,
+};
 
-/// `GET /x402/supported`.
-pub(super) async fn supported(State(s): State<AppState>) -> Json<Value> {
+/// x402 v2 facilitator: the kinds it settles (`bursar-session` and `exact` on this chain).
+#[utoipa::path(get, path = "/x402/supported", operation_id = "x402Supported", tag = "x402",
+    responses((status = 200, description = "The kinds", body = Supported)))]
+pub(super) async fn supported(State(s): State<AppState>) -> Json<Supported> {
     Json(x402::supported(&s))
 }
 
-/// `POST /x402/verify` (the body is read as x402 of its version says).
+/// x402 v2 facilitator: verify a `bursar-session` payment (signature and every session rule)
+/// or an `exact` one from any payer (EIP-3009 or ERC-7710), simulated now.
+#[utoipa::path(post, path = "/x402/verify", operation_id = "x402Verify", tag = "x402",
+    request_body = FacilitatorRequest,
+    responses((status = 200, description = "Valid, or why not", body = VerifyResponse)))]
 pub(super) async fn verify(
     State(s): State<AppState>,
     Body(body): Body<Value>,
@@ -22,7 +30,10 @@ pub(super) async fn verify(
     Ok(Json(x402::verify(&s, body).await?))
 }
 
-/// `POST /x402/settle`.
+/// x402 v2 facilitator: settle it through the transaction engine, answered once mined.
+#[utoipa::path(post, path = "/x402/settle", operation_id = "x402Settle", tag = "x402",
+    request_body = FacilitatorRequest,
+    responses((status = 200, description = "Settled, or why not", body = SettleResponse)))]
 pub(super) async fn settle(
     State(s): State<AppState>,
     Body(body): Body<Value>,
@@ -30,7 +41,12 @@ pub(super) async fn settle(
     Ok(Json(x402::settle(&s, body).await?))
 }
 
-/// `POST /v1/x402/pay`: the sandbox's payment of a 402 answer.
+/// Pay a 402 answer's `PAYMENT-REQUIRED` from the session by the cheapest option it offers,
+/// checked by the wallet's rules first: a signed `bursar-session` payment, an `exact` ERC-7710
+/// delegation, or an `exact` EIP-3009 authorization the wallet reserved.
+#[utoipa::path(post, path = "/v1/x402/pay", operation_id = "x402Pay", tag = "x402",
+    request_body = PayRequest, security(("capabilityToken" = [])),
+    responses((status = 200, description = "The `PAYMENT-SIGNATURE` to retry with", body = Paid)))]
 pub(super) async fn pay(
     State(s): State<AppState>,
     Sandbox(session): Sandbox,

@@ -3,6 +3,8 @@
 
 use alloy_primitives::{keccak256, B256, U256};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::openapi::RefOr;
 
 pub use bursar_client::ids::{parse_session_id, session_id_text};
 
@@ -25,6 +27,14 @@ impl Serialize for Amount {
         s.serialize_str(&self.0.to_string())
     }
 }
+
+impl utoipa::PartialSchema for Amount {
+    fn schema() -> RefOr<Schema> {
+        string_schema("^[0-9]{1,78}$", "Base units, as a decimal string.")
+    }
+}
+
+impl utoipa::ToSchema for Amount {}
 
 /// Parses a decimal amount.
 pub fn parse_amount(text: &str) -> Result<U256, String> {
@@ -56,6 +66,53 @@ impl<'de> Deserialize<'de> for HashOrText {
     }
 }
 
+impl utoipa::PartialSchema for HashOrText {
+    fn schema() -> RefOr<Schema> {
+        let schema = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .max_length(Some(4096))
+            .description(Some(
+                "0x and 64 hex digits (used as is), or text whose keccak-256 is used.",
+            ));
+        RefOr::T(Schema::Object(schema.build()))
+    }
+}
+
+impl utoipa::ToSchema for HashOrText {}
+
+fn string_schema(pattern: &str, description: &str) -> RefOr<Schema> {
+    let schema = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(pattern))
+        .description(Some(description));
+    RefOr::T(Schema::Object(schema.build()))
+}
+
+/// Schemas of values whose Rust types (alloy's) know nothing of OpenAPI: fields holding them
+/// name these with `#[schema(value_type = …)]`.
+pub mod schema {
+    /// An address: 0x and 40 hex digits (answered EIP-55 checksummed).
+    #[derive(utoipa::ToSchema)]
+    #[schema(pattern = "^0x[0-9a-fA-F]{40}$")]
+    pub struct Address(pub String);
+
+    /// 32 bytes: 0x and 64 hex digits.
+    #[derive(utoipa::ToSchema)]
+    #[schema(pattern = "^0x[0-9a-fA-F]{64}$")]
+    pub struct Bytes32(pub String);
+
+    /// Bytes: 0x and an even number of hex digits.
+    #[derive(utoipa::ToSchema)]
+    #[schema(pattern = "^0x([0-9a-fA-F]{2})*$")]
+    pub struct Hex(pub String);
+
+    /// EIP-712 typed data as `eth_signTypedData_v4` takes it: `types`, `primaryType`, `domain`,
+    /// `message`.
+    #[derive(utoipa::ToSchema)]
+    #[schema(value_type = Object)]
+    pub struct TypedData(pub serde_json::Value);
+}
+
 /// `text` as 32 bytes: parsed when it is 0x + 64 hex digits, hashed otherwise.
 pub fn hash_or_text(text: &str) -> HashOrText {
     let is_hex = text.len() == 66
@@ -67,6 +124,29 @@ pub fn hash_or_text(text: &str) -> HashOrText {
             hash: keccak256(text.as_bytes()),
             text: Some(text.to_owned()),
         },
+    }
+}
+
+/// Why something the relayer sent failed: a contract error's name (or the relayer's code) and
+/// its arguments.
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+pub struct Failure {
+    /// The stable code.
+    pub code: String,
+    /// The error's arguments by name.
+    #[schema(value_type = Object)]
+    pub details: serde_json::Value,
+}
+
+impl Failure {
+    /// A stored error: its code, and its details as stored JSON (an empty object without).
+    pub fn stored(code: Option<&String>, details: Option<&str>) -> Option<Failure> {
+        Some(Failure {
+            code: code?.clone(),
+            details: details
+                .and_then(|d| serde_json::from_str(d).ok())
+                .unwrap_or_else(|| serde_json::Value::Object(Default::default())),
+        })
     }
 }
 

@@ -4,12 +4,14 @@
 use alloy_primitives::Address;
 use serde::{Deserialize, Serialize};
 
-use super::json::Amount;
+use utoipa::ToSchema;
+
+use super::json::{schema, Amount};
 use super::{App, Error};
 
 /// A host's policy (`GET|PUT /v1/host/policy`): what its sandboxes' lifecycle events do to
 /// their sessions (the defaults are `lifecycle`'s table), and the rates of metering.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Policy {
     /// What a terminated sandbox does to its sessions.
@@ -25,7 +27,7 @@ pub struct Policy {
 }
 
 /// What a terminated sandbox does to its sessions.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OnTerminated {
     /// Revoke, then close (the refund goes to the owner).
@@ -38,7 +40,7 @@ pub enum OnTerminated {
 }
 
 /// What a paused sandbox does to its sessions.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OnPaused {
     /// Heartbeats stop renewing the lease until the sandbox runs again.
@@ -68,10 +70,11 @@ pub async fn set(app: &App, host_id: &str, policy: Policy) -> Result<Policy, Err
 }
 
 /// A host's rates (token base units per unit) and who is paid.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Rates {
     /// Who is paid (it must be on the session's allowlist, as any payee).
+    #[schema(value_type = schema::Address)]
     pub payee: Address,
     /// Per vCPU-second of run time.
     #[serde(default)]

@@ -17,14 +17,17 @@ use alloy_sol_types::SolCall;
 use bursar_bindings::eip712::PaymentIntent;
 use bursar_bindings::wallet::ISessionWallet;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
+use utoipa::openapi::schema::{OneOfBuilder, Ref, Schema};
+use utoipa::openapi::RefOr;
+use utoipa::{PartialSchema, ToSchema};
 
 use crate::kernel::inbox::{Accepted, IntentSigner};
-use crate::kernel::json::{eip55, Amount, HashOrText};
+use crate::kernel::json::{eip55, schema, Amount, Failure, HashOrText};
 use crate::kernel::session::{not_open, parse_id, signer_of};
 use crate::kernel::{App, Error};
 use crate::random::{probe_nonce, random_bytes};
-use crate::store::{OpenStatus, PaymentRow, SessionRow, Store};
+use crate::store::{OpenStatus, PaymentRow, PaymentStatus, SessionRow, Store};
 use crate::submission::Call;
 use crate::vault;
 
@@ -37,6 +40,25 @@ pub enum PayBody {
     Custodial(PayRequest),
     /// The sandbox signed.
     Signed(SignedIntent),
+}
+
+/// Either body, as one schema: `oneOf` the two (only a signed intent has a `signature`).
+impl PartialSchema for PayBody {
+    fn schema() -> RefOr<Schema> {
+        OneOfBuilder::new()
+            .item(Ref::from_schema_name(PayRequest::name()))
+            .item(Ref::from_schema_name(SignedIntent::name()))
+            .into()
+    }
+}
+
+impl ToSchema for PayBody {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((PayRequest::name().into(), PayRequest::schema()));
+        schemas.push((SignedIntent::name().into(), SignedIntent::schema()));
+        <PayRequest as ToSchema>::schemas(schemas);
+        <SignedIntent as ToSchema>::schemas(schemas);
+    }
 }
 
 impl<'de> Deserialize<'de> for PayBody {
@@ -53,28 +75,32 @@ impl<'de> Deserialize<'de> for PayBody {
 }
 
 /// A `PaymentIntent` signed by the sandbox's own session key (EIP-712, the wallet's domain).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SignedIntent {
     /// The payee.
+    #[schema(value_type = schema::Address)]
     pub to: Address,
     /// Base units, decimal string.
     pub amount: Amount,
     /// 0x + 64 hex.
+    #[schema(value_type = schema::Bytes32)]
     pub purpose: B256,
     /// Any nonce the session key has not used (decimal string).
     pub nonce: Amount,
     /// Unix seconds.
     pub deadline: u64,
     /// The session key's signature of the intent.
+    #[schema(value_type = schema::Hex)]
     pub signature: alloy_primitives::Bytes,
 }
 
 /// What to pay, signed by the relayer with the custodial key.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PayRequest {
     /// The payee.
+    #[schema(value_type = schema::Address)]
     pub to: Address,
     /// Base units, decimal string.
     pub amount: Amount,
@@ -83,23 +109,27 @@ pub struct PayRequest {
 }
 
 /// A payment as the API shows it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = Payment)]
 pub struct PaymentView {
     /// `pay_…`.
     pub id: String,
-    /// `queued`, `submitted`, `mined`, `confirmed`, `pending_approval`, `rejected`, `failed` or
-    /// `expired`.
-    pub status: &'static str,
+    /// Where it is.
+    pub status: PaymentStatus,
     /// Its session.
     pub session_id: String,
     /// The payee.
+    #[schema(value_type = schema::Address)]
     pub to: String,
     /// Base units.
+    #[schema(value_type = Amount)]
     pub amount: String,
     /// The purpose hash.
+    #[schema(value_type = schema::Bytes32)]
     pub purpose: String,
     /// The intent's nonce.
+    #[schema(value_type = Amount)]
     pub nonce: String,
     /// The intent's deadline (unix seconds).
     pub deadline: i64,
@@ -112,7 +142,7 @@ pub struct PaymentView {
     /// The wallet's pending id of a co-signed payment.
     pub pending_id: Option<String>,
     /// Why it failed: the contract error's name and arguments.
-    pub error: Option<Value>,
+    pub error: Option<Failure>,
     /// When it was accepted (unix ms).
     pub created_at: i64,
 }
@@ -121,15 +151,8 @@ impl PaymentView {
     /// The view of a stored payment.
     pub fn of(p: PaymentRow) -> Self {
         PaymentView {
-            status: p.status().as_str(),
-            error: p.error_code.as_ref().map(|code| {
-                let details: Value = p
-                    .error_details
-                    .as_deref()
-                    .and_then(|d| serde_json::from_str(d).ok())
-                    .unwrap_or(Value::Object(Map::new()));
-                serde_json::json!({ "code": code, "details": details })
-            }),
+            status: p.status(),
+            error: Failure::stored(p.error_code.as_ref(), p.error_details.as_deref()),
             id: p.id,
             session_id: p.session_id,
             to: eip55(&p.to),
@@ -307,7 +330,7 @@ pub async fn list(
 }
 
 /// What the owner signs to decide a pending payment, and the values to send back with it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DecisionToSign {
     /// The wallet's pending id.
@@ -315,17 +338,20 @@ pub struct DecisionToSign {
     /// Approve (true) or reject (false).
     pub approve: bool,
     /// The gateway nonce the signature uses (send it back).
+    #[schema(value_type = Amount)]
     pub nonce: String,
     /// Unix seconds after which the signature is void (send it back).
     pub deadline: u64,
     /// `PendingDecision` as `eth_signTypedData_v4` takes it.
+    #[schema(value_type = schema::TypedData)]
     pub typed_data: Value,
     /// The payment waiting, as the wallet holds it.
+    #[schema(value_type = Object)]
     pub payment: Value,
 }
 
 /// `POST …/decision`: the owner's signed decision.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DecisionRequest {
     /// Approve (true) or reject (false).
@@ -335,7 +361,20 @@ pub struct DecisionRequest {
     /// From the typed data.
     pub deadline: u64,
     /// The owner's signature of the typed data.
+    #[schema(value_type = schema::Hex)]
     pub signature: alloy_primitives::Bytes,
+}
+
+/// What sending a decision did.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Decided {
+    /// The wallet's pending id.
+    pub pending_id: String,
+    /// Approved (true) or rejected (false).
+    pub approve: bool,
+    /// The relayer's payment, when it is one of ours.
+    pub payment_id: Option<String>,
 }
 
 /// The pending payment `pending_id` of `session`, as the wallet holds it; not found unless it
@@ -409,7 +448,7 @@ pub async fn decide(
     session: &SessionRow,
     pending_id: &str,
     req: DecisionRequest,
-) -> Result<Value, Error> {
+) -> Result<Decided, Error> {
     let (id, _) = waiting(app, session, pending_id).await?;
     let call = bursar_bindings::gateway::ISessionGateway::decidePendingWithSigCall {
         pendingId: id,
@@ -438,9 +477,9 @@ pub async fn decide(
     }
     app.commit(db).await?;
     tracing::info!(session = %session.id, pending = %id, approve = req.approve, "decision queued");
-    Ok(serde_json::json!({
-        "pendingId": id.to_string(),
-        "approve": req.approve,
-        "paymentId": ours.map(|p| p.id),
-    }))
+    Ok(Decided {
+        pending_id: id.to_string(),
+        approve: req.approve,
+        payment_id: ours.map(|p| p.id),
+    })
 }

@@ -16,6 +16,7 @@ use bursar_bindings::wallet::{session_id, ISessionWallet, SessionStatus};
 use bursar_client::sign;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use utoipa::ToSchema;
 
 mod capability;
 mod view;
@@ -26,7 +27,7 @@ pub use view::{chain_state, get, list, ChainState, SessionView};
 use capability::capability_token;
 
 use crate::hosts::Host;
-use crate::kernel::json::{session_id_text, Amount, HashOrText};
+use crate::kernel::json::{schema, session_id_text, Amount, HashOrText};
 use crate::kernel::session::{not_open, parse_id, send, signer_of, stored_terms, StoredTerms};
 use crate::kernel::{App, Error};
 use crate::random::random_bytes;
@@ -36,14 +37,17 @@ use crate::vault;
 
 /// `POST /v1/sessions/prepare`: the `openSession` terms (amounts as decimal strings in base
 /// units) and the sandbox they are for.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PrepareRequest {
     /// Whose money: signs the terms and the permit.
+    #[schema(value_type = schema::Address)]
     pub owner: Address,
     /// May revoke the session; defaults to the relayer signer the session is pinned to.
+    #[schema(value_type = Option<schema::Address>)]
     pub guardian: Option<Address>,
     /// The ERC-20 token of the deposit.
+    #[schema(value_type = schema::Address)]
     pub token: Address,
     /// Escrowed at open.
     pub deposit: Amount,
@@ -73,6 +77,7 @@ pub struct PrepareRequest {
     pub metadata: Option<HashOrText>,
     /// The session key, when the sandbox holds its own and signs its payment intents itself;
     /// by default the relayer makes a custodial one.
+    #[schema(value_type = Option<schema::Address>)]
     pub session_key: Option<Address>,
     /// The sandbox provider (`e2b`, `daytona`, `modal`…).
     pub provider: Option<String>,
@@ -81,7 +86,7 @@ pub struct PrepareRequest {
 }
 
 /// What `prepare` answers.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Prepared {
     /// Names this preparation in `POST /v1/sessions`.
@@ -89,18 +94,34 @@ pub struct Prepared {
     /// The id the session will have on chain.
     pub session_id: String,
     /// The session key's address (custodial: the relayer holds the key).
+    #[schema(value_type = schema::Address)]
     pub session_key: Address,
     /// The relayer signer that keeps the lease (and sends the session's transactions).
+    #[schema(value_type = schema::Address)]
     pub lease_keeper: Address,
     /// `openSession` and `permit`, each as `eth_signTypedData_v4` takes it; `permit` is null
     /// when the token has no EIP-2612 permit in the expected domain (approve the wallet first
     /// and send an empty `permitSignature`).
-    pub typed_data: Value,
+    pub typed_data: PreparedTypedData,
     /// With a provider: the tags to set on the sandbox (`tags`) and the provider's field for
     /// them (`field`), so that its own records name the session. Evidence only: lifecycle
     /// events are matched by (host, provider, sandbox id).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
     pub sandbox_tags: Option<Value>,
+}
+
+/// What the owner signs to open a prepared session.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PreparedTypedData {
+    /// `OpenSession`, for `POST /v1/sessions`' `ownerSignature`.
+    #[schema(value_type = schema::TypedData)]
+    pub open_session: Value,
+    /// The token's EIP-2612 `Permit` of the deposit, for `permitSignature`; null when the
+    /// token has none.
+    #[schema(value_type = Option<schema::TypedData>)]
+    pub permit: Option<Value>,
 }
 
 /// The provider's field for user tags that it stores on a sandbox and echoes back.
@@ -115,20 +136,22 @@ fn tag_field(provider: &str) -> &'static str {
 }
 
 /// `POST /v1/sessions`: the owner's signatures of a prepared session's typed data.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OpenRequest {
     /// From `prepare`.
     pub prepared_id: String,
     /// The owner's signature of `typedData.openSession` (65 bytes, or an ERC-1271 signature).
+    #[schema(value_type = schema::Hex)]
     pub owner_signature: Bytes,
     /// The owner's signature of `typedData.permit` (empty when the wallet is approved).
     #[serde(default)]
+    #[schema(value_type = schema::Hex)]
     pub permit_signature: Bytes,
 }
 
 /// `POST /v1/sessions/register`: a prepared session the owner opened with their own wallet.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RegisterRequest {
     /// From `prepare`.
@@ -136,7 +159,7 @@ pub struct RegisterRequest {
 }
 
 /// What opening or registering answers: the sandbox's capability token, shown this once.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Opened {
     /// The on-chain id.
@@ -144,7 +167,7 @@ pub struct Opened {
     /// `Authorization: Bearer <token>` for the sandbox's payments, heartbeats and provenance.
     pub capability_token: String,
     /// `open`, or `opening` when the open was not mined within the wait.
-    pub status: String,
+    pub status: OpenStatus,
     /// The opening transaction once mined (none for a registered session).
     pub transaction_hash: Option<String>,
 }
@@ -221,14 +244,17 @@ pub async fn prepare(app: &App, host: &Host, req: PrepareRequest) -> Result<Prep
         ..terms
     };
     let open_typed = sign::open_session_typed_data(&terms, app.chain_id, app.contracts.gateway);
-    let typed_data = json!({ "openSession": open_typed, "permit": permit });
+    let typed_data = PreparedTypedData {
+        open_session: open_typed,
+        permit: (!permit.is_null()).then_some(permit),
+    };
     let id = session_id_text(session_id(terms.owner, terms.nonce));
     let prepared_id = format!(
         "prep_{}",
         alloy_primitives::hex::encode(random_bytes::<16>())
     );
     let stored = serde_json::to_string(&StoredTerms {
-        typed_data: typed_data.clone(),
+        typed_data: serde_json::to_value(&typed_data).map_err(|_| Error::Internal)?,
         abi: terms.abi_encode().into(),
         prepared_at_block,
     })
@@ -347,7 +373,7 @@ pub async fn open(app: &App, host: &Host, req: OpenRequest) -> Result<Opened, Er
     Ok(Opened {
         session_id: row.id,
         capability_token: token,
-        status: status.as_str().to_owned(),
+        status,
         transaction_hash,
     })
 }
@@ -403,7 +429,7 @@ pub async fn register(app: &App, host: &Host, req: RegisterRequest) -> Result<Op
     Ok(Opened {
         session_id: row.id,
         capability_token: token,
-        status: "open".into(),
+        status: OpenStatus::Open,
         transaction_hash: None,
     })
 }
@@ -529,19 +555,57 @@ pub async fn host_session(store: &Store, host: &Host, id: &str) -> Result<Sessio
 }
 
 /// What revoking did.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Revoked {
     /// The session.
     pub session_id: String,
     /// The capability token is dead (at once).
     pub capability_revoked: bool,
-    /// `revoked` (the relayer's `revoke` is mined), `submitted` (sent, not mined within the
-    /// wait), `already` (revoked or closed on chain), `not_open` (never opened on chain) or
-    /// `not_guardian` (the host named another guardian, who must revoke on chain).
-    pub on_chain: &'static str,
+    /// What happened on chain.
+    pub on_chain: RevokedOnChain,
     /// The relayer's `revoke` transaction once mined.
     pub transaction_hash: Option<String>,
+}
+
+/// What revoking did on chain.
+#[derive(Clone, Copy, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RevokedOnChain {
+    /// The relayer's `revoke` is mined.
+    Revoked,
+    /// Sent, not mined within the wait.
+    Submitted,
+    /// Revoked or closed on chain already.
+    Already,
+    /// Never opened on chain.
+    NotOpen,
+    /// The host named another guardian, who must revoke on chain.
+    NotGuardian,
+}
+
+/// What closing did.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Closing {
+    /// The session.
+    pub session_id: String,
+    /// What goes back to the owner.
+    pub refund: Amount,
+    /// `closed` once the close is mined, `closing` while it is not (within the wait).
+    pub status: ClosingStatus,
+    /// The close transaction once mined.
+    pub transaction_hash: Option<String>,
+}
+
+/// Where a close is.
+#[derive(Clone, Copy, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ClosingStatus {
+    /// Mined: the refund is paid.
+    Closed,
+    /// Sent, not yet mined.
+    Closing,
 }
 
 /// Revokes a session: its capability token at once, and on chain when the relayer is its
@@ -554,11 +618,11 @@ pub async fn revoke(app: &App, host: &Host, id: &str) -> Result<Revoked, Error> 
     let state = session_state(app, session).await?;
     let mut transaction_hash = None;
     let on_chain = if state._0 == SessionStatus::None as u8 {
-        "not_open"
+        RevokedOnChain::NotOpen
     } else if state._0 != SessionStatus::Active as u8 {
-        "already"
+        RevokedOnChain::Already
     } else if terms.guardian != signer_of(&row)? {
-        "not_guardian"
+        RevokedOnChain::NotGuardian
     } else {
         let call = ISessionWallet::revokeCall { sessionId: session };
         let tx = send(
@@ -571,12 +635,12 @@ pub async fn revoke(app: &App, host: &Host, id: &str) -> Result<Revoked, Error> 
         .await?;
         transaction_hash = mined(app, tx).await?;
         if transaction_hash.is_some() {
-            "revoked"
+            RevokedOnChain::Revoked
         } else {
-            "submitted"
+            RevokedOnChain::Submitted
         }
     };
-    tracing::info!(host = %host.id, session = %row.id, on_chain, "session revoked");
+    tracing::info!(host = %host.id, session = %row.id, ?on_chain, "session revoked");
     Ok(Revoked {
         session_id: row.id,
         capability_revoked: true,
@@ -588,7 +652,7 @@ pub async fn revoke(app: &App, host: &Host, id: &str) -> Result<Revoked, Error> 
 /// Closes a session on chain (the refund goes to the owner): possible once it is revoked,
 /// expired or its lease has lapsed; refused with the wallet's error otherwise. Waits (as long
 /// as an open does) for the close to be mined.
-pub async fn close(app: &App, host: &Host, id: &str) -> Result<Value, Error> {
+pub async fn close(app: &App, host: &Host, id: &str) -> Result<Closing, Error> {
     let row = host_session(&app.store, host, id).await?;
     let call = ISessionWallet::closeCall {
         sessionId: parse_id(&row.id)?,
@@ -608,12 +672,16 @@ pub async fn close(app: &App, host: &Host, id: &str) -> Result<Value, Error> {
     .await?;
     tracing::info!(host = %host.id, session = %row.id, "session closing");
     let transaction_hash = mined(app, tx).await?;
-    Ok(json!({
-        "sessionId": row.id,
-        "refund": refund.to_string(),
-        "status": if transaction_hash.is_some() { "closed" } else { "closing" },
-        "transactionHash": transaction_hash,
-    }))
+    Ok(Closing {
+        session_id: row.id,
+        refund: Amount(refund),
+        status: if transaction_hash.is_some() {
+            ClosingStatus::Closed
+        } else {
+            ClosingStatus::Closing
+        },
+        transaction_hash,
+    })
 }
 
 /// The hash of transaction `tx` once mined, waiting at most [`crate::Settings::open_wait`].
@@ -626,7 +694,7 @@ async fn mined(app: &App, tx: i64) -> Result<Option<String>, Error> {
 }
 
 /// What a heartbeat did.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Heartbeat {
     /// The session.

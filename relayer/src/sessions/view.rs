@@ -4,34 +4,40 @@
 use alloy_primitives::{keccak256, U256};
 use bursar_bindings::wallet::{ISessionWallet, SessionStatus};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
+use utoipa::ToSchema;
 
 use super::host_session;
 use crate::hosts::Host;
-use crate::kernel::json::eip55;
+use crate::kernel::json::{eip55, schema, Amount};
 use crate::kernel::session::{parse_id, stored_terms};
 use crate::kernel::{App, Error};
-use crate::store::{SessionRow, WindDown};
+use crate::store::{OpenStatus, SessionRow, WindDown};
 
 /// A session as the API shows it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = Session)]
 pub struct SessionView {
     /// The on-chain id.
     pub session_id: String,
-    /// The relayer's view: `prepared`, `opening`, `open` or `failed`.
-    pub status: &'static str,
+    /// The relayer's view of its opening.
+    pub status: OpenStatus,
     /// The owner.
+    #[schema(value_type = schema::Address)]
     pub owner: String,
     /// The custodial session key.
+    #[schema(value_type = schema::Address)]
     pub session_key: String,
     /// The relayer signer pinned to it.
+    #[schema(value_type = schema::Address)]
     pub lease_keeper: String,
     /// The provider named at prepare.
     pub provider: Option<String>,
     /// The sandbox named at prepare.
     pub sandbox_id: Option<String>,
-    /// The terms, as the owner signed them.
+    /// The terms, as the owner signed them (`OpenSession`'s message).
+    #[schema(value_type = Object)]
     pub terms: Value,
     /// Whether the host revoked the capability token.
     pub capability_revoked: bool,
@@ -49,31 +55,88 @@ pub struct SessionView {
     /// The sandbox's lifecycle events and what each did, newest first (only on
     /// `GET /v1/sessions/{id}`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub lifecycle: Option<Vec<Value>>,
+    pub lifecycle: Option<Vec<LifecycleEntry>>,
     /// The usage charged at the host's rates, oldest first (only on `GET /v1/sessions/{id}`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub metering: Option<Vec<Value>>,
+    pub metering: Option<Vec<Charge>>,
+}
+
+/// A lifecycle event of a session's sandbox, and what it did to the session.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LifecycleEntry {
+    /// `lce_…`.
+    pub id: String,
+    /// The provider, or `api` for a host's own report.
+    pub source: String,
+    /// The provider's id of the event.
+    pub event_id: String,
+    /// The provider's name for it.
+    pub kind: String,
+    /// What it means: `created`, `running`, `paused`, `resumed`, `terminated` or `other`.
+    pub lifecycle: String,
+    /// When it happened (unix seconds).
+    pub at: i64,
+    /// What it did: `wind_down`, `hold_lease`, `renew_lease`, `none`, `stale` or `ended`.
+    pub action: String,
+    /// When the relayer received it (unix ms).
+    pub received_at: i64,
+    /// Echoed metadata and reported usage.
+    #[schema(value_type = Object)]
+    pub report: Value,
+}
+
+/// Usage charged at the host's rates.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Charge {
+    /// The run charged.
+    pub run: String,
+    /// The run's cost charged in all, with this charge.
+    #[schema(value_type = Amount)]
+    pub metered: String,
+    /// This charge.
+    #[schema(value_type = Amount)]
+    pub amount: String,
+    /// Its payment.
+    pub payment_id: Option<String>,
+    /// Why it has none (a contract error's name, or the relayer's code).
+    pub error: Option<String>,
+    /// The payment's purpose: keccak-256 of `summary`'s JSON.
+    #[schema(value_type = schema::Bytes32)]
+    pub purpose: String,
+    /// What was charged.
+    #[schema(value_type = Object)]
+    pub summary: Value,
+    /// When (unix ms).
+    pub created_at: i64,
 }
 
 /// A session's on-chain state, as the wallet reports it at the latest block.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChainState {
-    /// `unknown`, `active`, `revoked` or `closed`.
-    pub status: &'static str,
+    /// The wallet's status of it.
+    pub status: ChainStatus,
     /// Whether it can pay now (active, started, unexpired, lease current).
     pub can_pay: bool,
     /// Escrowed.
+    #[schema(value_type = Amount)]
     pub deposit: String,
     /// Paid out.
+    #[schema(value_type = Amount)]
     pub spent: String,
     /// Held by pending payments.
+    #[schema(value_type = Amount)]
     pub reserved: String,
     /// What may still be paid from the deposit.
+    #[schema(value_type = Amount)]
     pub remaining_deposit: String,
     /// What may still be paid this period (2^256-1 without a budget).
+    #[schema(value_type = Amount)]
     pub remaining_period_budget: String,
     /// Spent in the current period.
+    #[schema(value_type = Amount)]
     pub period_spent: String,
     /// The current period's start (unix seconds).
     pub period_start: u64,
@@ -81,12 +144,26 @@ pub struct ChainState {
     pub lease_expires_at: u64,
 }
 
+/// A session's status in the wallet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ChainStatus {
+    /// Not opened on chain (or not yet).
+    Unknown,
+    /// Open: it may pay within its rules.
+    Active,
+    /// Revoked: it pays no more and may be closed.
+    Revoked,
+    /// Closed: the rest of its deposit went back to the owner.
+    Closed,
+}
+
 impl SessionView {
     fn of(row: SessionRow) -> Result<Self, Error> {
         let terms = stored_terms(&row)?.typed_data["openSession"]["message"].clone();
         Ok(SessionView {
             session_id: row.id,
-            status: row.status.as_str(),
+            status: row.status,
             owner: eip55(&row.owner),
             session_key: eip55(&row.session_key),
             lease_keeper: eip55(&row.signer),
@@ -167,10 +244,10 @@ pub async fn chain_state(app: &App, id: U256) -> Result<ChainState, Error> {
     )?;
     Ok(ChainState {
         status: match state._0 {
-            s if s == SessionStatus::Active as u8 => "active",
-            s if s == SessionStatus::Revoked as u8 => "revoked",
-            s if s == SessionStatus::Closed as u8 => "closed",
-            _ => "unknown",
+            s if s == SessionStatus::Active as u8 => ChainStatus::Active,
+            s if s == SessionStatus::Revoked as u8 => ChainStatus::Revoked,
+            s if s == SessionStatus::Closed as u8 => ChainStatus::Closed,
+            _ => ChainStatus::Unknown,
         },
         can_pay: authority._2,
         deposit: state._1.to_string(),
@@ -185,41 +262,40 @@ pub async fn chain_state(app: &App, id: U256) -> Result<ChainState, Error> {
 }
 
 /// A session's lifecycle events as the API shows them, newest first.
-async fn history(app: &App, session_id: &str) -> Result<Vec<Value>, Error> {
+async fn history(app: &App, session_id: &str) -> Result<Vec<LifecycleEntry>, Error> {
     let rows = app.store.session_lifecycle(session_id, 50).await?;
     Ok(rows
         .into_iter()
-        .map(|r| {
-            json!({
-                "id": r.id,
-                "source": r.source,
-                "eventId": r.event_id,
-                "kind": r.kind,
-                "lifecycle": r.lifecycle,
-                "at": r.at,
-                "action": r.action,
-                "receivedAt": r.received_at,
-                "report": serde_json::from_str::<Value>(&r.report).unwrap_or(Value::Null),
-            })
+        .map(|r| LifecycleEntry {
+            report: serde_json::from_str(&r.report).unwrap_or(Value::Null),
+            id: r.id,
+            source: r.source,
+            event_id: r.event_id,
+            kind: r.kind,
+            lifecycle: r.lifecycle,
+            at: r.at,
+            action: r.action,
+            received_at: r.received_at,
         })
         .collect())
 }
 
 /// A session's metering charges as the API shows them.
-async fn charges(app: &App, session_id: &str) -> Result<Vec<Value>, Error> {
+async fn charges(app: &App, session_id: &str) -> Result<Vec<Charge>, Error> {
     Ok(app
         .store
         .charges(session_id)
         .await?
         .into_iter()
-        .map(|c| {
-            json!({
-                "run": c.run, "metered": c.metered, "amount": c.amount,
-                "paymentId": c.payment_id, "error": c.error_code,
-                "purpose": format!("{}", keccak256(c.summary.as_bytes())),
-                "summary": serde_json::from_str::<Value>(&c.summary).unwrap_or(Value::Null),
-                "createdAt": c.created_at,
-            })
+        .map(|c| Charge {
+            purpose: format!("{}", keccak256(c.summary.as_bytes())),
+            summary: serde_json::from_str(&c.summary).unwrap_or(Value::Null),
+            run: c.run,
+            metered: c.metered,
+            amount: c.amount,
+            payment_id: c.payment_id,
+            error: c.error_code,
+            created_at: c.created_at,
         })
         .collect())
 }

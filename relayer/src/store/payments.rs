@@ -91,7 +91,8 @@ pub struct PaymentRow {
 
 /// Where a payment is: `queued → submitted → mined → confirmed`, or `pending_approval` (the
 /// owner decides), `rejected`, `failed` or `expired`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum PaymentStatus {
     /// Stored with its signed transaction; not yet accepted by the node.
     Queued,

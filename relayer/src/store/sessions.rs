@@ -7,7 +7,8 @@ use super::{DbTx, SealedKeyRow, Store, StoreError, TxStatus};
 
 /// Where a session's opening is (its state on chain, revoked or closed, is read from the
 /// chain).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum OpenStatus {
     /// Its terms wait for the owner's signature.
     Prepared,

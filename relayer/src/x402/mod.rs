@@ -14,7 +14,11 @@
 //!   ([`exact`]); checked against the chain at the latest block, settled through the
 //!   transaction engine and answered once mined.
 
+use std::collections::BTreeMap;
+
+use serde::Serialize;
 use serde_json::{json, Value};
+use utoipa::ToSchema;
 
 use crate::kernel::App;
 use crate::kernel::Error;
@@ -32,24 +36,55 @@ pub use types::{
 };
 use types::{refuse, Refusal};
 
+/// What `GET /x402/supported` answers: x402's `SupportedResponse`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Supported {
+    /// The (version, scheme, network) kinds settled here.
+    pub kinds: Vec<Kind>,
+    /// x402 extensions supported (none).
+    pub extensions: Vec<String>,
+    /// The accounts that send settlements, by CAIP-2 family.
+    pub signers: BTreeMap<String, Vec<String>>,
+}
+
+/// A kind of payment this facilitator settles.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Kind {
+    /// 2.
+    pub x402_version: u32,
+    /// `bursar-session` or `exact`.
+    pub scheme: &'static str,
+    /// CAIP-2.
+    pub network: String,
+    /// `bursar-session`'s: `{wallet}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub extra: Option<Value>,
+}
+
 /// `GET /x402/supported`.
-pub fn supported(app: &App) -> Value {
+pub fn supported(app: &App) -> Supported {
     let signers: Vec<String> = app.engine.signers().iter().map(|a| a.to_string()).collect();
     let network = network(app.chain_id);
-    json!({
-        "kinds": [{
-            "x402Version": VERSION,
-            "scheme": SCHEME,
-            "network": network,
-            "extra": { "wallet": app.contracts.wallet.to_string() },
-        }, {
-            "x402Version": VERSION,
-            "scheme": EXACT,
-            "network": network,
-        }],
-        "extensions": [],
-        "signers": { "eip155:*": signers },
-    })
+    Supported {
+        kinds: vec![
+            Kind {
+                x402_version: VERSION,
+                scheme: SCHEME,
+                network: network.clone(),
+                extra: Some(json!({ "wallet": app.contracts.wallet.to_string() })),
+            },
+            Kind {
+                x402_version: VERSION,
+                scheme: EXACT,
+                network,
+                extra: None,
+            },
+        ],
+        extensions: Vec::new(),
+        signers: BTreeMap::from([("eip155:*".to_owned(), signers)]),
+    }
 }
 
 fn unsupported(scheme: &str) -> Refusal {

@@ -22,20 +22,24 @@ use crate::kernel::Error;
 use crate::store::{SessionRow, Store};
 
 /// `POST /v1/x402/pay`: a 402 answer's payment requirements.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(as = X402PayRequest)]
 pub struct PayRequest {
     /// The `PAYMENT-REQUIRED` header's value (base64 JSON), or the object itself.
+    #[schema(value_type = Object)]
     pub payment_required: Value,
 }
 
 /// What `POST /v1/x402/pay` answers.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = X402Paid)]
 pub struct Paid {
     /// The `PAYMENT-SIGNATURE` header to retry the request with.
     pub payment_signature: String,
-    /// The same, decoded.
+    /// The same, decoded (x402's `PaymentPayload`).
+    #[schema(value_type = Object)]
     pub payment_payload: PaymentPayload,
 }
 

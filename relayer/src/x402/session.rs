@@ -15,6 +15,7 @@ use crate::kernel::json::{session_id_text, Amount};
 use crate::kernel::App;
 use crate::kernel::Error;
 use crate::payments::{self, PayBody, SignedIntent};
+use crate::store::PaymentStatus;
 
 /// The `bursar-session` payload: a `PaymentIntent` of the session, signed by its session key.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -215,15 +216,16 @@ pub(super) async fn settle(app: &App, req: &FacilitatorRequest) -> Result<Settle
     };
     let wait = app.settings.open_wait;
     let settled = payments::get(app, &row, &queued.id, wait, None).await?;
-    tracing::info!(session = %id, payment = %settled.id, status = settled.status, "x402 payment settled");
+    let status = settled.status.as_str();
+    tracing::info!(session = %id, payment = %settled.id, status, "x402 payment settled");
     match (settled.status, settled.transaction_hash) {
-        ("confirmed" | "mined", Some(hash)) => Ok(SettleResponse::settled(app, c.payer, hash)),
-        (status, _) => {
+        (PaymentStatus::Confirmed | PaymentStatus::Mined, Some(hash)) => {
+            Ok(SettleResponse::settled(app, c.payer, hash))
+        }
+        _ => {
             let reason = settled
                 .error
-                .as_ref()
-                .and_then(|e| e["code"].as_str())
-                .map_or_else(|| format!("payment_{status}"), str::to_owned);
+                .map_or_else(|| format!("payment_{status}"), |e| e.code);
             failed((reason, format!("the payment is {status}")), payer)
         }
     }

@@ -91,20 +91,23 @@ pub struct PaymentPayload {
 }
 
 /// `POST /x402/verify` and `/x402/settle`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = X402Request)]
 pub struct FacilitatorRequest {
     /// 2.
     #[serde(default)]
     pub x402_version: Option<u32>,
-    /// What the client sent.
+    /// What the client sent (x402's `PaymentPayload`).
+    #[schema(value_type = Object)]
     pub payment_payload: PaymentPayload,
-    /// What the resource server asks.
+    /// What the resource server asks (x402's `PaymentRequirements`).
+    #[schema(value_type = Object)]
     pub payment_requirements: Requirements,
 }
 
 /// What `verify` answers.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VerifyResponse {
     /// Whether settling it would pay.
@@ -121,7 +124,7 @@ pub struct VerifyResponse {
 }
 
 /// What `settle` answers.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SettleResponse {
     /// Whether the payment executed on chain.

@@ -33,7 +33,7 @@ use http::HeaderMap;
 use serde::Serialize;
 
 /// A provider the relayer bridges: by its signed webhooks, or by polling its API.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Provider {
     /// E2B ([`e2b`]).
