@@ -14,7 +14,6 @@
 //! * [`api`] — the HTTP API.
 //! * [`audit`] — signed, hash-chained audit exports and their verification against the chain.
 //! * [`metrics`] — Prometheus metrics.
-//! * [`openapi`] — the API's OpenAPI document.
 
 pub mod api;
 pub mod audit;
@@ -23,7 +22,6 @@ pub mod decode;
 pub mod follower;
 pub mod logs;
 pub mod metrics;
-pub mod openapi;
 pub mod projections;
 pub mod records;
 pub mod spend;

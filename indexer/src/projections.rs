@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 
 use alloy_primitives::U256;
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
 
 use crate::store::LogRow;
 
@@ -236,7 +238,7 @@ impl Session {
     }
 
     /// The session as the API shows it at time `now`.
-    pub fn to_json(&self, now: u64) -> Value {
+    pub fn to_view(&self, now: u64) -> SessionView {
         let (status, deposit, spent, reserved, period_spent, period_start, lease) = self.view(now);
         let budget = amount(&self.terms, "periodBudget");
         let remaining = if status == 3 {
@@ -249,38 +251,128 @@ impl Session {
             2 => "revoked",
             _ => "closed",
         };
-        json!({
-            "terms": self.terms,
-            "status": status,
-            "deposit": deposit.to_string(),
-            "spent": spent.to_string(),
-            "reserved": reserved.to_string(),
-            "remainingDeposit": remaining.to_string(),
-            "refunded": self.refunded.map(|r| r.to_string()),
-            "period": (self.period_seconds != 0).then(|| json!({
-                "start": period_start,
-                "end": period_start.saturating_add(self.period_seconds),
-                "spent": period_spent.to_string(),
-                "remaining": budget.saturating_sub(period_spent).to_string(),
-            })),
-            "leaseExpiresAt": (lease != 0).then_some(lease),
-            "reservations": self.reservations.iter().map(|(digest, r)| json!({
-                "digest": digest,
-                "amount": r.amount.to_string(),
-                "validBefore": r.valid_before,
-                "receiptId": r.receipt_id.to_string(),
-                "nonce": r.nonce,
-                "settledIn": r.settled_in,
-                "status": r.status(now),
-            })).collect::<Vec<_>>(),
-            "pending": self.pending.iter().map(|(id, p)| json!({
-                "pendingId": id.to_string(),
-                "amount": p.amount.to_string(),
-                "expiresAt": p.expires_at,
-                "status": if p.status == "pending" && now >= p.expires_at { "expired" } else { p.status },
-            })).collect::<Vec<_>>(),
-        })
+        SessionView {
+            terms: Value::Object(self.terms.clone()),
+            status,
+            deposit: deposit.to_string(),
+            spent: spent.to_string(),
+            reserved: reserved.to_string(),
+            remaining_deposit: remaining.to_string(),
+            refunded: self.refunded.map(|r| r.to_string()),
+            period: (self.period_seconds != 0).then(|| PeriodView {
+                start: period_start,
+                end: period_start.saturating_add(self.period_seconds),
+                spent: period_spent.to_string(),
+                remaining: budget.saturating_sub(period_spent).to_string(),
+            }),
+            lease_expires_at: (lease != 0).then_some(lease),
+            reservations: self
+                .reservations
+                .iter()
+                .map(|(digest, r)| ReservationView {
+                    digest: digest.clone(),
+                    amount: r.amount.to_string(),
+                    valid_before: r.valid_before,
+                    receipt_id: r.receipt_id.to_string(),
+                    nonce: r.nonce.clone(),
+                    settled_in: r.settled_in.clone(),
+                    status: r.status(now),
+                })
+                .collect(),
+            pending: self
+                .pending
+                .iter()
+                .map(|(id, p)| PendingView {
+                    pending_id: id.to_string(),
+                    amount: p.amount.to_string(),
+                    expires_at: p.expires_at,
+                    status: if p.status == "pending" && now >= p.expires_at {
+                        "expired"
+                    } else {
+                        p.status
+                    },
+                })
+                .collect(),
+        }
     }
+}
+
+/// A session's terms and state by the wallet's rules, as the API shows them (amounts are
+/// decimal strings in base units).
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionView {
+    /// `SessionOpened`'s arguments.
+    #[schema(value_type = Object)]
+    pub terms: Value,
+    /// `active`, `revoked` or `closed`.
+    pub status: &'static str,
+    /// Escrowed so far (top-ups included).
+    pub deposit: String,
+    /// Paid out (reservations included when reserved).
+    pub spent: String,
+    /// Held for pending payments.
+    pub reserved: String,
+    /// What may still be paid from the deposit.
+    pub remaining_deposit: String,
+    /// Returned to the owner at close.
+    pub refunded: Option<String>,
+    /// The budget's current period, when it has one.
+    pub period: Option<PeriodView>,
+    /// When the lease runs out, when it has one (unix seconds).
+    pub lease_expires_at: Option<u64>,
+    /// EIP-3009 authorizations reserved for third parties to settle (x402 `exact`).
+    pub reservations: Vec<ReservationView>,
+    /// Payments waiting for (or decided by) the owner.
+    pub pending: Vec<PendingView>,
+}
+
+/// A budget period.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct PeriodView {
+    /// Its start (unix seconds).
+    pub start: u64,
+    /// Its end (unix seconds).
+    pub end: u64,
+    /// Spent in it.
+    pub spent: String,
+    /// What may still be spent in it.
+    pub remaining: String,
+}
+
+/// A reservation.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReservationView {
+    /// The EIP-3009 authorization's digest.
+    pub digest: String,
+    /// Its value (counted as spent once, when reserved).
+    pub amount: String,
+    /// Settleable before this (unix seconds).
+    pub valid_before: u64,
+    /// Its receipt.
+    pub receipt_id: String,
+    /// Its EIP-3009 nonce.
+    pub nonce: String,
+    /// The transaction that used it.
+    pub settled_in: Option<String>,
+    /// `settled` (a third party used it), `released` (unused, given back), `reserved`
+    /// (usable until `validBefore`) or `expired` (unused in its window: anyone may release it).
+    pub status: &'static str,
+}
+
+/// A pending payment.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingView {
+    /// The wallet's id.
+    pub pending_id: String,
+    /// What it would pay.
+    pub amount: String,
+    /// After this (unix seconds) it can no longer be approved.
+    pub expires_at: u64,
+    /// `pending`, `approved`, `rejected` or `expired`.
+    pub status: &'static str,
 }
 
 #[cfg(test)]
@@ -368,11 +460,14 @@ mod tests {
         let mut rows = vec![row(opened, 1), row(reserved, 2)];
         let s = Session::fold(&rows).unwrap();
         assert_eq!(s.spent, U256::from(30));
-        let json = s.to_json(100);
+        let json = serde_json::to_value(s.to_view(100)).unwrap();
         assert_eq!(json["reservations"][0]["status"], "reserved");
         assert_eq!(json["reservations"][0]["amount"], "30");
         assert_eq!(json["remainingDeposit"], "70");
-        assert_eq!(s.to_json(600)["reservations"][0]["status"], "expired");
+        assert_eq!(
+            serde_json::to_value(s.to_view(600)).unwrap()["reservations"][0]["status"],
+            "expired"
+        );
         assert_eq!(
             json["reservations"][0]["nonce"],
             B256::repeat_byte(0x22).to_string()
@@ -392,7 +487,7 @@ mod tests {
         });
         let s = Session::fold(&settled).unwrap();
         assert_eq!(s.spent, U256::from(30));
-        let json = s.to_json(700);
+        let json = serde_json::to_value(s.to_view(700)).unwrap();
         assert_eq!(json["reservations"][0]["status"], "settled");
         assert_eq!(json["reservations"][0]["settledIn"], "0xfacade");
 
@@ -401,6 +496,9 @@ mod tests {
         let s = Session::fold(&rows).unwrap();
         assert_eq!(s.spent, U256::ZERO);
         assert_eq!(s.refunded, Some(U256::from(100)));
-        assert_eq!(s.to_json(700)["reservations"][0]["status"], "released");
+        assert_eq!(
+            serde_json::to_value(s.to_view(700)).unwrap()["reservations"][0]["status"],
+            "released"
+        );
     }
 }

@@ -5,21 +5,41 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use serde::Serialize;
 use serde_json::{json, Value};
+use utoipa::ToSchema;
 
 use crate::metrics::Metrics;
 use crate::store::{LogFilter, LogRow, Store, StoreError};
 
-/// Where event `r` is on chain, with its finality (`latest`, `safe`, `finalized`).
-pub fn chain(metrics: &Metrics, r: &LogRow) -> Value {
-    json!({
-        "blockNumber": r.block_number,
-        "blockHash": r.block_hash,
-        "blockTimestamp": r.block_timestamp,
-        "txHash": r.tx_hash,
-        "logIndex": r.log_index,
-        "finality": metrics.finality(r.block_number),
-    })
+/// Where an event is on chain, and how final.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Chain {
+    /// Its block.
+    pub block_number: u64,
+    /// Its block's hash.
+    pub block_hash: String,
+    /// Its block's time (unix seconds).
+    pub block_timestamp: u64,
+    /// Its transaction.
+    pub tx_hash: String,
+    /// Its index in the block.
+    pub log_index: u64,
+    /// `latest`, `safe` or `finalized`, by the node's block tags.
+    pub finality: &'static str,
+}
+
+/// Where event `r` is on chain, with its finality.
+pub fn chain(metrics: &Metrics, r: &LogRow) -> Chain {
+    Chain {
+        block_number: r.block_number,
+        block_hash: r.block_hash.clone(),
+        block_timestamp: r.block_timestamp,
+        tx_hash: r.tx_hash.clone(),
+        log_index: r.log_index,
+        finality: metrics.finality(r.block_number),
+    }
 }
 
 /// Reads receipts and records as of a block.
@@ -59,7 +79,7 @@ impl Records<'_> {
         let id = arg(recorded, "receiptId").unwrap_or_default();
         let ack = self.one("ReceiptAcknowledged", "receiptId", id).await?;
         let mut v = recorded.args.clone().unwrap_or(Value::Null);
-        v["recorded"] = chain(self.metrics, recorded);
+        v["recorded"] = json!(chain(self.metrics, recorded));
         v["acknowledged"] = json!(ack.is_some());
         v["acknowledgement"] = ack.map_or(
             Value::Null,
@@ -81,7 +101,7 @@ impl Records<'_> {
         let id = arg(recorded, "recordId").unwrap_or_default();
         let revoked = self.one("ProvenanceRevoked", "recordId", id).await?;
         let mut v = recorded.args.clone().unwrap_or(Value::Null);
-        v["recorded"] = chain(self.metrics, recorded);
+        v["recorded"] = json!(chain(self.metrics, recorded));
         v["valid"] = json!(revoked.is_none());
         v["revocation"] = revoked.map_or(
         Value::Null,

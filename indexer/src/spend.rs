@@ -19,12 +19,13 @@ pub struct SpendFilter {
     pub token: Option<String>,
 }
 
-/// The sums of the payments `filter` selects, grouped by `groups` (none: one total).
+/// The sums of the payments `filter` selects, grouped by `groups` (none: one total): one row
+/// per group, its keys by the groups' names, `total` and `payments`.
 pub async fn spend(
     store: &Store,
     groups: &[Group],
     filter: &SpendFilter,
-) -> Result<Value, StoreError> {
+) -> Result<Vec<Value>, StoreError> {
     let mut sums = store
         .payment_sums(
             &filter.logs,
@@ -47,8 +48,5 @@ pub async fn spend(
             row
         })
         .collect();
-    Ok(json!({
-        "groupBy": groups.iter().map(|g| g.name()).collect::<Vec<_>>(),
-        "groups": rows,
-    }))
+    Ok(rows)
 }

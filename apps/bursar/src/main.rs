@@ -113,7 +113,7 @@ fn main() -> std::process::ExitCode {
         Command::Openapi { service } => {
             let doc = match service {
                 Service::Relayer => serde_json::to_value(bursar_relayer::api::document()),
-                Service::Indexer => Ok(bursar_indexer::openapi::document()),
+                Service::Indexer => serde_json::to_value(bursar_indexer::api::document()),
             };
             doc.and_then(|doc| serde_json::to_writer_pretty(std::io::stdout().lock(), &doc))
                 .map(|()| println!())

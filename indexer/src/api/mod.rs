@@ -6,7 +6,9 @@
 //! indexed by default), counts canonical rows only unless `includeOrphaned=true`, and labels
 //! each event with its finality (`latest`, `safe` or `finalized`, by the node's block tags).
 
+mod dto;
 mod error;
+mod openapi;
 mod params;
 mod records;
 mod rows;
@@ -14,14 +16,19 @@ mod sessions;
 mod spend;
 mod state;
 
+use std::sync::Arc;
+
 use axum::routing::get;
 use axum::{Json, Router};
-use serde_json::{json, Value};
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 pub use error::ApiError;
 pub use params::{AsOf, Params};
 pub use state::AppState;
 
+use dto::Health;
 use state::Shared;
 
 /// Serves the API on `listener` until `stop` resolves.
@@ -38,10 +45,12 @@ pub async fn serve(
     }
 }
 
-/// The API's routes.
+/// The API's routes, each registered with its OpenAPI operation; the document is served at
+/// `/openapi.json`.
 pub fn router(state: AppState) -> Router {
-    Router::new()
-        .route("/health", get(health))
+    let (routes, doc) = routes().split_for_parts();
+    let doc = Arc::new(openapi::finish(doc));
+    routes
         .route(
             "/metrics",
             get(|s: Shared| async move {
@@ -54,38 +63,66 @@ pub fn router(state: AppState) -> Router {
         )
         .route(
             "/openapi.json",
-            get(|| async { Json(crate::openapi::document()) }),
+            get(move || {
+                let doc = doc.clone();
+                async move { Json(doc) }
+            }),
         )
-        .route("/v1/events", get(sessions::events))
-        .route("/v1/sessions", get(sessions::list))
-        .route("/v1/sessions/{id}", get(sessions::one))
-        .route("/v1/sessions/{id}/timeline", get(sessions::timeline))
-        .route("/v1/sessions/{id}/export", get(sessions::export))
-        .route("/v1/spend", get(spend::spend))
-        .route("/v1/receipts", get(records::receipts))
-        .route("/v1/receipts/{id}", get(records::receipt))
-        .route("/v1/provenance", get(records::provenance))
-        .route("/v1/provenance/{id}", get(records::record))
-        .route("/v1/provenance/{id}/lineage", get(records::lineage))
         .with_state(state)
 }
 
-/// `GET /health`: the chain, how far indexing got, how far behind the head, the node's safe
-/// and finalized blocks, and the address that signs audit exports.
-async fn health(s: Shared) -> Result<Json<Value>, ApiError> {
+/// The OpenAPI document the API serves.
+pub fn document() -> utoipa::openapi::OpenApi {
+    openapi::finish(routes().into_openapi())
+}
+
+/// The documented routes (`/metrics` and `/openapi.json` are documented in [`openapi::Doc`]).
+fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(openapi::Doc::openapi())
+        .routes(routes!(health))
+        .routes(routes!(sessions::events))
+        .routes(routes!(sessions::list))
+        .routes(routes!(sessions::one))
+        .routes(routes!(sessions::timeline))
+        .routes(routes!(sessions::export))
+        .routes(routes!(spend::spend))
+        .routes(routes!(records::receipts))
+        .routes(routes!(records::receipt))
+        .routes(routes!(records::provenance))
+        .routes(routes!(records::record))
+        .routes(routes!(records::lineage))
+}
+
+/// How far indexing got, how far behind the head, the node's safe and finalized blocks, and
+/// the address that signs audit exports.
+#[utoipa::path(get, path = "/health", operation_id = "health", tag = "service",
+    responses((status = 200, description = "Serving", body = Health)))]
+async fn health(s: Shared) -> Result<Json<Health>, ApiError> {
     let checkpoint = s.store.checkpoint().await?;
     let head = s.metrics.head.get() as u64;
     let indexed = checkpoint.as_ref().map_or(0, |(n, _)| *n);
-    let (safe, finalized) = s.metrics.tags();
-    Ok(Json(json!({
-        "status": "ok",
-        "chainId": s.chain_id,
-        "headBlock": head,
-        "headLag": head.saturating_sub(indexed),
-        "indexedBlock": checkpoint.as_ref().map(|(n, _)| n),
-        "indexedBlockHash": checkpoint.map(|(_, h)| h),
-        "safeBlock": safe,
-        "finalizedBlock": finalized,
-        "exportSigner": s.exporter.signer().to_checksum(None),
-    })))
+    let (safe_block, finalized_block) = s.metrics.tags();
+    Ok(Json(Health {
+        status: "ok",
+        chain_id: s.chain_id,
+        head_block: head,
+        head_lag: head.saturating_sub(indexed),
+        indexed_block: checkpoint.as_ref().map(|(n, _)| *n),
+        indexed_block_hash: checkpoint.map(|(_, h)| h),
+        safe_block,
+        finalized_block,
+        export_signer: s.exporter.signer().to_checksum(None),
+    }))
 }
+
+/// Prometheus metrics (text exposition 0.0.4).
+#[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "service",
+    responses((status = 200, description = "Prometheus text", content_type = "text/plain", body = String)))]
+#[allow(dead_code)] // Documents the route `router` serves.
+fn metrics() {}
+
+/// This document.
+#[utoipa::path(get, path = "/openapi.json", operation_id = "openapi", tag = "service",
+    responses((status = 200, description = "OpenAPI 3.1", body = Object)))]
+#[allow(dead_code)] // Documents the route `router` serves with the document it built.
+fn openapi_json() {}

@@ -199,13 +199,6 @@ pub struct AsOf {
     pub time: Option<u64>,
 }
 
-impl AsOf {
-    /// `{"blockNumber", "asOfTime"}`, for answers.
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({ "blockNumber": self.block, "asOfTime": self.time })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,8 +2,11 @@
 
 use axum::extract::Path;
 use axum::Json;
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use super::dto::{
+    AsOfQuery, Lineage, PageQuery, RangeQuery, Receipt, ReceiptPage, Record, RecordPage,
+};
 use super::error::ApiError;
 use super::params::{bad, id_of};
 use super::params::{AsOf, Params};
@@ -21,9 +24,16 @@ fn records<'a>(s: &'a Shared, at: &AsOf) -> Records<'a> {
     }
 }
 
-/// `GET /v1/receipts`: receipts in the order they were recorded. Filters: `payer`, `payee`,
-/// `session`, `purpose`, `acknowledged` (true/false), and the paging of `/v1/events`.
-pub(super) async fn receipts(s: Shared, q: QueryMap) -> Result<Json<Value>, ApiError> {
+/// Receipts in the order they were recorded, with their acknowledgements.
+#[utoipa::path(get, path = "/v1/receipts", operation_id = "listReceipts", tag = "records",
+    params(("payer" = Option<String>, Query, description = "An address."),
+        ("payee" = Option<String>, Query, description = "An address."),
+        ("session" = Option<String>, Query, description = "A session id."),
+        ("purpose" = Option<String>, Query, description = "0x and 64 hex digits."),
+        ("acknowledged" = Option<bool>, Query, description = "`true` or `false`."),
+        AsOfQuery, RangeQuery, PageQuery),
+    responses((status = 200, description = "A page of receipts", body = ReceiptPage)))]
+pub(super) async fn receipts(s: Shared, q: QueryMap) -> Result<Json<ReceiptPage>, ApiError> {
     let mut p = Params::from(q.0);
     let mut args = Vec::new();
     for name in ["payer", "payee"] {
@@ -51,12 +61,16 @@ pub(super) async fn receipts(s: Shared, q: QueryMap) -> Result<Json<Value>, ApiE
     for r in &rows {
         out.push(reader.receipt(r).await?);
     }
-    Ok(Json(
-        json!({ "receipts": out, "nextCursor": cursor(&rows, filter.limit) }),
-    ))
+    Ok(Json(ReceiptPage {
+        receipts: out,
+        next_cursor: cursor(&rows, filter.limit),
+    }))
 }
 
-/// `GET /v1/receipts/{id}`.
+/// A receipt and its acknowledgement.
+#[utoipa::path(get, path = "/v1/receipts/{id}", operation_id = "getReceipt", tag = "records",
+    params(("id" = String, Path, description = "The receipt id (decimal)."), AsOfQuery),
+    responses((status = 200, description = "The receipt", body = Receipt)))]
 pub(super) async fn receipt(
     s: Shared,
     Path(id): Path<String>,
@@ -71,9 +85,14 @@ pub(super) async fn receipt(
     Ok(Json(found.ok_or(ApiError::NotFound)?))
 }
 
-/// `GET /v1/provenance`: records in the order they were recorded. Filters: `subject`,
-/// `attester`, `session`, and the paging of `/v1/events`.
-pub(super) async fn provenance(s: Shared, q: QueryMap) -> Result<Json<Value>, ApiError> {
+/// Provenance records in the order they were recorded, with their validity.
+#[utoipa::path(get, path = "/v1/provenance", operation_id = "listRecords", tag = "records",
+    params(("subject" = Option<String>, Query, description = "0x and 64 hex digits."),
+        ("attester" = Option<String>, Query, description = "An address."),
+        ("session" = Option<String>, Query, description = "A session id."),
+        AsOfQuery, RangeQuery, PageQuery),
+    responses((status = 200, description = "A page of records", body = RecordPage)))]
+pub(super) async fn provenance(s: Shared, q: QueryMap) -> Result<Json<RecordPage>, ApiError> {
     let mut p = Params::from(q.0);
     let mut args = Vec::new();
     args.extend(p.address("attester")?.map(|a| ("attester".to_owned(), a)));
@@ -89,12 +108,16 @@ pub(super) async fn provenance(s: Shared, q: QueryMap) -> Result<Json<Value>, Ap
     for r in &rows {
         out.push(reader.record(r).await?);
     }
-    Ok(Json(
-        json!({ "records": out, "nextCursor": cursor(&rows, filter.limit) }),
-    ))
+    Ok(Json(RecordPage {
+        records: out,
+        next_cursor: cursor(&rows, filter.limit),
+    }))
 }
 
-/// `GET /v1/provenance/{id}`: the record, its revocation and `valid`.
+/// A provenance record, its revocation and `valid`.
+#[utoipa::path(get, path = "/v1/provenance/{id}", operation_id = "getRecord", tag = "records",
+    params(("id" = String, Path, description = "The record id (decimal)."), AsOfQuery),
+    responses((status = 200, description = "The record", body = Record)))]
 pub(super) async fn record(
     s: Shared,
     Path(id): Path<String>,
@@ -109,8 +132,12 @@ pub(super) async fn record(
     Ok(Json(found.ok_or(ApiError::NotFound)?))
 }
 
-/// `GET /v1/provenance/{id}/lineage?depth=N` (1–64, default 8): ancestors and descendants up
-/// to `depth` generations, and `lineageValid` (the record and every ancestor found unrevoked).
+/// A record's ancestors and descendants up to `depth` generations, and `lineageValid` (false
+/// when the record or an ancestor is revoked).
+#[utoipa::path(get, path = "/v1/provenance/{id}/lineage", operation_id = "getLineage",
+    tag = "records",
+    params(("id" = String, Path, description = "The record id (decimal)."), ("depth" = Option<u32>, Query, minimum = 1, maximum = 64, description = "Generations each way, 1 to 64 (default 8)."), AsOfQuery),
+    responses((status = 200, description = "The lineage", body = Lineage)))]
 pub(super) async fn lineage(
     s: Shared,
     Path(id): Path<String>,

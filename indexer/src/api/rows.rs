@@ -1,7 +1,6 @@
 //! Events as the API shows them, and the cursor of a page of them.
 
-use serde_json::{json, Value};
-
+use super::dto::Event;
 use crate::metrics::Metrics;
 use crate::store::LogRow;
 
@@ -16,27 +15,23 @@ pub(super) fn cursor(rows: &[LogRow], limit: u64) -> Option<String> {
 }
 
 /// Event `r` as the API shows it.
-pub(super) fn view(metrics: &Metrics, r: &LogRow) -> Value {
+pub(super) fn view(metrics: &Metrics, r: &LogRow) -> Event {
     let address = r
         .address
         .parse::<alloy_primitives::Address>()
         .map_or(r.address.clone(), |a| a.to_checksum(None));
-    let mut v = crate::records::chain(metrics, r);
-    let fields = [
-        ("chainId", json!(r.chain_id)),
-        ("contract", json!(r.contract)),
-        ("address", json!(address)),
-        ("event", json!(r.event)),
-        ("args", json!(r.args)),
-        ("topics", json!(r.topics)),
-        ("data", json!(r.data)),
-        ("decodeError", json!(r.decode_error)),
-        ("sessionId", json!(r.session_id)),
-        ("canonical", json!(r.canonical)),
-        ("orphanedBy", json!(r.orphaned_by)),
-    ];
-    for (name, value) in fields {
-        v[name] = value;
+    Event {
+        at: crate::records::chain(metrics, r),
+        chain_id: r.chain_id,
+        contract: r.contract.clone(),
+        address,
+        event: r.event.clone(),
+        args: r.args.clone(),
+        topics: r.topics.iter().map(|t| t.to_string()).collect(),
+        data: r.data.to_string(),
+        decode_error: r.decode_error.clone(),
+        session_id: r.session_id.clone(),
+        canonical: r.canonical,
+        orphaned_by: r.orphaned_by.clone(),
     }
-    v
 }

@@ -1,10 +1,8 @@
 //! Events, sessions, a session's state and timeline, and its audit export.
 
-use axum::extract::Path;
-use axum::response::{IntoResponse, Response};
-use axum::Json;
-use serde_json::{json, Value};
-
+use super::dto::{
+    AsOfQuery, AsOfView, EventPage, Opened, PageQuery, RangeQuery, SessionPage, SessionState,
+};
 use super::error::ApiError;
 use super::params::Params;
 use super::params::{bad, session_of};
@@ -12,10 +10,16 @@ use super::rows::{cursor, view};
 use super::state::{QueryMap, Shared};
 use crate::projections::Session;
 use crate::store::{LogFilter, LogRow};
+use axum::extract::Path;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
 
-/// `GET /v1/events`: logs in chain order, with the filters and paging of
-/// [`Params::log_filter`].
-pub(super) async fn events(s: Shared, q: QueryMap) -> Result<Json<Value>, ApiError> {
+/// Logs in chain order, decoded (the filters and paging of [`Params::log_filter`]).
+#[utoipa::path(get, path = "/v1/events", operation_id = "listEvents", tag = "events",
+    params(("session" = Option<String>, Query, description = "A session id: 0x and 64 hex digits, or decimal."), ("event" = Option<String>, Query, description = "An event's name (`PaymentExecuted`)."),
+        AsOfQuery, RangeQuery, PageQuery),
+    responses((status = 200, description = "A page of events", body = EventPage)))]
+pub(super) async fn events(s: Shared, q: QueryMap) -> Result<Json<EventPage>, ApiError> {
     let mut p = Params::from(q.0);
     let at = p.as_of(&s.store).await?;
     let filter = p.log_filter(&at)?;
@@ -23,13 +27,17 @@ pub(super) async fn events(s: Shared, q: QueryMap) -> Result<Json<Value>, ApiErr
     page(&s, filter).await
 }
 
-/// `GET /v1/sessions/{id}/timeline`: every event of the session in order (the parameters of
-/// `/v1/events` but `session`).
+/// Every event of the session in order: receipts, provenance, acknowledgements and
+/// revocations included (the parameters of `/v1/events` but `session`).
+#[utoipa::path(get, path = "/v1/sessions/{id}/timeline", operation_id = "sessionTimeline",
+    tag = "sessions", params(("id" = String, Path, description = "A session id: 0x and 64 hex digits (as answered), or decimal."), ("event" = Option<String>, Query, description = "An event's name."),
+        AsOfQuery, RangeQuery, PageQuery),
+    responses((status = 200, description = "A page of events", body = EventPage)))]
 pub(super) async fn timeline(
     s: Shared,
     Path(id): Path<String>,
     q: QueryMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<EventPage>, ApiError> {
     let mut p = Params::from(q.0);
     if p.take("session").is_some() {
         return Err(bad(
@@ -44,18 +52,26 @@ pub(super) async fn timeline(
     page(&s, filter).await
 }
 
-async fn page(s: &Shared, filter: LogFilter) -> Result<Json<Value>, ApiError> {
+async fn page(s: &Shared, filter: LogFilter) -> Result<Json<EventPage>, ApiError> {
     let rows = s.store.logs(&filter).await?;
-    Ok(Json(json!({
-        "events": rows.iter().map(|r| view(&s.metrics, r)).collect::<Vec<_>>(),
-        "nextCursor": cursor(&rows, filter.limit),
-    })))
+    Ok(Json(EventPage {
+        events: rows.iter().map(|r| view(&s.metrics, r)).collect(),
+        next_cursor: cursor(&rows, filter.limit),
+    }))
 }
 
-/// `GET /v1/sessions`: sessions in the order they opened, with their terms. Filters: `owner`,
-/// `sessionKey`, `token`, `metadata` (0x + 64 hex), `status` (`active`, `revoked`, `closed`),
-/// `openedFrom`/`openedTo` (unix seconds) and the paging of `/v1/events`.
-pub(super) async fn list(s: Shared, q: QueryMap) -> Result<Json<Value>, ApiError> {
+/// Sessions in the order they opened, with their terms.
+#[utoipa::path(get, path = "/v1/sessions", operation_id = "listSessions", tag = "sessions",
+    params(("owner" = Option<String>, Query, description = "An address."),
+        ("sessionKey" = Option<String>, Query, description = "An address."),
+        ("token" = Option<String>, Query, description = "An address."),
+        ("metadata" = Option<String>, Query, description = "0x and 64 hex digits, as opened."),
+        ("status" = Option<String>, Query, description = "`active`, `revoked` or `closed`."),
+        ("openedFrom" = Option<u64>, Query, description = "Opened at or after this unix time."),
+        ("openedTo" = Option<u64>, Query, description = "Opened at or before this unix time."),
+        AsOfQuery, RangeQuery, PageQuery),
+    responses((status = 200, description = "A page of sessions", body = SessionPage)))]
+pub(super) async fn list(s: Shared, q: QueryMap) -> Result<Json<SessionPage>, ApiError> {
     let mut p = Params::from(q.0);
     let mut args = Vec::new();
     for name in ["owner", "sessionKey", "token"] {
@@ -85,29 +101,31 @@ pub(super) async fn list(s: Shared, q: QueryMap) -> Result<Json<Value>, ApiError
         (a, b) => a.or(b),
     };
     let rows = s.store.logs(&filter).await?;
-    let sessions: Vec<Value> = rows
+    let sessions = rows
         .iter()
-        .map(|r| {
-            json!({
-                "sessionId": r.session_id,
-                "terms": r.args,
-                "openedAt": crate::records::chain(&s.metrics, r),
-                "canonical": r.canonical,
-            })
+        .map(|r| Opened {
+            session_id: r.session_id.clone(),
+            terms: r.args.clone(),
+            opened_at: crate::records::chain(&s.metrics, r),
+            canonical: r.canonical,
         })
         .collect();
-    Ok(Json(
-        json!({ "sessions": sessions, "nextCursor": cursor(&rows, filter.limit) }),
-    ))
+    Ok(Json(SessionPage {
+        sessions,
+        next_cursor: cursor(&rows, filter.limit),
+    }))
 }
 
-/// `GET /v1/sessions/{id}`: the session's terms and its state by the wallet's rules, at the
-/// last block indexed or as of `asOfBlock`/`asOfTime`.
+/// A session's terms and state by the wallet's rules, at the last block indexed or as of
+/// `asOfBlock`/`asOfTime`.
+#[utoipa::path(get, path = "/v1/sessions/{id}", operation_id = "getSession", tag = "sessions",
+    params(("id" = String, Path, description = "A session id: 0x and 64 hex digits (as answered), or decimal."), AsOfQuery),
+    responses((status = 200, description = "The session", body = SessionState)))]
 pub(super) async fn one(
     s: Shared,
     Path(id): Path<String>,
     q: QueryMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SessionState>, ApiError> {
     let id = session_of(&id, "id")?;
     let mut p = Params::from(q.0);
     let at = p.as_of(&s.store).await?;
@@ -119,10 +137,15 @@ pub(super) async fn one(
     };
     let events = session_events(&s, &id, at.block).await?;
     let session = Session::fold(&events).ok_or(ApiError::NotFound)?;
-    let mut body = session.to_json(time);
-    body["sessionId"] = json!(id);
-    body["asOf"] = json!({ "blockNumber": at.block, "blockTimestamp": time, "asOfTime": at.time });
-    Ok(Json(body))
+    Ok(Json(SessionState {
+        session_id: id,
+        state: session.to_view(time),
+        as_of: AsOfView {
+            block_number: at.block,
+            block_timestamp: Some(time),
+            as_of_time: at.time,
+        },
+    }))
 }
 
 /// Every canonical event of session `id` up to block `at`, in order.
@@ -145,9 +168,15 @@ async fn block_time(s: &Shared, number: u64) -> Result<u64, ApiError> {
     Ok(node_block(s, number).await?.timestamp.to())
 }
 
-/// `GET /v1/sessions/{id}/export?format=ndjson|csv`: the session's timeline up to the last
-/// block indexed (or `asOfBlock`/`asOfTime`) as a hash-chained audit export with a final
-/// signed manifest (see [`crate::audit`]).
+/// The session's timeline up to the last block indexed (or `asOfBlock`/`asOfTime`) as a
+/// signed, hash-chained audit export (see [`crate::audit`]): NDJSON rows with `prevHash` and
+/// `hash`, then a line `{"manifest": …}` (CSV: the same columns, the manifest on a last `# `
+/// line). `bursar audit verify` re-checks it against a node.
+#[utoipa::path(get, path = "/v1/sessions/{id}/export", operation_id = "exportSession",
+    tag = "sessions",
+    params(("id" = String, Path, description = "A session id: 0x and 64 hex digits (as answered), or decimal."), ("format" = Option<String>, Query, description = "`ndjson` (default) or `csv`."), AsOfQuery),
+    responses((status = 200, description = "The export", content(
+        (String = "application/x-ndjson"), (String = "text/csv")))))]
 pub(super) async fn export(
     s: Shared,
     Path(id): Path<String>,

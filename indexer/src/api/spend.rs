@@ -1,19 +1,23 @@
 //! Spend sums (see [`crate::spend`]).
 
-use axum::Json;
-use serde_json::Value;
-
+use super::dto::{AsOfQuery, AsOfView, RangeQuery, Spend};
 use super::error::ApiError;
 use super::params::bad;
 use super::params::Params;
 use super::state::{QueryMap, Shared};
 use crate::spend::{Group, SpendFilter};
+use axum::Json;
 
-/// `GET /v1/spend`: executed payments summed. `groupBy` (comma-separated: session, owner,
-/// counterparty, token, hour, day; none: one total); filters `session`, `owner`,
-/// `counterparty`, `token`, `fromBlock`, `toBlock`, `fromTime`, `toTime` (unix seconds),
-/// `asOfBlock`/`asOfTime`, `includeOrphaned`.
-pub(super) async fn spend(s: Shared, q: QueryMap) -> Result<Json<Value>, ApiError> {
+/// Executed payments summed, once each (a reservation when reserved, unless released).
+#[utoipa::path(get, path = "/v1/spend", operation_id = "spend", tag = "spend",
+    params(("groupBy" = Option<String>, Query, description = "Comma-separated: session, owner, counterparty, token, hour, day (none: one total)."),
+        ("session" = Option<String>, Query, description = "A session id."),
+        ("owner" = Option<String>, Query, description = "An address."),
+        ("counterparty" = Option<String>, Query, description = "An address."),
+        ("token" = Option<String>, Query, description = "An address."),
+        AsOfQuery, RangeQuery),
+    responses((status = 200, description = "The sums", body = Spend)))]
+pub(super) async fn spend(s: Shared, q: QueryMap) -> Result<Json<Spend>, ApiError> {
     let mut p = Params::from(q.0);
     let groups = match p.take("groupBy") {
         None => Vec::new(),
@@ -46,7 +50,13 @@ pub(super) async fn spend(s: Shared, q: QueryMap) -> Result<Json<Value>, ApiErro
         .into_iter()
         .collect();
     let filter = SpendFilter { logs, owner, token };
-    let mut body = crate::spend::spend(&s.store, &groups, &filter).await?;
-    body["asOf"] = at.to_json();
-    Ok(Json(body))
+    Ok(Json(Spend {
+        groups: crate::spend::spend(&s.store, &groups, &filter).await?,
+        group_by: groups.iter().map(|g| g.name()).collect(),
+        as_of: AsOfView {
+            block_number: at.block,
+            block_timestamp: None,
+            as_of_time: at.time,
+        },
+    }))
 }
