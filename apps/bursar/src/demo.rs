@@ -30,9 +30,41 @@ pub(crate) struct DemoArgs {
     /// indexer, found in `<data dir>/up.json`) instead of starting one.
     #[arg(long)]
     against_running: bool,
+    /// With --against-running: only open a session (the story's funding, vendors and terms),
+    /// leave it open, and print it as JSON with its capability token, to try `bursar pay`,
+    /// `bursar fetch` or an MCP client with.
+    #[arg(long, requires = "against_running")]
+    session_only: bool,
     /// `bursar up`'s data directory (with --against-running).
     #[arg(long, env = "BURSAR_DATA_DIR", default_value = ".bursar")]
     data_dir: PathBuf,
+}
+
+/// Opens a session on the running stack and prints it (stdout carries only the JSON).
+async fn trial(up: Running) -> Result<(), String> {
+    let client = Client::new(up.rpc.clone());
+    let seed = client.block_number().await.map_err(|e| e.to_string())?;
+    let actors = Actors::fresh(operator(), &format!("trial {seed}"));
+    let relayer = up.relayer.url.clone();
+    let t = bursar_demo::open_trial(&client, &up.record, actors, up.relayer)
+        .await
+        .map_err(|e| format!("opening the session failed: {e}"))?;
+    let printed = serde_json::json!({
+        "sessionId": t.session_id,
+        "capabilityToken": t.capability_token,
+        "relayer": relayer,
+        "token": t.token.to_checksum(None),
+        "allowed": t.allowed.map(|a| a.to_checksum(None)),
+        "notAllowed": t.not_allowed.to_checksum(None),
+    });
+    println!("{printed:#}");
+    Ok(())
+}
+
+/// The devnet's first dev account: it mints the test USDC and gives gas money.
+fn operator() -> Key {
+    let dev = &bursar_devnet::accounts::dev_accounts()[0];
+    Key::from_bytes(&dev.private_key).expect("dev keys are valid")
 }
 
 /// What `<data dir>/up.json` says about a running stack.
@@ -102,20 +134,19 @@ pub(crate) fn run(args: DemoArgs) -> Result<(), String> {
 /// The story against `bursar up`'s stack; the audit trail from its indexer.
 async fn against_running(args: DemoArgs) -> Result<(), String> {
     let up = running(&args.data_dir)?;
+    if args.session_only {
+        return trial(up).await;
+    }
     println!(
         "▶ Against the running stack: chain {}, relayer {}, indexer {}",
         up.rpc, up.relayer.url, up.indexer
     );
     let client = Client::new(up.rpc.clone());
-    let operator_key = {
-        let dev = &bursar_devnet::accounts::dev_accounts()[0];
-        Key::from_bytes(&dev.private_key).expect("dev keys are valid")
-    };
     let seed = format!(
         "{}",
         client.block_number().await.map_err(|e| e.to_string())?
     );
-    let actors = Actors::fresh(operator_key, &seed);
+    let actors = Actors::fresh(operator(), &seed);
     let report = bursar_demo::run_against(&client, &up.record, actors, up.relayer, &mut Print)
         .await
         .map_err(|e| format!("the scenario failed: {e}"))?;

@@ -24,6 +24,6 @@ pub mod money;
 pub mod scenario;
 
 pub use scenario::{
-    run, run_against, Actors, Contracts, Narrator, Report, RunningRelayer, ScenarioError,
-    Transcript,
+    open_trial, run, run_against, Actors, Contracts, Narrator, Report, RunningRelayer,
+    ScenarioError, Transcript, Trial,
 };

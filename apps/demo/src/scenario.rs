@@ -243,6 +243,65 @@ async fn run_with<N: Narrator>(
     outcome.map(|()| s.report)
 }
 
+/// A session opened on a running stack to try things with (`bursar pay`, `bursar fetch`, an
+/// MCP client, an SDK): the story's funding, vendor allowlist and terms, left open.
+#[derive(Clone, Debug)]
+pub struct Trial {
+    /// The session (0x and 64 hex digits).
+    pub session_id: String,
+    /// The sandbox's capability token.
+    pub capability_token: String,
+    /// The deposit's token (the chain's USDC).
+    pub token: Address,
+    /// Vendor A (`model-api`, at most 25.00 per payment) and vendor B (`gpu-cloud`): on the
+    /// allowlist.
+    pub allowed: [Address; 2],
+    /// Vendor C: not on it.
+    pub not_allowed: Address,
+}
+
+/// Opens a [`Trial`] session through `relayer`, its host, the way the story opens its own.
+pub async fn open_trial(
+    client: &Client,
+    record: &DeploymentRecord,
+    actors: Actors,
+    relayer: RunningRelayer,
+) -> Result<Trial> {
+    let mut quiet = Transcript::default();
+    let mut s = Scenario {
+        client,
+        contracts: Contracts::from_record(record)?,
+        relayer_signer: relayer.signer,
+        actors,
+        narrator: &mut quiet,
+        senders: Vec::new(),
+        report: Report::default(),
+        receipts: Vec::new(),
+        host: None,
+        token: String::new(),
+        session_key: Address::ZERO,
+    };
+    s.fund_actors().await?;
+    s.host = Some(crate::host::connect(relayer.url, relayer.host_key).await?);
+    let opened = async {
+        s.vendor_list().await?;
+        s.fund_owner().await?;
+        s.open_session().await
+    }
+    .await;
+    if let Some(host) = s.host.take() {
+        host.close().await;
+    }
+    opened?;
+    Ok(Trial {
+        session_id: s.session_path(),
+        capability_token: s.token,
+        token: s.contracts.token,
+        allowed: [s.actors.vendor_a.address(), s.actors.vendor_b.address()],
+        not_allowed: s.actors.vendor_c.address(),
+    })
+}
+
 impl<N: Narrator> Scenario<'_, N> {
     // ---- steps -------------------------------------------------------------------------------
 

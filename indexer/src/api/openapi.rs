@@ -42,7 +42,6 @@ pub(super) struct ErrorBody {
         (name = "records", description = "Receipts and provenance records."),
         (name = "service", description = "Health, metrics, this document."),
     ),
-    paths(super::metrics, super::openapi_json),
     components(schemas(ErrorBody))
 )]
 pub(super) struct Doc;

@@ -100,9 +100,14 @@ pub fn document() -> utoipa::openapi::OpenApi {
     openapi::finish(routes().into_openapi())
 }
 
-/// The documented routes (`/metrics` and `/openapi.json` are documented in [`openapi::Doc`]).
+/// The routes [`router`] adds to the documented ones, documented here.
+#[derive(OpenApi)]
+#[openapi(paths(metrics, openapi_json))]
+struct Added;
+
+/// The documented routes.
 fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::with_openapi(openapi::Doc::openapi())
+    OpenApiRouter::with_openapi(openapi::Doc::openapi().merge_from(Added::openapi()))
         .routes(routes!(health))
         .routes(routes!(whoami))
         .routes(routes!(lifecycle::policy, lifecycle::set_policy))

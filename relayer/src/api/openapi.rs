@@ -35,7 +35,6 @@ use crate::kernel::providers::Provider;
         (name = "webhooks", description = "Hosts' outbound webhooks (Standard Webhooks)."),
         (name = "service", description = "Health, metrics, this document."),
     ),
-    paths(super::metrics, super::openapi_json),
     components(schemas(ErrorBody, Provider)),
     modifiers(&Security)
 )]

@@ -16,6 +16,7 @@ use crate::kernel::Error;
 use crate::payments::{self, PayBody, PaymentView};
 use crate::provenance::{self, ProvenanceView, RecordRequest};
 use crate::sessions;
+use crate::store::PaymentStatus;
 
 /// Pay from the session: checked by the contracts' rules now, then durably queued. A body
 /// with a `signature` is a `PaymentIntent` the sandbox's own session key signed.
@@ -35,35 +36,64 @@ pub(super) async fn pay(
     ))
 }
 
-/// `?wait=SECONDS` (at most 60): answer once settled (or, for a payment, in one of the
-/// comma-separated statuses `until` names), or when the time is up.
+/// `?wait=SECONDS` (at most 60): answer once settled, or when the time is up.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub(super) struct WaitQuery {
-    /// Seconds (at most 60) to wait for a settled status before answering.
+    /// Seconds to wait for a settled status before answering (more than 60 waits 60).
+    #[param(maximum = 60)]
     wait: Option<u64>,
-    /// With `wait`, a payment's statuses to wait for, comma-separated (default: the settled
-    /// ones).
+}
+
+/// A payment's `?wait=SECONDS&until=STATUSES`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(super) struct PaymentQuery {
+    /// Seconds to wait for one of the `until` statuses before answering (more than 60 waits
+    /// 60).
+    #[param(maximum = 60)]
+    wait: Option<u64>,
+    /// With `wait`, the statuses to wait for, comma-separated (default: `confirmed`,
+    /// `pending_approval`, `rejected`, `failed`, `expired`); a final status (`confirmed`,
+    /// `rejected`, `failed`, `expired`) ends the wait too.
     until: Option<String>,
 }
 
-impl WaitQuery {
-    fn duration(&self) -> Duration {
-        Duration::from_secs(self.wait.unwrap_or(0).min(60))
+fn duration(wait: Option<u64>) -> Duration {
+    Duration::from_secs(wait.unwrap_or(0).min(60))
+}
+
+impl PaymentQuery {
+    /// The statuses `until` names.
+    fn until(&self) -> Result<Option<Vec<PaymentStatus>>, Error> {
+        let Some(names) = &self.until else {
+            return Ok(None);
+        };
+        let status = |name: &str| {
+            PaymentStatus::from_name(name).ok_or_else(|| {
+                Error::invalid("until", format!("{name:?} is not a payment's status"))
+            })
+        };
+        names
+            .split(',')
+            .map(status)
+            .collect::<Result<_, _>>()
+            .map(Some)
     }
 }
 
 /// A payment and its status: the sandbox's own, or (scope read) any of the host's sessions'.
 #[utoipa::path(get, path = "/v1/payments/{id}", operation_id = "getPayment", tag = "payments",
-    params(("id" = String, Path, description = "`pay_…`."), WaitQuery),
+    params(("id" = String, Path, description = "`pay_…`."), PaymentQuery),
     security(("capabilityToken" = []), ("hostKey" = [])),
     responses((status = 200, description = "The payment", body = PaymentView)))]
 pub(super) async fn get(
     State(s): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    Params(q): Params<WaitQuery>,
+    Params(q): Params<PaymentQuery>,
 ) -> Result<Json<PaymentView>, Error> {
     let session = match caller {
         Caller::Sandbox(session) => *session,
@@ -73,9 +103,9 @@ pub(super) async fn get(
             sessions::host_session(&s.store, &host, &p.session_id).await?
         }
     };
-    let until: Option<Vec<&str>> = q.until.as_deref().map(|u| u.split(',').collect());
+    let until = q.until()?;
     Ok(Json(
-        payments::get(&s, &session, &id, q.duration(), until.as_deref()).await?,
+        payments::get(&s, &session, &id, duration(q.wait), until.as_deref()).await?,
     ))
 }
 
@@ -137,6 +167,6 @@ pub(super) async fn get_provenance(
     Params(q): Params<WaitQuery>,
 ) -> Result<Json<ProvenanceView>, Error> {
     Ok(Json(
-        provenance::get(&s, &session, &id, q.duration()).await?,
+        provenance::get(&s, &session, &id, duration(q.wait)).await?,
     ))
 }

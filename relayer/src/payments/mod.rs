@@ -280,22 +280,22 @@ async fn pay_gas(
 }
 
 /// The statuses a payment stays in until something outside the relayer happens.
-pub const SETTLED: [&str; 5] = [
-    "confirmed",
-    "pending_approval",
-    "rejected",
-    "failed",
-    "expired",
+pub const SETTLED: [PaymentStatus; 5] = [
+    PaymentStatus::Confirmed,
+    PaymentStatus::PendingApproval,
+    PaymentStatus::Rejected,
+    PaymentStatus::Failed,
+    PaymentStatus::Expired,
 ];
 
 /// Payment `id` of `session`; with `wait`, once its status is one of `until` (default:
-/// [`SETTLED`]) or when `wait` passes, whichever is first.
+/// [`SETTLED`]) or final, or when `wait` passes, whichever is first.
 pub async fn get(
     app: &App,
     session: &SessionRow,
     id: &str,
     wait: Duration,
-    until: Option<&[&str]>,
+    until: Option<&[PaymentStatus]>,
 ) -> Result<PaymentView, Error> {
     let until = until.unwrap_or(&SETTLED);
     let look = || async {
@@ -304,7 +304,8 @@ pub async fn get(
             .payment(id, Some(&session.id))
             .await?
             .ok_or(Error::NotFound)?;
-        Ok(until.contains(&row.status().as_str()).then_some(row))
+        let status = row.status();
+        Ok((until.contains(&status) || status.is_final()).then_some(row))
     };
     if let Some(row) = app.wait_for(wait, look).await? {
         return Ok(PaymentView::of(row));

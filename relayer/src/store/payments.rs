@@ -113,6 +113,34 @@ pub enum PaymentStatus {
 }
 
 impl PaymentStatus {
+    /// Every status.
+    pub const ALL: [PaymentStatus; 8] = [
+        PaymentStatus::Queued,
+        PaymentStatus::Submitted,
+        PaymentStatus::Mined,
+        PaymentStatus::Confirmed,
+        PaymentStatus::PendingApproval,
+        PaymentStatus::Rejected,
+        PaymentStatus::Failed,
+        PaymentStatus::Expired,
+    ];
+
+    /// The status named `name` in the API.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+
+    /// Whether it can never change again.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            PaymentStatus::Confirmed
+                | PaymentStatus::Rejected
+                | PaymentStatus::Failed
+                | PaymentStatus::Expired
+        )
+    }
+
     /// Its name in the API.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -489,6 +489,29 @@ async fn the_whole_flow(db: Db) {
         "{paid}"
     );
     assert_eq!(s.token_balance(s.vendor_a).await, usd(10));
+    // Waiting for a status a final payment can no longer reach answers at once; a status that
+    // does not exist is refused, naming the parameter.
+    let paid_id = paid["id"].as_str().unwrap();
+    let asked = std::time::Instant::now();
+    let (status, again) = s
+        .get(
+            &format!("/v1/payments/{paid_id}?wait=60&until=queued"),
+            &token,
+        )
+        .await;
+    assert_eq!((status, &again["status"]), (200, &json!("confirmed")));
+    assert!(
+        asked.elapsed() < std::time::Duration::from_secs(30),
+        "it waited"
+    );
+    let (status, e) = s
+        .get(&format!("/v1/payments/{id}?until=settled"), &token)
+        .await;
+    assert_eq!(
+        (status, &e["details"]["field"]),
+        (400, &json!("until")),
+        "{e}"
+    );
 
     // Refused at once, each with its rule's error and arguments.
     let (status, e) = s.pay(&token, s.vendor_b, usd(31)).await;
