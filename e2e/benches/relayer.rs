@@ -244,6 +244,8 @@ async fn start(
             wallet: at(Contract::SessionWallet),
             gateway: at(Contract::SessionGateway),
             receipts: at(Contract::ReceiptRegistry),
+            counterparties: at(Contract::CounterpartyRegistry),
+            counterparties_since: 0,
         },
         master_key: MasterKey::from_hex(&"42".repeat(32), "bench").expect("key"),
         settings,

@@ -21,6 +21,7 @@ pub mod hosts;
 pub mod jobs;
 pub mod kernel;
 pub mod lifecycle;
+pub mod limits;
 pub mod metering;
 pub mod metrics;
 pub mod payments;

@@ -10,6 +10,7 @@ mod deploy;
 mod devnet;
 mod fetch;
 mod indexer;
+mod limits;
 mod pay;
 mod relayer;
 mod support;
@@ -47,6 +48,8 @@ enum Command {
     /// A payment from the session (BURSAR_CAPABILITY_TOKEN), for scripts: printed as JSON once
     /// confirmed; a refusal names the session's rule.
     Pay(pay::PayArgs),
+    /// What the session (BURSAR_CAPABILITY_TOKEN) may still spend and whom it may pay, as JSON.
+    Limits(limits::LimitsArgs),
     /// Print a service's OpenAPI 3.1 document (what it serves at /openapi.json), to generate
     /// clients from.
     Openapi {
@@ -89,7 +92,7 @@ fn main() -> std::process::ExitCode {
             "info,bursar_indexer::follower=warn"
         }
         // Curl's manners: the answer on stdout, only what went wrong on stderr.
-        Command::Fetch(_) | Command::Pay(_) => "warn",
+        Command::Fetch(_) | Command::Pay(_) | Command::Limits(_) => "warn",
         _ => "info",
     };
     tracing_subscriber::fmt()
@@ -110,6 +113,7 @@ fn main() -> std::process::ExitCode {
         Command::Up(args) => up::run(args),
         Command::Fetch(args) => fetch::run(args),
         Command::Pay(args) => pay::run(args),
+        Command::Limits(args) => limits::run(args),
         Command::Openapi { service } => {
             let doc = match service {
                 Service::Relayer => serde_json::to_value(bursar_relayer::api::document()),

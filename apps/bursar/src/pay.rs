@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use bursar_relayer::limits::parse_money;
 use serde_json::json;
 
 use crate::capability::Capability;
@@ -17,7 +18,8 @@ pub(crate) struct PayArgs {
     /// The payee (on the session's allowlist).
     #[arg(long)]
     to: String,
-    /// The amount in the token's base units (`1500000` is 1.50 USDC).
+    /// The amount: in the token's units (`1.50 USDC`, `1.50`) or, digits alone, in its base
+    /// units (`1500000` is 1.50 USDC).
     #[arg(long)]
     amount: String,
     /// What the payment is for: text (its keccak-256 goes on chain) or 0x and 64 hex digits.
@@ -38,7 +40,20 @@ async fn pay(args: PayArgs) -> Result<(), String> {
     let c = &args.capability;
     let http = reqwest::Client::new();
     let refused = |e: String| format!("refused {e}");
-    let body = json!({ "to": args.to, "amount": args.amount, "purpose": args.purpose });
+    let amount = match args.amount.trim().bytes().all(|b| b.is_ascii_digit()) {
+        true => args.amount.trim().to_owned(),
+        // Token units: the session's token says how many decimals.
+        false => {
+            let limits = c.ask(http.get(c.url("/v1/limits")), TIMEOUT).await?;
+            let token = &limits["token"];
+            let (decimals, symbol) = (token["decimals"].as_u64(), token["symbol"].as_str());
+            let (Some(decimals), Some(symbol)) = (decimals, symbol) else {
+                return Err("the relayer did not say the session's token".into());
+            };
+            parse_money(&args.amount, decimals as u8, symbol)?.to_string()
+        }
+    };
+    let body = json!({ "to": args.to, "amount": amount, "purpose": args.purpose });
     let post = http.post(c.url("/v1/payments")).json(&body);
     let queued = c.ask(post, TIMEOUT).await.map_err(refused)?;
     let id = queued["id"].as_str().ok_or("the relayer answered no id")?;

@@ -224,6 +224,8 @@ pub(crate) fn relayer_contracts(
         wallet: d.session_wallet,
         gateway: d.session_gateway,
         receipts: d.receipt_registry,
+        counterparties: d.counterparty_registry,
+        counterparties_since: d.first_block,
     })
 }
 

@@ -106,6 +106,8 @@ async fn bursar_fetch_pays_an_x402_server_once_and_only_within_bounds() {
             wallet: at(Contract::SessionWallet),
             gateway: at(Contract::SessionGateway),
             receipts: at(Contract::ReceiptRegistry),
+            counterparties: at(Contract::CounterpartyRegistry),
+            counterparties_since: 0,
         },
         master_key: MasterKey::from_hex(&"42".repeat(32), "test").unwrap(),
         settings: Settings::default(),
@@ -201,6 +203,39 @@ async fn bursar_fetch_pays_an_x402_server_once_and_only_within_bounds() {
     let paid: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(paid["status"], "confirmed", "{paid}");
     assert_eq!(usdc(&client, payee).await, U256::from(PRICE + 5_000));
+    // In the token's units, as a person writes them.
+    let (ok, out, err) = pay("0.005 USDC").await;
+    assert!(ok, "{err}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap()["amount"],
+        "5000"
+    );
+    assert_eq!(usdc(&client, payee).await, U256::from(PRICE + 10_000));
+    let (ok, _, err) = pay("0.005 DAI").await;
+    assert!(!ok && err.contains("pays in USDC, not DAI"), "{err}");
+
+    // `bursar limits`: what is left, in both units.
+    let (ok, out, err) = bursar("limits", &[], &base, token).await;
+    assert!(ok, "{err}");
+    let limits: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(limits["token"]["symbol"], "USDC", "{limits}");
+    let left = limits["remainingDeposit"]["amount"].as_str().unwrap();
+    assert_eq!(left, (50_000_000 - PRICE - 10_000).to_string());
+    assert!(
+        limits["remainingDeposit"]["display"]
+            .as_str()
+            .unwrap()
+            .ends_with(" USDC"),
+        "{limits}"
+    );
+    assert!(
+        limits["counterparties"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["address"] == json!(payee.to_checksum(None))),
+        "{limits}"
+    );
     let (ok, _, err) = pay("60000000").await;
     assert!(!ok && err.contains("WalletInsufficientDeposit"), "{err}");
     tokio::time::timeout(Duration::from_secs(30), relayer.shutdown())

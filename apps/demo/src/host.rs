@@ -99,6 +99,8 @@ pub async fn start(
             wallet: deployed.session_wallet,
             gateway: deployed.session_gateway,
             receipts: deployed.receipt_registry,
+            counterparties: deployed.counterparty_registry,
+            counterparties_since: deployed.first_block,
         },
         master_key: MasterKey::from_hex(
             &alloy_primitives::hex::encode(alloy_primitives::keccak256(db.as_bytes())),

@@ -123,6 +123,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(sessions::decision_to_sign, sessions::decide))
         .routes(routes!(payments::pay, payments::list))
         .routes(routes!(payments::get))
+        .routes(routes!(payments::limits))
         .routes(routes!(payments::record_provenance))
         .routes(routes!(payments::get_provenance))
         .routes(routes!(x402::supported))

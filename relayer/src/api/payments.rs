@@ -13,6 +13,7 @@ use super::idempotency::RequestKey;
 use super::state::AppState;
 use crate::hosts::Scope;
 use crate::kernel::Error;
+use crate::limits::{self, Limits};
 use crate::payments::{self, PayBody, PaymentView};
 use crate::provenance::{self, ProvenanceView, RecordRequest};
 use crate::sessions;
@@ -34,6 +35,19 @@ pub(super) async fn pay(
         StatusCode::ACCEPTED,
         Json(payments::pay(&s, &session, req, key).await?),
     ))
+}
+
+/// What the session may still spend, and under which rules: remaining deposit, this period's
+/// budget and when it refills, caps, co-sign threshold, the counterparties it may pay, expiry
+/// and lease; amounts in base units and in the token's units.
+#[utoipa::path(get, path = "/v1/limits", operation_id = "limits", tag = "payments",
+    security(("capabilityToken" = [])),
+    responses((status = 200, description = "The limits now", body = Limits)))]
+pub(super) async fn limits(
+    State(s): State<AppState>,
+    Sandbox(session): Sandbox,
+) -> Result<Json<Limits>, Error> {
+    Ok(Json(limits::limits(&s, &session).await?))
 }
 
 /// `?wait=SECONDS` (at most 60): answer once settled, or when the time is up.

@@ -41,6 +41,11 @@ pub struct Contracts {
     pub gateway: Address,
     /// The ReceiptRegistry (provenance).
     pub receipts: Address,
+    /// The CounterpartyRegistry (allowlists).
+    pub counterparties: Address,
+    /// The block the CounterpartyRegistry was deployed in: allowlists' entries are found from
+    /// its events since then.
+    pub counterparties_since: u64,
 }
 
 /// Timeouts and lifetimes, with safe defaults.

@@ -22,7 +22,7 @@ mod capability;
 mod view;
 
 pub use capability::{authenticate, token_hash};
-pub use view::{chain_state, get, list, ChainState, SessionView};
+pub use view::{chain_state, get, list, ChainState, ChainStatus, SessionView};
 
 use capability::capability_token;
 

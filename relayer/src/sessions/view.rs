@@ -121,23 +121,17 @@ pub struct ChainState {
     /// Whether it can pay now (active, started, unexpired, lease current).
     pub can_pay: bool,
     /// Escrowed.
-    #[schema(value_type = Amount)]
-    pub deposit: String,
+    pub deposit: Amount,
     /// Paid out.
-    #[schema(value_type = Amount)]
-    pub spent: String,
+    pub spent: Amount,
     /// Held by pending payments.
-    #[schema(value_type = Amount)]
-    pub reserved: String,
+    pub reserved: Amount,
     /// What may still be paid from the deposit.
-    #[schema(value_type = Amount)]
-    pub remaining_deposit: String,
+    pub remaining_deposit: Amount,
     /// What may still be paid this period (2^256-1 without a budget).
-    #[schema(value_type = Amount)]
-    pub remaining_period_budget: String,
+    pub remaining_period_budget: Amount,
     /// Spent in the current period.
-    #[schema(value_type = Amount)]
-    pub period_spent: String,
+    pub period_spent: Amount,
     /// The current period's start (unix seconds).
     pub period_start: u64,
     /// The lease's expiry (unix seconds; 0 without a lease).
@@ -250,12 +244,12 @@ pub async fn chain_state(app: &App, id: U256) -> Result<ChainState, Error> {
             _ => ChainStatus::Unknown,
         },
         can_pay: authority._2,
-        deposit: state._1.to_string(),
-        spent: state._2.to_string(),
-        reserved: state._3.to_string(),
-        remaining_deposit: deposit_left.to_string(),
-        remaining_period_budget: period_left.to_string(),
-        period_spent: state._4.to_string(),
+        deposit: Amount(state._1),
+        spent: Amount(state._2),
+        reserved: Amount(state._3),
+        remaining_deposit: Amount(deposit_left),
+        remaining_period_budget: Amount(period_left),
+        period_spent: Amount(state._4),
         period_start: state._5,
         lease_expires_at: state._6,
     })

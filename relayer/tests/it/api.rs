@@ -25,6 +25,8 @@ pub(super) async fn relayer_with(db: &Db, client: &Client, settings: Settings) -
             wallet: Address::ZERO,
             gateway: Address::ZERO,
             receipts: Address::ZERO,
+            counterparties: Address::ZERO,
+            counterparties_since: 0,
         },
         master_key: MasterKey::from_hex(&"42".repeat(32), "test").unwrap(),
         settings,

@@ -44,6 +44,8 @@ fn config(rpc: &str, db: &str, contracts: &Value, send: bool) -> Config {
             wallet: address("wallet"),
             gateway: address("gateway"),
             receipts: address("receipts"),
+            counterparties: address("counterparties"),
+            counterparties_since: 0,
         },
         master_key: MasterKey::from_hex(&"42".repeat(32), "test").unwrap(),
         settings: Settings {

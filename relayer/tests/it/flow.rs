@@ -76,6 +76,8 @@ fn relayer_config(
             wallet: address_of(record, Contract::SessionWallet),
             gateway: address_of(record, Contract::SessionGateway),
             receipts: address_of(record, Contract::ReceiptRegistry),
+            counterparties: address_of(record, Contract::CounterpartyRegistry),
+            counterparties_since: 0,
         },
         master_key: MasterKey::from_hex(&"42".repeat(32), "test").unwrap(),
         settings: settings.clone(),
@@ -126,7 +128,7 @@ pub(super) async fn system_with(db: Db, tune: impl FnOnce(&mut Settings)) -> Sys
                 counterparties: vec![vendor_a, vendor_b],
                 allowed: vec![true, true],
                 maxPerPayment: vec![usd(25), U256::ZERO],
-                labels: vec![B256::ZERO, B256::ZERO],
+                labels: vec![B256::right_padding_from(b"model-api"), B256::ZERO],
             },
         )
         .await
@@ -504,14 +506,43 @@ async fn the_whole_flow(db: Db) {
         asked.elapsed() < std::time::Duration::from_secs(30),
         "it waited"
     );
-    let (status, e) = s
-        .get(&format!("/v1/payments/{id}?until=settled"), &token)
-        .await;
+    let until = format!("/v1/payments/{paid_id}?until=settled");
+    let (status, e) = s.get(&until, &token).await;
     assert_eq!(
         (status, &e["details"]["field"]),
         (400, &json!("until")),
         "{e}"
     );
+
+    // What the sandbox may still spend, as the wallet counts it, in both units; whom it may pay.
+    let (status, limits) = s.get("/v1/limits", &token).await;
+    assert_eq!(status, 200, "{limits}");
+    let money = |v: &Value| (v["amount"].clone(), v["display"].clone());
+    assert_eq!(limits["token"]["symbol"], "tUSD");
+    assert_eq!(limits["token"]["decimals"], 6);
+    assert_eq!(
+        money(&limits["remainingDeposit"]),
+        (json!(usd(90).to_string()), json!("90.00 tUSD"))
+    );
+    let period = &limits["period"];
+    assert_eq!(money(&period["remaining"]).1, "30.00 tUSD", "{limits}");
+    assert_eq!(money(&period["budget"]).1, "40.00 tUSD");
+    assert_eq!(period["seconds"], 3600);
+    assert!(period["refillsAt"].as_u64().unwrap() > s.chain_now().await);
+    assert_eq!(money(&limits["perPaymentCap"]).1, "30.00 tUSD");
+    assert_eq!(money(&limits["coSignThreshold"]).1, "20.00 tUSD");
+    assert_eq!(limits["status"], "active");
+    assert_eq!(limits["canPay"], true);
+    assert_eq!(limits["lease"]["seconds"], 600);
+    let payees = limits["counterparties"].as_array().unwrap();
+    assert_eq!(payees.len(), 2, "{limits}");
+    assert_eq!(payees[0]["address"], json!(s.vendor_a.to_checksum(None)));
+    assert_eq!(payees[0]["label"], "model-api");
+    assert_eq!(money(&payees[0]["maxPerPayment"]).1, "25.00 tUSD");
+    assert_eq!(payees[1]["address"], json!(s.vendor_b.to_checksum(None)));
+    assert!(payees[1]["label"].is_null() && payees[1]["maxPerPayment"].is_null());
+    let (status, _) = s.get("/v1/limits", &s.host).await;
+    assert_eq!(status, 401, "a host has no session of its own");
 
     // Refused at once, each with its rule's error and arguments.
     let (status, e) = s.pay(&token, s.vendor_b, usd(31)).await;

@@ -1,0 +1,360 @@
+//! What a sandbox may still spend (`GET /v1/limits`): its session's terms and the wallet's state
+//! now, in the token's units and in base units, and the counterparties its allowlist names.
+//!
+//! The registry cannot enumerate a list, so its entries are found from its `EntrySet` and
+//! `EntryRemoved` events (the list id is an indexed topic) since the registry's deployment, and
+//! each counterparty found is then read from the registry itself (`getEntry`), which is the
+//! truth at the latest block.
+
+use std::collections::BTreeSet;
+
+use alloy_primitives::{Address, B256, U256};
+use alloy_sol_types::SolEvent;
+use bursar_bindings::counterparty::ICounterpartyRegistry;
+use bursar_bindings::evm::IFiatToken;
+use bursar_client::rpc::LogBlocks;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::kernel::json::{schema, session_id_text, Amount};
+use crate::kernel::session::{parse_id, terms_of};
+use crate::kernel::{App, Error};
+use crate::sessions::{chain_state, ChainStatus};
+use crate::store::SessionRow;
+
+/// An amount in base units and as a person reads it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Money {
+    /// Base units (decimal string).
+    pub amount: Amount,
+    /// In the token's units with its symbol: `1.50 USDC`.
+    pub display: String,
+}
+
+/// The token of a session's deposit.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct TokenInfo {
+    /// Its address (EIP-55).
+    #[schema(value_type = schema::Address)]
+    pub address: String,
+    /// Its symbol (`USDC`).
+    pub symbol: String,
+    /// Its decimals (6 for USDC).
+    pub decimals: u8,
+}
+
+impl TokenInfo {
+    /// `amount` (base units) in this token.
+    pub fn money(&self, amount: U256) -> Money {
+        Money {
+            amount: Amount(amount),
+            display: format!("{} {}", format_units(amount, self.decimals), self.symbol),
+        }
+    }
+}
+
+/// The session's budget period.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Period {
+    /// Its length (seconds).
+    pub seconds: u64,
+    /// What may be spent per period.
+    pub budget: Money,
+    /// Spent in this one.
+    pub spent: Money,
+    /// What may still be spent in this one.
+    pub remaining: Money,
+    /// When the next one starts and the budget refills (unix seconds).
+    pub refills_at: u64,
+}
+
+/// A counterparty the session may pay.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Counterparty {
+    /// Its address (EIP-55).
+    #[schema(value_type = schema::Address)]
+    pub address: String,
+    /// The list's label for it: text when it is text, else 0x-hex; null without one.
+    pub label: Option<String>,
+    /// The largest single payment to it; null: only the session's own cap.
+    pub max_per_payment: Option<Money>,
+}
+
+/// What a sandbox may still spend, and under which rules.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Limits {
+    /// The session (0x and 64 hex digits).
+    pub session_id: String,
+    /// The wallet's status of it.
+    pub status: ChainStatus,
+    /// Whether it can pay now (active, started, unexpired, lease current).
+    pub can_pay: bool,
+    /// The deposit's token.
+    pub token: TokenInfo,
+    /// What may still be paid from the deposit (payments held for the owner are set aside).
+    pub remaining_deposit: Money,
+    /// The budget period; null without a budget.
+    pub period: Option<Period>,
+    /// The largest single payment; null: no cap.
+    pub per_payment_cap: Option<Money>,
+    /// Payments above this wait for the owner's approval; null: none do.
+    pub co_sign_threshold: Option<Money>,
+    /// The counterparties the allowlist lets it pay (no one else can be paid).
+    pub counterparties: Vec<Counterparty>,
+    /// The session's allowlist (the CounterpartyRegistry's list id).
+    pub allowlist_id: Amount,
+    /// Payments start at this time (unix seconds).
+    pub valid_after: u64,
+    /// Payments end at this time (unix seconds).
+    pub expires_at: u64,
+    /// The lease, renewed while the sandbox heart-beats; null without one.
+    pub lease: Option<Lease>,
+}
+
+/// A session's lease.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Lease {
+    /// Its length (seconds).
+    pub seconds: u64,
+    /// When it runs out unless renewed (unix seconds).
+    pub expires_at: u64,
+}
+
+/// `session`'s limits now.
+pub async fn limits(app: &App, session: &SessionRow) -> Result<Limits, Error> {
+    let terms = terms_of(session)?;
+    let id = parse_id(&session.id)?;
+    let (state, token, counterparties) = tokio::try_join!(
+        chain_state(app, id),
+        token_info(app, terms.token),
+        allowlist(app, terms.allowlistId),
+    )?;
+    let counterparties = counterparties
+        .into_iter()
+        .map(|(address, cap, label)| Counterparty {
+            address: address.to_checksum(None),
+            label: label_text(label),
+            max_per_payment: (!cap.is_zero()).then(|| token.money(cap)),
+        })
+        .collect();
+    let positive = |amount: U256| (!amount.is_zero()).then(|| token.money(amount));
+    let period = (terms.periodSeconds != 0 && !terms.periodBudget.is_zero()).then(|| Period {
+        seconds: terms.periodSeconds,
+        budget: token.money(terms.periodBudget),
+        spent: token.money(state.period_spent.0),
+        remaining: token.money(state.remaining_period_budget.0),
+        refills_at: state.period_start.saturating_add(terms.periodSeconds),
+    });
+    Ok(Limits {
+        session_id: session_id_text(id),
+        status: state.status,
+        can_pay: state.can_pay,
+        remaining_deposit: token.money(state.remaining_deposit.0),
+        period,
+        per_payment_cap: positive(terms.perPaymentCap),
+        co_sign_threshold: positive(terms.coSignThreshold),
+        counterparties,
+        allowlist_id: Amount(terms.allowlistId),
+        valid_after: terms.validAfter,
+        expires_at: terms.expiresAt,
+        lease: (terms.leaseSeconds != 0).then_some(Lease {
+            seconds: terms.leaseSeconds,
+            expires_at: state.lease_expires_at,
+        }),
+        token,
+    })
+}
+
+/// The token's symbol and decimals, as it reports them (`?` and 18 when it does not).
+pub async fn token_info(app: &App, token: Address) -> Result<TokenInfo, Error> {
+    let (symbol, decimals) = tokio::join!(
+        app.client.view(None, token, IFiatToken::symbolCall {}),
+        app.client.view(None, token, IFiatToken::decimalsCall {}),
+    );
+    Ok(TokenInfo {
+        address: token.to_checksum(None),
+        symbol: symbol.unwrap_or_else(|_| "?".into()),
+        decimals: decimals.unwrap_or(18),
+    })
+}
+
+/// The entries of allowlist `list` now: (counterparty, max per payment, label) of each allowed
+/// one, in the order they were first set.
+async fn allowlist(app: &App, list: U256) -> Result<Vec<(Address, U256, B256)>, Error> {
+    let registry = app.contracts.counterparties;
+    let topics = [
+        vec![
+            ICounterpartyRegistry::EntrySet::SIGNATURE_HASH,
+            ICounterpartyRegistry::EntryRemoved::SIGNATURE_HASH,
+        ],
+        vec![B256::from(list)],
+    ];
+    let head = app.client.block_number().await?;
+    let from = app.contracts.counterparties_since;
+    let logs = app
+        .client
+        .logs_matching(&[registry], &topics, LogBlocks::Range(from, head))
+        .await?;
+    let mut seen = BTreeSet::new();
+    let named: Vec<Address> = logs
+        .iter()
+        .filter_map(|log| log.topics.get(2))
+        .map(|topic| Address::from_word(*topic))
+        .filter(|a| seen.insert(*a))
+        .collect();
+    let mut entries = Vec::with_capacity(named.len());
+    for counterparty in named {
+        let call = ICounterpartyRegistry::getEntryCall {
+            listId: list,
+            counterparty,
+        };
+        let entry = app.client.view(None, registry, call).await?;
+        // (exists, allowed, maxPerPayment, label)
+        if entry._0 && entry._1 {
+            entries.push((counterparty, entry._2, entry._3));
+        }
+    }
+    Ok(entries)
+}
+
+/// A label as text when it is printable ASCII padded with zeros; else 0x-hex; none when zero.
+fn label_text(label: B256) -> Option<String> {
+    if label.is_zero() {
+        return None;
+    }
+    let bytes = label.as_slice();
+    let end = bytes.iter().rposition(|b| *b != 0).map_or(0, |i| i + 1);
+    let text = &bytes[..end];
+    if text.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+        Some(String::from_utf8_lossy(text).into_owned())
+    } else {
+        Some(label.to_string())
+    }
+}
+
+/// `amount` base units in a token of `decimals`: whole units, then the fraction without its
+/// trailing zeros but with at least two digits (`1.50`, `0.000001`, `12.00`).
+pub fn format_units(amount: U256, decimals: u8) -> String {
+    let unit = U256::from(10).pow(U256::from(decimals));
+    let (whole, fraction) = (amount / unit, amount % unit);
+    if decimals == 0 {
+        return whole.to_string();
+    }
+    let digits = format!(
+        "{:0>width$}",
+        fraction.to_string(),
+        width = decimals as usize
+    );
+    let trimmed = digits.trim_end_matches('0');
+    let shown = if trimmed.len() < 2 {
+        &digits[..2.min(digits.len())]
+    } else {
+        trimmed
+    };
+    format!("{whole}.{shown}")
+}
+
+/// An amount written `1.50 USDC`, `1.50` (token units: a decimal point or the symbol) or
+/// `1500000` (base units: digits alone), in a token of `decimals` named `symbol`.
+///
+/// # Errors
+/// A message naming what is wrong: another symbol, more decimals than the token has, not a
+/// number, too large.
+pub fn parse_money(text: &str, decimals: u8, symbol: &str) -> Result<U256, String> {
+    let text = text.trim();
+    let (number, unit) = match text.split_once(char::is_whitespace) {
+        Some((number, unit)) => (number.trim(), Some(unit.trim())),
+        None => (text, None),
+    };
+    if let Some(unit) = unit {
+        if !unit.eq_ignore_ascii_case(symbol) {
+            return Err(format!(
+                "{text:?}: the session pays in {symbol}, not {unit}"
+            ));
+        }
+    }
+    if unit.is_none() && !number.contains('.') {
+        return crate::kernel::json::parse_amount(number);
+    }
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() && fraction.is_empty() || !digits(whole) || !digits(fraction) {
+        return Err(format!(
+            "{text:?} is not an amount such as \"1.50 {symbol}\""
+        ));
+    }
+    if fraction.len() > decimals as usize {
+        return Err(format!("{text:?}: {symbol} has {decimals} decimals"));
+    }
+    let base = format!("{whole}{fraction:0<width$}", width = decimals as usize);
+    let base = base.trim_start_matches('0');
+    crate::kernel::json::parse_amount(if base.is_empty() { "0" } else { base })
+        .map_err(|_| format!("{text:?} is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amounts_read_as_people_write_them() {
+        let usdc = |t: &str| parse_money(t, 6, "USDC");
+        assert_eq!(usdc("1.50 USDC"), Ok(U256::from(1_500_000)));
+        assert_eq!(usdc("1.5 usdc"), Ok(U256::from(1_500_000)));
+        assert_eq!(usdc("1.50"), Ok(U256::from(1_500_000)));
+        assert_eq!(
+            usdc("1500000"),
+            Ok(U256::from(1_500_000)),
+            "digits alone: base units"
+        );
+        assert_eq!(usdc("3 USDC"), Ok(U256::from(3_000_000)));
+        assert_eq!(usdc(".25"), Ok(U256::from(250_000)));
+        assert_eq!(usdc("0.000001"), Ok(U256::from(1)));
+        assert_eq!(usdc("0.00 USDC"), Ok(U256::ZERO));
+        for bad in [
+            "1.5 DAI",
+            "0.0000001",
+            "-1",
+            "1e6",
+            "1.2.3",
+            ".",
+            "",
+            "one USDC",
+            "0x10",
+            "1,50",
+        ] {
+            assert!(usdc(bad).is_err(), "{bad:?}");
+        }
+        let huge = format!("{} USDC", "9".repeat(80));
+        assert!(usdc(&huge).is_err());
+    }
+
+    #[test]
+    fn amounts_shown_as_people_read_them() {
+        assert_eq!(format_units(U256::from(1_500_000), 6), "1.50");
+        assert_eq!(format_units(U256::from(12_000_000), 6), "12.00");
+        assert_eq!(format_units(U256::from(1), 6), "0.000001");
+        assert_eq!(format_units(U256::from(1_234_567), 6), "1.234567");
+        assert_eq!(format_units(U256::from(7), 0), "7");
+        assert_eq!(format_units(U256::ZERO, 18), "0.00");
+        // What it shows, it reads back.
+        for n in [0u64, 1, 10, 999_999, 1_000_000, 123_456_789] {
+            let shown = format_units(U256::from(n), 6);
+            assert_eq!(parse_money(&shown, 6, "USDC"), Ok(U256::from(n)), "{shown}");
+        }
+    }
+
+    #[test]
+    fn labels_are_text_when_they_are_text() {
+        let mut word = [0u8; 32];
+        word[..9].copy_from_slice(b"model-api");
+        assert_eq!(label_text(B256::from(word)).as_deref(), Some("model-api"));
+        assert_eq!(label_text(B256::ZERO), None);
+        let hash = B256::repeat_byte(0xab);
+        assert_eq!(label_text(hash), Some(hash.to_string()));
+    }
+}
