@@ -16,7 +16,6 @@
 //! Its manual is the crate's README.
 
 pub mod api;
-pub mod egress;
 pub mod hosts;
 pub mod jobs;
 pub mod kernel;

@@ -120,7 +120,7 @@ impl From<DeliveryRow> for DeliveryView {
 
 /// Adds an endpoint for `host`; the answer holds its secret, shown this once.
 pub async fn create(app: &App, host: &Host, req: CreateRequest) -> Result<EndpointView, Error> {
-    let url = crate::egress::check_url(&req.url, app.settings.webhook_egress)
+    let url = bursar_egress::check_url(&req.url, app.settings.webhook_egress)
         .await
         .map_err(|e| Error::invalid("url", e.to_string()))?;
     let events = match req.events {
@@ -321,7 +321,7 @@ async fn attempt(app: &App, http: &reqwest::Client, d: &DeliveryRow) -> Result<(
     let signature = sign(&secret, &d.message_id, timestamp, &d.payload);
     // Again at each delivery: the policy may have changed since, and a literal address never
     // reaches the client's resolver (which checks names as they resolve now).
-    if let Err(e) = crate::egress::check_literal(&endpoint.url, app.settings.webhook_egress) {
+    if let Err(e) = bursar_egress::check_literal(&endpoint.url, app.settings.webhook_egress) {
         return record(app, d, endpoint.id.as_str(), None, Some(e.to_string())).await;
     }
     let sent = http

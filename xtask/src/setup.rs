@@ -22,6 +22,7 @@ const NPM_TOOLS: &[&str] = &[
     "tools/audit-check",
     "tools/evm-fixtures",
     "tools/x402",
+    "tools/mcp",
 ];
 
 /// The pinned PyPI packages.

@@ -1,9 +1,11 @@
-//! What a sandbox's commands (`bursar fetch`, `bursar pay`) act with: the relayer and the
-//! session's capability token, from the environment, and how they ask the relayer.
+//! What a sandbox's commands (`bursar fetch`, `bursar pay`, `bursar limits`, `bursar mcp`) act
+//! with: the relayer and the session's capability token, from flags or the environment.
 
 use std::time::Duration;
 
-use serde_json::Value;
+use alloy_primitives::U256;
+use bursar_agent::money::parse_money;
+use bursar_agent::relayer::Relayer;
 
 /// The relayer and the session's capability token (never printed).
 #[derive(clap::Args, Debug)]
@@ -21,38 +23,31 @@ pub(crate) struct Capability {
 }
 
 impl Capability {
-    /// The relayer's URL of `path` (`/v1/payments`).
-    pub(crate) fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.relayer.trim_end_matches('/'))
+    /// The relayer, for this session.
+    pub(crate) fn relayer(&self) -> Relayer {
+        Relayer::new(&self.relayer, &self.capability_token)
     }
 
-    /// Sends `r` with the capability token, waiting at most `timeout`: its JSON answer, or
-    /// `(status): code {details} — message` (the relayer's refusal: for a session's rule, the
-    /// wallet's error and its figures).
-    pub(crate) async fn ask(
-        &self,
-        r: reqwest::RequestBuilder,
-        timeout: Duration,
-    ) -> Result<Value, String> {
-        let r = r
-            .bearer_auth(&self.capability_token)
-            .timeout(timeout)
-            .send()
-            .await
-            .map_err(|e| format!("the relayer at {}: {e}", self.relayer))?;
-        let status = r.status();
-        let body: Value = r
-            .json()
-            .await
-            .map_err(|e| format!("the relayer's answer: {e}"))?;
-        if !status.is_success() {
-            return Err(format!(
-                "({status}): {} {} — {}",
-                body["code"].as_str().unwrap_or("?"),
-                body["details"],
-                body["message"].as_str().unwrap_or("")
-            ));
-        }
-        Ok(body)
+    /// The capability token.
+    pub(crate) fn token(&self) -> String {
+        self.capability_token.clone()
     }
+}
+
+/// `text` in base units: digits alone are base units; `1.50 USDC` or `1.50` are the session's
+/// token's units (its symbol and decimals asked of the relayer).
+pub(crate) async fn amount(relayer: &Relayer, text: &str) -> Result<U256, String> {
+    if !text.trim().is_empty() && text.trim().bytes().all(|b| b.is_ascii_digit()) {
+        return bursar_agent::money::parse_amount(text.trim());
+    }
+    let limits = relayer
+        .get("/v1/limits", Duration::from_secs(30))
+        .await
+        .map_err(|e| e.to_string())?;
+    let token = &limits["token"];
+    let (Some(decimals), Some(symbol)) = (token["decimals"].as_u64(), token["symbol"].as_str())
+    else {
+        return Err("the relayer did not say the session's token".into());
+    };
+    parse_money(text, decimals as u8, symbol)
 }

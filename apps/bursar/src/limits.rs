@@ -15,9 +15,11 @@ pub(crate) struct LimitsArgs {
 
 pub(crate) fn run(args: LimitsArgs) -> Result<(), String> {
     crate::support::block_on(async {
-        let c = &args.capability;
-        let get = reqwest::Client::new().get(c.url("/v1/limits"));
-        let limits = c.ask(get, Duration::from_secs(30)).await?;
+        let relayer = args.capability.relayer();
+        let limits = relayer
+            .get("/v1/limits", Duration::from_secs(30))
+            .await
+            .map_err(|e| e.to_string())?;
         println!("{limits:#}");
         Ok(())
     })

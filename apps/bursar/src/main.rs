@@ -11,6 +11,7 @@ mod devnet;
 mod fetch;
 mod indexer;
 mod limits;
+mod mcp;
 mod pay;
 mod relayer;
 mod support;
@@ -50,6 +51,9 @@ enum Command {
     Pay(pay::PayArgs),
     /// What the session (BURSAR_CAPABILITY_TOKEN) may still spend and whom it may pay, as JSON.
     Limits(limits::LimitsArgs),
+    /// Agents' MCP server over stdio: session_limits, pay, fetch, payment_status,
+    /// record_provenance, session_history, for the session of BURSAR_CAPABILITY_TOKEN.
+    Mcp(mcp::McpArgs),
     /// Print a service's OpenAPI 3.1 document (what it serves at /openapi.json), to generate
     /// clients from.
     Openapi {
@@ -92,7 +96,7 @@ fn main() -> std::process::ExitCode {
             "info,bursar_indexer::follower=warn"
         }
         // Curl's manners: the answer on stdout, only what went wrong on stderr.
-        Command::Fetch(_) | Command::Pay(_) | Command::Limits(_) => "warn",
+        Command::Fetch(_) | Command::Pay(_) | Command::Limits(_) | Command::Mcp(_) => "warn",
         _ => "info",
     };
     tracing_subscriber::fmt()
@@ -114,6 +118,7 @@ fn main() -> std::process::ExitCode {
         Command::Fetch(args) => fetch::run(args),
         Command::Pay(args) => pay::run(args),
         Command::Limits(args) => limits::run(args),
+        Command::Mcp(args) => mcp::run(args),
         Command::Openapi { service } => {
             let doc = match service {
                 Service::Relayer => serde_json::to_value(bursar_relayer::api::document()),

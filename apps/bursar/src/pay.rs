@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
-use bursar_relayer::limits::parse_money;
+use bursar_agent::relayer::Refusal;
 use serde_json::json;
 
-use crate::capability::Capability;
+use crate::capability::{amount, Capability};
 
 /// How long the relayer may take to answer (a `wait` of up to 60 s included).
 const TIMEOUT: Duration = Duration::from_secs(90);
@@ -37,31 +37,20 @@ pub(crate) fn run(args: PayArgs) -> Result<(), String> {
 }
 
 async fn pay(args: PayArgs) -> Result<(), String> {
-    let c = &args.capability;
-    let http = reqwest::Client::new();
-    let refused = |e: String| format!("refused {e}");
-    let amount = match args.amount.trim().bytes().all(|b| b.is_ascii_digit()) {
-        true => args.amount.trim().to_owned(),
-        // Token units: the session's token says how many decimals.
-        false => {
-            let limits = c.ask(http.get(c.url("/v1/limits")), TIMEOUT).await?;
-            let token = &limits["token"];
-            let (decimals, symbol) = (token["decimals"].as_u64(), token["symbol"].as_str());
-            let (Some(decimals), Some(symbol)) = (decimals, symbol) else {
-                return Err("the relayer did not say the session's token".into());
-            };
-            parse_money(&args.amount, decimals as u8, symbol)?.to_string()
-        }
-    };
-    let body = json!({ "to": args.to, "amount": amount, "purpose": args.purpose });
-    let post = http.post(c.url("/v1/payments")).json(&body);
-    let queued = c.ask(post, TIMEOUT).await.map_err(refused)?;
+    let relayer = args.capability.relayer();
+    let refused = |e: Refusal| format!("refused {e}");
+    let amount = amount(&relayer, &args.amount).await?;
+    let body = json!({ "to": args.to, "amount": amount.to_string(), "purpose": args.purpose });
+    let queued = relayer
+        .post("/v1/payments", &body, TIMEOUT)
+        .await
+        .map_err(refused)?;
     let id = queued["id"].as_str().ok_or("the relayer answered no id")?;
     let payment = match args.wait {
         0 => queued.clone(),
         wait => {
-            let get = http.get(c.url(&format!("/v1/payments/{id}?wait={}", wait.min(60))));
-            c.ask(get, TIMEOUT).await.map_err(refused)?
+            let path = format!("/v1/payments/{id}?wait={}", wait.min(60));
+            relayer.get(&path, TIMEOUT).await.map_err(refused)?
         }
     };
     println!("{payment}");

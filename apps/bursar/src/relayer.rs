@@ -74,6 +74,14 @@ pub(crate) struct RelayerArgs {
     /// addresses are refused whatever this says.
     #[arg(long, env = "BURSAR_WEBHOOK_ALLOW_LOOPBACK")]
     allow_loopback_webhooks: bool,
+    /// Let the `fetch` tool of agents' MCP server (`/mcp`) reach loopback addresses: for a
+    /// devnet whose x402 servers run on this machine. Link-local, private and other internal
+    /// addresses are refused whatever this says.
+    #[arg(long, env = "BURSAR_FETCH_ALLOW_LOOPBACK")]
+    allow_loopback_fetch: bool,
+    /// An indexer of the same contracts, for the MCP `session_history` tool's events.
+    #[arg(long, env = "BURSAR_INDEXER_URL")]
+    indexer_url: Option<String>,
     /// Requests per second per host key or capability token (bursts of twice that; 0: no
     /// limit).
     #[arg(long, env = "BURSAR_RATE_LIMIT", default_value_t = default_limit(|s| s.rate_limit))]
@@ -190,9 +198,13 @@ async fn serve(args: RelayerArgs) -> Result<(), String> {
             poll_interval: std::time::Duration::from_secs(args.poll_seconds.max(1)),
             runloop_url: args.runloop_url.clone(),
             browserbase_url: args.browserbase_url.clone(),
-            webhook_egress: bursar_relayer::egress::Policy {
+            webhook_egress: bursar_egress::Policy {
                 allow_loopback: args.allow_loopback_webhooks,
             },
+            fetch_egress: bursar_egress::Policy {
+                allow_loopback: args.allow_loopback_fetch,
+            },
+            indexer_url: args.indexer_url.clone(),
             rate_limit: limit(args.rate_limit),
             client_rate_limit: limit(args.client_rate_limit),
             auth_failure_limit: limit(args.auth_failure_limit),

@@ -164,10 +164,15 @@ async fn up(args: UpArgs) -> Result<(), String> {
                 // A devnet's clock is moved ahead by demos and tests (`evm_increaseTime`):
                 // intents signed just before a jump must outlive it.
                 intent_ttl: Duration::from_secs(if dev { 86_400 } else { 600 }),
-                // Everything `up` starts is on this machine; a host's receiver may be too.
-                webhook_egress: bursar_relayer::egress::Policy {
+                // Everything `up` starts is on this machine; a host's receiver, or an x402
+                // server an agent tries, may be too.
+                webhook_egress: bursar_egress::Policy {
                     allow_loopback: true,
                 },
+                fetch_egress: bursar_egress::Policy {
+                    allow_loopback: true,
+                },
+                indexer_url: Some(format!("http://{}", indexer.addr)),
                 ..Settings::default()
             },
         })

@@ -6,123 +6,12 @@
 //! OpenAPI documents hold for what they answer: valid, every operation named, and Schemathesis
 //! finds no server error and no answer outside its schema.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+mod support;
 
-/// A running `bursar up`; killed on drop.
-struct Up {
-    child: Child,
-    relayer: String,
-    indexer: String,
-    /// Its stdout after the READY line.
-    rest: mpsc::Receiver<String>,
-    /// Its stdout up to the READY line.
-    banner: String,
-}
+use std::path::Path;
+use std::process::Command;
 
-impl Up {
-    fn start(data: &Path) -> Up {
-        let artifacts = bursar_e2e::artifacts_dir();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_bursar"))
-            .args(["up", "--devnet-port", "0"])
-            .args([
-                "--relayer-listen",
-                "127.0.0.1:0",
-                "--indexer-listen",
-                "127.0.0.1:0",
-            ])
-            .arg("--data-dir")
-            .arg(data)
-            .arg("--artifacts")
-            .arg(artifacts)
-            .env_remove("BURSAR_CONFIG")
-            .env_remove("BURSAR_RPC_URL")
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn bursar up");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut banner = String::new();
-        let ready = loop {
-            let Some(Ok(line)) = lines.next() else {
-                let _ = child.kill();
-                panic!("bursar up exited before READY; stdout was:\n{banner}");
-            };
-            banner += &line;
-            banner.push('\n');
-            if let Some(rest) = line.strip_prefix("READY ") {
-                break rest.to_owned();
-            }
-        };
-        let (tx, rest) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in lines.map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let (relayer, indexer) = ready.split_once(' ').unwrap();
-        Up {
-            child,
-            relayer: relayer.trim_start_matches("http://").to_owned(),
-            indexer: indexer.trim_start_matches("http://").to_owned(),
-            rest,
-            banner,
-        }
-    }
-
-    /// Sends SIGINT (Ctrl-C) and waits, at most a minute, for the exit; answers the status and
-    /// what it printed meanwhile.
-    fn interrupt(&mut self) -> (ExitStatus, String) {
-        let pid = self.child.id().to_string();
-        assert!(Command::new("kill")
-            .args(["-INT", &pid])
-            .status()
-            .unwrap()
-            .success());
-        let mut printed = String::new();
-        // Its stdout closes when it exits.
-        while let Ok(line) = self.rest.recv_timeout(Duration::from_secs(60)) {
-            printed += &line;
-            printed.push('\n');
-        }
-        let status = self.child.wait().unwrap();
-        (status, printed)
-    }
-}
-
-impl Drop for Up {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `GET path` over HTTP/1.1 with an optional bearer; the status line and the body.
-fn get(addr: &str, path: &str, bearer: Option<&str>) -> (String, String) {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let auth = bearer.map_or(String::new(), |b| format!("Authorization: Bearer {b}\r\n"));
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut resp = String::new();
-    s.read_to_string(&mut resp).expect("read response");
-    let (head, body) = resp.split_once("\r\n\r\n").unwrap();
-    (head.lines().next().unwrap().to_owned(), body.to_owned())
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = bursar_e2e::scratch(name);
-    std::fs::remove_dir_all(&dir).ok();
-    dir
-}
+use support::{bursar, get, scratch, Up};
 
 #[test]
 fn bursar_up_serves_a_session_end_to_end_and_restarts_where_it_stopped() {
@@ -312,23 +201,6 @@ fn demo_session(data: &Path, up: &Up, key: &str) -> String {
         .nth(1)
         .expect("the demo's session is the host's")[..66]
         .to_owned()
-}
-
-/// Runs `bursar` with `args`; answers its stdout (panics with its stderr when it fails).
-fn bursar(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_bursar"))
-        .args(args)
-        .env_remove("BURSAR_CONFIG")
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "bursar {args:?}: {stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
 }
 
 /// Runs a program of the pinned Python venv (`bin/NAME` beside its interpreter); answers

@@ -111,7 +111,7 @@ pub async fn start(
             // The story moves the chain's clock an hour ahead; intents must outlive that.
             intent_ttl: Duration::from_secs(86_400),
             // The host's webhook receiver listens on this machine.
-            webhook_egress: bursar_relayer::egress::Policy {
+            webhook_egress: bursar_egress::Policy {
                 allow_loopback: true,
             },
             ..Settings::default()

@@ -145,6 +145,9 @@ pub struct Scenario<'a, N: Narrator> {
     token: String,
     /// The session's custodial key (the relayer holds it).
     session_key: Address,
+    /// What the wallet held before this session's deposit (other sessions' escrow, on a stack
+    /// that runs others).
+    escrow_before: U256,
     /// The receipts of executed payments, as `ReceiptRecorded` announced them (the registry
     /// keeps only their commitments; a payee restates its receipt to acknowledge it).
     receipts: Vec<PaymentReceipt>,
@@ -211,6 +214,7 @@ async fn run_with<N: Narrator>(
         host: None,
         token: String::new(),
         session_key: Address::ZERO,
+        escrow_before: U256::ZERO,
     };
     s.report.first_block = client.block_number().await? + 1;
     s.fund_actors().await?;
@@ -280,6 +284,7 @@ pub async fn open_trial(
         host: None,
         token: String::new(),
         session_key: Address::ZERO,
+        escrow_before: U256::ZERO,
     };
     s.fund_actors().await?;
     s.host = Some(crate::host::connect(relayer.url, relayer.host_key).await?);
@@ -404,6 +409,14 @@ impl<N: Narrator> Scenario<'_, N> {
         self.narrator.step(
             "The host prepares a session for its sandbox; the owner signs it and a permit in its own wallet (EIP-712); the relayer opens it",
         );
+        self.escrow_before = self
+            .view(
+                self.contracts.token,
+                IFiatToken::balanceOfCall {
+                    account: self.contracts.wallet,
+                },
+            )
+            .await?;
         let now = self.client.latest_block().await?.timestamp.to::<u64>();
         let owner = self.actors.owner.clone();
         let terms = json!({
@@ -463,8 +476,7 @@ impl<N: Narrator> Scenario<'_, N> {
         ));
         self.expect_balance("owner", owner.address(), U256::ZERO)
             .await?;
-        self.expect_balance("wallet escrow", self.contracts.wallet, usd(DEPOSIT))
-            .await
+        self.expect_escrow(usd(DEPOSIT)).await
     }
 
     async fn heartbeat(&mut self) -> Result<()> {
@@ -493,8 +505,7 @@ impl<N: Narrator> Scenario<'_, N> {
         self.report.receipt_ids.extend([first, second]);
         self.expect_balance("vendor A", a, usd(12)).await?;
         self.expect_balance("vendor B", b, usd(15)).await?;
-        self.expect_balance("wallet escrow", self.contracts.wallet, usd(73))
-            .await?;
+        self.expect_escrow(usd(73)).await?;
         self.expect_view_period_left(usd(13)).await
     }
 
@@ -526,8 +537,7 @@ impl<N: Narrator> Scenario<'_, N> {
             other => return Err(self.unexpected("WalletPeriodBudgetExceeded", other.map(|_| ()))),
         }
         self.expect_balance("vendor C", c, U256::ZERO).await?;
-        self.expect_balance("wallet escrow", self.contracts.wallet, usd(73))
-            .await
+        self.expect_escrow(usd(73)).await
     }
 
     async fn refill(&mut self) -> Result<()> {
@@ -607,8 +617,7 @@ impl<N: Narrator> Scenario<'_, N> {
             "the owner approved: 21.00 paid to vendor B, receipt #{receipt_id}"
         ));
         self.expect_balance("vendor B", b, usd(36)).await?;
-        self.expect_balance("wallet escrow", self.contracts.wallet, usd(34))
-            .await
+        self.expect_escrow(usd(34)).await
     }
 
     async fn acknowledge(&mut self) -> Result<()> {
@@ -734,8 +743,7 @@ impl<N: Narrator> Scenario<'_, N> {
             .note("closed: 66.00 spent, 34.00 refunded to the owner");
         let owner = self.actors.owner.address();
         self.expect_balance("owner", owner, usd(34)).await?;
-        self.expect_balance("wallet escrow", self.contracts.wallet, U256::ZERO)
-            .await
+        self.expect_escrow(U256::ZERO).await
     }
 
     async fn host_webhooks(&mut self) -> Result<()> {
@@ -1047,6 +1055,13 @@ impl<N: Narrator> Scenario<'_, N> {
 
     fn unexpected<T: std::fmt::Debug>(&self, wanted: &str, got: T) -> ScenarioError {
         ScenarioError::Check(format!("expected {wanted}, got {got:?}"))
+    }
+
+    /// The wallet holds `want` of this session's, beside what it held before.
+    async fn expect_escrow(&mut self, want: U256) -> Result<()> {
+        let want = self.escrow_before + want;
+        self.expect_balance("wallet escrow", self.contracts.wallet, want)
+            .await
     }
 
     async fn expect_balance(&mut self, who: &str, address: Address, want: U256) -> Result<()> {

@@ -51,6 +51,15 @@ impl Principal {
     }
 }
 
+/// Lets only a sandbox (a live session's capability token) through, to agents' MCP server;
+/// anyone else is answered 401 as the API answers it.
+pub(super) async fn sandbox_only(req: Request, next: Next) -> Response {
+    match req.extensions().get::<Principal>() {
+        Some(Principal::Sandbox(_)) => next.run(req).await,
+        _ => Error::Unauthorized.into_response(),
+    }
+}
+
 /// The bearer token of an `Authorization` header: `None` without one or for another scheme.
 pub(super) fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();

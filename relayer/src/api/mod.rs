@@ -25,6 +25,7 @@ mod state;
 mod webhooks;
 mod x402;
 
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
 use axum::extract::State;
@@ -53,7 +54,11 @@ pub async fn serve(
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
     // The peer's address: anonymous callers and failed authentications are limited by it.
-    let service = router(app).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let local = match listener.local_addr() {
+        Ok(local) => local,
+        Err(e) => return tracing::error!(error = %e, "API listener has no address"),
+    };
+    let service = router(app, local).into_make_service_with_connect_info::<std::net::SocketAddr>();
     if let Err(e) = axum::serve(listener, service)
         .with_graceful_shutdown(stop)
         .await
@@ -63,11 +68,17 @@ pub async fn serve(
 }
 
 /// The API's routes, each registered with its OpenAPI operation; the document is served at
-/// `/openapi.json`.
-pub fn router(state: AppState) -> Router {
+/// `/openapi.json`; agents' MCP server at `/mcp`. `local` is where the API listens: the MCP
+/// tools ask the API there.
+pub fn router(state: AppState, local: SocketAddr) -> Router {
     let limiter = Arc::new(Limiter::default());
     let (routes, doc) = routes().split_for_parts();
     let doc = Arc::new(openapi::finish(doc));
+    let mcp = bursar_agent::mcp::http_service(
+        &format!("http://{}", reachable(local)),
+        state.settings.fetch_egress,
+        state.settings.indexer_url.clone(),
+    );
     routes
         .route(
             "/metrics",
@@ -88,11 +99,28 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             idempotency::layer,
         ))
+        // MCP's requests carry their own ids; only a sandbox's token gets in.
+        .route_service(
+            "/mcp",
+            tower::ServiceBuilder::new()
+                .layer(axum::middleware::from_fn(auth::sandbox_only))
+                .service(mcp),
+        )
         .layer(axum::middleware::from_fn_with_state(
             (state.clone(), limiter),
             auth::layer,
         ))
         .with_state(state)
+}
+
+/// An address of this machine's that reaches `local` (an unspecified address is not one).
+fn reachable(local: SocketAddr) -> SocketAddr {
+    let ip = match local.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    SocketAddr::new(ip, local.port())
 }
 
 /// The OpenAPI document the API serves.

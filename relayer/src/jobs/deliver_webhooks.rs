@@ -9,7 +9,7 @@ use crate::webhooks;
 /// Delivers what is due until `stop` resolves.
 pub async fn run(app: &App, stop: impl std::future::Future<Output = ()>) {
     tokio::pin!(stop);
-    let http = crate::egress::client(app.settings.webhook_egress, webhooks::TIMEOUT);
+    let http = bursar_egress::client(app.settings.webhook_egress, webhooks::TIMEOUT);
     loop {
         match webhooks::deliver_due(app, &http).await {
             Ok(0) => {}

@@ -8,9 +8,9 @@ use alloy_primitives::Address;
 use bursar_client::Key;
 
 use super::providers;
-use crate::egress;
 use crate::submission::EngineConfig;
 use crate::vault::MasterKey;
+use bursar_egress as egress;
 
 /// What a relayer runs with.
 pub struct Config {
@@ -83,6 +83,11 @@ pub struct Settings {
     /// Where hosts' webhook endpoints may point (public addresses; loopback only when allowed,
     /// for a devnet and the tests).
     pub webhook_egress: egress::Policy,
+    /// Where the `fetch` tool of agents' MCP server (`/mcp`) may reach: public addresses;
+    /// loopback only when allowed (a devnet), never the rest.
+    pub fetch_egress: egress::Policy,
+    /// An indexer of the same contracts (`http://…`), for the `session_history` tool.
+    pub indexer_url: Option<String>,
 }
 
 impl Default for Settings {
@@ -101,6 +106,8 @@ impl Default for Settings {
             runloop_url: providers::runloop::DEFAULT_URL.into(),
             browserbase_url: providers::browserbase::DEFAULT_URL.into(),
             webhook_egress: egress::Policy::default(),
+            fetch_egress: egress::Policy::default(),
+            indexer_url: None,
         }
     }
 }

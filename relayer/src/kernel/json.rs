@@ -6,6 +6,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::RefOr;
 
+pub use bursar_agent::money::parse_amount;
 pub use bursar_client::ids::{parse_session_id, session_id_text};
 
 /// A non-negative integer given as a decimal string (`"1500000"`): no sign, no exponent, no hex,
@@ -35,16 +36,6 @@ impl utoipa::PartialSchema for Amount {
 }
 
 impl utoipa::ToSchema for Amount {}
-
-/// Parses a decimal amount.
-pub fn parse_amount(text: &str) -> Result<U256, String> {
-    if text.is_empty() || text.len() > 78 || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!(
-            "expected a decimal string of base units such as \"1500000\", got {text:?}"
-        ));
-    }
-    U256::from_str_radix(text, 10).map_err(|_| format!("{text:?} does not fit in 256 bits"))
-}
 
 /// A 32-byte value given either as 0x + 64 hex digits (used as is) or as any other text (its
 /// keccak-256 is used): purposes, artifact hashes, URIs.

@@ -154,6 +154,7 @@ async fn payments_survive_kill_9(db: Db) {
         "wallet": at(Contract::SessionWallet),
         "gateway": at(Contract::SessionGateway),
         "receipts": at(Contract::ReceiptRegistry),
+        "counterparties": at(Contract::CounterpartyRegistry),
     });
     let stderr = dir.join("relayer-children.err");
     let cfg = json!({

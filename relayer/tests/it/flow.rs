@@ -139,7 +139,7 @@ pub(super) async fn system_with(db: Db, tune: impl FnOnce(&mut Settings)) -> Sys
         webhook_attempts: 3,
         webhook_backoff: Duration::from_millis(10),
         // The tests' webhook receivers listen on loopback.
-        webhook_egress: bursar_relayer::egress::Policy {
+        webhook_egress: bursar_egress::Policy {
             allow_loopback: true,
         },
         ..Settings::default()

@@ -10,7 +10,7 @@ use bursar_bindings::token::ITestToken;
 use bursar_bindings::wallet::ISessionWallet::openSessionCall;
 use bursar_client::Key;
 use bursar_deploy::Contract;
-use bursar_relayer::egress::Policy;
+use bursar_egress::Policy;
 use bursar_relayer::{hosts, webhooks, Settings};
 use serde_json::{json, Value};
 

@@ -1,4 +1,5 @@
-//! Where the relayer may send requests a host asked for (its webhook endpoints): public
+//! Where the relayer may send requests a host asked for (its webhook endpoints), and an agent
+//! its fetches (`bursar fetch`, the MCP `fetch` tool): public
 //! addresses only. A host must not turn the relayer into a client of its own network —
 //! loopback services, a cloud's metadata endpoint (169.254.169.254), private ranges.
 //!

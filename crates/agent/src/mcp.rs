@@ -1,0 +1,573 @@
+//! The MCP server of an agent's tools (the official Rust SDK, `rmcp`): `session_limits`, `pay`,
+//! `fetch`, `payment_status`, `record_provenance`, `session_history`.
+//!
+//! It runs where the agent's MCP client wants it: over stdio in the sandbox (`bursar mcp`, the
+//! token from `BURSAR_CAPABILITY_TOKEN`), or over Streamable HTTP as the relayer's `/mcp` (the
+//! token of each request's `Authorization: Bearer`). Either way a tool asks the relayer's API
+//! with that token, so the session's rules, the relayer's authentication and its rate limits
+//! hold as for any other call; the token never appears in a tool's answer.
+//!
+//! A refusal by a session's rule is a tool error (`isError: true`) naming the rule with its
+//! figures in the token's units — `WalletPeriodBudgetExceeded: 3.00 USDC left until 14:00
+//! UTC (asked 5.00 USDC)` — so that the model can adapt.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use alloy_primitives::U256;
+use base64::Engine as _;
+use bursar_egress::Policy;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler, ServiceExt};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use sha2::Digest;
+
+use crate::fetch::{self, Request};
+use crate::money::{format_units, parse_money};
+use crate::relayer::{Refusal, Relayer};
+
+/// How long a call to the relayer may take (a payment's wait of 30 s included).
+const TIMEOUT: Duration = Duration::from_secs(75);
+/// How long `pay` and `record_provenance` wait for the chain.
+const WAIT_SECONDS: u64 = 30;
+/// The most of a fetched body a tool answers (a model's context is not a download).
+const MAX_BODY: usize = 64 * 1024;
+
+/// The tools, for one relayer.
+#[derive(Clone)]
+pub struct Tools {
+    relayer: String,
+    /// The session's token (stdio); `None`: each HTTP request's bearer (the relayer's `/mcp`).
+    token: Option<String>,
+    fetch: Policy,
+    indexer: Option<String>,
+}
+
+impl std::fmt::Debug for Tools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tools")
+            .field("relayer", &self.relayer)
+            .field("indexer", &self.indexer)
+            .finish()
+    }
+}
+
+/// `pay`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct PayArgs {
+    /// The payee's address (0x…): one of the counterparties `session_limits` lists.
+    pub to: String,
+    /// How much: in the token's units ("1.50 USDC", "1.50") or, digits alone, base units
+    /// ("1500000").
+    pub amount: String,
+    /// What it is for, in a few words (its keccak-256 goes on chain with the receipt).
+    pub purpose: String,
+}
+
+/// `fetch`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FetchArgs {
+    /// The URL (http or https; public addresses only).
+    pub url: String,
+    /// The method: GET by default, POST when a body is given.
+    pub method: Option<String>,
+    /// Request headers by name.
+    pub headers: Option<BTreeMap<String, String>>,
+    /// The request body (text).
+    pub body: Option<String>,
+    /// The most to pay if the server answers 402 Payment Required: token units ("0.05 USDC")
+    /// or base units; a higher price is refused and nothing is paid.
+    pub max_amount: Option<String>,
+}
+
+/// `payment_status`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct PaymentArgs {
+    /// The payment's id (`pay_…`), as `pay` answered it.
+    pub id: String,
+}
+
+/// `record_provenance`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProvenanceArgs {
+    /// The artifact produced: its SHA-256 or any 32-byte digest (0x and 64 hex digits), or a
+    /// name whose keccak-256 is recorded. Give this or `artifactPath`.
+    pub artifact: Option<String>,
+    /// A file whose SHA-256 is the artifact (read where this server runs: `bursar mcp` only).
+    pub artifact_path: Option<String>,
+    /// What it was made from (a digest, or text whose keccak-256 is recorded).
+    pub inputs: Option<String>,
+    /// The runtime: model, image, code version (a digest or text).
+    pub runtime: Option<String>,
+    /// Where the artifact is (text is hashed; the chain keeps 32 bytes).
+    pub uri: Option<String>,
+    /// Earlier records (their ids) it derives from.
+    pub parents: Option<Vec<String>>,
+}
+
+/// `session_history`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct HistoryArgs {
+    /// How many of the latest payments (and indexed events): 1 to 100, default 20.
+    pub limit: Option<u32>,
+}
+
+impl Tools {
+    /// Tools acting for the session of `token` at the relayer `relayer` (stdio).
+    pub fn for_session(relayer: &str, token: &str, fetch: Policy, indexer: Option<String>) -> Self {
+        Tools {
+            relayer: relayer.to_owned(),
+            token: Some(token.to_owned()),
+            fetch,
+            indexer,
+        }
+    }
+
+    /// Tools acting for the session of each HTTP request's bearer token, at the relayer
+    /// `relayer` (its own address, for the relayer's `/mcp`).
+    pub fn per_request(relayer: &str, fetch: Policy, indexer: Option<String>) -> Self {
+        Tools {
+            relayer: relayer.to_owned(),
+            token: None,
+            fetch,
+            indexer,
+        }
+    }
+
+    /// The relayer, with the token this call acts with.
+    fn session(&self, ctx: &RequestContext<RoleServer>) -> Result<Relayer, ErrorData> {
+        let token = match &self.token {
+            Some(token) => token.clone(),
+            None => ctx
+                .extensions
+                .get::<http::request::Parts>()
+                .and_then(|parts| parts.headers.get(http::header::AUTHORIZATION))
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.split_once(' '))
+                .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+                .map(|(_, token)| token.trim().to_owned())
+                .ok_or_else(|| {
+                    ErrorData::invalid_request("a session's capability token is needed", None)
+                })?,
+        };
+        Ok(Relayer::new(&self.relayer, &token))
+    }
+}
+
+#[tool_router]
+impl Tools {
+    /// What the session may still spend.
+    #[tool(
+        description = "What this session may still spend and whom it may pay: remaining deposit, this period's remaining budget and when it refills, per-payment cap, co-sign threshold, allowlisted counterparties (address, label, cap), expiry and lease; amounts in token units and base units."
+    )]
+    async fn session_limits(
+        &self,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let relayer = self.session(&ctx)?;
+        Ok(match relayer.get("/v1/limits", TIMEOUT).await {
+            Ok(limits) => CallToolResult::structured(limits),
+            Err(e) => refused(&relayer, e).await,
+        })
+    }
+
+    /// Pays.
+    #[tool(
+        description = "Pay a counterparty from the session, within its on-chain rules; answers the payment (status confirmed once on chain, or pending_approval above the co-sign threshold). A refusal names the rule and what is left."
+    )]
+    async fn pay(
+        &self,
+        Parameters(args): Parameters<PayArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let relayer = self.session(&ctx)?;
+        let amount = match amount(&relayer, &args.amount).await {
+            Ok(amount) => amount,
+            Err(e) => return Ok(tool_error(e)),
+        };
+        let body = json!({ "to": args.to, "amount": amount.to_string(), "purpose": args.purpose });
+        let queued = match relayer.post("/v1/payments", &body, TIMEOUT).await {
+            Ok(queued) => queued,
+            Err(e) => return Ok(refused(&relayer, e).await),
+        };
+        let id = queued["id"].as_str().unwrap_or_default();
+        let path = format!("/v1/payments/{id}?wait={WAIT_SECONDS}");
+        let payment = match relayer.get(&path, TIMEOUT).await {
+            Ok(payment) => payment,
+            Err(e) => return Ok(refused(&relayer, e).await),
+        };
+        Ok(match payment["status"].as_str() {
+            Some("failed" | "rejected" | "expired") => {
+                let error = &payment["error"];
+                let code = error["code"].as_str().unwrap_or("failed");
+                let text = rule(&relayer, code, &error["details"]).await;
+                CallToolResult::structured_error(json!({ "payment": payment, "error": text }))
+            }
+            Some("pending_approval") => {
+                let next = "above the session's co-sign threshold: the owner must approve it in \
+                            their wallet (the host shows them the decision to sign); check it \
+                            later with payment_status";
+                CallToolResult::structured(json!({ "payment": payment, "next": next }))
+            }
+            _ => CallToolResult::structured(payment),
+        })
+    }
+
+    /// Fetches, paying a 402.
+    #[tool(
+        description = "An HTTP request that, if the server answers 402 Payment Required (x402), pays it from the session (at most maxAmount) and retries; answers status, headers, body (first 64 KiB) and the payment's settlement. Public addresses only."
+    )]
+    async fn fetch(
+        &self,
+        Parameters(args): Parameters<FetchArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let relayer = self.session(&ctx)?;
+        let method = match (&args.method, &args.body) {
+            (Some(m), _) => match m.to_uppercase().parse() {
+                Ok(m) => m,
+                Err(_) => return Ok(tool_error(format!("{m:?} is not an HTTP method"))),
+            },
+            (None, Some(_)) => reqwest::Method::POST,
+            (None, None) => reqwest::Method::GET,
+        };
+        let max = match &args.max_amount {
+            Some(m) => match amount(&relayer, m).await {
+                Ok(max) => Some(max),
+                Err(e) => return Ok(tool_error(format!("maxAmount: {e}"))),
+            },
+            None => None,
+        };
+        let request = Request {
+            method,
+            url: args.url.clone(),
+            headers: args.headers.unwrap_or_default().into_iter().collect(),
+            body: args.body.map(String::into_bytes),
+        };
+        let answer = match fetch::fetch(&relayer, &request, max, self.fetch, TIMEOUT).await {
+            Ok(answer) => answer,
+            Err(e) => return Ok(tool_error(e)),
+        };
+        let headers: BTreeMap<&str, &str> = answer
+            .headers
+            .iter()
+            .filter_map(|(n, v)| Some((n.as_str(), v.to_str().ok()?)))
+            .collect();
+        let shown = &answer.body[..answer.body.len().min(MAX_BODY)];
+        let mut out = json!({
+            "status": answer.status.as_u16(),
+            "headers": headers,
+            "truncated": answer.body.len() > MAX_BODY,
+            "payment": answer.settlement,
+        });
+        match std::str::from_utf8(shown) {
+            Ok(text) => out["body"] = json!(text),
+            Err(_) => {
+                out["bodyBase64"] = json!(base64::engine::general_purpose::STANDARD.encode(shown))
+            }
+        }
+        Ok(CallToolResult::structured(out))
+    }
+
+    /// A payment's status.
+    #[tool(
+        description = "A payment's status by its id (pay_…): queued, submitted, mined, confirmed, pending_approval, rejected, failed or expired, with its transaction and receipt."
+    )]
+    async fn payment_status(
+        &self,
+        Parameters(args): Parameters<PaymentArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let relayer = self.session(&ctx)?;
+        if !args
+            .id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
+            return Ok(tool_error(format!("{:?} is not a payment id", args.id)));
+        }
+        Ok(
+            match relayer
+                .get(&format!("/v1/payments/{}", args.id), TIMEOUT)
+                .await
+            {
+                Ok(payment) => CallToolResult::structured(payment),
+                Err(e) => refused(&relayer, e).await,
+            },
+        )
+    }
+
+    /// Records provenance.
+    #[tool(
+        description = "Record on chain, signed by the session, what the agent produced (artifact digest or file), from what (inputs, parents: earlier record ids), with what runtime, and where it is (uri); answers the record once on chain."
+    )]
+    async fn record_provenance(
+        &self,
+        Parameters(args): Parameters<ProvenanceArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let relayer = self.session(&ctx)?;
+        let artifact = match (&args.artifact, &args.artifact_path) {
+            (Some(a), None) => a.clone(),
+            (None, Some(path)) if self.token.is_some() => match tokio::fs::read(path).await {
+                Ok(bytes) => format!("0x{}", hex(&sha2::Sha256::digest(&bytes))),
+                Err(e) => return Ok(tool_error(format!("reading {path}: {e}"))),
+            },
+            (None, Some(_)) => {
+                return Ok(tool_error(
+                    "artifactPath is read only where the server runs in the sandbox (bursar \
+                     mcp); give the artifact's digest instead",
+                ))
+            }
+            _ => return Ok(tool_error("give either artifact or artifactPath")),
+        };
+        let mut body = json!({ "artifact": artifact });
+        for (name, value) in [
+            ("inputs", args.inputs),
+            ("runtime", args.runtime),
+            ("uri", args.uri),
+        ] {
+            if let Some(value) = value {
+                body[name] = json!(value);
+            }
+        }
+        if let Some(parents) = args.parents {
+            body["parents"] = json!(parents);
+        }
+        let queued = match relayer.post("/v1/provenance", &body, TIMEOUT).await {
+            Ok(queued) => queued,
+            Err(e) => return Ok(refused(&relayer, e).await),
+        };
+        let id = queued["id"].as_str().unwrap_or_default();
+        let path = format!("/v1/provenance/{id}?wait={WAIT_SECONDS}");
+        Ok(match relayer.get(&path, TIMEOUT).await {
+            Ok(record) if record["status"] == "failed" => CallToolResult::structured_error(record),
+            Ok(record) => CallToolResult::structured(record),
+            Err(e) => refused(&relayer, e).await,
+        })
+    }
+
+    /// Recent payments and events.
+    #[tool(
+        description = "The session's latest payments (newest first), and its on-chain events in chain order from its opening (payments, receipts, provenance) when an indexer is configured."
+    )]
+    async fn session_history(
+        &self,
+        Parameters(args): Parameters<HistoryArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let relayer = self.session(&ctx)?;
+        let limit = args.limit.unwrap_or(20).clamp(1, 100);
+        let payments = match relayer
+            .get(&format!("/v1/payments?limit={limit}"), TIMEOUT)
+            .await
+        {
+            Ok(page) => page["payments"].clone(),
+            Err(e) => return Ok(refused(&relayer, e).await),
+        };
+        let mut out = json!({ "payments": payments });
+        if let Some(indexer) = &self.indexer {
+            out["events"] = match self.events(&relayer, indexer, limit).await {
+                Ok(events) => events,
+                Err(e) => json!({ "error": e }),
+            };
+        }
+        Ok(CallToolResult::structured(out))
+    }
+}
+
+impl Tools {
+    /// The session's latest `limit` events, from the indexer (newest last).
+    async fn events(&self, relayer: &Relayer, indexer: &str, limit: u32) -> Result<Value, String> {
+        let limits = relayer
+            .get("/v1/limits", TIMEOUT)
+            .await
+            .map_err(|e| e.to_string())?;
+        let session = limits["sessionId"].as_str().unwrap_or_default();
+        let url = format!(
+            "{}/v1/sessions/{session}/timeline?limit={limit}",
+            indexer.trim_end_matches('/')
+        );
+        let page: Value = reqwest::Client::new()
+            .get(&url)
+            .timeout(TIMEOUT)
+            .send()
+            .await
+            .map_err(|e| format!("the indexer at {indexer}: {e}"))?
+            .json()
+            .await
+            .map_err(|e| format!("the indexer's answer: {e}"))?;
+        Ok(page["events"].clone())
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for Tools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("bursar", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Bursar pays from a bounded session whose rules the owner signed and the chain \
+                 enforces. Check session_limits before paying; pay only listed counterparties; \
+                 use fetch for APIs that may answer 402 Payment Required; record_provenance for \
+                 what you produce.",
+            )
+    }
+}
+
+/// Serves `tools` over stdio until the client leaves.
+///
+/// # Errors
+/// The transport's failure, in words.
+pub async fn serve_stdio(tools: Tools) -> Result<(), String> {
+    let running = tools
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| format!("starting MCP over stdio: {e}"))?;
+    running
+        .waiting()
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("MCP over stdio: {e}"))
+}
+
+/// The Streamable HTTP service of tools acting for each request's bearer token, at the relayer
+/// `relayer`. Its callers are authenticated by their token, so it takes any `Host` (the
+/// DNS-rebinding guard protects servers that trust their network instead).
+pub fn http_service(
+    relayer: &str,
+    fetch: Policy,
+    indexer: Option<String>,
+) -> StreamableHttpService<Tools, LocalSessionManager> {
+    let tools = Tools::per_request(relayer, fetch, indexer);
+    StreamableHttpService::new(
+        move || Ok(tools.clone()),
+        Default::default(),
+        StreamableHttpServerConfig::default().disable_allowed_hosts(),
+    )
+}
+
+/// `text` in base units: digits alone are base units; `1.50 USDC` or `1.50` are the session's
+/// token's units.
+async fn amount(relayer: &Relayer, text: &str) -> Result<U256, String> {
+    let text = text.trim();
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return crate::money::parse_amount(text);
+    }
+    let limits = relayer
+        .get("/v1/limits", TIMEOUT)
+        .await
+        .map_err(|e| e.to_string())?;
+    let (decimals, symbol) = token(&limits).ok_or("the relayer did not say the session's token")?;
+    parse_money(text, decimals, &symbol)
+}
+
+fn token(limits: &Value) -> Option<(u8, String)> {
+    let t = &limits["token"];
+    Some((
+        t["decimals"].as_u64()? as u8,
+        t["symbol"].as_str()?.to_owned(),
+    ))
+}
+
+fn tool_error(text: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(text.into())])
+}
+
+/// The relayer's refusal as a tool error the model can act on.
+async fn refused(relayer: &Relayer, refusal: Refusal) -> CallToolResult {
+    let text = match &refusal {
+        Refusal::Refused {
+            status: 401, code, ..
+        } => format!("{code}: the session's capability token is unknown, revoked or expired"),
+        Refusal::Refused {
+            status: 422,
+            code,
+            details,
+            ..
+        } => rule(relayer, code, details).await,
+        other => other.to_string(),
+    };
+    tool_error(text)
+}
+
+/// A contract rule's refusal in words, its amounts in the token's units:
+/// `WalletPeriodBudgetExceeded: 3.00 USDC left until 14:00 UTC (asked 5.00 USDC)`.
+async fn rule(relayer: &Relayer, code: &str, details: &Value) -> String {
+    let limits = relayer.get("/v1/limits", TIMEOUT).await.ok();
+    let token = limits.as_ref().and_then(token);
+    let money = |key: &str| -> Option<String> {
+        let base = U256::from_str_radix(details[key].as_str()?, 10).ok()?;
+        Some(match &token {
+            Some((decimals, symbol)) => format!("{} {symbol}", format_units(base, *decimals)),
+            None => format!("{base} base units"),
+        })
+    };
+    let asked = money("amount").map_or(String::new(), |a| format!(" (asked {a})"));
+    let refills = limits
+        .as_ref()
+        .and_then(|l| l["period"]["refillsAt"].as_u64())
+        .map_or(String::new(), |t| format!(" until {} UTC", clock(t)));
+    match (code, money("available")) {
+        ("WalletPeriodBudgetExceeded", Some(left)) => {
+            format!("{code}: {left} left{refills}{asked}")
+        }
+        ("WalletInsufficientDeposit", Some(left)) => {
+            format!("{code}: {left} left in the deposit{asked}")
+        }
+        (_, Some(left)) => format!("{code}: at most {left}{asked}"),
+        _ => match (
+            money("cap").or_else(|| money("max")),
+            details["counterparty"].as_str(),
+        ) {
+            (Some(cap), _) => format!("{code}: at most {cap} per payment{asked}"),
+            (None, Some(who)) => {
+                // Allowed, but not this much: the list caps payments to it.
+                let listed = limits.as_ref().and_then(|l| {
+                    l["counterparties"].as_array()?.iter().find(|c| {
+                        c["address"]
+                            .as_str()
+                            .is_some_and(|a| a.eq_ignore_ascii_case(who))
+                    })
+                });
+                match listed.and_then(|c| c["maxPerPayment"]["display"].as_str()) {
+                    Some(cap) => format!("{code}: at most {cap} per payment to {who}{asked}"),
+                    None => format!(
+                        "{code}: {who} is not on the session's allowlist (session_limits lists \
+                         whom it may pay)"
+                    ),
+                }
+            }
+            (None, None) => format!("{code} {details}"),
+        },
+    }
+}
+
+/// `HH:MM` of unix time `t`, UTC.
+fn clock(t: u64) -> String {
+    format!("{:02}:{:02}", (t % 86_400) / 3_600, (t % 3_600) / 60)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_read_as_a_clock() {
+        assert_eq!(clock(0), "00:00");
+        assert_eq!(clock(1_765_029_600), "14:00");
+        assert_eq!(clock(1_765_029_600 + 59 * 60 + 59), "14:59");
+    }
+}
