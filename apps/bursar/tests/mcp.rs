@@ -237,6 +237,37 @@ async fn agents_use_the_mcp_tools_through_the_official_clients_over_both_transpo
         assert_eq!(limits["token"]["symbol"], "USDC", "{transport}: {limits}");
     }
 
+    // The README's MCP configuration, as written but for the token, the relayer's port and
+    // where this build's `bursar` is.
+    let readme = std::fs::read_to_string(bursar_e2e::repo_root().join("README.md")).unwrap();
+    let block = readme
+        .split("<!-- mcp-config")
+        .nth(1)
+        .and_then(|rest| rest.split("```json").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("the README's MCP configuration block");
+    let config = block
+        .replace("bct_…", &token)
+        .replace("http://127.0.0.1:8549", &format!("http://{}", up.relayer))
+        .replace(
+            "\"command\": \"bursar\"",
+            &format!("\"command\": {:?}", env!("CARGO_BIN_EXE_bursar")),
+        );
+    let file = data.join("mcp.json");
+    std::fs::write(&file, config).unwrap();
+    let cli = "node_modules/@modelcontextprotocol/inspector/cli/build/cli.js";
+    let args = [
+        cli,
+        "--cli",
+        "--config",
+        file.to_str().unwrap(),
+        "--server",
+        "bursar",
+    ];
+    let call = ["--method", "tools/call", "--tool-name", "session_limits"];
+    let (ok, out) = node(&[&args[..], &call[..]].concat(), &token, &[]);
+    assert!(ok && out.contains("USDC"), "{out}");
+
     // A revoked session's token, and one nobody issued: nothing is answered but the refusal.
     let key = std::fs::read_to_string(data.join("host-key")).unwrap();
     let revoke = format!("/v1/sessions/{other}/revoke");
