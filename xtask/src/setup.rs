@@ -23,6 +23,7 @@ const NPM_TOOLS: &[&str] = &[
     "tools/evm-fixtures",
     "tools/x402",
     "tools/mcp",
+    "sdk/typescript",
 ];
 
 /// The pinned PyPI packages.
