@@ -1,7 +1,8 @@
-//! The TypeScript SDK (`sdk/typescript`, `@bursar/sdk`) against `bursar up`: its OpenAPI
-//! documents and the types generated from them are the services' current ones (an API change
-//! that forgets the SDK fails here), it type-checks, and its tests pass against the running
-//! stack with an x402 server built with x402's official packages.
+//! The SDKs against `bursar up` — TypeScript (`sdk/typescript`, `@bursar/sdk`) and Python
+//! (`sdk/python`, `bursar`): the OpenAPI documents and the types and models generated from them
+//! are the services' current ones (an API change that forgets an SDK fails here), and each
+//! SDK's tests pass against the running stack with an x402 server built with x402's official
+//! packages, its README's integration included.
 
 mod support;
 
@@ -73,6 +74,29 @@ async fn the_typescript_sdk_is_current_and_works_against_bursar_up() {
         );
     }
     npx(&dir, &["tsc", "--noEmit", "-p", "tsconfig.json"], &[]);
+    let python = bursar_e2e::python();
+    let py = bursar_e2e::repo_root().join("sdk/python");
+    let fresh = scratch("sdk-models");
+    std::fs::create_dir_all(&fresh).unwrap();
+    let out = Command::new("sh")
+        .arg(py.join("generate.sh"))
+        .arg(&fresh)
+        .env("PYTHON", &python)
+        .output()
+        .expect("run generate.sh");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for service in ["relayer", "indexer"] {
+        let committed = py.join(format!("src/bursar/models/{service}.py"));
+        assert!(
+            std::fs::read_to_string(committed).unwrap()
+                == std::fs::read_to_string(fresh.join(format!("{service}.py"))).unwrap(),
+            "sdk/python/src/bursar/models/{service}.py is stale: run sdk/python/generate.sh"
+        );
+    }
 
     let data = scratch("bursar-sdk");
     let up = tokio::task::block_in_place(|| Up::start(&data));
@@ -99,4 +123,26 @@ async fn the_typescript_sdk_is_current_and_works_against_bursar_up() {
     ];
     let printed = tokio::task::block_in_place(|| npx(&dir, &["vitest", "run"], &env));
     assert!(printed.contains("Tests  16 passed"), "{printed}");
+    let pytest = tokio::task::block_in_place(|| {
+        Command::new(&python)
+            .args([
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:warnings",
+                "-p",
+                "no:cacheprovider",
+                "tests",
+            ])
+            .current_dir(&py)
+            .env("PYTHONPATH", "src:tests")
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .output()
+            .expect("run pytest")
+    });
+    let printed = String::from_utf8_lossy(&pytest.stdout).into_owned()
+        + &String::from_utf8_lossy(&pytest.stderr);
+    assert!(pytest.status.success(), "{printed}");
+    assert!(printed.contains("13 passed"), "{printed}");
 }

@@ -97,11 +97,22 @@ pub mod schema {
     #[schema(pattern = "^0x([0-9a-fA-F]{2})*$")]
     pub struct Hex(pub String);
 
-    /// EIP-712 typed data as `eth_signTypedData_v4` takes it: `types`, `primaryType`, `domain`,
-    /// `message`.
+    /// EIP-712 typed data as `eth_signTypedData_v4` takes it (integers as decimal strings).
     #[derive(utoipa::ToSchema)]
-    #[schema(value_type = Object)]
-    pub struct TypedData(pub serde_json::Value);
+    #[schema(rename_all = "camelCase")]
+    pub struct TypedData {
+        /// The struct types by name, `EIP712Domain` among them: `[{name, type}]` each.
+        #[schema(value_type = Object)]
+        pub types: serde_json::Value,
+        /// The type of `message`.
+        pub primary_type: String,
+        /// The domain: name, version, chainId, verifyingContract.
+        #[schema(value_type = Object)]
+        pub domain: serde_json::Value,
+        /// What is signed.
+        #[schema(value_type = Object)]
+        pub message: serde_json::Value,
+    }
 }
 
 /// `text` as 32 bytes: parsed when it is 0x + 64 hex digits, hashed otherwise.

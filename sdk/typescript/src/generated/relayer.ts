@@ -1263,11 +1263,17 @@ export interface components {
             /** @description Its symbol (`USDC`). */
             symbol: string;
         };
-        /**
-         * @description EIP-712 typed data as `eth_signTypedData_v4` takes it: `types`, `primaryType`, `domain`,
-         *     `message`.
-         */
-        TypedData: Record<string, never>;
+        /** @description EIP-712 typed data as `eth_signTypedData_v4` takes it (integers as decimal strings). */
+        TypedData: {
+            /** @description The domain: name, version, chainId, verifyingContract. */
+            domain: Record<string, never>;
+            /** @description What is signed. */
+            message: Record<string, never>;
+            /** @description The type of `message`. */
+            primaryType: string;
+            /** @description The struct types by name, `EIP712Domain` among them: `[{name, type}]` each. */
+            types: Record<string, never>;
+        };
         /** @description What `verify` answers. */
         VerifyResponse: {
             /** @description Why not, in words. */
