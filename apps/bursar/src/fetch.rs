@@ -10,7 +10,7 @@ use std::time::Duration;
 use bursar_agent::fetch::{Fetched, Request};
 use bursar_egress::Policy;
 
-use crate::capability::{amount, Capability};
+use crate::capability::Capability;
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct FetchArgs {
@@ -83,7 +83,8 @@ async fn fetch(args: FetchArgs) -> Result<(), String> {
     let relayer = args.capability.relayer();
     let max = match args.max_amount.as_deref() {
         Some(m) => Some(
-            amount(&relayer, m)
+            relayer
+                .base_units(m)
                 .await
                 .map_err(|e| format!("--max-amount {m}: {e}"))?,
         ),

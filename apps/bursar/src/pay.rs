@@ -8,7 +8,7 @@ use std::time::Duration;
 use bursar_agent::relayer::Refusal;
 use serde_json::json;
 
-use crate::capability::{amount, Capability};
+use crate::capability::Capability;
 
 /// How long the relayer may take to answer (a `wait` of up to 60 s included).
 const TIMEOUT: Duration = Duration::from_secs(90);
@@ -39,7 +39,7 @@ pub(crate) fn run(args: PayArgs) -> Result<(), String> {
 async fn pay(args: PayArgs) -> Result<(), String> {
     let relayer = args.capability.relayer();
     let refused = |e: Refusal| format!("refused {e}");
-    let amount = amount(&relayer, &args.amount).await?;
+    let amount = relayer.base_units(&args.amount).await?;
     let body = json!({ "to": args.to, "amount": amount.to_string(), "purpose": args.purpose });
     let queued = relayer
         .post("/v1/payments", &body, TIMEOUT)

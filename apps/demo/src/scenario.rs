@@ -202,20 +202,7 @@ async fn run_with<N: Narrator>(
     let relayer_signer = running
         .as_ref()
         .map_or(actors.relayer.address(), |r| r.signer);
-    let mut s = Scenario {
-        client,
-        contracts,
-        actors,
-        relayer_signer,
-        narrator,
-        senders: Vec::new(),
-        report: Report::default(),
-        receipts: Vec::new(),
-        host: None,
-        token: String::new(),
-        session_key: Address::ZERO,
-        escrow_before: U256::ZERO,
-    };
+    let mut s = Scenario::new(client, contracts, actors, relayer_signer, narrator);
     s.report.first_block = client.block_number().await? + 1;
     s.fund_actors().await?;
     s.host = Some(match running {
@@ -272,20 +259,8 @@ pub async fn open_trial(
     relayer: RunningRelayer,
 ) -> Result<Trial> {
     let mut quiet = Transcript::default();
-    let mut s = Scenario {
-        client,
-        contracts: Contracts::from_record(record)?,
-        relayer_signer: relayer.signer,
-        actors,
-        narrator: &mut quiet,
-        senders: Vec::new(),
-        report: Report::default(),
-        receipts: Vec::new(),
-        host: None,
-        token: String::new(),
-        session_key: Address::ZERO,
-        escrow_before: U256::ZERO,
-    };
+    let contracts = Contracts::from_record(record)?;
+    let mut s = Scenario::new(client, contracts, actors, relayer.signer, &mut quiet);
     s.fund_actors().await?;
     s.host = Some(crate::host::connect(relayer.url, relayer.host_key).await?);
     let opened = async {
@@ -307,7 +282,30 @@ pub async fn open_trial(
     })
 }
 
-impl<N: Narrator> Scenario<'_, N> {
+impl<'a, N: Narrator> Scenario<'a, N> {
+    fn new(
+        client: &'a Client,
+        contracts: Contracts,
+        actors: Actors,
+        relayer_signer: Address,
+        narrator: &'a mut N,
+    ) -> Self {
+        Scenario {
+            client,
+            contracts,
+            actors,
+            relayer_signer,
+            narrator,
+            senders: Vec::new(),
+            report: Report::default(),
+            receipts: Vec::new(),
+            host: None,
+            token: String::new(),
+            session_key: Address::ZERO,
+            escrow_before: U256::ZERO,
+        }
+    }
+
     // ---- steps -------------------------------------------------------------------------------
 
     async fn fund_actors(&mut self) -> Result<()> {

@@ -29,7 +29,7 @@ use serde_json::{json, Value};
 use sha2::Digest;
 
 use crate::fetch::{self, Request};
-use crate::money::{format_units, parse_money};
+use crate::money::format_units;
 use crate::relayer::{Refusal, Relayer};
 
 /// How long a call to the relayer may take (a payment's wait of 30 s included).
@@ -189,7 +189,7 @@ impl Tools {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let relayer = self.session(&ctx)?;
-        let amount = match amount(&relayer, &args.amount).await {
+        let amount = match relayer.base_units(&args.amount).await {
             Ok(amount) => amount,
             Err(e) => return Ok(tool_error(e)),
         };
@@ -240,7 +240,7 @@ impl Tools {
             (None, None) => reqwest::Method::GET,
         };
         let max = match &args.max_amount {
-            Some(m) => match amount(&relayer, m).await {
+            Some(m) => match relayer.base_units(m).await {
                 Ok(max) => Some(max),
                 Err(e) => return Ok(tool_error(format!("maxAmount: {e}"))),
             },
@@ -453,21 +453,6 @@ pub fn http_service(
         Default::default(),
         StreamableHttpServerConfig::default().disable_allowed_hosts(),
     )
-}
-
-/// `text` in base units: digits alone are base units; `1.50 USDC` or `1.50` are the session's
-/// token's units.
-async fn amount(relayer: &Relayer, text: &str) -> Result<U256, String> {
-    let text = text.trim();
-    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
-        return crate::money::parse_amount(text);
-    }
-    let limits = relayer
-        .get("/v1/limits", TIMEOUT)
-        .await
-        .map_err(|e| e.to_string())?;
-    let (decimals, symbol) = token(&limits).ok_or("the relayer did not say the session's token")?;
-    parse_money(text, decimals, &symbol)
 }
 
 fn token(limits: &Value) -> Option<(u8, String)> {

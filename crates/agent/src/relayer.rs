@@ -4,7 +4,10 @@
 use std::fmt;
 use std::time::Duration;
 
+use alloy_primitives::U256;
 use serde_json::Value;
+
+use crate::money;
 
 /// A relayer and the capability token of one session.
 #[derive(Clone)]
@@ -88,6 +91,28 @@ impl Relayer {
     ) -> Result<Value, Refusal> {
         self.ask(self.http.post(self.url(path)).json(body), timeout)
             .await
+    }
+
+    /// `text` in base units: digits alone are base units; `1.50 USDC` or `1.50` are the
+    /// session's token's units (its symbol and decimals asked of `GET /v1/limits`).
+    ///
+    /// # Errors
+    /// In words: not an amount, another token, more decimals than it has, the relayer's refusal.
+    pub async fn base_units(&self, text: &str) -> Result<U256, String> {
+        let text = text.trim();
+        if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+            return money::parse_amount(text);
+        }
+        let limits = self
+            .get("/v1/limits", Duration::from_secs(30))
+            .await
+            .map_err(|e| e.to_string())?;
+        let token = &limits["token"];
+        let (Some(decimals), Some(symbol)) = (token["decimals"].as_u64(), token["symbol"].as_str())
+        else {
+            return Err("the relayer did not say the session's token".into());
+        };
+        money::parse_money(text, decimals as u8, symbol)
     }
 
     fn url(&self, path: &str) -> String {
