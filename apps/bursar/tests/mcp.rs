@@ -138,7 +138,7 @@ async fn agents_use_the_mcp_tools_through_the_official_clients_over_both_transpo
         serde_json::from_str(&std::fs::read_to_string(data.join("up.json")).unwrap()).unwrap();
     let client = Client::new(running["rpc"].as_str().unwrap().to_owned());
     let (_, token, payee, stranger) = tokio::task::block_in_place(|| trial(&data));
-    let (other, other_token, _, _) = tokio::task::block_in_place(|| trial(&data));
+    let (other, other_token, other_payee, _) = tokio::task::block_in_place(|| trial(&data));
     let server =
         OfficialServer::start(&client, Facilitator::Official(5), payee, U256::from(PRICE)).await;
 
@@ -225,6 +225,40 @@ async fn agents_use_the_mcp_tools_through_the_official_clients_over_both_transpo
             "confirmed"
         );
     }
+
+    // Above the co-sign threshold (20.00 USDC): it waits for the owner, and the tool says so.
+    let calls = json!([{ "name": "pay", "arguments": { "to": payee, "amount": "21 USDC", "purpose": "a big job" } }]);
+    let got = sdk("http", &up, &token, calls);
+    let pending = &got["results"][0]["structuredContent"];
+    assert_eq!(pending["payment"]["status"], "pending_approval", "{got}");
+    assert!(
+        pending["next"]
+            .as_str()
+            .unwrap()
+            .contains("the owner must approve"),
+        "{got}"
+    );
+
+    // Another session's payment is not this token's to see.
+    let relayer = format!("http://{}", up.relayer);
+    let theirs = bursar(&[
+        "pay",
+        "--to",
+        &other_payee.to_checksum(None),
+        "--amount",
+        "0.01 USDC",
+        "--purpose",
+        "theirs",
+        "--relayer",
+        &relayer,
+        "--capability-token",
+        &other_token,
+    ]);
+    let theirs: Value = serde_json::from_str(&theirs).unwrap();
+    let calls = json!([{ "name": "payment_status", "arguments": { "id": theirs["id"] } }]);
+    let got = sdk("stdio", &up, &token, calls);
+    let (error, why) = text(&got["results"][0]);
+    assert!(error && why.contains("not_found"), "{got}");
 
     // The Inspector's CLI, both transports.
     for transport in ["stdio", "http"] {
