@@ -205,10 +205,13 @@ fn demo_session(data: &Path, up: &Up, key: &str) -> String {
 
 /// Runs a program of the pinned Python venv (`bin/NAME` beside its interpreter); answers
 /// whether it succeeded and what it printed.
-fn venv_tool(name: &str, args: &[&str]) -> (bool, String) {
+/// Runs a tool of the test venv in `dir`, where it may leave its own files (Schemathesis
+/// keeps a cache in its working directory).
+fn venv_tool(dir: &Path, name: &str, args: &[&str]) -> (bool, String) {
     let tool = bursar_e2e::python().with_file_name(name);
     let out = Command::new(&tool)
         .args(args)
+        .current_dir(dir)
         .output()
         .unwrap_or_else(|e| panic!("{}: {e} (cargo xtask setup installs it)", tool.display()));
     let printed =
@@ -254,7 +257,7 @@ fn the_api_documents_hold_for_what_the_services_answer() {
         assert!(status.contains("200"), "{status}");
         let file = data.join(format!("{name}-openapi.json"));
         std::fs::write(&file, &body).unwrap();
-        let (ok, printed) = venv_tool("openapi-spec-validator", &[file.to_str().unwrap()]);
+        let (ok, printed) = venv_tool(&data, "openapi-spec-validator", &[file.to_str().unwrap()]);
         assert!(
             ok,
             "{name}'s document is not valid OpenAPI: {printed:.2000}"
@@ -308,7 +311,7 @@ fn the_api_documents_hold_for_what_the_services_answer() {
             "--no-color",
         ];
         args.extend(extra);
-        let (ok, printed) = venv_tool("schemathesis", &args);
+        let (ok, printed) = venv_tool(&data, "schemathesis", &args);
         assert!(
             ok,
             "Schemathesis against the {what} (seed {seed}):\n{printed}"
