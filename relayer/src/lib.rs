@@ -16,6 +16,7 @@
 //! Its manual is the crate's README.
 
 pub mod api;
+pub mod approval;
 pub mod hosts;
 pub mod jobs;
 pub mod kernel;
@@ -110,6 +111,10 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
         addr: config.listen,
         source,
     })?;
+    let mut settings = config.settings;
+    settings
+        .public_url
+        .get_or_insert_with(|| format!("http://{}", api::reachable(addr)));
     let (payments, queued_payments) = inbox::Queue::new();
     let app = Arc::new(App {
         store,
@@ -118,7 +123,7 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
         chain_id,
         contracts: config.contracts,
         master_key: config.master_key,
-        settings: config.settings,
+        settings,
         settled: tokio::sync::watch::channel(0).0,
         payments,
         webhooks_due: Default::default(),

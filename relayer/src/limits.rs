@@ -133,16 +133,9 @@ pub async fn limits(app: &App, session: &SessionRow) -> Result<Limits, Error> {
     let (state, token, counterparties) = tokio::try_join!(
         chain_state(app, id),
         token_info(app, terms.token),
-        allowlist(app, terms.allowlistId),
+        counterparties_of(app, terms.allowlistId),
     )?;
-    let counterparties = counterparties
-        .into_iter()
-        .map(|(address, cap, label)| Counterparty {
-            address: address.to_checksum(None),
-            label: label_text(label),
-            max_per_payment: (!cap.is_zero()).then(|| token.money(cap)),
-        })
-        .collect();
+    let counterparties = show(counterparties, &token);
     let positive = |amount: U256| (!amount.is_zero()).then(|| token.money(amount));
     let period = (terms.periodSeconds != 0 && !terms.periodBudget.is_zero()).then(|| Period {
         seconds: terms.periodSeconds,
@@ -184,9 +177,21 @@ pub async fn token_info(app: &App, token: Address) -> Result<TokenInfo, Error> {
     })
 }
 
+/// Allowlist entries as people read them: labels as text, caps in `token`'s units.
+pub fn show(entries: Vec<(Address, U256, B256)>, token: &TokenInfo) -> Vec<Counterparty> {
+    entries
+        .into_iter()
+        .map(|(address, cap, label)| Counterparty {
+            address: address.to_checksum(None),
+            label: label_text(label),
+            max_per_payment: (!cap.is_zero()).then(|| token.money(cap)),
+        })
+        .collect()
+}
+
 /// The entries of allowlist `list` now: (counterparty, max per payment, label) of each allowed
 /// one, in the order they were first set.
-async fn allowlist(app: &App, list: U256) -> Result<Vec<(Address, U256, B256)>, Error> {
+pub async fn counterparties_of(app: &App, list: U256) -> Result<Vec<(Address, U256, B256)>, Error> {
     let registry = app.contracts.counterparties;
     let topics = [
         vec![

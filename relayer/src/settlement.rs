@@ -162,7 +162,7 @@ async fn record_payment(app: &App, mut p: PaymentRow, o: Outcome) -> Result<(), 
     p.error_details = error.as_ref().map(|e| e.1.clone());
     if let Some(host) = app.store.session_host(&p.session_id).await? {
         let state = format!("{}:{}", o.outcome, p.error_code.as_deref().unwrap_or(""));
-        let view = serde_json::to_value(PaymentView::of(p.clone())).unwrap_or(Value::Null);
+        let view = serde_json::to_value(PaymentView::of(app, p.clone())).unwrap_or(Value::Null);
         webhooks::emit(app, &host, "payment.updated", &p.id, &state, view).await?;
     }
     app.store

@@ -12,10 +12,18 @@ use anyhow::{bail, Context, Result};
 use crate::toolchain::{apt_install, which};
 
 /// The Debian packages the tests use: PostgreSQL (both databases), Python with venv (the
-/// web3.py and eth-account checks), Node and npm (solc-js, anvil, viem).
-const PACKAGES: &[&str] = &["python3", "python3-venv", "postgresql", "nodejs", "npm"];
+/// web3.py and eth-account checks), Node and npm (solc-js, anvil, viem), Chromium (the pages'
+/// browser tests).
+const PACKAGES: &[&str] = &[
+    "python3",
+    "python3-venv",
+    "postgresql",
+    "nodejs",
+    "npm",
+    "chromium",
+];
 
-/// The `tools/` folders whose npm packages tests run.
+/// The folders whose npm packages tests run (tools, the pages' build, the SDK).
 const NPM_TOOLS: &[&str] = &[
     "tools/solc",
     "tools/conformance",
@@ -23,6 +31,8 @@ const NPM_TOOLS: &[&str] = &[
     "tools/evm-fixtures",
     "tools/x402",
     "tools/mcp",
+    "tools/browser",
+    "crates/web",
     "sdk/typescript",
 ];
 

@@ -35,17 +35,38 @@ pub(crate) struct DemoArgs {
     /// `bursar fetch` or an MCP client with.
     #[arg(long, requires = "against_running")]
     session_only: bool,
+    /// With --session-only: prepare the session for this owner's own wallet instead of opening
+    /// it (the owner gets the deposit), and print its approval page's link: open it in a
+    /// browser whose wallet holds the owner's key and is on the devnet, and approve.
+    #[arg(long, requires = "session_only")]
+    owner: Option<alloy_primitives::Address>,
     /// `bursar up`'s data directory (with --against-running).
     #[arg(long, env = "BURSAR_DATA_DIR", default_value = ".bursar")]
     data_dir: PathBuf,
 }
 
 /// Opens a session on the running stack and prints it (stdout carries only the JSON).
-async fn trial(up: Running) -> Result<(), String> {
+async fn trial(up: Running, owner: Option<alloy_primitives::Address>) -> Result<(), String> {
     let client = Client::new(up.rpc.clone());
     let seed = client.block_number().await.map_err(|e| e.to_string())?;
     let actors = Actors::fresh(operator(), &format!("trial {seed}"));
     let relayer = up.relayer.url.clone();
+    if let Some(owner) = owner {
+        let t = bursar_demo::prepare_trial(&client, &up.record, actors, up.relayer, owner)
+            .await
+            .map_err(|e| format!("preparing the session failed: {e}"))?;
+        let printed = serde_json::json!({
+            "sessionId": t.session_id,
+            "preparedId": t.prepared_id,
+            "approvalUrl": t.approval_url,
+            "relayer": relayer,
+            "token": t.token.to_checksum(None),
+            "allowed": t.allowed.map(|a| a.to_checksum(None)),
+            "notAllowed": t.not_allowed.to_checksum(None),
+        });
+        println!("{printed:#}");
+        return Ok(());
+    }
     let t = bursar_demo::open_trial(&client, &up.record, actors, up.relayer)
         .await
         .map_err(|e| format!("opening the session failed: {e}"))?;
@@ -135,7 +156,7 @@ pub(crate) fn run(args: DemoArgs) -> Result<(), String> {
 async fn against_running(args: DemoArgs) -> Result<(), String> {
     let up = running(&args.data_dir)?;
     if args.session_only {
-        return trial(up).await;
+        return trial(up, args.owner).await;
     }
     println!(
         "▶ Against the running stack: chain {}, relayer {}, indexer {}",

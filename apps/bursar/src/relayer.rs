@@ -79,9 +79,14 @@ pub(crate) struct RelayerArgs {
     /// addresses are refused whatever this says.
     #[arg(long, env = "BURSAR_FETCH_ALLOW_LOOPBACK")]
     allow_loopback_fetch: bool,
-    /// An indexer of the same contracts, for the MCP `session_history` tool's events.
+    /// An indexer of the same contracts: the MCP `session_history` tool's events, and the
+    /// approval pages' links to a session's page in its explorer.
     #[arg(long, env = "BURSAR_INDEXER_URL")]
     indexer_url: Option<String>,
+    /// Where people reach this relayer (`https://bursar.example.com`), for the approval links
+    /// it hands out (default: the address it listens on).
+    #[arg(long, env = "BURSAR_PUBLIC_URL")]
+    public_url: Option<String>,
     /// Requests per second per host key or capability token (bursts of twice that; 0: no
     /// limit).
     #[arg(long, env = "BURSAR_RATE_LIMIT", default_value_t = default_limit(|s| s.rate_limit))]
@@ -205,6 +210,7 @@ async fn serve(args: RelayerArgs) -> Result<(), String> {
                 allow_loopback: args.allow_loopback_fetch,
             },
             indexer_url: args.indexer_url.clone(),
+            public_url: args.public_url.clone(),
             rate_limit: limit(args.rate_limit),
             client_rate_limit: limit(args.client_rate_limit),
             auth_failure_limit: limit(args.auth_failure_limit),

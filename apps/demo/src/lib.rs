@@ -24,6 +24,6 @@ pub mod money;
 pub mod scenario;
 
 pub use scenario::{
-    open_trial, run, run_against, Actors, Contracts, Narrator, Report, RunningRelayer,
-    ScenarioError, Transcript, Trial,
+    open_trial, prepare_trial, run, run_against, Actors, Contracts, Narrator, PreparedTrial,
+    Report, RunningRelayer, ScenarioError, Transcript, Trial,
 };

@@ -282,6 +282,58 @@ pub async fn open_trial(
     })
 }
 
+/// A session prepared on a running stack for an owner's own wallet to approve on the relayer's
+/// approval page: the story's vendor allowlist and terms, the owner funded with the deposit.
+#[derive(Clone, Debug)]
+pub struct PreparedTrial {
+    /// The session it will be (0x and 64 hex digits).
+    pub session_id: String,
+    /// Names it in `POST /v1/sessions/register` once the owner opened it.
+    pub prepared_id: String,
+    /// The owner's approval page.
+    pub approval_url: String,
+    /// The deposit's token (the chain's USDC).
+    pub token: Address,
+    /// The two allowlisted vendors.
+    pub allowed: [Address; 2],
+    /// A vendor not on the list.
+    pub not_allowed: Address,
+}
+
+/// Prepares a [`PreparedTrial`] for `owner` through `relayer`, its host; `owner` gets the
+/// deposit (its wallet signs; it needs no gas).
+pub async fn prepare_trial(
+    client: &Client,
+    record: &DeploymentRecord,
+    actors: Actors,
+    relayer: RunningRelayer,
+    owner: Address,
+) -> Result<PreparedTrial> {
+    let mut quiet = Transcript::default();
+    let contracts = Contracts::from_record(record)?;
+    let mut s = Scenario::new(client, contracts, actors, relayer.signer, &mut quiet);
+    s.fund_actors().await?;
+    s.host = Some(crate::host::connect(relayer.url, relayer.host_key).await?);
+    let prepared = async {
+        s.vendor_list().await?;
+        s.mint_deposit(owner).await?;
+        s.prepare(owner).await
+    }
+    .await;
+    if let Some(host) = s.host.take() {
+        host.close().await;
+    }
+    let prepared = prepared?;
+    Ok(PreparedTrial {
+        session_id: text(&prepared["sessionId"])?,
+        prepared_id: text(&prepared["preparedId"])?,
+        approval_url: text(&prepared["approvalUrl"])?,
+        token: s.contracts.token,
+        allowed: [s.actors.vendor_a.address(), s.actors.vendor_b.address()],
+        not_allowed: s.actors.vendor_c.address(),
+    })
+}
+
 impl<'a, N: Narrator> Scenario<'a, N> {
     fn new(
         client: &'a Client,
@@ -382,8 +434,18 @@ impl<'a, N: Narrator> Scenario<'a, N> {
 
     async fn fund_owner(&mut self) -> Result<()> {
         self.narrator.step("The owner holds 100.00 USDC");
+        self.mint_deposit(self.actors.owner.address()).await
+    }
+
+    /// Mints the deposit to `owner`.
+    async fn mint_deposit(&mut self, owner: Address) -> Result<()> {
         let operator = self.actors.operator.clone();
-        let owner = self.actors.owner.address();
+        let before = self
+            .view(
+                self.contracts.token,
+                IFiatToken::balanceOfCall { account: owner },
+            )
+            .await?;
         let r = self
             .send(
                 &operator,
@@ -400,7 +462,8 @@ impl<'a, N: Narrator> Scenario<'a, N> {
             t.to == owner && t.value == usd(DEPOSIT),
             "Transfer(mint) to the owner",
         )?;
-        self.expect_balance("owner", owner, usd(DEPOSIT)).await
+        self.expect_balance("owner", owner, before + usd(DEPOSIT))
+            .await
     }
 
     async fn open_session(&mut self) -> Result<()> {
@@ -415,25 +478,9 @@ impl<'a, N: Narrator> Scenario<'a, N> {
                 },
             )
             .await?;
-        let now = self.client.latest_block().await?.timestamp.to::<u64>();
         let owner = self.actors.owner.clone();
-        let terms = json!({
-            "owner": owner.address(),
-            "token": self.contracts.token,
-            "deposit": usd(DEPOSIT).to_string(),
-            "perPaymentCap": usd(PER_PAYMENT_CAP).to_string(),
-            "periodBudget": usd(PERIOD_BUDGET).to_string(),
-            "periodSeconds": PERIOD_SECONDS,
-            "coSignThreshold": usd(CO_SIGN_THRESHOLD).to_string(),
-            "expiresAt": now + 86_400,
-            "leaseSeconds": LEASE_SECONDS,
-            "allowlistId": self.report.list_id.to_string(),
-            "metadata": "sandbox e2b:sbx_7f3a (research agent)",
-            "provider": "e2b",
-            "sandboxId": "sbx_7f3a",
-        });
+        let prepared = self.prepare(owner.address()).await?;
         let (api, key) = self.api();
-        let prepared = self.expect(201, api.post("/v1/sessions/prepare", &key, terms).await?)?;
         let typed = &prepared["typedData"];
         let opened = self.expect(
             201,
@@ -475,6 +522,28 @@ impl<'a, N: Narrator> Scenario<'a, N> {
         self.expect_balance("owner", owner.address(), U256::ZERO)
             .await?;
         self.expect_escrow(usd(DEPOSIT)).await
+    }
+
+    /// The host prepares the story's session for `owner`: the relayer's answer.
+    async fn prepare(&mut self, owner: Address) -> Result<serde_json::Value> {
+        let now = self.client.latest_block().await?.timestamp.to::<u64>();
+        let terms = json!({
+            "owner": owner,
+            "token": self.contracts.token,
+            "deposit": usd(DEPOSIT).to_string(),
+            "perPaymentCap": usd(PER_PAYMENT_CAP).to_string(),
+            "periodBudget": usd(PERIOD_BUDGET).to_string(),
+            "periodSeconds": PERIOD_SECONDS,
+            "coSignThreshold": usd(CO_SIGN_THRESHOLD).to_string(),
+            "expiresAt": now + 86_400,
+            "leaseSeconds": LEASE_SECONDS,
+            "allowlistId": self.report.list_id.to_string(),
+            "metadata": "sandbox e2b:sbx_7f3a (research agent)",
+            "provider": "e2b",
+            "sandboxId": "sbx_7f3a",
+        });
+        let (api, key) = self.api();
+        self.expect(201, api.post("/v1/sessions/prepare", &key, terms).await?)
     }
 
     async fn heartbeat(&mut self) -> Result<()> {

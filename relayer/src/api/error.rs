@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use crate::kernel::providers::ProviderError;
 use crate::kernel::Error;
 
-fn status(e: &Error) -> StatusCode {
+pub(super) fn status(e: &Error) -> StatusCode {
     match e {
         Error::Unauthorized => StatusCode::UNAUTHORIZED,
         Error::Forbidden { .. } => StatusCode::FORBIDDEN,

@@ -18,6 +18,7 @@ mod idempotency;
 mod lifecycle;
 mod metrics;
 mod openapi;
+mod pages;
 mod payments;
 mod ratelimit;
 mod sessions;
@@ -99,6 +100,8 @@ pub fn router(state: AppState, local: SocketAddr) -> Router {
             state.clone(),
             idempotency::layer,
         ))
+        // Pages and their assets: anonymous, outside the API's idempotency keys.
+        .merge(pages::routes())
         // MCP's requests carry their own ids; only a sandbox's token gets in.
         .route_service(
             "/mcp",
@@ -114,7 +117,7 @@ pub fn router(state: AppState, local: SocketAddr) -> Router {
 }
 
 /// An address of this machine's that reaches `local` (an unspecified address is not one).
-fn reachable(local: SocketAddr) -> SocketAddr {
+pub fn reachable(local: SocketAddr) -> SocketAddr {
     let ip = match local.ip() {
         IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
         IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
@@ -152,6 +155,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(payments::pay, payments::list))
         .routes(routes!(payments::get))
         .routes(routes!(payments::limits))
+        .routes(routes!(payments::host_list))
         .routes(routes!(payments::record_provenance))
         .routes(routes!(payments::get_provenance))
         .routes(routes!(x402::supported))

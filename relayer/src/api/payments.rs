@@ -152,6 +152,31 @@ pub(super) async fn list(
     Ok(Json(PaymentList { payments }))
 }
 
+/// Filters of `GET /v1/host/payments`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(super) struct HostListQuery {
+    /// Only payments in this status.
+    status: Option<PaymentStatus>,
+    /// 1 to 1000 (default 100): the newest payments looked at.
+    limit: Option<i64>,
+}
+
+/// The payments of all the host's sessions, newest first (scope: read).
+#[utoipa::path(get, path = "/v1/host/payments", operation_id = "listHostPayments",
+    tag = "payments", params(HostListQuery), security(("hostKey" = [])),
+    responses((status = 200, description = "Payments", body = PaymentList)))]
+pub(super) async fn host_list(
+    State(s): State<AppState>,
+    host: crate::hosts::Host,
+    Params(q): Params<HostListQuery>,
+) -> Result<Json<PaymentList>, Error> {
+    host.require(Scope::Read)?;
+    let payments = payments::host_list(&s, &host, q.status, q.limit).await?;
+    Ok(Json(PaymentList { payments }))
+}
+
 /// Record provenance, signed by the session key.
 #[utoipa::path(post, path = "/v1/provenance", operation_id = "recordProvenance",
     tag = "provenance", request_body = RecordRequest, security(("capabilityToken" = [])),

@@ -54,6 +54,16 @@ pub struct App {
 }
 
 impl App {
+    /// Where people reach this relayer, without a trailing `/` (set at start:
+    /// [`crate::Settings::public_url`], or the address it listens on).
+    pub fn public_url(&self) -> &str {
+        self.settings
+            .public_url
+            .as_deref()
+            .unwrap_or("")
+            .trim_end_matches('/')
+    }
+
     /// Runs `look` until it finds something or `wait` passes (then the last look's answer is
     /// `None`), looking again after each engine pass and each settling of outcomes — not on a
     /// timer.

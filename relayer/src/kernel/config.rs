@@ -86,8 +86,12 @@ pub struct Settings {
     /// Where the `fetch` tool of agents' MCP server (`/mcp`) may reach: public addresses;
     /// loopback only when allowed (a devnet), never the rest.
     pub fetch_egress: egress::Policy,
-    /// An indexer of the same contracts (`http://…`), for the `session_history` tool.
+    /// An indexer of the same contracts (`http://…`), for the `session_history` tool and the
+    /// approval pages' links to a session's page in its explorer.
     pub indexer_url: Option<String>,
+    /// Where people reach this relayer (`https://bursar.example.com`), for the approval links
+    /// it hands out; by default the address it listens on.
+    pub public_url: Option<String>,
 }
 
 impl Default for Settings {
@@ -108,6 +112,7 @@ impl Default for Settings {
             webhook_egress: egress::Policy::default(),
             fetch_egress: egress::Policy::default(),
             indexer_url: None,
+            public_url: None,
         }
     }
 }

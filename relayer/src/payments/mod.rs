@@ -145,13 +145,20 @@ pub struct PaymentView {
     pub error: Option<Failure>,
     /// When it was accepted (unix ms).
     pub created_at: i64,
+    /// While it waits for the owner: the page where the owner approves or rejects it in their
+    /// own wallet (send them this link).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_url: Option<String>,
 }
 
 impl PaymentView {
     /// The view of a stored payment.
-    pub fn of(p: PaymentRow) -> Self {
+    pub fn of(app: &App, p: PaymentRow) -> Self {
+        let status = p.status();
         PaymentView {
-            status: p.status(),
+            approval_url: (status == PaymentStatus::PendingApproval)
+                .then(|| format!("{}/approve/pending/{}", app.public_url(), p.id)),
+            status,
             error: Failure::stored(p.error_code.as_ref(), p.error_details.as_deref()),
             id: p.id,
             session_id: p.session_id,
@@ -180,7 +187,7 @@ pub async fn pay(
     // A retry of a request whose process died after storing the payment finds it.
     if let Some(key) = request_key {
         if let Some(p) = app.store.payment_by_request_key(key).await? {
-            return Ok(PaymentView::of(p));
+            return Ok(PaymentView::of(app, p));
         }
     }
     if session.status != OpenStatus::Open {
@@ -234,7 +241,10 @@ pub async fn pay(
         .await?
         ._0;
     payment.gas = pay_gas(app, session, payment.sender, &probe.abi_encode()).await?;
-    app.payments.push(payment).await.map(PaymentView::of)
+    app.payments
+        .push(payment)
+        .await
+        .map(|p| PaymentView::of(app, p))
 }
 
 /// The relayer's custodial copy of `session`'s key; when the sandbox holds its own, the
@@ -308,13 +318,31 @@ pub async fn get(
         Ok((until.contains(&status) || status.is_final()).then_some(row))
     };
     if let Some(row) = app.wait_for(wait, look).await? {
-        return Ok(PaymentView::of(row));
+        return Ok(PaymentView::of(app, row));
     }
     app.store
         .payment(id, Some(&session.id))
         .await?
-        .map(PaymentView::of)
+        .map(|p| PaymentView::of(app, p))
         .ok_or(Error::NotFound)
+}
+
+/// `host`'s payments, newest first, of one status if `status` says.
+pub async fn host_list(
+    app: &App,
+    host: &crate::hosts::Host,
+    status: Option<PaymentStatus>,
+    limit: Option<i64>,
+) -> Result<Vec<PaymentView>, Error> {
+    let rows = app
+        .store
+        .host_payments(&host.id, limit.unwrap_or(100).clamp(1, 1000))
+        .await?;
+    Ok(rows
+        .into_iter()
+        .filter(|p| status.is_none_or(|s| p.status() == s))
+        .map(|p| PaymentView::of(app, p))
+        .collect())
 }
 
 /// `session`'s payments, newest first.
@@ -327,7 +355,7 @@ pub async fn list(
         .store
         .session_payments(&session.id, limit.unwrap_or(100).clamp(1, 1000))
         .await?;
-    Ok(rows.into_iter().map(PaymentView::of).collect())
+    Ok(rows.into_iter().map(|p| PaymentView::of(app, p)).collect())
 }
 
 /// What the owner signs to decide a pending payment, and the values to send back with it.

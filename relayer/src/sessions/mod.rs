@@ -103,6 +103,10 @@ pub struct Prepared {
     /// when the token has no EIP-2612 permit in the expected domain (approve the wallet first
     /// and send an empty `permitSignature`).
     pub typed_data: PreparedTypedData,
+    /// The owner's approval page: it shows these terms and has the owner sign them in their
+    /// own wallet, then opens the session (register it afterwards for the capability token).
+    /// Usable once, until `typedData.openSession.message.deadline`.
+    pub approval_url: String,
     /// With a provider: the tags to set on the sandbox (`tags`) and the provider's field for
     /// them (`field`), so that its own records name the session. Evidence only: lifecycle
     /// events are matched by (host, provider, sandbox id).
@@ -282,6 +286,7 @@ pub async fn prepare(app: &App, host: &Host, req: PrepareRequest) -> Result<Prep
         json!({ "field": tag_field(p), "tags": { "bursar_session": id, "bursar_host": host.id } })
     });
     Ok(Prepared {
+        approval_url: format!("{}/approve/{prepared_id}", app.public_url()),
         prepared_id,
         session_id: id,
         session_key,
@@ -344,13 +349,52 @@ async fn permit_typed_data(app: &App, terms: &OpenSession) -> Result<Value, Erro
 /// to [`crate::Settings::open_wait`] for it to be mined.
 pub async fn open(app: &App, host: &Host, req: OpenRequest) -> Result<Opened, Error> {
     let row = prepared(&app.store, host, &req.prepared_id).await?;
-    let terms = stored_terms(&row)?.terms()?;
-    let call = terms.with_sig_call(req.owner_signature, req.permit_signature);
-    let signer = signer_of(&row)?;
+    let sent = open_prepared(app, &row, req.owner_signature, req.permit_signature, true).await?;
+    tracing::info!(host = %host.id, session = %row.id, "session opening");
+    Ok(Opened {
+        session_id: sent.session_id,
+        capability_token: sent.capability_token.unwrap_or_default(),
+        status: sent.status,
+        transaction_hash: sent.transaction_hash,
+    })
+}
+
+/// What sending a session's open did.
+pub struct Sent {
+    /// The session.
+    pub session_id: String,
+    /// `open`, or `opening` while the open is not mined (within the wait).
+    pub status: OpenStatus,
+    /// The open transaction once mined.
+    pub transaction_hash: Option<String>,
+    /// The sandbox's capability token, when one was made.
+    pub capability_token: Option<String>,
+}
+
+/// Sends prepared session `row`'s `openSessionWithSig` with the owner's signatures, once the
+/// gateway's own checks pass against the current block (a bad signature, an unfunded owner, a
+/// passed deadline are refused with the contract's error, and nothing is sent), with a
+/// capability token when `with_token` (from the approval page, the host registers for it);
+/// waits up to [`crate::Settings::open_wait`] for it to be mined.
+pub(crate) async fn open_prepared(
+    app: &App,
+    row: &SessionRow,
+    owner_signature: Bytes,
+    permit_signature: Bytes,
+    with_token: bool,
+) -> Result<Sent, Error> {
+    let terms = stored_terms(row)?.terms()?;
+    let call = terms.with_sig_call(owner_signature, permit_signature);
+    let signer = signer_of(row)?;
     let data = call.abi_encode();
-    // The gateway's own checks, now: a bad signature or an unfunded owner is refused here.
     let gas_limit = app.gas_for(signer, app.contracts.gateway, &data).await?;
-    let (token, token_hash) = capability_token();
+    let (token, token_hash) = match with_token {
+        true => {
+            let (token, hash) = capability_token();
+            (Some(token), Some(hash))
+        }
+        false => (None, None),
+    };
     let call = Call {
         signer,
         to: app.contracts.gateway,
@@ -359,31 +403,34 @@ pub async fn open(app: &App, host: &Host, req: OpenRequest) -> Result<Opened, Er
         gas_limit,
     };
     let (mut db, tx_id) = app.queue(&call).await?;
-    if !Store::set_session_opening(&mut db, &row.id, Some(tx_id), &token_hash).await? {
-        return Err(already_opened(&row));
+    if !Store::set_session_opening(&mut db, &row.id, Some(tx_id), token_hash.as_deref()).await? {
+        return Err(already_opened(row));
     }
     app.commit(db).await?;
-    tracing::info!(host = %host.id, session = %row.id, "session opening");
     let status = wait_until_settled(app, &row.id, app.settings.open_wait).await?;
     let transaction_hash = app
         .store
         .transaction(tx_id)
         .await?
         .and_then(|t| t.mined_hash);
-    Ok(Opened {
-        session_id: row.id,
-        capability_token: token,
+    Ok(Sent {
+        session_id: row.id.clone(),
         status,
         transaction_hash,
+        capability_token: token,
     })
 }
 
-/// Registers a prepared session the owner opened with their own wallet (`openSession` naming
-/// the prepared key): its `SessionOpened` must carry every prepared term, else nothing the
-/// host relies on (its guardian's revoke, the lease, the caps) would hold; then it gets a
+/// Registers a prepared session the owner opened: from its approval page (the page made no
+/// capability token: this makes it, once), or with their own wallet (`openSession` naming
+/// the prepared key: its `SessionOpened` must carry every prepared term, else nothing the
+/// host relies on — its guardian's revoke, the lease, the caps — would hold); then it gets a
 /// capability token.
 pub async fn register(app: &App, host: &Host, req: RegisterRequest) -> Result<Opened, Error> {
     let row = prepared(&app.store, host, &req.prepared_id).await?;
+    if row.open_transaction.is_some() && row.capability_hash.is_none() {
+        return approved_on_page(app, host, row).await;
+    }
     let stored = stored_terms(&row)?;
     let terms = stored.terms()?;
     let not_opened = || {
@@ -421,7 +468,7 @@ pub async fn register(app: &App, host: &Host, req: RegisterRequest) -> Result<Op
     }
     let (token, token_hash) = capability_token();
     let mut db = app.store.begin().await?;
-    if !Store::set_session_opening(&mut db, &row.id, None, &token_hash).await? {
+    if !Store::set_session_opening(&mut db, &row.id, None, Some(&token_hash)).await? {
         return Err(already_opened(&row));
     }
     db.commit().await.map_err(crate::store::StoreError::from)?;
@@ -431,6 +478,35 @@ pub async fn register(app: &App, host: &Host, req: RegisterRequest) -> Result<Op
         capability_token: token,
         status: OpenStatus::Open,
         transaction_hash: None,
+    })
+}
+
+/// The capability token of a session the owner opened from its approval page (which made
+/// none, so that no token reaches a browser): once, while its open is not known to have failed.
+async fn approved_on_page(app: &App, host: &Host, row: SessionRow) -> Result<Opened, Error> {
+    if row.status == OpenStatus::Failed {
+        return Err(Error::conflict(
+            "session_not_opened",
+            format!(
+                "the open of session {} from its approval page failed on chain",
+                row.id
+            ),
+        ));
+    }
+    let (token, token_hash) = capability_token();
+    if !app.store.issue_capability(&row.id, &token_hash).await? {
+        return Err(already_opened(&row));
+    }
+    let transaction_hash = match row.open_transaction {
+        Some(tx) => app.store.transaction(tx).await?.and_then(|t| t.mined_hash),
+        None => None,
+    };
+    tracing::info!(host = %host.id, session = %row.id, "session registered after its approval page");
+    Ok(Opened {
+        session_id: row.id,
+        capability_token: token,
+        status: row.status,
+        transaction_hash,
     })
 }
 

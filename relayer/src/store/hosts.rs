@@ -97,6 +97,14 @@ impl Store {
         Ok(n > 0)
     }
 
+    /// The name of host `id`.
+    pub async fn host_name(&self, id: &str) -> Result<Option<String>, StoreError> {
+        Ok(sqlx::query_scalar("SELECT name FROM hosts WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.read)
+            .await?)
+    }
+
     /// The id of the host named `name` (the first created, if several share it).
     pub async fn host_id(&self, name: &str) -> Result<Option<String>, StoreError> {
         Ok(

@@ -91,7 +91,9 @@ pub struct PaymentRow {
 
 /// Where a payment is: `queued → submitted → mined → confirmed`, or `pending_approval` (the
 /// owner decides), `rejected`, `failed` or `expired`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum PaymentStatus {
     /// Stored with its signed transaction; not yet accepted by the node.
@@ -295,6 +297,24 @@ impl Store {
              WHERE p.session_id = $1 ORDER BY p.created_at DESC, p.id LIMIT $2"
         ))
         .bind(session_id)
+        .bind(limit)
+        .fetch_all(&self.read)
+        .await?;
+        rows.iter().map(payment_row).collect()
+    }
+
+    /// `host_id`'s payments (of all its sessions), newest first.
+    pub async fn host_payments(
+        &self,
+        host_id: &str,
+        limit: i64,
+    ) -> Result<Vec<PaymentRow>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {PAYMENT_COLUMNS} FROM payments p JOIN transactions t ON t.id = p.transaction_id \
+             JOIN sessions s ON s.id = p.session_id \
+             WHERE s.host_id = $1 ORDER BY p.created_at DESC, p.id LIMIT $2"
+        ))
+        .bind(host_id)
         .bind(limit)
         .fetch_all(&self.read)
         .await?;

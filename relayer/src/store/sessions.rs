@@ -240,6 +240,20 @@ impl Store {
         Ok(())
     }
 
+    /// The session with this prepared id (its approval link), whoever prepared it.
+    pub async fn session_by_prepared_id(
+        &self,
+        prepared_id: &str,
+    ) -> Result<Option<SessionRow>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE prepared_id = $1"
+        ))
+        .bind(prepared_id)
+        .fetch_optional(&self.read)
+        .await?;
+        row.as_ref().map(session_row).transpose()
+    }
+
     /// `host_id`'s session with this prepared id.
     pub async fn prepared_session(
         &self,
@@ -312,13 +326,14 @@ impl Store {
     }
 
     /// Marks a prepared session as opening by transaction `tx_id` with the capability token
-    /// hashing to `capability_hash`, inside `db`. `false` when it was not `prepared` (another
+    /// hashing to `capability_hash` (none yet when the owner opened it from the approval page:
+    /// the host registers for it), inside `db`. `false` when it was not `prepared` (another
     /// request opened it first).
     pub async fn set_session_opening(
         db: &mut DbTx,
         id: &str,
         tx_id: Option<i64>,
-        capability_hash: &str,
+        capability_hash: Option<&str>,
     ) -> Result<bool, StoreError> {
         let status = match tx_id {
             Some(_) => OpenStatus::Opening,
@@ -441,6 +456,25 @@ impl Store {
         .execute(&mut **db)
         .await?;
         Ok(())
+    }
+
+    /// Gives a session opened from its approval page the capability token hashing to
+    /// `capability_hash`: `false` when it has one already (or never was opened that way).
+    pub async fn issue_capability(
+        &self,
+        id: &str,
+        capability_hash: &str,
+    ) -> Result<bool, StoreError> {
+        let n = sqlx::query(
+            "UPDATE sessions SET capability_hash = $1 WHERE id = $2 AND capability_hash IS NULL \
+             AND open_transaction IS NOT NULL AND capability_revoked_at IS NULL",
+        )
+        .bind(capability_hash)
+        .bind(id)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(n == 1)
     }
 
     /// Revokes a session's capability token (the first revocation's time stays).

@@ -72,6 +72,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/host/payments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The payments of all the host's sessions, newest first (scope: read). */
+        get: operations["listHostPayments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/host/policy": {
         parameters: {
             query?: never;
@@ -925,6 +942,11 @@ export interface components {
             /** @description Base units. */
             amount: components["schemas"]["Amount"];
             /**
+             * @description While it waits for the owner: the page where the owner approves or rejects it in their
+             *     own wallet (send them this link).
+             */
+            approvalUrl?: string | null;
+            /**
              * Format: int64
              * @description Its block.
              */
@@ -1049,6 +1071,12 @@ export interface components {
         };
         /** @description What `prepare` answers. */
         Prepared: {
+            /**
+             * @description The owner's approval page: it shows these terms and has the owner sign them in their
+             *     own wallet, then opens the session (register it afterwards for the capability token).
+             *     Usable once, until `typedData.openSession.message.deadline`.
+             */
+            approvalUrl: string;
             /** @description The relayer signer that keeps the lease (and sends the session's transactions). */
             leaseKeeper: components["schemas"]["Address"];
             /** @description Names this preparation in `POST /v1/sessions`. */
@@ -1530,6 +1558,39 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HostView"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["Refused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listHostPayments: {
+        parameters: {
+            query?: {
+                /** @description Only payments in this status. */
+                status?: components["schemas"]["PaymentStatus"];
+                /** @description 1 to 1000 (default 100): the newest payments looked at. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Payments */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaymentList"];
                 };
             };
             400: components["responses"]["InvalidRequest"];

@@ -1060,6 +1060,13 @@ class Payment(BaseModel):
         populate_by_name=True,
     )
     amount: Annotated[Amount, Field(description='Base units.')]
+    approval_url: Annotated[
+        str | None,
+        Field(
+            alias='approvalUrl',
+            description='While it waits for the owner: the page where the owner approves or rejects it in their\nown wallet (send them this link).',
+        ),
+    ] = None
     block_number: Annotated[
         int | None, Field(alias='blockNumber', description='Its block.')
     ] = None
@@ -1275,6 +1282,13 @@ class Prepared(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
     )
+    approval_url: Annotated[
+        str,
+        Field(
+            alias='approvalUrl',
+            description="The owner's approval page: it shows these terms and has the owner sign them in their\nown wallet, then opens the session (register it afterwards for the capability token).\nUsable once, until `typedData.openSession.message.deadline`.",
+        ),
+    ]
     lease_keeper: Annotated[
         Address,
         Field(

@@ -1,0 +1,354 @@
+//! The pages people look at, in a real browser (Debian's chromium, driven by puppeteer-core
+//! from `tools/browser/pages.mjs`) against `bursar up`. The owner's wallet is an EIP-1193
+//! provider the driver injects and announces (EIP-6963) before the page's scripts run; the
+//! devnet signs for it (`eth_signTypedData_v4` of a dev account). Every page opened is checked
+//! with axe-core (no serious or critical violation) and for Content-Security-Policy
+//! violations. With `BURSAR_SCREENSHOTS=docs/screenshots`, each page is saved there (the
+//! README shows them).
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::{json, Value};
+use support::{bursar, get, scratch, Up};
+
+/// `tools/browser`, where the driver's packages are installed (`cargo xtask setup`).
+fn driver() -> PathBuf {
+    let dir = bursar_e2e::repo_root().join("tools/browser");
+    assert!(
+        dir.join("node_modules/puppeteer-core").is_dir(),
+        "the browser driver is not installed: run cargo xtask setup (npm ci --prefix tools/browser)"
+    );
+    dir
+}
+
+/// Runs one of the driver's scenarios; what the page showed and did, and the pages' checks.
+fn browse(scenario: Value) -> Value {
+    let mut input = scenario;
+    if let Ok(dir) = std::env::var("BURSAR_SCREENSHOTS") {
+        let dir = bursar_e2e::repo_root().join(dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        input["screenshots"] = json!(dir);
+    }
+    let out = Command::new("node")
+        .arg("pages.mjs")
+        .arg(input.to_string())
+        .current_dir(driver())
+        .output()
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stdout.lines().last().unwrap_or_default();
+    let result: Value = serde_json::from_str(line)
+        .unwrap_or_else(|_| panic!("the driver printed no result:\n{stdout}\n{stderr}"));
+    assert!(out.status.success(), "{result:#}\n{stderr}");
+    for page in result["pages"].as_array().unwrap() {
+        assert_eq!(page["axe"], json!([]), "axe-core on {page:#}");
+        assert_eq!(page["cspViolations"], json!([]), "CSP on {page:#}");
+        let csp = page["csp"].as_str().unwrap_or_default();
+        assert!(
+            csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"),
+            "{page:#}"
+        );
+        assert_eq!(page["referrerPolicy"], "no-referrer", "{page:#}");
+    }
+    result["result"].clone()
+}
+
+fn rpc(url: &str, method: &str, params: Value) -> Value {
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+    let out = Command::new("curl")
+        .args(["-s", "-H", "content-type: application/json", "-d"])
+        .arg(body.to_string())
+        .arg(url)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["result"].clone()
+}
+
+/// An HTTP request with a JSON body: the status line and the body as JSON.
+fn send(method: &str, addr: &str, path: &str, bearer: &str, body: Value) -> (String, Value) {
+    let out = Command::new("curl")
+        .args(["-s", "-X", method, "-w", "\n%{http_code}"])
+        .args(["-H", "content-type: application/json"])
+        .args(["-H", &format!("authorization: Bearer {bearer}")])
+        .args(["-H", &format!("idempotency-key: {}", rand_key())])
+        .arg("-d")
+        .arg(body.to_string())
+        .arg(format!("http://{addr}{path}"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap();
+    (
+        code.to_owned(),
+        serde_json::from_str(body).unwrap_or(Value::Null),
+    )
+}
+
+fn rand_key() -> String {
+    format!(
+        "{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    )
+}
+
+/// The stack, its chain's RPC, the host's key, and a dev account of the devnet for the owner
+/// (the devnet signs for it), with a session prepared for it.
+struct Stack {
+    up: Up,
+    data: PathBuf,
+    rpc: String,
+    key: String,
+}
+
+impl Stack {
+    fn start(name: &str) -> Stack {
+        let data = scratch(name);
+        let up = Up::start(&data);
+        let state: Value =
+            serde_json::from_str(&std::fs::read_to_string(data.join("up.json")).unwrap()).unwrap();
+        let key = std::fs::read_to_string(data.join("host-key")).unwrap();
+        Stack {
+            rpc: state["rpc"].as_str().unwrap().to_owned(),
+            key: key.trim().to_owned(),
+            up,
+            data,
+        }
+    }
+
+    /// A session prepared for `owner`, funded with its deposit.
+    fn prepare(&self, owner: &str) -> Value {
+        let printed = bursar(&[
+            "demo",
+            "--against-running",
+            "--session-only",
+            "--owner",
+            owner,
+            "--data-dir",
+            self.data.to_str().unwrap(),
+        ]);
+        serde_json::from_str(&printed).unwrap()
+    }
+
+    fn wallet(&self, account: &str) -> Value {
+        json!({ "rpc": self.rpc, "account": account })
+    }
+
+    fn session_status(&self, id: &str) -> String {
+        let (status, body) = get(
+            &self.up.relayer,
+            &format!("/v1/sessions/{id}"),
+            Some(&self.key),
+        );
+        assert!(status.contains("200"), "{status} {body}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        v["status"].as_str().unwrap().to_owned()
+    }
+}
+
+#[test]
+fn an_owner_approves_a_session_and_a_payment_in_their_own_wallet() {
+    let stack = Stack::start("pages-owner");
+    let accounts = rpc(&stack.rpc, "eth_accounts", json!([]));
+    let accounts: Vec<String> = serde_json::from_value(accounts).unwrap();
+    let (owner, stranger) = (accounts[7].clone(), accounts[8].clone());
+    let prepared = stack.prepare(&owner);
+    let url = prepared["approvalUrl"].as_str().unwrap();
+    let session = prepared["sessionId"].as_str().unwrap();
+    assert!(
+        url.contains(prepared["preparedId"].as_str().unwrap()),
+        "{prepared}"
+    );
+
+    // Refusals first: each says why, and nothing is submitted.
+    let mut wrong_chain = stack.wallet(&owner);
+    wrong_chain["chainId"] = json!(1);
+    let cases = [
+        (
+            "a different account",
+            stack.wallet(&stranger),
+            "is not the owner",
+        ),
+        (
+            "another chain",
+            wrong_chain,
+            "these terms are for chain 412346",
+        ),
+        (
+            "a rejected signature",
+            json!({ "rpc": stack.rpc, "account": owner, "reject": true }),
+            "You rejected",
+        ),
+    ];
+    for (case, wallet, says) in cases {
+        let r = browse(
+            json!({ "scenario": "approve-session", "url": url, "wallet": wallet, "name": "approve-session" }),
+        );
+        assert_eq!(r["ok"], false, "{case}: {r:#}");
+        assert!(
+            r["status"].as_str().unwrap().contains(says),
+            "{case}: {r:#}"
+        );
+        assert_eq!(stack.session_status(session), "prepared", "{case}");
+    }
+
+    // The terms as a person reads them, from the typed data the wallet signs.
+    let r = browse(
+        json!({ "scenario": "approve-session", "url": url, "wallet": stack.wallet(&owner), "name": "approve-session" }),
+    );
+    let terms = &r["terms"];
+    assert!(
+        terms["deposit"]
+            .as_str()
+            .unwrap()
+            .starts_with("100.00 USDC (100000000 base units)"),
+        "{r:#}"
+    );
+    assert!(
+        terms["perPaymentCap"]
+            .as_str()
+            .unwrap()
+            .starts_with("30.00 USDC"),
+        "{r:#}"
+    );
+    let budget = terms["periodBudget"].as_str().unwrap();
+    assert!(
+        budget.starts_with("40.00 USDC") && budget.ends_with("every 1 hour"),
+        "{r:#}"
+    );
+    assert!(
+        terms["coSignThreshold"]
+            .as_str()
+            .unwrap()
+            .contains("above 20.00 USDC"),
+        "{r:#}"
+    );
+    assert!(
+        terms["lease"].as_str().unwrap().starts_with("2 hours"),
+        "{r:#}"
+    );
+    // Times are shown in the reader's zone (the browser is set to New York).
+    assert!(
+        terms["validity"].as_str().unwrap().contains("EST")
+            || terms["validity"].as_str().unwrap().contains("EDT"),
+        "{r:#}"
+    );
+    assert_eq!(r["serverDigest"], r["browserDigest"], "{r:#}");
+    assert!(r["serverDigest"].as_str().unwrap().starts_with("0x"));
+    assert_eq!(r["ok"], true, "{r:#}");
+    assert!(
+        r["done"].as_str().unwrap().contains(session),
+        "{session} {r:#}"
+    );
+    assert_eq!(stack.session_status(session), "open");
+
+    // The link is used: it shows so, and offers nothing to sign.
+    let again = browse(
+        json!({ "scenario": "approve-session", "url": url, "wallet": stack.wallet(&owner), "name": "approve-session-used" }),
+    );
+    assert_eq!(again["buttons"], 0, "{again:#}");
+    assert!(
+        again["notice"].as_str().unwrap().contains("already opened"),
+        "{again:#}"
+    );
+
+    // The host registers for the sandbox's capability token (the page never sees one).
+    let (code, opened) = send(
+        "POST",
+        &stack.up.relayer,
+        "/v1/sessions/register",
+        &stack.key,
+        json!({ "preparedId": prepared["preparedId"] }),
+    );
+    assert_eq!(code, "201", "{opened}");
+    let token = opened["capabilityToken"].as_str().unwrap().to_owned();
+    let (code, twice) = send(
+        "POST",
+        &stack.up.relayer,
+        "/v1/sessions/register",
+        &stack.key,
+        json!({ "preparedId": prepared["preparedId"] }),
+    );
+    assert_eq!(code, "409", "{twice}");
+
+    // A payment above the co-sign threshold waits for the owner: rejected on its page...
+    let vendor = prepared["allowed"][0].as_str().unwrap();
+    let pay = |amount: &str| {
+        let (code, p) = send(
+            "POST",
+            &stack.up.relayer,
+            "/v1/payments",
+            &token,
+            json!({ "to": vendor, "amount": amount, "purpose": "browser test" }),
+        );
+        assert_eq!(code, "202", "{p}");
+        let id = p["id"].as_str().unwrap().to_owned();
+        let (_, body) = get(
+            &stack.up.relayer,
+            &format!("/v1/payments/{id}?wait=30&until=pending_approval"),
+            Some(&token),
+        );
+        let p: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(p["status"], "pending_approval", "{p}");
+        (id, p["approvalUrl"].as_str().unwrap().to_owned())
+    };
+    let (rejected, link) = pay("21000000");
+    let r = browse(
+        json!({ "scenario": "decide-pending", "url": link, "wallet": stack.wallet(&owner), "approve": false, "name": "approve-payment" }),
+    );
+    assert_eq!(r["ok"], true, "{r:#}");
+    assert!(
+        r["terms"]["amount"]
+            .as_str()
+            .unwrap()
+            .starts_with("21.00 USDC"),
+        "{r:#}"
+    );
+    assert!(
+        r["terms"]["payee"].as_str().unwrap().contains("model-api"),
+        "{r:#}"
+    );
+    let settled = |id: &str| {
+        let (_, body) = get(
+            &stack.up.relayer,
+            &format!("/v1/payments/{id}?wait=30"),
+            Some(&token),
+        );
+        serde_json::from_str::<Value>(&body).unwrap()["status"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(settled(&rejected), "rejected");
+    // ...and approved on its page, after which it executes.
+    let (approved, link) = pay("25000000");
+    let r = browse(
+        json!({ "scenario": "decide-pending", "url": link, "wallet": stack.wallet(&owner), "approve": true, "name": "approve-payment" }),
+    );
+    assert_eq!(r["ok"], true, "{r:#}");
+    assert_eq!(settled(&approved), "confirmed");
+
+    // A link past its deadline shows that, and offers nothing to sign.
+    let late = stack.prepare(&owner);
+    rpc(&stack.rpc, "anvil_increaseTime", json!([7_200]));
+    rpc(&stack.rpc, "evm_mine", json!([]));
+    let r = browse(
+        json!({ "scenario": "approve-session", "url": late["approvalUrl"], "wallet": stack.wallet(&owner), "name": "approve-session-expired" }),
+    );
+    assert_eq!(r["buttons"], 0, "{r:#}");
+    assert!(r["notice"].as_str().unwrap().contains("expired"), "{r:#}");
+    // And an unknown link is not found.
+    let (status, _) = get(
+        &stack.up.relayer,
+        "/approve/prep_00000000000000000000000000000000",
+        None,
+    );
+    assert!(status.contains("404"), "{status}");
+}
