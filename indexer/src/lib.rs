@@ -19,6 +19,7 @@ pub mod api;
 pub mod audit;
 pub mod contracts;
 pub mod decode;
+pub mod explorer;
 pub mod follower;
 pub mod logs;
 pub mod metrics;

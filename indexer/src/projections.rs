@@ -106,6 +106,15 @@ fn seconds(args: &Map<String, Value>, name: &str) -> u64 {
 impl Session {
     /// Folds a session's canonical events (in chain order); `None` until it was opened.
     pub fn fold(events: &[LogRow]) -> Option<Session> {
+        Self::fold_with(events, |_, _| {})
+    }
+
+    /// [`Session::fold`], showing `each` every canonical event of the opened session with the
+    /// state it leaves (the explorer's spend over time).
+    pub fn fold_with(
+        events: &[LogRow],
+        mut each: impl FnMut(&LogRow, &Session),
+    ) -> Option<Session> {
         let mut session: Option<Session> = None;
         for e in events.iter().filter(|e| e.canonical) {
             let (Some(name), Some(Value::Object(args))) = (e.event.as_deref(), &e.args) else {
@@ -209,6 +218,7 @@ impl Session {
                 }
                 _ => {}
             }
+            each(e, s);
         }
         session
     }

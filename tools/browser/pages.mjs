@@ -8,8 +8,10 @@
 // through EIP-6963 like a real extension; it forwards `eth_signTypedData_v4` to the devnet,
 // which signs for its dev accounts. It can be told to be on another chain, to connect another
 // account, or to reject the signature (EIP-1193 code 4001).
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import puppeteer from "puppeteer-core";
 
 const require = createRequire(import.meta.url);
@@ -134,7 +136,81 @@ async function decidePending() {
   return { ...shown, ...(await outcome(page)) };
 }
 
-const scenarios = { "approve-session": approveSession, "decide-pending": decidePending };
+/** Clears the verdict, runs `act`, and answers the verdict it leads to. */
+async function verdictAfter(page, act) {
+  await page.evaluate(() => {
+    const v = document.getElementById("verdict");
+    v.className = "verdict";
+    v.textContent = "";
+    delete v.dataset.badRow;
+  });
+  await act();
+  await page.waitForSelector("#verdict.ok, #verdict.error", { timeout: 60_000 });
+  return page.$eval("#verdict", (v) => ({ ok: v.classList.contains("ok"), text: v.textContent, badRow: v.dataset.badRow ?? null }));
+}
+
+/** A copy of export `text` (NDJSON or CSV) with row `row`'s blockTimestamp one second later. */
+function tamper(text, row, csv) {
+  const lines = text.split("\n");
+  const at = csv ? row + 1 : row;
+  if (csv) {
+    const fields = lines[at].split(",");
+    fields[4] = String(Number(fields[4]) + 1);
+    lines[at] = fields.join(",");
+  } else {
+    lines[at] = lines[at].replace(/"blockTimestamp":(\d+)/, (_, t) => `"blockTimestamp":${Number(t) + 1}`);
+  }
+  return lines.join("\n");
+}
+
+async function explore() {
+  const opened = await open(input.url);
+  const { page } = opened;
+  await check("explorer-session", opened);
+  const events = await page.$$eval("#timeline tbody tr", (rows) => rows.map((r) => ({ event: r.children[3].textContent.trim(), orphaned: r.classList.contains("orphaned") })));
+  const charts = await page.evaluate(() =>
+    [...document.querySelectorAll(".chart")].map((c) => {
+      const canvas = c.querySelector("canvas");
+      let inked = 0;
+      if (canvas) {
+        const pixels = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+        for (let i = 3; i < pixels.length; i += 4) if (pixels[i] > 0) inked++;
+      }
+      return { id: c.id, points: Number(c.dataset.points ?? 0), inked };
+    }),
+  );
+  const lineage = {
+    nodes: await page.$$eval("svg.lineage g.node", (n) => n.map((x) => x.dataset.record)),
+    edges: await page.$$eval("svg.lineage path.edge", (e) => e.map((x) => [x.dataset.from, x.dataset.to])),
+    valid: await page.$eval("#lineage-valid", (e) => e.textContent.trim()).catch(() => null),
+  };
+  const state = await page.$$eval("[data-state]", (els) => Object.fromEntries(els.map((e) => [e.dataset.state, e.textContent.trim()])));
+  const served = await verdictAfter(page, () => page.click('button[data-format="NDJSON"]'));
+  const files = {};
+  const dir = mkdtempSync(join(tmpdir(), "bursar-export-"));
+  for (const format of ["ndjson", "csv"]) {
+    // What the page's download link saves.
+    const href = await page.$eval(`a[download$=".${format}"]`, (a) => a.href);
+    const text = await (await fetch(href)).text();
+    const good = join(dir, `export.${format}`);
+    const bad = join(dir, `tampered.${format}`);
+    writeFileSync(good, text);
+    writeFileSync(bad, tamper(text, input.tamperRow, format === "csv"));
+    const upload = (path) => async () => (await page.$("#export-file")).uploadFile(path);
+    files[format] = { downloaded: await verdictAfter(page, upload(good)), tampered: await verdictAfter(page, upload(bad)) };
+  }
+  // The page as it ends: the tampered file's verdict shown.
+  await check("explorer-session-tampered", { ...opened, violations: opened.violations });
+  const asOf = input.asOfUrl ? await open(input.asOfUrl) : null;
+  const stateThen = asOf ? await asOf.page.$$eval("[data-state]", (els) => Object.fromEntries(els.map((e) => [e.dataset.state, e.textContent.trim()]))) : null;
+  if (asOf) await check("explorer-session-as-of", asOf);
+  const search = await open(input.searchUrl);
+  await check("explorer-search", search);
+  const found = await search.page.$$eval("tbody a", (links) => links.map((a) => a.getAttribute("href")));
+  return { events, charts, lineage, state, stateThen, served, files, found };
+}
+
+const scenarios = { "approve-session": approveSession, "decide-pending": decidePending, explore };
 try {
   const run = scenarios[input.scenario];
   if (!run) throw new Error(`no scenario ${input.scenario}`);

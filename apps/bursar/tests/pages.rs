@@ -352,3 +352,113 @@ fn an_owner_approves_a_session_and_a_payment_in_their_own_wallet() {
     );
     assert!(status.contains("404"), "{status}");
 }
+
+/// The story's session (`bursar demo --against-running`): the host's only session.
+fn demo_session(stack: &Stack) -> String {
+    bursar(&[
+        "demo",
+        "--against-running",
+        "--data-dir",
+        stack.data.to_str().unwrap(),
+    ]);
+    let (_, sessions) = get(&stack.up.relayer, "/v1/sessions", Some(&stack.key));
+    let sessions: Value = serde_json::from_str(&sessions).unwrap();
+    sessions["sessions"][0]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn an_auditor_reads_and_verifies_a_session_in_the_explorer() {
+    let stack = Stack::start("pages-explorer");
+    let session = demo_session(&stack);
+    let indexer = &stack.up.indexer;
+    let (_, timeline) = get(
+        indexer,
+        &format!("/v1/sessions/{session}/timeline?limit=1000&includeOrphaned=true"),
+        None,
+    );
+    let timeline: Value = serde_json::from_str(&timeline).unwrap();
+    let events = timeline["events"].as_array().unwrap();
+    let names: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap_or("(undecoded)"))
+        .collect();
+    let paid: Vec<&Value> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e["event"].as_str(),
+                Some("PaymentExecuted" | "PaymentReserved")
+            )
+        })
+        .collect();
+    let payees: std::collections::BTreeSet<&str> = paid
+        .iter()
+        .map(|e| e["args"]["to"].as_str().unwrap())
+        .collect();
+    let opened_at = events[0]["blockNumber"].as_u64().unwrap();
+    let owner = events[0]["args"]["owner"].as_str().unwrap();
+    let r = browse(json!({
+        "scenario": "explore",
+        "url": format!("http://{indexer}/ui/sessions/{session}"),
+        "asOfUrl": format!("http://{indexer}/ui/sessions/{session}?asOfBlock={opened_at}"),
+        "searchUrl": format!("http://{indexer}/ui/sessions?q={owner}"),
+        "tamperRow": 3,
+    }));
+    // Every event of the timeline, in order.
+    let shown: Vec<&str> = r["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(shown, names, "{r:#}");
+    // The charts are drawn, a point per payment and a bar per payee.
+    let charts = r["charts"].as_array().unwrap();
+    assert_eq!(charts.len(), 2, "{r:#}");
+    assert_eq!(charts[0]["points"], paid.len(), "{r:#}");
+    assert_eq!(charts[1]["points"], payees.len(), "{r:#}");
+    for c in charts {
+        assert!(c["inked"].as_u64().unwrap() > 500, "an empty canvas: {c}");
+    }
+    // The story's two provenance records and the edge from the first to the second.
+    let lineage = &r["lineage"];
+    assert_eq!(lineage["nodes"].as_array().unwrap().len(), 2, "{r:#}");
+    let nodes = lineage["nodes"].as_array().unwrap();
+    assert_eq!(lineage["edges"], json!([[nodes[0], nodes[1]]]), "{r:#}");
+    assert_eq!(lineage["valid"], "valid", "{r:#}");
+    // As of the opening block nothing was spent; by now the story's payments were.
+    assert!(
+        r["stateThen"]["spent"]
+            .as_str()
+            .unwrap()
+            .starts_with("0.00 USDC"),
+        "{r:#}"
+    );
+    assert!(
+        !r["state"]["spent"].as_str().unwrap().starts_with("0.00"),
+        "{r:#}"
+    );
+    // The export verifies in the page, served and downloaded; a tampered copy names its row.
+    assert_eq!(r["served"]["ok"], true, "{r:#}");
+    for format in ["ndjson", "csv"] {
+        let f = &r["files"][format];
+        assert_eq!(f["downloaded"]["ok"], true, "{format}: {r:#}");
+        assert_eq!(f["tampered"]["ok"], false, "{format}: {r:#}");
+        assert_eq!(f["tampered"]["badRow"], "3", "{format}: {r:#}");
+        assert!(
+            f["tampered"]["text"].as_str().unwrap().contains("row 3"),
+            "{format}: {r:#}"
+        );
+    }
+    // The owner finds the session; its id leads straight to it.
+    assert_eq!(
+        r["found"],
+        json!([format!("/ui/sessions/{session}")]),
+        "{r:#}"
+    );
+    let (status, _) = get(indexer, &format!("/ui/sessions?q={session}"), None);
+    assert!(status.contains("303"), "{status}");
+}

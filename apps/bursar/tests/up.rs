@@ -203,10 +203,9 @@ fn demo_session(data: &Path, up: &Up, key: &str) -> String {
         .to_owned()
 }
 
-/// Runs a program of the pinned Python venv (`bin/NAME` beside its interpreter); answers
+/// Runs a program of the pinned Python venv (`bin/NAME` beside its interpreter) in `dir`, where
+/// it may leave its own files (Schemathesis keeps a cache in its working directory); answers
 /// whether it succeeded and what it printed.
-/// Runs a tool of the test venv in `dir`, where it may leave its own files (Schemathesis
-/// keeps a cache in its working directory).
 fn venv_tool(dir: &Path, name: &str, args: &[&str]) -> (bool, String) {
     let tool = bursar_e2e::python().with_file_name(name);
     let out = Command::new(&tool)

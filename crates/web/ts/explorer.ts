@@ -13,13 +13,14 @@ interface Charts {
   byCounterparty: { labels: string[]; amounts: number[] };
 }
 
-const data = pageData<Charts>("charts");
+// The search page has no charts.
+const data = document.getElementById("charts") ? pageData<Charts>("charts") : null;
 
 function width(node: HTMLElement): number {
   return Math.max(320, Math.min(node.clientWidth || 720, 960));
 }
 
-function spendChart(): void {
+function spendChart(data: Charts): void {
   const node = document.getElementById("spend-chart");
   const { t, periodSpent, total, budget } = data.spend;
   if (!node || t.length === 0) return;
@@ -37,7 +38,7 @@ function spendChart(): void {
   node.dataset.points = String(t.length);
 }
 
-function counterpartyChart(): void {
+function counterpartyChart(data: Charts): void {
   const node = document.getElementById("counterparty-chart");
   const { labels, amounts } = data.byCounterparty;
   if (!node || labels.length === 0) return;
@@ -56,7 +57,7 @@ function counterpartyChart(): void {
   node.dataset.points = String(labels.length);
 }
 
-async function verifyText(text: string, source: string): Promise<void> {
+async function verifyText(data: Charts, text: string, source: string): Promise<void> {
   const verdict = verifyExport(text, data.exportSigner, data.sessionId);
   const out = document.getElementById("verdict")!;
   out.replaceChildren(el("strong", verdict.ok ? "Verified" : "Does not verify"), el("span", ` (${source}): ${verdict.message}`));
@@ -66,22 +67,24 @@ async function verifyText(text: string, source: string): Promise<void> {
   say(verdict.ok ? "The export verifies." : "The export does not verify.", verdict.ok ? "ok" : "error");
 }
 
-function exportChecks(): void {
+function exportChecks(data: Charts): void {
   const file = document.getElementById("export-file") as HTMLInputElement | null;
   file?.addEventListener("change", async () => {
     const chosen = file.files?.[0];
-    if (chosen) await verifyText(await chosen.text(), chosen.name);
+    if (chosen) await verifyText(data, await chosen.text(), chosen.name);
   });
   for (const button of document.querySelectorAll<HTMLButtonElement>("button[data-verify-url]")) {
     button.addEventListener("click", async () => {
       const url = button.dataset.verifyUrl!;
       const res = await fetch(url, { credentials: "omit" });
-      await verifyText(await res.text(), `the indexer's ${button.dataset.format} export`);
+      await verifyText(data, await res.text(), `the indexer's ${button.dataset.format} export`);
     });
   }
 }
 
 localTimes();
-spendChart();
-counterpartyChart();
-exportChecks();
+if (data) {
+  spendChart(data);
+  counterpartyChart(data);
+  exportChecks(data);
+}

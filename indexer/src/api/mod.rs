@@ -9,6 +9,7 @@
 mod dto;
 mod error;
 mod openapi;
+mod pages;
 mod params;
 mod records;
 mod rows;
@@ -68,6 +69,7 @@ pub fn router(state: AppState) -> Router {
                 async move { Json(doc) }
             }),
         )
+        .merge(pages::routes())
         .with_state(state)
 }
 

@@ -7,7 +7,7 @@ use super::error::ApiError;
 use super::params::Params;
 use super::params::{bad, session_of};
 use super::rows::{cursor, view};
-use super::state::{QueryMap, Shared};
+use super::state::{AppState, QueryMap, Shared};
 use crate::projections::Session;
 use crate::store::{LogFilter, LogRow};
 use axum::extract::Path;
@@ -161,7 +161,7 @@ async fn session_events(s: &Shared, id: &str, at: u64) -> Result<Vec<LogRow>, Ap
 
 /// The time of block `number`: stored, or asked of the node (blocks without Bursar logs
 /// below the recent window are not stored).
-async fn block_time(s: &Shared, number: u64) -> Result<u64, ApiError> {
+pub(super) async fn block_time(s: &AppState, number: u64) -> Result<u64, ApiError> {
     if let Some(b) = s.store.canonical_block(number).await? {
         return Ok(b.timestamp);
     }
@@ -235,7 +235,10 @@ async fn block_hash(s: &Shared, number: u64) -> Result<String, ApiError> {
     Ok(node_block(s, number).await?.hash.to_string())
 }
 
-async fn node_block(s: &Shared, number: u64) -> Result<bursar_client::rpc::BlockHeader, ApiError> {
+async fn node_block(
+    s: &AppState,
+    number: u64,
+) -> Result<bursar_client::rpc::BlockHeader, ApiError> {
     let header = s.client.block(number).await.map_err(|e| {
         tracing::warn!(error = %e, "node error");
         ApiError::Unavailable
