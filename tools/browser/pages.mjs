@@ -210,7 +210,35 @@ async function explore() {
   return { events, charts, lineage, state, stateThen, served, files, found };
 }
 
-const scenarios = { "approve-session": approveSession, "decide-pending": decidePending, explore };
+const tables = (page, selector) =>
+  page.$$eval(selector, (ts) => ts.map((t) => ({ caption: t.caption?.textContent ?? "", rows: [...t.tBodies[0].rows].map((r) => [...r.cells].map((c) => c.textContent.trim())) })));
+
+async function hostConsole() {
+  const opened = await open(input.url);
+  const { page } = opened;
+  await page.type("#host-key", input.key);
+  await page.click('#key-form button[type="submit"]');
+  await page.waitForSelector("#console table", { timeout: 60_000 });
+  const stored = (await page.evaluate(() => sessionStorage.getItem("bursar.hostKey"))) === input.key;
+  const shown = await tables(page, "#console table");
+  const summaries = await page.$$eval("#console > p", (ps) => ps.map((p) => p.textContent.trim()));
+  let replayed = null;
+  const replay = await page.$("#console button::-p-text(Replay)");
+  if (replay) {
+    await replay.click();
+    await page.waitForFunction(() => document.getElementById("status").textContent.includes("queued again"), { timeout: 30_000 });
+    replayed = await text(page, "#status");
+  }
+  await page.click(`#console button[title="${input.session}"]`);
+  await page.waitForSelector("#session-detail table", { timeout: 30_000 });
+  const detail = await tables(page, "#session-detail table");
+  await check("console", opened);
+  await page.click("#forget");
+  const forgotten = (await page.evaluate(() => sessionStorage.getItem("bursar.hostKey"))) === null;
+  return { urlHasKey: page.url().includes(input.key), stored, tables: shown, summaries, replayed, detail, forgotten };
+}
+
+const scenarios = { "approve-session": approveSession, "decide-pending": decidePending, explore, console: hostConsole };
 try {
   const run = scenarios[input.scenario];
   if (!run) throw new Error(`no scenario ${input.scenario}`);

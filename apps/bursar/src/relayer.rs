@@ -83,6 +83,9 @@ pub(crate) struct RelayerArgs {
     /// approval pages' links to a session's page in its explorer.
     #[arg(long, env = "BURSAR_INDEXER_URL")]
     indexer_url: Option<String>,
+    /// Failed attempts before a webhook delivery is dead (replayable from the console).
+    #[arg(long, env = "BURSAR_WEBHOOK_ATTEMPTS", default_value_t = Settings::default().webhook_attempts)]
+    webhook_attempts: u32,
     /// Where people reach this relayer (`https://bursar.example.com`), for the approval links
     /// it hands out (default: the address it listens on).
     #[arg(long, env = "BURSAR_PUBLIC_URL")]
@@ -211,6 +214,7 @@ async fn serve(args: RelayerArgs) -> Result<(), String> {
             },
             indexer_url: args.indexer_url.clone(),
             public_url: args.public_url.clone(),
+            webhook_attempts: args.webhook_attempts.max(1),
             rate_limit: limit(args.rate_limit),
             client_rate_limit: limit(args.client_rate_limit),
             auth_failure_limit: limit(args.auth_failure_limit),

@@ -50,6 +50,9 @@ pub(crate) struct UpArgs {
     /// The relayer's signer key (hex file); on the devnet, its last account.
     #[arg(long, value_name = "FILE")]
     signer_key_file: Option<PathBuf>,
+    /// Failed attempts before a webhook delivery is dead (replayable from the console).
+    #[arg(long, env = "BURSAR_WEBHOOK_ATTEMPTS", default_value_t = Settings::default().webhook_attempts)]
+    webhook_attempts: u32,
 }
 
 /// Where a running stack is, as `<data dir>/up.json` says.
@@ -173,6 +176,7 @@ async fn up(args: UpArgs) -> Result<(), String> {
                     allow_loopback: true,
                 },
                 indexer_url: Some(format!("http://{}", indexer.addr)),
+                webhook_attempts: args.webhook_attempts.max(1),
                 ..Settings::default()
             },
         })

@@ -462,3 +462,54 @@ fn an_auditor_reads_and_verifies_a_session_in_the_explorer() {
     let (status, _) = get(indexer, &format!("/ui/sessions?q={session}"), None);
     assert!(status.contains("303"), "{status}");
 }
+
+#[test]
+fn a_host_sees_its_fleet_in_the_console() {
+    // One attempt: a delivery to a dead receiver is dead at once, to be replayed.
+    let data = scratch("pages-console");
+    let up = Up::start_with(&data, &["--webhook-attempts", "1"]);
+    let key = std::fs::read_to_string(data.join("host-key")).unwrap().trim().to_owned();
+    let stack = Stack { up, rpc: String::new(), key, data };
+    demo_session(&stack);
+    let relayer = stack.up.relayer.clone();
+    // Nothing listens on the discard port.
+    let (code, hook) = send("POST", &relayer, "/v1/webhooks", &stack.key, json!({ "url": "http://127.0.0.1:9/bursar" }));
+    assert_eq!(code, "201", "{hook}");
+    let trial: Value = serde_json::from_str(&bursar(&[
+        "demo",
+        "--against-running",
+        "--session-only",
+        "--data-dir",
+        stack.data.to_str().unwrap(),
+    ]))
+    .unwrap();
+    let session = trial["sessionId"].as_str().unwrap();
+    let (code, r) = send("POST", &relayer, &format!("/v1/sessions/{session}/lifecycle"), &stack.key, json!({ "state": "paused", "reason": "console test" }));
+    assert_eq!(code, "200", "{r}");
+    let dead = format!("/v1/webhooks/{}/deliveries?status=dead", hook["id"].as_str().unwrap());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !get(&relayer, &dead, Some(&stack.key)).1.contains("messageId") {
+        assert!(std::time::Instant::now() < deadline, "no delivery died within a minute");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+
+    let r = browse(json!({ "scenario": "console", "url": format!("http://{relayer}/console"), "key": stack.key, "session": session }));
+    assert_eq!(r["stored"], true, "{r:#}");
+    assert_eq!(r["urlHasKey"], false, "the key never goes into a URL");
+    assert_eq!(r["forgotten"], true, "{r:#}");
+    let tables = r["tables"].as_array().unwrap();
+    let caption = |start: &str| tables.iter().find(|t| t["caption"].as_str().unwrap().starts_with(start)).unwrap_or_else(|| panic!("no table {start}: {r:#}"));
+    assert_eq!(caption("Sessions")["rows"].as_array().unwrap().len(), 2, "the story's and the trial's: {r:#}");
+    let payments = caption("Payments")["rows"].as_array().unwrap();
+    assert!(payments.iter().any(|p| p[1] == "confirmed"), "{r:#}");
+    let summaries: Vec<&str> = r["summaries"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    assert!(summaries.iter().any(|s| s.contains("confirmed: ")), "{r:#}");
+    let dead_endpoint = caption("Deliveries to http://127.0.0.1:9/bursar");
+    assert!(dead_endpoint["caption"].as_str().unwrap().contains("dead: "), "{r:#}");
+    assert!(r["replayed"].as_str().unwrap().contains("queued again"), "{r:#}");
+    // The sandbox's lifecycle: the host's report, and what it did to the session.
+    let lifecycle = &r["detail"][0];
+    assert!(lifecycle["caption"].as_str().unwrap().starts_with("Lifecycle events"), "{r:#}");
+    let rows = lifecycle["rows"].as_array().unwrap();
+    assert!(rows.iter().any(|row| row[3] == "paused" && row[4] == "hold_lease"), "{r:#}");
+}

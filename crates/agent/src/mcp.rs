@@ -212,9 +212,15 @@ impl Tools {
                 CallToolResult::structured_error(json!({ "payment": payment, "error": text }))
             }
             Some("pending_approval") => {
-                let next = "above the session's co-sign threshold: the owner must approve it in \
-                            their wallet (the host shows them the decision to sign); check it \
-                            later with payment_status";
+                let next = match payment["approvalUrl"].as_str() {
+                    Some(url) => format!(
+                        "above the session's co-sign threshold: the owner must approve it in \
+                         their own wallet on {url}; check it later with payment_status"
+                    ),
+                    None => "above the session's co-sign threshold: the owner must approve it \
+                             in their own wallet; check it later with payment_status"
+                        .to_owned(),
+                };
                 CallToolResult::structured(json!({ "payment": payment, "next": next }))
             }
             _ => CallToolResult::structured(payment),

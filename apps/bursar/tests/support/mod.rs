@@ -24,9 +24,15 @@ pub(crate) struct Up {
 
 impl Up {
     pub(crate) fn start(data: &Path) -> Up {
+        Up::start_with(data, &[])
+    }
+
+    /// `bursar up` with `extra` arguments.
+    pub(crate) fn start_with(data: &Path, extra: &[&str]) -> Up {
         let artifacts = bursar_e2e::artifacts_dir();
         let mut child = Command::new(env!("CARGO_BIN_EXE_bursar"))
             .args(["up", "--devnet-port", "0"])
+            .args(extra)
             .args([
                 "--relayer-listen",
                 "127.0.0.1:0",
