@@ -371,6 +371,8 @@ fn print_endpoints(
     println!("  relayer   {relayer}  (API document: {relayer}/openapi.json)");
     println!("  indexer   {indexer}  (API document: {indexer}/openapi.json)");
     println!("  host key  {host_key}  (in {dir}/host-key)");
+    println!("  pages     {indexer}/ui/sessions  (the audit explorer)");
+    println!("            {relayer}/console  (the host console: paste the host key)");
     for c in Contract::ALL {
         if let Some(address) = record.address(c.key()) {
             println!("  {:<22}{address}", c.key());
@@ -382,5 +384,8 @@ fn print_endpoints(
     println!("  curl -s {indexer}/v1/sessions");
     println!("  curl -s {relayer}/x402/supported");
     println!("  bursar demo --against-running --data-dir {dir}   # an agent session, end to end");
+    println!(
+        "  bursar demo --against-running --session-only --owner 0xYOU --data-dir {dir}   # approve it in your wallet"
+    );
     println!("READY {relayer} {indexer}");
 }

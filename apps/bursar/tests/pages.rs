@@ -468,12 +468,24 @@ fn a_host_sees_its_fleet_in_the_console() {
     // One attempt: a delivery to a dead receiver is dead at once, to be replayed.
     let data = scratch("pages-console");
     let up = Up::start_with(&data, &["--webhook-attempts", "1"]);
-    let key = std::fs::read_to_string(data.join("host-key")).unwrap().trim().to_owned();
-    let stack = Stack { up, rpc: String::new(), key, data };
+    let key = std::fs::read_to_string(data.join("host-key"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(data.join("up.json")).unwrap()).unwrap();
+    let rpc = state["rpc"].as_str().unwrap().to_owned();
+    let stack = Stack { up, rpc, key, data };
     demo_session(&stack);
     let relayer = stack.up.relayer.clone();
     // Nothing listens on the discard port.
-    let (code, hook) = send("POST", &relayer, "/v1/webhooks", &stack.key, json!({ "url": "http://127.0.0.1:9/bursar" }));
+    let (code, hook) = send(
+        "POST",
+        &relayer,
+        "/v1/webhooks",
+        &stack.key,
+        json!({ "url": "http://127.0.0.1:9/bursar" }),
+    );
     assert_eq!(code, "201", "{hook}");
     let trial: Value = serde_json::from_str(&bursar(&[
         "demo",
@@ -484,32 +496,172 @@ fn a_host_sees_its_fleet_in_the_console() {
     ]))
     .unwrap();
     let session = trial["sessionId"].as_str().unwrap();
-    let (code, r) = send("POST", &relayer, &format!("/v1/sessions/{session}/lifecycle"), &stack.key, json!({ "state": "paused", "reason": "console test" }));
+    let (code, r) = send(
+        "POST",
+        &relayer,
+        &format!("/v1/sessions/{session}/lifecycle"),
+        &stack.key,
+        json!({ "state": "paused", "reason": "console test" }),
+    );
     assert_eq!(code, "200", "{r}");
-    let dead = format!("/v1/webhooks/{}/deliveries?status=dead", hook["id"].as_str().unwrap());
+    // Metering: the host's rates, and E2B reporting a run of the trial's sandbox (signed with
+    // the host's E2B secret, as E2B signs).
+    let secret = "e2b-console-secret";
+    let secret_file = stack.data.join("e2b-secret");
+    std::fs::write(&secret_file, secret).unwrap();
+    let added = bursar(&[
+        "relayer",
+        "--rpc",
+        &stack.rpc,
+        "--db",
+        &format!("sqlite://{}", stack.data.join("relayer.db").display()),
+        "--master-key-file",
+        stack.data.join("master-key").to_str().unwrap(),
+        "providers",
+        "add",
+        "--host",
+        "local",
+        "--provider",
+        "e2b",
+        "--secret-file",
+        secret_file.to_str().unwrap(),
+    ]);
+    let host_id = added.split('(').nth(1).unwrap().split(')').next().unwrap();
+    let policy = json!({ "onPaused": "record", "metering": { "payee": trial["allowed"][1], "perVcpuSecond": "1000" } });
+    let (code, r) = send("PUT", &relayer, "/v1/host/policy", &stack.key, policy);
+    assert_eq!(code, "200", "{r}");
+    let now = bursar_relayer::store::now_ms() / 1000;
+    let rfc3339 = |unix: i64| {
+        time::OffsetDateTime::from_unix_timestamp(unix)
+            .unwrap()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap()
+    };
+    let event = json!({
+        "id": "evt_console", "version": "v2", "type": "sandbox.lifecycle.paused",
+        "timestamp": rfc3339(now), "event_category": "lifecycle", "event_label": "paused",
+        "event_data": { "execution": { "started_at": rfc3339(now - 60), "vcpu_count": 2, "memory_mb": 512, "execution_time": 30_000 } },
+        "sandbox_id": "sbx_7f3a", "sandbox_execution_id": "exec_console", "sandbox_template_id": "base",
+        "sandbox_build_id": "b1", "sandbox_team_id": "team_1"
+    })
+    .to_string();
+    let out = Command::new("curl")
+        .args([
+            "-s",
+            "-w",
+            "\n%{http_code}",
+            "-H",
+            "content-type: application/json",
+        ])
+        .args([
+            "-H",
+            "e2b-webhook-id: wh_1",
+            "-H",
+            &format!("e2b-delivery-id: dl_{now}"),
+            "-H",
+            "e2b-signature-version: v1",
+        ])
+        .args([
+            "-H",
+            &format!(
+                "e2b-signature: {}",
+                bursar_relayer::providers::e2b::sign(secret.as_bytes(), event.as_bytes())
+            ),
+        ])
+        .args(["-d", &event])
+        .arg(format!(
+            "http://{relayer}/v1/hosts/{host_id}/providers/e2b/webhook"
+        ))
+        .output()
+        .unwrap();
+    let delivered = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(delivered.ends_with("200"), "{delivered}");
+    let dead = format!(
+        "/v1/webhooks/{}/deliveries?status=dead",
+        hook["id"].as_str().unwrap()
+    );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !get(&relayer, &dead, Some(&stack.key)).1.contains("messageId") {
-        assert!(std::time::Instant::now() < deadline, "no delivery died within a minute");
+    while !get(&relayer, &dead, Some(&stack.key))
+        .1
+        .contains("messageId")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no delivery died within a minute"
+        );
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
 
-    let r = browse(json!({ "scenario": "console", "url": format!("http://{relayer}/console"), "key": stack.key, "session": session }));
+    let r = browse(
+        json!({ "scenario": "console", "url": format!("http://{relayer}/console"), "key": stack.key, "session": session }),
+    );
     assert_eq!(r["stored"], true, "{r:#}");
     assert_eq!(r["urlHasKey"], false, "the key never goes into a URL");
     assert_eq!(r["forgotten"], true, "{r:#}");
     let tables = r["tables"].as_array().unwrap();
-    let caption = |start: &str| tables.iter().find(|t| t["caption"].as_str().unwrap().starts_with(start)).unwrap_or_else(|| panic!("no table {start}: {r:#}"));
-    assert_eq!(caption("Sessions")["rows"].as_array().unwrap().len(), 2, "the story's and the trial's: {r:#}");
+    let caption = |start: &str| {
+        tables
+            .iter()
+            .find(|t| t["caption"].as_str().unwrap().starts_with(start))
+            .unwrap_or_else(|| panic!("no table {start}: {r:#}"))
+    };
+    assert_eq!(
+        caption("Sessions")["rows"].as_array().unwrap().len(),
+        2,
+        "the story's and the trial's: {r:#}"
+    );
     let payments = caption("Payments")["rows"].as_array().unwrap();
     assert!(payments.iter().any(|p| p[1] == "confirmed"), "{r:#}");
-    let summaries: Vec<&str> = r["summaries"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    let summaries: Vec<&str> = r["summaries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
     assert!(summaries.iter().any(|s| s.contains("confirmed: ")), "{r:#}");
     let dead_endpoint = caption("Deliveries to http://127.0.0.1:9/bursar");
-    assert!(dead_endpoint["caption"].as_str().unwrap().contains("dead: "), "{r:#}");
-    assert!(r["replayed"].as_str().unwrap().contains("queued again"), "{r:#}");
+    assert!(
+        dead_endpoint["caption"]
+            .as_str()
+            .unwrap()
+            .contains("dead: "),
+        "{r:#}"
+    );
+    assert!(
+        r["replayed"].as_str().unwrap().contains("queued again"),
+        "{r:#}"
+    );
     // The sandbox's lifecycle: the host's report, and what it did to the session.
     let lifecycle = &r["detail"][0];
-    assert!(lifecycle["caption"].as_str().unwrap().starts_with("Lifecycle events"), "{r:#}");
+    assert!(
+        lifecycle["caption"]
+            .as_str()
+            .unwrap()
+            .starts_with("Lifecycle events"),
+        "{r:#}"
+    );
     let rows = lifecycle["rows"].as_array().unwrap();
-    assert!(rows.iter().any(|row| row[3] == "paused" && row[4] == "hold_lease"), "{r:#}");
+    assert!(
+        rows.iter()
+            .any(|row| row[1] == "api" && row[3] == "paused" && row[4] == "hold_lease"),
+        "{r:#}"
+    );
+    assert!(
+        rows.iter().any(|row| row[1] == "e2b" && row[3] == "paused"),
+        "{r:#}"
+    );
+    // 2 vCPUs × 30 s × 1,000 base units, paid to the host's payee.
+    let metering = &r["detail"][1];
+    assert!(
+        metering["caption"]
+            .as_str()
+            .unwrap()
+            .starts_with("Metering"),
+        "{r:#}"
+    );
+    let charges = metering["rows"].as_array().unwrap();
+    assert_eq!(charges.len(), 1, "{r:#}");
+    assert_eq!(charges[0][1], "exec_console", "{r:#}");
+    assert_eq!(charges[0][2], "60000", "{r:#}");
+    assert!(charges[0][4].as_str().unwrap().starts_with("pay_"), "{r:#}");
 }

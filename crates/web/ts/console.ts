@@ -14,6 +14,7 @@ interface Session {
   provider: string | null;
   sandboxId: string | null;
   sandboxState: string | null;
+  capabilityRevoked: boolean;
   createdAt: number;
   lifecycle?: { kind: string; lifecycle: string; at: number; action: string; source: string }[];
   metering?: { run: string; amount: string; metered: string; paymentId: string | null; error: string | null; createdAt: number }[];
@@ -51,6 +52,16 @@ const api = <T>(method: string, path: string) =>
   request<T>(method, path, undefined, { authorization: `Bearer ${sessionStorage.getItem(KEY) ?? ""}` });
 
 const when = (ms: number) => new Date(ms).toLocaleString();
+
+/** `0x1234…abcd` for a long hex value, the whole in its title. */
+function short(hex: string): HTMLElement {
+  const code = el("code", hex.length > 14 ? `${hex.slice(0, 6)}…${hex.slice(-4)}` : hex);
+  code.title = hex;
+  return code;
+}
+
+/** A session's state as a host reads it: its token revoked, or the relayer's status. */
+const state = (s: Session) => (s.capabilityRevoked ? "revoked" : s.status);
 
 function table(caption: string, head: string[], rows: (string | Node)[][]): HTMLTableElement {
   const t = el("table");
@@ -124,7 +135,7 @@ async function load(): Promise<void> {
     b.type = "button";
     b.title = s.sessionId;
     b.addEventListener("click", () => void sessionDetail(s.sessionId).catch(fail));
-    return [b, s.status, s.provider ?? "", s.sandboxId ?? "", s.sandboxState ?? "", when(s.createdAt)];
+    return [b, state(s), s.provider ?? "", s.sandboxId ?? "", s.sandboxState ?? "", when(s.createdAt)];
   });
   const paymentRows = payments.map((p) => {
     let status: string | Node = p.status;
@@ -133,11 +144,12 @@ async function load(): Promise<void> {
       a.href = p.approvalUrl;
       status = a;
     }
-    return [p.id, status, p.sessionId.slice(0, 10) + "…", p.to, p.amount, p.transactionHash ?? p.error?.code ?? "", when(p.createdAt)];
+    const outcome = p.transactionHash ? short(p.transactionHash) : (p.error?.code ?? "");
+    return [p.id, status, short(p.sessionId), short(p.to), p.amount, outcome, when(p.createdAt)];
   });
   document.getElementById("console")!.replaceChildren(
     el("h2", "Sessions"),
-    el("p", counts(sessions, (s) => s.status)),
+    el("p", counts(sessions, state)),
     table("Sessions, newest first", ["session", "state", "provider", "sandbox", "sandbox state", "prepared"], sessionRows),
     el("section", null),
     el("h2", "Payments"),

@@ -374,7 +374,8 @@ fn args_text(args: &Option<Value>) -> Markup {
     };
     html! {
         @for (name, v) in map.iter().filter(|(n, _)| *n != "sessionId") {
-            span.arg { (name) "=" code { (match v { Value::String(s) => s.clone(), v => v.to_string() }) } } " "
+            @let text = match v { Value::String(s) => s.clone(), v => v.to_string() };
+            span.arg { (name) "=" @if text.starts_with("0x") { (short(&text)) } @else { code { (text) } } } " "
         }
     }
 }

@@ -281,7 +281,7 @@ pub async fn prepare(app: &App, host: &Host, req: PrepareRequest) -> Result<Prep
             now_ms(),
         )
         .await?;
-    tracing::info!(host = %host.id, session = %id, %prepared_id, "session prepared");
+    tracing::info!(host = %host.id, session = %id, "session prepared");
     let sandbox_tags = req.provider.as_deref().map(|p| {
         json!({ "field": tag_field(p), "tags": { "bursar_session": id, "bursar_host": host.id } })
     });
