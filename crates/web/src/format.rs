@@ -42,12 +42,17 @@ pub fn time(unix: u64) -> Markup {
     }
 }
 
-/// `0x1234…abcd` for a long hex string (addresses, hashes), with the whole in a title.
-pub fn short(hex: &str) -> Markup {
+/// `0x1234…abcd` for a long hex string (addresses, hashes); shorter or other text unchanged.
+pub fn abbreviate(hex: &str) -> String {
     if hex.len() <= 14 || !hex.is_ascii() {
-        return html! { code { (hex) } };
+        return hex.to_owned();
     }
-    html! { code title=(hex) { (hex[..6]) "…" (hex[hex.len() - 4..]) } }
+    format!("{}…{}", &hex[..6], &hex[hex.len() - 4..])
+}
+
+/// [`abbreviate`]d, with the whole in a title.
+pub fn short(hex: &str) -> Markup {
+    html! { code title=(hex) { (abbreviate(hex)) } }
 }
 
 #[cfg(test)]

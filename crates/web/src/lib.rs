@@ -11,6 +11,9 @@
 
 pub mod format;
 
+use axum::extract::Path;
+use axum::http::{header, HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use serde::Serialize;
 
@@ -56,6 +59,39 @@ pub fn asset(name: &str) -> Option<Asset> {
         content_type,
         bytes,
     })
+}
+
+/// An HTML page as a response, with [`HEADERS`].
+pub fn page(status: StatusCode, html: String) -> Response {
+    let mut res = (status, html).into_response();
+    let headers = res.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    for (name, value) in HEADERS {
+        headers.insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
+    }
+    res
+}
+
+/// `GET /assets/{name}`: an [`asset`], or 404.
+pub async fn serve_asset(Path(name): Path<String>) -> Response {
+    match asset(&name) {
+        Some(a) => (
+            [
+                (header::CONTENT_TYPE, a.content_type),
+                (header::CACHE_CONTROL, "no-cache"),
+                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            ],
+            a.bytes,
+        )
+            .into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
 }
 
 /// A page of a service.

@@ -7,14 +7,14 @@ use std::collections::BTreeMap;
 
 use alloy_primitives::{Address, U256};
 use axum::extract::Path;
-use axum::http::{header, HeaderName, HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::Router;
 use bursar_agent::money::format_units;
 use bursar_bindings::evm::IFiatToken;
-use bursar_web::format::{duration, short, time};
-use bursar_web::{data_block, notice, Page};
+use bursar_web::format::{abbreviate, duration, short, time};
+use bursar_web::{data_block, notice, page, Page};
 use maud::{html, Markup};
 use serde_json::{json, Value};
 
@@ -30,42 +30,11 @@ const SERVICE: &str = "Bursar audit explorer";
 /// The explorer's routes.
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
-        .route("/assets/{name}", get(asset))
+        .route("/assets/{name}", get(bursar_web::serve_asset))
         .route("/", get(|| async { Redirect::to("/ui/sessions") }))
         .route("/ui", get(|| async { Redirect::to("/ui/sessions") }))
         .route("/ui/sessions", get(sessions))
         .route("/ui/sessions/{id}", get(session))
-}
-
-fn page(status: StatusCode, html: String) -> Response {
-    let mut res = (status, html).into_response();
-    let headers = res.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    for (name, value) in bursar_web::HEADERS {
-        headers.insert(
-            HeaderName::from_static(name),
-            HeaderValue::from_static(value),
-        );
-    }
-    res
-}
-
-async fn asset(Path(name): Path<String>) -> Response {
-    match bursar_web::asset(&name) {
-        Some(a) => (
-            [
-                (header::CONTENT_TYPE, a.content_type),
-                (header::CACHE_CONTROL, "no-cache"),
-                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-            ],
-            a.bytes,
-        )
-            .into_response(),
-        None => StatusCode::NOT_FOUND.into_response(),
-    }
 }
 
 fn error_page(e: ApiError) -> Response {
@@ -226,7 +195,7 @@ async fn session_html(s: &AppState, id: &str, q: QueryMap) -> Result<String, Api
             "budget": (!budget.is_zero()).then(|| token.number(budget)),
         },
         "byCounterparty": {
-            "labels": story.by_counterparty.iter().map(|(a, _)| abbreviated(a)).collect::<Vec<_>>(),
+            "labels": story.by_counterparty.iter().map(|(a, _)| abbreviate(a)).collect::<Vec<_>>(),
             "amounts": story.by_counterparty.iter().map(|(_, v)| token.number(*v)).collect::<Vec<_>>(),
         },
     });
@@ -301,15 +270,6 @@ async fn session_html(s: &AppState, id: &str, q: QueryMap) -> Result<String, Api
         styles: &["uplot.css"],
     }
     .render())
-}
-
-/// `0x1234…abcd`, for a chart's axis.
-fn abbreviated(hex: &str) -> String {
-    if hex.len() > 12 && hex.is_ascii() {
-        format!("{}…{}", &hex[..6], &hex[hex.len() - 4..])
-    } else {
-        hex.to_owned()
-    }
 }
 
 fn policy(terms: &Value, token: &Token) -> Markup {
@@ -508,7 +468,7 @@ fn lineage_svg(nodes: &[Node], edges: &[(String, String)]) -> Markup {
                 g.node data-record=(n.id) {
                     rect x=(x) y=(y) width=(W) height=(H) rx="6" class=(if revoked { "revoked" } else { "" }) {}
                     text x=(x + 10) y=(y + 19) { "#" (n.id) @if revoked { " (revoked)" } }
-                    text x=(x + 10) y=(y + 36) { (abbreviated(n.record["uri"].as_str().unwrap_or_default())) }
+                    text x=(x + 10) y=(y + 36) { (abbreviate(n.record["uri"].as_str().unwrap_or_default())) }
                 }
             }
         }

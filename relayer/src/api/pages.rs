@@ -4,13 +4,13 @@
 
 use alloy_primitives::U256;
 use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderName, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use axum::routing::get;
 use axum::{Json, Router};
 use bursar_agent::money::format_units;
 use bursar_web::format::{duration, short, time};
-use bursar_web::{data_block, notice, Page};
+use bursar_web::{data_block, notice, page, Page};
 use maud::{html, Markup};
 use serde::Deserialize;
 use serde_json::json;
@@ -28,7 +28,7 @@ const SERVICE: &str = "Bursar relayer";
 /// which the chain takes once).
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
-        .route("/assets/{name}", get(asset))
+        .route("/assets/{name}", get(bursar_web::serve_asset))
         .route("/approve/{prepared_id}", get(session_page).post(open))
         .route(
             "/approve/pending/{payment_id}",
@@ -38,35 +38,12 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/console", get(console))
 }
 
-/// An HTML page with the pages' security headers.
-fn page(status: StatusCode, html: String) -> Response {
-    let mut res = (status, html).into_response();
-    let headers = res.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    for (name, value) in bursar_web::HEADERS {
-        headers.insert(
-            HeaderName::from_static(name),
-            HeaderValue::from_static(value),
-        );
-    }
-    res
-}
-
-async fn asset(Path(name): Path<String>) -> Response {
-    match bursar_web::asset(&name) {
-        Some(a) => (
-            [
-                (header::CONTENT_TYPE, a.content_type),
-                (header::CACHE_CONTROL, "no-cache"),
-                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-            ],
-            a.bytes,
-        )
-            .into_response(),
-        None => StatusCode::NOT_FOUND.into_response(),
+/// A link's page answers 200 while it can be acted on, 410 once expired, 409 once used.
+fn link_status(link: Link) -> StatusCode {
+    match link {
+        Link::Usable => StatusCode::OK,
+        Link::Expired(_) => StatusCode::GONE,
+        Link::Used | Link::SandboxTerminated => StatusCode::CONFLICT,
     }
 }
 
@@ -117,14 +94,7 @@ fn counterparties(token: &TokenInfo, list: &[Counterparty]) -> Markup {
 
 async fn session_page(State(s): State<AppState>, Path(prepared_id): Path<String>) -> Response {
     match approval::session(&s, &prepared_id).await {
-        Ok(a) => {
-            let status = match a.link {
-                Link::Usable => StatusCode::OK,
-                Link::Expired(_) => StatusCode::GONE,
-                _ => StatusCode::CONFLICT,
-            };
-            page(status, session_html(&a))
-        }
+        Ok(a) => page(link_status(a.link), session_html(&a)),
         Err(e) => error_page(e),
     }
 }
@@ -235,14 +205,7 @@ async fn open(
 
 async fn payment_page(State(s): State<AppState>, Path(payment_id): Path<String>) -> Response {
     match approval::payment(&s, &payment_id).await {
-        Ok(a) => {
-            let status = match a.link {
-                Link::Usable => StatusCode::OK,
-                Link::Expired(_) => StatusCode::GONE,
-                _ => StatusCode::CONFLICT,
-            };
-            page(status, payment_html(&a))
-        }
+        Ok(a) => page(link_status(a.link), payment_html(&a)),
         Err(e) => error_page(e),
     }
 }
