@@ -374,6 +374,22 @@ fn an_auditor_reads_and_verifies_a_session_in_the_explorer() {
     let stack = Stack::start("pages-explorer");
     let session = demo_session(&stack);
     let indexer = &stack.up.indexer;
+    // A reorg of the story's last block: its events are mined again in a new block, and the
+    // rows of the old one stay as evidence, orphaned.
+    let reorg = rpc(&stack.rpc, "bursar_reorg", json!([{ "depth": 1 }]));
+    assert_eq!(reorg["blocks"].as_array().map(Vec::len), Some(1), "{reorg}");
+    let orphaned = format!("/v1/sessions/{session}/timeline?limit=1000&includeOrphaned=true");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !get(indexer, &orphaned, None)
+        .1
+        .contains("\"canonical\":false")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the indexer saw no reorg within a minute"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
     let (_, timeline) = get(
         indexer,
         &format!("/v1/sessions/{session}/timeline?limit=1000&includeOrphaned=true"),
@@ -388,10 +404,11 @@ fn an_auditor_reads_and_verifies_a_session_in_the_explorer() {
     let paid: Vec<&Value> = events
         .iter()
         .filter(|e| {
-            matches!(
-                e["event"].as_str(),
-                Some("PaymentExecuted" | "PaymentReserved")
-            )
+            e["canonical"] == true
+                && matches!(
+                    e["event"].as_str(),
+                    Some("PaymentExecuted" | "PaymentReserved")
+                )
         })
         .collect();
     let payees: std::collections::BTreeSet<&str> = paid
@@ -415,6 +432,15 @@ fn an_auditor_reads_and_verifies_a_session_in_the_explorer() {
         .map(|e| e["event"].as_str().unwrap())
         .collect();
     assert_eq!(shown, names, "{r:#}");
+    let marked: Vec<bool> = r["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["orphaned"] == true)
+        .collect();
+    let orphaned: Vec<bool> = events.iter().map(|e| e["canonical"] == false).collect();
+    assert_eq!(marked, orphaned, "orphaned rows are marked: {r:#}");
+    assert!(marked.contains(&true), "{r:#}");
     // The charts are drawn, a point per payment and a bar per payee.
     let charts = r["charts"].as_array().unwrap();
     assert_eq!(charts.len(), 2, "{r:#}");

@@ -327,7 +327,8 @@ fn state(story: &Story, token: &Token) -> Markup {
     }
 }
 
-/// An event's arguments as `name value` pairs (the session id left out: it is the page's).
+/// An event's arguments as `name=value` (the session id left out: it is the page's); a
+/// receipt or record links to its row on the page.
 fn args_text(args: &Option<Value>) -> Markup {
     let Some(Value::Object(map)) = args else {
         return html! {};
@@ -335,7 +336,14 @@ fn args_text(args: &Option<Value>) -> Markup {
     html! {
         @for (name, v) in map.iter().filter(|(n, _)| *n != "sessionId") {
             @let text = match v { Value::String(s) => s.clone(), v => v.to_string() };
-            span.arg { (name) "=" @if text.starts_with("0x") { (short(&text)) } @else { code { (text) } } } " "
+            span.arg { (name) "="
+                @match name.as_str() {
+                    "receiptId" => { a href={ "#receipt-" (text) } { "#" (text) } }
+                    "recordId" => { a href={ "#record-" (text) } { "#" (text) } }
+                    _ if text.starts_with("0x") => { (short(&text)) }
+                    _ => { code { (text) } }
+                }
+            } " "
         }
     }
 }
@@ -374,7 +382,7 @@ fn receipts(receipts: &[Value], token: &Token) -> Markup {
             thead { tr { th scope="col" { "Receipt" } th scope="col" { "Payee" } th.num scope="col" { "Amount" } th scope="col" { "Purpose" } th scope="col" { "Acknowledged" } } }
             tbody {
                 @for r in receipts {
-                    tr {
+                    tr id={ "receipt-" (r["receiptId"].as_str().unwrap_or_default()) } {
                         td { "#" (r["receiptId"].as_str().unwrap_or_default()) }
                         td { code { (r["payee"].as_str().unwrap_or_default()) } }
                         td.num { (token.text(amount(&r["amount"]))) }
@@ -406,7 +414,7 @@ fn provenance(story: &Story) -> Markup {
                 thead { tr { th scope="col" { "Record" } th scope="col" { "Parents" } th scope="col" { "Subject" } th scope="col" { "URI" } th scope="col" { "Status" } } }
                 tbody {
                     @for n in &story.nodes {
-                        tr {
+                        tr id={ "record-" (n.id) } {
                             td { "#" (n.id) @if !n.own { " (another session's)" } }
                             td { @for p in n.record["parents"].as_array().into_iter().flatten() { "#" (p.as_str().unwrap_or_default()) " " } }
                             td { (short(n.record["subject"].as_str().unwrap_or_default())) }
