@@ -117,7 +117,15 @@ async function terms(page) {
 async function approveSession() {
   const opened = await open(input.url, input.wallet);
   const { page } = opened;
-  const shown = { terms: await terms(page), serverDigest: await text(page, "[data-digest]"), browserDigest: await text(page, "[data-digest-of]"), notice: await text(page, ".notice") };
+  const shown = {
+    terms: await terms(page),
+    lede: await text(page, "p.lede"),
+    serverDigest: await text(page, "[data-digest]"),
+    browserDigest: await text(page, "[data-digest-of]"),
+    notice: await text(page, ".notice"),
+    // Set only if text a host or the chain wrote ran as script.
+    pwned: await page.evaluate(() => window.__pwned ?? null),
+  };
   await check(input.name ?? "approve-session", opened);
   const buttons = await page.$$("#wallets button");
   if (buttons.length === 0) return { ...shown, buttons: 0 };

@@ -344,6 +344,31 @@ fn an_owner_approves_a_session_and_a_payment_in_their_own_wallet() {
     );
     assert_eq!(r["buttons"], 0, "{r:#}");
     assert!(r["notice"].as_str().unwrap().contains("expired"), "{r:#}");
+    // Text a host wrote is text: a sandbox id made of markup neither runs nor breaks the page
+    // (a CSP violation would fail `browse` too).
+    let hostile = r#"<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>"#;
+    let now =
+        rpc(&stack.rpc, "eth_getBlockByNumber", json!(["latest", false]))["timestamp"].clone();
+    let now = u64::from_str_radix(now.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    let (code, odd) = send(
+        "POST",
+        &stack.up.relayer,
+        "/v1/sessions/prepare",
+        &stack.key,
+        json!({
+            "owner": owner, "token": prepared["token"], "deposit": "1000000", "expiresAt": now + 86_400,
+            "allowlistId": "1", "provider": "e2b", "sandboxId": hostile,
+        }),
+    );
+    assert_eq!(code, "201", "{odd}");
+    let r = browse(
+        json!({ "scenario": "approve-session", "url": odd["approvalUrl"], "wallet": stack.wallet(&owner), "name": "approve-session-hostile" }),
+    );
+    assert_eq!(r["pwned"], Value::Null, "{r:#}");
+    assert!(
+        r["lede"].as_str().unwrap().contains(hostile),
+        "shown as written: {r:#}"
+    );
     // And an unknown link is not found.
     let (status, _) = get(
         &stack.up.relayer,
