@@ -17,12 +17,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::kernel::json::parse_amount;
-use crate::kernel::session::{stored_terms, terms_of};
+use crate::kernel::session::{stored_terms, terms_of, StoredTerms};
 use crate::kernel::{App, Error};
 use crate::limits::{self, Counterparty, TokenInfo};
 use crate::payments::{self, Decided, DecisionRequest, DecisionToSign};
 use crate::sessions;
-use crate::store::{OpenStatus, PaymentStatus, SessionRow};
+use crate::store::{OpenStatus, PaymentRow, PaymentStatus, SessionRow};
 
 /// Whether a link can still be acted on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,14 +61,36 @@ pub struct SessionApproval {
     pub session_url: Option<String>,
 }
 
-/// A prepared session's approval, by its link.
-pub async fn session(app: &App, prepared_id: &str) -> Result<SessionApproval, Error> {
+/// A prepared session by its link, its stored terms, and whether it can be signed now: what
+/// the page's `POST` needs, without the page's reads of the token and the allowlist.
+async fn prepared_link(
+    app: &App,
+    prepared_id: &str,
+) -> Result<(SessionRow, StoredTerms, Link), Error> {
     let row = app
         .store
         .session_by_prepared_id(prepared_id)
         .await?
         .ok_or(Error::NotFound)?;
     let stored = stored_terms(&row)?;
+    let link = if row.status != OpenStatus::Prepared {
+        Link::Used
+    } else if row.sandbox_state.as_deref() == Some("terminated") {
+        Link::SandboxTerminated
+    } else {
+        let deadline: u64 = stored.terms()?.deadline.saturating_to();
+        if app.now(true).await? > deadline {
+            Link::Expired(deadline)
+        } else {
+            Link::Usable
+        }
+    };
+    Ok((row, stored, link))
+}
+
+/// A prepared session's approval, by its link.
+pub async fn session(app: &App, prepared_id: &str) -> Result<SessionApproval, Error> {
+    let (row, stored, link) = prepared_link(app, prepared_id).await?;
     let terms = stored.terms()?;
     let mut typed_data = vec![("OpenSession", stored.typed_data["openSession"].clone())];
     if !stored.typed_data["permit"].is_null() {
@@ -78,23 +100,12 @@ pub async fn session(app: &App, prepared_id: &str) -> Result<SessionApproval, Er
         .ok()
         .and_then(|t| t.eip712_signing_hash().ok())
         .ok_or(Error::Internal)?;
-    let (token, counterparties, host_name, now) = tokio::try_join!(
+    let (token, counterparties, host_name) = tokio::try_join!(
         limits::token_info(app, terms.token),
         limits::counterparties_of(app, terms.allowlistId),
         async { Ok(app.store.host_name(&row.host_id).await?.unwrap_or_default()) },
-        app.now(true),
     )?;
     let counterparties = limits::show(counterparties, &token);
-    let deadline: u64 = terms.deadline.saturating_to();
-    let link = if row.status != OpenStatus::Prepared {
-        Link::Used
-    } else if row.sandbox_state.as_deref() == Some("terminated") {
-        Link::SandboxTerminated
-    } else if now > deadline {
-        Link::Expired(deadline)
-    } else {
-        Link::Usable
-    };
     Ok(SessionApproval {
         session_url: session_url(app, &row.id),
         host_name,
@@ -147,16 +158,11 @@ pub struct PageOpened {
 /// usable; the gateway's own checks run first, so a wrong signer or an unfunded owner is
 /// refused with the contract's error and nothing is sent.
 pub async fn open(app: &App, prepared_id: &str, sigs: Signatures) -> Result<PageOpened, Error> {
-    let approval = session(app, prepared_id).await?;
-    refuse_unless_usable(approval.link)?;
-    let opened = sessions::open_prepared(
-        app,
-        &approval.row,
-        sigs.owner_signature,
-        sigs.permit_signature,
-        false,
-    )
-    .await?;
+    let (row, _, link) = prepared_link(app, prepared_id).await?;
+    refuse_unless_usable(link)?;
+    let opened =
+        sessions::open_prepared(app, &row, sigs.owner_signature, sigs.permit_signature, None)
+            .await?;
     tracing::info!(session = %opened.session_id, "session opened from its approval page");
     Ok(PageOpened {
         session_url: session_url(app, &opened.session_id),
@@ -212,8 +218,15 @@ pub struct PaymentApproval {
     pub chain_id: u64,
 }
 
-/// The pending payment `payment_id` as its page shows it.
-pub async fn payment(app: &App, payment_id: &str) -> Result<PaymentApproval, Error> {
+/// What the wallet holds of a pending payment (`pendingPayment`).
+type Held = <ISessionWallet::pendingPaymentCall as alloy_sol_types::SolCall>::Return;
+
+/// Payment `payment_id` waiting for the owner: its row, its session, its pending id, what
+/// the wallet holds of it, and whether it can be decided now.
+async fn pending_link(
+    app: &App,
+    payment_id: &str,
+) -> Result<(PaymentRow, SessionRow, String, Held, Link), Error> {
     let p = app
         .store
         .payment(payment_id, None)
@@ -225,30 +238,12 @@ pub async fn payment(app: &App, payment_id: &str) -> Result<PaymentApproval, Err
         .session(&p.session_id, None)
         .await?
         .ok_or(Error::NotFound)?;
-    let terms = terms_of(&session)?;
     let id = parse_amount(&pending_id).map_err(|_| Error::NotFound)?;
     let call = ISessionWallet::pendingPaymentCall { pendingId: id };
-    let (held, token, counterparties, host_name, now) = tokio::try_join!(
+    let (held, now) = tokio::try_join!(
         async { Ok(app.client.view(None, app.contracts.wallet, call).await?) },
-        limits::token_info(app, terms.token),
-        limits::counterparties_of(app, terms.allowlistId),
-        async {
-            Ok(app
-                .store
-                .host_name(&session.host_id)
-                .await?
-                .unwrap_or_default())
-        },
         app.now(true),
     )?;
-    let payee = limits::show(counterparties, &token)
-        .into_iter()
-        .find(|c| c.address.eq_ignore_ascii_case(&held._1.to_checksum(None)))
-        .unwrap_or_else(|| Counterparty {
-            address: held._1.to_checksum(None),
-            label: None,
-            max_per_payment: None,
-        });
     let link = if p.status() != PaymentStatus::PendingApproval
         || held._6 != bursar_bindings::wallet::PendingStatus::Pending as u8
     {
@@ -258,6 +253,32 @@ pub async fn payment(app: &App, payment_id: &str) -> Result<PaymentApproval, Err
     } else {
         Link::Usable
     };
+    Ok((p, session, pending_id, held, link))
+}
+
+/// The pending payment `payment_id` as its page shows it.
+pub async fn payment(app: &App, payment_id: &str) -> Result<PaymentApproval, Error> {
+    let (p, session, pending_id, held, link) = pending_link(app, payment_id).await?;
+    let terms = terms_of(&session)?;
+    let (token, counterparties, host_name) = tokio::try_join!(
+        limits::token_info(app, terms.token),
+        limits::counterparties_of(app, terms.allowlistId),
+        async {
+            Ok(app
+                .store
+                .host_name(&session.host_id)
+                .await?
+                .unwrap_or_default())
+        },
+    )?;
+    let payee = limits::show(counterparties, &token)
+        .into_iter()
+        .find(|c| c.address.eq_ignore_ascii_case(&held._1.to_checksum(None)))
+        .unwrap_or_else(|| Counterparty {
+            address: held._1.to_checksum(None),
+            label: None,
+            max_per_payment: None,
+        });
     Ok(PaymentApproval {
         payment_id: p.id,
         session,
@@ -280,16 +301,16 @@ pub async fn decision_to_sign(
     payment_id: &str,
     approve: bool,
 ) -> Result<DecisionToSign, Error> {
-    let a = payment(app, payment_id).await?;
-    refuse_unless_usable(a.link)?;
-    payments::decision_to_sign(app, &a.session, &a.pending_id, approve).await
+    let (_, session, pending_id, _, link) = pending_link(app, payment_id).await?;
+    refuse_unless_usable(link)?;
+    payments::decision_to_sign(app, &session, &pending_id, approve).await
 }
 
 /// Sends the owner's signed decision on payment `payment_id`.
 pub async fn decide(app: &App, payment_id: &str, req: DecisionRequest) -> Result<Decided, Error> {
-    let a = payment(app, payment_id).await?;
-    refuse_unless_usable(a.link)?;
-    let decided = payments::decide(app, &a.session, &a.pending_id, req).await?;
-    tracing::info!(payment = %a.payment_id, approve = decided.approve, "pending payment decided from its approval page");
+    let (_, session, pending_id, _, link) = pending_link(app, payment_id).await?;
+    refuse_unless_usable(link)?;
+    let decided = payments::decide(app, &session, &pending_id, req).await?;
+    tracing::info!(payment = %payment_id, approve = decided.approve, "pending payment decided from its approval page");
     Ok(decided)
 }

@@ -69,12 +69,21 @@ fn rpc(url: &str, method: &str, params: Value) -> Value {
     v["result"].clone()
 }
 
-/// An HTTP request with a JSON body: the status line and the body as JSON.
+/// An HTTP request with a JSON body (with `bearer`'s credentials unless it is empty): the
+/// status code and the body as JSON.
 fn send(method: &str, addr: &str, path: &str, bearer: &str, body: Value) -> (String, Value) {
+    let auth = format!("authorization: Bearer {bearer}");
     let out = Command::new("curl")
         .args(["-s", "-X", method, "-w", "\n%{http_code}"])
         .args(["-H", "content-type: application/json"])
-        .args(["-H", &format!("authorization: Bearer {bearer}")])
+        .args([
+            "-H",
+            if bearer.is_empty() {
+                "x-none: 1"
+            } else {
+                &auth
+            },
+        ])
         .args(["-H", &format!("idempotency-key: {}", rand_key())])
         .arg("-d")
         .arg(body.to_string())
@@ -248,6 +257,20 @@ fn an_owner_approves_a_session_and_a_payment_in_their_own_wallet() {
         "{session} {r:#}"
     );
     assert_eq!(stack.session_status(session), "open");
+    // The page's POST, sent again (the link is used): refused, nothing sent.
+    let path = url.split_once(&stack.up.relayer).unwrap().1;
+    let (code, again) = send(
+        "POST",
+        &stack.up.relayer,
+        path,
+        "",
+        json!({ "ownerSignature": "0x00" }),
+    );
+    assert_eq!(
+        (code.as_str(), again["code"].as_str()),
+        ("409", Some("approval_used")),
+        "{again}"
+    );
 
     // The link is used: it shows so, and offers nothing to sign.
     let again = browse(
@@ -327,6 +350,29 @@ fn an_owner_approves_a_session_and_a_payment_in_their_own_wallet() {
             .to_owned()
     };
     assert_eq!(settled(&rejected), "rejected");
+    // A decided payment's link asks for no decision and takes none.
+    let decided = format!("/approve/pending/{rejected}");
+    let (status, body) = get(
+        &stack.up.relayer,
+        &format!("{decided}/decision?approve=true"),
+        None,
+    );
+    assert!(
+        status.contains("409") && body.contains("approval_used"),
+        "{status} {body}"
+    );
+    let (code, again) = send(
+        "POST",
+        &stack.up.relayer,
+        &decided,
+        "",
+        json!({ "approve": true, "nonce": "1", "deadline": 1, "signature": "0x00" }),
+    );
+    assert_eq!(
+        (code.as_str(), again["code"].as_str()),
+        ("409", Some("approval_used")),
+        "{again}"
+    );
     // ...and approved on its page, after which it executes.
     let (approved, link) = pay("25000000");
     let r = browse(
@@ -369,6 +415,58 @@ fn an_owner_approves_a_session_and_a_payment_in_their_own_wallet() {
         r["lede"].as_str().unwrap().contains(hostile),
         "shown as written: {r:#}"
     );
+    // Over HTTP, as an attacker would post to a usable link: a malformed body, and a
+    // signature of the wrong key, are refused and nothing is sent; the owner's own signatures
+    // posted twice at once open the session once.
+    let (code, race) = send(
+        "POST",
+        &stack.up.relayer,
+        "/v1/sessions/prepare",
+        &stack.key,
+        json!({
+            "owner": owner, "token": prepared["token"], "deposit": "1000000", "expiresAt": now + 86_400,
+            "allowlistId": "1",
+        }),
+    );
+    assert_eq!(code, "201", "{race}");
+    let race_path = format!("/approve/{}", race["preparedId"].as_str().unwrap());
+    let race_id = race["sessionId"].as_str().unwrap();
+    let (code, bad) = send(
+        "POST",
+        &stack.up.relayer,
+        &race_path,
+        "",
+        json!({ "ownerSignature": "not hex" }),
+    );
+    assert_eq!(
+        (code.as_str(), bad["code"].as_str()),
+        ("400", Some("invalid_request")),
+        "{bad}"
+    );
+    let sign = |account: &str, typed: &Value| {
+        rpc(
+            &stack.rpc,
+            "eth_signTypedData_v4",
+            json!([account, typed.to_string()]),
+        )
+    };
+    let typed = &race["typedData"];
+    let forged = json!({ "ownerSignature": sign(&stranger, &typed["openSession"]), "permitSignature": sign(&stranger, &typed["permit"]) });
+    let (code, refused) = send("POST", &stack.up.relayer, &race_path, "", forged);
+    assert_eq!(code, "422", "the gateway's own check refuses it: {refused}");
+    assert_eq!(stack.session_status(race_id), "prepared");
+    let signed = json!({ "ownerSignature": sign(&owner, &typed["openSession"]), "permitSignature": sign(&owner, &typed["permit"]) });
+    let relayer = stack.up.relayer.clone();
+    let posts: Vec<_> = (0..2)
+        .map(|_| {
+            let (relayer, path, signed) = (relayer.clone(), race_path.clone(), signed.clone());
+            std::thread::spawn(move || send("POST", &relayer, &path, "", signed).0)
+        })
+        .collect();
+    let mut codes: Vec<String> = posts.into_iter().map(|p| p.join().unwrap()).collect();
+    codes.sort();
+    assert_eq!(codes, ["201", "409"], "one open, one refusal");
+    assert_eq!(stack.session_status(race_id), "open");
     // And an unknown link is not found.
     let (status, _) = get(
         &stack.up.relayer,

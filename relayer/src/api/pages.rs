@@ -3,7 +3,7 @@
 //! host console. Their scripts and styles come from `/assets/`, built into the binary.
 
 use alloy_primitives::U256;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::get;
@@ -12,10 +12,10 @@ use bursar_agent::money::format_units;
 use bursar_web::format::{duration, short, time};
 use bursar_web::{data_block, notice, page, Page};
 use maud::{html, Markup};
-use serde::Deserialize;
 use serde_json::json;
 
-use super::extract::Body;
+use super::extract::{Body, Params};
+use super::sessions::DecisionQuery;
 use super::state::AppState;
 use crate::approval::{self, Link, PaymentApproval, SessionApproval, Signatures};
 use crate::kernel::Error;
@@ -261,16 +261,10 @@ fn payment_html(a: &PaymentApproval) -> String {
     .render()
 }
 
-/// `?approve=` of the decision to sign.
-#[derive(Deserialize)]
-struct Approve {
-    approve: bool,
-}
-
 async fn decision(
     State(s): State<AppState>,
     Path(payment_id): Path<String>,
-    Query(q): Query<Approve>,
+    Params(q): Params<DecisionQuery>,
 ) -> Result<Json<crate::payments::DecisionToSign>, Error> {
     Ok(Json(
         approval::decision_to_sign(&s, &payment_id, q.approve).await?,

@@ -187,7 +187,7 @@ pub(super) async fn heartbeat(
 #[into_params(parameter_in = Query)]
 pub(super) struct DecisionQuery {
     /// Approve (true) or reject (false).
-    approve: bool,
+    pub(super) approve: bool,
 }
 
 /// The typed data the owner signs to decide a pending payment (scope: sessions).

@@ -349,11 +349,19 @@ async fn permit_typed_data(app: &App, terms: &OpenSession) -> Result<Value, Erro
 /// to [`crate::Settings::open_wait`] for it to be mined.
 pub async fn open(app: &App, host: &Host, req: OpenRequest) -> Result<Opened, Error> {
     let row = prepared(&app.store, host, &req.prepared_id).await?;
-    let sent = open_prepared(app, &row, req.owner_signature, req.permit_signature, true).await?;
+    let (token, token_hash) = capability_token();
+    let sent = open_prepared(
+        app,
+        &row,
+        req.owner_signature,
+        req.permit_signature,
+        Some(&token_hash),
+    )
+    .await?;
     tracing::info!(host = %host.id, session = %row.id, "session opening");
     Ok(Opened {
         session_id: sent.session_id,
-        capability_token: sent.capability_token.unwrap_or_default(),
+        capability_token: token,
         status: sent.status,
         transaction_hash: sent.transaction_hash,
     })
@@ -367,34 +375,25 @@ pub struct Sent {
     pub status: OpenStatus,
     /// The open transaction once mined.
     pub transaction_hash: Option<String>,
-    /// The sandbox's capability token, when one was made.
-    pub capability_token: Option<String>,
 }
 
 /// Sends prepared session `row`'s `openSessionWithSig` with the owner's signatures, once the
 /// gateway's own checks pass against the current block (a bad signature, an unfunded owner, a
-/// passed deadline are refused with the contract's error, and nothing is sent), with a
-/// capability token when `with_token` (from the approval page, the host registers for it);
-/// waits up to [`crate::Settings::open_wait`] for it to be mined.
+/// passed deadline are refused with the contract's error, and nothing is sent), with the
+/// capability token hashing to `token_hash` (none from the approval page: the host registers
+/// for it); waits up to [`crate::Settings::open_wait`] for it to be mined.
 pub(crate) async fn open_prepared(
     app: &App,
     row: &SessionRow,
     owner_signature: Bytes,
     permit_signature: Bytes,
-    with_token: bool,
+    token_hash: Option<&str>,
 ) -> Result<Sent, Error> {
     let terms = stored_terms(row)?.terms()?;
     let call = terms.with_sig_call(owner_signature, permit_signature);
     let signer = signer_of(row)?;
     let data = call.abi_encode();
     let gas_limit = app.gas_for(signer, app.contracts.gateway, &data).await?;
-    let (token, token_hash) = match with_token {
-        true => {
-            let (token, hash) = capability_token();
-            (Some(token), Some(hash))
-        }
-        false => (None, None),
-    };
     let call = Call {
         signer,
         to: app.contracts.gateway,
@@ -403,7 +402,7 @@ pub(crate) async fn open_prepared(
         gas_limit,
     };
     let (mut db, tx_id) = app.queue(&call).await?;
-    if !Store::set_session_opening(&mut db, &row.id, Some(tx_id), token_hash.as_deref()).await? {
+    if !Store::set_session_opening(&mut db, &row.id, Some(tx_id), token_hash).await? {
         return Err(already_opened(row));
     }
     app.commit(db).await?;
@@ -417,7 +416,6 @@ pub(crate) async fn open_prepared(
         session_id: row.id.clone(),
         status,
         transaction_hash,
-        capability_token: token,
     })
 }
 
