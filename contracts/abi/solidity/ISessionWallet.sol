@@ -11,6 +11,8 @@ interface ISessionWallet {
 
     function pay(uint256 session_id, address to, uint256 amount, bytes32 purpose, uint256 nonce, uint256 deadline, bytes calldata signature) external returns (bool, uint256);
 
+    function payBatch(bytes calldata intents) external returns (uint256);
+
     function approvePending(uint256 pending_id) external returns (uint256);
 
     function rejectPending(uint256 pending_id) external;

@@ -23,14 +23,20 @@ pub fn decode_word(out: &[u8]) -> Option<U256> {
 /// followed by one trailing `bytes` argument (revert reasons), without the `bytes` crate that
 /// alloy's `Bytes` would bring in.
 pub fn encode_with_bytes(selector: [u8; 4], head: &[Word], tail: &[u8]) -> Vec<u8> {
+    let mut data = Vec::from(selector);
+    data.extend_from_slice(&with_bytes(head, tail));
+    data
+}
+
+/// `head ‖ offset ‖ len ‖ tail` padded: the ABI encoding of static `head` words and one
+/// trailing `bytes` (an event's data, a call's arguments).
+pub fn with_bytes(head: &[Word], tail: &[u8]) -> Vec<u8> {
     let offset = 32 * (head.len() + 1);
-    let mut data = Vec::with_capacity(4 + offset + 32 + tail.len().next_multiple_of(32));
-    data.extend_from_slice(&selector);
+    let mut data = Vec::with_capacity(offset + 32 + tail.len().next_multiple_of(32));
     data.extend_from_slice(head.as_flattened());
     data.extend_from_slice(&crate::word(U256::from(offset)));
     data.extend_from_slice(&crate::word(U256::from(tail.len())));
     data.extend_from_slice(tail);
-    // Pad the tail to whole words (the selector leaves everything 4 bytes off).
-    data.resize(4 + (data.len() - 4).next_multiple_of(32), 0);
+    data.resize(data.len().next_multiple_of(32), 0);
     data
 }

@@ -10,6 +10,7 @@ extern crate alloc;
 pub mod call;
 pub mod calldata;
 pub mod eip712;
+pub mod event;
 pub mod nonce;
 pub mod signature;
 pub mod token;

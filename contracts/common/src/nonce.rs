@@ -27,3 +27,12 @@ pub fn consume(bitmap: &mut StorageMap<U256, StorageU256>, nonce: U256) -> bool 
     slot.set(word | mask);
     true
 }
+
+/// Marks `nonce` used or unused, whatever it was: for a caller that checked it with
+/// [`is_used`], or gives back a nonce it used in the same transaction.
+pub fn mark(bitmap: &mut StorageMap<U256, StorageU256>, nonce: U256, used: bool) {
+    let (index, mask) = position(nonce);
+    let mut slot = bitmap.setter(index);
+    let word = slot.get();
+    slot.set(if used { word | mask } else { word & !mask });
+}

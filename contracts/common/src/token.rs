@@ -1,6 +1,7 @@
 //! Moving funds: ERC-20 tokens with the SafeERC20 conventions, or native value when the token
 //! is the zero address.
 
+use alloc::vec::Vec;
 use alloy_primitives::{Address, U256};
 use alloy_sol_types::SolCall;
 use bursar_bindings::erc::{IERC20Permit, IERC20};
@@ -20,7 +21,16 @@ pub const NATIVE: Address = Address::ZERO;
 /// without code succeeds with no data: without the code check, a deposit "paid" in a token that
 /// does not exist yet would be credited.)
 fn call_token<H: Host + ?Sized>(vm: &H, token: Address, data: &[u8]) -> bool {
-    match call(vm, token, data) {
+    token_succeeded(vm, token, call(vm, token, data))
+}
+
+/// SafeERC20's rule on a token call's outcome (see [`call_token`]).
+fn token_succeeded<H: Host + ?Sized>(
+    vm: &H,
+    token: Address,
+    result: Result<Vec<u8>, Vec<u8>>,
+) -> bool {
+    match result {
         Ok(out) if out.is_empty() => vm.code_size(token) > 0,
         Ok(out) => out.len() == 32 && out[..] == word(true)[..],
         Err(_) => false,
@@ -36,22 +46,38 @@ pub fn balance_of<H: Host + ?Sized>(vm: &H, token: Address, account: Address) ->
 
 /// Pays `amount` of `token` (native value when `token` is [`NATIVE`]) from this contract to `to`.
 pub fn send<H: Host + ?Sized>(vm: &H, token: Address, to: Address, amount: U256) -> bool {
+    send_with_gas(vm, token, to, amount, u64::MAX)
+}
+
+/// [`send`], giving the token (or the native payee) at most `gas`.
+pub fn send_with_gas<H: Host + ?Sized>(
+    vm: &H,
+    token: Address,
+    to: Address,
+    amount: U256,
+    gas: u64,
+) -> bool {
     if token == NATIVE {
         // SAFETY: as in `call::call`: the cache is cleared first, as the recipient may run code
         // and call back into us.
         return unsafe {
             RawCall::new_with_value(vm, amount)
+                .gas(gas)
                 .clear_storage_cache()
                 .skip_return_data()
                 .call(to, &[])
         }
         .is_ok();
     }
-    call_token(
-        vm,
-        token,
-        &encode(IERC20::transferCall::SELECTOR, &[word(to), word(amount)]),
-    )
+    let data = encode(IERC20::transferCall::SELECTOR, &[word(to), word(amount)]);
+    // SAFETY: as in `call::call`.
+    let result = unsafe {
+        RawCall::new(vm)
+            .gas(gas)
+            .clear_storage_cache()
+            .call(token, &data)
+    };
+    token_succeeded(vm, token, result)
 }
 
 /// Pulls `amount` of `token` from `from` into this contract (needs an allowance).

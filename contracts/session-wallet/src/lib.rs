@@ -16,6 +16,7 @@
 #[macro_use]
 extern crate alloc;
 
+mod batch;
 pub mod error;
 pub mod pending;
 pub mod reservation;
@@ -26,16 +27,19 @@ pub mod session;
 use alloc::vec::Vec;
 
 use alloy_primitives::{Address, FixedBytes, B256, U128, U256, U64, U8};
-use alloy_sol_types::SolCall;
+use alloy_sol_types::{SolCall, SolEvent};
 use bursar_bindings::{
     counterparty::ICounterpartyRegistry,
-    eip712::{LEASE_RENEWAL_TYPEHASH, PAYMENT_INTENT_TYPEHASH, SESSION_WALLET_DOMAIN},
+    eip712::{
+        PaymentIntent, LEASE_RENEWAL_TYPEHASH, PAYMENT_INTENT_TYPEHASH, SESSION_WALLET_DOMAIN,
+    },
     receipts::IReceiptRegistry,
     wallet::{ISessionWallet::*, PendingStatus, SessionStatus},
 };
 use bursar_contract_common::{
     call, calldata,
     eip712::{domain_separator, hash_words, typed_data_hash},
+    event::emit,
     nonce, signature, token, word,
 };
 use stylus_sdk::{abi::Bytes, prelude::*, storage::*};
@@ -47,6 +51,14 @@ use reservation::Reservation;
 use session::{Session, Terms};
 
 type Result<T, E = WalletError> = core::result::Result<T, E>;
+
+/// What an admitted intent became (see `take_intent`).
+pub(crate) enum Taken {
+    /// Held for the owner's decision, under this pending id.
+    Held(U256),
+    /// Counted as spent by the session of `owner`, in `token`: to be paid out.
+    Spent { owner: Address, token: Address },
+}
 
 /// The wallet's storage: its wiring, and every session and pending payment by id.
 #[storage]
@@ -202,6 +214,25 @@ impl SessionWallet {
         self.pay_signed(session_id, to, amount, purpose, nonce, deadline, &signature)
     }
 
+    /// Carries out many signed intents, of any sessions and tokens, in one transaction:
+    /// `intents` is their packed records (`bursar_bindings::wallet::batch`). Each is checked by
+    /// `pay`'s rules and has `pay`'s effects, receipt and events; a refused one emits
+    /// [`PaymentFailed`] with the error `pay` would revert with, and leaves its nonce unused.
+    /// What the admitted intents pay one payee in one token moves in one transfer; when it
+    /// fails, each of them fails with [`WalletTransferFailed`] and is given back. Returns how
+    /// many intents were paid or held.
+    ///
+    /// # Errors
+    /// * [`WalletInvalidParameter`]`(Batch)` — `intents` is empty or not whole records.
+    /// * [`WalletCallFailed`] — the ReceiptRegistry failed.
+    ///
+    /// # Events
+    /// Per intent, as `pay`: [`PaymentExecuted`] (and the registry's `ReceiptRecorded`),
+    /// [`PaymentPending`], or [`PaymentFailed`].
+    pub fn pay_batch(&mut self, intents: Bytes) -> Result<U256> {
+        self.pay_packed(&intents)
+    }
+
     /// The owner approves a pending payment: it is executed now, against the current period
     /// budget and allowlist. Returns the receipt id.
     ///
@@ -282,12 +313,12 @@ impl SessionWallet {
             session.deposit.set(session::narrow(deposit));
             (session.token.get(), deposit)
         };
-        self.vm().log(SessionToppedUp {
-            sessionId: session_id,
-            from,
-            amount,
-            deposit,
-        });
+        emit(
+            self.vm(),
+            SessionToppedUp::SIGNATURE_HASH,
+            &[word(session_id), word(from)],
+            &[word(amount), word(deposit)],
+        );
         self.receive_funds(token, from, amount, value)
     }
 
@@ -312,10 +343,12 @@ impl SessionWallet {
             return Err(WalletUnauthorized { caller }.into());
         }
         session.status.set(U8::from(SessionStatus::Revoked as u8));
-        self.vm().log(SessionRevoked {
-            sessionId: session_id,
-            by: caller,
-        });
+        emit(
+            self.vm(),
+            SessionRevoked::SIGNATURE_HASH,
+            &[word(session_id), word(caller)],
+            &[],
+        );
         Ok(())
     }
 
@@ -357,12 +390,12 @@ impl SessionWallet {
         if !refund.is_zero() {
             self.refund(session_id, owner, token, refund);
         }
-        self.vm().log(SessionClosed {
-            sessionId: session_id,
-            by: caller,
-            spent,
-            refund,
-        });
+        emit(
+            self.vm(),
+            SessionClosed::SIGNATURE_HASH,
+            &[word(session_id), word(caller)],
+            &[word(spent), word(refund)],
+        );
         Ok(refund)
     }
 
@@ -381,12 +414,12 @@ impl SessionWallet {
             return Err(WalletError::invalid(InvalidParameter::Claim));
         }
         self.claimable.setter(owner).setter(token).set(U256::ZERO);
-        self.vm().log(RefundClaimed {
-            owner,
-            token,
-            to,
-            amount,
-        });
+        emit(
+            self.vm(),
+            RefundClaimed::SIGNATURE_HASH,
+            &[word(owner), word(token)],
+            &[word(to), word(amount)],
+        );
         self.send(token, to, amount)?;
         Ok(amount)
     }
@@ -679,50 +712,90 @@ impl SessionWallet {
         deadline: U256,
         signature: &[u8],
     ) -> Result<(bool, U256)> {
-        self.check_deadline(deadline)?;
-        let now = self.vm().block_timestamp();
-        let digest = self.digest(&[
-            word(PAYMENT_INTENT_TYPEHASH),
-            word(session_id),
-            word(to),
-            word(amount),
-            word(purpose),
-            word(nonce),
-            word(deadline),
-        ]);
-        let needs_owner = self.admit(session_id, to, amount, digest, signature, now)?;
-        self.consume_session_nonce(session_id, nonce)?;
-        let session_end = self
-            .sessions
-            .getter(session_id)
-            .expires_at
-            .get()
-            .to::<u64>();
-        if needs_owner {
-            let expires_at = session_end.min(now.saturating_add(PENDING_TTL));
-            let id = self.hold(
-                session_id,
-                to,
-                amount,
-                purpose,
-                nonce,
-                expires_at,
-                B256::ZERO,
-            );
-            return Ok((false, id));
-        }
-        let (owner, token) = self.spend(session_id, amount, now)?;
-        self.send(token, to, amount)?;
-        let receipt_id = self.record_receipt(session_id, owner, to, token, amount, purpose)?;
-        self.vm().log(PaymentExecuted {
-            sessionId: session_id,
+        let intent = PaymentIntent {
+            session: session_id,
             to,
-            receiptId: receipt_id,
             amount,
             purpose,
             nonce,
-        });
-        Ok((true, receipt_id))
+            deadline,
+        };
+        let now = self.vm().block_timestamp();
+        match self.take_intent(&intent, signature, now)? {
+            Taken::Held(pending_id) => Ok((false, pending_id)),
+            Taken::Spent { owner, token } => {
+                self.send(token, to, amount)?;
+                Ok((true, self.executed(&intent, owner, token)?))
+            }
+        }
+    }
+
+    /// Checks a signed intent by every rule, then holds it for the owner (above the co-sign
+    /// threshold) or counts it as spent, and uses its nonce. The caller pays it out. Nothing
+    /// is written when it is refused.
+    pub(crate) fn take_intent(
+        &mut self,
+        i: &PaymentIntent,
+        signature: &[u8],
+        now: u64,
+    ) -> Result<Taken> {
+        if U256::from(now) > i.deadline {
+            return Err(WalletDeadlinePassed {
+                deadline: i.deadline,
+            }
+            .into());
+        }
+        let digest = self.digest(&[
+            word(PAYMENT_INTENT_TYPEHASH),
+            word(i.session),
+            word(i.to),
+            word(i.amount),
+            word(i.purpose),
+            word(i.nonce),
+            word(i.deadline),
+        ]);
+        let needs_owner = self.admit(i.session, i.to, i.amount, digest, signature, now)?;
+        let session_end = {
+            let s = self.sessions.getter(i.session);
+            if nonce::is_used(&s.nonces, i.nonce) {
+                return Err(WalletNonceUsed { nonce: i.nonce }.into());
+            }
+            s.expires_at.get().to::<u64>()
+        };
+        let taken = if needs_owner {
+            let expires_at = session_end.min(now.saturating_add(PENDING_TTL));
+            Taken::Held(self.hold(
+                i.session,
+                i.to,
+                i.amount,
+                i.purpose,
+                i.nonce,
+                expires_at,
+                B256::ZERO,
+            ))
+        } else {
+            let (owner, token) = self.spend(i.session, i.amount, now)?;
+            Taken::Spent { owner, token }
+        };
+        nonce::mark(&mut self.sessions.setter(i.session).nonces, i.nonce, true);
+        Ok(taken)
+    }
+
+    /// Records the receipt of an intent paid out and announces it. Returns the receipt id.
+    pub(crate) fn executed(
+        &mut self,
+        i: &PaymentIntent,
+        owner: Address,
+        token: Address,
+    ) -> Result<U256> {
+        let receipt_id = self.record_receipt(i.session, owner, i.to, token, i.amount, i.purpose)?;
+        emit(
+            self.vm(),
+            PaymentExecuted::SIGNATURE_HASH,
+            &[word(i.session), word(i.to), word(receipt_id)],
+            &[word(i.amount), word(i.purpose), word(i.nonce)],
+        );
+        Ok(receipt_id)
     }
 
     /// Checks a spend the session key signed (`digest`) against every rule but the period
@@ -795,15 +868,12 @@ impl SessionWallet {
         if !authorization.is_zero() {
             pending.authorization.set(authorization);
         }
-        self.vm().log(PaymentPending {
-            sessionId: session_id,
-            to,
-            pendingId: pending_id,
-            amount,
-            purpose,
-            nonce,
-            expiresAt: expires_at,
-        });
+        emit(
+            self.vm(),
+            PaymentPending::SIGNATURE_HASH,
+            &[word(session_id), word(to), word(pending_id)],
+            &[word(amount), word(purpose), word(nonce), word(expires_at)],
+        );
         pending_id
     }
 
@@ -865,10 +935,12 @@ impl SessionWallet {
             .setter(session_id)
             .lease_expires_at
             .set(U64::from(lease_expires_at));
-        self.vm().log(LeaseRenewed {
-            sessionId: session_id,
-            leaseExpiresAt: lease_expires_at,
-        });
+        emit(
+            self.vm(),
+            LeaseRenewed::SIGNATURE_HASH,
+            &[word(session_id)],
+            &[word(lease_expires_at)],
+        );
         Ok(lease_expires_at)
     }
 
@@ -927,24 +999,26 @@ impl SessionWallet {
         }
         s.allowlist_id
             .set(U64::from_limbs([t.allowlist_id.as_limbs()[0]]));
-        self.vm().log(SessionOpened {
-            sessionId: id,
-            owner,
-            sessionKey: t.session_key,
-            guardian: t.guardian,
-            token: t.token,
-            deposit: t.deposit,
-            perPaymentCap: t.per_payment_cap,
-            periodBudget: t.period_budget,
-            periodSeconds: t.period_seconds,
-            coSignThreshold: t.co_sign_threshold,
-            validAfter: t.valid_after,
-            expiresAt: t.expires_at,
-            leaseSeconds: t.lease_seconds,
-            leaseKeeper: t.lease_keeper,
-            allowlistId: t.allowlist_id,
-            metadata: t.metadata,
-        });
+        emit(
+            self.vm(),
+            SessionOpened::SIGNATURE_HASH,
+            &[word(id), word(owner), word(t.session_key)],
+            &[
+                word(t.guardian),
+                word(t.token),
+                word(t.deposit),
+                word(t.per_payment_cap),
+                word(t.period_budget),
+                word(t.period_seconds),
+                word(t.co_sign_threshold),
+                word(t.valid_after),
+                word(t.expires_at),
+                word(t.lease_seconds),
+                word(t.lease_keeper),
+                word(t.allowlist_id),
+                word(t.metadata),
+            ],
+        );
         self.receive_funds(t.token, owner, t.deposit, value)?;
         Ok(id)
     }
@@ -1023,18 +1097,20 @@ impl SessionWallet {
                     .amount
                     .set(U128::ZERO);
             }
-            self.vm().log(PaymentRejected {
-                sessionId: session_id,
-                pendingId: pending_id,
-                by,
-            });
+            emit(
+                self.vm(),
+                PaymentRejected::SIGNATURE_HASH,
+                &[word(session_id), word(pending_id), word(by)],
+                &[],
+            );
             return Ok(None);
         }
-        self.vm().log(PaymentApproved {
-            sessionId: session_id,
-            pendingId: pending_id,
-            by,
-        });
+        emit(
+            self.vm(),
+            PaymentApproved::SIGNATURE_HASH,
+            &[word(session_id), word(pending_id), word(by)],
+            &[],
+        );
         let (owner, token) = self.spend(session_id, amount, now)?;
         if !authorization.is_zero() {
             let receipt_id = self.record_receipt(session_id, owner, to, token, amount, purpose)?;
@@ -1042,16 +1118,15 @@ impl SessionWallet {
             return Ok(Some(receipt_id));
         }
         self.send(token, to, amount)?;
-        let receipt_id = self.record_receipt(session_id, owner, to, token, amount, purpose)?;
-        self.vm().log(PaymentExecuted {
-            sessionId: session_id,
+        let paid = PaymentIntent {
+            session: session_id,
             to,
-            receiptId: receipt_id,
             amount,
             purpose,
             nonce,
-        });
-        Ok(Some(receipt_id))
+            deadline: U256::ZERO,
+        };
+        self.executed(&paid, owner, token).map(Some)
     }
 
     /// Counts `amount` as spent by the session, period budget permitting (the caller has
@@ -1121,12 +1196,12 @@ impl SessionWallet {
         let mut balance = owed.setter(token);
         let total = balance.get().saturating_add(amount);
         balance.set(total);
-        self.vm().log(RefundDeferred {
-            sessionId: session_id,
-            owner,
-            token,
-            amount,
-        });
+        emit(
+            self.vm(),
+            RefundDeferred::SIGNATURE_HASH,
+            &[word(session_id), word(owner), word(token)],
+            &[word(amount)],
+        );
     }
 
     fn check_counterparty(&self, list: U256, to: Address, amount: U256) -> Result<()> {

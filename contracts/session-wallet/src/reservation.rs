@@ -15,7 +15,7 @@
 
 use alloc::vec::Vec;
 use alloy_primitives::{Address, B256, U128, U256, U64};
-use alloy_sol_types::SolCall;
+use alloy_sol_types::{SolCall, SolEvent};
 use bursar_bindings::{
     eip712::TRANSFER_WITH_AUTHORIZATION_TYPEHASH,
     evm::IFiatToken,
@@ -25,6 +25,7 @@ use bursar_bindings::{
 use bursar_contract_common::{
     call, calldata,
     eip712::{hash_words, typed_data_hash},
+    event::emit,
     signature, token, word,
 };
 use stylus_sdk::{prelude::*, storage::*};
@@ -143,16 +144,18 @@ impl SessionWallet {
             r.receipt.set(U64::from(receipt_id.saturating_to::<u64>()));
             (r.session_id.get(), r.amount.get(), r.valid_before.get())
         };
-        self.vm().log(PaymentReserved {
-            sessionId: session_id,
-            to,
-            receiptId: receipt_id,
-            amount: session::widen(amount),
-            purpose,
-            nonce: B256::new(nonce.to_be_bytes()),
-            digest,
-            validBefore: valid_before.to(),
-        });
+        emit(
+            self.vm(),
+            PaymentReserved::SIGNATURE_HASH,
+            &[word(session_id), word(to), word(receipt_id)],
+            &[
+                word(session::widen(amount)),
+                word(purpose),
+                word(nonce),
+                word(digest),
+                word(valid_before.to::<u64>()),
+            ],
+        );
     }
 
     /// `release`.
@@ -204,13 +207,12 @@ impl SessionWallet {
             (s.status() == SessionStatus::Closed as u8, s.owner.get())
         };
         let receipt_id = U256::from(receipt.to::<u64>());
-        self.vm().log(ReservationReleased {
-            sessionId: session_id,
-            to,
-            receiptId: receipt_id,
-            digest,
-            amount,
-        });
+        emit(
+            self.vm(),
+            ReservationReleased::SIGNATURE_HASH,
+            &[word(session_id), word(to), word(receipt_id)],
+            &[word(digest), word(amount)],
+        );
         if closed {
             self.refund(session_id, owner, token, amount);
         }

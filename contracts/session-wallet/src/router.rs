@@ -365,6 +365,8 @@ fn extension_call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Option<Out
         ))]))
     } else if s == sel::<pendingTtlCall>() {
         Outcome::Ok(words(&[word(SessionWallet::pending_ttl())]))
+    } else if s == sel::<payBatchCall>() {
+        one(w.pay_packed(a.bytes(0)?).map(word))
     } else if s == sel::<releaseCall>() {
         let r = w.release_authorization(
             a.u256(0)?,
@@ -479,6 +481,24 @@ mod tests {
     }
 
     fn pay(host: &MockHost, key: &TestKey, amount: u64, nonce: u64) -> Vec<u8> {
+        let (intent, signature) = signed(host, key, amount, nonce);
+        intent.pay_call(signature).abi_encode()
+    }
+
+    /// A `payBatch` of one intent that pays and one the deposit cannot cover.
+    fn pay_batch(host: &MockHost, key: &TestKey) -> Vec<u8> {
+        let mut intents = Vec::new();
+        for (amount, nonce) in [(40, 4), (101, 5)] {
+            let (intent, signature) = signed(host, key, amount, nonce);
+            bursar_bindings::wallet::batch::push(&mut intents, &intent, &signature);
+        }
+        payBatchCall {
+            intents: intents.into(),
+        }
+        .abi_encode()
+    }
+
+    fn signed(host: &MockHost, key: &TestKey, amount: u64, nonce: u64) -> (PaymentIntent, Bytes) {
         let intent = PaymentIntent {
             session: bursar_bindings::wallet::session_id(OWNER, U256::from(1)),
             to: VENDOR,
@@ -489,7 +509,7 @@ mod tests {
         };
         let domain = SESSION_WALLET_DOMAIN.at(host.vm.chain_id(), host.vm.contract_address());
         let signature: Bytes = key.sign(intent.eip712_signing_hash(&domain)).into();
-        intent.pay_call(signature).abi_encode()
+        (intent, signature)
     }
 
     /// Valid calldata for every function (and the constructor).
@@ -524,6 +544,7 @@ mod tests {
             pay(host, key, 40, 1),
             pay(host, key, 60, 2),
             pay(host, key, 101, 3),
+            pay_batch(host, key),
             approvePendingCall { pendingId: id }.abi_encode(),
             rejectPendingCall { pendingId: id }.abi_encode(),
             decidePendingForCall {
@@ -616,7 +637,13 @@ mod tests {
         let mut longer = call.to_vec();
         longer.extend([0xAB; 33]);
         out.push(longer);
-        for at in 4..call.len() {
+        // A batch's records are the wallet's to judge, not the router's: its first will do.
+        let end = if call[..4] == payBatchCall::SELECTOR {
+            4 + 64 + bursar_bindings::wallet::batch::RECORD_BYTES
+        } else {
+            call.len()
+        };
+        for at in 4..end {
             for value in [0xFF, 0x02] {
                 if call[at] != value {
                     let mut bad = call.to_vec();

@@ -7,14 +7,16 @@
 //! - a reserved authorization is settled at most once, only while vouched for, and released
 //!   only if it was never settled;
 //! - nothing moves after revoke, close or expiry except the refund to the owner;
-//! - a nonce is used at most once;
+//! - a nonce is used at most once, and a batch's refused intent leaves its nonce unused;
 //! - a lease expiry never moves earlier.
 //!
 //! The inputs are hostile as well as well-formed: payees include the wallet itself, its gateway
 //! and registries (listed as allowed), sessions are tried on a token address without code, and
 //! leases are renewed before the session's `validAfter`; authorizations are reserved with
 //! windows already over or past the session's end, on the native session, to those payees,
-//! settled after expiry or revocation, and released early, twice or after settlement.
+//! settled after expiry or revocation, and released early, twice or after settlement. Batches
+//! mix all of these with forged signatures, reused nonces, zero amounts and a token that
+//! refuses every transfer.
 
 mod fixture;
 
@@ -69,6 +71,31 @@ enum Op {
     Settle(usize),
     /// Anyone releases the i-th authorization tried, counting round.
     Release(usize),
+    /// One `payBatch` of intents `(session, payee, amount, nonce, forged)`, while the token
+    /// refuses every transfer or not.
+    PayBatch {
+        intents: Vec<(usize, usize, u64, u64, bool)>,
+        token_refuses: bool,
+    },
+}
+
+/// A batch of up to seven intents, one in ten forged, sometimes while the token refuses.
+fn pay_batch() -> impl Strategy<Value = Op> {
+    let intent = (
+        0..2usize,
+        0..PAYEES,
+        0..45u64,
+        0..12u64,
+        proptest::bool::weighted(0.1),
+    );
+    (
+        proptest::collection::vec(intent, 1..8),
+        proptest::bool::weighted(0.15),
+    )
+        .prop_map(|(intents, token_refuses)| Op::PayBatch {
+            intents,
+            token_refuses,
+        })
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -91,6 +118,7 @@ fn op() -> impl Strategy<Value = Op> {
             }),
         3 => (0..8usize).prop_map(Op::Settle),
         2 => (0..8usize).prop_map(Op::Release),
+        6 => pay_batch(),
     ]
 }
 
@@ -194,6 +222,7 @@ fn reservation_op() -> impl Strategy<Value = Op> {
         1 => (0..2usize).prop_map(Op::Revoke),
         1 => (0..2usize, any::<bool>()).prop_map(|(session, by_owner)| Op::Close { session, by_owner }),
         1 => (0..3usize).prop_map(Op::Toggle),
+        2 => pay_batch(),
     ]
 }
 
@@ -367,6 +396,32 @@ fn run(ops: Vec<Op>, leased: bool) -> Result<(), TestCaseError> {
                 Some(a) => f.release(&a).map(|_| ()),
                 None => Ok(()),
             },
+            Op::PayBatch {
+                intents,
+                token_refuses,
+            } => {
+                let forger = bursar_contract_testing::TestKey::from_seed(77);
+                let signed: Vec<_> = intents
+                    .iter()
+                    .map(|&(session, payee, amount, nonce, forged)| {
+                        let to = payee_at(&f, payee);
+                        let mut intent = f.intent(m.ids[session], to, usd(amount));
+                        intent.nonce = U256::from(nonce);
+                        let key = if forged {
+                            forger.clone()
+                        } else {
+                            f.key.clone()
+                        };
+                        let sig = f.sign(&key, &intent);
+                        (intent, sig)
+                    })
+                    .collect();
+                f.ledger.borrow_mut().fail_transfers = token_refuses;
+                let result = f.pay_batch(&signed);
+                f.ledger.borrow_mut().fail_transfers = false;
+                prop_assert!(result.is_ok(), "a batch reverted: {result:?}");
+                result.map(|_| ())
+            }
         };
 
         // Fold the new events into the model, checking nonces and period spend.
@@ -374,6 +429,7 @@ fn run(ops: Vec<Op>, leased: bool) -> Result<(), TestCaseError> {
         let mut moved_to_payees = settled;
         let mut approving = false;
         let mut released: HashMap<U256, U256> = HashMap::new();
+        let mut failed = Vec::new();
         for event in &events[m.seen_events..] {
             match event {
                 ISessionWalletEvents::PaymentExecuted(e) => {
@@ -419,6 +475,7 @@ fn run(ops: Vec<Op>, leased: bool) -> Result<(), TestCaseError> {
                     m.pendings.push(e.pendingId);
                 }
                 ISessionWalletEvents::PaymentApproved(_) => approving = true,
+                ISessionWalletEvents::PaymentFailed(e) => failed.push((e.sessionId, e.nonce)),
                 ISessionWalletEvents::SessionClosed(e) => {
                     m.refunded.insert(e.sessionId, e.refund);
                 }
@@ -426,6 +483,15 @@ fn run(ops: Vec<Op>, leased: bool) -> Result<(), TestCaseError> {
             }
         }
         m.seen_events = events.len();
+        // A refused intent leaves its nonce as it was: used only if another intent used it.
+        for (session, nonce) in failed {
+            prop_assert_eq!(
+                f.wallet.is_nonce_used(session, nonce),
+                m.nonces.contains(&(session, nonce)),
+                "nonce {} of a refused intent",
+                nonce
+            );
+        }
 
         for (i, id) in m.ids.iter().enumerate() {
             let s = f.state(*id);
