@@ -2,7 +2,8 @@
 //!
 //! * cold start: `spawn` to the first JSON-RPC answer, and deploying the six contracts;
 //! * gas of every entry point the demo's story calls (min–max over its calls), against the
-//!   targets for `pay` and `openSessionWithSig`; gas of x402 `exact` (reserve + USDC's
+//!   targets for `pay` and `openSessionWithSig`; gas and calldata per payment of `payBatch` by
+//!   batch size, beside `pay`; gas of x402 `exact` (reserve + USDC's
 //!   `transferWithAuthorization`, or the gateway's `redeemDelegations`) beside `pay`;
 //! * `pay` throughput: signed `SessionWallet.pay` transactions through `eth_sendRawTransaction`
 //!   with automine (one block per transaction, receipts fetched), sequential and from several
@@ -87,6 +88,9 @@ fn main() {
         }
         if run("pay_gas") {
             pay_gas().await;
+        }
+        if run("batch_gas") {
+            batch_gas().await;
         }
         if run("exact_gas") {
             exact_gas().await;
@@ -227,6 +231,151 @@ async fn pay_gas() {
             _ => "  OVER",
         };
         println!("  {label:<44} {used:>7}{verdict}");
+    }
+    drop(b.devnet);
+}
+
+/// Gas and calldata per payment of `payBatch` at 1, 10, 50 and 200 intents, beside `pay`, in
+/// the state a busy platform is in: 16 sessions that have paid before (their nonce words and
+/// `spent` slots exist) paying payees that hold the token already. Every payment still
+/// creates its receipt (one new slot, 22,100 gas). Two mixes: every session paying one API,
+/// and each session paying its own payee (no two intents share a transfer). Calldata is what
+/// Arbitrum charges L1 data for: the transaction's input, raw and brotli-compressed (level 1,
+/// an estimate of the sequencer's batch compression).
+async fn batch_gas() {
+    const SESSIONS: usize = 16;
+    let mut b = bench_session().await;
+    let mut relayer = Sender::new(&b.client, dev_key(1)).await.expect("sender");
+    let list = b.open.allowlistId;
+    let payees: Vec<Address> = (0..SESSIONS as u8)
+        .map(|i| Address::repeat_byte(0xb0 + i))
+        .collect();
+    for payee in &payees {
+        let entry = ICounterpartyRegistry::setEntryCall {
+            listId: list,
+            counterparty: *payee,
+            allowed: true,
+            maxPerPayment: U256::ZERO,
+            label: label("api"),
+        };
+        b.owner
+            .transact(&b.client, b.lists, &entry)
+            .await
+            .expect("entry");
+    }
+    let mut sessions = vec![b.session];
+    for i in 1..SESSIONS {
+        let mut open = b.open.clone();
+        open.nonce += U256::from(i);
+        open.deposit = usd(10_000);
+        let r = b
+            .owner
+            .transact(&b.client, b.wallet, &open)
+            .await
+            .expect("open");
+        sessions
+            .push(decode_events::<ISessionWallet::SessionOpened>(&r.logs, b.wallet)[0].sessionId);
+    }
+    let mut nonce = 0u64;
+    let mut next = |session: U256, to: Address| {
+        nonce += 1;
+        pay_call(
+            &b.agent,
+            b.wallet,
+            session,
+            to,
+            nonce,
+            b.now + INTENT_LIFETIME,
+        )
+    };
+    let batch = |intents: &[ISessionWallet::payCall]| {
+        let mut packed = Vec::new();
+        for c in intents {
+            let intent = PaymentIntent {
+                session: c.sessionId,
+                to: c.to,
+                amount: c.amount,
+                purpose: c.purpose,
+                nonce: c.nonce,
+                deadline: c.deadline,
+            };
+            bursar_bindings::wallet::batch::push(&mut packed, &intent, &c.signature);
+        }
+        ISessionWallet::payBatchCall {
+            intents: packed.into(),
+        }
+    };
+    // Warm up: every session has paid, and every payee holds the token.
+    let warm: Vec<_> = (0..SESSIONS)
+        .flat_map(|i| [next(sessions[i], payees[i]), next(sessions[i], b.vendor)])
+        .collect();
+    relayer
+        .transact(&b.client, b.wallet, &batch(&warm))
+        .await
+        .expect("warm-up");
+
+    let single = next(sessions[0], b.vendor);
+    let r = relayer
+        .transact(&b.client, b.wallet, &single)
+        .await
+        .expect("pay");
+    let pay_gas = r.gas_used.to::<u64>();
+    let pay_bytes = single.abi_encode();
+    println!(
+        "gas and calldata per payment (test token; {SESSIONS} sessions that paid before; calldata raw / non-zero / brotli-1 bytes):"
+    );
+    let calldata = |input: &[u8], n: usize| {
+        let nonzero = input.iter().filter(|b| **b != 0).count();
+        let mut compressed = Vec::new();
+        let params = brotli::enc::BrotliEncoderParams {
+            quality: 1,
+            ..Default::default()
+        };
+        brotli::BrotliCompress(&mut &input[..], &mut compressed, &params).expect("brotli");
+        format!(
+            "{:>5} / {:>5} / {:>5}",
+            input.len() / n,
+            nonzero / n,
+            compressed.len() / n
+        )
+    };
+    println!(
+        "  {:<44} {:>9}   {}",
+        "pay (one transaction each)",
+        pay_gas,
+        calldata(&pay_bytes, 1)
+    );
+    for (mix, one_api) in [("all to one API", true), ("each to its own payee", false)] {
+        for n in [1usize, 10, 50, 200] {
+            let intents: Vec<_> = (0..n)
+                .map(|i| {
+                    let to = if one_api {
+                        b.vendor
+                    } else {
+                        payees[i % SESSIONS]
+                    };
+                    next(sessions[i % SESSIONS], to)
+                })
+                .collect();
+            let call = batch(&intents);
+            let r = relayer
+                .transact(&b.client, b.wallet, &call)
+                .await
+                .expect("payBatch");
+            let executed = decode_events::<ISessionWallet::PaymentExecuted>(&r.logs, b.wallet);
+            assert_eq!(executed.len(), n, "every intent paid");
+            let per = r.gas_used.to::<u64>() / n as u64;
+            let target = if n == 50 {
+                "  (target ≤ 100,000)"
+            } else {
+                ""
+            };
+            println!(
+                "  {:<44} {per:>9}   {}{target}",
+                format!("payBatch of {n:>3}, {mix}"),
+                calldata(&call.abi_encode(), n)
+            );
+        }
     }
     drop(b.devnet);
 }
@@ -547,6 +696,8 @@ struct Bench {
     owner: Sender,
     wallet: Address,
     gateway: Address,
+    /// The CounterpartyRegistry; the owner created the session's list.
+    lists: Address,
     agent: Key,
     vendor: Address,
     /// The `openSession` call that opened `session` (send again for another session).
@@ -652,6 +803,7 @@ async fn bench_session_in(usdc: bool) -> Bench {
         owner,
         wallet,
         gateway: at("sessionGateway"),
+        lists,
         agent,
         vendor,
         open,

@@ -65,6 +65,12 @@ impl Json for u64 {
     }
 }
 
+impl Json for alloy_primitives::Bytes {
+    fn json(&self) -> Value {
+        Value::String(self.to_string())
+    }
+}
+
 impl Json for Vec<U256> {
     fn json(&self) -> Value {
         Value::Array(self.iter().map(Json::json).collect())
@@ -84,8 +90,8 @@ fn hex_session_id(args: &mut Map<String, Value>) {
 /// decoded; `None` when none is; `Some(Err)` when its data does not decode.
 macro_rules! events {
     ($( $ty:path { $($field:ident),* $(,)? } ),* $(,)?) => {
-        /// Decodes a log of a Bursar contract.
-        pub fn decode(topics: &[B256], data: &[u8]) -> Option<Result<Decoded, String>> {
+        /// Decodes a log of a Bursar contract (see [`decode`]).
+        fn decode_event(topics: &[B256], data: &[u8]) -> Option<Result<Decoded, String>> {
             let topic0 = topics.first()?;
             $(
                 if *topic0 == <$ty as SolEvent>::SIGNATURE_HASH {
@@ -108,6 +114,29 @@ macro_rules! events {
     };
 }
 
+/// Decodes a log of a Bursar contract: the first event of the list whose signature hash is
+/// `topics[0]`; `None` when none is; `Some(Err)` when its data does not decode. A batch's
+/// refused intent (`PaymentFailed`) also gets its `reason` decoded, as `error` (the custom
+/// error's name) and `errorArgs`, as the relayer's API reports it.
+pub fn decode(topics: &[B256], data: &[u8]) -> Option<Result<Decoded, String>> {
+    let mut decoded = decode_event(topics, data)?;
+    if let Ok(d) = &mut decoded {
+        if d.event == "PaymentFailed" {
+            let reason = d
+                .args
+                .get("reason")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let bytes = alloy_primitives::hex::decode(reason).unwrap_or_default();
+            if let Some(e) = bursar_client::revert::decode_error(&bytes) {
+                d.args.insert("error".into(), Value::String(e.name));
+                d.args.insert("errorArgs".into(), Value::Object(e.args));
+            }
+        }
+    }
+    Some(decoded)
+}
+
 events! {
     Wallet::SessionOpened {
         sessionId, owner, sessionKey, guardian, token, deposit, perPaymentCap, periodBudget,
@@ -117,6 +146,7 @@ events! {
     Wallet::SessionToppedUp { sessionId, from, amount, deposit },
     Wallet::PaymentExecuted { sessionId, to, receiptId, amount, purpose, nonce },
     Wallet::PaymentPending { sessionId, to, pendingId, amount, purpose, nonce, expiresAt },
+    Wallet::PaymentFailed { sessionId, nonce, reason },
     Wallet::PaymentApproved { sessionId, pendingId, by },
     Wallet::PaymentRejected { sessionId, pendingId, by },
     Wallet::SessionRevoked { sessionId, by },
@@ -151,6 +181,27 @@ events! {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_intent_names_its_error() {
+        use alloy_sol_types::SolError;
+        let reason = Wallet::WalletPeriodBudgetExceeded {
+            amount: U256::from(20),
+            available: U256::from(17),
+        };
+        let e = Wallet::PaymentFailed {
+            sessionId: U256::from(7),
+            nonce: U256::from(9),
+            reason: reason.abi_encode().into(),
+        };
+        let log = e.encode_log_data();
+        let d = decode(log.topics(), &log.data).unwrap().unwrap();
+        assert_eq!(d.event, "PaymentFailed");
+        assert_eq!(d.args["nonce"], "9");
+        assert_eq!(d.args["error"], "WalletPeriodBudgetExceeded");
+        assert_eq!(d.args["errorArgs"]["available"], "17");
+        assert!(d.args["reason"].as_str().unwrap().starts_with("0x"));
+    }
 
     #[test]
     fn a_payment_decodes_with_its_session() {

@@ -232,6 +232,7 @@ fn wallet_session(e: &WalletEvent) -> Option<U256> {
         WalletEvent::SessionToppedUp(e) => e.sessionId,
         WalletEvent::PaymentExecuted(e) => e.sessionId,
         WalletEvent::PaymentPending(e) => e.sessionId,
+        WalletEvent::PaymentFailed(e) => e.sessionId,
         WalletEvent::PaymentApproved(e) => e.sessionId,
         WalletEvent::PaymentRejected(e) => e.sessionId,
         WalletEvent::SessionRevoked(e) => e.sessionId,
@@ -299,6 +300,10 @@ impl fmt::Display for AuditEntry {
                 WalletEvent::PaymentPending(e) => write!(
                     f, "PaymentPending      {} to {} for {} (pending #{}, expires {})",
                     format_usd(e.amount), short(&e.to), text(&e.purpose), e.pendingId, e.expiresAt
+                ),
+                WalletEvent::PaymentFailed(e) => write!(
+                    f, "PaymentFailed       nonce {} refused: {}",
+                    e.nonce, bursar_client::revert::describe(&e.reason)
                 ),
                 WalletEvent::PaymentApproved(e) => {
                     write!(f, "PaymentApproved     pending #{} by {}", e.pendingId, short(&e.by))

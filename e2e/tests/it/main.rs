@@ -2,8 +2,10 @@
 //! scenario, the session lifecycle and a Safe-owned session in USDC, each against an
 //! in-process devnet with the real WASM.
 
+mod batch;
 mod deploy;
 mod exact;
 mod lifecycle;
 mod safe_owner;
 mod scenario;
+mod world;
