@@ -288,23 +288,7 @@ async fn batch_gas() {
             b.now + INTENT_LIFETIME,
         )
     };
-    let batch = |intents: &[ISessionWallet::payCall]| {
-        let mut packed = Vec::new();
-        for c in intents {
-            let intent = PaymentIntent {
-                session: c.sessionId,
-                to: c.to,
-                amount: c.amount,
-                purpose: c.purpose,
-                nonce: c.nonce,
-                deadline: c.deadline,
-            };
-            bursar_bindings::wallet::batch::push(&mut packed, &intent, &c.signature);
-        }
-        ISessionWallet::payBatchCall {
-            intents: packed.into(),
-        }
-    };
+    let batch = bursar_bindings::wallet::batch::pay_batch;
     // Warm up: every session has paid, and every payee holds the token.
     let warm: Vec<_> = (0..SESSIONS)
         .flat_map(|i| [next(sessions[i], payees[i]), next(sessions[i], b.vendor)])

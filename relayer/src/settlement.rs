@@ -1,7 +1,10 @@
 //! What mined transactions did, read from their receipts: a session's open succeeded or not, a
-//! payment executed (its receipt id) or went pending (its pending id), a provenance record got
+//! payment executed (its receipt id), went pending (its pending id) or was refused inside its
+//! batch (the wallet's error from `PaymentFailed`), a provenance record got
 //! its id — or the decoded contract error a transaction reverted with (the call replayed on its
 //! block's parent state). Runs after every engine pass that changed something.
+
+use std::collections::hash_map::{Entry, HashMap};
 
 use alloy_primitives::{Address, Bytes, B256, U256};
 use bursar_bindings::receipts::IReceiptRegistry;
@@ -9,6 +12,7 @@ use bursar_bindings::wallet::ISessionWallet;
 use bursar_client::revert::decode_error;
 use serde_json::{json, Value};
 
+use crate::kernel::session::parse_id;
 use crate::kernel::App;
 use crate::payments::PaymentView;
 use crate::store::{OpenStatus, PaymentRow, SessionTx, StoreError, TxRow, TxStatus};
@@ -56,31 +60,60 @@ async fn opens(app: &App) -> Result<usize, OutcomeError> {
 
 async fn payments(app: &App) -> Result<usize, OutcomeError> {
     let unsettled = app.store.unsettled_payments(256).await?;
+    // A batch's payments share their transaction: its receipt is read once.
+    let mut receipts: HashMap<i64, Mined> = HashMap::new();
     for p in &unsettled {
-        let tx = transaction(app, p.transaction_id).await?;
-        let wallet = app.contracts.wallet;
-        let outcome = match mined(app, &tx).await? {
+        if let Entry::Vacant(e) = receipts.entry(p.transaction_id) {
+            let tx = transaction(app, p.transaction_id).await?;
+            e.insert(mined(app, &tx).await?);
+        }
+        let outcome = match &receipts[&p.transaction_id] {
             Mined::Succeeded(receipt) => {
+                let session = parse_id(&p.session_id).unwrap_or_default();
                 let nonce: U256 = p.intent_nonce.parse().unwrap_or_default();
-                let executed = receipt
-                    .events::<ISessionWallet::PaymentExecuted>(wallet)
-                    .into_iter()
-                    .find(|e| e.nonce == nonce);
-                let pending = receipt
-                    .events::<ISessionWallet::PaymentPending>(wallet)
-                    .into_iter()
-                    .find(|e| e.nonce == nonce);
-                match (executed, pending) {
-                    (Some(e), _) => Outcome::new("executed").receipt(e.receiptId),
-                    (None, Some(e)) => Outcome::new("pending").pending(e.pendingId),
-                    (None, None) => Outcome::new("reverted").error(no_event()),
-                }
+                intent_outcome(receipt, app.contracts.wallet, session, nonce)
             }
-            Mined::Reverted(error) | Mined::Failed(error) => Outcome::new("reverted").error(error),
+            Mined::Reverted(error) | Mined::Failed(error) => {
+                Outcome::new("reverted").error(error.clone())
+            }
         };
         record_payment(app, p.clone(), outcome).await?;
     }
     Ok(unsettled.len())
+}
+
+/// What a mined `pay` or `payBatch` did with the intent `(session, nonce)`: executed, held for
+/// the owner, or refused (a batch's `PaymentFailed`, with the wallet's error). A batch may
+/// also carry a refused copy of an intent it paid: the payment wins.
+fn intent_outcome(
+    receipt: &bursar_client::rpc::Receipt,
+    wallet: Address,
+    session: U256,
+    nonce: U256,
+) -> Outcome {
+    let executed = receipt
+        .events::<ISessionWallet::PaymentExecuted>(wallet)
+        .into_iter()
+        .find(|e| e.sessionId == session && e.nonce == nonce);
+    if let Some(e) = executed {
+        return Outcome::new("executed").receipt(e.receiptId);
+    }
+    let pending = receipt
+        .events::<ISessionWallet::PaymentPending>(wallet)
+        .into_iter()
+        .find(|e| e.sessionId == session && e.nonce == nonce);
+    if let Some(e) = pending {
+        return Outcome::new("pending").pending(e.pendingId);
+    }
+    let failed = receipt
+        .events::<ISessionWallet::PaymentFailed>(wallet)
+        .into_iter()
+        .find(|e| e.sessionId == session && e.nonce == nonce);
+    let error = match failed.and_then(|e| decode_error(&e.reason)) {
+        Some(e) => (e.name, Value::Object(e.args)),
+        None => no_event(),
+    };
+    Outcome::new("reverted").error(error)
 }
 
 async fn decisions(app: &App) -> Result<usize, OutcomeError> {
@@ -257,6 +290,7 @@ fn no_event() -> (String, Value) {
     ("NoEvent".into(), serde_json::json!({}))
 }
 
+#[derive(Clone)]
 enum Mined {
     Succeeded(bursar_client::rpc::Receipt),
     /// Mined and reverted: the contract error's name and arguments.
@@ -301,4 +335,104 @@ async fn mined(app: &App, tx: &TxRow) -> Result<Mined, OutcomeError> {
             None => ("Reverted".into(), serde_json::json!({})),
         },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy_sol_types::{SolError, SolEvent};
+
+    use super::*;
+
+    /// A receipt of `wallet` emitting `events` (topics and data).
+    fn receipt(
+        wallet: Address,
+        events: &[alloy_primitives::LogData],
+    ) -> bursar_client::rpc::Receipt {
+        let logs: Vec<Value> = events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                json!({
+                    "address": wallet, "topics": e.topics(), "data": e.data,
+                    "blockNumber": "0x1", "blockHash": B256::ZERO,
+                    "transactionHash": B256::ZERO, "logIndex": format!("{i:#x}"),
+                })
+            })
+            .collect();
+        serde_json::from_value(json!({
+            "transactionHash": B256::ZERO, "blockNumber": "0x1", "blockHash": B256::ZERO,
+            "status": "0x1", "gasUsed": "0x1", "effectiveGasPrice": "0x1", "logs": logs,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn each_intent_of_a_batch_gets_its_own_outcome() {
+        let wallet = Address::repeat_byte(0x57);
+        let (s1, s2) = (U256::from(1), U256::from(2));
+        let executed = |session, nonce, receipt| {
+            ISessionWallet::PaymentExecuted {
+                sessionId: session,
+                to: Address::repeat_byte(0xa1),
+                receiptId: U256::from(receipt),
+                amount: U256::from(5),
+                purpose: B256::ZERO,
+                nonce: U256::from(nonce),
+            }
+            .encode_log_data()
+        };
+        let failed = |session, nonce, reason: Vec<u8>| {
+            ISessionWallet::PaymentFailed {
+                sessionId: session,
+                nonce: U256::from(nonce),
+                reason: reason.into(),
+            }
+            .encode_log_data()
+        };
+        let budget = ISessionWallet::WalletPeriodBudgetExceeded {
+            amount: U256::from(9),
+            available: U256::from(4),
+        };
+        let used = ISessionWallet::WalletNonceUsed {
+            nonce: U256::from(7),
+        };
+        let r = receipt(
+            wallet,
+            &[
+                // Session 2 under the same nonce as session 1's payment, refused.
+                failed(s2, 7, budget.abi_encode()),
+                // A refused copy of session 1's nonce 7, then its payment.
+                failed(s1, 7, used.abi_encode()),
+                executed(s1, 7, 41),
+                ISessionWallet::PaymentPending {
+                    sessionId: s1,
+                    to: Address::repeat_byte(0xa1),
+                    pendingId: U256::from(3),
+                    amount: U256::from(50),
+                    purpose: B256::ZERO,
+                    nonce: U256::from(8),
+                    expiresAt: 0,
+                }
+                .encode_log_data(),
+            ],
+        );
+        let paid = intent_outcome(&r, wallet, s1, U256::from(7));
+        assert_eq!(
+            (paid.outcome, paid.receipt_id.as_deref()),
+            ("executed", Some("41"))
+        );
+        let held = intent_outcome(&r, wallet, s1, U256::from(8));
+        assert_eq!(
+            (held.outcome, held.pending_id.as_deref()),
+            ("pending", Some("3"))
+        );
+        let refused = intent_outcome(&r, wallet, s2, U256::from(7));
+        assert_eq!(refused.outcome, "reverted");
+        let (code, details) = refused.error.unwrap();
+        assert_eq!(code, "WalletPeriodBudgetExceeded");
+        assert_eq!(details["available"], "4");
+        // Another wallet's events, or none at all, say nothing of the intent.
+        let missing = intent_outcome(&r, Address::repeat_byte(1), s1, U256::from(7));
+        assert_eq!(missing.error.unwrap().0, "NoEvent");
+    }
 }

@@ -163,6 +163,20 @@ impl crate::eip712::PaymentIntent {
     }
 }
 
+impl ISessionWallet::payCall {
+    /// The intent this call carries (its signature aside).
+    pub fn intent(&self) -> crate::eip712::PaymentIntent {
+        crate::eip712::PaymentIntent {
+            session: self.sessionId,
+            to: self.to,
+            amount: self.amount,
+            purpose: self.purpose,
+            nonce: self.nonce,
+            deadline: self.deadline,
+        }
+    }
+}
+
 /// `status` of a session as returned by `sessionState`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -265,6 +279,7 @@ pub mod batch {
     use alloc::vec::Vec;
     use alloy_primitives::{Address, B256, U256};
 
+    use super::ISessionWallet;
     use crate::eip712::PaymentIntent;
 
     /// Bytes of one packed intent.
@@ -285,6 +300,20 @@ pub mod batch {
         packed.extend_from_slice(&intent.nonce.to_be_bytes::<32>());
         packed.extend_from_slice(&intent.deadline.to_be_bytes::<32>());
         packed.extend_from_slice(signature);
+    }
+
+    /// The `payBatch` call carrying the signed intents of `calls` (`pay` calls), in order.
+    ///
+    /// # Panics
+    /// As [`push`].
+    pub fn pay_batch(calls: &[ISessionWallet::payCall]) -> ISessionWallet::payBatchCall {
+        let mut intents = Vec::with_capacity(calls.len() * RECORD_BYTES);
+        for c in calls {
+            push(&mut intents, &c.intent(), &c.signature);
+        }
+        ISessionWallet::payBatchCall {
+            intents: intents.into(),
+        }
     }
 
     /// One record's intent and signature.

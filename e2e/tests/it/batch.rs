@@ -8,7 +8,6 @@ use std::collections::{BTreeMap, HashMap};
 use alloy_consensus::TxEip1559;
 use alloy_primitives::{Address, Bytes, TxKind, U256};
 use alloy_sol_types::{SolCall, SolError, SolEvent, SolEventInterface};
-use bursar_bindings::eip712::PaymentIntent;
 use bursar_bindings::token::ITestToken;
 use bursar_bindings::wallet::batch;
 use bursar_bindings::wallet::ISessionWallet::{
@@ -22,36 +21,13 @@ use serde_json::json;
 
 use crate::world::*;
 
-/// `calls` (each signed) as `payBatch`'s packed records.
-fn packed(calls: &[payCall]) -> Bytes {
-    let mut out = Vec::new();
-    for c in calls {
-        let intent = PaymentIntent {
-            session: c.sessionId,
-            to: c.to,
-            amount: c.amount,
-            purpose: c.purpose,
-            nonce: c.nonce,
-            deadline: c.deadline,
-        };
-        batch::push(&mut out, &intent, &c.signature);
-    }
-    out.into()
-}
-
 /// The relayer submits `calls` as one `payBatch`, which must go through.
 async fn submit(w: &mut World, calls: &[payCall]) -> Receipt {
-    let call = pay_batch(calls);
+    let call = batch::pay_batch(calls);
     w.relayer
         .transact(&w.client, w.wallet, &call)
         .await
         .unwrap()
-}
-
-fn pay_batch(calls: &[payCall]) -> payBatchCall {
-    payBatchCall {
-        intents: packed(calls),
-    }
 }
 
 /// The wallet's events in `r`, by intent `(session, nonce)`, in order.
@@ -336,7 +312,7 @@ async fn a_batch_pays_the_good_intents_and_names_each_refusal() {
     >(&r.logs, w.registry);
     let amounts: Vec<_> = receipts.iter().map(|e| e.amount).collect();
     assert_eq!(amounts, vec![usd(5), usd(7), usd(4), usd(24)]);
-    let simulated = pay_batch(&[w.intent(sid, a, usd(1), deadline)]);
+    let simulated = batch::pay_batch(&[w.intent(sid, a, usd(1), deadline)]);
     let returned = w.view(w.wallet, simulated).await;
     assert_eq!(
         returned,
@@ -402,8 +378,8 @@ async fn two_batches_racing_in_one_block_pay_each_intent_once() {
         .map(|n| w.intent(sid, a, usd(n), deadline))
         .collect();
     // Two relayers each carry four of the six, overlapping in two.
-    let first = pay_batch(&calls[..4]).abi_encode();
-    let second = pay_batch(&calls[2..]).abi_encode();
+    let first = batch::pay_batch(&calls[..4]).abi_encode();
+    let second = batch::pay_batch(&calls[2..]).abi_encode();
     let _: serde_json::Value = w
         .client
         .request("anvil_setAutomine", json!([false]))
@@ -468,7 +444,7 @@ async fn a_batch_that_runs_out_of_gas_changes_nothing() {
     let calls: Vec<_> = (1..=20)
         .map(|_| w.intent(sid, a, usd(1), deadline))
         .collect();
-    let data = pay_batch(&calls).abi_encode();
+    let data = batch::pay_batch(&calls).abi_encode();
     let enough = w
         .relayer
         .estimate(&w.client, Some(w.wallet), &data, U256::ZERO)
@@ -518,7 +494,7 @@ async fn a_batch_of_no_whole_records_is_refused() {
     let sid = w.open(Terms::default()).await;
     let deadline = w.now().await + 600;
     let c = w.intent(sid, a, usd(1), deadline);
-    let mut bytes = packed(&[c]).to_vec();
+    let mut bytes = batch::pay_batch(&[c]).intents.to_vec();
     bytes.pop();
     let call = payBatchCall {
         intents: bytes.into(),

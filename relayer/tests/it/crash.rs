@@ -1,7 +1,8 @@
 //! `kill -9` of the relayer process while sandboxes pay: between storing a payment and
 //! broadcasting it, and between broadcasting it and its receipt, round after round. Clients
 //! retry what got no answer with the same `Idempotency-Key`. In the end every payment is on
-//! chain exactly once (one `PaymentExecuted` per intent nonce, one per key).
+//! chain exactly once (one `PaymentExecuted` per intent nonce, one per key), payments queued
+//! together having gone out together in `payBatch` transactions.
 //!
 //! The relayer runs in a child process: this test binary itself, running the ignored test
 //! [`relayer_child`] with its configuration in `BURSAR_RELAYER_CHILD`.
@@ -393,17 +394,27 @@ async fn payments_survive_kill_9(db: Db) {
     // On chain: one execution per accepted payment, none twice.
     let wallet = at(Contract::SessionWallet);
     let logs = client.logs(&[wallet], 0, None).await.unwrap();
+    let mut per_transaction: BTreeMap<B256, usize> = BTreeMap::new();
     let executed: Vec<U256> = logs
         .iter()
         .filter_map(|l| {
-            <ISessionWallet::PaymentExecuted as alloy_sol_types::SolEvent>::decode_raw_log(
+            let e = <ISessionWallet::PaymentExecuted as alloy_sol_types::SolEvent>::decode_raw_log(
                 l.topics.iter().copied(),
                 &l.data,
             )
-            .ok()
+            .ok()?;
+            *per_transaction.entry(l.transaction_hash).or_default() += 1;
+            Some(e.nonce)
         })
-        .map(|e| e.nonce)
         .collect();
+    // Payments queued together went out together (`payBatch`).
+    let largest = per_transaction.values().copied().max().unwrap_or_default();
+    println!(
+        "{} payments executed by {} transactions (at most {largest} in one)",
+        executed.len(),
+        per_transaction.len()
+    );
+    assert!(largest > 1, "no two payments shared a transaction");
     let distinct: HashSet<U256> = executed.iter().copied().collect();
     assert_eq!(distinct.len(), executed.len(), "a payment executed twice");
     assert_eq!(
