@@ -6,7 +6,9 @@
 //!   with an API-only relayer, so the figure is the accept path's alone; every accepted payment
 //!   is then counted in the database (zero lost);
 //! * confirmed: payments from request to `confirmed` (mined with automine, receipt read), per
-//!   second and p50/p99 latency, with 1, 4 and 16 sandboxes paying one after another;
+//!   second and p50/p99 latency, with 1, 4 and 16 sandboxes paying one payment after another,
+//!   then keeping 32 payments each on their way (`BENCH_IN_FLIGHT`), as an agent making
+//!   parallel calls does;
 //! * a burst, as a host tried it: 8 sandboxes send 100 payments each at once; every one must
 //!   be confirmed (none failed on chain), and the chain's clock must stay with the wall clock
 //!   (the devnet once ran minutes ahead under such a burst, and payments failed their
@@ -85,8 +87,12 @@ fn main() {
                 accepted(name, postgres, accept).await;
             }
             if run("confirmed") {
-                for sandboxes in [1, 4, 16] {
-                    confirmed(name, postgres, sandboxes, confirm).await;
+                // One payment at a time per sandbox, then as agents making parallel calls do.
+                for in_flight in [1, env("BENCH_IN_FLIGHT", 32)] {
+                    for sandboxes in [1, 4, 16] {
+                        let total = confirm.max(sandboxes * in_flight * 10);
+                        confirmed(name, postgres, sandboxes, in_flight, total).await;
+                    }
                 }
             }
             if run("burst") {
@@ -378,7 +384,16 @@ async fn accepted(db_name: &str, postgres: Option<&str>, total: usize) {
     let elapsed = started.elapsed();
     let accepted = per_client * 64;
     let store = Store::connect(&r.db).await.expect("store");
+    // Payments stored with a signed transaction (several share one `payBatch`).
     let stored: i64 = store
+        .payment_status_counts()
+        .await
+        .expect("counts")
+        .iter()
+        .filter(|(p, _)| p.tx_status == bursar_relayer::store::TxStatus::Signed)
+        .map(|(_, n)| n)
+        .sum();
+    let transactions: i64 = store
         .transaction_counts()
         .await
         .expect("counts")
@@ -388,7 +403,7 @@ async fn accepted(db_name: &str, postgres: Option<&str>, total: usize) {
         .sum();
     println!(
         "accepted over HTTP ({db_name}): {accepted} payments from 64 clients on 16 sessions in {:.2} s = {:.0}/s; \
-         stored and unsent: {stored} (zero lost: {})",
+         stored and unsent: {stored} in {transactions} transactions (zero lost: {})",
         elapsed.as_secs_f64(),
         accepted as f64 / elapsed.as_secs_f64(),
         stored as usize == accepted + 16
@@ -396,9 +411,16 @@ async fn accepted(db_name: &str, postgres: Option<&str>, total: usize) {
     r.relayer.shutdown().await;
 }
 
-/// Payments confirmed end to end per second, and their latency, with `sandboxes` paying one
-/// payment at a time each.
-async fn confirmed(db_name: &str, postgres: Option<&str>, sandboxes: usize, total: usize) {
+/// Payments confirmed end to end per second, and their latency, with `sandboxes` each keeping
+/// `in_flight` payments on their way (a payment waits for its confirmation before the next
+/// takes its place).
+async fn confirmed(
+    db_name: &str,
+    postgres: Option<&str>,
+    sandboxes: usize,
+    in_flight: usize,
+    total: usize,
+) {
     let chain = chain().await;
     let r = relayer(&chain, database(postgres).await, true).await;
     let tokens = sessions(&chain, &r, sandboxes).await;
@@ -407,11 +429,12 @@ async fn confirmed(db_name: &str, postgres: Option<&str>, sandboxes: usize, tota
         let p = pay(&http, &r.base, t, chain.payee, 1).await;
         wait_confirmed(&http, &r.base, t, &p).await;
     }
-    let per = (total / sandboxes).max(1);
+    let per = (total / sandboxes / in_flight).max(1);
     let latencies = Arc::new(std::sync::Mutex::new(Vec::new()));
     let started = Instant::now();
     let runs: Vec<_> = tokens
         .iter()
+        .flat_map(|t| std::iter::repeat_n(t, in_flight))
         .map(|t| {
             let (http, base, token, payee, latencies) = (
                 http.clone(),
@@ -438,7 +461,7 @@ async fn confirmed(db_name: &str, postgres: Option<&str>, sandboxes: usize, tota
     l.sort();
     let pct = |p: f64| l[((l.len() as f64 * p) as usize).min(l.len() - 1)];
     println!(
-        "confirmed end to end ({db_name}, {sandboxes:>2} sandboxes): {} payments in {:.2} s = {:.0}/s; \
+        "confirmed end to end ({db_name}, {sandboxes:>2} sandboxes × {in_flight:>2} in flight): {} payments in {:.2} s = {:.0}/s; \
          request → confirmed p50 {:.1} ms, p99 {:.1} ms",
         l.len(),
         elapsed.as_secs_f64(),

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use crate::kernel::session::parse_id;
 use crate::kernel::App;
 use crate::payments::PaymentView;
-use crate::store::{OpenStatus, PaymentRow, SessionTx, StoreError, TxRow, TxStatus};
+use crate::store::{OpenStatus, PaymentRow, SessionTx, Store, StoreError, TxRow, TxStatus};
 use crate::webhooks;
 
 /// Why a pass failed (it is retried).
@@ -30,8 +30,8 @@ pub enum OutcomeError {
 }
 
 /// One pass: returns how many outcomes it recorded. Each outcome is announced to the host's
-/// webhooks before it is recorded: a crash in between announces it again under the same
-/// message id, never not at all.
+/// webhooks before it is recorded (a payment's in the same database transaction): a crash in
+/// between announces it again under the same message id, never not at all.
 pub async fn settle(app: &App) -> Result<usize, OutcomeError> {
     Ok(opens(app).await?
         + payments(app).await?
@@ -62,6 +62,7 @@ async fn payments(app: &App) -> Result<usize, OutcomeError> {
     let unsettled = app.store.unsettled_payments(256).await?;
     // A batch's payments share their transaction: its receipt is read once.
     let mut receipts: HashMap<i64, Mined> = HashMap::new();
+    let mut outcomes = Vec::with_capacity(unsettled.len());
     for p in &unsettled {
         if let Entry::Vacant(e) = receipts.entry(p.transaction_id) {
             let tx = transaction(app, p.transaction_id).await?;
@@ -77,8 +78,9 @@ async fn payments(app: &App) -> Result<usize, OutcomeError> {
                 Outcome::new("reverted").error(error.clone())
             }
         };
-        record_payment(app, p.clone(), outcome).await?;
+        outcomes.push((p.clone(), outcome));
     }
+    record_payments(app, outcomes).await?;
     Ok(unsettled.len())
 }
 
@@ -139,7 +141,7 @@ async fn decisions(app: &App) -> Result<usize, OutcomeError> {
         };
         let undecided = outcome.outcome == "pending";
         if let Some(row) = app.store.payment(payment, None).await? {
-            record_payment(app, row, outcome).await?;
+            record_payments(app, vec![(row, outcome)]).await?;
         }
         if undecided {
             app.store.clear_payment_decision(payment).await?;
@@ -185,21 +187,37 @@ impl Outcome {
     }
 }
 
-/// Announces and records a payment's outcome.
-async fn record_payment(app: &App, mut p: PaymentRow, o: Outcome) -> Result<(), OutcomeError> {
-    let error = o.error.map(|(code, details)| (code, details.to_string()));
-    p.outcome = Some(o.outcome.to_owned());
-    p.receipt_id = o.receipt_id.clone().or(p.receipt_id);
-    p.pending_id = o.pending_id.clone().or(p.pending_id);
-    p.error_code = error.as_ref().map(|e| e.0.clone());
-    p.error_details = error.as_ref().map(|e| e.1.clone());
-    if let Some(host) = app.store.session_host(&p.session_id).await? {
-        let state = format!("{}:{}", o.outcome, p.error_code.as_deref().unwrap_or(""));
-        let view = serde_json::to_value(PaymentView::of(app, p.clone())).unwrap_or(Value::Null);
-        webhooks::emit(app, &host, "payment.updated", &p.id, &state, view).await?;
+/// Announces and records payments' outcomes, all in one database transaction: a message is
+/// queued for the host's webhooks if and only if its outcome is recorded, and a pass costs
+/// one commit (one fsync on SQLite) however many payments a batch settled.
+async fn record_payments(
+    app: &App,
+    outcomes: Vec<(PaymentRow, Outcome)>,
+) -> Result<(), OutcomeError> {
+    if outcomes.is_empty() {
+        return Ok(());
     }
-    app.store
-        .set_payment_outcome(
+    let mut hosts: HashMap<String, Option<String>> = HashMap::new();
+    for (p, _) in &outcomes {
+        if let Entry::Vacant(e) = hosts.entry(p.session_id.clone()) {
+            e.insert(app.store.session_host(&p.session_id).await?);
+        }
+    }
+    let mut db = app.store.begin().await?;
+    for (mut p, o) in outcomes {
+        let error = o.error.map(|(code, details)| (code, details.to_string()));
+        p.outcome = Some(o.outcome.to_owned());
+        p.receipt_id = o.receipt_id.clone().or(p.receipt_id);
+        p.pending_id = o.pending_id.clone().or(p.pending_id);
+        p.error_code = error.as_ref().map(|e| e.0.clone());
+        p.error_details = error.as_ref().map(|e| e.1.clone());
+        if let Some(Some(host)) = hosts.get(&p.session_id) {
+            let state = format!("{}:{}", o.outcome, p.error_code.as_deref().unwrap_or(""));
+            let view = serde_json::to_value(PaymentView::of(app, p.clone())).unwrap_or(Value::Null);
+            webhooks::emit_in(&mut db, host, "payment.updated", &p.id, &state, view).await?;
+        }
+        Store::set_payment_outcome(
+            &mut db,
             &p.id,
             o.outcome,
             o.receipt_id.as_deref(),
@@ -207,7 +225,10 @@ async fn record_payment(app: &App, mut p: PaymentRow, o: Outcome) -> Result<(), 
             error.as_ref().map(|(c, d)| (c.as_str(), d.as_str())),
         )
         .await?;
-    tracing::info!(payment = %p.id, outcome = o.outcome, "payment settled");
+        tracing::info!(payment = %p.id, outcome = o.outcome, "payment settled");
+    }
+    db.commit().await.map_err(StoreError::from)?;
+    app.webhooks_due.notify_one();
     Ok(())
 }
 

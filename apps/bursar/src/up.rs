@@ -47,9 +47,14 @@ pub(crate) struct UpArgs {
     /// The key that deploys the contracts (hex file); on the devnet, its first account.
     #[arg(long, value_name = "FILE")]
     deployer_key_file: Option<PathBuf>,
-    /// The relayer's signer key (hex file); on the devnet, its last account.
+    /// The relayer's signer key (hex file); on the devnet, its last accounts (--dev-signers).
     #[arg(long, value_name = "FILE")]
     signer_key_file: Option<PathBuf>,
+    /// On the devnet without --signer-key-file: how many of its accounts, the last first, the
+    /// relayer sends with. Sessions are spread over them; each signer's payments of a moment
+    /// go out in one batch transaction, and the signers' transactions in parallel.
+    #[arg(long, env = "BURSAR_DEV_SIGNERS", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=8))]
+    dev_signers: u16,
     /// Failed attempts before a webhook delivery is dead (replayable from the console).
     #[arg(long, env = "BURSAR_WEBHOOK_ATTEMPTS", default_value_t = Settings::default().webhook_attempts)]
     webhook_attempts: u32,
@@ -142,13 +147,24 @@ async fn up(args: UpArgs) -> Result<(), String> {
         .map_err(|e| format!("the indexer did not start: {e}"))?;
 
         // 4. The relayer, and a host key on first run.
-        let signer = key_or_dev(
-            args.signer_key_file.as_deref(),
-            dev,
-            usize::MAX,
-            "--signer-key-file",
-        )?;
-        let signer_address = signer.address();
+        let signers = match (&args.signer_key_file, dev) {
+            (None, true) => {
+                let accounts = bursar_devnet::accounts::dev_accounts();
+                accounts
+                    .iter()
+                    .rev()
+                    .take(usize::from(args.dev_signers))
+                    .map(|a| Key::from_signing_key(a.signing_key()))
+                    .collect()
+            }
+            (file, _) => vec![key_or_dev(
+                file.as_deref(),
+                dev,
+                usize::MAX,
+                "--signer-key-file",
+            )?],
+        };
+        let signer_address = signers[0].address();
         let relayer_db = sqlite(&dir.join("relayer.db"));
         let master_key =
             MasterKey::from_file(&dir.join("master-key"), true).map_err(|e| e.to_string())?;
@@ -156,7 +172,7 @@ async fn up(args: UpArgs) -> Result<(), String> {
             rpc: rpc.clone(),
             db: relayer_db.clone(),
             listen: args.relayer_listen,
-            signers: vec![signer],
+            signers,
             engine: EngineConfig {
                 confirmations: if dev { 0 } else { 1 },
                 ..EngineConfig::default()

@@ -36,13 +36,20 @@ use crate::submission::Call;
 pub(crate) const MAX_BATCH: usize = 256;
 
 /// Intents one `payBatch` transaction carries at most. Past about 50 a payment costs little
-/// less (47,722 gas at 50, 41,468 at 200: `--bench devnet`'s `batch_gas`), while a bigger
-/// transaction fills more of a block and takes longer to estimate.
+/// less (47,722 gas at 50, 41,468 at 200: `--bench devnet`'s `batch_gas`).
 pub(crate) const BATCH_INTENTS: usize = 100;
 
-/// The gas limit a batch gets when its estimate fails: each intent's own `pay` limit (which
-/// covers the intrinsic 21,000 a batch pays once), up to this.
-const BATCH_GAS_CAP: u64 = 24_000_000;
+/// A `payBatch`'s gas limit at most: a block holds one such batch beside smaller transactions
+/// (Arbitrum's blocks, and the devnet's, hold 30,000,000 or more).
+const BATCH_GAS: u64 = 24_000_000;
+
+/// What a batch adds once to its intents' own limits: the wallet's delegate call to its
+/// extension and the batch's own calldata head.
+const BATCH_OVERHEAD_GAS: u64 = 40_000;
+
+/// The intrinsic gas of a transaction, which each intent's own `pay` limit includes and a
+/// batch pays once.
+const INTRINSIC_GAS: u64 = 21_000;
 
 /// Checks `batch` against its sessions' payments in flight (kept in `in_flight`), stores those
 /// that fit, and answers each.
@@ -323,16 +330,24 @@ async fn store(app: &App, payments: &[&Accepted]) -> Result<Vec<(PaymentRow, u64
     Ok(views)
 }
 
+/// What an intent adds to a batch's gas limit: its own `pay` limit without the intrinsic gas.
+fn batch_gas(p: &Accepted) -> u64 {
+    p.gas.saturating_sub(INTRINSIC_GAS)
+}
+
 /// The transactions that carry `payments` (their intents under `nonces`): each signer's
 /// payments in this tick go out together, a `payBatch` per [`BATCH_INTENTS`] of them, a lone
 /// one as `pay` (a batch of one costs a delegate call more). Answers the calls and, for each
 /// payment, the index of the call that carries it.
 ///
-/// A batch's gas limit is the node's estimate with a quarter on top (a batch refuses intents
-/// rather than reverting, so the estimate cannot fail on them); if the node cannot answer, the
-/// sum of the intents' own limits. A batch that reverts (out of gas) takes all its payments
-/// with it, as a `pay` that reverts takes its one.
-async fn pack(app: &App, payments: &[&Accepted], nonces: &[U256]) -> (Vec<Call>, Vec<usize>) {
+/// A batch's gas limit is what its intents' own `pay` limits leave after the intrinsic gas
+/// they each include, plus [`BATCH_OVERHEAD_GAS`]: an intent costs a batch less than a `pay`
+/// of its own (the handler estimated that limit on the session's first payment, the dearest,
+/// with a quarter on top), so a batch never runs out of gas that its payments alone would
+/// not. No node is asked: the queue task would wait for an estimate, and every payment with
+/// it. A chunk ends at [`BATCH_INTENTS`] or [`BATCH_GAS`]. Only the gas used is paid; the
+/// limit is what the sender must be able to cover.
+fn pack(app: &App, payments: &[&Accepted], nonces: &[U256]) -> (Vec<Call>, Vec<usize>) {
     let wallet = app.contracts.wallet;
     let mut signers: Vec<Address> = Vec::new();
     for p in payments {
@@ -357,7 +372,20 @@ async fn pack(app: &App, payments: &[&Accepted], nonces: &[U256]) -> (Vec<Call>,
                 _ => packable.push(i),
             }
         }
-        chunks.extend(packable.chunks(BATCH_INTENTS).map(<[usize]>::to_vec));
+        let mut chunk: Vec<usize> = Vec::new();
+        let mut gas = BATCH_OVERHEAD_GAS;
+        for i in packable {
+            let more = batch_gas(payments[i]);
+            if chunk.len() == BATCH_INTENTS || (!chunk.is_empty() && gas + more > BATCH_GAS) {
+                chunks.push(std::mem::take(&mut chunk));
+                gas = BATCH_OVERHEAD_GAS;
+            }
+            chunk.push(i);
+            gas += more;
+        }
+        if !chunk.is_empty() {
+            chunks.push(chunk);
+        }
     }
     let mut calls = Vec::new();
     let mut carried_by = vec![0; payments.len()];
@@ -373,16 +401,9 @@ async fn pack(app: &App, payments: &[&Accepted], nonces: &[U256]) -> (Vec<Call>,
         let (data, gas_limit) = match &signed[..] {
             [one] => (one.abi_encode(), payments[chunk[0]].gas),
             _ => {
+                let gas: u64 = chunk.iter().map(|&i| batch_gas(payments[i])).sum();
                 let data = batch::pay_batch(&signed).abi_encode();
-                let gas = match app.gas_for(signer, wallet, &data).await {
-                    Ok(gas) => gas,
-                    Err(e) => {
-                        tracing::warn!(error = %e, intents = chunk.len(), "batch gas estimate failed");
-                        let summed: u64 = chunk.iter().map(|&i| payments[i].gas).sum();
-                        summed.min(BATCH_GAS_CAP)
-                    }
-                };
-                (data, gas)
+                (data, BATCH_OVERHEAD_GAS + gas)
             }
         };
         calls.push(Call {
@@ -415,7 +436,7 @@ async fn stage(app: &App, payments: &[&Accepted]) -> Result<(DbTx, Vec<(PaymentR
             false => Ok(p.intent.nonce),
         })
         .collect::<Result<_, _>>()?;
-    let (calls, carried_by) = pack(app, payments, &nonces).await;
+    let (calls, carried_by) = pack(app, payments, &nonces);
     let sent = app.engine.submit_all_in(&mut db, &calls, fees).await?;
     let txs: Vec<(i64, u64)> = carried_by.iter().map(|&call| sent[call]).collect();
     let now = now_ms();

@@ -392,9 +392,9 @@ impl Store {
         rows.iter().map(payment_row).collect()
     }
 
-    /// Records what a payment's receipt said.
+    /// Records what a payment's receipt said, inside `db`.
     pub async fn set_payment_outcome(
-        &self,
+        db: &mut DbTx,
         id: &str,
         outcome: &str,
         receipt_id: Option<&str>,
@@ -412,7 +412,7 @@ impl Store {
         .bind(error.map(|e| e.0))
         .bind(error.map(|e| e.1))
         .bind(id)
-        .execute(&self.pool)
+        .execute(&mut **db)
         .await?;
         Ok(())
     }
