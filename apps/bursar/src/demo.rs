@@ -128,9 +128,19 @@ fn running(dir: &std::path::Path) -> Result<Running, String> {
         relayer: bursar_demo::RunningRelayer {
             url: field("relayer")?,
             host_key,
-            signer: field("relayerSigner")?
-                .parse()
-                .map_err(|_| format!("{}: relayerSigner is not an address", path.display()))?,
+            signers: up["relayerSigners"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|a| a.as_str().and_then(|a| a.parse().ok()))
+                .collect::<Option<Vec<_>>>()
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| {
+                    format!(
+                        "{}: relayerSigners is not a list of addresses",
+                        path.display()
+                    )
+                })?,
         },
         indexer: field("indexer")?,
     })

@@ -164,7 +164,7 @@ async fn up(args: UpArgs) -> Result<(), String> {
                 "--signer-key-file",
             )?],
         };
-        let signer_address = signers[0].address();
+        let signer_addresses: Vec<_> = signers.iter().map(Key::address).collect();
         let relayer_db = sqlite(&dir.join("relayer.db"));
         let master_key =
             MasterKey::from_file(&dir.join("master-key"), true).map_err(|e| e.to_string())?;
@@ -199,9 +199,9 @@ async fn up(args: UpArgs) -> Result<(), String> {
         .await
         .map_err(|e| format!("the relayer did not start: {e}"))?;
         let host_key = host_key(&relayer_db, &dir.join("host-key")).await?;
-        Ok::<_, String>((record, indexer, relayer, host_key, signer_address))
+        Ok::<_, String>((record, indexer, relayer, host_key, signer_addresses))
     };
-    let (record, indexer, relayer, host_key, signer) = match stack.await {
+    let (record, indexer, relayer, host_key, signers) = match stack.await {
         Ok(stack) => stack,
         Err(e) => {
             if let Some(d) = devnet {
@@ -221,7 +221,7 @@ async fn up(args: UpArgs) -> Result<(), String> {
         "indexer": indexer_url,
         "deployment": dir.join("deployment.json"),
         "hostKeyFile": dir.join("host-key"),
-        "relayerSigner": signer,
+        "relayerSigners": signers,
     });
     std::fs::write(&up_file, format!("{up:#}\n"))
         .map_err(|e| format!("{}: {e}", up_file.display()))?;

@@ -139,7 +139,10 @@ pub struct Scenario<'a, N: Narrator> {
     report: Report,
     /// The relayer (in this process, or running) and the host's key and webhooks.
     host: Option<crate::host::Host>,
-    /// The relayer's signer: the session's lease keeper and guardian.
+    /// The relayer's signers; the session is pinned to one of them.
+    relayer_signers: Vec<Address>,
+    /// The session's signer: its lease keeper and guardian (the relayer's first signer until
+    /// the session is open).
     relayer_signer: Address,
     /// The sandbox's capability token.
     token: String,
@@ -160,8 +163,9 @@ pub struct RunningRelayer {
     pub url: String,
     /// A host's API key on it.
     pub host_key: String,
-    /// Its signer, which sends the session's transactions (the lease keeper and guardian).
-    pub signer: Address,
+    /// Its signers: each session is pinned to one, which sends its transactions (its lease
+    /// keeper and guardian).
+    pub signers: Vec<Address>,
 }
 
 /// Runs the whole story on a dev chain (it moves time forward with `evm_increaseTime`), with a
@@ -199,10 +203,11 @@ async fn run_with<N: Narrator>(
         std::process::id(),
         actors.relayer.address()
     ));
-    let relayer_signer = running
-        .as_ref()
-        .map_or(actors.relayer.address(), |r| r.signer);
-    let mut s = Scenario::new(client, contracts, actors, relayer_signer, narrator);
+    let relayer_signers = match &running {
+        Some(r) if !r.signers.is_empty() => r.signers.clone(),
+        _ => vec![actors.relayer.address()],
+    };
+    let mut s = Scenario::new(client, contracts, actors, relayer_signers, narrator);
     s.report.first_block = client.block_number().await? + 1;
     s.fund_actors().await?;
     s.host = Some(match running {
@@ -260,7 +265,7 @@ pub async fn open_trial(
 ) -> Result<Trial> {
     let mut quiet = Transcript::default();
     let contracts = Contracts::from_record(record)?;
-    let mut s = Scenario::new(client, contracts, actors, relayer.signer, &mut quiet);
+    let mut s = Scenario::new(client, contracts, actors, relayer.signers, &mut quiet);
     s.fund_actors().await?;
     s.host = Some(crate::host::connect(relayer.url, relayer.host_key).await?);
     let opened = async {
@@ -311,7 +316,7 @@ pub async fn prepare_trial(
 ) -> Result<PreparedTrial> {
     let mut quiet = Transcript::default();
     let contracts = Contracts::from_record(record)?;
-    let mut s = Scenario::new(client, contracts, actors, relayer.signer, &mut quiet);
+    let mut s = Scenario::new(client, contracts, actors, relayer.signers, &mut quiet);
     s.fund_actors().await?;
     s.host = Some(crate::host::connect(relayer.url, relayer.host_key).await?);
     let prepared = async {
@@ -339,14 +344,15 @@ impl<'a, N: Narrator> Scenario<'a, N> {
         client: &'a Client,
         contracts: Contracts,
         actors: Actors,
-        relayer_signer: Address,
+        relayer_signers: Vec<Address>,
         narrator: &'a mut N,
     ) -> Self {
         Scenario {
             client,
             contracts,
             actors,
-            relayer_signer,
+            relayer_signer: relayer_signers.first().copied().unwrap_or_default(),
+            relayer_signers,
             narrator,
             senders: Vec::new(),
             report: Report::default(),
@@ -505,9 +511,10 @@ impl<'a, N: Narrator> Scenario<'a, N> {
         self.check(
             opened.owner == owner.address()
                 && opened.sessionKey == self.session_key
-                && opened.leaseKeeper == self.relayer_signer,
-            "SessionOpened names the owner, the custodial key and the relayer as lease keeper",
+                && self.relayer_signers.contains(&opened.leaseKeeper),
+            "SessionOpened names the owner, the custodial key and a relayer signer as lease keeper",
         )?;
+        self.relayer_signer = opened.leaseKeeper;
         let approval = self.events::<IFiatToken::Approval>(&r, self.contracts.token);
         self.check(approval.len() == 1, "the permit's Approval")?;
         self.report.session_id = opened.sessionId;
