@@ -16,7 +16,7 @@
 //! * At start every signer is reconciled with the chain: a key that sent transactions
 //!   elsewhere has its next nonce moved up to the chain's.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -292,11 +292,25 @@ impl Engine {
             .own_signers(&self.config.owner, &mine, now, now + lease)
             .await?;
         let rows = self.store.due_transactions(&owned, now, 256).await?;
-        let mut held: HashSet<String> = HashSet::new();
+        // Each signer's transactions in nonce order, the signers side by side: one signer's
+        // node round trips and commits need not wait for another's.
+        let mut by_signer: Vec<(&str, Vec<&TxRow>)> = Vec::new();
         for row in &rows {
-            if held.contains(&row.signer) {
-                continue;
+            match by_signer.iter_mut().find(|(s, _)| *s == row.signer) {
+                Some((_, mine)) => mine.push(row),
+                None => by_signer.push((&row.signer, vec![row])),
             }
+        }
+        let ticks = by_signer.iter().map(|(_, mine)| self.tick_signer(mine));
+        for result in futures_util::future::join_all(ticks).await {
+            result?;
+        }
+        Ok(rows.len())
+    }
+
+    /// One signer's due transactions, in nonce order; after a node error the rest wait.
+    async fn tick_signer(&self, rows: &[&TxRow]) -> Result<(), EngineError> {
+        for row in rows {
             let outcome = match row.status {
                 TxStatus::Signed => self.broadcast(row).await,
                 TxStatus::Submitted => self.check(row).await,
@@ -323,7 +337,6 @@ impl Engine {
                 };
                 tracing::warn!(id = row.id, error = %e, "node error; retrying later");
                 self.metrics.rpc_errors.inc();
-                held.insert(row.signer.clone());
                 let backoff = backoff(
                     self.poll_ms(),
                     self.config.max_backoff.as_millis() as i64,
@@ -332,9 +345,10 @@ impl Engine {
                 self.store
                     .reschedule(row.id, now_ms() + backoff, Some(&e.to_string()))
                     .await?;
+                break;
             }
         }
-        Ok(rows.len())
+        Ok(())
     }
 
     /// Ticks until `stop` resolves (unless this process does not send), then gives up its
