@@ -125,6 +125,7 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
         master_key: config.master_key,
         settings,
         settled: tokio::sync::watch::channel(0).0,
+        settled_payments: tokio::sync::broadcast::channel(submission::TOUCHED_PASSES).0,
         payments,
         webhooks_due: Default::default(),
         lifecycle_due: Default::default(),

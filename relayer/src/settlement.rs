@@ -5,6 +5,7 @@
 //! block's parent state). Runs after every engine pass that changed something.
 
 use std::collections::hash_map::{Entry, HashMap};
+use std::sync::Arc;
 
 use alloy_primitives::{Address, Bytes, B256, U256};
 use bursar_bindings::receipts::IReceiptRegistry;
@@ -203,6 +204,7 @@ async fn record_payments(
             e.insert(app.store.session_host(&p.session_id).await?);
         }
     }
+    let ids: Arc<[String]> = outcomes.iter().map(|(p, _)| p.id.clone()).collect();
     let mut db = app.store.begin().await?;
     for (mut p, o) in outcomes {
         let error = o.error.map(|(code, details)| (code, details.to_string()));
@@ -229,6 +231,8 @@ async fn record_payments(
     }
     db.commit().await.map_err(StoreError::from)?;
     app.webhooks_due.notify_one();
+    // Nobody waiting is no error.
+    let _ = app.settled_payments.send(ids);
     Ok(())
 }
 

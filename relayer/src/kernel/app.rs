@@ -34,6 +34,9 @@ pub struct App {
     /// attempted a delivery, after each lifecycle event recorded and each session wound down:
     /// what [`App::wait_for`] looks again after.
     pub(crate) settled: tokio::sync::watch::Sender<u64>,
+    /// The ids of the payments each pass of the settlement recorded an outcome for: what a
+    /// request waiting on one payment listens to (with [`Engine::touched`]).
+    pub(crate) settled_payments: tokio::sync::broadcast::Sender<Arc<[String]>>,
     /// Payments allowed by the contracts' rules, on their way to be checked against their
     /// sessions' queued payments and stored, a batch at a time.
     pub(crate) payments: inbox::Queue,
@@ -86,6 +89,54 @@ impl App {
                 }
             };
             match tokio::time::timeout_at(deadline, changed).await {
+                Ok(true) => continue,
+                _ => return Ok(None),
+            }
+        }
+    }
+
+    /// As [`App::wait_for`], for a look at payment `payment`, carried by transaction
+    /// `transaction`: it looks again only when the engine touched that transaction or the
+    /// settlement recorded that payment (or when it missed news, having fallen behind). Many
+    /// requests wait on payments at once; each reading its payment again after every engine
+    /// pass made hundreds of reads per pass.
+    pub(crate) async fn wait_for_payment<T, F, Fut>(
+        &self,
+        wait: Duration,
+        payment: &str,
+        transaction: i64,
+        mut look: F,
+    ) -> Result<Option<T>, Error>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<Option<T>, Error>>,
+    {
+        use tokio::sync::broadcast::error::RecvError;
+        let mut settled = self.settled_payments.subscribe();
+        let mut touched = self.engine.touched();
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            if let Some(found) = look().await? {
+                return Ok(Some(found));
+            }
+            // `true`: news of this payment (or news missed); `false`: the relayer is stopping.
+            let news = async {
+                loop {
+                    tokio::select! {
+                        r = settled.recv() => match r {
+                            Ok(ids) if !ids.iter().any(|id| id == payment) => {}
+                            Err(RecvError::Closed) => return false,
+                            _ => return true,
+                        },
+                        r = touched.recv() => match r {
+                            Ok(ids) if !ids.contains(&transaction) => {}
+                            Err(RecvError::Closed) => return false,
+                            _ => return true,
+                        },
+                    }
+                }
+            };
+            match tokio::time::timeout_at(deadline, news).await {
                 Ok(true) => continue,
                 _ => return Ok(None),
             }

@@ -308,16 +308,27 @@ pub async fn get(
     until: Option<&[PaymentStatus]>,
 ) -> Result<PaymentView, Error> {
     let until = until.unwrap_or(&SETTLED);
+    let done = |row: &PaymentRow| until.contains(&row.status()) || row.status().is_final();
+    let first = app
+        .store
+        .payment(id, Some(&session.id))
+        .await?
+        .ok_or(Error::NotFound)?;
+    if done(&first) || wait.is_zero() {
+        return Ok(PaymentView::of(app, first));
+    }
     let look = || async {
         let row = app
             .store
             .payment(id, Some(&session.id))
             .await?
             .ok_or(Error::NotFound)?;
-        let status = row.status();
-        Ok((until.contains(&status) || status.is_final()).then_some(row))
+        Ok(done(&row).then_some(row))
     };
-    if let Some(row) = app.wait_for(wait, look).await? {
+    let found = app
+        .wait_for_payment(wait, id, first.transaction_id, look)
+        .await?;
+    if let Some(row) = found {
         return Ok(PaymentView::of(app, row));
     }
     app.store

@@ -33,6 +33,9 @@ use crate::store::{now_ms, DbTx, NewAttempt, NewTransaction, Store, StoreError, 
 /// per transaction costs little elsewhere. Then every poll interval.
 pub const FIRST_LOOK: Duration = Duration::from_millis(50);
 
+/// Passes of [`Engine::touched`] kept for a receiver that has not read them yet.
+pub const TOUCHED_PASSES: usize = 256;
+
 /// How the engine paces itself.
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -105,6 +108,8 @@ pub struct Engine {
     soonest: std::sync::atomic::AtomicI64,
     /// Bumped after each pass that looked at transactions.
     changes: tokio::sync::watch::Sender<u64>,
+    /// The ids of the transactions each pass looked at (see [`Engine::touched`]).
+    touched: tokio::sync::broadcast::Sender<Arc<[i64]>>,
     /// Latencies and errors, for `/metrics`.
     metrics: crate::metrics::EngineMetrics,
 }
@@ -151,6 +156,7 @@ impl Engine {
             wake: Default::default(),
             soonest: std::sync::atomic::AtomicI64::new(i64::MAX),
             changes: tokio::sync::watch::channel(0).0,
+            touched: tokio::sync::broadcast::channel(TOUCHED_PASSES).0,
             metrics: Default::default(),
         })
     }
@@ -268,6 +274,13 @@ impl Engine {
         self.changes.subscribe()
     }
 
+    /// The ids of the transactions each later pass looked at (and may have changed): what a
+    /// request waiting on one transaction listens to, instead of reading it again after every
+    /// pass. A receiver that falls more than [`TOUCHED_PASSES`] passes behind is told so.
+    pub fn touched(&self) -> tokio::sync::broadcast::Receiver<Arc<[i64]>> {
+        self.touched.subscribe()
+    }
+
     /// What the engine measured.
     pub fn metrics(&self) -> &crate::metrics::EngineMetrics {
         &self.metrics
@@ -302,7 +315,12 @@ impl Engine {
             }
         }
         let ticks = by_signer.iter().map(|(_, mine)| self.tick_signer(mine));
-        for result in futures_util::future::join_all(ticks).await {
+        let results = futures_util::future::join_all(ticks).await;
+        if !rows.is_empty() {
+            // Nobody listening is no error.
+            let _ = self.touched.send(rows.iter().map(|r| r.id).collect());
+        }
+        for result in results {
             result?;
         }
         Ok(rows.len())
