@@ -211,29 +211,35 @@ pub async fn get(app: &App, host: &Host, id: &str) -> Result<SessionView, Error>
     Ok(view)
 }
 
-/// The wallet's view of session `id` now.
+/// The wallet's view of session `id` now, every figure read at one block: reads at two
+/// blocks could show a lease renewed by one and `canPay` still false by the other.
 pub async fn chain_state(app: &App, id: U256) -> Result<ChainState, Error> {
-    let wallet = app.contracts.wallet;
+    let (client, wallet) = (&app.client, app.contracts.wallet);
+    let at = Some(client.block_number().await?);
     let (state, authority, deposit_left, period_left) = tokio::try_join!(
-        app.client.view(
+        client.view_at(
             None,
             wallet,
-            ISessionWallet::sessionStateCall { sessionId: id }
+            ISessionWallet::sessionStateCall { sessionId: id },
+            at
         ),
-        app.client.view(
+        client.view_at(
             None,
             wallet,
-            ISessionWallet::sessionAuthorityCall { sessionId: id }
+            ISessionWallet::sessionAuthorityCall { sessionId: id },
+            at
         ),
-        app.client.view(
+        client.view_at(
             None,
             wallet,
-            ISessionWallet::remainingDepositCall { sessionId: id }
+            ISessionWallet::remainingDepositCall { sessionId: id },
+            at
         ),
-        app.client.view(
+        client.view_at(
             None,
             wallet,
-            ISessionWallet::remainingPeriodBudgetCall { sessionId: id }
+            ISessionWallet::remainingPeriodBudgetCall { sessionId: id },
+            at
         ),
     )?;
     Ok(ChainState {
