@@ -6,7 +6,11 @@
 //!
 //! A run's usage is cumulative from its start, so each run is charged its cost now minus what
 //! was charged for it before: a usage reported twice (a retry, a pause then a kill) is paid
-//! once. The charge is made when the event arrives and, at the latest, before the relayer
+//! once. A charge is first claimed in the database, from the run's total charged before, and
+//! only then paid: two reports of one run arriving at two relayer processes at once claim
+//! from the same total, and only one claim is made, so the stretch they share is paid once.
+//! A claim left unpaid (its process died, or the chain was unreachable) is paid by the next
+//! call, with the same idempotency key. The charge is made when the event arrives and, at the latest, before the relayer
 //! revokes a terminated sandbox's session ([`crate::lifecycle::wind_down`]), so the session
 //! still pays for what its sandbox used.
 
@@ -71,10 +75,18 @@ pub async fn charge(app: &App, row: &SessionRow) -> Result<(), Error> {
             *entry = (cost, report["usage"].clone());
         }
     }
+    let charges = app.store.charges(&row.id).await?;
+    for claim in charges
+        .iter()
+        .filter(|c| c.payment_id.is_none() && c.error_code.is_none())
+    {
+        pay_claim(app, row, claim.clone()).await?;
+    }
+    // What each run was charged, claims being paid included.
     let mut charged: BTreeMap<String, U256> = BTreeMap::new();
-    for c in app.store.charges(&row.id).await? {
+    for c in &charges {
         let metered = U256::from_str_radix(&c.metered, 10).unwrap_or_default();
-        let total = charged.entry(c.run).or_default();
+        let total = charged.entry(c.run.clone()).or_default();
         *total = (*total).max(metered);
     }
     for (run, (cost, usage)) in runs {
@@ -88,37 +100,62 @@ pub async fn charge(app: &App, row: &SessionRow) -> Result<(), Error> {
             "metered": cost.to_string(), "amount": amount.to_string(),
         })
         .to_string();
-        let key = alloy_primitives::hex::encode(Sha256::digest(format!(
-            "meter\0{}\0{run}\0{cost}",
-            row.id
-        )));
-        let body = PayBody::Custodial(PayRequest {
-            to: rates.payee,
-            amount: Amount(amount),
-            purpose: HashOrText {
-                hash: keccak256(summary.as_bytes()),
-                text: None,
-            },
-        });
-        let (payment_id, error_code) = match payments::pay(app, row, body, Some(&key)).await {
-            Ok(p) => (Some(p.id), None),
-            // Only a service down is retried: any other refusal would hold the wind-down
-            // (and the owner's refund) back for ever.
-            Err(Error::Unavailable) => return Err(Error::Unavailable),
-            Err(e) => (None, Some(e.code().to_owned())),
-        };
-        tracing::info!(session = %row.id, %run, %amount, payment = ?payment_id, error = ?error_code, "usage metered");
-        let charge = ChargeRow {
+        let claim = ChargeRow {
             run,
             metered: cost.to_string(),
             amount: amount.to_string(),
-            payment_id,
-            error_code,
+            payment_id: None,
+            error_code: None,
             summary,
             created_at: now_ms(),
         };
-        app.store.insert_charge(&row.id, &charge).await?;
+        // Claimed from `before` already: by another process, whose charge stands. What it
+        // leaves of this usage is charged by the next call (the next event, the wind-down).
+        if app
+            .store
+            .claim_charge(&row.id, &before.to_string(), &claim)
+            .await?
+        {
+            pay_claim(app, row, claim).await?;
+        }
     }
+    Ok(())
+}
+
+/// Pays the charge `claim` of session `row` to the payee its summary names, and records how
+/// it ended. Its idempotency key is the claim's: paying a claim twice (two processes, or a
+/// retry) makes one payment.
+async fn pay_claim(app: &App, row: &SessionRow, mut claim: ChargeRow) -> Result<(), Error> {
+    let summary: Value = serde_json::from_str(&claim.summary).map_err(|_| Error::Internal)?;
+    let payee = summary["rates"]["payee"]
+        .as_str()
+        .and_then(|p| p.parse().ok())
+        .ok_or(Error::Internal)?;
+    let key = alloy_primitives::hex::encode(Sha256::digest(format!(
+        "meter\0{}\0{}\0{}",
+        row.id, claim.run, claim.metered
+    )));
+    let body = PayBody::Custodial(PayRequest {
+        to: payee,
+        amount: Amount(U256::from_str_radix(&claim.amount, 10).map_err(|_| Error::Internal)?),
+        purpose: HashOrText {
+            hash: keccak256(claim.summary.as_bytes()),
+            text: None,
+        },
+    });
+    match payments::pay(app, row, body, Some(&key)).await {
+        Ok(p) => claim.payment_id = Some(p.id),
+        // Only a service down is retried: any other refusal would hold the wind-down (and
+        // the owner's refund) back for ever.
+        Err(Error::Unavailable) => return Err(Error::Unavailable),
+        // Another process paying the same claim at once stored it first.
+        Err(e) => match app.store.payment_by_request_key(&key).await? {
+            Some(p) => claim.payment_id = Some(p.id),
+            None => claim.error_code = Some(e.code().to_owned()),
+        },
+    }
+    tracing::info!(session = %row.id, run = %claim.run, amount = %claim.amount, payment = ?claim.payment_id, error = ?claim.error_code, "usage metered");
+    app.store.settle_charge(&row.id, &claim).await?;
     Ok(())
 }
 

@@ -30,6 +30,8 @@ pub(super) struct InFlight {
     /// The session's room by its state at a block (deposit and period budget left), and the
     /// block.
     pub(super) state: Option<(u64, U256, U256)>,
+    /// The session's queue version `payments` are at (`Store::advance_queue_versions`).
+    pub(super) version: i64,
 }
 
 impl InFlight {

@@ -13,10 +13,15 @@
 //! the database the first time it meets the session). A session's transactions are all sent by
 //! its one signer, in nonce order, so the signer's nonce at a block says which of them that
 //! block's state holds already: one read per signer, not one per payment. The session's state
-//! is read once per block. This check is a courtesy (a refusal now rather than a revert later)
-//! and errs only towards accepting: the wallet enforces the budget on chain regardless. It
-//! knows the payments of this process; relayer processes sharing a PostgreSQL database each
-//! count their own.
+//! is read once per block. The check errs only towards accepting: the wallet enforces the
+//! budget on chain regardless.
+//!
+//! Several relayer processes may share a PostgreSQL database, each with its own queue task.
+//! Each session has a queue version in the database, advanced by every commit that queues its
+//! payments. A task stores payments only if their sessions are still at the versions its
+//! knowledge is at; else another process queued payments meanwhile, and the task reads those
+//! sessions again and checks the payments anew. So the processes together never accept more
+//! than a session's budget, and a sandbox's intent is never queued by two of them.
 
 use std::collections::{HashMap, HashSet};
 
@@ -31,6 +36,7 @@ use crate::kernel::{App, Error};
 use crate::random::random_bytes;
 use crate::store::{now_ms, DbTx, NewPayment, PaymentRow, SessionRow, Store, TxStatus, Unmined};
 use crate::submission::Call;
+use bursar_client::Fees;
 
 /// Payments stored in one database transaction at most.
 pub(crate) const MAX_BATCH: usize = 256;
@@ -51,20 +57,45 @@ const BATCH_OVERHEAD_GAS: u64 = 40_000;
 /// batch pays once.
 const INTRINSIC_GAS: u64 = 21_000;
 
+/// Times a batch is checked again because another process queued for its sessions meanwhile.
+const ATTEMPTS: usize = 4;
+
 /// Checks `batch` against its sessions' payments in flight (kept in `in_flight`), stores those
 /// that fit, and answers each.
 pub(crate) async fn queue_batch(
     app: &App,
     in_flight: &mut InFlightPayments,
-    batch: Vec<(Accepted, Reply)>,
+    mut batch: Vec<(Accepted, Reply)>,
 ) {
+    for attempt in 1..=ATTEMPTS {
+        batch = match queue_once(app, in_flight, batch).await {
+            Some(stale) if attempt < ATTEMPTS => stale,
+            // The sessions are that busy in other processes: the client retries.
+            Some(stale) => {
+                for (_, reply) in stale {
+                    let _ = reply.send(Err(Error::Unavailable));
+                }
+                return;
+            }
+            None => return,
+        };
+    }
+}
+
+/// [`queue_batch`] once; answers the payments checked against what another process changed
+/// meanwhile, unanswered, to be checked again (their sessions forgotten).
+async fn queue_once(
+    app: &App,
+    in_flight: &mut InFlightPayments,
+    batch: Vec<(Accepted, Reply)>,
+) -> Option<Vec<(Accepted, Reply)>> {
     let mut budgets = match in_flight.budgets(app, &batch).await {
         Ok(budgets) => budgets,
         Err(e) => {
             for (_, reply) in batch {
                 let _ = reply.send(Err(e.clone()));
             }
-            return;
+            return None;
         }
     };
     let mut admitted = Vec::with_capacity(batch.len());
@@ -84,16 +115,18 @@ pub(crate) async fn queue_batch(
                 }
                 admitted.push((payment, reply))
             }
+            // A refusal stands: knowledge gone stale only ever lacks other processes'
+            // payments, which would refuse more.
             Err(e) => {
                 let _ = reply.send(Err(e));
             }
         }
     }
     if admitted.is_empty() {
-        return;
+        return None;
     }
     let payments: Vec<&Accepted> = admitted.iter().map(|(p, _)| p).collect();
-    let stored = store(app, &payments).await;
+    let stored = store(app, in_flight, &payments).await;
     in_flight.record(&payments, &stored);
     match stored {
         Ok(stored) => {
@@ -101,11 +134,12 @@ pub(crate) async fn queue_batch(
                 let _ = reply.send(Ok(view));
             }
         }
+        Err(Staged::Stale) => return Some(admitted),
         // Nothing was committed: one payment's trouble (an idempotency key stored meanwhile)
         // must not refuse the others, so each is tried alone.
         Err(Staged::NotCommitted(_)) if admitted.len() > 1 => {
             for (payment, reply) in admitted {
-                let alone = store(app, &[&payment]).await;
+                let alone = store(app, in_flight, &[&payment]).await;
                 in_flight.record(&[&payment], &alone);
                 let _ = reply.send(alone.map(|mut v| v.remove(0).0).map_err(Staged::into_error));
             }
@@ -117,6 +151,7 @@ pub(crate) async fn queue_batch(
             }
         }
     }
+    None
 }
 
 /// What the queue task knows of sessions' payments in flight.
@@ -151,9 +186,15 @@ impl InFlightPayments {
             if self.sessions.len() + unknown.len() > Self::SESSIONS {
                 self.sessions.retain(|_, f| !f.payments.is_empty());
             }
+            let versions = app.store.queue_versions(&unknown).await?;
             let rows = app.store.unmined_payments(&unknown).await?;
             for id in unknown {
                 self.sessions.insert(id.to_owned(), InFlight::default());
+            }
+            for (id, version) in versions {
+                if let Some(f) = self.sessions.get_mut(&id) {
+                    f.version = version;
+                }
             }
             for u in rows {
                 if let Some(f) = self.sessions.get_mut(&u.session_id) {
@@ -231,11 +272,32 @@ impl InFlightPayments {
         Err(nonce_used(nonce))
     }
 
-    /// Remembers what [`store`] stored; after a commit whose outcome is unknown, forgets the
-    /// sessions involved (the database is asked again).
+    /// The queue version each session of `payments` is known at, once per session; `None`
+    /// when one is not known (forgotten after a commit of unknown outcome).
+    fn versions<'a>(&self, payments: &[&'a Accepted]) -> Option<Vec<(&'a str, i64)>> {
+        let mut versions: Vec<(&str, i64)> = Vec::new();
+        for p in payments {
+            let id = p.session.id.as_str();
+            if !versions.iter().any(|(v, _)| *v == id) {
+                versions.push((id, self.sessions.get(id)?.version));
+            }
+        }
+        Some(versions)
+    }
+
+    /// Remembers what [`store`] stored; after a commit whose outcome is unknown, or one
+    /// refused because another process queued for a session meanwhile, forgets the sessions
+    /// involved (the database is asked again).
     fn record(&mut self, payments: &[&Accepted], stored: &Result<Vec<(PaymentRow, u64)>, Staged>) {
         match stored {
             Ok(stored) => {
+                if let Some(versions) = self.versions(payments) {
+                    for (id, _) in versions {
+                        if let Some(f) = self.sessions.get_mut(id) {
+                            f.version += 1;
+                        }
+                    }
+                }
                 for (p, (view, tx_nonce)) in payments.iter().zip(stored) {
                     if let Some(f) = self.sessions.get_mut(&p.session.id) {
                         let intent_nonce = view.intent_nonce.parse().unwrap_or_default();
@@ -243,7 +305,7 @@ impl InFlightPayments {
                     }
                 }
             }
-            Err(Staged::Commit(_)) => {
+            Err(Staged::Commit(_) | Staged::Stale) => {
                 for p in payments {
                     self.sessions.remove(&p.session.id);
                 }
@@ -304,9 +366,11 @@ async fn session_state(app: &App, session: &SessionRow, block: u64) -> Result<(U
     Ok((deposit, period))
 }
 
-/// Why [`store`] failed: before its commit (nothing stored) or at it (unknown).
+/// Why [`store`] failed: before its commit (nothing stored), because another process queued
+/// for a session since it was checked (nothing stored), or at the commit (unknown).
 enum Staged {
     NotCommitted(Error),
+    Stale,
     Commit(Error),
 }
 
@@ -314,15 +378,22 @@ impl Staged {
     fn into_error(self) -> Error {
         match self {
             Staged::NotCommitted(e) | Staged::Commit(e) => e,
+            Staged::Stale => Error::Unavailable,
         }
     }
 }
 
-/// Stores `payments` in one database transaction: each session's custodial intents take
-/// consecutive intent nonces, each is signed, its transaction queued with the engine and its
-/// row written. Answers each payment's view and its transaction's nonce.
-async fn store(app: &App, payments: &[&Accepted]) -> Result<Vec<(PaymentRow, u64)>, Staged> {
-    let (db, views) = stage(app, payments).await.map_err(Staged::NotCommitted)?;
+/// Stores `payments` in one database transaction, if their sessions are still at the queue
+/// versions `in_flight` knows: each session's custodial intents take consecutive intent
+/// nonces, each is signed, its transaction queued with the engine and its row written.
+/// Answers each payment's view and its transaction's nonce.
+async fn store(
+    app: &App,
+    in_flight: &InFlightPayments,
+    payments: &[&Accepted],
+) -> Result<Vec<(PaymentRow, u64)>, Staged> {
+    let versions = in_flight.versions(payments).ok_or(Staged::Stale)?;
+    let (db, views) = stage(app, &versions, payments).await?;
     app.commit(db).await.map_err(Staged::Commit)?;
     for (p, (row, _)) in payments.iter().zip(&views) {
         tracing::info!(session = %row.session_id, payment = %row.id, to = %p.intent.to, amount = %row.amount, "payment queued");
@@ -417,9 +488,34 @@ fn pack(app: &App, payments: &[&Accepted], nonces: &[U256]) -> (Vec<Call>, Vec<u
     (calls, carried_by)
 }
 
-async fn stage(app: &App, payments: &[&Accepted]) -> Result<(DbTx, Vec<(PaymentRow, u64)>), Error> {
-    let fees = app.engine.fees().await?;
-    let mut db = app.store.begin().await?;
+async fn stage(
+    app: &App,
+    versions: &[(&str, i64)],
+    payments: &[&Accepted],
+) -> Result<(DbTx, Vec<(PaymentRow, u64)>), Staged> {
+    let fees = app.engine.fees().await.map_err(not_committed)?;
+    let mut db = app.store.begin().await.map_err(not_committed)?;
+    let advanced = Store::advance_queue_versions(&mut db, versions)
+        .await
+        .map_err(not_committed)?;
+    if advanced.len() < versions.len() {
+        return Err(Staged::Stale);
+    }
+    stage_in(app, db, fees, payments)
+        .await
+        .map_err(Staged::NotCommitted)
+}
+
+fn not_committed(e: impl Into<Error>) -> Staged {
+    Staged::NotCommitted(e.into())
+}
+
+async fn stage_in(
+    app: &App,
+    mut db: DbTx,
+    fees: Fees,
+    payments: &[&Accepted],
+) -> Result<(DbTx, Vec<(PaymentRow, u64)>), Error> {
     // Each session's custodial intents take its next intent nonces; sandboxes chose theirs.
     let custodial: Vec<&str> = payments
         .iter()

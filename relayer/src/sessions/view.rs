@@ -98,7 +98,7 @@ pub struct Charge {
     /// This charge.
     #[schema(value_type = Amount)]
     pub amount: String,
-    /// Its payment.
+    /// Its payment. Without this or `error`, the charge is being made.
     pub payment_id: Option<String>,
     /// Why it has none (a contract error's name, or the relayer's code).
     pub error: Option<String>,

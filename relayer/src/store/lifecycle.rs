@@ -247,7 +247,7 @@ pub struct ChargeRow {
     pub amount: String,
     /// Its payment.
     pub payment_id: Option<String>,
-    /// Why it has none.
+    /// Why it has none. Neither: claimed, and being paid (or its process died paying it).
     pub error_code: Option<String>,
     /// What was charged (JSON).
     pub summary: String,
@@ -256,21 +256,47 @@ pub struct ChargeRow {
 }
 
 impl Store {
-    /// Records a metering charge (a second record of the same charge is ignored).
-    pub async fn insert_charge(&self, session_id: &str, c: &ChargeRow) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO metering_charges (session_id, run, metered, amount, payment_id, \
-             error_code, summary, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-             ON CONFLICT (session_id, run, metered) DO NOTHING",
+    /// Claims metering charge `c` of session `session_id`, taking its run from `from` (the
+    /// run's total charged before, decimal) to `c.metered`: false when a charge from `from` is
+    /// claimed already (by another process, or this charge before).
+    pub async fn claim_charge(
+        &self,
+        session_id: &str,
+        from: &str,
+        c: &ChargeRow,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "INSERT INTO metering_charges (session_id, run, charged_from, metered, amount, \
+             payment_id, error_code, summary, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
         )
         .bind(session_id)
         .bind(&c.run)
+        .bind(from)
         .bind(&c.metered)
         .bind(&c.amount)
         .bind(&c.payment_id)
         .bind(&c.error_code)
         .bind(&c.summary)
         .bind(c.created_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Records how a claimed charge ended: its payment, or why it has none (the first record
+    /// stands).
+    pub async fn settle_charge(&self, session_id: &str, c: &ChargeRow) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE metering_charges SET payment_id = $4, error_code = $5 \
+             WHERE session_id = $1 AND run = $2 AND metered = $3 \
+             AND payment_id IS NULL AND error_code IS NULL",
+        )
+        .bind(session_id)
+        .bind(&c.run)
+        .bind(&c.metered)
+        .bind(&c.payment_id)
+        .bind(&c.error_code)
         .execute(&self.pool)
         .await?;
         Ok(())

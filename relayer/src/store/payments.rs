@@ -321,6 +321,64 @@ impl Store {
         rows.iter().map(payment_row).collect()
     }
 
+    /// The queue version of each of `sessions` (see [`Store::advance_queue_versions`]). Read it
+    /// before their payments: payments newer than the version are then only ever counted
+    /// twice, never missed.
+    pub async fn queue_versions(
+        &self,
+        sessions: &[&str],
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        if sessions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT id, queue_version FROM sessions WHERE id IN ({})",
+            in_list(sessions.len())
+        );
+        let mut q = sqlx::query(&sql);
+        for s in sessions {
+            q = q.bind(*s);
+        }
+        let rows = q.fetch_all(&self.read).await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+            .collect()
+    }
+
+    /// Inside `db`, advances the queue version of each session in `expected` that is still at
+    /// the version given, and answers those advanced. A session missing from the answer was
+    /// queued for by another process since its version was read: what was checked against
+    /// that version is stale. The update holds each session's row until `db` ends, so two
+    /// processes never both advance from one version.
+    pub async fn advance_queue_versions(
+        db: &mut DbTx,
+        expected: &[(&str, i64)],
+    ) -> Result<Vec<String>, StoreError> {
+        if expected.is_empty() {
+            return Ok(Vec::new());
+        }
+        // VALUES names its columns column1, column2 on both databases.
+        let values = (0..expected.len())
+            .map(|i| {
+                format!(
+                    "(CAST(${} AS TEXT), CAST(${} AS BIGINT))",
+                    2 * i + 1,
+                    2 * i + 2
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "UPDATE sessions SET queue_version = queue_version + 1 FROM (VALUES {values}) AS v \
+             WHERE id = v.column1 AND queue_version = v.column2 RETURNING id"
+        );
+        let mut q = sqlx::query_scalar(&sql);
+        for (id, version) in expected {
+            q = q.bind(*id).bind(*version);
+        }
+        Ok(q.fetch_all(&mut **db).await?)
+    }
+
     /// The accepted payments of `sessions` whose transaction the engine has not seen mined, in
     /// the order of their transactions' nonces. Some may be on chain already; the caller asks
     /// the chain.
@@ -328,15 +386,12 @@ impl Store {
         if sessions.is_empty() {
             return Ok(Vec::new());
         }
-        let list = (1..=sessions.len())
-            .map(|i| format!("${i}"))
-            .collect::<Vec<_>>()
-            .join(", ");
         let sql = format!(
             "SELECT p.session_id, p.amount, p.expect_executed, t.nonce, p.intent_nonce \
              FROM payments p JOIN transactions t ON t.id = p.transaction_id \
-             WHERE p.session_id IN ({list}) AND t.status IN ('signed', 'submitted') \
-             ORDER BY t.nonce"
+             WHERE p.session_id IN ({}) AND t.status IN ('signed', 'submitted') \
+             ORDER BY t.nonce",
+            in_list(sessions.len())
         );
         let mut q = sqlx::query(&sql);
         for s in sessions {
@@ -471,6 +526,14 @@ impl Store {
             .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
             .collect()
     }
+}
+
+/// `$1, $2, …, $n`.
+fn in_list(n: usize) -> String {
+    (1..=n)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]

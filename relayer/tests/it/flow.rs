@@ -226,6 +226,15 @@ impl System {
         self
     }
 
+    /// Another relayer on the same chain and database, as a second process of a deployment
+    /// would be (its own queue, engine and caches), and its base URL.
+    pub(super) async fn another_relayer(&self) -> (Relayer, String) {
+        let config = relayer_config(&self.db, &self.client, &self.record, &self.settings);
+        let relayer = start(config).await.unwrap();
+        let base = format!("http://{}", relayer.addr);
+        (relayer, base)
+    }
+
     pub(super) async fn call(
         &self,
         method: reqwest12::Method,
@@ -1060,6 +1069,66 @@ async fn concurrent_payments_never_overdraw(db: Db) {
     assert_eq!(s.token_balance(s.vendor_a).await, usd(99));
 }
 
+/// Two relayer processes on one database check payments against each other's: of 40
+/// concurrent payments of 3 from a deposit of 100, half sent to each, exactly 33 are accepted
+/// in all, and all 33 execute. (Each checking only its own, they would accept up to 66, and
+/// the chain would refuse the excess after the relayer said `queued`.)
+async fn two_processes_never_overdraw(db: Db) {
+    let s = system(db).await;
+    let (other, other_base) = s.another_relayer().await;
+    let (_, token) = s
+        .open_session(json!({ "coSignThreshold": "0", "periodSeconds": 0, "periodBudget": "0" }))
+        .await;
+    let pay = |base: String| {
+        let body =
+            json!({ "to": s.vendor_a, "amount": usd(3).to_string(), "purpose": "inference" });
+        let (http, token) = (&s.http, &token);
+        async move {
+            loop {
+                let r = http
+                    .post(format!("{base}/v1/payments"))
+                    .bearer_auth(token)
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap();
+                let status = r.status().as_u16();
+                let body: Value = r.json().await.unwrap();
+                // Contended past the queue's retries: a client retries, as for any 503.
+                if status != 503 {
+                    return (status, body);
+                }
+            }
+        }
+    };
+    let answers = futures_util::future::join_all((0..40).map(|i| {
+        pay(match i % 2 {
+            0 => s.base.clone(),
+            _ => other_base.clone(),
+        })
+    }))
+    .await;
+    let statuses: Vec<u16> = answers.iter().map(|(status, _)| *status).collect();
+    let accepted: Vec<&Value> = answers
+        .iter()
+        .filter(|(status, _)| *status == 202)
+        .map(|(_, p)| p)
+        .collect();
+    assert_eq!(accepted.len(), 33, "{statuses:?}");
+    for (status, e) in answers.iter().filter(|(status, _)| *status != 202) {
+        assert_eq!(
+            (*status, code(e)),
+            (422, "WalletInsufficientDeposit"),
+            "{e}"
+        );
+    }
+    for p in &accepted {
+        assert_eq!(s.settled(&token, p).await["status"], "confirmed");
+    }
+    assert_eq!(s.token_balance(s.vendor_a).await, usd(99));
+    other.shutdown().await;
+}
+
 async fn sandbox_keys_and_owner_opened_sessions(db: Db) {
     let s = system(db).await;
     // The sandbox holds its own key; the owner opens the session from its own wallet (and pays
@@ -1314,6 +1383,7 @@ on_both_databases!(
     the_whole_flow,
     idempotent_and_hostile_requests,
     concurrent_payments_never_overdraw,
+    two_processes_never_overdraw,
     sandbox_keys_and_owner_opened_sessions,
     webhooks_are_dead_lettered_and_replayed,
 );

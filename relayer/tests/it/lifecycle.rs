@@ -66,11 +66,23 @@ impl System {
         headers: &[(&str, String)],
         body: &str,
     ) -> (u16, Value) {
+        self.deliver_to(&self.base, host_id, provider, headers, body)
+            .await
+    }
+
+    /// [`System::deliver`] to the relayer at `base`.
+    async fn deliver_to(
+        &self,
+        base: &str,
+        host_id: &str,
+        provider: &str,
+        headers: &[(&str, String)],
+        body: &str,
+    ) -> (u16, Value) {
         let mut req = self
             .http
             .post(format!(
-                "{}/v1/hosts/{host_id}/providers/{provider}/webhook",
-                self.base
+                "{base}/v1/hosts/{host_id}/providers/{provider}/webhook"
             ))
             .header("content-type", "application/json")
             .body(body.to_owned());
@@ -83,6 +95,17 @@ impl System {
     }
 
     async fn deliver_e2b(&self, host_id: &str, secret: &str, body: &str) -> (u16, Value) {
+        self.deliver_e2b_to(&self.base, host_id, secret, body).await
+    }
+
+    /// [`System::deliver_e2b`] to the relayer at `base`.
+    async fn deliver_e2b_to(
+        &self,
+        base: &str,
+        host_id: &str,
+        secret: &str,
+        body: &str,
+    ) -> (u16, Value) {
         let headers = [
             ("e2b-webhook-id", "wh_1".to_owned()),
             ("e2b-delivery-id", format!("dl_{}", now())),
@@ -92,7 +115,7 @@ impl System {
                 e2b::sign(secret.as_bytes(), body.as_bytes()),
             ),
         ];
-        self.deliver(host_id, "e2b", &headers, body).await
+        self.deliver_to(base, host_id, "e2b", &headers, body).await
     }
 
     async fn deliver_daytona(&self, host_id: &str, msg: &str, at: i64, body: &str) -> (u16, Value) {
@@ -419,6 +442,86 @@ async fn sandboxes_drive_their_sessions(db: Db) {
     for secret in [E2B_SECRET, DAYTONA_SECRET, "the-other-hosts-secret"] {
         assert!(!logs.contains(secret), "{secret} was logged");
     }
+}
+
+/// Usage reports of one run arriving at two relayer processes at once charge the usage they
+/// share once: each claims its charge from the run's total charged before, and only one claim
+/// from a total is made. Eight rounds of two reports at once, then the kill at 60 s: 135,000
+/// charged in all, each claim paid.
+async fn two_processes_charge_usage_once(db: Db) {
+    const ROUNDS: [(u64, u64); 8] = [
+        (10, 12),
+        (20, 24),
+        (30, 33),
+        (40, 41),
+        (45, 47),
+        (50, 52),
+        (55, 56),
+        (58, 59),
+    ];
+    let s = system(db).await;
+    let (other, other_base) = s.another_relayer().await;
+    let master = MasterKey::from_hex(&"42".repeat(32), "test").unwrap();
+    let host_id = providers::set_secret(&s.store, &master, "e2b-prod", Provider::E2b, E2B_SECRET)
+        .await
+        .unwrap();
+    let policy = json!({ "metering": { "payee": s.vendor_b, "perVcpuSecond": "1000", "perGbSecond": "500" } });
+    let (status, r, _) = s
+        .call(
+            reqwest12::Method::PUT,
+            "/v1/host/policy",
+            &s.host,
+            Some(policy),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{r}");
+    let (id, _) = s
+        .open_session(
+            json!({ "deposit": usd(40).to_string(), "provider": "e2b", "sandboxId": "sbx-twice" }),
+        )
+        .await;
+    let vendor = s.token_balance(s.vendor_b).await;
+    let t = now();
+    for (round, (a, b)) in ROUNDS.into_iter().enumerate() {
+        let at = |secs: u64| {
+            let event = e2b_run_event(
+                &format!("evt_{secs}"),
+                "paused",
+                "sbx-twice",
+                t,
+                "exec_1",
+                secs * 1_000,
+            );
+            event
+        };
+        let (ea, eb) = (at(a), at(b));
+        let (ra, rb) = tokio::join!(
+            s.deliver_e2b_to(&s.base, &host_id, E2B_SECRET, &ea),
+            s.deliver_e2b_to(&other_base, &host_id, E2B_SECRET, &eb),
+        );
+        assert_eq!((ra.0, rb.0), (200, 200), "round {round}: {ra:?} {rb:?}");
+    }
+    let killed = e2b_run_event("evt_kill", "killed", "sbx-twice", t + 1, "exec_1", 60_000);
+    assert_eq!(s.deliver_e2b(&host_id, E2B_SECRET, &killed).await.0, 200);
+    let closed = s
+        .session_when(&id, |v| {
+            v["chain"]["status"] == "closed" && v["windingDown"] == false
+        })
+        .await;
+    // Each second of exec_1 costs 2 × 1,000 + 0.5 × 500 = 2,250.
+    let charges = closed["metering"].as_array().unwrap();
+    let mut total = 0u64;
+    for c in charges {
+        assert!(c["paymentId"].is_string(), "every claim was paid: {c}");
+        total += c["amount"].as_str().unwrap().parse::<u64>().unwrap();
+    }
+    assert_eq!(total, 135_000, "{charges:#?}");
+    assert_eq!(
+        s.token_balance(s.vendor_b).await,
+        vendor + alloy_primitives::U256::from(135_000)
+    );
+    other.shutdown().await;
 }
 
 fn address_of_token(s: &System) -> alloy_primitives::Address {
@@ -909,4 +1012,5 @@ on_both_databases!(
     sandboxes_drive_their_sessions,
     providers_without_webhooks_are_polled,
     usage_is_paid_at_the_hosts_rates_before_the_session_closes,
+    two_processes_charge_usage_once,
 );

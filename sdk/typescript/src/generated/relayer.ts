@@ -588,7 +588,7 @@ export interface components {
             error?: string | null;
             /** @description The run's cost charged in all, with this charge. */
             metered: components["schemas"]["Amount"];
-            /** @description Its payment. */
+            /** @description Its payment. Without this or `error`, the charge is being made. */
             paymentId?: string | null;
             /** @description The payment's purpose: keccak-256 of `summary`'s JSON. */
             purpose: components["schemas"]["Bytes32"];

@@ -64,7 +64,11 @@ class Charge(BaseModel):
         Amount, Field(description="The run's cost charged in all, with this charge.")
     ]
     payment_id: Annotated[
-        str | None, Field(alias='paymentId', description='Its payment.')
+        str | None,
+        Field(
+            alias='paymentId',
+            description='Its payment. Without this or `error`, the charge is being made.',
+        ),
     ] = None
     purpose: Annotated[
         Bytes32,
