@@ -2,7 +2,8 @@
 //! broadcasting it, and between broadcasting it and its receipt, round after round. Clients
 //! retry what got no answer with the same `Idempotency-Key`. In the end every payment is on
 //! chain exactly once (one `PaymentExecuted` per intent nonce, one per key), payments queued
-//! together having gone out together in `payBatch` transactions.
+//! together having gone out together in `payBatch` transactions. On PostgreSQL the loop runs
+//! again with two relayer processes, the requests spread over both and both killed each round.
 //!
 //! The relayer runs in a child process: this test binary itself, running the ignored test
 //! [`relayer_child`] with its configuration in `BURSAR_RELAYER_CHILD`.
@@ -25,7 +26,7 @@ use super::*;
 
 const CHILD_ENV: &str = "BURSAR_RELAYER_CHILD";
 
-fn config(rpc: &str, db: &str, contracts: &Value, send: bool) -> Config {
+fn config(rpc: &str, db: &str, contracts: &Value, send: bool, owner: &str) -> Config {
     let address = |k: &str| contracts[k].as_str().unwrap().parse::<Address>().unwrap();
     Config {
         rpc: rpc.into(),
@@ -38,7 +39,7 @@ fn config(rpc: &str, db: &str, contracts: &Value, send: bool) -> Config {
             send,
             // A restarted relayer is the same process to the others: it holds its signer at
             // once (a new identity would wait for the dead one's lease).
-            owner: "crash-relayer".into(),
+            owner: owner.into(),
             ..EngineConfig::default()
         },
         contracts: Contracts {
@@ -74,6 +75,7 @@ fn relayer_child() {
             cfg["db"].as_str().unwrap(),
             &cfg["contracts"],
             cfg["send"].as_bool().unwrap(),
+            cfg["owner"].as_str().unwrap(),
         );
         let relayer = bursar_relayer::start(config).await.unwrap();
         println!("LISTENING {}", relayer.addr);
@@ -146,7 +148,20 @@ async fn pay(
     Ok(body["nonce"].as_str().unwrap().to_owned())
 }
 
-async fn payments_survive_kill_9(db: Db) {
+/// Every relayer of a round: `processes` children, each its own process identity (the same
+/// across rounds).
+async fn start_children(cfg: &Value, processes: usize, send: bool) -> Vec<ChildRelayer> {
+    let mut children = Vec::with_capacity(processes);
+    for i in 0..processes {
+        let mut cfg = cfg.clone();
+        cfg["send"] = json!(send);
+        cfg["owner"] = json!(format!("crash-relayer-{i}"));
+        children.push(ChildRelayer::start(&cfg).await);
+    }
+    children
+}
+
+async fn payments_survive_kill_9(db: Db, processes: usize) {
     let (_devnet, client) = devnet(true).await;
     let dir = bursar_e2e::scratch("relayer-kill9");
     let record = bursar_e2e::deploy(&client, &dir).await;
@@ -214,10 +229,15 @@ async fn payments_survive_kill_9(db: Db) {
         .key;
     let http = reqwest12::Client::new();
     let token = {
-        let relayer =
-            bursar_relayer::start(config(client.url(), &db.url(), &cfg["contracts"], true))
-                .await
-                .unwrap();
+        let relayer = bursar_relayer::start(config(
+            client.url(),
+            &db.url(),
+            &cfg["contracts"],
+            true,
+            "crash-setup",
+        ))
+        .await
+        .unwrap();
         let base = format!("http://{}", relayer.addr);
         let now: u64 = client.latest_block().await.unwrap().timestamp.to();
         let prep: Value = http
@@ -282,9 +302,7 @@ async fn payments_survive_kill_9(db: Db) {
         // Even rounds: an API-only relayer, killed after storing and before anything is sent.
         // Odd rounds: one that sends into a chain that mines only when the test says, killed
         // between broadcast and receipt.
-        let mut cfg = cfg.clone();
-        cfg["send"] = json!(round % 2 == 1);
-        let child = ChildRelayer::start(&cfg).await;
+        let children = start_children(&cfg, processes, round % 2 == 1).await;
         // Requests that got no answer first, with the same keys and bodies.
         let retries = std::mem::take(&mut unanswered);
         let fresh: Vec<(String, u64)> = (0..10)
@@ -294,8 +312,9 @@ async fn payments_survive_kill_9(db: Db) {
             })
             .collect();
         let (answered, mut answers) = tokio::sync::mpsc::unbounded_channel();
-        for (key, amount) in retries.into_iter().chain(fresh) {
-            let (http, base, token) = (http.clone(), child.base.clone(), token.clone());
+        for (i, (key, amount)) in retries.into_iter().chain(fresh).enumerate() {
+            let base = children[i % processes].base.clone();
+            let (http, token) = (http.clone(), token.clone());
             let answered = answered.clone();
             tokio::spawn(async move {
                 let r = pay(&http, &base, &token, &key, payee, amount).await;
@@ -313,7 +332,9 @@ async fn payments_survive_kill_9(db: Db) {
         if round % 4 == 3 {
             let _: Value = client.request("evm_mine", json!([])).await.unwrap();
         }
-        child.kill_9();
+        for child in children {
+            child.kill_9();
+        }
         while let Some(r) = answers.recv().await {
             results.push(r);
         }
@@ -352,9 +373,9 @@ async fn payments_survive_kill_9(db: Db) {
         .request("evm_setAutomine", json!([true]))
         .await
         .unwrap();
-    let mut cfg = cfg.clone();
-    cfg["send"] = json!(true);
-    let child = ChildRelayer::start(&cfg).await;
+    // All of them: whichever held the signer at its kill holds it again at once.
+    let children = start_children(&cfg, processes, true).await;
+    let child = &children[0];
     for (key, amount) in std::mem::take(&mut unanswered) {
         let nonce = pay(&http, &child.base, &token, &key, payee, amount)
             .await
@@ -389,7 +410,9 @@ async fn payments_survive_kill_9(db: Db) {
             .unwrap();
         assert_eq!(settled["status"], "confirmed", "{settled}");
     }
-    child.kill_9();
+    for child in children {
+        child.kill_9();
+    }
 
     // On chain: one execution per accepted payment, none twice.
     let wallet = at(Contract::SessionWallet);
@@ -433,13 +456,19 @@ async fn payments_survive_kill_9(db: Db) {
 mod sqlite_db {
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn payments_survive_kill_9() {
-        super::payments_survive_kill_9(super::sqlite()).await
+        super::payments_survive_kill_9(super::sqlite(), 1).await
     }
 }
 
 mod postgres_db {
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn payments_survive_kill_9() {
-        super::payments_survive_kill_9(super::postgres().await).await
+        super::payments_survive_kill_9(super::postgres().await, 1).await
+    }
+
+    /// Two processes sharing the database, as a deployment scales out.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn payments_survive_kill_9_of_two_processes() {
+        super::payments_survive_kill_9(super::postgres().await, 2).await
     }
 }
