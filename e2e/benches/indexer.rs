@@ -7,9 +7,10 @@
 //! solc-js, on anvil: the devnet runs Stylus WASM only, and generating a million events through
 //! the real wallet would take hours.
 //!
-//! After each ingest it times queries (a session's timeline, one session's spend, the spend of
-//! every payment grouped); then Ponder (`tools/ponder`, npm `ponder@0.16.10`) indexes the same
-//! events from the same node, on PGlite and on PostgreSQL, and the ratios are printed.
+//! After each ingest it times queries over 200 sessions (a session's timeline, its payments
+//! through `/v1/events`, its spend) and the spend of every payment grouped; then Ponder
+//! (`tools/ponder`, npm `ponder@0.16.10`) indexes the same events from the same node, on PGlite
+//! and on PostgreSQL, and the ratios are printed.
 //!
 //! ```text
 //! cargo bench -p bursar-e2e --bench indexer                 # 200,000 events
@@ -405,7 +406,14 @@ fn main() {
                 format!("/v1/sessions/{}/timeline", i * 7 % 1_000 + 1)
             })
             .await;
-            latency(addr, "one session's spend", 100, |i| {
+            latency(addr, "one session's payments (/v1/events, 100)", 200, |i| {
+                format!(
+                    "/v1/events?session={}&event=PaymentExecuted",
+                    i * 11 % 1_000 + 1
+                )
+            })
+            .await;
+            latency(addr, "one session's spend", 200, |i| {
                 format!("/v1/spend?session={}", i * 13 % 1_000 + 1)
             })
             .await;

@@ -6,7 +6,7 @@ use super::dto::{
 use super::error::ApiError;
 use super::params::Params;
 use super::params::{bad, session_of};
-use super::rows::{cursor, view};
+use super::rows::{cursor, views};
 use super::state::{AppState, QueryMap, Shared};
 use crate::projections::Session;
 use crate::store::{LogFilter, LogRow};
@@ -54,9 +54,10 @@ pub(super) async fn timeline(
 
 async fn page(s: &Shared, filter: LogFilter) -> Result<Json<EventPage>, ApiError> {
     let rows = s.store.logs(&filter).await?;
+    let next_cursor = cursor(&rows, filter.limit);
     Ok(Json(EventPage {
-        events: rows.iter().map(|r| view(&s.metrics, r)).collect(),
-        next_cursor: cursor(&rows, filter.limit),
+        events: views(&s.metrics, rows),
+        next_cursor,
     }))
 }
 

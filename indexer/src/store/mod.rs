@@ -43,12 +43,12 @@ const BULK_INDEXES: [(Backend, &str, &str); 3] = [
     (
         Backend::Postgres,
         "DROP INDEX logs_session",
-        "CREATE INDEX logs_session ON logs (session_id, event, block_number, log_index)",
+        "CREATE INDEX logs_session ON logs (session_id, block_number, log_index, event)",
     ),
     (
         Backend::Sqlite,
         "DROP INDEX logs_session",
-        "CREATE INDEX logs_session ON logs (session_id, event, block_number, log_index)",
+        "CREATE INDEX logs_session ON logs (session_id, block_number, log_index, event)",
     ),
 ];
 
