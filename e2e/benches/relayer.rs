@@ -86,6 +86,9 @@ fn main() {
             if run("accepted") {
                 accepted(name, postgres, accept).await;
             }
+            if run("accepted_up") {
+                accepted_as_users_run_it(name, postgres, accept).await;
+            }
             if run("confirmed") {
                 // One payment at a time per sandbox, then as agents making parallel calls do.
                 for in_flight in [1, env("BENCH_IN_FLIGHT", 32)] {
@@ -411,6 +414,80 @@ async fn accepted(db_name: &str, postgres: Option<&str>, total: usize) {
     r.relayer.shutdown().await;
 }
 
+/// [`accepted`] through a relayer as `bursar up` runs it: sending with its four signers and the
+/// engine's defaults, the default rate limits, and an indexer following the same devnet. Every
+/// payment's simulation then shares the devnet with mining and the indexer's reads.
+async fn accepted_as_users_run_it(db_name: &str, postgres: Option<&str>, total: usize) {
+    let chain = chain().await;
+    let r = relayer_as_users_run_it(&chain, database(postgres).await).await;
+    let d = chain.record.contracts().expect("contracts");
+    let indexer_db = bursar_e2e::db::sqlite("bench-relayer-indexer.db");
+    let indexer = bursar_indexer::start(bursar_indexer::Config {
+        rpc: chain.client.url().to_string(),
+        db: indexer_db.url(),
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        contracts: bursar_indexer::followed(
+            d.session_wallet,
+            d.session_gateway,
+            d.counterparty_registry,
+            d.receipt_registry,
+        ),
+        // As `bursar up` follows the devnet.
+        follow: bursar_indexer::FollowConfig {
+            start_block: d.first_block,
+            poll: Duration::from_millis(200),
+            ..bursar_indexer::FollowConfig::default()
+        },
+        signing_key: bursar_indexer::audit::sign::generate_key(),
+    })
+    .await
+    .expect("indexer");
+    let tokens = sessions(&chain, &r, 16).await;
+    let http = reqwest::Client::new();
+    for t in &tokens {
+        pay(&http, &r.base, t, chain.payee, 1).await;
+    }
+    let per_client = total / 64;
+    let started = Instant::now();
+    let clients: Vec<_> = (0..64)
+        .map(|i| {
+            let (http, base, token, payee) = (
+                http.clone(),
+                r.base.clone(),
+                tokens[i % 16].clone(),
+                chain.payee,
+            );
+            tokio::spawn(async move {
+                for _ in 0..per_client {
+                    pay(&http, &base, &token, payee, 1).await;
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.await.expect("client");
+    }
+    let elapsed = started.elapsed();
+    let accepted = per_client * 64;
+    let store = Store::connect(&r.db).await.expect("store");
+    let stored: i64 = store
+        .payment_status_counts()
+        .await
+        .expect("counts")
+        .iter()
+        .map(|(_, n)| n)
+        .sum();
+    println!(
+        "accepted over HTTP ({db_name}, as bursar up runs it: sending, indexer on): {accepted} \
+         payments from 64 clients on 16 sessions in {:.2} s = {:.0}/s (zero lost: {})",
+        elapsed.as_secs_f64(),
+        accepted as f64 / elapsed.as_secs_f64(),
+        stored as usize == accepted + 16
+    );
+    indexer.shutdown().await;
+    r.relayer.shutdown().await;
+}
+
 /// Payments confirmed end to end per second, and their latency, with `sandboxes` each keeping
 /// `in_flight` payments on their way (a payment waits for its confirmation before the next
 /// takes its place).
@@ -663,7 +740,7 @@ async fn x402_with(chain: &Chain, r: Running, db_name: &str, n: usize) {
     r.relayer.shutdown().await;
 }
 
-/// A relayer as `bursar up` runs one on the devnet: one signer, the engine's defaults (but no
+/// A relayer as `bursar up` runs one on the devnet: four signers, the engine's defaults (but no
 /// confirmations), intents valid for a day, the default rate limits.
 async fn relayer_as_users_run_it(chain: &Chain, db: String) -> Running {
     let engine = EngineConfig {
@@ -674,5 +751,6 @@ async fn relayer_as_users_run_it(chain: &Chain, db: String) -> Running {
         intent_ttl: Duration::from_secs(86_400),
         ..Settings::default()
     };
-    start(chain, db, vec![dev_key(9)], engine, settings).await
+    let signers = vec![dev_key(9), dev_key(8), dev_key(7), dev_key(6)];
+    start(chain, db, signers, engine, settings).await
 }
