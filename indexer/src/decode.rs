@@ -49,7 +49,7 @@ impl Json for Address {
 
 impl Json for B256 {
     fn json(&self) -> Value {
-        Value::String(self.to_string())
+        Value::String(alloy_primitives::hex::encode_prefixed(self))
     }
 }
 
@@ -67,7 +67,7 @@ impl Json for u64 {
 
 impl Json for alloy_primitives::Bytes {
     fn json(&self) -> Value {
-        Value::String(self.to_string())
+        Value::String(alloy_primitives::hex::encode_prefixed(self))
     }
 }
 

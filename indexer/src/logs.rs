@@ -3,7 +3,7 @@
 //! belongs to. The follower and [`crate::audit::verify`] share these, so an export is checked
 //! against exactly the timeline the indexer would build.
 
-use alloy_primitives::{Address, B256};
+use alloy_primitives::{hex, Address, B256};
 use alloy_sol_types::SolEvent;
 use bursar_bindings::evm::IFiatToken::AuthorizationUsed;
 use bursar_bindings::token::ITestToken::{Approval, Transfer};
@@ -65,11 +65,13 @@ pub fn row(chain_id: u64, contracts: &Contracts, log: &RpcLog, block_timestamp: 
     LogRow {
         chain_id,
         block_number: log.block_number.to(),
-        block_hash: log.block_hash.to_string(),
+        // Hex through `hex::encode_prefixed` (the same lowercase text as `Display`, without
+        // the formatter's character-by-character writes).
+        block_hash: hex::encode_prefixed(log.block_hash),
         block_timestamp,
-        tx_hash: log.transaction_hash.to_string(),
+        tx_hash: hex::encode_prefixed(log.transaction_hash),
         log_index: log.log_index.to(),
-        address: format!("{:#x}", log.address),
+        address: hex::encode_prefixed(log.address),
         contract: contract.to_owned(),
         topics: log.topics.clone(),
         data: log.data.clone(),
