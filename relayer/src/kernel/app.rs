@@ -14,6 +14,10 @@ use crate::store::{self, Store, StoreError};
 use crate::submission::{self, Engine};
 use crate::vault::{self, MasterKey};
 
+/// How often a request waiting on a payment looks at it without news of it: the engine and
+/// settlement of another relayer process sharing the database may be the ones moving it.
+pub(crate) const PAYMENT_RECHECK: Duration = Duration::from_millis(500);
+
 /// What the API handlers and the background tasks share.
 pub struct App {
     /// The database.
@@ -97,9 +101,9 @@ impl App {
 
     /// As [`App::wait_for`], for a look at payment `payment`, carried by transaction
     /// `transaction`: it looks again only when the engine touched that transaction or the
-    /// settlement recorded that payment (or when it missed news, having fallen behind). Many
-    /// requests wait on payments at once; each reading its payment again after every engine
-    /// pass made hundreds of reads per pass.
+    /// settlement recorded that payment (or when it missed news, having fallen behind), and
+    /// every [`PAYMENT_RECHECK`] regardless. Many requests wait on payments at once; each
+    /// reading its payment again after every engine pass made hundreds of reads per pass.
     pub(crate) async fn wait_for_payment<T, F, Fut>(
         &self,
         wait: Duration,
@@ -121,6 +125,9 @@ impl App {
             }
             // `true`: news of this payment (or news missed); `false`: the relayer is stopping.
             let news = async {
+                // Another relayer process may carry the payment: its news never reach this one.
+                let recheck = tokio::time::sleep(PAYMENT_RECHECK);
+                tokio::pin!(recheck);
                 loop {
                     tokio::select! {
                         r = settled.recv() => match r {
@@ -133,6 +140,7 @@ impl App {
                             Err(RecvError::Closed) => return false,
                             _ => return true,
                         },
+                        () = &mut recheck => return true,
                     }
                 }
             };

@@ -1075,10 +1075,11 @@ async fn concurrent_payments_never_overdraw(db: Db) {
 /// the chain would refuse the excess after the relayer said `queued`.)
 async fn two_processes_never_overdraw(db: Db) {
     let s = system(db).await;
-    let (other, other_base) = s.another_relayer().await;
     let (_, token) = s
         .open_session(json!({ "coSignThreshold": "0", "periodSeconds": 0, "periodBudget": "0" }))
         .await;
+    // Started once the first has sent (the session's opening): the first holds the signer.
+    let (other, other_base) = s.another_relayer().await;
     let pay = |base: String| {
         let body =
             json!({ "to": s.vendor_a, "amount": usd(3).to_string(), "purpose": "inference" });
@@ -1122,9 +1123,26 @@ async fn two_processes_never_overdraw(db: Db) {
             "{e}"
         );
     }
-    for p in &accepted {
-        assert_eq!(s.settled(&token, p).await["status"], "confirmed");
+    // Waiting at the process that does not send (the first holds the signer): the news of
+    // the payment never reach it, and it looks again on its own well before `wait` runs out.
+    let started = std::time::Instant::now();
+    let waits = futures_util::future::join_all(accepted.iter().map(|p| {
+        let url = format!(
+            "{other_base}/v1/payments/{}?wait=30",
+            p["id"].as_str().unwrap()
+        );
+        let req = s.http.get(url).bearer_auth(&token);
+        async move { req.send().await.unwrap().json::<Value>().await.unwrap() }
+    }))
+    .await;
+    for p in &waits {
+        assert_eq!(p["status"], "confirmed", "{p}");
     }
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the waits ran out ({:?}) instead of seeing the confirmations",
+        started.elapsed()
+    );
     assert_eq!(s.token_balance(s.vendor_a).await, usd(99));
     other.shutdown().await;
 }
