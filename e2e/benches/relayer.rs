@@ -360,18 +360,11 @@ async fn pay(
     }
 }
 
-/// Payment requests accepted and durably queued per second, 16 sandboxes × 4 clients each.
-async fn accepted(db_name: &str, postgres: Option<&str>, total: usize) {
-    let chain = chain().await;
-    let db = database(postgres).await;
-    // Sessions are opened by a sending relayer; the measured one only accepts.
-    let opener = relayer(&chain, db.clone(), true).await;
-    let tokens = sessions(&chain, &opener, 16).await;
-    opener.relayer.shutdown().await;
-    let r = relayer(&chain, db, false).await;
+/// About `total` payment requests to `r` from 64 clients on the sessions of `tokens` (each
+/// session's first, which measures its gas, before the clock starts): how many, and how long.
+async fn load(chain: &Chain, r: &Running, tokens: &[String], total: usize) -> (usize, Duration) {
     let http = reqwest::Client::new();
-    // Warm: each session's first payment measures its gas.
-    for t in &tokens {
+    for t in tokens {
         pay(&http, &r.base, t, chain.payee, 1).await;
     }
     let per_client = total / 64;
@@ -381,7 +374,7 @@ async fn accepted(db_name: &str, postgres: Option<&str>, total: usize) {
             let (http, base, token, payee) = (
                 http.clone(),
                 r.base.clone(),
-                tokens[i % 16].clone(),
+                tokens[i % tokens.len()].clone(),
                 chain.payee,
             );
             tokio::spawn(async move {
@@ -394,8 +387,19 @@ async fn accepted(db_name: &str, postgres: Option<&str>, total: usize) {
     for c in clients {
         c.await.expect("client");
     }
-    let elapsed = started.elapsed();
-    let accepted = per_client * 64;
+    (per_client * 64, started.elapsed())
+}
+
+/// Payment requests accepted and durably queued per second, 16 sandboxes × 4 clients each.
+async fn accepted(db_name: &str, postgres: Option<&str>, total: usize) {
+    let chain = chain().await;
+    let db = database(postgres).await;
+    // Sessions are opened by a sending relayer; the measured one only accepts.
+    let opener = relayer(&chain, db.clone(), true).await;
+    let tokens = sessions(&chain, &opener, 16).await;
+    opener.relayer.shutdown().await;
+    let r = relayer(&chain, db, false).await;
+    let (accepted, elapsed) = load(&chain, &r, &tokens, total).await;
     let store = Store::connect(&r.db).await.expect("store");
     // Payments stored with a signed transaction (several share one `payBatch`).
     let stored: i64 = store
@@ -453,32 +457,7 @@ async fn accepted_as_users_run_it(db_name: &str, postgres: Option<&str>, total: 
     .await
     .expect("indexer");
     let tokens = sessions(&chain, &r, 16).await;
-    let http = reqwest::Client::new();
-    for t in &tokens {
-        pay(&http, &r.base, t, chain.payee, 1).await;
-    }
-    let per_client = total / 64;
-    let started = Instant::now();
-    let clients: Vec<_> = (0..64)
-        .map(|i| {
-            let (http, base, token, payee) = (
-                http.clone(),
-                r.base.clone(),
-                tokens[i % 16].clone(),
-                chain.payee,
-            );
-            tokio::spawn(async move {
-                for _ in 0..per_client {
-                    pay(&http, &base, &token, payee, 1).await;
-                }
-            })
-        })
-        .collect();
-    for c in clients {
-        c.await.expect("client");
-    }
-    let elapsed = started.elapsed();
-    let accepted = per_client * 64;
+    let (accepted, elapsed) = load(&chain, &r, &tokens, total).await;
     let store = Store::connect(&r.db).await.expect("store");
     let stored: i64 = store
         .payment_status_counts()

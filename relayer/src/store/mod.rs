@@ -104,6 +104,21 @@ pub(crate) enum Counter {
     IntentNonce,
 }
 
+/// A `VALUES` list of `rows` (text, integer) pairs, `$1, $2` then `$3, $4` and so on, cast so
+/// that both databases type them alike; both name its columns `column1` and `column2`.
+pub(crate) fn text_and_number_values(rows: usize) -> String {
+    (0..rows)
+        .map(|i| {
+            format!(
+                "(CAST(${} AS TEXT), CAST(${} AS BIGINT))",
+                2 * i + 1,
+                2 * i + 2
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Takes the next number of `counter` for each of `keys` (one row key per item; a key named
 /// several times gets consecutive numbers, in the order named), inside `db`, in one statement
 /// however many rows there are.
@@ -126,20 +141,10 @@ pub(crate) async fn take_numbers(
     if counts.is_empty() {
         return Ok(Vec::new());
     }
-    // VALUES names its columns column1, column2 on both databases.
-    let values = (0..counts.len())
-        .map(|i| {
-            format!(
-                "(CAST(${} AS TEXT), CAST(${} AS BIGINT))",
-                2 * i + 1,
-                2 * i + 2
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
     let sql = format!(
-        "UPDATE {table} SET {column} = {column} + v.column2 FROM (VALUES {values}) AS v \
-         WHERE {key} = v.column1 RETURNING {key}, {column}"
+        "UPDATE {table} SET {column} = {column} + v.column2 FROM (VALUES {}) AS v \
+         WHERE {key} = v.column1 RETURNING {key}, {column}",
+        text_and_number_values(counts.len())
     );
     let mut q = sqlx::query(&sql);
     for (k, n) in &counts {

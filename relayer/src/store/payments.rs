@@ -357,20 +357,10 @@ impl Store {
         if expected.is_empty() {
             return Ok(Vec::new());
         }
-        // VALUES names its columns column1, column2 on both databases.
-        let values = (0..expected.len())
-            .map(|i| {
-                format!(
-                    "(CAST(${} AS TEXT), CAST(${} AS BIGINT))",
-                    2 * i + 1,
-                    2 * i + 2
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
         let sql = format!(
-            "UPDATE sessions SET queue_version = queue_version + 1 FROM (VALUES {values}) AS v \
-             WHERE id = v.column1 AND queue_version = v.column2 RETURNING id"
+            "UPDATE sessions SET queue_version = queue_version + 1 FROM (VALUES {}) AS v \
+             WHERE id = v.column1 AND queue_version = v.column2 RETURNING id",
+            super::text_and_number_values(expected.len())
         );
         let mut q = sqlx::query_scalar(&sql);
         for (id, version) in expected {

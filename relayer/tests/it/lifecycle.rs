@@ -461,21 +461,7 @@ async fn two_processes_charge_usage_once(db: Db) {
     ];
     let s = system(db).await;
     let (other, other_base) = s.another_relayer().await;
-    let master = MasterKey::from_hex(&"42".repeat(32), "test").unwrap();
-    let host_id = providers::set_secret(&s.store, &master, "e2b-prod", Provider::E2b, E2B_SECRET)
-        .await
-        .unwrap();
-    let policy = json!({ "metering": { "payee": s.vendor_b, "perVcpuSecond": "1000", "perGbSecond": "500" } });
-    let (status, r, _) = s
-        .call(
-            reqwest12::Method::PUT,
-            "/v1/host/policy",
-            &s.host,
-            Some(policy),
-            None,
-        )
-        .await;
-    assert_eq!(status, 200, "{r}");
+    let host_id = metered_e2b_host(&s).await;
     let (id, _) = s
         .open_session(
             json!({ "deposit": usd(40).to_string(), "provider": "e2b", "sandboxId": "sbx-twice" }),
@@ -530,13 +516,13 @@ fn address_of_token(s: &System) -> alloy_primitives::Address {
         .unwrap()
 }
 
-async fn usage_is_paid_at_the_hosts_rates_before_the_session_closes(db: Db) {
-    let s = system(db).await;
+/// The host with E2B's webhook secret and metering rates: 1,000 base units per vCPU-second,
+/// 500 per GiB-second, paid to vendor B. Answers the host's id.
+async fn metered_e2b_host(s: &System) -> String {
     let master = MasterKey::from_hex(&"42".repeat(32), "test").unwrap();
     let host_id = providers::set_secret(&s.store, &master, "e2b-prod", Provider::E2b, E2B_SECRET)
         .await
         .unwrap();
-    // 1,000 base units per vCPU-second, 500 per GiB-second, paid to vendor B.
     let policy = json!({ "metering": { "payee": s.vendor_b, "perVcpuSecond": "1000", "perGbSecond": "500" } });
     let (status, r, _) = s
         .call(
@@ -548,6 +534,13 @@ async fn usage_is_paid_at_the_hosts_rates_before_the_session_closes(db: Db) {
         )
         .await;
     assert_eq!(status, 200, "{r}");
+    host_id
+}
+
+async fn usage_is_paid_at_the_hosts_rates_before_the_session_closes(db: Db) {
+    let s = system(db).await;
+    let master = MasterKey::from_hex(&"42".repeat(32), "test").unwrap();
+    let host_id = metered_e2b_host(&s).await;
     let bad = json!({ "metering": { "payee": s.vendor_b, "perVcpuSecond": "-1" } });
     let (status, _, _) = s
         .call(
