@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
 use alloy_eips::eip2718::Encodable2718;
-use alloy_primitives::{keccak256, Address, Signature, B256};
+use alloy_primitives::{keccak256, Address, Signature, B256, U256};
 use k256::ecdsa::SigningKey;
 
 /// The environment variable holding the deployer's hex private key.
@@ -59,7 +59,8 @@ pub enum KeyError {
 /// A secp256k1 signing key and its address.
 #[derive(Clone)]
 pub struct Key {
-    signing: SigningKey,
+    /// Signed with by libsecp256k1 (see `sign_hash`).
+    secret: secp256k1::SecretKey,
     address: Address,
 }
 
@@ -74,7 +75,9 @@ impl Key {
     pub fn from_signing_key(signing: SigningKey) -> Self {
         let point = signing.verifying_key().to_encoded_point(false);
         let address = Address::from_slice(&keccak256(&point.as_bytes()[1..])[12..]);
-        Key { signing, address }
+        let secret = secp256k1::SecretKey::from_byte_array(&signing.to_bytes().into())
+            .expect("a k256 signing key is a valid secp256k1 secret");
+        Key { secret, address }
     }
 
     /// From 32 raw bytes.
@@ -134,13 +137,18 @@ impl Key {
         self.address
     }
 
-    /// Signs a 32-byte digest (an EIP-712 hash, a transaction's signing hash).
+    /// Signs a 32-byte digest (an EIP-712 hash, a transaction's signing hash): RFC 6979, low
+    /// `s`, as k256 signs, but by libsecp256k1, in a third of the time.
     pub fn sign_hash(&self, hash: &B256) -> Signature {
-        let (sig, recid) = self
-            .signing
-            .sign_prehash_recoverable(hash.as_slice())
-            .expect("signing a 32-byte prehash cannot fail");
-        Signature::from_signature_and_parity(sig, recid.is_y_odd())
+        let message = secp256k1::Message::from_digest(hash.0);
+        let (recid, rs) = secp256k1::SECP256K1
+            .sign_ecdsa_recoverable(&message, &self.secret)
+            .serialize_compact();
+        Signature::new(
+            U256::from_be_slice(&rs[..32]),
+            U256::from_be_slice(&rs[32..]),
+            i32::from(recid) == 1,
+        )
     }
 
     /// A signature as the contracts take it: `r ‖ s ‖ v` with v = 27/28.
@@ -176,6 +184,48 @@ mod tests {
         assert_eq!(again.address(), key.address());
         let shown = format!("{key:?}");
         assert!(!shown.contains(&KEY0[2..]) && shown.contains("0xf39F"));
+    }
+
+    /// libsecp256k1's signatures are k256's, byte for byte, and recover to the key's address:
+    /// over generated keys and digests, and the extremes (the smallest and largest keys, zero
+    /// and all-ones digests). A digest at or above the group order (one in 2^128) is the one
+    /// difference: RFC 6979 reduces it before deriving the nonce, libsecp256k1 does not; the
+    /// signature is as valid.
+    #[test]
+    fn signs_as_k256_does() {
+        use rand::RngCore;
+        const ORDER: U256 = alloy_primitives::uint!(
+            0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141_U256
+        );
+        let order_less_one = B256::from(ORDER - U256::from(1));
+        let mut keys: Vec<B256> = vec![B256::with_last_byte(1), order_less_one];
+        let mut digests = vec![B256::ZERO, B256::repeat_byte(0xff), B256::with_last_byte(1)];
+        let mut rng = rand::thread_rng();
+        for _ in 0..64 {
+            let (mut k, mut d) = (B256::ZERO, B256::ZERO);
+            rng.fill_bytes(k.as_mut_slice());
+            rng.fill_bytes(d.as_mut_slice());
+            keys.push(k);
+            digests.push(d);
+        }
+        for (i, bytes) in keys.iter().enumerate() {
+            let Some(key) = Key::from_bytes(bytes) else {
+                continue;
+            };
+            let k256 = SigningKey::from_slice(bytes.as_slice()).unwrap();
+            for digest in digests.iter().skip(i % 3).step_by(7) {
+                let (sig, recid) = k256.sign_prehash_recoverable(digest.as_slice()).unwrap();
+                let want = Signature::from_signature_and_parity(sig, recid.is_y_odd());
+                let got = key.sign_hash(digest);
+                if U256::from_be_bytes(digest.0) < ORDER {
+                    assert_eq!(got, want, "key {bytes}, digest {digest}");
+                }
+                assert_eq!(
+                    got.recover_address_from_prehash(digest).unwrap(),
+                    key.address()
+                );
+            }
+        }
     }
 
     #[test]
