@@ -10,9 +10,9 @@
 //! only then paid: two reports of one run arriving at two relayer processes at once claim
 //! from the same total, and only one claim is made, so the stretch they share is paid once.
 //! A claim left unpaid (its process died, or the chain was unreachable) is paid by the next
-//! call, with the same idempotency key. The charge is made when the event arrives and, at the latest, before the relayer
-//! revokes a terminated sandbox's session ([`crate::lifecycle::wind_down`]), so the session
-//! still pays for what its sandbox used.
+//! call, with the same idempotency key. The charge is made when the event arrives and, at the
+//! latest, before the relayer revokes a terminated sandbox's session
+//! ([`crate::lifecycle::wind_down`]), so the session still pays for what its sandbox used.
 
 use std::collections::BTreeMap;
 

@@ -99,30 +99,33 @@ impl App {
         }
     }
 
-    /// As [`App::wait_for`], for a look at payment `payment`, carried by transaction
-    /// `transaction`: it looks again only when the engine touched that transaction or the
-    /// settlement recorded that payment (or when it missed news, having fallen behind), and
-    /// every [`PAYMENT_RECHECK`] regardless. Many requests wait on payments at once; each
-    /// reading its payment again after every engine pass made hundreds of reads per pass.
-    pub(crate) async fn wait_for_payment<T, F, Fut>(
+    /// Payment `payment` as `look` reads it, once `done` holds for it, or when `wait` passes
+    /// (then read once more). Between looks it waits for news: the engine touched the
+    /// payment's transaction, or the settlement recorded the payment (or news were missed,
+    /// having fallen behind), and every [`PAYMENT_RECHECK`] regardless. Many requests wait on
+    /// payments at once; each reading its payment again after every engine pass made hundreds
+    /// of reads per pass. It listens before its first look, so no news falls in between.
+    pub(crate) async fn wait_for_payment<F, Fut>(
         &self,
         wait: Duration,
         payment: &str,
-        transaction: i64,
         mut look: F,
-    ) -> Result<Option<T>, Error>
+        done: impl Fn(&store::PaymentRow) -> bool,
+    ) -> Result<store::PaymentRow, Error>
     where
         F: FnMut() -> Fut,
-        Fut: std::future::Future<Output = Result<Option<T>, Error>>,
+        Fut: std::future::Future<Output = Result<store::PaymentRow, Error>>,
     {
         use tokio::sync::broadcast::error::RecvError;
         let mut settled = self.settled_payments.subscribe();
         let mut touched = self.engine.touched();
         let deadline = tokio::time::Instant::now() + wait;
         loop {
-            if let Some(found) = look().await? {
-                return Ok(Some(found));
+            let row = look().await?;
+            if done(&row) || wait.is_zero() {
+                return Ok(row);
             }
+            let transaction = row.transaction_id;
             // `true`: news of this payment (or news missed); `false`: the relayer is stopping.
             let news = async {
                 // Another relayer process may carry the payment: its news never reach this one.
@@ -146,7 +149,7 @@ impl App {
             };
             match tokio::time::timeout_at(deadline, news).await {
                 Ok(true) => continue,
-                _ => return Ok(None),
+                _ => return look().await,
             }
         }
     }

@@ -309,33 +309,14 @@ pub async fn get(
 ) -> Result<PaymentView, Error> {
     let until = until.unwrap_or(&SETTLED);
     let done = |row: &PaymentRow| until.contains(&row.status()) || row.status().is_final();
-    let first = app
-        .store
-        .payment(id, Some(&session.id))
-        .await?
-        .ok_or(Error::NotFound)?;
-    if done(&first) || wait.is_zero() {
-        return Ok(PaymentView::of(app, first));
-    }
     let look = || async {
-        let row = app
-            .store
+        app.store
             .payment(id, Some(&session.id))
             .await?
-            .ok_or(Error::NotFound)?;
-        Ok(done(&row).then_some(row))
+            .ok_or(Error::NotFound)
     };
-    let found = app
-        .wait_for_payment(wait, id, first.transaction_id, look)
-        .await?;
-    if let Some(row) = found {
-        return Ok(PaymentView::of(app, row));
-    }
-    app.store
-        .payment(id, Some(&session.id))
-        .await?
-        .map(|p| PaymentView::of(app, p))
-        .ok_or(Error::NotFound)
+    let row = app.wait_for_payment(wait, id, look, done).await?;
+    Ok(PaymentView::of(app, row))
 }
 
 /// `host`'s payments, newest first, of one status if `status` says.
