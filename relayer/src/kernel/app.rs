@@ -14,9 +14,10 @@ use crate::store::{self, Store, StoreError};
 use crate::submission::{self, Engine};
 use crate::vault::{self, MasterKey};
 
-/// How often a request waiting on a payment looks at it without news of it: the engine and
-/// settlement of another relayer process sharing the database may be the ones moving it.
-pub(crate) const PAYMENT_RECHECK: Duration = Duration::from_millis(500);
+/// How often a request waiting on a transaction's outcome (a payment's, a session's opening,
+/// an x402 reservation's) looks again without news of it: the engine and settlement of another
+/// relayer process sharing the database may be the ones moving it.
+pub(crate) const RECHECK: Duration = Duration::from_millis(500);
 
 /// What the API handlers and the background tasks share.
 pub struct App {
@@ -72,8 +73,8 @@ impl App {
     }
 
     /// Runs `look` until it finds something or `wait` passes (then the last look's answer is
-    /// `None`), looking again after each engine pass and each settling of outcomes — not on a
-    /// timer.
+    /// `None`), looking again after each engine pass and each settling of outcomes, and every
+    /// [`RECHECK`] without them (another process may be sending).
     pub async fn wait_for<T, F, Fut>(&self, wait: Duration, mut look: F) -> Result<Option<T>, Error>
     where
         F: FnMut() -> Fut,
@@ -90,6 +91,7 @@ impl App {
                 tokio::select! {
                     r = settled.changed() => r.is_ok(),
                     r = engine.changed() => r.is_ok(),
+                    () = tokio::time::sleep(RECHECK) => true,
                 }
             };
             match tokio::time::timeout_at(deadline, changed).await {
@@ -102,7 +104,7 @@ impl App {
     /// Payment `payment` as `look` reads it, once `done` holds for it, or when `wait` passes
     /// (then read once more). Between looks it waits for news: the engine touched the
     /// payment's transaction, or the settlement recorded the payment (or news were missed,
-    /// having fallen behind), and every [`PAYMENT_RECHECK`] regardless. Many requests wait on
+    /// having fallen behind), and every [`RECHECK`] regardless. Many requests wait on
     /// payments at once; each reading its payment again after every engine pass made hundreds
     /// of reads per pass. It listens before its first look, so no news falls in between.
     pub(crate) async fn wait_for_payment<F, Fut>(
@@ -129,7 +131,7 @@ impl App {
             // `true`: news of this payment (or news missed); `false`: the relayer is stopping.
             let news = async {
                 // Another relayer process may carry the payment: its news never reach this one.
-                let recheck = tokio::time::sleep(PAYMENT_RECHECK);
+                let recheck = tokio::time::sleep(RECHECK);
                 tokio::pin!(recheck);
                 loop {
                     tokio::select! {

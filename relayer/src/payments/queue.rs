@@ -322,12 +322,47 @@ fn push_unmined(f: &mut InFlight, u: &Unmined) -> Result<(), Error> {
     Ok(())
 }
 
+/// Queues `call`, an x402 reservation of `amount` of `session` under the session's intent
+/// nonce `intent_nonce`, if what the session's payments and reservations stored but not yet on
+/// chain leave allows it; else refuses with the wallet's error (saying what is queued). The
+/// check this task gives a payment, for a transaction that does not pass through it (sent
+/// after those payments by the same signer): it stores only if no process queued for the
+/// session since it looked (else it looks again), and the reservation's row makes every
+/// process's queue count it until it is mined. Answers the transaction's id.
+pub(crate) async fn queue_reservation(
+    app: &App,
+    session: &SessionRow,
+    call: &Call,
+    amount: U256,
+    intent_nonce: u64,
+) -> Result<i64, Error> {
+    let id = session.id.as_str();
+    for _ in 0..ATTEMPTS {
+        let versions = app.store.queue_versions(&[id]).await?;
+        let version = versions.first().ok_or(Error::Internal)?.1;
+        check_room(app, session, amount).await?;
+        let fees = app.engine.fees().await?;
+        let mut db = app.store.begin().await?;
+        if Store::advance_queue_versions(&mut db, &[(id, version)])
+            .await?
+            .is_empty()
+        {
+            // Another process queued for the session meanwhile (`db` rolls back).
+            continue;
+        }
+        let tx = app.engine.submit_in(&mut db, call, fees).await?;
+        let (amount, nonce) = (amount.to_string(), intent_nonce.to_string());
+        Store::add_reservation(&mut db, tx, id, &amount, &nonce).await?;
+        app.commit(db).await?;
+        return Ok(tx);
+    }
+    Err(Error::Unavailable)
+}
+
 /// Refuses to take `amount` from `session`'s deposit and period budget when what its payments
-/// stored but not yet on chain leave is less, with the wallet's error (saying what is queued):
-/// the check this task gives a payment, for a transaction that does not pass through it (an
-/// x402 reservation, sent after those payments by the same signer). Like the task's, it errs
-/// only towards accepting.
-pub(crate) async fn check_room(app: &App, session: &SessionRow, amount: U256) -> Result<(), Error> {
+/// and reservations stored but not yet on chain leave is less, with the wallet's error. Like
+/// the task's check, it errs only towards accepting.
+async fn check_room(app: &App, session: &SessionRow, amount: U256) -> Result<(), Error> {
     let block = app.client.block_number().await?;
     let signer = signer_of(session)?;
     let mined = async { Ok::<_, Error>(app.client.mined_nonce(signer, Some(block)).await?) };

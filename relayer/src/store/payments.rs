@@ -23,7 +23,8 @@ pub struct NewPayment<'a> {
     pub intent_nonce: &'a str,
     /// The intent's deadline (unix seconds).
     pub deadline: i64,
-    /// Whether the simulation executed it (rather than making it pending).
+    /// Whether the simulation executed it (rather than making it pending); a reservation
+    /// always does.
     pub expect_executed: bool,
     /// The engine's transaction that carries it.
     pub transaction_id: i64,
@@ -31,14 +32,16 @@ pub struct NewPayment<'a> {
     pub request_key: Option<&'a str>,
 }
 
-/// An accepted payment whose transaction the engine has not seen mined.
+/// An accepted payment, or an x402 reservation, whose transaction the engine has not seen
+/// mined.
 #[derive(Clone, Debug)]
 pub struct Unmined {
     /// Its session.
     pub session_id: String,
     /// Base units, decimal.
     pub amount: String,
-    /// Whether the simulation executed it (rather than making it pending).
+    /// Whether the simulation executed it (rather than making it pending); a reservation
+    /// always does.
     pub expect_executed: bool,
     /// Its transaction's nonce (of the session's signer).
     pub tx_nonce: i64,
@@ -369,19 +372,45 @@ impl Store {
         Ok(q.fetch_all(&mut **db).await?)
     }
 
-    /// The accepted payments of `sessions` whose transaction the engine has not seen mined, in
-    /// the order of their transactions' nonces. Some may be on chain already; the caller asks
-    /// the chain.
+    /// Inside `db`, records that transaction `transaction_id` reserves `amount` of `session`
+    /// (an x402 authorization under the session's intent nonce `intent_nonce`).
+    pub async fn add_reservation(
+        db: &mut DbTx,
+        transaction_id: i64,
+        session: &str,
+        amount: &str,
+        intent_nonce: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO reservations (transaction_id, session_id, amount, intent_nonce) \
+             VALUES ($1, $2, $3, $4)",
+        )
+        .bind(transaction_id)
+        .bind(session)
+        .bind(amount)
+        .bind(intent_nonce)
+        .execute(&mut **db)
+        .await?;
+        Ok(())
+    }
+
+    /// The accepted payments and x402 reservations of `sessions` whose transaction the engine
+    /// has not seen mined, in the order of their transactions' nonces. Some may be on chain
+    /// already; the caller asks the chain.
     pub async fn unmined_payments(&self, sessions: &[&str]) -> Result<Vec<Unmined>, StoreError> {
         if sessions.is_empty() {
             return Ok(Vec::new());
         }
+        let ids = in_list(sessions.len());
         let sql = format!(
             "SELECT p.session_id, p.amount, p.expect_executed, t.nonce, p.intent_nonce \
              FROM payments p JOIN transactions t ON t.id = p.transaction_id \
-             WHERE p.session_id IN ({}) AND t.status IN ('signed', 'submitted') \
-             ORDER BY t.nonce",
-            in_list(sessions.len())
+             WHERE p.session_id IN ({ids}) AND t.status IN ('signed', 'submitted') \
+             UNION ALL \
+             SELECT r.session_id, r.amount, 1, t.nonce, r.intent_nonce \
+             FROM reservations r JOIN transactions t ON t.id = r.transaction_id \
+             WHERE r.session_id IN ({ids}) AND t.status IN ('signed', 'submitted') \
+             ORDER BY 4"
         );
         let mut q = sqlx::query(&sql);
         for s in sessions {

@@ -237,7 +237,8 @@ async fn pay_exact(
     // The wallet derives the authorization's nonce from its terms: a `validAfter` of its own
     // (the session's next intent nonce: long past as a time) keeps two payments of one
     // resource within the same second apart.
-    let valid_after = U256::from(next_intent_nonce(app, session).await?);
+    let intent_nonce = next_intent_nonce(app, session).await?;
+    let valid_after = U256::from(intent_nonce);
     let nonce = authorization_nonce(id, to, value, valid_after, valid_before, purpose);
     let message = TransferWithAuthorization {
         from: wallet,
@@ -284,8 +285,6 @@ async fn pay_exact(
             "the amount is above the session's co-sign threshold: an x402 payment cannot wait for the owner",
         ));
     }
-    // Sent after the session's payments already queued: refused now if they leave too little.
-    crate::payments::queue::check_room(app, session, value).await?;
     let data = reserve.abi_encode();
     let call = crate::submission::Call {
         signer,
@@ -294,8 +293,9 @@ async fn pay_exact(
         data: data.into(),
         value: U256::ZERO,
     };
-    let (db, tx) = app.queue(&call).await?;
-    app.commit(db).await?;
+    // Sent after the session's payments already queued: refused now if they leave too little.
+    let tx =
+        crate::payments::queue::queue_reservation(app, session, &call, value, intent_nonce).await?;
     let mined = app
         .wait_for(app.settings.open_wait, || async {
             let row = app.store.transaction(tx).await?;

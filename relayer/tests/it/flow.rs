@@ -1284,6 +1284,56 @@ async fn sandbox_keys_and_owner_opened_sessions(db: Db) {
         "{refused:?}"
     );
     assert_eq!(s.settled(bearer, &accepted.1).await["status"], "confirmed");
+
+    // The same, each intent sent to two relayer processes sharing the database at once: each
+    // is queued by one of them only.
+    let (other, other_base) = s.another_relayer().await;
+    let post = |base: &str, body: &Value| {
+        let req = s
+            .http
+            .post(format!("{base}/v1/payments"))
+            .bearer_auth(bearer)
+            .json(body);
+        async move {
+            // Contended past the queue's retries: a client retries, as for any 503.
+            loop {
+                let r = req.try_clone().unwrap().send().await.unwrap();
+                let status = r.status().as_u16();
+                if status != 503 {
+                    return (status, r.json::<Value>().await.unwrap());
+                }
+            }
+        }
+    };
+    // The second's first payment, alone: it knows the session's payments in flight (none),
+    // as the first does, and each checks against what it knows.
+    let (status, p) = post(&other_base, &signed(&sandbox, 11)).await;
+    assert_eq!(status, 202, "{p}");
+    assert_eq!(s.settled(bearer, &p).await["status"], "confirmed");
+    let intents: Vec<Value> = (12..20).map(|nonce| signed(&sandbox, nonce)).collect();
+    // Nothing mined meanwhile: the chain cannot tell either process that a nonce is used.
+    let mine = |on: bool| s.client.request::<Value>("evm_setAutomine", json!([on]));
+    mine(false).await.unwrap();
+    let answers = futures_util::future::join_all(
+        intents
+            .iter()
+            .map(|body| async { tokio::join!(post(&s.base, body), post(&other_base, body)) }),
+    )
+    .await;
+    mine(true).await.unwrap();
+    let _: Value = s.client.request("evm_mine", json!([])).await.unwrap();
+    for (a, b) in &answers {
+        let (accepted, refused) = if a.0 == 202 { (a, b) } else { (b, a) };
+        assert_eq!(accepted.0, 202, "{a:?} {b:?}");
+        assert_eq!(
+            (refused.0, code(&refused.1)),
+            (422, "WalletNonceUsed"),
+            "{a:?} {b:?}"
+        );
+        assert_eq!(s.settled(bearer, &accepted.1).await["status"], "confirmed");
+    }
+    assert_eq!(s.token_balance(s.vendor_b).await, usd(2 * 11));
+    other.shutdown().await;
     s.relayer.shutdown().await;
 }
 

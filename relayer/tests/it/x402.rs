@@ -7,12 +7,13 @@
 
 use std::sync::Arc;
 
-use alloy_primitives::Address;
+use alloy_primitives::{Address, U256};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
+use bursar_bindings::evm::{IFiatToken, USDC};
 use serde_json::{json, Value};
 
 use super::flow::{code, system, usd, System};
@@ -356,18 +357,11 @@ async fn an_agent_pays_a_402_api_from_its_session(db: Db) {
 on_both_databases!(
     an_agent_pays_a_402_api_from_its_session,
     an_agent_pays_exact_in_usdc_through_a_reservation,
+    a_reservation_in_flight_counts_in_every_process,
 );
 
-/// x402's `exact` in USDC, the only option a resource offers: the relayer reserves an
-/// EIP-3009 authorization from the session wallet under the session's rules, and a
-/// facilitator (here a plain account, as x402's settles a 65-byte signature) settles it with
-/// USDC's own `transferWithAuthorization`, which asks the wallet to vouch (ERC-1271). Over the
-/// cap it is refused with the wallet's error before anything is sent.
-async fn an_agent_pays_exact_in_usdc_through_a_reservation(db: Db) {
-    use alloy_primitives::U256;
-    use bursar_bindings::evm::{IFiatToken, USDC};
-
-    let s = system(db).await;
+/// A session of the owner's USDC (100 minted to the owner): its id and capability token.
+async fn usdc_session(s: &System) -> (String, String) {
     let mut minter = bursar_client::Sender::new(&s.client, dev_key(0))
         .await
         .unwrap();
@@ -382,7 +376,29 @@ async fn an_agent_pays_exact_in_usdc_through_a_reservation(db: Db) {
         )
         .await
         .unwrap();
-    let (_, token) = s.open_session(json!({ "token": USDC })).await;
+    s.open_session(json!({ "token": USDC })).await
+}
+
+/// A `PAYMENT-REQUIRED` header asking `amount` of USDC for `vendor_a` by `exact` alone.
+fn exact_required(s: &System, amount: U256) -> String {
+    let r = json!({
+        "x402Version": 2,
+        "resource": { "url": "https://api.example/forecast" },
+        "accepts": [{ "scheme": "exact", "network": "eip155:412346", "amount": amount.to_string(),
+                      "asset": USDC, "payTo": s.vendor_a, "maxTimeoutSeconds": 60,
+                      "extra": { "name": "USD Coin", "version": "2" } }],
+    });
+    B64.encode(r.to_string())
+}
+
+/// x402's `exact` in USDC, the only option a resource offers: the relayer reserves an
+/// EIP-3009 authorization from the session wallet under the session's rules, and a
+/// facilitator (here a plain account, as x402's settles a 65-byte signature) settles it with
+/// USDC's own `transferWithAuthorization`, which asks the wallet to vouch (ERC-1271). Over the
+/// cap it is refused with the wallet's error before anything is sent.
+async fn an_agent_pays_exact_in_usdc_through_a_reservation(db: Db) {
+    let s = system(db).await;
+    let (_, token) = usdc_session(&s).await;
     let usdc = |of: Address| {
         let client = s.client.clone();
         async move {
@@ -392,16 +408,7 @@ async fn an_agent_pays_exact_in_usdc_through_a_reservation(db: Db) {
                 .unwrap()
         }
     };
-    let required = |amount: U256| {
-        let r = json!({
-            "x402Version": 2,
-            "resource": { "url": "https://api.example/forecast" },
-            "accepts": [{ "scheme": "exact", "network": "eip155:412346", "amount": amount.to_string(),
-                          "asset": USDC, "payTo": s.vendor_a, "maxTimeoutSeconds": 60,
-                          "extra": { "name": "USD Coin", "version": "2" } }],
-        });
-        B64.encode(r.to_string())
-    };
+    let required = |amount: U256| exact_required(&s, amount);
 
     // Over the session's cap (30): the wallet's error, and no transaction.
     let (status, e) = s
@@ -509,4 +516,66 @@ async fn an_agent_pays_exact_in_usdc_through_a_reservation(db: Db) {
     for (_, p) in &queued {
         assert_eq!(s.settled(&token, p).await["status"], "confirmed");
     }
+}
+
+/// An x402 reservation takes its amount off the session's budget from when it is queued, in
+/// every relayer process sharing the database: payments sent to another process while it is
+/// not mined are checked against it.
+async fn a_reservation_in_flight_counts_in_every_process(db: Db) {
+    let s = system(db).await;
+    let (_, token) = usdc_session(&s).await;
+    // Started once the first has sent (the session's opening): the first holds the signer.
+    let (other, other_base) = s.another_relayer().await;
+    let mine = |on: bool| s.client.request::<Value>("evm_setAutomine", json!([on]));
+    mine(false).await.unwrap();
+    // 20 of the period's 40, reserved at the other process; its answer waits for the block.
+    let reserve = s
+        .http
+        .post(format!("{other_base}/v1/x402/pay"))
+        .bearer_auth(&token)
+        .json(&json!({ "paymentRequired": exact_required(&s, usd(20)) }))
+        .send();
+    // Sent (by the first process, which holds the signer): in the devnet's pool.
+    let pending = || async {
+        let signer = dev_key(9).address();
+        let n: U256 = s
+            .client
+            .request("eth_getTransactionCount", json!([signer, "pending"]))
+            .await
+            .unwrap();
+        n
+    };
+    let before = pending().await;
+    let pay_meanwhile = async {
+        while pending().await == before {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let (status, first) = s.pay(&token, s.vendor_b, usd(15)).await;
+        assert_eq!(status, 202, "{first}");
+        // 20 reserved and 15 queued leave 5 of the 40.
+        let (status, e) = s.pay(&token, s.vendor_b, usd(10)).await;
+        assert_eq!(
+            (status, code(&e)),
+            (422, "WalletPeriodBudgetExceeded"),
+            "{e}"
+        );
+        assert_eq!(e["details"]["queued"], usd(35).to_string(), "{e}");
+        mine(true).await.unwrap();
+        let _: Value = s.client.request("evm_mine", json!([])).await.unwrap();
+        first
+    };
+    let (reserved, first) = tokio::join!(reserve, pay_meanwhile);
+    let reserved = reserved.unwrap();
+    assert_eq!(reserved.status(), 200);
+    assert_eq!(s.settled(&token, &first).await["status"], "confirmed");
+    // Mined, both hold what they held queued: 5 left.
+    let (status, e) = s.pay(&token, s.vendor_b, usd(6)).await;
+    assert_eq!(
+        (status, code(&e)),
+        (422, "WalletPeriodBudgetExceeded"),
+        "{e}"
+    );
+    let (status, last) = s.pay(&token, s.vendor_b, usd(5)).await;
+    assert_eq!(status, 202, "{last}");
+    other.shutdown().await;
 }
