@@ -308,7 +308,8 @@ async fn batch_gas() {
     println!(
         "gas and calldata per payment (test token; {SESSIONS} sessions that paid before; calldata raw / non-zero / brotli-1 bytes):"
     );
-    let calldata = |input: &[u8], n: usize| {
+    // Printed, and recorded for `cargo xtask bench`'s table.
+    let show = |label: &str, gas: u64, input: &[u8], n: usize, note: &str| {
         let nonzero = input.iter().filter(|b| **b != 0).count();
         let mut compressed = Vec::new();
         let params = brotli::enc::BrotliEncoderParams {
@@ -316,19 +317,15 @@ async fn batch_gas() {
             ..Default::default()
         };
         brotli::BrotliCompress(&mut &input[..], &mut compressed, &params).expect("brotli");
-        format!(
-            "{:>5} / {:>5} / {:>5}",
-            input.len() / n,
-            nonzero / n,
-            compressed.len() / n
-        )
+        let (raw, nonzero, compressed) = (input.len() / n, nonzero / n, compressed.len() / n);
+        println!("  {label:<44} {gas:>9}   {raw:>5} / {nonzero:>5} / {compressed:>5}{note}");
+        bursar_e2e::figure(
+            "gas and calldata per payment",
+            label,
+            format!("{gas} gas; calldata {raw} B, {compressed} B brotli-1{note}"),
+        );
     };
-    println!(
-        "  {:<44} {:>9}   {}",
-        "pay (one transaction each)",
-        pay_gas,
-        calldata(&pay_bytes, 1)
-    );
+    show("pay (one transaction each)", pay_gas, &pay_bytes, 1, "");
     for (mix, one_api) in [("all to one API", true), ("each to its own payee", false)] {
         for n in [1usize, 10, 50, 200] {
             let intents: Vec<_> = (0..n)
@@ -354,11 +351,8 @@ async fn batch_gas() {
             } else {
                 ""
             };
-            println!(
-                "  {:<44} {per:>9}   {}{target}",
-                format!("payBatch of {n:>3}, {mix}"),
-                calldata(&call.abi_encode(), n)
-            );
+            let label = format!("payBatch of {n:>3}, {mix}");
+            show(&label, per, &call.abi_encode(), n, target);
         }
     }
     drop(b.devnet);

@@ -187,8 +187,8 @@ async fn parallel_logs(
     best
 }
 
-/// Times `n` GETs of the paths `path(i)` from the indexer at `addr`; prints p50/p99.
-async fn latency(addr: SocketAddr, what: &str, n: usize, path: impl Fn(usize) -> String) {
+/// Times `n` GETs of the paths `path(i)` from the indexer on `db` at `addr`; prints p50/p99.
+async fn latency(addr: SocketAddr, db: &str, what: &str, n: usize, path: impl Fn(usize) -> String) {
     let http = reqwest::Client::new();
     let mut samples = Vec::with_capacity(n);
     for i in 0..n {
@@ -203,10 +203,12 @@ async fn latency(addr: SocketAddr, what: &str, n: usize, path: impl Fn(usize) ->
         let _ = response.bytes().await.expect("a body");
         samples.push(started.elapsed());
     }
-    println!(
-        "  {what}: p50 {:.1} ms, p99 {:.1} ms ({n} requests)",
-        percentile(&mut samples, 50),
-        percentile(&mut samples, 99)
+    let (p50, p99) = (percentile(&mut samples, 50), percentile(&mut samples, 99));
+    println!("  {what}: p50 {p50:.1} ms, p99 {p99:.1} ms ({n} requests)");
+    bursar_e2e::figure(
+        "indexer: queries",
+        &format!("{what}, {db}"),
+        format!("p50 {p50:.1} ms, p99 {p99:.1} ms ({n} requests)"),
     );
 }
 
@@ -386,6 +388,12 @@ fn main() {
             parallel.as_secs_f64(),
             events as f64 / parallel.as_secs_f64()
         );
+        let ingest = format!("indexer: {events} events");
+        bursar_e2e::figure(
+            &ingest,
+            &format!("raw eth_getLogs, {PARALLEL_RANGES} ranges at once (the ceiling)"),
+            format!("{:.0} events/s", events as f64 / parallel.as_secs_f64()),
+        );
         let raw = parallel;
         let postgres_url = std::env::var("BURSAR_TEST_POSTGRES_URL").ok();
         let mut databases = vec![("SQLite", None)];
@@ -450,13 +458,26 @@ fn main() {
                 metric("bursar_indexer_index_build_seconds "),
             );
             // Backends of a pool that closed meanwhile are not counted: a lower bound.
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let spent: Vec<f64> = (0..3).map(|i| cpu[i] - cpu_before[i]).collect();
             println!(
-                "  CPU seconds: anvil {:.2}, the indexer {:.2}, PostgreSQL {:.2} (of {:.2} on {} cores)",
-                cpu[0] - cpu_before[0],
-                cpu[1] - cpu_before[1],
-                cpu[2] - cpu_before[2],
-                elapsed * std::thread::available_parallelism().map_or(1, |n| n.get()) as f64,
-                std::thread::available_parallelism().map_or(1, |n| n.get()),
+                "  CPU seconds: anvil {:.2}, the indexer {:.2}, PostgreSQL {:.2} (of {:.2} on {cores} cores)",
+                spent[0],
+                spent[1],
+                spent[2],
+                elapsed * cores as f64,
+            );
+            bursar_e2e::figure(
+                &ingest,
+                &format!("ingest into {name}"),
+                format!(
+                    "{rate:.0} events/s = {:.0}% of the ceiling (target ≥ 80%); CPU s: anvil \
+                     {:.1}, indexer {:.1}, PostgreSQL {:.1}",
+                    100.0 * raw.as_secs_f64() / elapsed,
+                    spent[0],
+                    spent[1],
+                    spent[2],
+                ),
             );
             if env_usize("BENCH_QUERIES", 1) == 0 {
                 indexer.shutdown().await;
@@ -464,23 +485,24 @@ fn main() {
             }
             // Sessions 1..=1000 have events/1000 payments each (the emitter's pattern).
             let addr = indexer.addr;
-            latency(addr, "session timeline (100 events)", 200, |i| {
+            latency(addr, name, "session timeline (100 events)", 200, |i| {
                 format!("/v1/sessions/{}/timeline", i * 7 % 1_000 + 1)
             })
             .await;
-            latency(addr, "one session's payments (/v1/events, 100)", 200, |i| {
+            latency(addr, name, "one session's payments (/v1/events, 100)", 200, |i| {
                 format!(
                     "/v1/events?session={}&event=PaymentExecuted",
                     i * 11 % 1_000 + 1
                 )
             })
             .await;
-            latency(addr, "one session's spend", 200, |i| {
+            latency(addr, name, "one session's spend", 200, |i| {
                 format!("/v1/spend?session={}", i * 13 % 1_000 + 1)
             })
             .await;
             latency(
                 addr,
+                name,
                 "spend of every payment by counterparty and day",
                 5,
                 |_| "/v1/spend?groupBy=counterparty,day".to_owned(),

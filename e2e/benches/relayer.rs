@@ -418,12 +418,17 @@ async fn accepted(db_name: &str, postgres: Option<&str>, total: usize) {
         .filter(|(s, _)| s == "signed")
         .map(|(_, n)| n)
         .sum();
+    let rate = accepted as f64 / elapsed.as_secs_f64();
     println!(
-        "accepted over HTTP ({db_name}): {accepted} payments from 64 clients on 16 sessions in {:.2} s = {:.0}/s; \
+        "accepted over HTTP ({db_name}): {accepted} payments from 64 clients on 16 sessions in {:.2} s = {rate:.0}/s; \
          stored and unsent: {stored} in {transactions} transactions (zero lost: {})",
         elapsed.as_secs_f64(),
-        accepted as f64 / elapsed.as_secs_f64(),
         stored as usize == accepted + 16
+    );
+    bursar_e2e::figure(
+        &format!("relayer on {db_name}"),
+        "intake, the bench's relayer (API only; 64 clients, 16 sessions)",
+        format!("{rate:.0}/s (target ≥ 5,000)"),
     );
     r.relayer.shutdown().await;
 }
@@ -466,12 +471,17 @@ async fn accepted_as_users_run_it(db_name: &str, postgres: Option<&str>, total: 
         .iter()
         .map(|(_, n)| n)
         .sum();
+    let rate = accepted as f64 / elapsed.as_secs_f64();
     println!(
         "accepted over HTTP ({db_name}, as bursar up runs it: sending, indexer on): {accepted} \
-         payments from 64 clients on 16 sessions in {:.2} s = {:.0}/s (zero lost: {})",
+         payments from 64 clients on 16 sessions in {:.2} s = {rate:.0}/s (zero lost: {})",
         elapsed.as_secs_f64(),
-        accepted as f64 / elapsed.as_secs_f64(),
         stored as usize == accepted + 16
+    );
+    bursar_e2e::figure(
+        &format!("relayer on {db_name}"),
+        "intake as `bursar up` runs it (4 signers, indexer on)",
+        format!("{rate:.0}/s (target ≥ 5,000)"),
     );
     indexer.shutdown().await;
     r.relayer.shutdown().await;
@@ -526,14 +536,18 @@ async fn confirmed(
     let mut l = latencies.lock().expect("latencies").clone();
     l.sort();
     let pct = |p: f64| l[((l.len() as f64 * p) as usize).min(l.len() - 1)];
+    let rate = l.len() as f64 / elapsed.as_secs_f64();
+    let (p50, p99) = (pct(0.5).as_secs_f64() * 1e3, pct(0.99).as_secs_f64() * 1e3);
     println!(
-        "confirmed end to end ({db_name}, {sandboxes:>2} sandboxes × {in_flight:>2} in flight): {} payments in {:.2} s = {:.0}/s; \
-         request → confirmed p50 {:.1} ms, p99 {:.1} ms",
+        "confirmed end to end ({db_name}, {sandboxes:>2} sandboxes × {in_flight:>2} in flight): {} payments in {:.2} s = {rate:.0}/s; \
+         request → confirmed p50 {p50:.1} ms, p99 {p99:.1} ms",
         l.len(),
         elapsed.as_secs_f64(),
-        l.len() as f64 / elapsed.as_secs_f64(),
-        pct(0.5).as_secs_f64() * 1e3,
-        pct(0.99).as_secs_f64() * 1e3,
+    );
+    bursar_e2e::figure(
+        &format!("relayer on {db_name}"),
+        &format!("confirmed, {sandboxes:>2} sandbox(es) × {in_flight:>2} in flight"),
+        format!("{rate:.0}/s (request → confirmed p50 {p50:.0} ms, p99 {p99:.0} ms)"),
     );
     r.relayer.shutdown().await;
 }
@@ -600,6 +614,14 @@ async fn burst(
         accepted_in.as_secs_f64(),
         elapsed.as_secs_f64(),
         n as f64 / elapsed.as_secs_f64(),
+    );
+    bursar_e2e::figure(
+        &format!("relayer on {db_name}"),
+        &format!("burst, {sandboxes} sandboxes × {each} at once{over}"),
+        format!(
+            "all {n} confirmed in {:.2} s, none failed",
+            elapsed.as_secs_f64()
+        ),
     );
     // Ahead is the fault this looks for; behind only means no block lately.
     assert!(drift <= 2, "the chain's clock ran {drift} s ahead");

@@ -14,6 +14,27 @@ use bursar_client::{Client, Key};
 use bursar_deploy::{DeployOptions, DeploymentRecord, Network};
 use bursar_devnet::{ChainConfig, Handle, RpcConfig};
 
+/// Where [`figure`] records: `cargo xtask bench` sets it and prints the figures of all its
+/// benches side by side once they are done.
+pub const SUMMARY_VAR: &str = "BENCH_SUMMARY";
+
+/// Records one headline figure of a bench for `cargo xtask bench`'s closing table, as a line
+/// `section<TAB>figure<TAB>value` appended to `$BENCH_SUMMARY` (nothing when it is not set: a
+/// bench run alone prints only its own lines).
+pub fn figure(section: &str, figure: &str, value: impl std::fmt::Display) {
+    use std::io::Write;
+    let Some(path) = std::env::var_os(SUMMARY_VAR) else {
+        return;
+    };
+    let line = format!("{section}\t{figure}\t{value}\n");
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(line.as_bytes()))
+        .unwrap_or_else(|e| panic!("{SUMMARY_VAR} ({}): {e}", Path::new(&path).display()));
+}
+
 /// The repository root.
 pub fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -6,10 +6,12 @@
 //! BURSAR_WASM_TARGET_DIR=/cache/wasm cargo xtask build-contracts
 //! cargo xtask demo                                 # contracts, then `bursar demo`
 //! cargo xtask test                                 # floors, fmt, clippy, contracts, all tests
+//! cargo xtask bench                                # settlement figures side by side
 //! cargo xtask floors                               # crates and modules import down, no circle
 //! cargo xtask cycles                               # import circles between source files
 //! ```
 
+mod bench;
 mod build_contracts;
 mod cycles;
 mod floors;
@@ -45,6 +47,11 @@ enum Cmd {
     /// built), then `bursar demo` (devnet in-process, deploy, an agent session end to end, its
     /// audit trail).
     Demo(build_contracts::BuildArgs),
+    /// The settlement benchmark in one run: gas and calldata per payment by batch size;
+    /// intake and confirmed payments/s at 1, 4 and 16 sandboxes (SQLite, PostgreSQL); the
+    /// indexer's ingest beside parallel raw reads and its query latencies; then those figures
+    /// side by side.
+    Bench(bench::BenchArgs),
     /// Check the floors of docs/ARCHITECTURE.md: every crate's dependencies point down, the
     /// relayer's and the indexer's modules import down their tables, and no source files
     /// import each other around a circle.
@@ -69,6 +76,7 @@ fn main() -> ExitCode {
         Cmd::BuildContracts(args) => build_contracts::run(args),
         Cmd::Test(args) => test::run(args),
         Cmd::Demo(args) => test::demo(args),
+        Cmd::Bench(args) => bench::run(args),
         Cmd::Floors => floors::check(&workspace::root()),
         Cmd::Cycles { dirs } => {
             let default = [

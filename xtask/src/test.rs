@@ -86,7 +86,7 @@ fn cargo(step: &str, args: &[&str]) -> Result<()> {
     cargo_with(step, args, &[])
 }
 
-fn cargo_with(step: &str, args: &[&str], env: &[(&str, &str)]) -> Result<()> {
+pub(crate) fn cargo_with(step: &str, args: &[&str], env: &[(&str, &str)]) -> Result<()> {
     eprintln!("==> {step}: cargo {}", args.join(" "));
     let status = Command::new(env!("CARGO"))
         .args(args)

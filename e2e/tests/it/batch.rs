@@ -1,7 +1,8 @@
 //! `payBatch` on the devnet with the deployed WASM: every rule's refusal inside one batch,
 //! duplicates and replays, several tokens with one transfer per (token, payee), two batches
-//! racing in one block, and a batch that runs out of gas half way. After each, the tokens'
-//! `balanceOf` must add up: the wallet holds every deposit less what was paid.
+//! racing in one block, a batch that runs out of gas half way, and a token that burns all the
+//! gas it is given. After each, the tokens' `balanceOf` must add up: the wallet holds every
+//! deposit less what was paid.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -504,4 +505,109 @@ async fn a_batch_of_no_whole_records_is_refused() {
         matches!(&refusal, Err(E::WalletInvalidParameter(p)) if p.parameter == InvalidParameter::Batch as u8),
         "{refusal:?}"
     );
+}
+
+/// A gas-burning token (hand-written WASM): `transfer` never returns; `transferFrom` records
+/// the amount pulled (slot 0, what `balanceOf` answers for anyone), so a session's deposit
+/// opens; every other call answers `true`.
+fn gas_burning_token() -> Vec<u8> {
+    let selector = |s: [u8; 4]| i32::from_le_bytes(s);
+    let wat = format!(
+        r#"(module
+  (import "vm_hooks" "read_args" (func $read_args (param i32)))
+  (import "vm_hooks" "write_result" (func $write (param i32 i32)))
+  (import "vm_hooks" "storage_load_bytes32" (func $load (param i32 i32)))
+  (import "vm_hooks" "storage_cache_bytes32" (func $store (param i32 i32)))
+  (import "vm_hooks" "storage_flush_cache" (func $flush (param i32)))
+  (import "vm_hooks" "pay_for_memory_grow" (func $pay (param i32)))
+  (memory (export "memory") 1 1)
+  ;; 0: slot key 0; 32: balance word; 64: true; 1024: args.
+  (data (i32.const 95) "\01")
+  (func (export "user_entrypoint") (param $len i32) (result i32)
+    (local $selector i32)
+    (call $read_args (i32.const 1024))
+    (local.set $selector (i32.load (i32.const 1024)))
+    (if (i32.eq (local.get $selector) (i32.const {balance_of}))
+      (then
+        (call $load (i32.const 0) (i32.const 32))
+        (call $write (i32.const 32) (i32.const 32))
+        (return (i32.const 0))))
+    (if (i32.eq (local.get $selector) (i32.const {transfer}))
+      (then (loop $burn (br $burn))))
+    (if (i32.eq (local.get $selector) (i32.const {transfer_from}))
+      (then
+        ;; transferFrom(from, to, amount): the amount is the third word.
+        (call $store (i32.const 0) (i32.const 1092))
+        (call $flush (i32.const 0))))
+    (call $write (i32.const 64) (i32.const 32))
+    (i32.const 0)))"#,
+        balance_of = selector(ITestToken::balanceOfCall::SELECTOR),
+        transfer = selector(ITestToken::transferCall::SELECTOR),
+        transfer_from = selector(ITestToken::transferFromCall::SELECTOR),
+    );
+    let wasm = wat::parse_str(&wat).expect("valid wat");
+    stylus_activation::contract_code(&wasm)
+}
+
+/// One session's token burns all the gas its `transfer` is given: that session's intent fails
+/// with `WalletTransferFailed` (its spend and nonce given back) after at most the batch's
+/// per-transfer gas, and the batch pays every other intent. Sent with 10,000,000 gas, the batch
+/// uses a small part of it; an uncapped call would have burnt 63/64 of what was left.
+#[tokio::test]
+async fn a_token_that_burns_its_gas_fails_only_its_own_intents() {
+    let mut w = World::new().await;
+    let a = vendor(0xa1);
+    w.allow(a, 0).await;
+    let burner = w
+        .deploy_program("gasBurningToken", &gas_burning_token(), Vec::new())
+        .await;
+    let good = w.open(Terms::default()).await;
+    let hostile = w.open_in(burner, Terms::default()).await;
+    assert_eq!(w.balance_in(burner, w.wallet).await, usd(100));
+    let deadline = w.now().await + 600;
+    let calls = vec![
+        w.intent(good, a, usd(1), deadline),
+        w.intent(hostile, a, usd(2), deadline),
+        w.intent(good, a, usd(3), deadline),
+    ];
+    let data = batch::pay_batch(&calls).abi_encode();
+    let r = w
+        .relayer
+        .send_with_gas(&w.client, Some(w.wallet), data, U256::ZERO, 10_000_000)
+        .await
+        .unwrap();
+    assert!(r.succeeded());
+    let used = r.gas_used.to::<u64>();
+    assert!(used < 1_000_000, "the batch used {used} gas");
+    let out = outcomes(&w, &r);
+    assert!(matches!(
+        outcome(&out, &calls[0]),
+        Event::PaymentExecuted(_)
+    ));
+    assert!(matches!(
+        outcome(&out, &calls[2]),
+        Event::PaymentExecuted(_)
+    ));
+    let failed = WalletTransferFailed {
+        token: burner,
+        to: a,
+        amount: usd(2),
+    };
+    refused_with(&out, &calls[1], failed);
+    assert_eq!(w.balance(a).await, usd(4));
+    let state = w
+        .view(w.wallet, sessionStateCall { sessionId: hostile })
+        .await;
+    assert_eq!(
+        state._2,
+        U256::ZERO,
+        "the hostile session's spend given back"
+    );
+    let nonce = isNonceUsedCall {
+        sessionId: hostile,
+        nonce: calls[1].nonce,
+    };
+    assert!(!w.view(w.wallet, nonce).await, "and its nonce");
+    let token = w.token;
+    assert_conserved(&w, &[(token, good)]).await;
 }
