@@ -23,8 +23,7 @@ pub struct NewPayment<'a> {
     pub intent_nonce: &'a str,
     /// The intent's deadline (unix seconds).
     pub deadline: i64,
-    /// Whether the simulation executed it (rather than making it pending); a reservation
-    /// always does.
+    /// Whether the simulation executed it (rather than making it pending).
     pub expect_executed: bool,
     /// The engine's transaction that carries it.
     pub transaction_id: i64,
