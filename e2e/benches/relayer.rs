@@ -402,14 +402,7 @@ async fn accepted(db_name: &str, postgres: Option<&str>, total: usize) {
     let (accepted, elapsed) = load(&chain, &r, &tokens, total).await;
     let store = Store::connect(&r.db).await.expect("store");
     // Payments stored with a signed transaction (several share one `payBatch`).
-    let stored: i64 = store
-        .payment_status_counts()
-        .await
-        .expect("counts")
-        .iter()
-        .filter(|(p, _)| p.tx_status == bursar_relayer::store::TxStatus::Signed)
-        .map(|(_, n)| n)
-        .sum();
+    let stored = stored(&store, true).await;
     let transactions: i64 = store
         .transaction_counts()
         .await
@@ -425,10 +418,10 @@ async fn accepted(db_name: &str, postgres: Option<&str>, total: usize) {
         elapsed.as_secs_f64(),
         stored as usize == accepted + 16
     );
-    bursar_e2e::figure(
-        &format!("relayer on {db_name}"),
+    intake(
+        db_name,
         "intake, the bench's relayer (API only; 64 clients, 16 sessions)",
-        format!("{rate:.0}/s (target ≥ 5,000)"),
+        rate,
     );
     r.relayer.shutdown().await;
 }
@@ -464,13 +457,7 @@ async fn accepted_as_users_run_it(db_name: &str, postgres: Option<&str>, total: 
     let tokens = sessions(&chain, &r, 16).await;
     let (accepted, elapsed) = load(&chain, &r, &tokens, total).await;
     let store = Store::connect(&r.db).await.expect("store");
-    let stored: i64 = store
-        .payment_status_counts()
-        .await
-        .expect("counts")
-        .iter()
-        .map(|(_, n)| n)
-        .sum();
+    let stored = stored(&store, false).await;
     let rate = accepted as f64 / elapsed.as_secs_f64();
     println!(
         "accepted over HTTP ({db_name}, as bursar up runs it: sending, indexer on): {accepted} \
@@ -478,13 +465,32 @@ async fn accepted_as_users_run_it(db_name: &str, postgres: Option<&str>, total: 
         elapsed.as_secs_f64(),
         stored as usize == accepted + 16
     );
-    bursar_e2e::figure(
-        &format!("relayer on {db_name}"),
+    intake(
+        db_name,
         "intake as `bursar up` runs it (4 signers, indexer on)",
-        format!("{rate:.0}/s (target ≥ 5,000)"),
+        rate,
     );
     indexer.shutdown().await;
     r.relayer.shutdown().await;
+}
+
+/// The payments `store` holds; only those whose transaction is signed and not sent yet when
+/// `unsent`.
+async fn stored(store: &Store, unsent: bool) -> i64 {
+    store
+        .payment_status_counts()
+        .await
+        .expect("counts")
+        .iter()
+        .filter(|(p, _)| !unsent || p.tx_status == bursar_relayer::store::TxStatus::Signed)
+        .map(|(_, n)| n)
+        .sum()
+}
+
+/// Records an intake figure for `cargo xtask bench`'s table.
+fn intake(db_name: &str, what: &str, rate: f64) {
+    let section = format!("relayer on {db_name}");
+    bursar_e2e::figure(&section, what, format!("{rate:.0}/s (target ≥ 5,000)"));
 }
 
 /// Payments confirmed end to end per second, and their latency, with `sandboxes` each keeping

@@ -343,6 +343,8 @@ pub(crate) async fn queue_reservation(
         check_room(app, session, amount).await?;
         let fees = app.engine.fees().await?;
         let mut db = app.store.begin().await?;
+        // The session's row before the signer's, in the queue task's order (not `App::queue`'s,
+        // signer first), so that two processes' transactions never deadlock.
         if Store::advance_queue_versions(&mut db, &[(id, version)])
             .await?
             .is_empty()

@@ -25,6 +25,18 @@ pub(super) fn usd(n: u64) -> U256 {
     U256::from(n * 1_000_000)
 }
 
+/// Sends `req` until it is answered other than 503 (contended past the queue's retries, which
+/// a client retries as any 503): the status and the body.
+pub(super) async fn past_503(req: reqwest12::RequestBuilder) -> (u16, Value) {
+    loop {
+        let r = req.try_clone().unwrap().send().await.unwrap();
+        let status = r.status().as_u16();
+        if status != 503 {
+            return (status, r.json().await.unwrap());
+        }
+    }
+}
+
 pub(super) struct System {
     pub(super) _devnet: bursar_devnet::Handle,
     pub(super) db: Db,
@@ -1083,24 +1095,12 @@ async fn two_processes_never_overdraw(db: Db) {
     let pay = |base: String| {
         let body =
             json!({ "to": s.vendor_a, "amount": usd(3).to_string(), "purpose": "inference" });
-        let (http, token) = (&s.http, &token);
-        async move {
-            loop {
-                let r = http
-                    .post(format!("{base}/v1/payments"))
-                    .bearer_auth(token)
-                    .json(&body)
-                    .send()
-                    .await
-                    .unwrap();
-                let status = r.status().as_u16();
-                let body: Value = r.json().await.unwrap();
-                // Contended past the queue's retries: a client retries, as for any 503.
-                if status != 503 {
-                    return (status, body);
-                }
-            }
-        }
+        past_503(
+            s.http
+                .post(format!("{base}/v1/payments"))
+                .bearer_auth(&token)
+                .json(&body),
+        )
     };
     let answers = futures_util::future::join_all((0..40).map(|i| {
         pay(match i % 2 {
@@ -1289,21 +1289,12 @@ async fn sandbox_keys_and_owner_opened_sessions(db: Db) {
     // is queued by one of them only.
     let (other, other_base) = s.another_relayer().await;
     let post = |base: &str, body: &Value| {
-        let req = s
-            .http
-            .post(format!("{base}/v1/payments"))
-            .bearer_auth(bearer)
-            .json(body);
-        async move {
-            // Contended past the queue's retries: a client retries, as for any 503.
-            loop {
-                let r = req.try_clone().unwrap().send().await.unwrap();
-                let status = r.status().as_u16();
-                if status != 503 {
-                    return (status, r.json::<Value>().await.unwrap());
-                }
-            }
-        }
+        past_503(
+            s.http
+                .post(format!("{base}/v1/payments"))
+                .bearer_auth(bearer)
+                .json(body),
+        )
     };
     // The second's first payment, alone: it knows the session's payments in flight (none),
     // as the first does, and each checks against what it knows.

@@ -16,7 +16,7 @@ use base64::Engine;
 use bursar_bindings::evm::{IFiatToken, USDC};
 use serde_json::{json, Value};
 
-use super::flow::{code, system, usd, System};
+use super::flow::{code, past_503, system, usd, System};
 use super::*;
 
 /// A resource server charging `amount` to `pay_to` for `GET /report`, settling through the
@@ -358,6 +358,7 @@ on_both_databases!(
     an_agent_pays_a_402_api_from_its_session,
     an_agent_pays_exact_in_usdc_through_a_reservation,
     a_reservation_in_flight_counts_in_every_process,
+    reservations_at_once_at_two_processes_never_overdraw,
 );
 
 /// A session of the owner's USDC (100 minted to the owner): its id and capability token.
@@ -377,6 +378,15 @@ async fn usdc_session(s: &System) -> (String, String) {
         .await
         .unwrap();
     s.open_session(json!({ "token": USDC })).await
+}
+
+/// Transactions the relayer's signer has sent, mined or in the devnet's pool.
+async fn sent(s: &System) -> U256 {
+    let signer = dev_key(9).address();
+    s.client
+        .request("eth_getTransactionCount", json!([signer, "pending"]))
+        .await
+        .unwrap()
 }
 
 /// A `PAYMENT-REQUIRED` header asking `amount` of USDC for `vendor_a` by `exact` alone.
@@ -536,15 +546,7 @@ async fn a_reservation_in_flight_counts_in_every_process(db: Db) {
         .json(&json!({ "paymentRequired": exact_required(&s, usd(20)) }))
         .send();
     // Sent (by the first process, which holds the signer): in the devnet's pool.
-    let pending = || async {
-        let signer = dev_key(9).address();
-        let n: U256 = s
-            .client
-            .request("eth_getTransactionCount", json!([signer, "pending"]))
-            .await
-            .unwrap();
-        n
-    };
+    let pending = || sent(&s);
     let before = pending().await;
     let pay_meanwhile = async {
         while pending().await == before {
@@ -577,5 +579,56 @@ async fn a_reservation_in_flight_counts_in_every_process(db: Db) {
     );
     let (status, last) = s.pay(&token, s.vendor_b, usd(5)).await;
     assert_eq!(status, 202, "{last}");
+    other.shutdown().await;
+}
+
+/// Six reservations of 10 against a period's 40, sent at once to two relayer processes with
+/// mining paused: four are queued and two refused with the wallet's error, so none is sent
+/// only to be reverted on chain.
+async fn reservations_at_once_at_two_processes_never_overdraw(db: Db) {
+    let s = system(db).await;
+    let (_, token) = usdc_session(&s).await;
+    let (other, other_base) = s.another_relayer().await;
+    let mine = |on: bool| s.client.request::<Value>("evm_setAutomine", json!([on]));
+    let pending = || sent(&s);
+    mine(false).await.unwrap();
+    let before = pending().await;
+    let reserve = |base: String| {
+        past_503(
+            s.http
+                .post(format!("{base}/v1/x402/pay"))
+                .bearer_auth(&token)
+                .json(&json!({ "paymentRequired": exact_required(&s, usd(10)) })),
+        )
+    };
+    let all = futures_util::future::join_all((0..6).map(|i| {
+        reserve(match i % 2 {
+            0 => s.base.clone(),
+            _ => other_base.clone(),
+        })
+    }));
+    // The queued ones answer once mined: mine when four are sent.
+    let miner = async {
+        while pending().await < before + U256::from(4) {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        mine(true).await.unwrap();
+        let _: Value = s.client.request("evm_mine", json!([])).await.unwrap();
+    };
+    let (answers, ()) = tokio::join!(all, miner);
+    let statuses: Vec<u16> = answers.iter().map(|(status, _)| *status).collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        4,
+        "{answers:?}"
+    );
+    for (status, e) in answers.iter().filter(|(status, _)| *status != 200) {
+        assert_eq!(
+            (*status, code(e)),
+            (422, "WalletPeriodBudgetExceeded"),
+            "{answers:?}"
+        );
+    }
+    assert_eq!(pending().await, before + U256::from(4), "nothing more sent");
     other.shutdown().await;
 }
