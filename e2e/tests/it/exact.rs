@@ -282,6 +282,18 @@ async fn a_facilitator_settles_a_reserved_authorization_through_usdc_once() {
     assert!(!w.vouches(&a, &agent).await);
     usdc_refuses(w.settle(&a, &agent, false).await, "unreserved");
 
+    // A window already closed, or one that outlives the session: refused, nothing reserved.
+    for (valid_before, when) in [(t, "closed"), (t + 86_400 + 10, "after the session")] {
+        let early = w.authorization(vendor, usd(10), "GET /v1/forecast #1", valid_before);
+        match wallet_error(w.reserve(&early).await) {
+            WalletError::WalletInvalidParameter(e) => {
+                assert_eq!(e.parameter, InvalidParameter::Authorization as u8, "{when}")
+            }
+            other => panic!("{when}: {other:?}"),
+        }
+    }
+    w.assert_conserved(U256::ZERO).await;
+
     let r = w.reserve(&a).await.unwrap();
     let reserved = decode_events::<ISessionWallet::PaymentReserved>(&r.logs, w.wallet);
     let (digest, _) = w.sign(&a, &agent);
