@@ -8,9 +8,11 @@ use std::collections::hash_map::{Entry, HashMap};
 use std::sync::Arc;
 
 use alloy_primitives::{Address, Bytes, B256, U256};
+use alloy_sol_types::SolEvent;
 use bursar_bindings::receipts::IReceiptRegistry;
-use bursar_bindings::wallet::ISessionWallet;
+use bursar_bindings::wallet::{ISessionWallet, PendingStatus};
 use bursar_client::revert::decode_error;
+use bursar_client::rpc::LogBlocks;
 use serde_json::{json, Value};
 
 use crate::kernel::session::parse_id;
@@ -136,9 +138,11 @@ async fn decisions(app: &App) -> Result<usize, OutcomeError> {
                     _ => Outcome::new("rejected"),
                 }
             }
-            // The decision did not land; the payment stays pending (it may be decided again
-            // or expire), with the reason kept.
-            Mined::Reverted(error) | Mined::Failed(error) => Outcome::new("pending").error(error),
+            // The decision did not land: the chain says what became of the payment (another
+            // decision, the owner's own transaction, may have landed first).
+            Mined::Reverted(error) | Mined::Failed(error) => {
+                held_on_chain(app, payment, pending_id, error).await?
+            }
         };
         let undecided = outcome.outcome == "pending";
         if let Some(row) = app.store.payment(payment, None).await? {
@@ -149,6 +153,67 @@ async fn decisions(app: &App) -> Result<usize, OutcomeError> {
         }
     }
     Ok(decided.len())
+}
+
+/// What pending payment `pending_id` (relayer payment `payment`) came to on chain, after a
+/// decision on it did not land with `error`: still pending (it may be decided again or expire;
+/// the reason is kept), approved and paid by another transaction (its receipt read from that
+/// transaction's `PaymentExecuted`), or rejected.
+async fn held_on_chain(
+    app: &App,
+    payment: &str,
+    pending_id: &str,
+    error: (String, Value),
+) -> Result<Outcome, OutcomeError> {
+    let corrupt = |what: &str| StoreError::Corrupt(format!("payment {payment}: {what}"));
+    let id: U256 = pending_id.parse().map_err(|_| corrupt("pending id"))?;
+    let wallet = app.contracts.wallet;
+    let held = app
+        .client
+        .view(
+            None,
+            wallet,
+            ISessionWallet::pendingPaymentCall { pendingId: id },
+        )
+        .await?;
+    let status = held._6;
+    if status == PendingStatus::Rejected as u8 {
+        return Ok(Outcome::new("rejected"));
+    }
+    if status != PendingStatus::Approved as u8 {
+        return Ok(Outcome::new("pending").error(error));
+    }
+    let topics = [
+        vec![ISessionWallet::PaymentApproved::SIGNATURE_HASH],
+        vec![B256::from(held._0)],
+        vec![B256::from(id)],
+    ];
+    // From the block where it went pending: a node serves only so wide a range of logs.
+    let from = app
+        .store
+        .payment(payment, None)
+        .await?
+        .and_then(|p| p.block_number)
+        .unwrap_or_default() as u64;
+    let to = app.client.block_number().await?;
+    let approved = app
+        .client
+        .logs_matching(&[wallet], &topics, LogBlocks::Range(from, to))
+        .await?;
+    let mut receipt_id = None;
+    if let Some(log) = approved.iter().find(|l| !l.removed) {
+        if let Some(r) = app.client.receipt(log.transaction_hash).await? {
+            receipt_id = r
+                .events::<ISessionWallet::PaymentExecuted>(wallet)
+                .into_iter()
+                .find(|e| e.sessionId == held._0)
+                .map(|e| e.receiptId);
+        }
+    }
+    Ok(match receipt_id {
+        Some(r) => Outcome::new("approved").receipt(r),
+        None => Outcome::new("approved"),
+    })
 }
 
 /// What a payment's (or its decision's) receipt said.

@@ -494,7 +494,13 @@ pub async fn decide(
     };
     let (mut db, tx_id) = app.queue(&call).await?;
     if let Some(p) = &ours {
-        Store::set_payment_decision(&mut db, &p.id, tx_id).await?;
+        // Dropping `db` unsends the transaction: one decision goes out, however often posted.
+        if !Store::claim_payment_decision(&mut db, &p.id, tx_id).await? {
+            return Err(Error::conflict(
+                "decision_pending",
+                format!("a decision on pending payment {id} was sent and is not mined yet"),
+            ));
+        }
     }
     app.commit(db).await?;
     tracing::info!(session = %session.id, pending = %id, approve = req.approve, "decision queued");

@@ -507,18 +507,25 @@ impl Store {
         row.as_ref().map(payment_row).transpose()
     }
 
-    /// Records the transaction carrying the owner's decision on payment `id`, inside `db`.
-    pub async fn set_payment_decision(
+    /// Claims payment `id`'s decision for transaction `tx_id`, inside `db`: `false` when another
+    /// decision holds it (sent, not yet settled). Two requests carrying the owner's one signed
+    /// decision (a double click, the page and the host's API) send one transaction: the row's
+    /// lock settles which, in any number of processes.
+    pub async fn claim_payment_decision(
         db: &mut DbTx,
         id: &str,
         tx_id: i64,
-    ) -> Result<(), StoreError> {
-        sqlx::query("UPDATE payments SET decision_transaction = $1 WHERE id = $2")
-            .bind(tx_id)
-            .bind(id)
-            .execute(&mut **db)
-            .await?;
-        Ok(())
+    ) -> Result<bool, StoreError> {
+        let claimed = sqlx::query(
+            "UPDATE payments SET decision_transaction = $1 \
+             WHERE id = $2 AND decision_transaction IS NULL",
+        )
+        .bind(tx_id)
+        .bind(id)
+        .execute(&mut **db)
+        .await?
+        .rows_affected();
+        Ok(claimed == 1)
     }
 
     /// Forgets a decision that did not land (so another may be sent).

@@ -212,7 +212,7 @@ pub(super) async fn system_with(db: Db, tune: impl FnOnce(&mut Settings)) -> Sys
 
 /// What an owner's wallet does with `eth_signTypedData_v4` JSON: hash it per EIP-712 (an
 /// implementation independent of the relayer's) and sign.
-fn wallet_sign(key: &Key, typed: &Value) -> String {
+pub(super) fn wallet_sign(key: &Key, typed: &Value) -> String {
     let typed: alloy_dyn_abi::TypedData = serde_json::from_value(typed.clone()).unwrap();
     let hash = typed.eip712_signing_hash().unwrap();
     format!(
@@ -402,25 +402,32 @@ impl System {
         found.await.unwrap().is_some()
     }
 
-    /// The session as the host sees it, once `done` holds of it.
-    pub(super) async fn session_when(&self, id: &str, done: impl Fn(&Value) -> bool) -> Value {
-        let path = format!("/v1/sessions/{id}");
+    /// What `GET path` answers `bearer`, once `done` holds of it.
+    pub(super) async fn get_when(
+        &self,
+        path: &str,
+        bearer: &str,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
         let last = std::sync::Mutex::new(Value::Null);
         let found = self
             .within(|| async {
-                let (status, s) = self.get(&path, &self.host).await;
-                assert_eq!(status, 200, "{s}");
-                let ok = done(&s);
-                *last.lock().unwrap() = s;
+                let (status, v) = self.get(path, bearer).await;
+                assert_eq!(status, 200, "{v}");
+                let ok = done(&v);
+                *last.lock().unwrap() = v;
                 ok
             })
             .await;
         let last = last.into_inner().unwrap();
-        assert!(
-            found,
-            "the session never came to the state asked for: {last:#}"
-        );
+        assert!(found, "{path} never came to the state asked for: {last:#}");
         last
+    }
+
+    /// The session as the host sees it, once `done` holds of it.
+    pub(super) async fn session_when(&self, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+        self.get_when(&format!("/v1/sessions/{id}"), &self.host, done)
+            .await
     }
 }
 

@@ -29,6 +29,7 @@ mod engine;
 mod flow;
 mod hostile;
 mod lifecycle;
+mod once;
 mod receiver;
 mod vault;
 mod x402;

@@ -1,0 +1,177 @@
+//! One decision, one transaction (issue 42): the owner's one signed decision on a pending
+//! payment, posted several times at once (a double click, the page and the host's API, two
+//! relayer processes) with mining paused as a real block time pauses it, is sent once; and a
+//! decision transaction that reverts because the payment was decided by another transaction
+//! reads the payment's state from the chain instead of leaving it pending for good.
+
+use alloy_primitives::{Address, U256};
+use bursar_bindings::wallet::ISessionWallet;
+use bursar_client::Sender;
+use serde_json::{json, Value};
+
+use super::flow::{code, system, usd, wallet_sign, System};
+use super::*;
+
+/// Transactions `who` has sent, mined or in the devnet's pool.
+async fn sent(s: &System, who: Address) -> U256 {
+    s.client
+        .request("eth_getTransactionCount", json!([who, "pending"]))
+        .await
+        .unwrap()
+}
+
+/// Returns once `who` has sent more than `before` (each look is one read of the pool).
+async fn until_sent(s: &System, who: Address, before: U256) {
+    while sent(s, who).await == before {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+async fn automine(s: &System, on: bool) {
+    let _: Value = s
+        .client
+        .request("evm_setAutomine", json!([on]))
+        .await
+        .unwrap();
+    if on {
+        let _: Value = s.client.request("evm_mine", json!([])).await.unwrap();
+    }
+}
+
+/// A session with a payment of 25 waiting for the owner (above its co-sign threshold of 20):
+/// (session id, capability token, the payment).
+async fn pending_payment(s: &System) -> (String, String, Value) {
+    let (id, token) = s.open_session(json!({})).await;
+    let pending = s.pay_settled(&token, s.vendor_b, usd(25)).await;
+    assert_eq!(pending["status"], "pending_approval", "{pending}");
+    (id, token, pending)
+}
+
+/// The owner's signed approval of `pending`, as the host's API hands it to sign.
+async fn signed_approval(s: &System, id: &str, pending: &Value) -> (String, Value) {
+    let api = format!(
+        "/v1/sessions/{id}/pending/{}/decision",
+        pending["pendingId"].as_str().unwrap()
+    );
+    let (status, to_sign) = s.get(&format!("{api}?approve=true"), &s.host).await;
+    assert_eq!(status, 200, "{to_sign}");
+    let body = json!({
+        "approve": true,
+        "nonce": to_sign["nonce"],
+        "deadline": to_sign["deadline"],
+        "signature": wallet_sign(&s.owner, &to_sign["typedData"]),
+    });
+    (api, body)
+}
+
+/// Six posts of one signed decision at once — the host's API and the owner's page, at two
+/// relayer processes — with mining paused: one is sent, five hear `409 decision_pending`; the
+/// payment executes once.
+async fn one_decision_posted_at_once_is_sent_once(db: Db) {
+    let s = system(db).await;
+    let (id, token, pending) = pending_payment(&s).await;
+    let (api, body) = signed_approval(&s, &id, &pending).await;
+    let page = format!("/approve/pending/{}", pending["id"].as_str().unwrap());
+    let (other, other_base) = s.another_relayer().await;
+    let signer = dev_key(9).address();
+    let paid_before = s.token_balance(s.vendor_b).await;
+    automine(&s, false).await;
+    let before = sent(&s, signer).await;
+    let post = |base: &str, path: &str, bearer: Option<&str>| {
+        let mut req = s.http.post(format!("{base}{path}")).json(&body);
+        if let Some(bearer) = bearer {
+            req = req.bearer_auth(bearer);
+        }
+        async move {
+            let r = req.send().await.unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap())
+        }
+    };
+    let answers = futures_util::future::join_all([
+        post(&s.base, &api, Some(&s.host)),
+        post(&s.base, &page, None),
+        post(&other_base, &api, Some(&s.host)),
+        post(&other_base, &page, None),
+        post(&s.base, &api, Some(&s.host)),
+        post(&other_base, &page, None),
+    ])
+    .await;
+    let accepted = answers.iter().filter(|(status, _)| *status == 202).count();
+    assert_eq!(accepted, 1, "{answers:?}");
+    for (status, e) in answers.iter().filter(|(status, _)| *status != 202) {
+        assert_eq!((*status, code(e)), (409, "decision_pending"), "{answers:?}");
+    }
+    until_sent(&s, signer, before).await;
+    assert_eq!(sent(&s, signer).await, before + U256::from(1), "one sent");
+    automine(&s, true).await;
+    let path = format!("/v1/payments/{}", pending["id"].as_str().unwrap());
+    let settled = s
+        .get_when(&path, &token, |p| p["status"] != "pending_approval")
+        .await;
+    assert_eq!(settled["status"], "confirmed", "{settled}");
+    assert!(settled["receiptId"].is_string(), "{settled}");
+    assert_eq!(s.token_balance(s.vendor_b).await, paid_before + usd(25));
+    // Decided: the link and the API take no other decision.
+    let (status, e) = s.post(&api, &s.host, body.clone()).await;
+    assert_eq!((status, code(&e)), (409, "pending_resolved"), "{e}");
+    other.shutdown().await;
+}
+
+/// The owner approves from its own wallet (its own transaction) while the relayer's decision
+/// is on its way: both land in one block, the owner's first, and the relayer's reverts. The
+/// payment is read from the chain — approved, with the receipt the owner's transaction wrote —
+/// instead of staying `pending_approval` with the revert as its error.
+async fn a_reverted_decision_reads_the_payment_from_the_chain(db: Db) {
+    let s = system(db).await;
+    let (id, token, pending) = pending_payment(&s).await;
+    let (api, body) = signed_approval(&s, &id, &pending).await;
+    let wallet = s.record.address("sessionWallet").unwrap();
+    let pending_id: U256 = pending["pendingId"].as_str().unwrap().parse().unwrap();
+    // The owner pays its own gas here.
+    let mut funder = Sender::new(&s.client, dev_key(0)).await.unwrap();
+    funder
+        .send(
+            &s.client,
+            Some(s.owner.address()),
+            vec![],
+            U256::from(10u64).pow(U256::from(17)),
+        )
+        .await
+        .unwrap();
+    let mut owner = Sender::new(&s.client, s.owner.clone()).await.unwrap();
+    let approve = alloy_sol_types::SolCall::abi_encode(&ISessionWallet::approvePendingCall {
+        pendingId: pending_id,
+    });
+    let gas = owner
+        .estimate(&s.client, Some(wallet), &approve, U256::ZERO)
+        .await
+        .unwrap();
+    let signer = dev_key(9).address();
+    automine(&s, false).await;
+    let (owner_before, relayer_before) =
+        (sent(&s, s.owner.address()).await, sent(&s, signer).await);
+    let owners = owner.send_with_gas(&s.client, Some(wallet), approve, U256::ZERO, gas);
+    let relayers = async {
+        until_sent(&s, s.owner.address(), owner_before).await;
+        let (status, d) = s.post(&api, &s.host, body.clone()).await;
+        assert_eq!(status, 202, "{d}");
+        until_sent(&s, signer, relayer_before).await;
+        automine(&s, true).await;
+    };
+    let (owners, ()) = tokio::join!(owners, relayers);
+    let owners = owners.unwrap();
+    assert!(owners.succeeded(), "the owner's approval lands first");
+    let executed = owners.events::<ISessionWallet::PaymentExecuted>(wallet);
+    let receipt_id = executed[0].receiptId.to_string();
+    let path = format!("/v1/payments/{}", pending["id"].as_str().unwrap());
+    let settled = s
+        .get_when(&path, &token, |p| p["status"] != "pending_approval")
+        .await;
+    assert_eq!(settled["status"], "confirmed", "{settled}");
+    assert_eq!(settled["receiptId"], json!(receipt_id), "{settled}");
+}
+
+on_both_databases!(
+    one_decision_posted_at_once_is_sent_once,
+    a_reverted_decision_reads_the_payment_from_the_chain,
+);
