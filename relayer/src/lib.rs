@@ -10,7 +10,8 @@
 //!    [`payments`], [`sessions`], [`webhooks`], [`hosts`];
 //! 4. the [`kernel`]: the shared state, configuration, error, session terms, host policy,
 //!    providers' webhooks, signatures and JSON forms;
-//! 5. [`submission`] (the transaction engine), [`vault`], [`egress`], [`metrics`], [`random`];
+//! 5. [`submission`] (the transaction engine), [`tasks`] (their supervision), [`vault`],
+//!    [`metrics`], [`random`];
 //! 6. [`store`], the only place with SQL.
 //!
 //! Its manual is the crate's README.
@@ -31,6 +32,7 @@ pub mod sessions;
 pub mod settlement;
 pub mod store;
 pub mod submission;
+pub mod tasks;
 pub mod vault;
 pub mod webhooks;
 pub mod x402;
@@ -116,7 +118,9 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
         .public_url
         .get_or_insert_with(|| format!("http://{}", api::reachable(addr)));
     let (payments, queued_payments) = inbox::Queue::new();
+    let (stop, stopped) = tokio::sync::watch::channel(false);
     let app = Arc::new(App {
+        tasks: tasks::Tasks::new(stopped),
         store,
         client,
         engine: engine.clone(),
@@ -141,39 +145,49 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
     app.store
         .heartbeat_instance(&app.instance, store::now_ms())
         .await?;
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let until_stopped = || {
-        let mut rx = stopped.clone();
-        async move {
-            let _ = rx.wait_for(|stop| *stop).await;
+    // Every loop runs supervised: one that ends or panics before the stop is noticed,
+    // reported by `/health` and started again (see `tasks`).
+    let tasks = &app.tasks;
+    let mut handles = vec![tasks.spawn("engine", {
+        let engine = engine.clone();
+        move |stop| {
+            let engine = engine.clone();
+            async move { engine.run(stop).await }
         }
-    };
-    let mut tasks = vec![tokio::spawn({
-        let stopped = until_stopped();
-        async move { engine.run(stopped).await }
     })];
     macro_rules! job {
-        ($run:path $(, $arg:expr)?) => {{
-            let (app, stopped) = (app.clone(), until_stopped());
-            tasks.push(tokio::spawn(async move { $run(&app, $($arg,)? stopped).await }));
+        ($name:literal, $run:path) => {{
+            let app = app.clone();
+            handles.push(tasks.spawn($name, move |stop| {
+                let app = app.clone();
+                async move { $run(&app, stop).await }
+            }));
         }};
     }
-    job!(jobs::settle::run);
-    job!(jobs::queue_payments::run, queued_payments);
-    job!(jobs::deliver_webhooks::run);
-    job!(jobs::wind_down::run);
-    job!(jobs::poll_providers::run);
-    job!(jobs::heartbeat::run);
-    tasks.push(tokio::spawn(api::serve(
+    job!("settle", jobs::settle::run);
+    job!("deliver_webhooks", jobs::deliver_webhooks::run);
+    job!("wind_down", jobs::wind_down::run);
+    job!("poll_providers", jobs::poll_providers::run);
+    job!("heartbeat", jobs::heartbeat::run);
+    // The inbox outlives a failed run of its job: the next run takes what arrived meanwhile.
+    let inbox = Arc::new(tokio::sync::Mutex::new(queued_payments));
+    handles.push(tasks.spawn("queue_payments", {
+        let app = app.clone();
+        move |stop| {
+            let (app, inbox) = (app.clone(), inbox.clone());
+            async move { jobs::queue_payments::run(&app, &mut *inbox.lock().await, stop).await }
+        }
+    }));
+    handles.push(tokio::spawn(api::serve(
         listener,
         app.clone(),
-        until_stopped(),
+        tasks.stop_signal(),
     )));
     tracing::info!(%addr, "relayer listening");
     Ok(Relayer {
         addr,
         app,
         stop,
-        tasks,
+        tasks: handles,
     })
 }

@@ -75,6 +75,7 @@ pub(super) async fn render(app: &App, limiter: &Limiter) -> Result<String, Store
     );
 
     app.engine.metrics().register(&mut registry);
+    app.tasks.register(&mut registry);
     counts(
         &mut registry,
         "bursar_relayer_rate_limited",

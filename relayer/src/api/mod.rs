@@ -26,6 +26,7 @@ mod state;
 mod webhooks;
 mod x402;
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
@@ -38,6 +39,8 @@ use serde::Serialize;
 use utoipa::{OpenApi, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
+
+use crate::tasks::TaskHealth;
 
 pub use auth::Principal;
 pub use extract::{Body, Caller, Sandbox};
@@ -172,22 +175,27 @@ fn routes() -> OpenApiRouter<AppState> {
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct Health {
-    /// Both answer.
+    /// The database and the node answer, and every task runs.
     ok: bool,
     /// The database answers.
     database: bool,
     /// The node's chain id, when it answers.
     chain_id: Option<u64>,
+    /// The supervised tasks (the engine, each job) by name: one that ended or panicked waits
+    /// to start again (`running: false`).
+    #[schema(value_type = BTreeMap<String, TaskHealth>)]
+    tasks: BTreeMap<&'static str, TaskHealth>,
 }
 
-/// Whether the database and the node answer.
+/// Whether the database and the node answer and every background task runs.
 #[utoipa::path(get, path = "/health", operation_id = "health", tag = "service",
-    responses((status = 200, description = "Both answer", body = Health),
-        (status = 503, description = "One does not (which one is said)", body = Health)))]
+    responses((status = 200, description = "All is well", body = Health),
+        (status = 503, description = "Something is not (which is said)", body = Health)))]
 async fn health(State(s): State<AppState>) -> impl IntoResponse {
     let database = s.store.ping().await.is_ok();
     let chain_id = s.client.chain_id().await.ok();
-    let ok = database && chain_id.is_some();
+    let tasks = s.tasks.health();
+    let ok = database && chain_id.is_some() && tasks.values().all(|t| t.running);
     let status = if ok {
         StatusCode::OK
     } else {
@@ -197,6 +205,7 @@ async fn health(State(s): State<AppState>) -> impl IntoResponse {
         ok,
         database,
         chain_id,
+        tasks,
     };
     (status, Json(health))
 }

@@ -6,7 +6,7 @@ use crate::kernel::App;
 use crate::payments::queue::{queue_batch, InFlightPayments, MAX_BATCH};
 
 /// Stores what arrives, a batch at a time, until `stop` resolves.
-pub(crate) async fn run(app: &App, mut rx: Receiver, stop: impl std::future::Future<Output = ()>) {
+pub(crate) async fn run(app: &App, rx: &mut Receiver, stop: impl std::future::Future<Output = ()>) {
     tokio::pin!(stop);
     let mut in_flight = InFlightPayments::default();
     loop {

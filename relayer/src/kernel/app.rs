@@ -57,6 +57,8 @@ pub struct App {
     pub(crate) metering: tokio::sync::Mutex<()>,
     /// Custodial keys opened so far, by address.
     pub(crate) open_keys: std::sync::Mutex<std::collections::HashMap<String, Key>>,
+    /// The supervised tasks (the engine, the jobs) and how each is doing.
+    pub tasks: Arc<crate::tasks::Tasks>,
     /// Gas limits measured per session on its first payment (later ones cost no more).
     pub(crate) pay_gas: std::sync::Mutex<std::collections::HashMap<String, u64>>,
 }

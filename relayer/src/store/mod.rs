@@ -11,6 +11,7 @@ mod payments;
 mod provenance;
 mod sessions;
 mod webhooks;
+mod x402;
 
 // MIGRATIONS_SQLITE and MIGRATIONS_POSTGRES, embedded by the build script.
 include!(concat!(env!("OUT_DIR"), "/migrations.rs"));
@@ -30,6 +31,7 @@ pub use payments::{NewPayment, PaymentRow, PaymentStatus, Unmined};
 pub use provenance::ProvenanceRow;
 pub use sessions::{NewSession, OpenStatus, SessionRow, SessionTx, WindDown};
 pub use webhooks::{DeliveryRow, EndpointRow};
+pub use x402::SettlementTurn;
 
 /// Why the store failed.
 #[derive(Debug, thiserror::Error)]

@@ -24,6 +24,7 @@ use crate::kernel::App;
 use crate::kernel::Error;
 
 mod exact;
+mod once;
 mod pay;
 mod session;
 mod types;

@@ -14,8 +14,9 @@ use super::types::{network, purpose, refuse, FacilitatorRequest, Refusal, Settle
 use crate::kernel::json::{session_id_text, Amount};
 use crate::kernel::App;
 use crate::kernel::Error;
-use crate::payments::{self, PayBody, SignedIntent};
-use crate::store::PaymentStatus;
+use crate::payments::{self, PayBody, SignedIntent, SETTLED};
+use crate::store::{PaymentStatus, SessionRow};
+use crate::x402::once::{Settlement, Turn};
 
 /// The `bursar-session` payload: a `PaymentIntent` of the session, signed by its session key.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -175,7 +176,7 @@ pub(super) async fn check(
 
 /// Settles a `bursar-session` payment: verified again, then paid through the transaction engine (as the
 /// session's payments are, by its pinned signer); answered once the payment settled. A payload
-/// settled before is refused, never paid or reported paid twice.
+/// settled before is refused, never paid or reported paid twice ([`super::once`]).
 pub(super) async fn settle(app: &App, req: &FacilitatorRequest) -> Result<SettleResponse, Error> {
     let failed = |refusal, payer| Ok(SettleResponse::failed(app, refusal, payer));
     let c = match check(app, req).await? {
@@ -192,43 +193,87 @@ pub(super) async fn settle(app: &App, req: &FacilitatorRequest) -> Result<Settle
         return failed(why, payer);
     };
     let key = request_key(&id, c.intent.nonce);
-    if app.store.payment_by_request_key(&key).await?.is_some() {
-        let why = refuse(
-            "invalid_bursar_session_already_settled",
-            "this payment was settled before",
-        );
-        return failed(why, payer);
-    }
+    let request_hash = alloy_primitives::hex::encode(Sha256::digest(&c.signature));
+    let settlement = Settlement {
+        key: &key,
+        request_hash: &request_hash,
+        used: "invalid_bursar_session_already_settled",
+        payer: c.payer,
+    };
+    let payment = match settlement.take(app).await? {
+        Err(answer) => return Ok(answer),
+        Ok(Turn::Wait(payment)) => payment,
+        Ok(Turn::Send) => match send(app, &row, &key, &c, &settlement).await {
+            Ok(Ok(payment)) => payment,
+            Ok(Err(refusal)) => {
+                settlement.forget(app).await?;
+                return failed(refusal, payer);
+            }
+            Err(e) => {
+                settlement.forget(app).await?;
+                return Err(e);
+            }
+        },
+    };
+    let settled = match payments::get(app, &row, &payment, app.settings.open_wait, None).await {
+        Ok(settled) => settled,
+        Err(e) => {
+            app.store.leave_settlement(&key, &app.instance).await?;
+            return Err(e);
+        }
+    };
+    let status = settled.status.as_str();
+    tracing::info!(session = %id, payment = %settled.id, status, "x402 payment settled");
+    let answer = match (settled.status, settled.transaction_hash) {
+        (PaymentStatus::Confirmed | PaymentStatus::Mined, Some(hash)) => {
+            SettleResponse::settled(app, c.payer, hash)
+        }
+        (status, _) if !status.is_final() && !SETTLED.contains(&status) => {
+            let why = refuse(
+                "settlement_pending",
+                format!("the payment is {}: settle again to hear", status.as_str()),
+            );
+            SettleResponse::failed(app, why, payer)
+        }
+        _ => {
+            let reason = settled
+                .error
+                .map_or_else(|| format!("payment_{status}"), |e| e.code);
+            SettleResponse::failed(app, (reason, format!("the payment is {status}")), payer)
+        }
+    };
+    settlement.answer(app, answer).await
+}
+
+/// Pays `c` from session `row` under idempotency key `key`, recorded as `settlement`'s: the
+/// relayer's payment id, or the wallet's refusal.
+async fn send(
+    app: &App,
+    row: &SessionRow,
+    key: &str,
+    c: &Checked,
+    settlement: &Settlement<'_>,
+) -> Result<Result<String, Refusal>, Error> {
     let body = PayBody::Signed(SignedIntent {
         to: c.intent.to,
         amount: Amount(c.intent.amount),
         purpose: c.intent.purpose,
         nonce: Amount(c.intent.nonce),
         deadline: c.intent.deadline.to(),
-        signature: c.signature,
+        signature: c.signature.clone(),
     });
-    let queued = match payments::pay(app, &row, body, Some(&key)).await {
+    let queued = match payments::pay(app, row, body, Some(key)).await {
         Ok(p) => p,
         Err(Error::Contract(e)) => {
-            return failed((e.name.clone(), "refused by the wallet".into()), payer)
+            return Ok(Err((e.name.clone(), "refused by the wallet".into())))
         }
         Err(e) => return Err(e),
     };
-    let wait = app.settings.open_wait;
-    let settled = payments::get(app, &row, &queued.id, wait, None).await?;
-    let status = settled.status.as_str();
-    tracing::info!(session = %id, payment = %settled.id, status, "x402 payment settled");
-    match (settled.status, settled.transaction_hash) {
-        (PaymentStatus::Confirmed | PaymentStatus::Mined, Some(hash)) => {
-            Ok(SettleResponse::settled(app, c.payer, hash))
-        }
-        _ => {
-            let reason = settled
-                .error
-                .map_or_else(|| format!("payment_{status}"), |e| e.code);
-            failed((reason, format!("the payment is {status}")), payer)
-        }
-    }
+    // Stored already under `key`: a taker after a crash here finds it by `pay`'s key.
+    let mut db = app.store.begin().await?;
+    settlement.sent(&mut db, &queued.id).await?;
+    db.commit().await.map_err(crate::store::StoreError::from)?;
+    Ok(Ok(queued.id))
 }
 
 /// The idempotency key a settled x402 payment is stored under: one per session and nonce.

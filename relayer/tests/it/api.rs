@@ -204,6 +204,54 @@ async fn the_openapi_document_matches_the_routes(db: Db) {
     relayer.shutdown().await;
 }
 
+/// Every background task is supervised: `/health` lists them running; one that panics turns
+/// `/health` to 503 naming it and the panic, and the metrics count it.
+async fn a_task_that_fails_turns_health_to_503(db: Db) {
+    let (_devnet, client) = devnet(true).await;
+    let relayer = relayer(&db, &client).await;
+    let base = format!("http://{}", relayer.addr);
+    let (status, body) = get(&format!("{base}/health"), None).await;
+    assert_eq!(status, 200, "{body}");
+    let health: Value = serde_json::from_str(&body).unwrap();
+    for task in [
+        "engine",
+        "settle",
+        "queue_payments",
+        "deliver_webhooks",
+        "wind_down",
+        "poll_providers",
+        "heartbeat",
+    ] {
+        assert_eq!(health["tasks"][task]["running"], true, "{task}: {health}");
+    }
+    relayer.app.tasks.spawn("doomed", |_stop| async {
+        panic!("a row that does not parse")
+    });
+    let down = relayer
+        .app
+        .wait_for(std::time::Duration::from_secs(10), || async {
+            let (status, body) = get(&format!("{base}/health"), None).await;
+            Ok((status == 503).then_some(body))
+        })
+        .await
+        .unwrap()
+        .expect("/health never turned 503");
+    let health: Value = serde_json::from_str(&down).unwrap();
+    assert_eq!(health["ok"], false, "{health}");
+    assert_eq!(health["tasks"]["doomed"]["running"], false, "{health}");
+    assert_eq!(
+        health["tasks"]["doomed"]["lastFailure"],
+        "it panicked: a row that does not parse"
+    );
+    assert_eq!(health["tasks"]["settle"]["running"], true, "{health}");
+    let (_, metrics) = get(&format!("{base}/metrics"), None).await;
+    assert!(
+        metrics.contains("bursar_relayer_task_failures_total{task=\"doomed\"}"),
+        "{metrics}"
+    );
+    relayer.shutdown().await;
+}
+
 mod sqlite_db {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_openapi_document_matches_the_routes() {
@@ -218,6 +266,11 @@ mod sqlite_db {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn host_keys_are_checked_scoped_and_revocable() {
         super::host_keys_are_checked_scoped_and_revocable(super::sqlite()).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_task_that_fails_turns_health_to_503() {
+        super::a_task_that_fails_turns_health_to_503(super::sqlite()).await
     }
 }
 

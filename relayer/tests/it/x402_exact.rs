@@ -11,7 +11,7 @@ use bursar_bindings::evm::{IFiatToken, USDC};
 use bursar_e2e::x402::{dev_key_hex, Facilitator, OfficialServer};
 use serde_json::{json, Value};
 
-use super::flow::{system, usd, System};
+use super::flow::{system, system_with, usd, System};
 use super::*;
 
 fn decoded(response: &reqwest12::Response, name: &str) -> Value {
@@ -101,6 +101,7 @@ on_both_databases!(
     an_agent_pays_servers_built_with_x402s_official_packages,
     bursars_facilitator_settles_exact_once_and_only_as_authorized,
     an_agent_pays_exact_by_delegation_when_offered,
+    parallel_settles_of_one_payment_answer_success_once,
 );
 
 /// The official facilitator settles the session wallet's reservation; then Bursar's settles
@@ -450,4 +451,112 @@ async fn an_agent_pays_exact_by_delegation_when_offered(db: Db) {
     assert_eq!(v["invalidReason"], "WalletNonceUsed", "{v}");
     assert_eq!(usdc(s, s.vendor_a).await, usd(2), "paid once");
     system.relayer.shutdown().await;
+}
+
+/// Eight `settle`s of one authorization at once, four at each of two relayer processes, with
+/// mining paused as a real block time pauses it: one transfer, one `success` (a resource
+/// server serves once per `success`), the others `settlement_pending` and, once answered,
+/// `invalid_exact_evm_nonce_already_used`. A `settle` whose wait ran out answers
+/// `settlement_pending` and the next one hears the outcome, once.
+async fn parallel_settles_of_one_payment_answer_success_once(db: Db) {
+    let system = system_with(db, |s| s.open_wait = std::time::Duration::from_secs(4)).await;
+    let s = &system;
+    let (other, other_base) = s.another_relayer().await;
+    let chain_id = s.client.chain_id().await.unwrap();
+    let payer = dev_key(6);
+    mint(s, payer.address(), usd(10)).await;
+    let required = exact_requirements(chain_id, s.vendor_a, usd(1));
+    let valid_before = s.chain_now().await + 3600;
+    let authorization = |nonce: u8| {
+        Authorization {
+            from: payer.address(),
+            to: s.vendor_a,
+            value: usd(1),
+            valid_before,
+            nonce: alloy_primitives::B256::repeat_byte(nonce),
+        }
+        .request(&payer, "USD Coin", &required)
+    };
+    let signer = dev_key(9).address();
+    let sent = || async {
+        s.client
+            .request::<U256>("eth_getTransactionCount", json!([signer, "pending"]))
+            .await
+            .unwrap()
+    };
+    let automine = |on: bool| async move {
+        let _: Value = s
+            .client
+            .request("evm_setAutomine", json!([on]))
+            .await
+            .unwrap();
+        if on {
+            let _: Value = s.client.request("evm_mine", json!([])).await.unwrap();
+        }
+    };
+    let settle = |base: String, body: Value| async move {
+        let r = s
+            .http
+            .post(format!("{base}/x402/settle"))
+            .json(&body)
+            .send();
+        let r = r.await.unwrap();
+        assert_eq!(r.status(), 200);
+        r.json::<Value>().await.unwrap()
+    };
+    let reason = |v: &Value| v["errorReason"].as_str().unwrap_or("").to_owned();
+    let balances = || async { (usdc(s, payer.address()).await, usdc(s, s.vendor_a).await) };
+    let before = balances().await;
+
+    // The first `settle` sends; seven more arrive while its transfer waits in the pool.
+    automine(false).await;
+    let pool = sent().await;
+    let body = authorization(1);
+    let first = settle(s.base.clone(), body.clone());
+    let duplicates = async {
+        while sent().await == pool {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let all = futures_util::future::join_all((0..7).map(|i| {
+            let base = if i % 2 == 0 { &other_base } else { &s.base };
+            settle(base.clone(), body.clone())
+        }));
+        // They must not wait for the block (to answer `success` with the first).
+        let answered = tokio::time::timeout(std::time::Duration::from_secs(2), all).await;
+        automine(true).await;
+        answered
+    };
+    let (first, duplicates) = tokio::join!(first, duplicates);
+    let duplicates = duplicates.expect("the duplicates waited for the block");
+    assert_eq!(first["success"], true, "{first}");
+    for d in &duplicates {
+        assert_eq!(reason(d), "settlement_pending", "{duplicates:#?}");
+    }
+    assert_eq!(sent().await, pool + U256::from(1), "one transfer sent");
+    let again = settle(other_base.clone(), body).await;
+    assert_eq!(
+        reason(&again),
+        "invalid_exact_evm_nonce_already_used",
+        "{again}"
+    );
+    assert_eq!(balances().await, (before.0 - usd(1), before.1 + usd(1)));
+
+    // Not mined within the wait: `settlement_pending`; the next `settle` hears it settled.
+    automine(false).await;
+    let pool = sent().await;
+    let body = authorization(2);
+    let pending = settle(s.base.clone(), body.clone()).await;
+    assert_eq!(reason(&pending), "settlement_pending", "{pending}");
+    assert_eq!(sent().await, pool + U256::from(1));
+    automine(true).await;
+    let heard = settle(other_base.clone(), body.clone()).await;
+    assert_eq!(heard["success"], true, "{heard}");
+    let again = settle(s.base.clone(), body).await;
+    assert_eq!(
+        reason(&again),
+        "invalid_exact_evm_nonce_already_used",
+        "{again}"
+    );
+    assert_eq!(balances().await, (before.0 - usd(2), before.1 + usd(2)));
+    other.shutdown().await;
 }

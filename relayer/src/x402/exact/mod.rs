@@ -7,7 +7,7 @@
 //! against the server's requirements and the chain's clock, then simulated at the latest block
 //! from the signer that would send it. Settled through the transaction engine by one of the
 //! relayer's signers; the receipt must show the asset moving from the payer to `payTo`. One
-//! payment is sent once and reported settled once (see [`settle`]).
+//! payment is sent once and reported settled once ([`super::once`]).
 
 mod eip3009;
 pub(crate) mod erc7710;
@@ -19,14 +19,7 @@ use bursar_bindings::token::ITestToken::Transfer;
 use super::types::{network, refuse, Asked, FacilitatorRequest, Refusal, SettleResponse};
 use crate::kernel::App;
 use crate::kernel::Error;
-use crate::store::Claim;
-
-/// Who the settlements are kept for in the idempotency table. What is kept is the engine's
-/// transaction id until a `settle` answered its outcome, then [`ANSWERED`] and its hash.
-const CALLER: &str = "x402:exact";
-
-/// Marks a kept settlement whose outcome was answered.
-const ANSWERED: &str = "answered:";
+use crate::x402::once::{Settlement, Turn};
 
 /// A payment of the server's requirements, by its method.
 enum Payment {
@@ -144,78 +137,54 @@ pub(super) async fn verify(
 }
 
 /// `POST /x402/settle` for `exact`: checked again, sent through the transaction engine and
-/// answered once mined. The engine's transaction is kept per payment ([`Exact::key`]), so it
-/// is sent once: a `settle` repeated before its outcome was answered (after
-/// `settlement_pending`) waits for it; one repeated after, as after x402's facilitator, hears
-/// `invalid_exact_evm_nonce_already_used`.
+/// answered once mined. Sent once and answered `success` once ([`Settlement`]): a `settle`
+/// while another holds the payment hears `settlement_pending`; one after a `success`, as after
+/// x402's facilitator, `invalid_exact_evm_nonce_already_used`.
 pub(super) async fn settle(app: &App, req: &FacilitatorRequest) -> Result<SettleResponse, Error> {
     let e = match parse(app, req).await? {
         Ok(e) => e,
         Err(refusal) => return Ok(SettleResponse::failed(app, refusal, None)),
     };
-    let from = e.payer();
-    let key = e.key();
-    let hash = alloy_primitives::hex::encode(keccak256(e.call().1));
-    let now = crate::store::now_ms();
-    let dead_before = now - app.settings.instance_timeout.as_millis() as i64;
-    let claim = app
-        .store
-        .claim_idempotency_key(CALLER, &key, &hash, &app.instance, now, dead_before)
-        .await?;
-    let tx = match claim {
-        Claim::New => match send(app, &e).await {
-            Ok(Ok(tx)) => {
-                let kept = tx.to_string();
-                app.store
-                    .complete_idempotency_key(CALLER, &key, 200, &kept)
-                    .await?;
-                tx
-            }
+    let key = format!("exact:{}", e.key());
+    let request_hash = alloy_primitives::hex::encode(keccak256(e.call().1));
+    let settlement = Settlement {
+        key: &key,
+        request_hash: &request_hash,
+        used: "invalid_exact_evm_nonce_already_used",
+        payer: e.payer(),
+    };
+    let tx = match settlement.take(app).await? {
+        Err(answer) => return Ok(answer),
+        Ok(Turn::Wait(sent)) => sent.parse().map_err(|_| Error::Internal)?,
+        Ok(Turn::Send) => match send(app, &e, &settlement).await {
+            Ok(Ok(tx)) => tx,
             // Nothing was sent: a later `settle` checks afresh.
             Ok(Err(refusal)) => {
-                app.store.release_idempotency_key(CALLER, &key).await?;
-                return Ok(SettleResponse::failed(app, refusal, Some(from)));
+                settlement.forget(app).await?;
+                return Ok(SettleResponse::failed(app, refusal, Some(e.payer())));
             }
-            Err(e) => {
-                app.store.release_idempotency_key(CALLER, &key).await?;
-                return Err(e);
+            Err(err) => {
+                settlement.forget(app).await?;
+                return Err(err);
             }
         },
-        Claim::Replay { response, .. } => match response.strip_prefix(ANSWERED) {
-            // A resource server serves once per successful settlement: the second hears no.
-            Some(hash) => {
-                let why = refuse(
-                    "invalid_exact_evm_nonce_already_used",
-                    format!("this authorization was settled in transaction {hash}"),
-                );
-                return Ok(SettleResponse::failed(app, why, Some(from)));
-            }
-            None => response.parse().map_err(|_| Error::Internal)?,
-        },
-        Claim::Running => {
-            let why = refuse("settlement_pending", "this authorization is being settled");
-            return Ok(SettleResponse::failed(app, why, Some(from)));
-        }
-        Claim::Mismatch => {
-            let why = refuse(
-                "invalid_exact_evm_nonce_already_used",
-                "this authorization's nonce was settled with another signature",
-            );
-            return Ok(SettleResponse::failed(app, why, Some(from)));
-        }
     };
-    let answer = outcome(app, tx, &e).await?;
-    if !answer.transaction.is_empty() {
-        let answered = format!("{ANSWERED}{}", answer.transaction);
-        app.store
-            .complete_idempotency_key(CALLER, &key, 200, &answered)
-            .await?;
+    match outcome(app, tx, &e).await {
+        Ok(answer) => settlement.answer(app, answer).await,
+        Err(err) => {
+            app.store.leave_settlement(&key, &app.instance).await?;
+            Err(err)
+        }
     }
-    Ok(answer)
 }
 
-/// Checks `e` on chain, then queues its settlement: the engine's transaction id.
-async fn send(app: &App, e: &Exact) -> Result<Result<i64, Refusal>, Error> {
+/// Checks `e` on chain, then queues its settlement, recorded as `settlement`'s in the same
+/// database transaction: the engine's transaction id.
+async fn send(
+    app: &App,
+    e: &Exact,
+    settlement: &Settlement<'_>,
+) -> Result<Result<i64, Refusal>, Error> {
     let signer = signer_for(app, e.payer());
     if let Err(refusal) = e.check(app, signer).await? {
         return Ok(Err(refusal));
@@ -228,7 +197,8 @@ async fn send(app: &App, e: &Exact) -> Result<Result<i64, Refusal>, Error> {
         data: data.into(),
         value: U256::ZERO,
     };
-    let (db, tx) = app.queue(&call).await?;
+    let (mut db, tx) = app.queue(&call).await?;
+    settlement.sent(&mut db, &tx.to_string()).await?;
     app.commit(db).await?;
     tracing::info!(payer = %e.payer(), to = %e.asked.pay_to, amount = %e.asked.amount, transaction = tx, "x402 exact payment queued");
     Ok(Ok(tx))
