@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use bursar_agent::fetch::{Fetched, Request};
+use bursar_agent::fetch::{Fetched, Options, Request};
 use bursar_egress::Policy;
 
 use crate::capability::Capability;
@@ -96,8 +96,14 @@ async fn fetch(args: FetchArgs) -> Result<(), String> {
         headers,
         body,
     };
-    let timeout = Duration::from_secs(args.timeout);
-    let answer = bursar_agent::fetch::fetch(&relayer, &request, max, policy, timeout).await?;
+    let options = Options {
+        max,
+        policy,
+        timeout: Duration::from_secs(args.timeout),
+        // The whole body, as curl: this process is the sandbox's own.
+        max_body: None,
+    };
+    let answer = bursar_agent::fetch::fetch(&relayer, None, &request, &options).await?;
     if let Some(s) = &answer.settlement {
         eprintln!(
             "bursar fetch: paid; settled by {} in transaction {} on {}",

@@ -3,15 +3,10 @@
 //! as the relayer answers it (JSON) once it is confirmed or `--wait` runs out; a refusal by the
 //! session's rules names the rule and its figures.
 
-use std::time::Duration;
-
-use bursar_agent::relayer::Refusal;
+use bursar_agent::relayer::{new_key, Ask, Backend, Refusal};
 use serde_json::json;
 
 use crate::capability::Capability;
-
-/// How long the relayer may take to answer (a `wait` of up to 60 s included).
-const TIMEOUT: Duration = Duration::from_secs(90);
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct PayArgs {
@@ -41,16 +36,21 @@ async fn pay(args: PayArgs) -> Result<(), String> {
     let refused = |e: Refusal| format!("refused {e}");
     let amount = relayer.base_units(&args.amount).await?;
     let body = json!({ "to": args.to, "amount": amount.to_string(), "purpose": args.purpose });
+    // One idempotency key: a 503 is tried again without paying twice.
+    let key = new_key();
     let queued = relayer
-        .post("/v1/payments", &body, TIMEOUT)
+        .ask(None, Ask::Pay { body, key })
         .await
         .map_err(refused)?;
     let id = queued["id"].as_str().ok_or("the relayer answered no id")?;
     let payment = match args.wait {
         0 => queued.clone(),
         wait => {
-            let path = format!("/v1/payments/{id}?wait={}", wait.min(60));
-            relayer.get(&path, TIMEOUT).await.map_err(refused)?
+            let ask = Ask::Payment {
+                id: id.to_owned(),
+                wait: wait.min(60),
+            };
+            relayer.ask(None, ask).await.map_err(refused)?
         }
     };
     println!("{payment}");

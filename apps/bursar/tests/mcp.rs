@@ -185,7 +185,7 @@ async fn agents_use_the_mcp_tools_through_the_official_clients_over_both_transpo
             "{limits}"
         );
 
-        let paid = &r[1]["structuredContent"];
+        let paid = &r[1]["structuredContent"]["payment"];
         assert_eq!(paid["status"], "confirmed", "{transport}: {}", r[1]);
         assert_eq!(paid["amount"], "1500000");
 

@@ -12,9 +12,9 @@ use base64::Engine as _;
 use bursar_egress::{self as egress, Policy};
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode, Version};
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::relayer::Relayer;
+use crate::relayer::{Ask, Backend};
 
 /// A request to make.
 #[derive(Clone, Debug)]
@@ -38,31 +38,45 @@ pub struct Fetched {
     pub version: Version,
     /// Its headers.
     pub headers: HeaderMap,
-    /// Its body.
+    /// Its body (its first [`Options::max_body`] bytes).
     pub body: Vec<u8>,
+    /// Whether the body was longer than [`Options::max_body`] (the rest was not read).
+    pub truncated: bool,
     /// The settlement the resource's `PAYMENT-RESPONSE` announced (x402's `SettleResponse`:
     /// `transaction`, `network`, `payer`), when it was paid.
     pub settlement: Option<Value>,
 }
 
-/// Makes `request`, paying a 402 from the session of `relayer` when it costs at most `max`
-/// base units (without `max`, the session's rules alone bound it).
+/// How a request is made.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// The most to pay, in base units (`None`: the session's rules alone bound it).
+    pub max: Option<U256>,
+    /// Where it may go.
+    pub policy: Policy,
+    /// How long each request may take.
+    pub timeout: Duration,
+    /// The most of a body read (`None`: all of it).
+    pub max_body: Option<usize>,
+}
+
+/// Makes `request`, paying a 402 from the session `backend` answers for (`parts`: the request
+/// the call came in, see [`Backend::ask`]) when it costs at most `options.max`.
 ///
 /// # Errors
 /// In words: a refused address, a price over `max` (nothing is paid), the relayer's refusal
 /// (a session's rule names itself), a resource that still answers 402 once paid.
 pub async fn fetch(
-    relayer: &Relayer,
+    backend: &dyn Backend,
+    parts: Option<&http::request::Parts>,
     request: &Request,
-    max: Option<U256>,
-    policy: Policy,
-    timeout: Duration,
+    options: &Options,
 ) -> Result<Fetched, String> {
-    let url = egress::check_url(&request.url, policy)
+    let url = egress::check_url(&request.url, options.policy)
         .await
         .map_err(|e| format!("{}: {e}", request.url))?;
-    let http = egress::client(policy, timeout);
-    let answer = send(&http, request, &url, None).await?;
+    let http = egress::client(options.policy, options.timeout);
+    let answer = send(&http, request, &url, None, options.max_body).await?;
     if answer.status != StatusCode::PAYMENT_REQUIRED {
         return Ok(answer);
     }
@@ -72,19 +86,15 @@ pub async fn fetch(
     };
     let required = decode(required.as_bytes())
         .map_err(|e| format!("the 402's PAYMENT-REQUIRED header is not x402's: {e}"))?;
-    let required = within(required, max)?;
-    let paid = relayer
-        .post(
-            "/v1/x402/pay",
-            &json!({ "paymentRequired": required }),
-            timeout,
-        )
+    let payment_required = within(required, options.max)?;
+    let paid = backend
+        .ask(parts, Ask::X402Pay { payment_required })
         .await
         .map_err(|e| format!("the relayer did not pay {e}"))?;
     let signature = paid["paymentSignature"]
         .as_str()
         .ok_or("the relayer answered no paymentSignature")?;
-    let mut answer = send(&http, request, &url, Some(signature)).await?;
+    let mut answer = send(&http, request, &url, Some(signature), options.max_body).await?;
     if answer.status == StatusCode::PAYMENT_REQUIRED {
         return Err(format!(
             "paid, but the resource still answers 402 {}",
@@ -103,6 +113,7 @@ async fn send(
     r: &Request,
     url: &reqwest::Url,
     payment: Option<&str>,
+    max_body: Option<usize>,
 ) -> Result<Fetched, String> {
     let mut req = http.request(r.method.clone(), url.clone());
     for (name, value) in &r.headers {
@@ -114,17 +125,26 @@ async fn send(
     if let Some(signature) = payment {
         req = req.header("PAYMENT-SIGNATURE", signature);
     }
-    let answer = req.send().await.map_err(|e| format!("{url}: {e}"))?;
+    let mut answer = req.send().await.map_err(|e| format!("{url}: {e}"))?;
     let (status, version, headers) = (answer.status(), answer.version(), answer.headers().clone());
-    let body = answer
-        .bytes()
-        .await
-        .map_err(|e| format!("reading the answer of {url}: {e}"))?;
+    let reading = |e: reqwest::Error| format!("reading the answer of {url}: {e}");
+    let mut body = Vec::new();
+    let mut truncated = false;
+    while let Some(chunk) = answer.chunk().await.map_err(reading)? {
+        body.extend_from_slice(&chunk);
+        if let Some(max) = max_body.filter(|max| body.len() > *max) {
+            // Enough to know it was cut: the rest stays unread, and the connection closes.
+            body.truncate(max);
+            truncated = true;
+            break;
+        }
+    }
     Ok(Fetched {
         status,
         version,
         headers,
-        body: body.to_vec(),
+        body,
+        truncated,
         settlement: None,
     })
 }
@@ -167,6 +187,8 @@ fn within(mut required: Value, max: Option<U256>) -> Result<Value, String> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]

@@ -52,12 +52,31 @@ impl Principal {
 }
 
 /// Lets only a sandbox (a live session's capability token) through, to agents' MCP server;
-/// anyone else is answered 401 as the API answers it.
+/// anyone else is answered 401 as the API answers it, with the challenge.
 pub(super) async fn sandbox_only(req: Request, next: Next) -> Response {
     match req.extensions().get::<Principal>() {
         Some(Principal::Sandbox(_)) => next.run(req).await,
-        _ => Error::Unauthorized.into_response(),
+        // A host key is a valid token, for another resource.
+        Some(Principal::Host(_)) => unauthorized(Some(
+            "a session's capability token is needed here, not a host key",
+        )),
+        _ => unauthorized(None),
     }
+}
+
+/// `401` with RFC 6750's challenge: `error="invalid_token"` and why, when a token was sent.
+fn unauthorized(invalid: Option<&str>) -> Response {
+    let mut r = Error::Unauthorized.into_response();
+    let challenge = match invalid {
+        Some(why) => {
+            format!("Bearer realm=\"bursar\", error=\"invalid_token\", error_description=\"{why}\"")
+        }
+        None => "Bearer realm=\"bursar\"".to_owned(),
+    };
+    if let Ok(v) = HeaderValue::from_str(&challenge) {
+        r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
+    r
 }
 
 /// The bearer token of an `Authorization` header: `None` without one or for another scheme.
@@ -103,12 +122,13 @@ pub(super) async fn layer(
             };
             match authenticated {
                 Ok(p) => p,
-                Err(e) => {
-                    if let (Error::Unauthorized, Some(rate)) = (&e, settings.auth_failure_limit) {
+                Err(Error::Unauthorized) => {
+                    if let Some(rate) = settings.auth_failure_limit {
                         let _ = limiter.take(Bucket::Failures(client), rate);
                     }
-                    return e.into_response();
+                    return unauthorized(Some("the token is unknown, revoked or expired"));
                 }
+                Err(e) => return e.into_response(),
             }
         }
     };

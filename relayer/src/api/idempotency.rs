@@ -42,6 +42,17 @@ const WAIT_STEPS: u32 = 1_200;
 #[derive(Clone, Debug)]
 pub(super) struct RequestKey(pub(super) String);
 
+impl RequestKey {
+    /// `key` of `caller` (a [`Principal::scope`]).
+    pub(super) fn of(caller: &str, key: &str) -> Self {
+        let mut hasher = Sha256::new();
+        hasher.update(caller.as_bytes());
+        hasher.update([0]);
+        hasher.update(key.as_bytes());
+        RequestKey(hex(&hasher.finalize()))
+    }
+}
+
 /// The middleware.
 pub(super) async fn layer(State(s): State<AppState>, req: Request, next: Next) -> Response {
     if req.method() != Method::POST {
@@ -96,11 +107,7 @@ pub(super) async fn layer(State(s): State<AppState>, req: Request, next: Next) -
         };
         match claim {
             Claim::New => {
-                let mut hasher = Sha256::new();
-                hasher.update(caller.as_bytes());
-                hasher.update([0]);
-                hasher.update(key.as_bytes());
-                parts.extensions.insert(RequestKey(hex(&hasher.finalize())));
+                parts.extensions.insert(RequestKey::of(&caller, &key));
                 let response = next
                     .run(Request::from_parts(parts, Body::from(bytes)))
                     .await;

@@ -16,6 +16,7 @@ mod error;
 mod extract;
 mod idempotency;
 mod lifecycle;
+mod mcp;
 mod metrics;
 mod openapi;
 mod pages;
@@ -58,11 +59,7 @@ pub async fn serve(
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
     // The peer's address: anonymous callers and failed authentications are limited by it.
-    let local = match listener.local_addr() {
-        Ok(local) => local,
-        Err(e) => return tracing::error!(error = %e, "API listener has no address"),
-    };
-    let service = router(app, local).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let service = router(app).into_make_service_with_connect_info::<std::net::SocketAddr>();
     if let Err(e) = axum::serve(listener, service)
         .with_graceful_shutdown(stop)
         .await
@@ -72,17 +69,12 @@ pub async fn serve(
 }
 
 /// The API's routes, each registered with its OpenAPI operation; the document is served at
-/// `/openapi.json`; agents' MCP server at `/mcp`. `local` is where the API listens: the MCP
-/// tools ask the API there.
-pub fn router(state: AppState, local: SocketAddr) -> Router {
+/// `/openapi.json`; agents' MCP server at `/mcp`.
+pub fn router(state: AppState) -> Router {
     let limiter = Arc::new(Limiter::default());
     let (routes, doc) = routes().split_for_parts();
     let doc = Arc::new(openapi::finish(doc));
-    let mcp = bursar_agent::mcp::http_service(
-        &format!("http://{}", reachable(local)),
-        state.settings.fetch_egress,
-        state.settings.indexer_url.clone(),
-    );
+    let (mcp, sessions) = mcp::service(state.clone(), state.settings.mcp_sessions);
     routes
         .route(
             "/metrics",
@@ -105,11 +97,13 @@ pub fn router(state: AppState, local: SocketAddr) -> Router {
         ))
         // Pages and their assets: anonymous, outside the API's idempotency keys.
         .merge(pages::routes())
-        // MCP's requests carry their own ids; only a sandbox's token gets in.
+        // MCP's requests carry their own ids; only a sandbox's token gets in, and its
+        // sessions are bounded.
         .route_service(
             "/mcp",
             tower::ServiceBuilder::new()
                 .layer(axum::middleware::from_fn(auth::sandbox_only))
+                .layer(axum::middleware::from_fn_with_state(sessions, mcp::guard))
                 .service(mcp),
         )
         .layer(axum::middleware::from_fn_with_state(

@@ -86,6 +86,9 @@ pub struct Settings {
     /// Where the `fetch` tool of agents' MCP server (`/mcp`) may reach: public addresses;
     /// loopback only when allowed (a devnet), never the rest.
     pub fetch_egress: egress::Policy,
+    /// How many sessions agents' MCP server (`/mcp`) keeps per token and in all, and how long
+    /// an idle one lives.
+    pub mcp_sessions: bursar_agent::mcp::sessions::Bounds,
     /// An indexer of the same contracts (`http://…`), for the `session_history` tool and the
     /// approval pages' links to a session's page in its explorer.
     pub indexer_url: Option<String>,
@@ -111,6 +114,7 @@ impl Default for Settings {
             browserbase_url: providers::browserbase::DEFAULT_URL.into(),
             webhook_egress: egress::Policy::default(),
             fetch_egress: egress::Policy::default(),
+            mcp_sessions: Default::default(),
             indexer_url: None,
             public_url: None,
         }

@@ -15,7 +15,7 @@ use crate::vault::VaultError;
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum Error {
     /// No credentials, or credentials the relayer does not know (or that were revoked).
-    #[error("missing, unknown or revoked credentials")]
+    #[error("the token is missing, unknown, revoked or expired (a host key or a session's capability token)")]
     Unauthorized,
     /// The credentials lack the scope the request needs.
     #[error("this key lacks the {scope:?} scope")]

@@ -29,6 +29,7 @@ mod engine;
 mod flow;
 mod hostile;
 mod lifecycle;
+mod mcp;
 mod once;
 mod receiver;
 mod vault;

@@ -2,16 +2,24 @@
 //! `fetch`, `payment_status`, `record_provenance`, `session_history`.
 //!
 //! It runs where the agent's MCP client wants it: over stdio in the sandbox (`bursar mcp`, the
-//! token from `BURSAR_CAPABILITY_TOKEN`), or over Streamable HTTP as the relayer's `/mcp` (the
-//! token of each request's `Authorization: Bearer`). Either way a tool asks the relayer's API
-//! with that token, so the session's rules, the relayer's authentication and its rate limits
-//! hold as for any other call; the token never appears in a tool's answer.
+//! token from `BURSAR_CAPABILITY_TOKEN`: the tools ask the relayer's API with it), or over
+//! Streamable HTTP as the relayer's `/mcp` (the session of each request's `Authorization:
+//! Bearer`: the relayer answers the tools in process, through the functions its API calls).
+//! Either way a tool's every request is one [`Ask`] of a [`Backend`], so the session's rules
+//! and the relayer's idempotency hold as for any other call; the token never appears in a
+//! tool's answer. Each tool declares its `outputSchema` ([`output`]) and its annotations (the
+//! reads `readOnlyHint`; `pay` and `fetch`, which may pay, `destructiveHint`; `fetch`
+//! `openWorldHint`).
 //!
 //! A refusal by a session's rule is a tool error (`isError: true`) naming the rule with its
 //! figures in the token's units — `WalletPeriodBudgetExceeded: 3.00 USDC left until 14:00
 //! UTC (asked 5.00 USDC)` — so that the model can adapt.
 
-use std::collections::BTreeMap;
+mod output;
+pub mod sessions;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use alloy_primitives::U256;
@@ -27,34 +35,110 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::Digest;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::fetch::{self, Request};
 use crate::money::format_units;
-use crate::relayer::{Refusal, Relayer};
+use crate::relayer::{base_units, new_key, Ask, Backend, Refusal, Relayer};
 
-/// How long a call to the relayer may take (a payment's wait of 30 s included).
-const TIMEOUT: Duration = Duration::from_secs(75);
+/// How long a fetched resource may take to answer.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long `pay` and `record_provenance` wait for the chain.
 const WAIT_SECONDS: u64 = 30;
-/// The most of a fetched body a tool answers (a model's context is not a download).
-const MAX_BODY: usize = 64 * 1024;
+/// The most of a fetched body a tool answers (a model's context is not a download); no more is
+/// read.
+pub const MAX_BODY: usize = 64 * 1024;
+/// The most fetches one session runs at once.
+pub const FETCHES_PER_SESSION: usize = 4;
+/// The most fetches one server runs at once, for all its sessions.
+pub const FETCHES: usize = 64;
 
 /// The tools, for one relayer.
 #[derive(Clone)]
 pub struct Tools {
-    relayer: String,
-    /// The session's token (stdio); `None`: each HTTP request's bearer (the relayer's `/mcp`).
-    token: Option<String>,
+    backend: Arc<dyn Backend>,
+    /// Whether `artifactPath` may be read (only where the server runs in the sandbox).
+    reads_files: bool,
     fetch: Policy,
     indexer: Option<String>,
+    fetches: Arc<Fetches>,
 }
 
 impl std::fmt::Debug for Tools {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tools")
-            .field("relayer", &self.relayer)
             .field("indexer", &self.indexer)
             .finish()
+    }
+}
+
+/// The fetches running, per session and in all: a fetch holds a model's answer in memory (at
+/// most [`MAX_BODY`]), so how many run at once bounds what they hold.
+#[derive(Debug)]
+struct Fetches {
+    all: Arc<Semaphore>,
+    per_session: Mutex<HashMap<[u8; 32], Arc<Semaphore>>>,
+}
+
+impl Default for Fetches {
+    fn default() -> Self {
+        Fetches {
+            all: Arc::new(Semaphore::new(FETCHES)),
+            per_session: Mutex::default(),
+        }
+    }
+}
+
+/// A running fetch's places; given back when dropped.
+struct FetchPermit {
+    _all: OwnedSemaphorePermit,
+    _session: OwnedSemaphorePermit,
+}
+
+impl Fetches {
+    /// A place for one more fetch of the session `who` (a digest of its credential), or why
+    /// not.
+    fn start(&self, who: [u8; 32]) -> Result<FetchPermit, String> {
+        let session = {
+            let mut sessions = self.per_session.lock().unwrap_or_else(|e| e.into_inner());
+            // Forget the sessions with nothing running.
+            sessions.retain(|_, s| s.available_permits() < FETCHES_PER_SESSION);
+            sessions
+                .entry(who)
+                .or_insert_with(|| Arc::new(Semaphore::new(FETCHES_PER_SESSION)))
+                .clone()
+        };
+        let session = session.try_acquire_owned().map_err(|_| {
+            format!("this session runs {FETCHES_PER_SESSION} fetches already: wait for one to end")
+        })?;
+        let all = self.all.clone().try_acquire_owned().map_err(|_| {
+            "the relayer runs as many fetches as it may: try again shortly".to_owned()
+        })?;
+        Ok(FetchPermit {
+            _all: all,
+            _session: session,
+        })
+    }
+}
+
+/// An amount as a tool takes it: text in the token's units or base units, or an integer of
+/// base units.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum AmountArg {
+    /// "1.50 USDC", "1.50", or digits alone: base units ("1500000").
+    Text(String),
+    /// Base units (1500000 is 1.50 USDC).
+    BaseUnits(u64),
+}
+
+impl AmountArg {
+    /// As text: an integer is its digits, which read as base units.
+    fn text(&self) -> String {
+        match self {
+            AmountArg::Text(t) => t.clone(),
+            AmountArg::BaseUnits(n) => n.to_string(),
+        }
     }
 }
 
@@ -63,9 +147,9 @@ impl std::fmt::Debug for Tools {
 pub struct PayArgs {
     /// The payee's address (0x…): one of the counterparties `session_limits` lists.
     pub to: String,
-    /// How much: in the token's units ("1.50 USDC", "1.50") or, digits alone, base units
-    /// ("1500000").
-    pub amount: String,
+    /// How much: in the token's units ("1.50 USDC", "1.50"), or base units as digits
+    /// ("1500000") or an integer (1500000).
+    pub amount: AmountArg,
     /// What it is for, in a few words (its keccak-256 goes on chain with the receipt).
     pub purpose: String,
 }
@@ -83,8 +167,8 @@ pub struct FetchArgs {
     /// The request body (text).
     pub body: Option<String>,
     /// The most to pay if the server answers 402 Payment Required: token units ("0.05 USDC")
-    /// or base units; a higher price is refused and nothing is paid.
-    pub max_amount: Option<String>,
+    /// or base units (digits or an integer); a higher price is refused and nothing is paid.
+    pub max_amount: Option<AmountArg>,
 }
 
 /// `payment_status`'s arguments.
@@ -121,44 +205,62 @@ pub struct HistoryArgs {
 }
 
 impl Tools {
-    /// Tools acting for the session of `token` at the relayer `relayer` (stdio).
+    /// Tools acting for the session of `token` at the relayer `relayer`, over its API: the
+    /// server in the sandbox (`bursar mcp`).
     pub fn for_session(relayer: &str, token: &str, fetch: Policy, indexer: Option<String>) -> Self {
         Tools {
-            relayer: relayer.to_owned(),
-            token: Some(token.to_owned()),
+            backend: Arc::new(Relayer::new(relayer, token)),
+            reads_files: true,
             fetch,
             indexer,
+            fetches: Arc::default(),
         }
     }
 
-    /// Tools acting for the session of each HTTP request's bearer token, at the relayer
-    /// `relayer` (its own address, for the relayer's `/mcp`).
-    pub fn per_request(relayer: &str, fetch: Policy, indexer: Option<String>) -> Self {
+    /// Tools answered by `backend` for the session of each HTTP request (the relayer's
+    /// `/mcp`).
+    pub fn served_by(backend: Arc<dyn Backend>, fetch: Policy, indexer: Option<String>) -> Self {
         Tools {
-            relayer: relayer.to_owned(),
-            token: None,
+            backend,
+            reads_files: false,
             fetch,
             indexer,
+            fetches: Arc::default(),
         }
     }
+}
 
-    /// The relayer, with the token this call acts with.
-    fn session(&self, ctx: &RequestContext<RoleServer>) -> Result<Relayer, ErrorData> {
-        let token = match &self.token {
-            Some(token) => token.clone(),
-            None => ctx
-                .extensions
-                .get::<http::request::Parts>()
-                .and_then(|parts| parts.headers.get(http::header::AUTHORIZATION))
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.split_once(' '))
-                .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-                .map(|(_, token)| token.trim().to_owned())
-                .ok_or_else(|| {
-                    ErrorData::invalid_request("a session's capability token is needed", None)
-                })?,
-        };
-        Ok(Relayer::new(&self.relayer, &token))
+/// One tool call: the backend, and the HTTP request it came in (`None` over stdio).
+struct Call<'a> {
+    backend: &'a dyn Backend,
+    parts: Option<&'a http::request::Parts>,
+}
+
+impl Call<'_> {
+    async fn ask(&self, ask: Ask) -> Result<Value, Refusal> {
+        self.backend.ask(self.parts, ask).await
+    }
+
+    async fn base_units(&self, amount: &AmountArg) -> Result<U256, String> {
+        base_units(self.backend, self.parts, &amount.text()).await
+    }
+
+    /// Who the caller is, for counting its fetches: a digest of its credential.
+    fn who(&self) -> [u8; 32] {
+        let credential = self
+            .parts
+            .and_then(|p| p.headers.get(http::header::AUTHORIZATION))
+            .map_or(&b""[..], |v| v.as_bytes());
+        sha2::Sha256::digest(credential).into()
+    }
+}
+
+impl Tools {
+    fn call<'a>(&'a self, ctx: &'a RequestContext<RoleServer>) -> Call<'a> {
+        Call {
+            backend: &*self.backend,
+            parts: ctx.extensions.get::<http::request::Parts>(),
+        }
     }
 }
 
@@ -166,49 +268,65 @@ impl Tools {
 impl Tools {
     /// What the session may still spend.
     #[tool(
-        description = "What this session may still spend and whom it may pay: remaining deposit, this period's remaining budget and when it refills, per-payment cap, co-sign threshold, allowlisted counterparties (address, label, cap), expiry and lease; amounts in token units and base units."
+        description = "What this session may still spend and whom it may pay: remaining deposit, this period's remaining budget and when it refills, per-payment cap, co-sign threshold, allowlisted counterparties (address, label, cap), expiry and lease; amounts in token units and base units.",
+        output_schema = output::limits(),
+        annotations(title = "Session limits", read_only_hint = true, open_world_hint = false)
     )]
     async fn session_limits(
         &self,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let relayer = self.session(&ctx)?;
-        Ok(match relayer.get("/v1/limits", TIMEOUT).await {
+        let call = self.call(&ctx);
+        Ok(match call.ask(Ask::Limits).await {
             Ok(limits) => CallToolResult::structured(limits),
-            Err(e) => refused(&relayer, e).await,
+            Err(e) => refused(&call, e).await,
         })
     }
 
     /// Pays.
     #[tool(
-        description = "Pay a counterparty from the session, within its on-chain rules; answers the payment (status confirmed once on chain, or pending_approval above the co-sign threshold). A refusal names the rule and what is left."
+        description = "Pay a counterparty from the session, within its on-chain rules; answers {payment, next}: the payment (status confirmed once on chain, or pending_approval above the co-sign threshold, with next saying what the owner must do). A refusal names the rule and what is left.",
+        output_schema = output::paid(),
+        annotations(title = "Pay", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false)
     )]
     async fn pay(
         &self,
         Parameters(args): Parameters<PayArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let relayer = self.session(&ctx)?;
-        let amount = match relayer.base_units(&args.amount).await {
+        let call = self.call(&ctx);
+        let amount = match call.base_units(&args.amount).await {
             Ok(amount) => amount,
             Err(e) => return Ok(tool_error(e)),
         };
         let body = json!({ "to": args.to, "amount": amount.to_string(), "purpose": args.purpose });
-        let queued = match relayer.post("/v1/payments", &body, TIMEOUT).await {
+        // One key for this payment: however often the request is tried, it pays once.
+        let queued = match call
+            .ask(Ask::Pay {
+                body,
+                key: new_key(),
+            })
+            .await
+        {
             Ok(queued) => queued,
-            Err(e) => return Ok(refused(&relayer, e).await),
+            Err(e) => return Ok(refused(&call, e).await),
         };
-        let id = queued["id"].as_str().unwrap_or_default();
-        let path = format!("/v1/payments/{id}?wait={WAIT_SECONDS}");
-        let payment = match relayer.get(&path, TIMEOUT).await {
+        let id = queued["id"].as_str().unwrap_or_default().to_owned();
+        let payment = match call
+            .ask(Ask::Payment {
+                id,
+                wait: WAIT_SECONDS,
+            })
+            .await
+        {
             Ok(payment) => payment,
-            Err(e) => return Ok(refused(&relayer, e).await),
+            Err(e) => return Ok(refused(&call, e).await),
         };
         Ok(match payment["status"].as_str() {
             Some("failed" | "rejected" | "expired") => {
                 let error = &payment["error"];
                 let code = error["code"].as_str().unwrap_or("failed");
-                let text = rule(&relayer, code, &error["details"]).await;
+                let text = rule(&call, code, &error["details"]).await;
                 CallToolResult::structured_error(json!({ "payment": payment, "error": text }))
             }
             Some("pending_approval") => {
@@ -223,20 +341,26 @@ impl Tools {
                 };
                 CallToolResult::structured(json!({ "payment": payment, "next": next }))
             }
-            _ => CallToolResult::structured(payment),
+            _ => CallToolResult::structured(json!({ "payment": payment })),
         })
     }
 
     /// Fetches, paying a 402.
     #[tool(
-        description = "An HTTP request that, if the server answers 402 Payment Required (x402), pays it from the session (at most maxAmount) and retries; answers status, headers, body (first 64 KiB) and the payment's settlement. Public addresses only."
+        description = "An HTTP request that, if the server answers 402 Payment Required (x402), pays it from the session (at most maxAmount) and retries; answers status, headers, body (the first 64 KiB: truncated says when there was more) and the payment's settlement. Public addresses only; a few at once per session.",
+        output_schema = output::fetched(),
+        annotations(title = "Fetch (pays a 402)", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = true)
     )]
     async fn fetch(
         &self,
         Parameters(args): Parameters<FetchArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let relayer = self.session(&ctx)?;
+        let call = self.call(&ctx);
+        let _running = match self.fetches.start(call.who()) {
+            Ok(permit) => permit,
+            Err(e) => return Ok(tool_error(e)),
+        };
         let method = match (&args.method, &args.body) {
             (Some(m), _) => match m.to_uppercase().parse() {
                 Ok(m) => m,
@@ -246,7 +370,7 @@ impl Tools {
             (None, None) => reqwest::Method::GET,
         };
         let max = match &args.max_amount {
-            Some(m) => match relayer.base_units(m).await {
+            Some(m) => match call.base_units(m).await {
                 Ok(max) => Some(max),
                 Err(e) => return Ok(tool_error(format!("maxAmount: {e}"))),
             },
@@ -258,7 +382,13 @@ impl Tools {
             headers: args.headers.unwrap_or_default().into_iter().collect(),
             body: args.body.map(String::into_bytes),
         };
-        let answer = match fetch::fetch(&relayer, &request, max, self.fetch, TIMEOUT).await {
+        let options = fetch::Options {
+            max,
+            policy: self.fetch,
+            timeout: FETCH_TIMEOUT,
+            max_body: Some(MAX_BODY),
+        };
+        let answer = match fetch::fetch(call.backend, call.parts, &request, &options).await {
             Ok(answer) => answer,
             Err(e) => return Ok(tool_error(e)),
         };
@@ -267,17 +397,17 @@ impl Tools {
             .iter()
             .filter_map(|(n, v)| Some((n.as_str(), v.to_str().ok()?)))
             .collect();
-        let shown = &answer.body[..answer.body.len().min(MAX_BODY)];
         let mut out = json!({
             "status": answer.status.as_u16(),
             "headers": headers,
-            "truncated": answer.body.len() > MAX_BODY,
+            "truncated": answer.truncated,
             "payment": answer.settlement,
         });
-        match std::str::from_utf8(shown) {
+        match std::str::from_utf8(&answer.body) {
             Ok(text) => out["body"] = json!(text),
             Err(_) => {
-                out["bodyBase64"] = json!(base64::engine::general_purpose::STANDARD.encode(shown))
+                out["bodyBase64"] =
+                    json!(base64::engine::general_purpose::STANDARD.encode(&answer.body))
             }
         }
         Ok(CallToolResult::structured(out))
@@ -285,14 +415,16 @@ impl Tools {
 
     /// A payment's status.
     #[tool(
-        description = "A payment's status by its id (pay_…): queued, submitted, mined, confirmed, pending_approval, rejected, failed or expired, with its transaction and receipt."
+        description = "A payment's status by its id (pay_…): queued, submitted, mined, confirmed, pending_approval, rejected, failed or expired, with its transaction and receipt.",
+        output_schema = output::payment_status(),
+        annotations(title = "Payment status", read_only_hint = true, open_world_hint = false)
     )]
     async fn payment_status(
         &self,
         Parameters(args): Parameters<PaymentArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let relayer = self.session(&ctx)?;
+        let call = self.call(&ctx);
         if !args
             .id
             .bytes()
@@ -300,30 +432,31 @@ impl Tools {
         {
             return Ok(tool_error(format!("{:?} is not a payment id", args.id)));
         }
-        Ok(
-            match relayer
-                .get(&format!("/v1/payments/{}", args.id), TIMEOUT)
-                .await
-            {
-                Ok(payment) => CallToolResult::structured(payment),
-                Err(e) => refused(&relayer, e).await,
-            },
-        )
+        let ask = Ask::Payment {
+            id: args.id,
+            wait: 0,
+        };
+        Ok(match call.ask(ask).await {
+            Ok(payment) => CallToolResult::structured(payment),
+            Err(e) => refused(&call, e).await,
+        })
     }
 
     /// Records provenance.
     #[tool(
-        description = "Record on chain, signed by the session, what the agent produced (artifact digest or file), from what (inputs, parents: earlier record ids), with what runtime, and where it is (uri); answers the record once on chain."
+        description = "Record on chain, signed by the session, what the agent produced (artifact digest or file), from what (inputs, parents: earlier record ids), with what runtime, and where it is (uri); answers the record once on chain.",
+        output_schema = output::provenance(),
+        annotations(title = "Record provenance", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn record_provenance(
         &self,
         Parameters(args): Parameters<ProvenanceArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let relayer = self.session(&ctx)?;
+        let call = self.call(&ctx);
         let artifact = match (&args.artifact, &args.artifact_path) {
             (Some(a), None) => a.clone(),
-            (None, Some(path)) if self.token.is_some() => match tokio::fs::read(path).await {
+            (None, Some(path)) if self.reads_files => match tokio::fs::read(path).await {
                 Ok(bytes) => format!("0x{}", hex(&sha2::Sha256::digest(&bytes))),
                 Err(e) => return Ok(tool_error(format!("reading {path}: {e}"))),
             },
@@ -348,40 +481,46 @@ impl Tools {
         if let Some(parents) = args.parents {
             body["parents"] = json!(parents);
         }
-        let queued = match relayer.post("/v1/provenance", &body, TIMEOUT).await {
-            Ok(queued) => queued,
-            Err(e) => return Ok(refused(&relayer, e).await),
+        let ask = Ask::RecordProvenance {
+            body,
+            key: new_key(),
         };
-        let id = queued["id"].as_str().unwrap_or_default();
-        let path = format!("/v1/provenance/{id}?wait={WAIT_SECONDS}");
-        Ok(match relayer.get(&path, TIMEOUT).await {
+        let queued = match call.ask(ask).await {
+            Ok(queued) => queued,
+            Err(e) => return Ok(refused(&call, e).await),
+        };
+        let id = queued["id"].as_str().unwrap_or_default().to_owned();
+        let ask = Ask::Provenance {
+            id,
+            wait: WAIT_SECONDS,
+        };
+        Ok(match call.ask(ask).await {
             Ok(record) if record["status"] == "failed" => CallToolResult::structured_error(record),
             Ok(record) => CallToolResult::structured(record),
-            Err(e) => refused(&relayer, e).await,
+            Err(e) => refused(&call, e).await,
         })
     }
 
     /// Recent payments and events.
     #[tool(
-        description = "The session's latest payments (newest first), and its on-chain events in chain order from its opening (payments, receipts, provenance) when an indexer is configured."
+        description = "The session's latest payments (newest first), and its on-chain events in chain order from its opening (payments, receipts, provenance) when an indexer is configured.",
+        output_schema = output::history(),
+        annotations(title = "Session history", read_only_hint = true, open_world_hint = false)
     )]
     async fn session_history(
         &self,
         Parameters(args): Parameters<HistoryArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let relayer = self.session(&ctx)?;
+        let call = self.call(&ctx);
         let limit = args.limit.unwrap_or(20).clamp(1, 100);
-        let payments = match relayer
-            .get(&format!("/v1/payments?limit={limit}"), TIMEOUT)
-            .await
-        {
+        let payments = match call.ask(Ask::Payments { limit }).await {
             Ok(page) => page["payments"].clone(),
-            Err(e) => return Ok(refused(&relayer, e).await),
+            Err(e) => return Ok(refused(&call, e).await),
         };
         let mut out = json!({ "payments": payments });
         if let Some(indexer) = &self.indexer {
-            out["events"] = match self.events(&relayer, indexer, limit).await {
+            out["events"] = match events(&call, indexer, limit).await {
                 Ok(events) => events,
                 Err(e) => json!({ "error": e }),
             };
@@ -390,29 +529,24 @@ impl Tools {
     }
 }
 
-impl Tools {
-    /// The session's latest `limit` events, from the indexer (newest last).
-    async fn events(&self, relayer: &Relayer, indexer: &str, limit: u32) -> Result<Value, String> {
-        let limits = relayer
-            .get("/v1/limits", TIMEOUT)
-            .await
-            .map_err(|e| e.to_string())?;
-        let session = limits["sessionId"].as_str().unwrap_or_default();
-        let url = format!(
-            "{}/v1/sessions/{session}/timeline?limit={limit}",
-            indexer.trim_end_matches('/')
-        );
-        let page: Value = reqwest::Client::new()
-            .get(&url)
-            .timeout(TIMEOUT)
-            .send()
-            .await
-            .map_err(|e| format!("the indexer at {indexer}: {e}"))?
-            .json()
-            .await
-            .map_err(|e| format!("the indexer's answer: {e}"))?;
-        Ok(page["events"].clone())
-    }
+/// The session's latest `limit` events, from the indexer (newest last).
+async fn events(call: &Call<'_>, indexer: &str, limit: u32) -> Result<Value, String> {
+    let limits = call.ask(Ask::Limits).await.map_err(|e| e.to_string())?;
+    let session = limits["sessionId"].as_str().unwrap_or_default();
+    let url = format!(
+        "{}/v1/sessions/{session}/timeline?limit={limit}",
+        indexer.trim_end_matches('/')
+    );
+    let page: Value = reqwest::Client::new()
+        .get(&url)
+        .timeout(FETCH_TIMEOUT)
+        .send()
+        .await
+        .map_err(|e| format!("the indexer at {indexer}: {e}"))?
+        .json()
+        .await
+        .map_err(|e| format!("the indexer's answer: {e}"))?;
+    Ok(page["events"].clone())
 }
 
 #[tool_handler]
@@ -445,18 +579,20 @@ pub async fn serve_stdio(tools: Tools) -> Result<(), String> {
         .map_err(|e| format!("MCP over stdio: {e}"))
 }
 
-/// The Streamable HTTP service of tools acting for each request's bearer token, at the relayer
-/// `relayer`. Its callers are authenticated by their token, so it takes any `Host` (the
-/// DNS-rebinding guard protects servers that trust their network instead).
-pub fn http_service(
-    relayer: &str,
-    fetch: Policy,
-    indexer: Option<String>,
-) -> StreamableHttpService<Tools, LocalSessionManager> {
-    let tools = Tools::per_request(relayer, fetch, indexer);
+/// The session manager of the HTTP service (see [`sessions::manager`]).
+pub type Sessions = LocalSessionManager;
+
+/// The MCP server over Streamable HTTP.
+pub type HttpService = StreamableHttpService<Tools, LocalSessionManager>;
+
+/// The Streamable HTTP service of `tools` (made by [`Tools::served_by`]), with its sessions in
+/// `sessions` (see [`sessions`] for how many, and how long idle). Its callers are
+/// authenticated by their token, so it takes any `Host` (the DNS-rebinding guard protects
+/// servers that trust their network instead).
+pub fn http_service(tools: Tools, sessions: Arc<LocalSessionManager>) -> HttpService {
     StreamableHttpService::new(
         move || Ok(tools.clone()),
-        Default::default(),
+        sessions,
         StreamableHttpServerConfig::default().disable_allowed_hosts(),
     )
 }
@@ -474,7 +610,7 @@ fn tool_error(text: impl Into<String>) -> CallToolResult {
 }
 
 /// The relayer's refusal as a tool error the model can act on.
-async fn refused(relayer: &Relayer, refusal: Refusal) -> CallToolResult {
+async fn refused(call: &Call<'_>, refusal: Refusal) -> CallToolResult {
     let text = match &refusal {
         Refusal::Refused {
             status: 401, code, ..
@@ -484,7 +620,7 @@ async fn refused(relayer: &Relayer, refusal: Refusal) -> CallToolResult {
             code,
             details,
             ..
-        } => rule(relayer, code, details).await,
+        } => rule(call, code, details).await,
         other => other.to_string(),
     };
     tool_error(text)
@@ -492,8 +628,8 @@ async fn refused(relayer: &Relayer, refusal: Refusal) -> CallToolResult {
 
 /// A contract rule's refusal in words, its amounts in the token's units:
 /// `WalletPeriodBudgetExceeded: 3.00 USDC left until 14:00 UTC (asked 5.00 USDC)`.
-async fn rule(relayer: &Relayer, code: &str, details: &Value) -> String {
-    let limits = relayer.get("/v1/limits", TIMEOUT).await.ok();
+async fn rule(call: &Call<'_>, code: &str, details: &Value) -> String {
+    let limits = call.ask(Ask::Limits).await.ok();
     let token = limits.as_ref().and_then(token);
     let money = |key: &str| -> Option<String> {
         let base = U256::from_str_radix(details[key].as_str()?, 10).ok()?;
