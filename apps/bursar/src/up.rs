@@ -179,22 +179,11 @@ async fn up(args: UpArgs) -> Result<(), String> {
             },
             contracts: crate::relayer::relayer_contracts(&record)?,
             master_key,
-            settings: Settings {
-                // A devnet's clock is moved ahead by demos and tests (`evm_increaseTime`):
-                // intents signed just before a jump must outlive it.
-                intent_ttl: Duration::from_secs(if dev { 86_400 } else { 600 }),
-                // Everything `up` starts is on this machine; a host's receiver, or an x402
-                // server an agent tries, may be too.
-                webhook_egress: bursar_egress::Policy {
-                    allow_loopback: true,
-                },
-                fetch_egress: bursar_egress::Policy {
-                    allow_loopback: true,
-                },
-                indexer_url: Some(format!("http://{}", indexer.addr)),
-                webhook_attempts: args.webhook_attempts.max(1),
-                ..Settings::default()
-            },
+            settings: relayer_settings(
+                dev,
+                format!("http://{}", indexer.addr),
+                args.webhook_attempts,
+            ),
         })
         .await
         .map_err(|e| format!("the relayer did not start: {e}"))?;
@@ -404,4 +393,41 @@ fn print_endpoints(
         "  bursar demo --against-running --session-only --owner 0xYOU --data-dir {dir}   # approve it in your wallet"
     );
     println!("READY {relayer} {indexer}");
+}
+
+/// The relayer's settings under `up`, on the devnet (`dev`) or another chain.
+fn relayer_settings(dev: bool, indexer_url: String, webhook_attempts: u32) -> Settings {
+    // On the devnet everything is on this machine: a host's receiver, or an x402 server an
+    // agent tries, may be too. On any other chain loopback is the host's own network.
+    let local = bursar_egress::Policy {
+        allow_loopback: dev,
+    };
+    Settings {
+        // A devnet's clock is moved ahead by demos and tests (`evm_increaseTime`): intents
+        // signed just before a jump must outlive it.
+        intent_ttl: Duration::from_secs(if dev { 86_400 } else { 600 }),
+        webhook_egress: local,
+        fetch_egress: local,
+        indexer_url: Some(indexer_url),
+        webhook_attempts: webhook_attempts.max(1),
+        ..Settings::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `up --rpc` on a chain that is not the devnet reaches no loopback address for agents'
+    /// fetches or hosts' webhooks; on the devnet it does.
+    #[test]
+    fn loopback_is_reached_only_on_the_devnet() {
+        let url = "http://127.0.0.1:8548".to_owned();
+        let other = relayer_settings(false, url.clone(), 8);
+        assert!(!other.fetch_egress.allow_loopback && !other.webhook_egress.allow_loopback);
+        assert_eq!(other.intent_ttl, Duration::from_secs(600));
+        let dev = relayer_settings(true, url, 0);
+        assert!(dev.fetch_egress.allow_loopback && dev.webhook_egress.allow_loopback);
+        assert_eq!(dev.webhook_attempts, 1);
+    }
 }

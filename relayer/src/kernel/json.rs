@@ -159,6 +159,35 @@ pub fn eip55(stored: &str) -> String {
         .map_or_else(|_| stored.to_owned(), |a| a.to_checksum(None))
 }
 
+/// Whether `c` is invisible or reorders what follows it: a control character, or one of the
+/// formatting characters that hide text or reverse its direction (bidi overrides and
+/// isolates, zero-width spaces and joiners, the byte-order mark, the soft hyphen). Text shown
+/// to an owner must not carry them: `exe.\u{202E}fdp` reads as `exe.pdf`.
+pub fn is_invisible(c: char) -> bool {
+    c.is_control()
+        || matches!(c,
+            '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{FEFF}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}')
+}
+
+/// `text` with every [`is_invisible`] character written as its escape (`\u{202e}`), for
+/// showing text that others chose.
+pub fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(is_invisible) {
+        return text.into();
+    }
+    text.chars()
+        .map(|c| match is_invisible(c) {
+            true => c.escape_unicode().to_string(),
+            false => c.to_string(),
+        })
+        .collect::<String>()
+        .into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,5 +241,23 @@ mod tests {
         assert_eq!(parse_session_id("43981"), Some(id));
         assert_eq!(parse_session_id("0xabcd"), None);
         assert_eq!(parse_session_id("-1"), None);
+    }
+
+    #[test]
+    fn invisible_characters_are_shown_escaped() {
+        assert_eq!(visible("sbx-7"), "sbx-7");
+        assert_eq!(visible("exe.\u{202E}fdp"), "exe.\\u{202e}fdp");
+        assert_eq!(
+            visible("a\u{200B}b\u{2066}c\u{7}"),
+            "a\\u{200b}b\\u{2066}c\\u{7}"
+        );
+        for c in [
+            '\u{202E}', '\u{200B}', '\u{200F}', '\u{2067}', '\u{FEFF}', '\n',
+        ] {
+            assert!(is_invisible(c), "{c:?}");
+        }
+        for c in ['a', 'é', '漢', '-', ' '] {
+            assert!(!is_invisible(c), "{c:?}");
+        }
     }
 }

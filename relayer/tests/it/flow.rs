@@ -876,6 +876,29 @@ async fn the_whole_flow(db: Db) {
 
 async fn idempotent_and_hostile_requests(db: Db) {
     let s = system(db).await;
+    // What the owner's page shows may not hide or reorder text: refused at prepare.
+    for (field, text) in [
+        ("sandboxId", "sbx-\u{202E}7fdp.exe"),
+        ("sandboxId", "sbx\u{200B}-7"),
+        ("provider", "e2b\u{2066}"),
+        ("provider", "e2b\n"),
+    ] {
+        let mut terms = json!({
+            "owner": s.owner.address(),
+            "token": s.record.address(bursar_deploy::Contract::TestToken.key()).unwrap(),
+            "deposit": "1", "perPaymentCap": "1", "periodBudget": "1", "periodSeconds": 3600,
+            "coSignThreshold": "1", "expiresAt": s.chain_now().await + 86_400,
+            "allowlistId": s.list_id.to_string(), "provider": "e2b", "sandboxId": "sbx-7",
+        });
+        terms[field] = json!(text);
+        let (status, e) = s.post("/v1/sessions/prepare", &s.host, terms).await;
+        assert_eq!(
+            (status, code(&e)),
+            (400, "invalid_request"),
+            "{text:?}: {e}"
+        );
+        assert_eq!(e["details"]["field"], field, "{e}");
+    }
     let (_, token) = s.open_session(json!({ "coSignThreshold": "0" })).await;
     let body = json!({ "to": s.vendor_a, "amount": usd(1).to_string(), "purpose": "same" });
 
