@@ -53,6 +53,12 @@ pub struct SessionApproval {
     pub token: TokenInfo,
     /// Who the session may pay, with their labels and caps.
     pub counterparties: Vec<Counterparty>,
+    /// The allowlist's id.
+    pub list_id: U256,
+    /// When the allowlist is pinned (unix seconds); `None`: live.
+    pub pinned_at: Option<u64>,
+    /// Who can change the allowlist: its owner, then its admins.
+    pub editors: Vec<alloy_primitives::Address>,
     /// The chain's id.
     pub chain_id: u64,
     /// Whether it can be signed now.
@@ -100,13 +106,18 @@ pub async fn session(app: &App, prepared_id: &str) -> Result<SessionApproval, Er
         .ok()
         .and_then(|t| t.eip712_signing_hash().ok())
         .ok_or(Error::Internal)?;
-    let (token, counterparties, host_name) = tokio::try_join!(
+    let (list_id, pinned_at) = limits::allowlist(terms.allowlistId);
+    let (token, counterparties, editors, host_name) = tokio::try_join!(
         limits::token_info(app, terms.token),
         limits::counterparties_of(app, terms.allowlistId),
+        limits::editors_of(app, list_id),
         async { Ok(app.store.host_name(&row.host_id).await?.unwrap_or_default()) },
     )?;
     let counterparties = limits::show(counterparties, &token);
     Ok(SessionApproval {
+        list_id,
+        pinned_at,
+        editors,
         session_url: session_url(app, &row.id),
         host_name,
         terms,

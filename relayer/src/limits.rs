@@ -3,8 +3,10 @@
 //!
 //! The registry cannot enumerate a list, so its entries are found from its `EntrySet` and
 //! `EntryRemoved` events (the list id is an indexed topic) since the registry's deployment, and
-//! each counterparty found is then read from the registry itself (`getEntry`), which is the
-//! truth at the latest block.
+//! each counterparty found is then read from the registry itself (`getEntry`, and for a pinned
+//! reference `isAllowed` with it), which is the truth at the latest block. Who may change a
+//! list is read the same way: its owner, and the admins its `ListAdminSet` events name that
+//! `isAdmin` still confirms.
 
 use std::collections::BTreeSet;
 
@@ -108,6 +110,9 @@ pub struct Limits {
     pub counterparties: Vec<Counterparty>,
     /// The session's allowlist (the CounterpartyRegistry's list id).
     pub allowlist_id: Amount,
+    /// When the session's allowlist is pinned (unix seconds): counterparties added after it
+    /// are not payable. Null: the list is live.
+    pub allowlist_pinned_at: Option<u64>,
     /// Payments start at this time (unix seconds).
     pub valid_after: u64,
     /// Payments end at this time (unix seconds).
@@ -153,7 +158,8 @@ pub async fn limits(app: &App, session: &SessionRow) -> Result<Limits, Error> {
         per_payment_cap: positive(terms.perPaymentCap),
         co_sign_threshold: positive(terms.coSignThreshold),
         counterparties,
-        allowlist_id: Amount(terms.allowlistId),
+        allowlist_id: Amount(allowlist(terms.allowlistId).0),
+        allowlist_pinned_at: allowlist(terms.allowlistId).1,
         valid_after: terms.validAfter,
         expires_at: terms.expiresAt,
         lease: (terms.leaseSeconds != 0).then_some(Lease {
@@ -189,43 +195,98 @@ pub fn show(entries: Vec<(Address, U256, B256)>, token: &TokenInfo) -> Vec<Count
         .collect()
 }
 
-/// The entries of allowlist `list` now: (counterparty, max per payment, label) of each allowed
-/// one, in the order they were first set.
-pub async fn counterparties_of(app: &App, list: U256) -> Result<Vec<(Address, U256, B256)>, Error> {
-    let registry = app.contracts.counterparties;
-    let topics = [
-        vec![
-            ICounterpartyRegistry::EntrySet::SIGNATURE_HASH,
-            ICounterpartyRegistry::EntryRemoved::SIGNATURE_HASH,
-        ],
-        vec![B256::from(list)],
-    ];
+/// A session's allowlist reference, as the wallet reads it: the list's id (its low 64 bits) and
+/// the time it is pinned at (the next 32; `None`: live).
+pub fn allowlist(reference: U256) -> (U256, Option<u64>) {
+    let [id, pinned_at, _, _] = reference.into_limbs();
+    (U256::from(id), (pinned_at != 0).then_some(pinned_at))
+}
+
+/// The accounts named in `topic` position 2 of list `list`'s events of kinds `events`, first
+/// seen first, since the registry's deployment.
+async fn named_in(app: &App, list: U256, events: Vec<B256>) -> Result<Vec<Address>, Error> {
+    let topics = [events, vec![B256::from(list)]];
     let head = app.client.block_number().await?;
     let from = app.contracts.counterparties_since;
     let logs = app
         .client
-        .logs_matching(&[registry], &topics, LogBlocks::Range(from, head))
+        .logs_matching(
+            &[app.contracts.counterparties],
+            &topics,
+            LogBlocks::Range(from, head),
+        )
         .await?;
     let mut seen = BTreeSet::new();
-    let named: Vec<Address> = logs
+    Ok(logs
         .iter()
         .filter_map(|log| log.topics.get(2))
         .map(|topic| Address::from_word(*topic))
         .filter(|a| seen.insert(*a))
-        .collect();
-    let mut entries = Vec::with_capacity(named.len());
-    for counterparty in named {
+        .collect())
+}
+
+/// The entries of allowlist reference `reference` now: (counterparty, max per payment, label)
+/// of each one a payment may go to, in the order they were first set. A pinned reference
+/// leaves out what was added, or widened, after its time.
+pub async fn counterparties_of(
+    app: &App,
+    reference: U256,
+) -> Result<Vec<(Address, U256, B256)>, Error> {
+    let registry = app.contracts.counterparties;
+    let (list, pinned_at) = allowlist(reference);
+    let events = vec![
+        ICounterpartyRegistry::EntrySet::SIGNATURE_HASH,
+        ICounterpartyRegistry::EntryRemoved::SIGNATURE_HASH,
+    ];
+    let mut entries = Vec::new();
+    for counterparty in named_in(app, list, events).await? {
         let call = ICounterpartyRegistry::getEntryCall {
             listId: list,
             counterparty,
         };
         let entry = app.client.view(None, registry, call).await?;
         // (exists, allowed, maxPerPayment, label)
-        if entry._0 && entry._1 {
-            entries.push((counterparty, entry._2, entry._3));
+        if !(entry._0 && entry._1) {
+            continue;
         }
+        if pinned_at.is_some() {
+            let counts = ICounterpartyRegistry::isAllowedCall {
+                listId: reference,
+                counterparty,
+                amount: U256::ZERO,
+            };
+            if !app.client.view(None, registry, counts).await? {
+                continue;
+            }
+        }
+        entries.push((counterparty, entry._2, entry._3));
     }
     Ok(entries)
+}
+
+/// Who can change list `list`'s entries now: its owner, then its admins.
+pub async fn editors_of(app: &App, list: U256) -> Result<Vec<Address>, Error> {
+    let registry = app.contracts.counterparties;
+    let owner = app
+        .client
+        .view(
+            None,
+            registry,
+            ICounterpartyRegistry::listOwnerCall { listId: list },
+        )
+        .await?;
+    let mut editors = vec![owner];
+    let events = vec![ICounterpartyRegistry::ListAdminSet::SIGNATURE_HASH];
+    for admin in named_in(app, list, events).await? {
+        let call = ICounterpartyRegistry::isAdminCall {
+            listId: list,
+            account: admin,
+        };
+        if admin != owner && app.client.view(None, registry, call).await? {
+            editors.push(admin);
+        }
+    }
+    Ok(editors)
 }
 
 /// A label as text when it is printable ASCII padded with zeros; else 0x-hex; none when zero.

@@ -3,9 +3,10 @@
 //! Allowlists of payees, each owned by an owner or an org and shared by many sessions. An entry
 //! maps a counterparty to `{allowed, maxPerPayment, label}`; the owner and the admins it appoints
 //! edit entries, and a change (removal included) takes effect at once for every session that
-//! references the list. The SessionWallet asks `isAllowed(list, counterparty, amount)` before
-//! each payment: unknown lists and unknown counterparties are denied, and that view never
-//! reverts.
+//! references the list — unless the reference is pinned at a time: then entries that were added,
+//! or whose cap rose, after that time do not count for it, while removals and lowered caps do at
+//! once. The SessionWallet asks `isAllowed(reference, counterparty, amount)` before each
+//! payment: unknown lists and unknown counterparties are denied, and that view never reverts.
 //!
 //! Once bound to its SessionWallet (by the binder named at construction, once), the registry
 //! refuses entries for the wallet, its gateway, its receipt registry and itself: a payment to
@@ -31,7 +32,7 @@ mod tests;
 
 use alloc::vec::Vec;
 
-use alloy_primitives::{Address, B256, U256};
+use alloy_primitives::{Address, B256, U256, U64};
 use alloy_sol_types::SolCall;
 use bursar_bindings::{counterparty::ICounterpartyRegistry::*, wallet::ISessionWallet};
 use bursar_contract_common::{call, calldata};
@@ -273,16 +274,20 @@ impl CounterpartyRegistry {
         Ok(())
     }
 
-    /// Whether one payment of `amount` to `counterparty` is allowed by list `list_id`: the
-    /// entry exists, is allowed, and `amount` is within its cap (`maxPerPayment == 0`: none).
-    /// Unknown lists and counterparties give `false`; never reverts.
+    /// Whether one payment of `amount` to `counterparty` is allowed by list reference
+    /// `list_id`: the entry exists, is allowed, and `amount` is within its cap
+    /// (`maxPerPayment == 0`: none). A reference is the list's id, or the id plus a time
+    /// times 2^64 (`list::reference`): pinned at that time, an entry that became allowed or
+    /// whose cap rose after it does not count. Unknown lists and counterparties give `false`;
+    /// never reverts.
     pub fn is_allowed(&self, list_id: U256, counterparty: Address, amount: U256) -> bool {
+        let Some((id, as_of)) = list::reference(list_id) else {
+            return false;
+        };
         // Entries are only ever written to existing lists: an unknown list has none.
-        self.lists
-            .getter(list_id)
-            .entries
-            .getter(counterparty)
-            .allows(amount)
+        let list = self.lists.getter(id);
+        let entry = list.entries.getter(counterparty);
+        entry.allows(amount) && (as_of == 0 || entry.since.get().to::<u64>() <= as_of)
     }
 
     /// `(exists, allowed, maxPerPayment, label)` of `counterparty`'s entry; all zero if none.
@@ -385,8 +390,12 @@ impl CounterpartyRegistry {
         label: B256,
         by: Address,
     ) {
+        let now = self.vm().block_timestamp();
         let mut list = self.lists.setter(list_id);
         let mut entry = list.entries.setter(counterparty);
+        if entry.widens(allowed, max_per_payment) {
+            entry.since.set(U64::from(now));
+        }
         entry.exists.set(true);
         entry.allowed.set(allowed);
         entry.max_per_payment.set(max_per_payment);

@@ -874,3 +874,85 @@ fn the_wallet_its_gateway_and_registries_cannot_be_listed() {
         .unwrap();
     assert!(reg.is_allowed(one(), PAYEE, one()));
 }
+
+/// The reference of list 1 pinned at `t`.
+fn pinned(t: u64) -> U256 {
+    one() + (U256::from(t) << 64)
+}
+
+#[test]
+fn a_pinned_reference_counts_only_what_was_allowed_by_its_time() {
+    let mut env = Env::with_list();
+    env.vm.set_block_timestamp(1_000);
+    env.by(OWNER)
+        .set_entry(one(), PAYEE, true, u(10), label("a"))
+        .unwrap();
+    env.by(OWNER)
+        .set_entry(one(), PAYEE3, true, u(10), label("c"))
+        .unwrap();
+    let at = pinned(1_000);
+    assert!(env.reg.is_allowed(at, PAYEE, u(10)));
+    // Added after the pin: allowed live, not pinned.
+    env.vm.set_block_timestamp(1_001);
+    env.by(ADMIN)
+        .set_entry(one(), PAYEE2, true, U256::ZERO, label("b"))
+        .unwrap();
+    assert!(env.reg.is_allowed(one(), PAYEE2, u(1)));
+    assert!(!env.reg.is_allowed(at, PAYEE2, u(1)));
+    assert!(env.reg.is_allowed(pinned(1_001), PAYEE2, u(1)));
+    // A lowered cap and a new label hold at once and keep the entry pinned.
+    env.by(ADMIN)
+        .set_entry(one(), PAYEE, true, u(5), label("a2"))
+        .unwrap();
+    assert!(env.reg.is_allowed(at, PAYEE, u(5)));
+    assert!(!env.reg.is_allowed(at, PAYEE, u(6)));
+    // A raised cap is a widening: the pinned reference stops counting the entry.
+    env.by(ADMIN)
+        .set_entry(one(), PAYEE, true, u(50), label("a2"))
+        .unwrap();
+    assert!(env.reg.is_allowed(one(), PAYEE, u(50)));
+    assert!(!env.reg.is_allowed(at, PAYEE, u(1)));
+    // So is a cap removed; a removal holds at once; re-adding is new.
+    env.by(ADMIN)
+        .set_entry(one(), PAYEE3, true, U256::ZERO, label("c"))
+        .unwrap();
+    assert!(!env.reg.is_allowed(at, PAYEE3, u(1)));
+    env.by(ADMIN).remove_entry(one(), PAYEE2).unwrap();
+    assert!(!env.reg.is_allowed(pinned(1_001), PAYEE2, u(1)));
+    // Bits above the pin's 32 name no list.
+    assert!(!env
+        .reg
+        .is_allowed(one() + (U256::from(1) << 96), PAYEE, u(1)));
+}
+
+proptest! {
+    /// Whatever edits follow a pin, a pinned reference never allows more than the live list,
+    /// and never allows what the list did not allow at the pin's time.
+    #[test]
+    fn a_pin_never_widens(edits in proptest::collection::vec((0u8..3, any::<bool>(), 0u64..4), 0..12)) {
+        let mut env = Env::with_list();
+        let payees = [PAYEE, PAYEE2, PAYEE3];
+        env.vm.set_block_timestamp(100);
+        env.by(OWNER).set_entry(one(), PAYEE, true, u(2), label("a")).unwrap();
+        let at = pinned(100);
+        let before: Vec<Vec<bool>> = payees.iter()
+            .map(|p| (0..5).map(|a| env.reg.is_allowed(one(), *p, u(a))).collect())
+            .collect();
+        for (i, (who, allowed, cap)) in edits.into_iter().enumerate() {
+            env.vm.set_block_timestamp(101 + i as u64);
+            let p = payees[who as usize];
+            if cap == 3 && allowed {
+                let _ = env.by(ADMIN).remove_entry(one(), p);
+            } else {
+                env.by(ADMIN).set_entry(one(), p, allowed, u(cap), label("x")).unwrap();
+            }
+            for (j, p) in payees.iter().enumerate() {
+                for a in 0..5u64 {
+                    let pinned_ok = env.reg.is_allowed(at, *p, u(a));
+                    prop_assert!(!pinned_ok || env.reg.is_allowed(one(), *p, u(a)));
+                    prop_assert!(!pinned_ok || before[j][a as usize]);
+                }
+            }
+        }
+    }
+}

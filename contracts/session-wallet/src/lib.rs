@@ -26,7 +26,7 @@ pub mod session;
 
 use alloc::vec::Vec;
 
-use alloy_primitives::{Address, FixedBytes, B256, U128, U256, U64, U8};
+use alloy_primitives::{Address, FixedBytes, B256, U128, U256, U32, U64, U8};
 use alloy_sol_types::{SolCall, SolEvent};
 use bursar_bindings::{
     counterparty::ICounterpartyRegistry,
@@ -967,8 +967,8 @@ impl SessionWallet {
             t.period_budget,
             t.co_sign_threshold,
         ];
-        if amounts.iter().any(|a| *a > U256::from(u128::MAX))
-            || t.allowlist_id > U256::from(u64::MAX)
+        // A list's id (64 bits) and the time it is pinned at (32 bits).
+        if amounts.iter().any(|a| *a > U256::from(u128::MAX)) || t.allowlist_id >> 96 != U256::ZERO
         {
             return Err(WalletError::invalid(InvalidParameter::OutOfRange));
         }
@@ -997,8 +997,9 @@ impl SessionWallet {
             s.lease_expires_at
                 .set(U64::from(start.saturating_add(t.lease_seconds)));
         }
-        s.allowlist_id
-            .set(U64::from_limbs([t.allowlist_id.as_limbs()[0]]));
+        let [list, as_of, _, _] = t.allowlist_id.into_limbs();
+        s.allowlist_id.set(U64::from_limbs([list]));
+        s.allowlist_as_of.set(U32::from(as_of as u32));
         emit(
             self.vm(),
             SessionOpened::SIGNATURE_HASH,

@@ -8,7 +8,8 @@ use stylus_sdk::{prelude::*, storage::*};
 use crate::error::WalletError;
 
 /// One session, packed into nine slots (a new slot costs 22,100 gas): amounts are `uint128`
-/// (`openSession` refuses more), list ids `uint64`, small fields share slots with addresses.
+/// (`openSession` refuses more), list ids `uint64` and their pin `uint32`, small fields share
+/// slots with addresses.
 /// The terms set at open fill seven slots (fewer without a guardian, a period, a lease keeper
 /// or caps); what every payment updates (`spent`, `periodSpent`) has a slot of its own, which a
 /// session's first payment creates and later ones rewrite (one slot, not two); `held`
@@ -26,6 +27,9 @@ pub struct Session {
     pub session_key: StorageAddress,
     /// When the session starts paying (unix seconds; 0: at once).
     pub valid_after: StorageU64,
+    /// The time its allowlist is pinned at (unix seconds; 0: the list as it is at each
+    /// payment). In the session key's slot, which every payment reads anyway.
+    pub allowlist_as_of: StorageU32,
     /// The ERC-20 escrowed, or zero for the native currency.
     pub token: StorageAddress,
     /// Start of the budget period last paid in (unix seconds).
@@ -88,7 +92,8 @@ pub struct Terms {
     pub lease_seconds: u64,
     /// Who must renew the lease (zero: the session key may).
     pub lease_keeper: Address,
-    /// CounterpartyRegistry list of allowed payees.
+    /// CounterpartyRegistry list of allowed payees: its id, plus the time it is pinned at
+    /// (unix seconds, below 2^32) times 2^64.
     pub allowlist_id: U256,
     /// Opaque to the wallet; logged in `SessionOpened`.
     pub metadata: B256,
@@ -211,9 +216,15 @@ impl Session {
             .saturating_sub(self.current_period(now).1)
     }
 
-    /// The counterparty list the session pays from.
+    /// The reference of the counterparty list the session pays from, as the owner signed it:
+    /// the list's id, plus the time it is pinned at times 2^64 (see the CounterpartyRegistry).
     pub fn list_id(&self) -> U256 {
-        U256::from(self.allowlist_id.get().as_limbs()[0])
+        U256::from_limbs([
+            self.allowlist_id.get().as_limbs()[0],
+            self.allowlist_as_of.get().to::<u64>(),
+            0,
+            0,
+        ])
     }
 
     /// A stored amount, widened.

@@ -1047,7 +1047,7 @@ fn tokens_that_deliver_less_are_refused() {
 }
 
 #[test]
-fn amounts_beyond_uint128_and_list_ids_beyond_uint64_are_refused() {
+fn amounts_beyond_uint128_and_list_references_beyond_96_bits_are_refused() {
     let mut f = Fixture::new();
     let too_big = U256::from(u128::MAX) + U256::from(1);
     type Change = Box<dyn Fn(&mut Terms)>;
@@ -1056,7 +1056,8 @@ fn amounts_beyond_uint128_and_list_ids_beyond_uint64_are_refused() {
         Box::new(move |t| t.per_payment_cap = too_big),
         Box::new(move |t| t.period_budget = too_big),
         Box::new(move |t| t.co_sign_threshold = too_big),
-        Box::new(|t| t.allowlist_id = U256::from(u64::MAX) + U256::from(1)),
+        // A list reference: the id's 64 bits and a pin's 32.
+        Box::new(|t| t.allowlist_id = U256::from(1) << 96),
     ];
     for change in changes {
         let mut t = f.terms();
@@ -1066,6 +1067,11 @@ fn amounts_beyond_uint128_and_list_ids_beyond_uint64_are_refused() {
             invalid(InvalidParameter::OutOfRange),
         );
     }
+    // The largest reference is kept whole: the wallet hands it to the registry as signed.
+    let mut t = f.terms();
+    t.allowlist_id = (U256::from(1) << 96) - U256::from(1);
+    let id = f.open_with(&t, U256::ZERO).unwrap();
+    assert_eq!(f.wallet.session_terms(id).12, t.allowlist_id);
     // The largest deposit is accepted; a top-up past it is refused.
     f.fund(OWNER, U256::from(u128::MAX));
     let mut t = f.terms();

@@ -299,7 +299,12 @@ fn policy(terms: &Value, token: &Token) -> Markup {
                 @if seconds("leaseSeconds") == 0 { "none" }
                 @else { (duration(seconds("leaseSeconds"))) ", kept by " code { (terms["leaseKeeper"].as_str().unwrap_or_default()) } }
             }
-            dt { "Allowlist" } dd { "#" (terms["allowlistId"].as_str().unwrap_or_default()) }
+            dt { "Allowlist" } dd {
+                // The list's id, and in the next 32 bits the time the session pins it at.
+                @let [list, pinned_at, ..] = amount(&terms["allowlistId"]).into_limbs();
+                "#" (list)
+                @if pinned_at == 0 { ", live" } @else { ", pinned as of " (time(pinned_at)) }
+            }
             dt { "Metadata" } dd { code { (terms["metadata"].as_str().unwrap_or_default()) } }
         }
     }

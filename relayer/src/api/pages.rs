@@ -18,6 +18,7 @@ use super::extract::{Body, Params};
 use super::sessions::DecisionQuery;
 use super::state::AppState;
 use crate::approval::{self, Link, PaymentApproval, SessionApproval, Signatures};
+use crate::kernel::json::visible;
 use crate::kernel::Error;
 use crate::limits::{Counterparty, TokenInfo};
 use crate::payments::DecisionRequest;
@@ -67,15 +68,36 @@ fn money(token: &TokenInfo, amount: U256) -> Markup {
     }
 }
 
-fn counterparties(token: &TokenInfo, list: &[Counterparty]) -> Markup {
+/// Whom the agent may pay, and who can change that: a live list's editors may add payees after
+/// the owner signed (the session pays whoever is on it when it pays); a pinned one's may only
+/// remove them or lower their caps.
+fn counterparties(token: &TokenInfo, list: &[Counterparty], a: &SessionApproval) -> Markup {
+    let editors = a
+        .editors
+        .iter()
+        .map(|e| e.to_checksum(None))
+        .collect::<Vec<_>>();
     html! {
+        @match a.pinned_at {
+            Some(at) => p #allowlist-terms {
+                strong { "Pinned list." } " The agent may pay only these counterparties, as the list stood at " (time(at)) ". "
+                "Its owner and admins (" @for (i, e) in editors.iter().enumerate() { @if i > 0 { ", " } code { (e) } } ") "
+                "can still remove them or lower their caps, at once, but anyone they add later, or whose cap they raise, cannot be paid by this session."
+            },
+            None => p #allowlist-terms {
+                strong { "Live list." } " These are the counterparties on the list now. Its owner and admins ("
+                @for (i, e) in editors.iter().enumerate() { @if i > 0 { ", " } code { (e) } }
+                ") can add, change or remove counterparties after you sign, and the agent may pay whoever is on the list when it pays. "
+                "Ask the host to pin the list if only these should be paid."
+            },
+        }
         table {
-            caption { "Who the agent may pay (nobody else)" }
+            caption { @if a.pinned_at.is_some() { "Who the agent may pay (nobody else)" } @else { "Who the agent may pay now" } }
             thead { tr { th scope="col" { "Label" } th scope="col" { "Address" } th scope="col" { "Largest payment to it" } } }
             tbody {
                 @for c in list {
                     tr {
-                        td { (c.label.as_deref().unwrap_or("(no label)")) }
+                        td { (visible(c.label.as_deref().unwrap_or("(no label)"))) }
                         td { code { (c.address) } }
                         td {
                             @match &c.max_per_payment {
@@ -105,10 +127,10 @@ fn session_html(a: &SessionApproval) -> String {
     let none = |v: U256| v.is_zero();
     let body = html! {
         p.lede {
-            "The host " strong { (a.host_name) } " asks you, the owner "
+            "The host " strong { (visible(&a.host_name)) } " asks you, the owner "
             code { (t.owner.to_checksum(None)) } ", to fund a spending session for an AI agent"
-            @if let Some(p) = &a.row.provider { " in a " strong { (p) } " sandbox" }
-            @if let Some(id) = &a.row.sandbox_id { " (" code { (id) } ")" }
+            @if let Some(p) = &a.row.provider { " in a " strong { (visible(p)) } " sandbox" }
+            @if let Some(id) = &a.row.sandbox_id { " (" code { (visible(id)) } ")" }
             ". The agent can pay only within these terms, enforced on chain; what it does not spend comes back to you."
         }
         @match a.link {
@@ -142,12 +164,15 @@ fn session_html(a: &SessionApproval) -> String {
             }
             dt { "Guardian (may revoke)" } dd data-term="guardian" { code { (t.guardian.to_checksum(None)) } }
             dt { "Agent's session key" } dd data-term="sessionKey" { code { (t.sessionKey.to_checksum(None)) } }
-            dt { "Allowlist" } dd data-term="allowlist" { "#" (t.allowlistId) }
+            dt { "Allowlist" } dd data-term="allowlist" {
+                "#" (a.list_id)
+                @match a.pinned_at { Some(at) => { ", pinned as of " (time(at)) } None => { ", live" } }
+            }
             dt { "Host's reference" } dd data-term="metadata" { code { (t.metadata) } }
             dt { "Chain" } dd data-term="chain" { (a.chain_id) }
             dt { "Sign before" } dd data-term="deadline" { (time(t.deadline.saturating_to())) }
         }
-        (counterparties(tok, &a.counterparties))
+        (counterparties(tok, &a.counterparties, a))
         h2 { "What your wallet will sign" }
         p {
             "OpenSession digest (EIP-712), computed by the relayer: " code data-digest { (a.digest) }
@@ -214,7 +239,7 @@ fn payment_html(a: &PaymentApproval) -> String {
     let tok = &a.token;
     let body = html! {
         p.lede {
-            "An agent of host " strong { (a.host_name) } " wants to pay more than your session lets it pay alone. "
+            "An agent of host " strong { (visible(&a.host_name)) } " wants to pay more than your session lets it pay alone. "
             "Nothing moves unless you approve."
         }
         @match a.link {
@@ -225,12 +250,12 @@ fn payment_html(a: &PaymentApproval) -> String {
         dl.terms {
             dt { "Amount" } dd data-term="amount" { (money(tok, a.amount)) }
             dt { "To" } dd data-term="payee" {
-                (a.payee.label.as_deref().unwrap_or("(no label)")) " " code { (a.payee.address) }
+                (visible(a.payee.label.as_deref().unwrap_or("(no label)"))) " " code { (a.payee.address) }
             }
             dt { "Purpose" } dd data-term="purpose" { code { (a.purpose) } }
             dt { "Decide before" } dd data-term="expiresAt" { (time(a.expires_at)) }
             dt { "Session" } dd data-term="session" { (short(&a.session.id)) }
-            @if let Some(p) = &a.session.provider { dt { "Sandbox" } dd { (p) @if let Some(id) = &a.session.sandbox_id { " " code { (id) } } } }
+            @if let Some(p) = &a.session.provider { dt { "Sandbox" } dd { (visible(p)) @if let Some(id) = &a.session.sandbox_id { " " code { (visible(id)) } } } }
             dt { "Above" } dd data-term="coSignThreshold" { (money(tok, a.terms.coSignThreshold)) ", your co-sign threshold" }
             dt { "Wallet's pending id" } dd { (a.pending_id) }
         }

@@ -27,7 +27,7 @@ pub use view::{chain_state, get, list, ChainState, ChainStatus, SessionView};
 use capability::capability_token;
 
 use crate::hosts::Host;
-use crate::kernel::json::{schema, session_id_text, Amount, HashOrText};
+use crate::kernel::json::{is_invisible, schema, session_id_text, Amount, HashOrText};
 use crate::kernel::session::{not_open, parse_id, send, signer_of, stored_terms, StoredTerms};
 use crate::kernel::{App, Error};
 use crate::random::random_bytes;
@@ -73,6 +73,12 @@ pub struct PrepareRequest {
     pub lease_seconds: u64,
     /// The counterparty allowlist the session may pay (the CounterpartyRegistry's list id).
     pub allowlist_id: Amount,
+    /// Pin the allowlist as it is now: counterparties its owner or admins add later (or whose
+    /// cap they raise) are not payable by this session, while removals and lowered caps hold
+    /// at once. Without it the list is live: the session pays whoever is on it when it pays.
+    /// The owner's page says which.
+    #[serde(default)]
+    pub pin_allowlist: bool,
     /// 32 bytes of the host's own (0x-hex), or text whose keccak-256 is used.
     pub metadata: Option<HashOrText>,
     /// The session key, when the sandbox holds its own and signs its payment intents itself;
@@ -211,7 +217,30 @@ pub async fn prepare(app: &App, host: &Host, req: PrepareRequest) -> Result<Prep
                 format!("{field} must be 1 to 128 bytes"),
             ));
         }
+        // The owner reads them on the approval page.
+        if text.as_ref().is_some_and(|t| t.chars().any(is_invisible)) {
+            return Err(Error::invalid(
+                field,
+                format!(
+                    "{field} holds a control, zero-width or direction-changing character \
+                     (U+202E and the like), which would hide or reorder text on the owner's \
+                     page"
+                ),
+            ));
+        }
     }
+    // The wallet keeps a list's id in 64 bits, and the time it is pinned at in the next 32.
+    let list = req.allowlist_id.0;
+    if list >> 64 != U256::ZERO {
+        return Err(Error::invalid(
+            "allowlistId",
+            "allowlistId must be a list's id (below 2^64)",
+        ));
+    }
+    let allowlist = match req.pin_allowlist {
+        true => list + (U256::from(now) << 64),
+        false => list,
+    };
     let signer = signers[usize::from(random_bytes::<1>()[0]) % signers.len()];
     let prepared_at_block = app.client.block_number().await?;
     let owner_nonce = U256::from_be_bytes(random_bytes::<32>()) >> 1;
@@ -230,7 +259,7 @@ pub async fn prepare(app: &App, host: &Host, req: PrepareRequest) -> Result<Prep
         expiresAt: req.expires_at,
         leaseSeconds: req.lease_seconds,
         leaseKeeper: signer,
-        allowlistId: req.allowlist_id.0,
+        allowlistId: allowlist,
         metadata: req.metadata.map_or(B256::ZERO, |m| m.hash),
         nonce: owner_nonce,
         deadline: U256::from(deadline),

@@ -11,7 +11,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Whether the database and the node answer. */
+        /** Whether the database and the node answer and every background task runs. */
         get: operations["health"];
         put?: never;
         post?: never;
@@ -737,8 +737,15 @@ export interface components {
             chainId?: number | null;
             /** @description The database answers. */
             database: boolean;
-            /** @description Both answer. */
+            /** @description The database and the node answer, and every task runs. */
             ok: boolean;
+            /**
+             * @description The supervised tasks (the engine, each job) by name: one that ended or panicked waits
+             *     to start again (`running: false`).
+             */
+            tasks: {
+                [key: string]: components["schemas"]["TaskHealth"];
+            };
         };
         /** @description What a heartbeat did. */
         Heartbeat: {
@@ -857,6 +864,12 @@ export interface components {
         Limits: {
             /** @description The session's allowlist (the CounterpartyRegistry's list id). */
             allowlistId: components["schemas"]["Amount"];
+            /**
+             * Format: int64
+             * @description When the session's allowlist is pinned (unix seconds): counterparties added after it
+             *     are not payable. Null: the list is live.
+             */
+            allowlistPinnedAt?: number | null;
             /** @description Whether it can pay now (active, started, unexpired, lease current). */
             canPay: boolean;
             coSignThreshold?: components["schemas"]["Money"] | null;
@@ -1056,6 +1069,13 @@ export interface components {
              * @description The budget's period (0: none).
              */
             periodSeconds?: number;
+            /**
+             * @description Pin the allowlist as it is now: counterparties its owner or admins add later (or whose
+             *     cap they raise) are not payable by this session, while removals and lowered caps hold
+             *     at once. Without it the list is live: the session pays whoever is on it when it pays.
+             *     The owner's page says which.
+             */
+            pinAllowlist?: boolean;
             /** @description The sandbox provider (`e2b`, `daytona`, `modal`…). */
             provider?: string | null;
             /** @description The provider's id of the sandbox. */
@@ -1279,6 +1299,18 @@ export interface components {
                 [key: string]: string[];
             };
         };
+        /** @description How a supervised task is doing. */
+        TaskHealth: {
+            /**
+             * Format: int64
+             * @description How often it ended or panicked since the relayer started.
+             */
+            failures: number;
+            /** @description What its last failure was. */
+            lastFailure?: string | null;
+            /** @description Running now (false: it failed and waits to start again). */
+            running: boolean;
+        };
         /** @description The token of a session's deposit. */
         TokenInfo: {
             /** @description Its address (EIP-55). */
@@ -1465,7 +1497,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Both answer */
+            /** @description All is well */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1479,7 +1511,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             422: components["responses"]["Refused"];
             429: components["responses"]["RateLimited"];
-            /** @description One does not (which one is said) */
+            /** @description Something is not (which is said) */
             503: {
                 headers: {
                     [name: string]: unknown;

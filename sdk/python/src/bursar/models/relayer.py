@@ -182,20 +182,6 @@ HashOrText = TypeAliasType(
 )
 
 
-class Health(BaseModel):
-    model_config = ConfigDict(
-        populate_by_name=True,
-    )
-    chain_id: Annotated[
-        int | None,
-        Field(
-            alias='chainId', description="The node's chain id, when it answers.", ge=0
-        ),
-    ] = None
-    database: Annotated[bool, Field(description='The database answers.')]
-    ok: Annotated[bool, Field(description='Both answer.')]
-
-
 class Heartbeat(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
@@ -552,6 +538,13 @@ class PrepareRequest(BaseModel):
             alias='periodSeconds', description="The budget's period (0: none).", ge=0
         ),
     ] = None
+    pin_allowlist: Annotated[
+        bool | None,
+        Field(
+            alias='pinAllowlist',
+            description="Pin the allowlist as it is now: counterparties its owner or admins add later (or whose\ncap they raise) are not payable by this session, while removals and lowered caps hold\nat once. Without it the list is live: the session pays whoever is on it when it pays.\nThe owner's page says which.",
+        ),
+    ] = None
     provider: Annotated[
         str | None,
         Field(description='The sandbox provider (`e2b`, `daytona`, `modal`…).'),
@@ -719,6 +712,26 @@ class Supported(BaseModel):
     signers: Annotated[
         dict[str, list[str]],
         Field(description='The accounts that send settlements, by CAIP-2 family.'),
+    ]
+
+
+class TaskHealth(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    failures: Annotated[
+        int,
+        Field(
+            description='How often it ended or panicked since the relayer started.',
+            ge=0,
+        ),
+    ]
+    last_failure: Annotated[
+        str | None, Field(alias='lastFailure', description='What its last failure was.')
+    ] = None
+    running: Annotated[
+        bool,
+        Field(description='Running now (false: it failed and waits to start again).'),
     ]
 
 
@@ -998,6 +1011,29 @@ class DecisionToSign(BaseModel):
     ]
 
 
+class Health(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    chain_id: Annotated[
+        int | None,
+        Field(
+            alias='chainId', description="The node's chain id, when it answers.", ge=0
+        ),
+    ] = None
+    database: Annotated[bool, Field(description='The database answers.')]
+    ok: Annotated[
+        bool,
+        Field(description='The database and the node answer, and every task runs.'),
+    ]
+    tasks: Annotated[
+        dict[str, TaskHealth],
+        Field(
+            description='The supervised tasks (the engine, each job) by name: one that ended or panicked waits\nto start again (`running: false`).'
+        ),
+    ]
+
+
 class Limits(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
@@ -1009,6 +1045,14 @@ class Limits(BaseModel):
             description="The session's allowlist (the CounterpartyRegistry's list id).",
         ),
     ]
+    allowlist_pinned_at: Annotated[
+        int | None,
+        Field(
+            alias='allowlistPinnedAt',
+            description="When the session's allowlist is pinned (unix seconds): counterparties added after it\nare not payable. Null: the list is live.",
+            ge=0,
+        ),
+    ] = None
     can_pay: Annotated[
         bool,
         Field(

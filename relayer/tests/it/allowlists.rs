@@ -1,0 +1,109 @@
+//! What the owner is told about whom the agent may pay, and that it is so on the devnet's WASM
+//! (issue 42): a live allowlist pays whoever its admins add after the owner signed, and the
+//! owner's page says so and names them; a pinned one pays only what was on it when the terms
+//! were prepared, while removals hold at once.
+
+use alloy_primitives::B256;
+use bursar_bindings::counterparty::ICounterpartyRegistry;
+use bursar_client::Sender;
+use bursar_deploy::Contract;
+use serde_json::{json, Value};
+
+use super::flow::{code, system, usd, System};
+use super::*;
+
+/// The list's owner (the test's operator) sets an entry.
+async fn set_entry(s: &System, who: alloy_primitives::Address, allowed: bool) {
+    let registry = s
+        .record
+        .address(Contract::CounterpartyRegistry.key())
+        .unwrap();
+    let mut operator = Sender::new(&s.client, dev_key(0)).await.unwrap();
+    let call = ICounterpartyRegistry::setEntryCall {
+        listId: s.list_id,
+        counterparty: who,
+        allowed,
+        maxPerPayment: alloy_primitives::U256::ZERO,
+        label: B256::right_padding_from(b"added later"),
+    };
+    operator.transact(&s.client, registry, &call).await.unwrap();
+}
+
+/// The owner's page of a session prepared with `extra`.
+async fn page(s: &System, extra: Value) -> String {
+    let mut terms = json!({
+        "owner": s.owner.address(),
+        "token": s.record.address(Contract::TestToken.key()).unwrap(),
+        "deposit": "1", "expiresAt": s.chain_now().await + 86_400,
+        "allowlistId": s.list_id.to_string(),
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        terms[k] = v.clone();
+    }
+    let (status, prep) = s.post("/v1/sessions/prepare", &s.host, terms).await;
+    assert_eq!(status, 201, "{prep}");
+    let url = prep["approvalUrl"].as_str().unwrap();
+    s.http.get(url).send().await.unwrap().text().await.unwrap()
+}
+
+async fn a_pinned_allowlist_pays_only_what_the_owner_saw(db: Db) {
+    let s = system(db).await;
+    let half = |pin: bool| json!({ "deposit": usd(50).to_string(), "pinAllowlist": pin });
+    let (_, pinned) = s.open_session(half(true)).await;
+    let (_, live) = s.open_session(half(false)).await;
+    let (_, limits) = s.get("/v1/limits", &pinned).await;
+    assert!(limits["allowlistPinnedAt"].as_u64().is_some(), "{limits}");
+    assert_eq!(limits["allowlistId"], s.list_id.to_string(), "{limits}");
+    let (_, limits) = s.get("/v1/limits", &live).await;
+    assert!(limits["allowlistPinnedAt"].is_null(), "{limits}");
+
+    // The list's admin adds vendor C after both sessions opened.
+    set_entry(&s, s.vendor_c, true).await;
+    let paid = s.pay_settled(&live, s.vendor_c, usd(1)).await;
+    assert_eq!(paid["status"], "confirmed", "the live list pays it: {paid}");
+    let (status, e) = s.pay(&pinned, s.vendor_c, usd(1)).await;
+    assert_eq!(
+        (status, code(&e)),
+        (422, "WalletCounterpartyNotAllowed"),
+        "the pinned list does not: {e}"
+    );
+    let listed = |limits: &Value| -> Vec<String> {
+        limits["counterparties"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["address"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let c = s.vendor_c.to_checksum(None);
+    assert!(listed(&s.get("/v1/limits", &live).await.1).contains(&c));
+    assert!(!listed(&s.get("/v1/limits", &pinned).await.1).contains(&c));
+
+    // A removal holds at once for both.
+    set_entry(&s, s.vendor_b, false).await;
+    for token in [&pinned, &live] {
+        let (status, e) = s.pay(token, s.vendor_b, usd(1)).await;
+        assert_eq!(
+            (status, code(&e)),
+            (422, "WalletCounterpartyNotAllowed"),
+            "{e}"
+        );
+    }
+
+    // The owner's page says which, and who can change the list.
+    let operator = dev_key(0).address().to_checksum(None);
+    let live_page = page(&s, json!({})).await;
+    assert!(live_page.contains("Live list."), "{live_page}");
+    assert!(
+        live_page.contains("can add, change or remove"),
+        "{live_page}"
+    );
+    assert!(live_page.contains(&operator), "the list's owner is named");
+    assert!(!live_page.contains("(nobody else)"), "{live_page}");
+    let pinned_page = page(&s, json!({ "pinAllowlist": true })).await;
+    assert!(pinned_page.contains("Pinned list."), "{pinned_page}");
+    assert!(pinned_page.contains(&operator));
+    assert!(pinned_page.contains("pinned as of"), "{pinned_page}");
+}
+
+on_both_databases!(a_pinned_allowlist_pays_only_what_the_owner_saw);
