@@ -418,7 +418,10 @@ async fn mined(app: &App, tx: &TxRow) -> Result<Mined, OutcomeError> {
     let to: Address = tx.to.parse().map_err(|_| corrupt("to"))?;
     let data: Bytes = tx.data.parse().map_err(|_| corrupt("data"))?;
     let block = tx.block_number.unwrap_or_default() as u64;
-    let reason = app.client.revert_reason(from, to, &data, block).await?;
+    let reason = app
+        .client
+        .revert_reason(hash, from, to, &data, block)
+        .await?;
     Ok(Mined::Reverted(
         match reason.as_deref().and_then(|r| decode_error(r)) {
             Some(e) => (e.name, Value::Object(e.args)),

@@ -347,16 +347,31 @@ impl Client {
         self.request("eth_call", params).await
     }
 
-    /// What a mined transaction (from `from` to `to` with `data`) reverted with: the call
-    /// replayed on the state its block started from. `None` when the replay does not revert
-    /// (the state it depended on was changed by a transaction before it in the same block).
+    /// What mined transaction `hash` (from `from` to `to` with `data`, in `block`) reverted
+    /// with: its own revert data as the node's `callTracer` replays it in its block, after the
+    /// transactions before it — so a payment refused because an earlier transaction of its
+    /// block revoked its session names that rule. A node without the tracer: the call
+    /// replayed on the state its block started from, `None` when that does not revert.
     pub async fn revert_reason(
         &self,
+        hash: B256,
         from: Address,
         to: Address,
         data: &[u8],
         block: u64,
     ) -> Result<Option<Bytes>, RpcError> {
+        let tracer = json!({ "tracer": "callTracer", "tracerConfig": { "onlyTopCall": true } });
+        if let Ok(frame) = self
+            .request::<Value>("debug_traceTransaction", json!([hash, tracer]))
+            .await
+        {
+            if frame.get("error").is_some_and(|e| !e.is_null()) {
+                let output = frame["output"].as_str().unwrap_or("0x");
+                if let Ok(output) = output.parse::<Bytes>() {
+                    return Ok(Some(output));
+                }
+            }
+        }
         let tx = json!({ "from": from, "to": to, "data": Bytes::copy_from_slice(data) });
         let at = U64::from(block.saturating_sub(1));
         match self.request::<Bytes>("eth_call", json!([tx, at])).await {

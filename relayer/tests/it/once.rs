@@ -1,8 +1,9 @@
-//! One decision, one transaction (issue 42): the owner's one signed decision on a pending
-//! payment, posted several times at once (a double click, the page and the host's API, two
-//! relayer processes) with mining paused as a real block time pauses it, is sent once; and a
-//! decision transaction that reverts because the payment was decided by another transaction
-//! reads the payment's state from the chain instead of leaving it pending for good.
+//! Races inside a block (issue 42), with mining paused as a real block time pauses it: the
+//! owner's one signed decision on a pending payment, posted several times at once (a double
+//! click, the page and the host's API, two relayer processes), is sent once; a decision
+//! transaction that reverts because the payment was decided by another transaction reads the
+//! payment's state from the chain instead of leaving it pending for good; and a payment that
+//! an earlier transaction of its block made invalid is reported with the wallet's rule.
 
 use alloy_primitives::{Address, U256};
 use bursar_bindings::wallet::ISessionWallet;
@@ -171,7 +172,52 @@ async fn a_reverted_decision_reads_the_payment_from_the_chain(db: Db) {
     assert_eq!(settled["receiptId"], json!(receipt_id), "{settled}");
 }
 
+/// The owner revokes the session from its own wallet while a payment is on its way: both land
+/// in one block, the revocation first. The payment failed by the wallet's rule
+/// (`WalletSessionRevoked`), read from the transaction itself: replayed on the block's parent
+/// state it would have succeeded.
+async fn a_payment_refused_by_an_earlier_transaction_of_its_block_names_the_rule(db: Db) {
+    let s = system(db).await;
+    let (id, token) = s.open_session(json!({})).await;
+    let wallet = s.record.address("sessionWallet").unwrap();
+    let mut funder = Sender::new(&s.client, dev_key(0)).await.unwrap();
+    let eth = U256::from(10u64).pow(U256::from(17));
+    let owner = s.owner.address();
+    funder
+        .send(&s.client, Some(owner), vec![], eth)
+        .await
+        .unwrap();
+    let mut owner_wallet = Sender::new(&s.client, s.owner.clone()).await.unwrap();
+    let session: U256 = id.parse().unwrap();
+    let revoke =
+        alloy_sol_types::SolCall::abi_encode(&ISessionWallet::revokeCall { sessionId: session });
+    let gas = owner_wallet
+        .estimate(&s.client, Some(wallet), &revoke, U256::ZERO)
+        .await
+        .unwrap();
+    let signer = dev_key(9).address();
+    automine(&s, false).await;
+    let (owner_before, relayer_before) = (sent(&s, owner).await, sent(&s, signer).await);
+    let revoked = owner_wallet.send_with_gas(&s.client, Some(wallet), revoke, U256::ZERO, gas);
+    let pay = async {
+        until_sent(&s, owner, owner_before).await;
+        let (status, p) = s.pay(&token, s.vendor_b, usd(1)).await;
+        assert_eq!(status, 202, "accepted before the revocation is mined: {p}");
+        until_sent(&s, signer, relayer_before).await;
+        automine(&s, true).await;
+        p
+    };
+    let (revoked, p) = tokio::join!(revoked, pay);
+    assert!(revoked.unwrap().succeeded());
+    // The host reads it (the sandbox's token may be refused once the session is revoked).
+    let failed = s.settled(&s.host, &p).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert_eq!(failed["error"]["code"], "WalletSessionRevoked", "{failed}");
+    assert_eq!(failed["error"]["details"]["sessionId"], session.to_string());
+}
+
 on_both_databases!(
     one_decision_posted_at_once_is_sent_once,
     a_reverted_decision_reads_the_payment_from_the_chain,
+    a_payment_refused_by_an_earlier_transaction_of_its_block_names_the_rule,
 );
