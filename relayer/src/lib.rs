@@ -16,6 +16,7 @@
 //!
 //! Its manual is the crate's README.
 
+pub mod allowlists;
 pub mod api;
 pub mod approval;
 pub mod hosts;

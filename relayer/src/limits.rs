@@ -290,7 +290,7 @@ pub async fn editors_of(app: &App, list: U256) -> Result<Vec<Address>, Error> {
 }
 
 /// A label as text when it is printable ASCII padded with zeros; else 0x-hex; none when zero.
-fn label_text(label: B256) -> Option<String> {
+pub(crate) fn label_text(label: B256) -> Option<String> {
     if label.is_zero() {
         return None;
     }

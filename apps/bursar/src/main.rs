@@ -2,6 +2,7 @@
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+mod allowlist;
 mod audit;
 mod capability;
 mod config;
@@ -61,6 +62,9 @@ enum Command {
         #[arg(value_enum)]
         service: Service,
     },
+    /// A host's counterparty allowlists, made and edited through the relayer
+    /// (BURSAR_HOST_KEY): create, list, show, set, remove.
+    Allowlist(allowlist::AllowlistArgs),
     /// The whole stack, for real local use: devnet, contracts, indexer, relayer and a host key,
     /// kept in a data directory (a restart continues); Ctrl-C stops it.
     Up(up::UpArgs),
@@ -96,7 +100,11 @@ fn main() -> std::process::ExitCode {
             "info,bursar_indexer::follower=warn"
         }
         // Curl's manners: the answer on stdout, only what went wrong on stderr.
-        Command::Fetch(_) | Command::Pay(_) | Command::Limits(_) | Command::Mcp(_) => "warn",
+        Command::Fetch(_)
+        | Command::Pay(_)
+        | Command::Limits(_)
+        | Command::Mcp(_)
+        | Command::Allowlist(_) => "warn",
         _ => "info",
     };
     tracing_subscriber::fmt()
@@ -118,6 +126,7 @@ fn main() -> std::process::ExitCode {
         Command::Fetch(args) => fetch::run(args),
         Command::Pay(args) => pay::run(args),
         Command::Limits(args) => limits::run(args),
+        Command::Allowlist(args) => allowlist::run(args),
         Command::Mcp(args) => mcp::run(args),
         Command::Openapi { service } => {
             let doc = match service {

@@ -196,6 +196,21 @@ impl Relayer {
         .await
     }
 
+    /// `method path` with the JSON `body` if any (a host's calls: `PUT`, `DELETE`…), trying
+    /// a `503` again as [`Backend::ask`] does.
+    ///
+    /// # Errors
+    /// [`Refusal`]: unreachable, or its error answer.
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, Refusal> {
+        let token = self.token.as_deref().unwrap_or_default();
+        self.send(method, path, body, None, token, TIMEOUT).await
+    }
+
     /// The token a request acts with: this relayer's, or the request's bearer.
     fn token<'a>(&'a self, parts: Option<&'a http::request::Parts>) -> Result<&'a str, Refusal> {
         if let Some(token) = &self.token {

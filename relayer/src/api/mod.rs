@@ -11,6 +11,7 @@
 //!   once per request, and their rate limits ([`ratelimit`]).
 //! * [`extract`] — the caller for handlers, and JSON bodies with the API's own errors.
 
+mod allowlists;
 mod auth;
 mod error;
 mod extract;
@@ -159,6 +160,10 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(x402::verify))
         .routes(routes!(x402::settle))
         .routes(routes!(x402::pay))
+        .routes(routes!(allowlists::create, allowlists::list))
+        .routes(routes!(allowlists::get))
+        .routes(routes!(allowlists::set_entries))
+        .routes(routes!(allowlists::remove_entry))
         .routes(routes!(webhooks::create, webhooks::list))
         .routes(routes!(webhooks::delete))
         .routes(routes!(webhooks::deliveries))

@@ -28,6 +28,7 @@ use crate::kernel::providers::Provider;
     ),
     tags(
         (name = "sessions", description = "Hosts open, watch, revoke and close sessions; sandboxes heart-beat."),
+        (name = "allowlists", description = "Hosts' counterparty allowlists, made and edited through the relayer."),
         (name = "payments", description = "Sandboxes pay from their session."),
         (name = "provenance", description = "Sandboxes record what they produced and from what."),
         (name = "x402", description = "Agents pay HTTP 402 APIs; the relayer is an x402 facilitator."),

@@ -106,4 +106,108 @@ async fn a_pinned_allowlist_pays_only_what_the_owner_saw(db: Db) {
     assert!(pinned_page.contains("pinned as of"), "{pinned_page}");
 }
 
-on_both_databases!(a_pinned_allowlist_pays_only_what_the_owner_saw);
+/// A host makes and edits a list with no chain call of its own: created with its entries and
+/// an admin, paid from, edited and emptied through the API; what the registry refuses is
+/// refused with its error and nothing sent; another host sees nothing of it.
+async fn a_host_makes_and_edits_an_allowlist_through_the_api(db: Db) {
+    let s = system(db).await;
+    let admin = dev_key(3).address();
+    let (status, list) = s
+        .post(
+            "/v1/allowlists",
+            &s.host,
+            json!({
+                "entries": [
+                    { "address": s.vendor_a, "label": "model-api", "maxPerPayment": usd(5).to_string() },
+                    { "address": s.vendor_b },
+                ],
+                "admins": [admin],
+            }),
+        )
+        .await;
+    assert_eq!(status, 201, "{list}");
+    let id = list["id"].as_str().unwrap().to_owned();
+    assert_ne!(id, s.list_id.to_string(), "a new list");
+    let editors = list["editors"].as_array().unwrap();
+    assert_eq!(editors.len(), 2, "{list}");
+    assert_eq!(editors[1], json!(admin.to_checksum(None)));
+    let listed = &list["counterparties"];
+    assert_eq!(listed[0]["label"], "model-api", "{list}");
+    assert_eq!(listed[0]["maxPerPayment"], usd(5).to_string());
+    assert!(listed[1]["maxPerPayment"].is_null());
+
+    // A session on it pays by its rules.
+    let (_, token) = s
+        .open_session(json!({ "allowlistId": id, "deposit": usd(50).to_string() }))
+        .await;
+    let (status, e) = s.pay(&token, s.vendor_a, usd(6)).await;
+    assert_eq!(
+        (status, code(&e)),
+        (422, "WalletCounterpartyNotAllowed"),
+        "{e}"
+    );
+    assert_eq!(
+        s.pay_settled(&token, s.vendor_a, usd(5)).await["status"],
+        "confirmed"
+    );
+
+    // Edited: C added; B removed.
+    let path = format!("/v1/allowlists/{id}/entries");
+    let add = json!({ "entries": [{ "address": s.vendor_c, "label": "search" }] });
+    let (status, list) = s.put(&path, &s.host, add).await;
+    assert_eq!(status, 200, "{list}");
+    assert_eq!(
+        list["counterparties"].as_array().unwrap().len(),
+        3,
+        "{list}"
+    );
+    assert_eq!(
+        s.pay_settled(&token, s.vendor_c, usd(1)).await["status"],
+        "confirmed"
+    );
+    let remove = format!("{path}/{}", s.vendor_b);
+    let (status, list) = s.delete(&remove, &s.host).await;
+    assert_eq!(status, 200, "{list}");
+    let (status, e) = s.pay(&token, s.vendor_b, usd(1)).await;
+    assert_eq!(
+        (status, code(&e)),
+        (422, "WalletCounterpartyNotAllowed"),
+        "{e}"
+    );
+
+    // Refused before anything is sent: the registry's own rule, a label it cannot keep.
+    let wallet = s.record.address(Contract::SessionWallet.key()).unwrap();
+    for (entry, expected) in [
+        (
+            json!({ "address": wallet }),
+            (422, "CounterpartyInvalidAddress"),
+        ),
+        (
+            json!({ "address": alloy_primitives::Address::ZERO }),
+            (422, "CounterpartyInvalidAddress"),
+        ),
+        (
+            json!({ "address": s.vendor_c, "label": "x".repeat(33) }),
+            (400, "invalid_request"),
+        ),
+    ] {
+        let (status, e) = s.put(&path, &s.host, json!({ "entries": [entry] })).await;
+        assert_eq!((status, code(&e)), expected, "{e}");
+    }
+    let (_, lists) = s.get("/v1/allowlists", &s.host).await;
+    assert_eq!(lists["ids"], json!([id]), "{lists}");
+
+    // Another host: not found, whatever it tries.
+    let (_, theirs) = s.get("/v1/allowlists", &s.stranger).await;
+    assert_eq!(theirs["ids"], json!([]), "{theirs}");
+    assert_eq!(
+        s.get(&format!("/v1/allowlists/{id}"), &s.stranger).await.0,
+        404
+    );
+    assert_eq!(s.delete(&remove, &s.stranger).await.0, 404);
+}
+
+on_both_databases!(
+    a_pinned_allowlist_pays_only_what_the_owner_saw,
+    a_host_makes_and_edits_an_allowlist_through_the_api,
+);

@@ -280,6 +280,20 @@ impl System {
         (status, body)
     }
 
+    pub(super) async fn put(&self, path: &str, bearer: &str, body: Value) -> (u16, Value) {
+        let (status, body, _) = self
+            .call(reqwest12::Method::PUT, path, bearer, Some(body), None)
+            .await;
+        (status, body)
+    }
+
+    pub(super) async fn delete(&self, path: &str, bearer: &str) -> (u16, Value) {
+        let (status, body, _) = self
+            .call(reqwest12::Method::DELETE, path, bearer, None, None)
+            .await;
+        (status, body)
+    }
+
     pub(super) async fn get(&self, path: &str, bearer: &str) -> (u16, Value) {
         let (status, body, _) = self
             .call(reqwest12::Method::GET, path, bearer, None, None)

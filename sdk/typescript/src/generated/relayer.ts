@@ -55,6 +55,84 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/allowlists": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The host's allowlists (scope: read). */
+        get: operations["listAllowlists"];
+        put?: never;
+        /**
+         * Create an allowlist, owned on chain by one of the relayer's signers for the host, with its
+         *     first counterparties and admins (scope: sessions); answered once mined.
+         */
+        post: operations["createAllowlist"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/allowlists/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One of the host's allowlists as it is on chain now (scope: read). */
+        get: operations["getAllowlist"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/allowlists/{id}/entries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set counterparties of one of the host's allowlists (scope: sessions); answered once mined.
+         *     A change holds at once for every session with the list live.
+         */
+        put: operations["setAllowlistEntries"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/allowlists/{id}/entries/{address}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a counterparty from one of the host's allowlists (scope: sessions): payments to it
+         *     are refused at once, by every session of the list; answered once mined.
+         */
+        delete: operations["removeAllowlistEntry"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/host": {
         parameters: {
             query?: never;
@@ -537,6 +615,22 @@ export interface components {
     schemas: {
         /** @description An address: 0x and 40 hex digits (answered EIP-55 checksummed). */
         Address: string;
+        /** @description An allowlist as the API shows it. */
+        Allowlist: {
+            /** @description Who it lets be paid now. */
+            counterparties: components["schemas"]["Listed"][];
+            /** @description Who can change it: its owner (the relayer's signer), then its admins (EIP-55). */
+            editors: components["schemas"]["Address"][];
+            /** @description The registry's list id: a session's `allowlistId`. */
+            id: components["schemas"]["Amount"];
+        };
+        /** @description What `GET /v1/allowlists` lists. */
+        AllowlistList: {
+            /** @description Creations not mined yet. */
+            creating: components["schemas"]["Creating"][];
+            /** @description The host's allowlists' ids, newest first. */
+            ids: components["schemas"]["Amount"][];
+        };
         /** @description Base units, as a decimal string. */
         Amount: string;
         /** @description 32 bytes: 0x and 64 hex digits. */
@@ -621,6 +715,21 @@ export interface components {
             label?: string | null;
             maxPerPayment?: components["schemas"]["Money"] | null;
         };
+        /** @description `POST /v1/allowlists`. */
+        CreateRequest: {
+            /** @description Accounts that may edit its entries on chain themselves (an org's own wallet). */
+            admins?: components["schemas"]["Address"][];
+            /** @description Its first counterparties. */
+            entries?: components["schemas"]["EntryRequest"][];
+        };
+        /** @description A host's allowlist not created yet: its creation is not mined. */
+        Creating: {
+            /**
+             * Format: int64
+             * @description The engine's transaction.
+             */
+            transaction: number;
+        };
         /** @description What sending a decision did. */
         Decided: {
             /** @description Approved (true) or rejected (false). */
@@ -701,6 +810,22 @@ export interface components {
             action: string;
             /** @description The session. */
             sessionId: string;
+        };
+        /** @description `PUT /v1/allowlists/{id}/entries`. */
+        EntriesRequest: {
+            /** @description The counterparties to set (others are left as they are). */
+            entries: components["schemas"]["EntryRequest"][];
+        };
+        /** @description One counterparty to set. */
+        EntryRequest: {
+            /** @description The counterparty. */
+            address: components["schemas"]["Address"];
+            /** @description Whether it may be paid (false lists it as refused). */
+            allowed?: boolean;
+            /** @description What people call it (printable ASCII, at most 32 bytes). */
+            label?: string | null;
+            /** @description The largest single payment to it, base units (0 or absent: only the session's cap). */
+            maxPerPayment?: components["schemas"]["Amount"];
         };
         /** @description Every error's body. */
         Error: {
@@ -896,6 +1021,14 @@ export interface components {
              * @description Payments start at this time (unix seconds).
              */
             validAfter: number;
+        };
+        /** @description A counterparty on a list. */
+        Listed: {
+            /** @description Its address (EIP-55). */
+            address: components["schemas"]["Address"];
+            /** @description Its label: text when it is text, else 0x-hex; null without one. */
+            label?: string | null;
+            maxPerPayment?: components["schemas"]["Amount"] | null;
         };
         /** @description An amount in base units and as a person reads it. */
         Money: {
@@ -1567,6 +1700,170 @@ export interface operations {
                 };
             };
             400: components["responses"]["InvalidRequest"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["Refused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAllowlists: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Its lists */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AllowlistList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["Refused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createAllowlist: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body get the first answer again (`Idempotent-Replayed: true`); another body under the key gets 409 `idempotency_key_reused`. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Allowlist"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["Refused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getAllowlist: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The list's id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Allowlist"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["Refused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    setAllowlistEntries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The list's id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EntriesRequest"];
+            };
+        };
+        responses: {
+            /** @description The list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Allowlist"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["Refused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    removeAllowlistEntry: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The list's id. */
+                id: string;
+                /** @description The counterparty. */
+                address: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Allowlist"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["Refused"];

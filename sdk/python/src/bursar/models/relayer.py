@@ -83,6 +83,13 @@ class ClosingStatus(StrEnum):
     closing = 'closing'
 
 
+class Creating(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    transaction: Annotated[int, Field(description="The engine's transaction.")]
+
+
 class Decided(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
@@ -139,6 +146,29 @@ class Effect(BaseModel):
         ),
     ]
     session_id: Annotated[str, Field(alias='sessionId', description='The session.')]
+
+
+class EntryRequest(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+        populate_by_name=True,
+    )
+    address: Annotated[Address, Field(description='The counterparty.')]
+    allowed: Annotated[
+        bool | None,
+        Field(description='Whether it may be paid (false lists it as refused).'),
+    ] = None
+    label: Annotated[
+        str | None,
+        Field(description='What people call it (printable ASCII, at most 32 bytes).'),
+    ] = None
+    max_per_payment: Annotated[
+        Amount | None,
+        Field(
+            alias='maxPerPayment',
+            description="The largest single payment to it, base units (0 or absent: only the session's cap).",
+        ),
+    ] = None
 
 
 class Error(BaseModel):
@@ -353,6 +383,20 @@ class LifecycleRequest(BaseModel):
     state: Annotated[
         HostState, Field(description='`running`, `paused`, `resumed` or `terminated`.')
     ]
+
+
+class Listed(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    address: Annotated[Address, Field(description='Its address (EIP-55).')]
+    label: Annotated[
+        str | None,
+        Field(
+            description='Its label: text when it is text, else 0x-hex; null without one.'
+        ),
+    ] = None
+    max_per_payment: Annotated[Amount | None, Field(alias='maxPerPayment')] = None
 
 
 class Money(BaseModel):
@@ -884,6 +928,34 @@ class X402Request(BaseModel):
     ] = None
 
 
+class Allowlist(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    counterparties: Annotated[
+        list[Listed], Field(description='Who it lets be paid now.')
+    ]
+    editors: Annotated[
+        list[Address],
+        Field(
+            description="Who can change it: its owner (the relayer's signer), then its admins (EIP-55)."
+        ),
+    ]
+    id: Annotated[
+        Amount, Field(description="The registry's list id: a session's `allowlistId`.")
+    ]
+
+
+class AllowlistList(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    creating: Annotated[list[Creating], Field(description='Creations not mined yet.')]
+    ids: Annotated[
+        list[Amount], Field(description="The host's allowlists' ids, newest first.")
+    ]
+
+
 class ChainState(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
@@ -966,6 +1038,22 @@ class Counterparty(BaseModel):
     max_per_payment: Annotated[Money | None, Field(alias='maxPerPayment')] = None
 
 
+class CreateRequest(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+        populate_by_name=True,
+    )
+    admins: Annotated[
+        list[Address] | None,
+        Field(
+            description="Accounts that may edit its entries on chain themselves (an org's own wallet)."
+        ),
+    ] = None
+    entries: Annotated[
+        list[EntryRequest] | None, Field(description='Its first counterparties.')
+    ] = None
+
+
 class DecisionRequest(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
@@ -1008,6 +1096,17 @@ class DecisionToSign(BaseModel):
             alias='typedData',
             description='`PendingDecision` as `eth_signTypedData_v4` takes it.',
         ),
+    ]
+
+
+class EntriesRequest(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+        populate_by_name=True,
+    )
+    entries: Annotated[
+        list[EntryRequest],
+        Field(description='The counterparties to set (others are left as they are).'),
     ]
 
 
