@@ -36,6 +36,10 @@ enum AllowlistCommand {
         /// An account that may edit the list on chain itself (an org's wallet). Repeatable.
         #[arg(long = "admin", value_name = "ADDRESS")]
         admins: Vec<String>,
+        /// Print `export BURSAR_ALLOWLIST_ID=…` instead of the list, for
+        /// `eval "$(bursar allowlist create … --env)"`.
+        #[arg(long)]
+        env: bool,
     },
     /// The host's lists.
     List,
@@ -71,8 +75,14 @@ pub(crate) fn run(args: AllowlistArgs) -> Result<(), String> {
         .clone()
         .ok_or("no host key: give --host-key or BURSAR_HOST_KEY")?;
     let relayer = Relayer::new(&args.relayer, &key);
+    let mut env = false;
     let (method, path, body) = match args.command {
-        AllowlistCommand::Create { entries, admins } => {
+        AllowlistCommand::Create {
+            entries,
+            admins,
+            env: as_env,
+        } => {
+            env = as_env;
             let entries = entries
                 .iter()
                 .map(|e| entry(e))
@@ -112,7 +122,10 @@ pub(crate) fn run(args: AllowlistArgs) -> Result<(), String> {
             .call(method, &path, body.as_ref())
             .await
             .map_err(|e: Refusal| format!("the relayer refused {e}"))?;
-        println!("{answer:#}");
+        match answer["id"].as_str() {
+            Some(id) if env => println!("export BURSAR_ALLOWLIST_ID={id}"),
+            _ => println!("{answer:#}"),
+        }
         Ok(())
     })
 }
@@ -151,7 +164,7 @@ mod tests {
 
     #[test]
     fn entries_read_as_written() {
-        let a = "0x1dC9B2a5E0C2a3F5c4A8a8C1b8E5a6F7D8c9B0a1";
+        let a = "0x1Dc9b2a5E0C2a3f5c4a8A8c1b8E5a6f7D8C9b0a1";
         assert_eq!(entry(a).unwrap(), json!({ "address": a }));
         assert_eq!(
             entry(&format!("{a}=model api@25000000")).unwrap(),

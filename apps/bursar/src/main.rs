@@ -9,6 +9,7 @@ mod config;
 mod demo;
 mod deploy;
 mod devnet;
+mod faucet;
 mod fetch;
 mod indexer;
 mod limits;
@@ -62,6 +63,9 @@ enum Command {
         #[arg(value_enum)]
         service: Service,
     },
+    /// USDC on the devnet for an owner (a fresh one by default, its key printed): what a
+    /// newcomer needs to open a session on `bursar up`'s chain. Refuses any other chain.
+    Faucet(faucet::FaucetArgs),
     /// A host's counterparty allowlists, made and edited through the relayer
     /// (BURSAR_HOST_KEY): create, list, show, set, remove.
     Allowlist(allowlist::AllowlistArgs),
@@ -104,7 +108,8 @@ fn main() -> std::process::ExitCode {
         | Command::Pay(_)
         | Command::Limits(_)
         | Command::Mcp(_)
-        | Command::Allowlist(_) => "warn",
+        | Command::Allowlist(_)
+        | Command::Faucet(_) => "warn",
         _ => "info",
     };
     tracing_subscriber::fmt()
@@ -127,6 +132,7 @@ fn main() -> std::process::ExitCode {
         Command::Pay(args) => pay::run(args),
         Command::Limits(args) => limits::run(args),
         Command::Allowlist(args) => allowlist::run(args),
+        Command::Faucet(args) => faucet::run(args),
         Command::Mcp(args) => mcp::run(args),
         Command::Openapi { service } => {
             let doc = match service {

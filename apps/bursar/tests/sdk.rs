@@ -1,5 +1,5 @@
-//! The SDKs against `bursar up` — TypeScript (`sdk/typescript`, `@bursar/sdk`) and Python
-//! (`sdk/python`, `bursar`): the OpenAPI documents and the types and models generated from them
+//! The SDKs against `bursar up` — TypeScript (`sdk/typescript`, `bursar-sdk`) and Python
+//! (`sdk/python`, `bursar-sdk`, imported as `bursar_sdk`): the OpenAPI documents and the types and models generated from them
 //! are the services' current ones (an API change that forgets an SDK fails here), and each
 //! SDK's tests pass against the running stack with an x402 server built with x402's official
 //! packages, its README's integration included.
@@ -90,11 +90,11 @@ async fn the_sdks_are_current_and_work_against_bursar_up() {
         String::from_utf8_lossy(&out.stderr)
     );
     for service in ["relayer", "indexer"] {
-        let committed = py.join(format!("src/bursar/models/{service}.py"));
+        let committed = py.join(format!("src/bursar_sdk/models/{service}.py"));
         assert!(
             std::fs::read_to_string(committed).unwrap()
                 == std::fs::read_to_string(fresh.join(format!("{service}.py"))).unwrap(),
-            "sdk/python/src/bursar/models/{service}.py is stale: run sdk/python/generate.sh"
+            "sdk/python/src/bursar_sdk/models/{service}.py is stale: run sdk/python/generate.sh"
         );
     }
 

@@ -15,7 +15,7 @@ use bursar_bindings::evm::IFiatToken;
 use bursar_bindings::wallet::{session_id, ISessionWallet, SessionStatus};
 use bursar_client::sign;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 use utoipa::ToSchema;
 
 mod capability;
@@ -117,8 +117,17 @@ pub struct Prepared {
     /// them (`field`), so that its own records name the session. Evidence only: lifecycle
     /// events are matched by (host, provider, sandbox id).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
-    pub sandbox_tags: Option<Value>,
+    pub sandbox_tags: Option<SandboxTags>,
+}
+
+/// The tags that name a session on its sandbox, in the provider's own records.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxTags {
+    /// The provider's field for user tags (`metadata` for E2B, `labels` for Daytona…).
+    pub field: &'static str,
+    /// `bursar_session` and `bursar_host`.
+    pub tags: std::collections::BTreeMap<&'static str, String>,
 }
 
 /// What the owner signs to open a prepared session.
@@ -311,8 +320,13 @@ pub async fn prepare(app: &App, host: &Host, req: PrepareRequest) -> Result<Prep
         )
         .await?;
     tracing::info!(host = %host.id, session = %id, "session prepared");
-    let sandbox_tags = req.provider.as_deref().map(|p| {
-        json!({ "field": tag_field(p), "tags": { "bursar_session": id, "bursar_host": host.id } })
+    let sandbox_tags = req.provider.as_deref().map(|p| SandboxTags {
+        field: tag_field(p),
+        tags: [
+            ("bursar_session", id.clone()),
+            ("bursar_host", host.id.clone()),
+        ]
+        .into(),
     });
     Ok(Prepared {
         approval_url: format!("{}/approve/{prepared_id}", app.public_url()),

@@ -5,7 +5,7 @@ sandbox it asked E2B for got the session's token and the provider tags."""
 import pathlib
 import sys
 
-from bursar import SandboxClient
+from bursar_sdk import SandboxClient
 
 from conftest import env
 

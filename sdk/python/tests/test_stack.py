@@ -14,8 +14,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 from eth_account import Account
 
-from bursar import AsyncSandboxClient, BursarError, HostClient, SandboxClient, verify_webhook
-from bursar.signing import sign_prepared
+from bursar_sdk import AsyncSandboxClient, BursarError, HostClient, SandboxClient, verify_webhook
+from bursar_sdk.signing import sign_prepared
 
 from conftest import env
 

@@ -1,8 +1,8 @@
 import httpx
 import pytest
 
-from bursar import BursarError, format_amount, parse_amount
-from bursar._http import Transport
+from bursar_sdk import BursarError, format_amount, parse_amount
+from bursar_sdk._http import Transport
 
 
 def test_amounts_read_as_people_write_them():

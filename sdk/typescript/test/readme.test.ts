@@ -1,5 +1,5 @@
 // The README's host integration, run as written: its block is taken from README.md, `e2b` and
-// `@bursar/sdk` pointed at the E2B recorder and this package's sources, and its `startAgent`
+// `bursar-sdk` pointed at the E2B recorder and this package's sources, and its `startAgent`
 // called with an owner holding USDC; the session it opens pays, and the sandbox it asked E2B
 // for got the session's token and the provider tags.
 import { readFileSync, writeFileSync } from "node:fs";
@@ -15,7 +15,7 @@ stack("the README's host integration", () => {
     const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
     const block = readme.split("<!-- host-integration")[1]!.split("```ts")[1]!.split("```")[0]!;
     const file = new URL("./readme-snippet.gen.ts", import.meta.url);
-    writeFileSync(file, block.replace('from "e2b"', 'from "./e2b-stub.js"').replace('from "@bursar/sdk"', 'from "../src/index.js"'));
+    writeFileSync(file, block.replace('from "e2b"', 'from "./e2b-stub.js"').replace('from "bursar-sdk"', 'from "../src/index.js"'));
     const { startAgent } = await import(file.href);
 
     const payee = devnet.env("X402_PAY_TO") as `0x${string}`;

@@ -1234,12 +1234,7 @@ export interface components {
             leaseKeeper: components["schemas"]["Address"];
             /** @description Names this preparation in `POST /v1/sessions`. */
             preparedId: string;
-            /**
-             * @description With a provider: the tags to set on the sandbox (`tags`) and the provider's field for
-             *     them (`field`), so that its own records name the session. Evidence only: lifecycle
-             *     events are matched by (host, provider, sandbox id).
-             */
-            sandboxTags?: Record<string, never> | null;
+            sandboxTags?: components["schemas"]["SandboxTags"] | null;
             /** @description The id the session will have on chain. */
             sessionId: string;
             /** @description The session key's address (custodial: the relayer holds the key). */
@@ -1340,6 +1335,15 @@ export interface components {
          * @enum {string}
          */
         RevokedOnChain: "revoked" | "submitted" | "already" | "not_open" | "not_guardian";
+        /** @description The tags that name a session on its sandbox, in the provider's own records. */
+        SandboxTags: {
+            /** @description The provider's field for user tags (`metadata` for E2B, `labels` for Daytona…). */
+            field: string;
+            /** @description `bursar_session` and `bursar_host`. */
+            tags: {
+                [key: string]: string;
+            };
+        };
         /** @description A session as the API shows it. */
         Session: {
             /** @description Whether the host revoked the capability token. */

@@ -702,6 +702,21 @@ class RevokedOnChain(StrEnum):
     not_guardian = 'not_guardian'
 
 
+class SandboxTags(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    field: Annotated[
+        str,
+        Field(
+            description="The provider's field for user tags (`metadata` for E2B, `labels` for Daytona…)."
+        ),
+    ]
+    tags: Annotated[
+        dict[str, str], Field(description='`bursar_session` and `bursar_host`.')
+    ]
+
+
 class SettleResponse(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
@@ -1450,13 +1465,7 @@ class Prepared(BaseModel):
             description='Names this preparation in `POST /v1/sessions`.',
         ),
     ]
-    sandbox_tags: Annotated[
-        dict[str, Any] | None,
-        Field(
-            alias='sandboxTags',
-            description="With a provider: the tags to set on the sandbox (`tags`) and the provider's field for\nthem (`field`), so that its own records name the session. Evidence only: lifecycle\nevents are matched by (host, provider, sandbox id).",
-        ),
-    ] = None
+    sandbox_tags: Annotated[SandboxTags | None, Field(alias='sandboxTags')] = None
     session_id: Annotated[
         str,
         Field(alias='sessionId', description='The id the session will have on chain.'),

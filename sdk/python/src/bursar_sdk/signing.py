@@ -1,5 +1,6 @@
-"""The owner's signatures with eth-account (``pip install bursar[signing]``), for an owner whose
-key a program holds — or to see exactly what a wallet will be asked to sign."""
+"""The owner's signatures with eth-account (the ``signing`` extra: ``pip install
+"sdk/python[signing]"`` from the repository), for an owner whose key a program holds — or to
+see exactly what a wallet will be asked to sign."""
 
 from __future__ import annotations
 

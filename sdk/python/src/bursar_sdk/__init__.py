@@ -4,7 +4,7 @@ A host prepares sessions, has the owner sign them in their own wallet, opens, wa
 and closes them (``HostClient``, ``AsyncHostClient``); a sandbox pays, reads its limits,
 heart-beats, records provenance and pays x402 APIs with its capability token
 (``SandboxClient``, ``AsyncSandboxClient``). Models are generated from the services' OpenAPI
-documents (``bursar.models``); errors are ``BursarError`` with the stable ``code``.
+documents (``bursar_sdk.models``); errors are ``BursarError`` with the stable ``code``.
 """
 
 from .errors import BursarError
