@@ -48,7 +48,7 @@ fn copy_tracked(dir: &str, to: &Path) {
     let root = bursar_e2e::repo_root();
     let listed = Command::new("git")
         .args(["ls-files", dir])
-        .current_dir(&root)
+        .current_dir(root)
         .output()
         .expect("git ls-files");
     for file in String::from_utf8_lossy(&listed.stdout).lines() {
