@@ -1,4 +1,5 @@
-//! `cargo xtask bench`: the settlement figures (issue 29) in one run. Runs the devnet bench's
+//! `cargo xtask bench`: the settlement figures (issue 29) in one run; `cargo xtask crash`: the
+//! kill test at a deployment's size, its claim in figures. Runs the devnet bench's
 //! batch gas phase, the relayer bench and the indexer bench (release builds, PostgreSQL beside
 //! SQLite), each printing its own lines as it goes; then prints the headline figures they
 //! recorded (`bursar_e2e::figure`) side by side.
@@ -23,7 +24,23 @@ pub(crate) struct BenchArgs {
     ponder: bool,
 }
 
-pub(crate) fn run(args: &BenchArgs) -> Result<()> {
+/// `cargo xtask crash`'s sizes.
+#[derive(clap::Args, Debug)]
+pub(crate) struct CrashArgs {
+    /// Relayer processes sharing one PostgreSQL database.
+    #[arg(long, default_value_t = 4)]
+    processes: usize,
+    /// New payment requests a round, each its own client.
+    #[arg(long, default_value_t = 16)]
+    clients: usize,
+    /// Rounds, each ending in a SIGKILL of every process.
+    #[arg(long, default_value_t = 16)]
+    rounds: usize,
+}
+
+/// What the benches run with: the tests' installs, PostgreSQL, the contracts, and the summary
+/// file they record their figures in (emptied).
+fn prepare() -> Result<(Vec<(String, String)>, std::path::PathBuf)> {
     let root = workspace::root();
     let mut env = crate::setup::run(&root)?;
     env.push((postgres::URL_VAR.into(), postgres::test_url()?));
@@ -37,6 +54,53 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
         _ => {}
     }
     env.push((SUMMARY_VAR.into(), summary.display().to_string()));
+    Ok((env, summary))
+}
+
+/// The figures recorded in `summary`, side by side.
+fn print_summary(summary: &std::path::Path) -> Result<()> {
+    let text = std::fs::read_to_string(summary)
+        .with_context(|| format!("reading {}", summary.display()))?;
+    eprintln!("==> the figures side by side");
+    print!("{}", table(&text));
+    Ok(())
+}
+
+/// `cargo xtask crash`: the claim "limits hold across replicas and restarts", rerun by anyone.
+/// The relayer's kill test at the sizes asked: `processes` relayers on one PostgreSQL, `clients`
+/// new payments a round paying one session's budget (about half of what they ask), every
+/// process SIGKILLed at a random moment each round, the chain mining only when told; clients
+/// retry what got no answer under the same `Idempotency-Key`. Prints what was paid over the
+/// budget, accepted then lost, and executed twice — each must be 0, or the run fails.
+pub(crate) fn crash(args: &CrashArgs) -> Result<()> {
+    let (mut env, summary) = prepare()?;
+    for (name, value) in [
+        ("PROCESSES", args.processes),
+        ("CLIENTS", args.clients),
+        ("ROUNDS", args.rounds),
+    ] {
+        env.push((format!("BURSAR_CRASH_{name}"), value.to_string()));
+    }
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    cargo_with(
+        "crash",
+        &[
+            "test",
+            "-p",
+            "bursar-relayer",
+            "--test",
+            "it",
+            "--",
+            "--exact",
+            "crash::postgres_db::payments_survive_kill_9_of_two_processes",
+        ],
+        &env,
+    )?;
+    print_summary(&summary)
+}
+
+pub(crate) fn run(args: &BenchArgs) -> Result<()> {
+    let (env, summary) = prepare()?;
     let events = args.events.to_string();
     let ponder = if args.ponder { "1" } else { "0" };
     let benches: [(&str, &[(&str, &str)]); 3] = [
@@ -60,11 +124,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
             &env,
         )?;
     }
-    let text = std::fs::read_to_string(&summary)
-        .with_context(|| format!("reading {}", summary.display()))?;
-    eprintln!("==> bench: the figures side by side");
-    print!("{}", table(&text));
-    Ok(())
+    print_summary(&summary)
 }
 
 /// `section<TAB>figure<TAB>value` lines as a table: each section under its heading, in the

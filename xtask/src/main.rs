@@ -52,6 +52,11 @@ enum Cmd {
     /// indexer's ingest beside parallel raw reads and its query latencies; then those figures
     /// side by side.
     Bench(bench::BenchArgs),
+    /// The claim "limits hold across replicas and restarts", rerun: relayer processes on one
+    /// PostgreSQL, many clients paying one budget, every process SIGKILLed each round, a
+    /// paused chain; prints what was paid over the budget, accepted then lost, and executed
+    /// twice (each must be 0).
+    Crash(bench::CrashArgs),
     /// Check the floors of docs/ARCHITECTURE.md: every crate's dependencies point down, the
     /// relayer's and the indexer's modules import down their tables, and no source files
     /// import each other around a circle.
@@ -77,6 +82,7 @@ fn main() -> ExitCode {
         Cmd::Test(args) => test::run(args),
         Cmd::Demo(args) => test::demo(args),
         Cmd::Bench(args) => bench::run(args),
+        Cmd::Crash(args) => bench::crash(args),
         Cmd::Floors => floors::check(&workspace::root()),
         Cmd::Cycles { dirs } => {
             let default = [

@@ -125,7 +125,16 @@ impl ChildRelayer {
     }
 }
 
-/// One payment request: `Ok(nonce)` when accepted, `Err(())` when the relayer died first.
+/// What a payment request got.
+#[derive(Debug, PartialEq)]
+enum Answer {
+    /// Accepted: its intent nonce.
+    Accepted(String),
+    /// Refused by a rule of the session (its code): the budget, once spent.
+    Refused(String),
+}
+
+/// One payment request: its answer, or `Err(())` when the relayer died first.
 async fn pay(
     http: &reqwest12::Client,
     base: &str,
@@ -133,7 +142,7 @@ async fn pay(
     key: &str,
     to: Address,
     amount: u64,
-) -> Result<String, ()> {
+) -> Result<Answer, ()> {
     let r = http
         .post(format!("{base}/v1/payments"))
         .bearer_auth(token)
@@ -144,8 +153,13 @@ async fn pay(
         .map_err(|_| ())?;
     let status = r.status().as_u16();
     let body: Value = r.json().await.map_err(|_| ())?;
-    assert_eq!(status, 202, "{key}: {body}");
-    Ok(body["nonce"].as_str().unwrap().to_owned())
+    match status {
+        202 => Ok(Answer::Accepted(body["nonce"].as_str().unwrap().to_owned())),
+        422 => Ok(Answer::Refused(body["code"].as_str().unwrap().to_owned())),
+        // Contended past the queue's retries: nothing was queued; the client tries again.
+        503 => Err(()),
+        _ => panic!("{key}: {status} {body}"),
+    }
 }
 
 /// Every relayer of a round: `processes` children, each its own process identity (the same
@@ -161,7 +175,40 @@ async fn start_children(cfg: &Value, processes: usize, send: bool) -> Vec<ChildR
     children
 }
 
-async fn payments_survive_kill_9(db: Db, processes: usize) {
+/// How hard [`payments_survive_kill_9`] tries.
+struct Load {
+    /// Relayer processes sharing the database, all killed each round.
+    processes: usize,
+    /// New payment requests per round, each its own client, spread over the processes.
+    clients: usize,
+    /// Rounds, each ending in a SIGKILL of every process.
+    rounds: usize,
+}
+
+impl Load {
+    /// The sizes `BURSAR_CRASH_PROCESSES`, `…_CLIENTS` and `…_ROUNDS` give (`cargo xtask crash`),
+    /// else `processes` and the test's own.
+    fn from_env(processes: usize) -> Self {
+        let var = |name: &str, default: usize| {
+            std::env::var(format!("BURSAR_CRASH_{name}"))
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(default)
+        };
+        Load {
+            processes: var("PROCESSES", processes),
+            clients: var("CLIENTS", 10),
+            rounds: var("ROUNDS", 8),
+        }
+    }
+}
+
+async fn payments_survive_kill_9(db: Db, load: Load) {
+    let Load {
+        processes,
+        clients,
+        rounds,
+    } = load;
     let (_devnet, client) = devnet(true).await;
     let dir = bursar_e2e::scratch("relayer-kill9");
     let record = bursar_e2e::deploy(&client, &dir).await;
@@ -180,7 +227,9 @@ async fn payments_survive_kill_9(db: Db, processes: usize) {
         "stderr": stderr,
     });
 
-    // A session with room for every payment, opened through an in-process relayer.
+    // One session whose budget is about half of what its clients ask (amounts 1 to 1,000:
+    // 250 a request on average), opened through an in-process relayer.
+    let budget = 250 * (clients * rounds) as u64;
     let token_address = at(Contract::TestToken);
     let registry = at(Contract::CounterpartyRegistry);
     let payee = Address::repeat_byte(0x77);
@@ -245,6 +294,7 @@ async fn payments_survive_kill_9(db: Db, processes: usize) {
             .bearer_auth(&host)
             .json(&json!({
                 "owner": owner.address(), "token": token_address, "deposit": "1000000000",
+                "periodBudget": budget.to_string(), "periodSeconds": 30 * 86_400,
                 "expiresAt": now + 86_400, "allowlistId": list.to_string(),
             }))
             .send()
@@ -294,18 +344,19 @@ async fn payments_survive_kill_9(db: Db, processes: usize) {
         rng ^= rng << 17;
         rng
     };
-    let mut accepted: BTreeMap<String, String> = BTreeMap::new(); // key → intent nonce
+    let mut accepted: BTreeMap<String, (String, u64)> = BTreeMap::new(); // key → (nonce, amount)
+    let mut refused: BTreeMap<String, String> = BTreeMap::new(); // key → the rule
     let mut unanswered: Vec<(String, u64)> = Vec::new();
     let (mut seen_signed, mut seen_submitted) = (0, 0);
     let mut n = 0;
-    for round in 0..8 {
+    for round in 0..rounds {
         // Even rounds: an API-only relayer, killed after storing and before anything is sent.
         // Odd rounds: one that sends into a chain that mines only when the test says, killed
         // between broadcast and receipt.
         let children = start_children(&cfg, processes, round % 2 == 1).await;
         // Requests that got no answer first, with the same keys and bodies.
         let retries = std::mem::take(&mut unanswered);
-        let fresh: Vec<(String, u64)> = (0..10)
+        let fresh: Vec<(String, u64)> = (0..clients)
             .map(|_| {
                 n += 1;
                 (format!("pay-{n}"), 1 + next() % 1_000)
@@ -339,14 +390,14 @@ async fn payments_survive_kill_9(db: Db, processes: usize) {
             results.push(r);
         }
         for (key, amount, result) in results {
-            match result {
-                Ok(nonce) => {
-                    if let Some(earlier) = accepted.insert(key.clone(), nonce.clone()) {
-                        assert_eq!(earlier, nonce, "{key} answered with two payments");
-                    }
-                }
-                Err(()) => unanswered.push((key, amount)),
-            }
+            answered_as(
+                &mut accepted,
+                &mut refused,
+                &mut unanswered,
+                key,
+                amount,
+                result,
+            );
         }
         let counts = store.transaction_counts().await.unwrap();
         let count = |s: &str| counts.iter().find(|(x, _)| x == s).map_or(0, |(_, n)| *n);
@@ -356,7 +407,7 @@ async fn payments_survive_kill_9(db: Db, processes: usize) {
     println!(
         "kill -9 loop: {n} payments, {} answered before a kill, {} left for the last relayer; \
          {seen_signed} stored but unsent and {seen_submitted} sent but unmined at the kills",
-        accepted.len(),
+        accepted.len() + refused.len(),
         unanswered.len()
     );
     assert!(
@@ -376,13 +427,27 @@ async fn payments_survive_kill_9(db: Db, processes: usize) {
     // All of them: whichever held the signer at its kill holds it again at once.
     let children = start_children(&cfg, processes, true).await;
     let child = &children[0];
-    for (key, amount) in std::mem::take(&mut unanswered) {
-        let nonce = pay(&http, &child.base, &token, &key, payee, amount)
-            .await
-            .unwrap();
-        accepted.insert(key, nonce);
+    while !unanswered.is_empty() {
+        for (key, amount) in std::mem::take(&mut unanswered) {
+            let result = pay(&http, &child.base, &token, &key, payee, amount).await;
+            answered_as(
+                &mut accepted,
+                &mut refused,
+                &mut unanswered,
+                key,
+                amount,
+                result,
+            );
+        }
     }
-    assert_eq!(accepted.len(), n, "every request was accepted in the end");
+    assert_eq!(
+        accepted.len() + refused.len(),
+        n,
+        "every request was answered in the end"
+    );
+    for (key, rule) in &refused {
+        assert_eq!(rule, "WalletPeriodBudgetExceeded", "{key}");
+    }
     let _: Value = client.request("evm_mine", json!([])).await.unwrap();
     let list: Value = http
         .get(format!("{}/v1/payments?limit=1000", child.base))
@@ -418,7 +483,7 @@ async fn payments_survive_kill_9(db: Db, processes: usize) {
     let wallet = at(Contract::SessionWallet);
     let logs = client.logs(&[wallet], 0, None).await.unwrap();
     let mut per_transaction: BTreeMap<B256, usize> = BTreeMap::new();
-    let executed: Vec<U256> = logs
+    let executed: Vec<(U256, U256)> = logs
         .iter()
         .filter_map(|l| {
             let e = <ISessionWallet::PaymentExecuted as alloy_sol_types::SolEvent>::decode_raw_log(
@@ -427,7 +492,7 @@ async fn payments_survive_kill_9(db: Db, processes: usize) {
             )
             .ok()?;
             *per_transaction.entry(l.transaction_hash).or_default() += 1;
-            Some(e.nonce)
+            Some((e.nonce, e.amount))
         })
         .collect();
     // Payments queued together went out together (`payBatch`).
@@ -438,37 +503,99 @@ async fn payments_survive_kill_9(db: Db, processes: usize) {
         per_transaction.len()
     );
     assert!(largest > 1, "no two payments shared a transaction");
-    let distinct: HashSet<U256> = executed.iter().copied().collect();
-    assert_eq!(distinct.len(), executed.len(), "a payment executed twice");
+    // The claim: never over the budget, nothing accepted then lost, nothing paid twice.
+    let distinct: HashSet<U256> = executed.iter().map(|(nonce, _)| *nonce).collect();
+    let duplicates = executed.len() - distinct.len();
+    let lost = accepted
+        .values()
+        .filter(|(nonce, _)| !distinct.contains(&nonce.parse::<U256>().unwrap()))
+        .count();
+    let spent: U256 = executed.iter().map(|(_, amount)| *amount).sum();
+    let over = spent.saturating_sub(U256::from(budget));
+    println!(
+        "crash claim: {processes} relayer process(es) on one database, {n} payments from \
+         {clients} clients a round over {rounds} rounds, each round ending in a SIGKILL of every \
+         process, the chain mining only when told; {} accepted, {} refused by the budget; \
+         budget {budget}, spent {spent}; over budget: {over}, accepted then lost: {lost}, \
+         duplicates: {duplicates}",
+        accepted.len(),
+        refused.len(),
+    );
+    let section = format!("crash: {processes} relayer process(es), one database");
+    for (figure, value) in [
+        (
+            "payments asked (clients × rounds)",
+            format!("{clients} × {rounds} = {n}"),
+        ),
+        (
+            "SIGKILLs (every process, every round)",
+            (processes * rounds).to_string(),
+        ),
+        (
+            "accepted / refused by the budget",
+            format!("{} / {}", accepted.len(), refused.len()),
+        ),
+        ("budget / spent (base units)", format!("{budget} / {spent}")),
+        ("paid over the budget", over.to_string()),
+        ("payments accepted then lost", lost.to_string()),
+        ("payments executed twice", duplicates.to_string()),
+    ] {
+        bursar_e2e::figure(&section, figure, value);
+    }
+    assert_eq!(over, U256::ZERO, "spent {spent} of a budget of {budget}");
+    assert_eq!((lost, duplicates), (0, 0), "lost, duplicates");
     assert_eq!(
         executed.len(),
         accepted.len(),
-        "every accepted payment executed"
+        "only accepted payments executed"
     );
-    for nonce in accepted.values() {
-        assert!(
-            distinct.contains(&nonce.parse::<U256>().unwrap()),
-            "nonce {nonce} never executed"
-        );
+    assert!(
+        !refused.is_empty(),
+        "the budget never ran out: the load proved nothing"
+    );
+}
+
+/// Records `result` of the request `key` for `amount`: accepted (once, with one nonce), refused,
+/// or to be tried again with the same key.
+fn answered_as(
+    accepted: &mut BTreeMap<String, (String, u64)>,
+    refused: &mut BTreeMap<String, String>,
+    unanswered: &mut Vec<(String, u64)>,
+    key: String,
+    amount: u64,
+    result: Result<Answer, ()>,
+) {
+    match result {
+        Ok(Answer::Accepted(nonce)) => {
+            assert!(!refused.contains_key(&key), "{key} refused, then accepted");
+            if let Some((earlier, _)) = accepted.insert(key.clone(), (nonce.clone(), amount)) {
+                assert_eq!(earlier, nonce, "{key} answered with two payments");
+            }
+        }
+        Ok(Answer::Refused(rule)) => {
+            assert!(!accepted.contains_key(&key), "{key} accepted, then refused");
+            refused.insert(key, rule);
+        }
+        Err(()) => unanswered.push((key, amount)),
     }
 }
 
 mod sqlite_db {
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn payments_survive_kill_9() {
-        super::payments_survive_kill_9(super::sqlite(), 1).await
+        super::payments_survive_kill_9(super::sqlite(), super::Load::from_env(1)).await
     }
 }
 
 mod postgres_db {
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn payments_survive_kill_9() {
-        super::payments_survive_kill_9(super::postgres().await, 1).await
+        super::payments_survive_kill_9(super::postgres().await, super::Load::from_env(1)).await
     }
 
     /// Two processes sharing the database, as a deployment scales out.
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn payments_survive_kill_9_of_two_processes() {
-        super::payments_survive_kill_9(super::postgres().await, 2).await
+        super::payments_survive_kill_9(super::postgres().await, super::Load::from_env(2)).await
     }
 }
