@@ -307,6 +307,34 @@ impl System {
         v["sessionKey"].as_str().unwrap().to_lowercase()
     }
 
+    /// Transactions `who` has sent, mined or in the devnet's pool.
+    pub(super) async fn sent_by(&self, who: Address) -> U256 {
+        self.client
+            .request("eth_getTransactionCount", json!([who, "pending"]))
+            .await
+            .unwrap()
+    }
+
+    /// Returns once `who` has sent more than `before` (each look is one read of the pool).
+    pub(super) async fn until_sent(&self, who: Address, before: U256) {
+        while self.sent_by(who).await == before {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Mining paused (`false`, as a real block time pauses it) or on again, with a block of
+    /// what waits.
+    pub(super) async fn automine(&self, on: bool) {
+        let _: Value = self
+            .client
+            .request("evm_setAutomine", json!([on]))
+            .await
+            .unwrap();
+        if on {
+            let _: Value = self.client.request("evm_mine", json!([])).await.unwrap();
+        }
+    }
+
     pub(super) async fn chain_now(&self) -> u64 {
         self.client.latest_block().await.unwrap().timestamp.to()
     }

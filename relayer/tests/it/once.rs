@@ -5,39 +5,13 @@
 //! payment's state from the chain instead of leaving it pending for good; and a payment that
 //! an earlier transaction of its block made invalid is reported with the wallet's rule.
 
-use alloy_primitives::{Address, U256};
+use alloy_primitives::U256;
 use bursar_bindings::wallet::ISessionWallet;
 use bursar_client::Sender;
 use serde_json::{json, Value};
 
 use super::flow::{code, system, usd, wallet_sign, System};
 use super::*;
-
-/// Transactions `who` has sent, mined or in the devnet's pool.
-async fn sent(s: &System, who: Address) -> U256 {
-    s.client
-        .request("eth_getTransactionCount", json!([who, "pending"]))
-        .await
-        .unwrap()
-}
-
-/// Returns once `who` has sent more than `before` (each look is one read of the pool).
-async fn until_sent(s: &System, who: Address, before: U256) {
-    while sent(s, who).await == before {
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-}
-
-async fn automine(s: &System, on: bool) {
-    let _: Value = s
-        .client
-        .request("evm_setAutomine", json!([on]))
-        .await
-        .unwrap();
-    if on {
-        let _: Value = s.client.request("evm_mine", json!([])).await.unwrap();
-    }
-}
 
 /// A session with a payment of 25 waiting for the owner (above its co-sign threshold of 20):
 /// (session id, capability token, the payment).
@@ -65,6 +39,45 @@ async fn signed_approval(s: &System, id: &str, pending: &Value) -> (String, Valu
     (api, body)
 }
 
+/// The owner's own transaction `call` to the wallet and what `relayer` makes the relayer send,
+/// in one block, the owner's first: the owner (given gas) sends; once that waits in the pool,
+/// `relayer` runs; once the relayer's transaction waits too, one block mines both. The
+/// owner's receipt, and what `relayer` answered.
+async fn owner_first<T>(
+    s: &System,
+    call: Vec<u8>,
+    relayer: impl std::future::Future<Output = T>,
+) -> (bursar_client::rpc::Receipt, T) {
+    let wallet = s.record.address("sessionWallet").unwrap();
+    let owner = s.owner.address();
+    let mut funder = Sender::new(&s.client, dev_key(0)).await.unwrap();
+    let gas_money = U256::from(10u64).pow(U256::from(17));
+    funder
+        .send(&s.client, Some(owner), vec![], gas_money)
+        .await
+        .unwrap();
+    let mut own = Sender::new(&s.client, s.owner.clone()).await.unwrap();
+    let gas = own
+        .estimate(&s.client, Some(wallet), &call, U256::ZERO)
+        .await
+        .unwrap();
+    let signer = dev_key(9).address();
+    s.automine(false).await;
+    let (owner_before, relayer_before) = (s.sent_by(owner).await, s.sent_by(signer).await);
+    let owners = own.send_with_gas(&s.client, Some(wallet), call, U256::ZERO, gas);
+    let relayers = async {
+        s.until_sent(owner, owner_before).await;
+        let out = relayer.await;
+        s.until_sent(signer, relayer_before).await;
+        s.automine(true).await;
+        out
+    };
+    let (receipt, out) = tokio::join!(owners, relayers);
+    let receipt = receipt.unwrap();
+    assert!(receipt.succeeded(), "the owner's transaction lands first");
+    (receipt, out)
+}
+
 /// Six posts of one signed decision at once — the host's API and the owner's page, at two
 /// relayer processes — with mining paused: one is sent, five hear `409 decision_pending`; the
 /// payment executes once.
@@ -76,8 +89,8 @@ async fn one_decision_posted_at_once_is_sent_once(db: Db) {
     let (other, other_base) = s.another_relayer().await;
     let signer = dev_key(9).address();
     let paid_before = s.token_balance(s.vendor_b).await;
-    automine(&s, false).await;
-    let before = sent(&s, signer).await;
+    s.automine(false).await;
+    let before = s.sent_by(signer).await;
     let post = |base: &str, path: &str, bearer: Option<&str>| {
         let mut req = s.http.post(format!("{base}{path}")).json(&body);
         if let Some(bearer) = bearer {
@@ -102,9 +115,9 @@ async fn one_decision_posted_at_once_is_sent_once(db: Db) {
     for (status, e) in answers.iter().filter(|(status, _)| *status != 202) {
         assert_eq!((*status, code(e)), (409, "decision_pending"), "{answers:?}");
     }
-    until_sent(&s, signer, before).await;
-    assert_eq!(sent(&s, signer).await, before + U256::from(1), "one sent");
-    automine(&s, true).await;
+    s.until_sent(signer, before).await;
+    assert_eq!(s.sent_by(signer).await, before + U256::from(1), "one sent");
+    s.automine(true).await;
     let path = format!("/v1/payments/{}", pending["id"].as_str().unwrap());
     let settled = s
         .get_when(&path, &token, |p| p["status"] != "pending_approval")
@@ -128,40 +141,14 @@ async fn a_reverted_decision_reads_the_payment_from_the_chain(db: Db) {
     let (api, body) = signed_approval(&s, &id, &pending).await;
     let wallet = s.record.address("sessionWallet").unwrap();
     let pending_id: U256 = pending["pendingId"].as_str().unwrap().parse().unwrap();
-    // The owner pays its own gas here.
-    let mut funder = Sender::new(&s.client, dev_key(0)).await.unwrap();
-    funder
-        .send(
-            &s.client,
-            Some(s.owner.address()),
-            vec![],
-            U256::from(10u64).pow(U256::from(17)),
-        )
-        .await
-        .unwrap();
-    let mut owner = Sender::new(&s.client, s.owner.clone()).await.unwrap();
     let approve = alloy_sol_types::SolCall::abi_encode(&ISessionWallet::approvePendingCall {
         pendingId: pending_id,
     });
-    let gas = owner
-        .estimate(&s.client, Some(wallet), &approve, U256::ZERO)
-        .await
-        .unwrap();
-    let signer = dev_key(9).address();
-    automine(&s, false).await;
-    let (owner_before, relayer_before) =
-        (sent(&s, s.owner.address()).await, sent(&s, signer).await);
-    let owners = owner.send_with_gas(&s.client, Some(wallet), approve, U256::ZERO, gas);
-    let relayers = async {
-        until_sent(&s, s.owner.address(), owner_before).await;
+    let decide = async {
         let (status, d) = s.post(&api, &s.host, body.clone()).await;
         assert_eq!(status, 202, "{d}");
-        until_sent(&s, signer, relayer_before).await;
-        automine(&s, true).await;
     };
-    let (owners, ()) = tokio::join!(owners, relayers);
-    let owners = owners.unwrap();
-    assert!(owners.succeeded(), "the owner's approval lands first");
+    let (owners, ()) = owner_first(&s, approve, decide).await;
     let executed = owners.events::<ISessionWallet::PaymentExecuted>(wallet);
     let receipt_id = executed[0].receiptId.to_string();
     let path = format!("/v1/payments/{}", pending["id"].as_str().unwrap());
@@ -179,36 +166,15 @@ async fn a_reverted_decision_reads_the_payment_from_the_chain(db: Db) {
 async fn a_payment_refused_by_an_earlier_transaction_of_its_block_names_the_rule(db: Db) {
     let s = system(db).await;
     let (id, token) = s.open_session(json!({})).await;
-    let wallet = s.record.address("sessionWallet").unwrap();
-    let mut funder = Sender::new(&s.client, dev_key(0)).await.unwrap();
-    let eth = U256::from(10u64).pow(U256::from(17));
-    let owner = s.owner.address();
-    funder
-        .send(&s.client, Some(owner), vec![], eth)
-        .await
-        .unwrap();
-    let mut owner_wallet = Sender::new(&s.client, s.owner.clone()).await.unwrap();
     let session: U256 = id.parse().unwrap();
     let revoke =
         alloy_sol_types::SolCall::abi_encode(&ISessionWallet::revokeCall { sessionId: session });
-    let gas = owner_wallet
-        .estimate(&s.client, Some(wallet), &revoke, U256::ZERO)
-        .await
-        .unwrap();
-    let signer = dev_key(9).address();
-    automine(&s, false).await;
-    let (owner_before, relayer_before) = (sent(&s, owner).await, sent(&s, signer).await);
-    let revoked = owner_wallet.send_with_gas(&s.client, Some(wallet), revoke, U256::ZERO, gas);
     let pay = async {
-        until_sent(&s, owner, owner_before).await;
         let (status, p) = s.pay(&token, s.vendor_b, usd(1)).await;
         assert_eq!(status, 202, "accepted before the revocation is mined: {p}");
-        until_sent(&s, signer, relayer_before).await;
-        automine(&s, true).await;
         p
     };
-    let (revoked, p) = tokio::join!(revoked, pay);
-    assert!(revoked.unwrap().succeeded());
+    let (_, p) = owner_first(&s, revoke, pay).await;
     // The host reads it (the sandbox's token may be refused once the session is revoked).
     let failed = s.settled(&s.host, &p).await;
     assert_eq!(failed["status"], "failed", "{failed}");

@@ -478,22 +478,8 @@ async fn parallel_settles_of_one_payment_answer_success_once(db: Db) {
         .request(&payer, "USD Coin", &required)
     };
     let signer = dev_key(9).address();
-    let sent = || async {
-        s.client
-            .request::<U256>("eth_getTransactionCount", json!([signer, "pending"]))
-            .await
-            .unwrap()
-    };
-    let automine = |on: bool| async move {
-        let _: Value = s
-            .client
-            .request("evm_setAutomine", json!([on]))
-            .await
-            .unwrap();
-        if on {
-            let _: Value = s.client.request("evm_mine", json!([])).await.unwrap();
-        }
-    };
+    let sent = || s.sent_by(signer);
+    let automine = |on: bool| s.automine(on);
     let settle = |base: String, body: Value| async move {
         let r = s
             .http
@@ -514,9 +500,7 @@ async fn parallel_settles_of_one_payment_answer_success_once(db: Db) {
     let body = authorization(1);
     let first = settle(s.base.clone(), body.clone());
     let duplicates = async {
-        while sent().await == pool {
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
+        s.until_sent(signer, pool).await;
         let all = futures_util::future::join_all((0..7).map(|i| {
             let base = if i % 2 == 0 { &other_base } else { &s.base };
             settle(base.clone(), body.clone())
