@@ -128,12 +128,12 @@ fn refusal(e: Error) -> Refusal {
 /// when the server is full; a request naming a session not the caller's is answered `404` as
 /// if it did not exist.
 pub(super) async fn guard(State(mcp): State<Arc<Mcp>>, req: Request, next: Next) -> Response {
-    let owner: Owner = Sha256::digest(
-        req.headers()
-            .get(header::AUTHORIZATION)
-            .map_or(&b""[..], |v| v.as_bytes()),
-    )
-    .into();
+    // The session the token authenticated (`sandbox_only` let only those in): a token spelled
+    // another way is the same owner.
+    let Some(Principal::Sandbox(session)) = req.extensions().get::<Principal>() else {
+        return Error::Unauthorized.into_response();
+    };
+    let owner: Owner = Sha256::digest(session.id.as_bytes()).into();
     let now = Instant::now();
     let named = req
         .headers()

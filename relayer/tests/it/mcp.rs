@@ -210,6 +210,18 @@ async fn mcp_is_bounded(db: Db) {
         let expected = if n + 3 >= ids.len() { 200 } else { 404 };
         assert_eq!(a.list(id).await.status, expected, "session {n}");
     }
+    // The token spelled another way is the same owner: its session answers it.
+    let respelled = s
+        .http
+        .post(format!("{}/mcp", s.base))
+        .header("Authorization", format!("bearer \t {token}"))
+        .header("Accept", "application/json, text/event-stream")
+        .header("Mcp-Session-Id", ids.last().unwrap())
+        .json(&json!({ "jsonrpc": "2.0", "id": 4, "method": "tools/list" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(respelled.status(), 200);
     // 3 of the first token's and 2 of the other's fill the 5: a sixth is refused.
     assert_eq!(b.open().await.status, 200);
     assert_eq!(b.open().await.status, 200);

@@ -245,13 +245,16 @@ impl Call<'_> {
         base_units(self.backend, self.parts, &amount.text()).await
     }
 
-    /// Who the caller is, for counting its fetches: a digest of its credential.
+    /// Who the caller is, for counting its fetches: a digest of its bearer token (however the
+    /// header spells the scheme and spaces), or of nothing over stdio.
     fn who(&self) -> [u8; 32] {
-        let credential = self
+        let token = self
             .parts
             .and_then(|p| p.headers.get(http::header::AUTHORIZATION))
-            .map_or(&b""[..], |v| v.as_bytes());
-        sha2::Sha256::digest(credential).into()
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().split_once(char::is_whitespace))
+            .map_or("", |(_, token)| token.trim());
+        sha2::Sha256::digest(token).into()
     }
 }
 
