@@ -146,8 +146,8 @@ fn main() -> std::process::ExitCode {
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        // Once, on stderr: a log line too would say it twice.
         Err(e) => {
-            tracing::error!(error = %e, "bursar failed");
             eprintln!("error: {e}");
             std::process::ExitCode::FAILURE
         }

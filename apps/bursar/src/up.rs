@@ -383,11 +383,21 @@ fn print_endpoints(
             println!("  {:<22}{address}", c.key());
         }
     }
+    if chain_id == bursar_devnet::DEFAULT_CHAIN_ID {
+        let usdc = bursar_bindings::evm::USDC;
+        println!(
+            "  {:<22}{usdc}  (`bursar faucet` mints it for an owner)",
+            "usdc"
+        );
+    }
     println!("\nTry:");
     println!("  curl -s {relayer}/v1/host -H 'Authorization: Bearer {host_key}'");
     println!("  curl -s {relayer}/v1/sessions -H 'Authorization: Bearer {host_key}'");
     println!("  curl -s {indexer}/v1/sessions");
     println!("  curl -s {relayer}/x402/supported");
+    println!(
+        "  bursar allowlist create --host-key {host_key} --relayer {relayer} --entry 0xVENDOR=name"
+    );
     println!("  bursar demo --against-running --data-dir {dir}   # an agent session, end to end");
     println!(
         "  bursar demo --against-running --session-only --owner 0xYOU --data-dir {dir}   # approve it in your wallet"

@@ -18,6 +18,13 @@ fn bursar_up_serves_a_session_end_to_end_and_restarts_where_it_stopped() {
     let data = scratch("bursar-up");
     let mut up = Up::start(&data);
     assert!(up.banner.contains("(a new chain)"), "{}", up.banner);
+    // USDC's address, which an owner's deposit and the SDKs' snippets need.
+    let usdc = bursar_bindings::evm::USDC.to_string();
+    assert!(
+        up.banner.contains(&format!("usdc                  {usdc}")),
+        "{}",
+        up.banner
+    );
     let key = std::fs::read_to_string(data.join("host-key")).unwrap();
     let key = key.trim();
     assert!(

@@ -10,7 +10,7 @@ use serde::Deserialize;
 #[derive(Debug, thiserror::Error)]
 pub enum ArtifactError {
     /// The `.code` file does not exist: the contracts have not been built.
-    #[error("contract artifact {path} not found: build the contracts with `cargo xtask build-contracts` (or pass --build)")]
+    #[error("contract artifact {path} not found: deploy the committed ones with `--artifacts contracts/artifacts`, or build them with `cargo xtask build-contracts`")]
     Missing {
         /// The expected `<dir>/<name>.code`.
         path: PathBuf,
