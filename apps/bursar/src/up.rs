@@ -390,17 +390,21 @@ fn print_endpoints(
             "usdc"
         );
     }
+    // This very binary: `bursar` is not on PATH after `cargo run`.
+    let bursar = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "bursar".into());
     println!("\nTry:");
     println!("  curl -s {relayer}/v1/host -H 'Authorization: Bearer {host_key}'");
     println!("  curl -s {relayer}/v1/sessions -H 'Authorization: Bearer {host_key}'");
     println!("  curl -s {indexer}/v1/sessions");
     println!("  curl -s {relayer}/x402/supported");
     println!(
-        "  bursar allowlist create --host-key {host_key} --relayer {relayer} --entry 0xVENDOR=name"
+        "  {bursar} allowlist create --host-key {host_key} --relayer {relayer} --entry 0xVENDOR=name"
     );
-    println!("  bursar demo --against-running --data-dir {dir}   # an agent session, end to end");
+    println!("  {bursar} demo --against-running --data-dir {dir}   # an agent session, end to end");
     println!(
-        "  bursar demo --against-running --session-only --owner 0xYOU --data-dir {dir}   # approve it in your wallet"
+        "  {bursar} demo --against-running --session-only --owner 0xYOU --data-dir {dir}   # approve it in your wallet"
     );
     println!("READY {relayer} {indexer}");
 }

@@ -25,6 +25,9 @@ fn bursar_up_serves_a_session_end_to_end_and_restarts_where_it_stopped() {
         "{}",
         up.banner
     );
+    // Its "Try:" lines name this very binary: `bursar` is not on PATH after `cargo run`.
+    let demo = format!("  {} demo --against-running", env!("CARGO_BIN_EXE_bursar"));
+    assert!(up.banner.contains(&demo), "{}", up.banner);
     let key = std::fs::read_to_string(data.join("host-key")).unwrap();
     let key = key.trim();
     assert!(
