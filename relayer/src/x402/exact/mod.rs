@@ -155,7 +155,14 @@ pub(super) async fn settle(app: &App, req: &FacilitatorRequest) -> Result<Settle
     };
     let tx = match settlement.take(app).await? {
         Err(answer) => return Ok(answer),
-        Ok(Turn::Wait(sent)) => sent.parse().map_err(|_| Error::Internal)?,
+        Ok(Turn::Wait(sent)) => match sent.parse() {
+            Ok(tx) => tx,
+            // Not an engine transaction (an edited row): give the turn back, answer nothing.
+            Err(_) => {
+                app.store.leave_settlement(&key, &app.instance).await?;
+                return Err(Error::Internal);
+            }
+        },
         Ok(Turn::Send) => match send(app, &e, &settlement).await {
             Ok(Ok(tx)) => tx,
             // Nothing was sent: a later `settle` checks afresh.
