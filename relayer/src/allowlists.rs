@@ -146,14 +146,14 @@ async fn send(app: &App, calls: &[(Address, Vec<u8>)]) -> Result<(), Error> {
     let (db, ids) = queue(app, calls).await?;
     app.commit(db).await?;
     let last = *ids.last().ok_or(Error::Internal)?;
-    mined(app, last, app.settings.open_wait)
-        .await?
-        .map(drop)
-        .ok_or_else(not_mined)
+    match mined(app, last, app.settings.open_wait).await? {
+        true => Ok(()),
+        false => Err(not_mined()),
+    }
 }
 
-/// Transaction `tx` once mined within `wait` (`None` otherwise); a reverted one is refused.
-async fn mined(app: &App, tx: i64, wait: Duration) -> Result<Option<i64>, Error> {
+/// Whether transaction `tx` was mined within `wait`; a reverted one is refused.
+async fn mined(app: &App, tx: i64, wait: Duration) -> Result<bool, Error> {
     let row = app
         .wait_for(wait, || async {
             Ok(app
@@ -164,8 +164,8 @@ async fn mined(app: &App, tx: i64, wait: Duration) -> Result<Option<i64>, Error>
         })
         .await?;
     match row {
-        None => Ok(None),
-        Some(t) if t.receipt_status == Some(1) => Ok(Some(tx)),
+        None => Ok(false),
+        Some(t) if t.receipt_status == Some(1) => Ok(true),
         Some(_) => Err(Error::conflict(
             "allowlist_change_failed",
             format!("the registry refused transaction {tx} when it was mined"),
@@ -215,10 +215,10 @@ pub async fn create(app: &App, host: &Host, req: CreateRequest) -> Result<Allowl
     let (mut db, ids) = queue(app, &[(signer, create)]).await?;
     Store::insert_allowlist(&mut db, ids[0], &host.id, signer, now_ms()).await?;
     app.commit(db).await?;
-    let tx = mined(app, ids[0], app.settings.open_wait)
-        .await?
-        .ok_or_else(not_mined)?;
-    let list = resolve(app, tx).await?;
+    if !mined(app, ids[0], app.settings.open_wait).await? {
+        return Err(not_mined());
+    }
+    let list = resolve(app, ids[0]).await?;
     edit(app, host, list, &req.entries, &req.admins).await
 }
 
@@ -332,8 +332,8 @@ pub async fn list(app: &App, host: &Host) -> Result<AllowlistList, Error> {
         let id = match row.list_id {
             Some(id) => Some(id),
             None => match mined(app, row.create_transaction, Duration::ZERO).await? {
-                Some(tx) => Some(resolve(app, tx).await?),
-                None => None,
+                true => Some(resolve(app, row.create_transaction).await?),
+                false => None,
             },
         };
         match id {

@@ -141,6 +141,7 @@ pub async fn limits(app: &App, session: &SessionRow) -> Result<Limits, Error> {
         counterparties_of(app, terms.allowlistId),
     )?;
     let counterparties = show(counterparties, &token);
+    let (list_id, pinned_at) = allowlist(terms.allowlistId);
     let positive = |amount: U256| (!amount.is_zero()).then(|| token.money(amount));
     let period = (terms.periodSeconds != 0 && !terms.periodBudget.is_zero()).then(|| Period {
         seconds: terms.periodSeconds,
@@ -158,8 +159,8 @@ pub async fn limits(app: &App, session: &SessionRow) -> Result<Limits, Error> {
         per_payment_cap: positive(terms.perPaymentCap),
         co_sign_threshold: positive(terms.coSignThreshold),
         counterparties,
-        allowlist_id: Amount(allowlist(terms.allowlistId).0),
-        allowlist_pinned_at: allowlist(terms.allowlistId).1,
+        allowlist_id: Amount(list_id),
+        allowlist_pinned_at: pinned_at,
         valid_after: terms.validAfter,
         expires_at: terms.expiresAt,
         lease: (terms.leaseSeconds != 0).then_some(Lease {

@@ -47,14 +47,13 @@ pub(crate) fn run(args: FaucetArgs) -> Result<(), String> {
                 args.rpc
             ));
         }
-        let fresh = match args.to {
-            Some(_) => None,
-            None => Some(new_key()),
-        };
-        let to = match (&fresh, args.to) {
-            (Some((key, _)), _) => key.address(),
-            (None, Some(to)) => to,
-            (None, None) => unreachable!("a fresh key is made without --to"),
+        // A fresh owner unless told whom: its key is printed.
+        let (to, key) = match args.to {
+            Some(to) => (to, None),
+            None => {
+                let (key, secret) = new_key();
+                (key.address(), Some(secret.to_string()))
+            }
         };
         let minter = bursar_devnet::accounts::dev_accounts()[0].signing_key();
         let mut minter = Sender::new(&client, Key::from_signing_key(minter))
@@ -64,7 +63,6 @@ pub(crate) fn run(args: FaucetArgs) -> Result<(), String> {
             .transact(&client, USDC, &IFiatToken::mintCall { to, amount })
             .await
             .map_err(|e| format!("minting USDC: {e}"))?;
-        let key = fresh.map(|(_, secret)| secret.to_string());
         if args.env {
             println!("export BURSAR_OWNER={to}");
             if let Some(key) = &key {

@@ -73,6 +73,21 @@ pub trait Backend: Send + Sync + 'static {
     fn ask<'a>(&'a self, parts: Option<&'a http::request::Parts>, ask: Ask) -> Answer<'a>;
 }
 
+/// The bearer token of a request's `Authorization` header, however it spells the scheme and
+/// the spaces around it.
+pub fn bearer(parts: Option<&http::request::Parts>) -> Option<&str> {
+    let value = parts?
+        .headers
+        .get(http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    let (scheme, token) = value.trim().split_once(char::is_whitespace)?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
 /// A fresh idempotency key (128 random bits, hex).
 pub fn new_key() -> String {
     let mut bytes = [0u8; 16];
@@ -216,18 +231,12 @@ impl Relayer {
         if let Some(token) = &self.token {
             return Ok(token);
         }
-        parts
-            .and_then(|p| p.headers.get(http::header::AUTHORIZATION))
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim())
-            .ok_or_else(|| Refusal::Refused {
-                status: 401,
-                code: "unauthorized".into(),
-                details: Value::Null,
-                message: "a session's capability token is needed".into(),
-            })
+        bearer(parts).ok_or_else(|| Refusal::Refused {
+            status: 401,
+            code: "unauthorized".into(),
+            details: Value::Null,
+            message: "a session's capability token is needed".into(),
+        })
     }
 
     /// Sends one request, trying a `503` again after its `Retry-After` (at most [`TRIES`]

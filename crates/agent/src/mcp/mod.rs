@@ -39,7 +39,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::fetch::{self, Request};
 use crate::money::format_units;
-use crate::relayer::{base_units, new_key, Ask, Backend, Refusal, Relayer};
+use crate::relayer::{base_units, bearer, new_key, Ask, Backend, Refusal, Relayer};
 
 /// How long a fetched resource may take to answer.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(60);
@@ -248,13 +248,7 @@ impl Call<'_> {
     /// Who the caller is, for counting its fetches: a digest of its bearer token (however the
     /// header spells the scheme and spaces), or of nothing over stdio.
     fn who(&self) -> [u8; 32] {
-        let token = self
-            .parts
-            .and_then(|p| p.headers.get(http::header::AUTHORIZATION))
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().split_once(char::is_whitespace))
-            .map_or("", |(_, token)| token.trim());
-        sha2::Sha256::digest(token).into()
+        sha2::Sha256::digest(bearer(self.parts).unwrap_or_default()).into()
     }
 }
 
