@@ -43,9 +43,9 @@ use bursar_client::{Client, Key, Sender};
 use bursar_demo::host::wallet_sign;
 use bursar_deploy::{Contract, DeploymentRecord};
 use bursar_e2e::{deploy, dev_key, devnet, scratch};
+use bursar_relayer::engine::submission::EngineConfig;
+use bursar_relayer::engine::vault::MasterKey;
 use bursar_relayer::store::Store;
-use bursar_relayer::submission::EngineConfig;
-use bursar_relayer::vault::MasterKey;
 use bursar_relayer::{hosts, Config, Contracts, Settings};
 use serde_json::{json, Value};
 

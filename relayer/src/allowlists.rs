@@ -14,12 +14,12 @@ use bursar_bindings::counterparty::ICounterpartyRegistry;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::engine::submission::Call;
 use crate::hosts::Host;
 use crate::kernel::json::{schema, Amount};
 use crate::kernel::{App, Error};
 use crate::limits;
 use crate::store::{now_ms, AllowlistRow, Store};
-use crate::submission::Call;
 
 /// `POST /v1/allowlists`.
 #[derive(Debug, Default, Deserialize, ToSchema)]

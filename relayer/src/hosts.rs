@@ -4,7 +4,7 @@
 use alloy_primitives::hex::encode as hex;
 use sha2::{Digest, Sha256};
 
-use crate::random::random_bytes;
+use crate::engine::random::random_bytes;
 
 use crate::kernel::Error;
 use crate::store::{now_ms, HostKeyRow, Store, StoreError};

@@ -19,26 +19,23 @@
 pub mod allowlists;
 pub mod api;
 pub mod approval;
+pub mod engine;
 pub mod hosts;
 pub mod jobs;
 pub mod kernel;
 pub mod lifecycle;
 pub mod limits;
 pub mod metering;
-pub mod metrics;
 pub mod payments;
 pub mod provenance;
-pub mod random;
+pub mod providers;
 pub mod sessions;
 pub mod settlement;
 pub mod store;
-pub mod submission;
-pub mod tasks;
-pub mod vault;
 pub mod webhooks;
 pub mod x402;
 
-pub use kernel::{providers, signing};
+pub use kernel::signing;
 pub use kernel::{App, Config, Contracts, Error, Settings};
 
 use std::net::SocketAddr;
@@ -46,10 +43,11 @@ use std::sync::Arc;
 
 use bursar_client::Client;
 
+use crate::engine::random::random_bytes;
+use crate::engine::submission::{self, Engine, EngineError};
+use crate::engine::tasks;
 use crate::kernel::inbox;
-use crate::random::random_bytes;
 use crate::store::{Store, StoreError};
-use crate::submission::{Engine, EngineError};
 
 /// Why the relayer did not start.
 #[derive(Debug, thiserror::Error)]

@@ -20,12 +20,12 @@ use bursar_bindings::wallet::{ISessionWallet, SessionStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::engine::random::random_bytes;
 use crate::kernel::policy::{self, OnPaused, OnTerminated, Policy};
-use crate::kernel::providers::{self, Lifecycle, Provider, ProviderError, Report, SecretError};
 use crate::kernel::session::{parse_id, send, signer_of};
 use crate::kernel::App;
 use crate::kernel::Error;
-use crate::random::random_bytes;
+use crate::providers::{self, Lifecycle, Provider, ProviderError, Report, SecretError};
 use crate::store::{
     now_ms, NewLifecycleEvent, OpenStatus, SessionRow, SessionTx, Store, TxStatus, WindDown,
 };
@@ -359,7 +359,7 @@ pub async fn deliver(
     let refused = |e: ProviderError| {
         app.deliveries.count(provider.name(), e.code());
         tracing::info!(host = %host_id, provider = provider.name(), reason = %e, "delivery refused");
-        Error::Delivery(e)
+        Error::from(e)
     };
     if provider.polled() {
         return Err(Error::NotFound);

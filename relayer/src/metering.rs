@@ -22,10 +22,10 @@ use sha2::{Digest, Sha256};
 
 use crate::kernel::json::{Amount, HashOrText};
 use crate::kernel::policy::{self, Rates};
-use crate::kernel::providers::Usage;
 use crate::kernel::App;
 use crate::kernel::Error;
 use crate::payments::{self, PayBody, PayRequest};
+use crate::providers::Usage;
 use crate::store::{now_ms, ChargeRow, OpenStatus, SessionRow};
 
 /// What `usage` costs at `rates` (rounded down, in the owner's favour).

@@ -12,13 +12,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
+use crate::engine::random::random_bytes;
+use crate::engine::submission::Call;
 use crate::kernel::json::{Amount, Failure, HashOrText};
 use crate::kernel::session::{not_open, parse_id, signer_of};
 use crate::kernel::App;
 use crate::kernel::Error;
-use crate::random::random_bytes;
 use crate::store::{now_ms, OpenStatus, ProvenanceRow, SessionRow, Store};
-use crate::submission::Call;
 
 /// The registry refuses more parents than this.
 const MAX_PARENTS: usize = 16;
@@ -172,7 +172,7 @@ pub async fn record(
             signature: signature.into(),
         }
     };
-    let probe = signed(crate::random::probe_nonce());
+    let probe = signed(crate::engine::random::probe_nonce());
     let gas_limit = app.gas_for(signer, registry, &probe.abi_encode()).await?;
     let text = |h: &HashOrText| {
         h.text

@@ -17,11 +17,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use crate::engine::random::random_bytes;
 use crate::hosts::Host;
 use crate::kernel::signing::sign;
 use crate::kernel::App;
 use crate::kernel::Error;
-use crate::random::random_bytes;
 use crate::store::{now_ms, DbTx, DeliveryRow, EndpointRow, Store, StoreError};
 
 /// Every event type.

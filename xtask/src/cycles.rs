@@ -2,7 +2,9 @@
 //! imports another when it names an item of that file's module (`use crate::a::b`,
 //! `crate::a::b::f()`, `super::x`, a child's `child::x`); `mod` declarations and re-exports
 //! (`pub use`: a module's public face, not what its code depends on) are not imports, nor is
-//! anything in a file's `#[cfg(test)]` module. Files that reach each
+//! anything in a file's `#[cfg(test)]` module. A path through a re-export is followed to the
+//! file that defines the item (`crate::kernel::App`, re-exported by `kernel/mod.rs` from
+//! `kernel/app.rs`, imports `kernel/app.rs`), so a façade cannot hide a circle. Files that reach each
 //! other through such imports, directly or around a circle, are reported together (Tarjan's
 //! strongly connected components). `cargo xtask floors` (the first step of `cargo xtask test`)
 //! fails on any.
@@ -84,7 +86,13 @@ fn code_only(source: &str) -> String {
 
 /// `code` without its `pub use …;` and `pub(…) use …;` statements.
 fn without_reexports(code: &str) -> String {
+    split_reexports(code).0
+}
+
+/// `code` without its re-exports, and the re-exports' statements (the text after `use`).
+fn split_reexports(code: &str) -> (String, Vec<&str>) {
     let mut out = String::with_capacity(code.len());
+    let mut statements = Vec::new();
     let mut rest = code;
     while let Some(i) = rest.find("pub") {
         let (before, after) = rest.split_at(i);
@@ -96,7 +104,11 @@ fn without_reexports(code: &str) -> String {
         };
         let boundary = i == 0 || !before.ends_with(|c: char| c.is_alphanumeric() || c == '_');
         match tail.strip_prefix("use ").filter(|_| boundary) {
-            Some(statement) => rest = statement.split_once(';').map_or("", |(_, r)| r),
+            Some(statement) => {
+                let (used, r) = statement.split_once(';').unwrap_or((statement, ""));
+                statements.push(used);
+                rest = r;
+            }
             None => {
                 out.push_str("pub");
                 rest = &after[3..];
@@ -104,7 +116,109 @@ fn without_reexports(code: &str) -> String {
         }
     }
     out.push_str(rest);
+    (out, statements)
+}
+
+/// What each module re-exports: the names it gives (`"*"` for a glob) and the absolute paths
+/// they stand for.
+type Reexports = BTreeMap<Vec<String>, BTreeMap<String, Vec<String>>>;
+
+fn reexports(modules: &Modules, sources: &BTreeMap<PathBuf, String>) -> Reexports {
+    let mut out = Reexports::new();
+    for (module, file) in modules {
+        let code = code_only(&sources[file]);
+        let code = code.split("#[cfg(test)]").next().unwrap_or_default();
+        let names = out.entry(module.clone()).or_default();
+        for statement in split_reexports(code).1 {
+            // `a::{b as c}`: the name given is `c`; `a::*`: every name of `a`.
+            let glob = statement.trim_end().ends_with('*');
+            for segments in raw_paths(statement) {
+                let mut child = module.clone();
+                child.extend(segments.iter().cloned());
+                // `pub use child::*` names the child module itself.
+                let path = match start(&segments, module, modules) {
+                    Some((mut base, rest)) => {
+                        base.extend(rest.iter().filter(|s| *s != "self").cloned());
+                        base
+                    }
+                    None if segments.len() == 1 && modules.contains_key(&child) => child,
+                    None => continue,
+                };
+                let name = match glob {
+                    true => "*".to_owned(),
+                    false => match statement.split_once(" as ") {
+                        Some((_, alias)) if !statement.contains('{') => alias.trim().to_owned(),
+                        _ => path.last().cloned().unwrap_or_default(),
+                    },
+                };
+                names.insert(name, path);
+            }
+        }
+    }
     out
+}
+
+/// Whether `code` defines an item called `name` itself.
+fn defines(code: &str, name: &str) -> bool {
+    [
+        "struct",
+        "enum",
+        "fn",
+        "type",
+        "trait",
+        "const",
+        "static",
+        "mod",
+        "union",
+        "macro_rules!",
+    ]
+    .iter()
+    .any(|kind| {
+        code.match_indices(&format!("{kind} {name}")).any(|(i, m)| {
+            let after = code[i + m.len()..].chars().next();
+            !after.is_some_and(is_ident)
+        })
+    })
+}
+
+/// `path` with every re-export on its way replaced by what it stands for, so that it names
+/// the file defining its item.
+fn through_reexports(
+    modules: &Modules,
+    sources: &BTreeMap<PathBuf, String>,
+    reexports: &Reexports,
+    mut path: Vec<String>,
+) -> Vec<String> {
+    // A bound, for re-exports that name each other.
+    for _ in 0..16 {
+        let Some(n) = (0..=path.len())
+            .rev()
+            .find(|n| modules.contains_key(&path[..*n]))
+        else {
+            break;
+        };
+        let (module, rest) = path.split_at(n);
+        let Some(name) = rest.first() else { break };
+        let names = &reexports[module];
+        let target = match names.get(name) {
+            Some(target) => target.clone(),
+            None => match names.get("*") {
+                Some(glob) if !defines(&code_only(&sources[&modules[module]]), name) => {
+                    let mut target = glob.clone();
+                    target.push(name.clone());
+                    target
+                }
+                _ => break,
+            },
+        };
+        let mut next = target;
+        next.extend(rest[1..].iter().cloned());
+        if next == path {
+            break;
+        }
+        path = next;
+    }
+    path
 }
 
 /// The module paths `code` (of module `at`, in a crate of `modules`) names: each path that
@@ -232,6 +346,7 @@ pub(crate) type Graph = BTreeMap<PathBuf, BTreeSet<PathBuf>>;
 
 /// The import edges between the files of `modules` (file → files it imports).
 pub(crate) fn edges(modules: &Modules, sources: &BTreeMap<PathBuf, String>) -> Graph {
+    let reexports = reexports(modules, sources);
     let mut out: BTreeMap<PathBuf, BTreeSet<PathBuf>> = BTreeMap::new();
     for (module, file) in modules {
         let code = without_reexports(&code_only(&sources[file]));
@@ -240,6 +355,7 @@ pub(crate) fn edges(modules: &Modules, sources: &BTreeMap<PathBuf, String>) -> G
         let code = code.split("#[cfg(test)]").next().unwrap_or_default();
         let targets = out.entry(file.clone()).or_default();
         for path in named_paths(code, module, modules) {
+            let path = through_reexports(modules, sources, &reexports, path);
             if let Some(to) = file_of(modules, &path).filter(|to| *to != file) {
                 targets.insert(to.clone());
             }
@@ -438,6 +554,39 @@ mod tests {
             ("rpc.rs", "use crate::Key; pub struct Client;"),
         ]);
         assert_eq!(circles(&edges(&modules, &sources)).len(), 1);
+    }
+
+    #[test]
+    fn a_path_through_a_re_export_imports_the_defining_file() {
+        // a → kernel (façade) → kernel/app.rs, which imports a: a circle the façade hid.
+        let (modules, sources) = crate_of(&[
+            ("lib.rs", "pub mod a; pub mod kernel;"),
+            ("a.rs", "use crate::kernel::App; pub fn f() {}"),
+            ("kernel/mod.rs", "pub mod app;\npub use app::App;"),
+            ("kernel/app.rs", "pub struct App; fn g() { crate::a::f() }"),
+        ]);
+        let graph = edges(&modules, &sources);
+        assert!(graph[Path::new("src/a.rs")].contains(Path::new("src/kernel/app.rs")));
+        assert_eq!(circles(&graph).len(), 1, "{graph:?}");
+        // Through a group with a rename, a glob, and a chain of two façades.
+        let (modules, sources) = crate_of(&[
+            (
+                "lib.rs",
+                "pub mod x; pub mod y; pub use y::Thing;\nuse crate::x::Renamed;",
+            ),
+            (
+                "x/mod.rs",
+                "pub mod deep;\npub use deep::{Inner as Renamed, Other};",
+            ),
+            ("x/deep.rs", "pub struct Inner; pub struct Other;"),
+            ("y/mod.rs", "pub mod t;\npub use t::*;\npub struct Own;"),
+            ("y/t.rs", "pub struct Thing;"),
+            ("z.rs", "use crate::Thing; use crate::y::Own;"),
+        ]);
+        let graph = edges(&modules, &sources);
+        assert!(graph[Path::new("src/lib.rs")].contains(Path::new("src/x/deep.rs")));
+        let z: Vec<_> = graph[Path::new("src/z.rs")].iter().collect();
+        assert_eq!(z, [Path::new("src/y/mod.rs"), Path::new("src/y/t.rs")]);
     }
 
     #[test]

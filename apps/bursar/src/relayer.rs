@@ -7,9 +7,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use bursar_client::{Client, Key};
+use bursar_relayer::engine::submission::EngineConfig;
+use bursar_relayer::engine::vault::MasterKey;
 use bursar_relayer::store::Store;
-use bursar_relayer::submission::EngineConfig;
-use bursar_relayer::vault::MasterKey;
 use bursar_relayer::{hosts, providers, Config, Contracts, Settings};
 
 #[derive(clap::Args, Debug)]

@@ -15,9 +15,9 @@ use std::time::Duration;
 use bursar_client::{Client, Key};
 use bursar_deploy::{Contract, DeployOptions, DeploymentRecord, Network};
 use bursar_devnet::{Chain, ChainConfig, RpcConfig};
+use bursar_relayer::engine::submission::EngineConfig;
+use bursar_relayer::engine::vault::MasterKey;
 use bursar_relayer::store::Store;
-use bursar_relayer::submission::EngineConfig;
-use bursar_relayer::vault::MasterKey;
 use bursar_relayer::{hosts, Config, Settings};
 use serde_json::json;
 

@@ -15,8 +15,8 @@ use bursar_client::{Client, Key, Sender};
 use bursar_deploy::Contract;
 use bursar_e2e::x402::{Facilitator, OfficialServer};
 use bursar_e2e::{deploy, dev_key, devnet, scratch};
-use bursar_relayer::submission::EngineConfig;
-use bursar_relayer::vault::MasterKey;
+use bursar_relayer::engine::submission::EngineConfig;
+use bursar_relayer::engine::vault::MasterKey;
 use bursar_relayer::{Config, Contracts, Settings};
 use serde_json::{json, Value};
 

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use bursar_client::Key;
 use bursar_deploy::DeploymentRecord;
+use bursar_relayer::engine::submission::EngineConfig;
+use bursar_relayer::engine::vault::MasterKey;
 use bursar_relayer::store::{now_ms, Store};
-use bursar_relayer::submission::EngineConfig;
-use bursar_relayer::vault::MasterKey;
 use bursar_relayer::{hosts, signing, Config, Contracts, Relayer, Settings};
 use serde_json::{json, Value};
 

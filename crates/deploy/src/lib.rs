@@ -7,15 +7,18 @@
 //! Chain access (JSON-RPC, keys, signed transactions, revert decoding) is `bursar_client`'s.
 //!
 //! * [`artifacts`] — the built contracts, checked against the Stylus rules before sending.
+//! * [`contract`] — the contracts deployed, their artifacts, record keys and ABIs.
 //! * [`network`] — named networks and their chain ids.
 //! * [`deploy`](mod@deploy) — the deployment and its progress events.
 //! * [`record`] — the deployment record.
 
 pub mod artifacts;
+pub mod contract;
 pub mod deploy;
 pub mod network;
 pub mod record;
 
-pub use deploy::{deploy, Contract, DeployError, DeployOptions, Progress};
+pub use contract::Contract;
+pub use deploy::{deploy, DeployError, DeployOptions, Progress};
 pub use network::Network;
 pub use record::{Deployed, DeploymentRecord};

@@ -198,7 +198,7 @@ impl DeploymentRecord {
     /// The four contracts every network has (the test token where there is one), or the
     /// first one missing.
     pub fn contracts(&self) -> Result<Deployed, RecordError> {
-        use crate::Contract;
+        use crate::contract::Contract;
         let get = |c: Contract| self.address(c.key()).ok_or(RecordError::Missing(c.key()));
         Ok(Deployed {
             session_wallet: get(Contract::SessionWallet)?,

@@ -7,8 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::kernel::providers::ProviderError;
-use crate::kernel::Error;
+use crate::kernel::error::{Error, Refusal};
 
 pub(super) fn status(e: &Error) -> StatusCode {
     match e {
@@ -19,10 +18,10 @@ pub(super) fn status(e: &Error) -> StatusCode {
         Error::Contract(_) => StatusCode::UNPROCESSABLE_ENTITY,
         Error::Conflict { .. } | Error::TermsMismatch { .. } => StatusCode::CONFLICT,
         Error::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-        Error::Delivery(e) => match e {
-            ProviderError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            ProviderError::Malformed(_) => StatusCode::BAD_REQUEST,
-            _ => StatusCode::UNAUTHORIZED,
+        Error::Delivery { refusal, .. } => match refusal {
+            Refusal::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Refusal::Malformed => StatusCode::BAD_REQUEST,
+            Refusal::Unauthenticated => StatusCode::UNAUTHORIZED,
         },
         Error::RateLimited => StatusCode::TOO_MANY_REQUESTS,
         Error::Unavailable => StatusCode::SERVICE_UNAVAILABLE,

@@ -8,9 +8,9 @@ use super::extract::Body;
 use super::state::AppState;
 use crate::hosts::{Host, Scope};
 use crate::kernel::policy::{self, Policy};
-use crate::kernel::providers::{self, Provider, ProviderError};
 use crate::kernel::Error;
 use crate::lifecycle::{self, LifecycleRequest, Received};
+use crate::providers::{self, Provider, ProviderError};
 use crate::sessions;
 
 /// A sandbox provider's signed lifecycle webhook, verified on the raw body (at most
@@ -38,7 +38,7 @@ pub(super) async fn webhook(
         .map_err(|_| {
             s.deliveries
                 .count(provider.name(), ProviderError::TooLarge.code());
-            Error::Delivery(ProviderError::TooLarge)
+            Error::from(ProviderError::TooLarge)
         })?;
     Ok(Json(
         lifecycle::deliver(&s, &host_id, provider, &parts.headers, &body).await?,

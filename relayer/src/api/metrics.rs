@@ -6,8 +6,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use super::ratelimit::Limiter;
+use crate::engine::metrics::{counts, encode, rows};
 use crate::kernel::App;
-use crate::metrics::{counts, encode, rows};
 use crate::store::StoreError;
 
 /// The metrics in Prometheus' text format.

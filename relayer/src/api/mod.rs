@@ -42,7 +42,7 @@ use utoipa::{OpenApi, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::tasks::TaskHealth;
+use crate::engine::tasks::TaskHealth;
 
 pub use auth::Principal;
 pub use extract::{Body, Caller, Sandbox};
@@ -217,7 +217,10 @@ async fn metrics(
     limiter: Arc<Limiter>,
 ) -> Result<impl IntoResponse, Error> {
     let text = metrics::render(&s, &limiter).await?;
-    Ok(([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text))
+    Ok((
+        [(header::CONTENT_TYPE, crate::engine::metrics::CONTENT_TYPE)],
+        text,
+    ))
 }
 
 /// A host as its key shows it.

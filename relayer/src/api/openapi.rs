@@ -13,7 +13,7 @@ use utoipa::openapi::{Content, OpenApi as Document, Ref, RefOr, Required};
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use super::error::ErrorBody;
-use crate::kernel::providers::Provider;
+use crate::providers::Provider;
 
 /// The document's fixed part: what the routes' operations are added to.
 #[derive(OpenApi)]

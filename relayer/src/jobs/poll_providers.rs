@@ -14,8 +14,8 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::kernel::providers::{browserbase, runloop, secret, Lifecycle, Provider};
 use crate::kernel::App;
+use crate::providers::{browserbase, runloop, secret, Lifecycle, Provider};
 use crate::store::{now_ms, SessionRow};
 
 /// The longest wait between polls of a provider that keeps failing.

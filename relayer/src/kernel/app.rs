@@ -9,10 +9,10 @@ use bursar_client::{Client, Key};
 
 use super::config::{Contracts, Settings};
 use super::{inbox, Error};
-use crate::metrics;
+use crate::engine::metrics;
+use crate::engine::submission::{self, Engine};
+use crate::engine::vault::{self, MasterKey};
 use crate::store::{self, Store, StoreError};
-use crate::submission::{self, Engine};
-use crate::vault::{self, MasterKey};
 
 /// How often a request waiting on a transaction's outcome (a payment's, a session's opening,
 /// an x402 reservation's) looks again without news of it: the engine and settlement of another
@@ -58,7 +58,7 @@ pub struct App {
     /// Custodial keys opened so far, by address.
     pub(crate) open_keys: std::sync::Mutex<std::collections::HashMap<String, Key>>,
     /// The supervised tasks (the engine, the jobs) and how each is doing.
-    pub tasks: Arc<crate::tasks::Tasks>,
+    pub tasks: Arc<crate::engine::tasks::Tasks>,
     /// Gas limits measured per session on its first payment (later ones cost no more).
     pub(crate) pay_gas: std::sync::Mutex<std::collections::HashMap<String, u64>>,
 }

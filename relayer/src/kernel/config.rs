@@ -7,10 +7,14 @@ use std::time::Duration;
 use alloy_primitives::Address;
 use bursar_client::Key;
 
-use super::providers;
-use crate::submission::EngineConfig;
-use crate::vault::MasterKey;
+use crate::engine::submission::EngineConfig;
+use crate::engine::vault::MasterKey;
 use bursar_egress as egress;
+
+/// Runloop's API, polled for its devboxes' states.
+pub const RUNLOOP_URL: &str = "https://api.runloop.ai";
+/// Browserbase's API, polled for its sessions' states.
+pub const BROWSERBASE_URL: &str = "https://api.browserbase.com";
 
 /// What a relayer runs with.
 pub struct Config {
@@ -110,8 +114,8 @@ impl Default for Settings {
             auth_failure_limit: Some(5.0),
             instance_timeout: Duration::from_secs(10),
             poll_interval: Duration::from_secs(15),
-            runloop_url: providers::runloop::DEFAULT_URL.into(),
-            browserbase_url: providers::browserbase::DEFAULT_URL.into(),
+            runloop_url: RUNLOOP_URL.into(),
+            browserbase_url: BROWSERBASE_URL.into(),
             webhook_egress: egress::Policy::default(),
             fetch_egress: egress::Policy::default(),
             mcp_sessions: Default::default(),

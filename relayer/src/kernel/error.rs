@@ -7,9 +7,9 @@ use serde_json::{json, Value};
 use bursar_client::revert::ContractError;
 use bursar_client::rpc::RpcError;
 
+use crate::engine::submission::EngineError;
+use crate::engine::vault::VaultError;
 use crate::store::StoreError;
-use crate::submission::EngineError;
-use crate::vault::VaultError;
 
 /// Why a request was refused or failed.
 #[derive(Clone, Debug, thiserror::Error)]
@@ -66,17 +66,35 @@ pub enum Error {
     /// The request body is larger than the API accepts.
     #[error("request body too large")]
     TooLarge,
-    /// A sandbox provider's delivery was refused: not signed with the host's secret for that
-    /// provider (or none is configured), stale, or not in the provider's format. Nothing
-    /// changed.
-    #[error("delivery refused: {0}")]
-    Delivery(super::providers::ProviderError),
+    /// A signed delivery (a sandbox provider's webhook) was refused: not signed with the
+    /// host's secret for its sender (or none is configured), stale, or not in the sender's
+    /// format. Nothing changed. `code` is the sender's stable reason.
+    #[error("delivery refused: {message}")]
+    Delivery {
+        /// The stable code (`bad_signature`, `stale_delivery`…).
+        code: &'static str,
+        /// What was wrong, in words.
+        message: String,
+        /// Which kind of refusal, for the status it is answered with.
+        refusal: Refusal,
+    },
     /// The database or the node cannot be reached now; retrying later may work.
     #[error("a backing service is unavailable; retry later")]
     Unavailable,
     /// A bug or an unexpected state; details are logged, not returned.
     #[error("internal error")]
     Internal,
+}
+
+/// Why a signed delivery was refused, as far as its answer's status goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Not proven to come from its sender: no secret, no or a bad signature, stale.
+    Unauthenticated,
+    /// Signed, but not in the sender's format.
+    Malformed,
+    /// Over the size the sender's deliveries may have; unread.
+    TooLarge,
 }
 
 impl Error {
@@ -94,7 +112,7 @@ impl Error {
             Error::Conflict { code, .. } => code,
             Error::TermsMismatch { .. } => "session_terms_mismatch",
             Error::TooLarge => "body_too_large",
-            Error::Delivery(e) => e.code(),
+            Error::Delivery { code, .. } => code,
             Error::RateLimited => "rate_limited",
             Error::Unavailable => "unavailable",
             Error::Internal => "internal",

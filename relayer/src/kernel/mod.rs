@@ -1,6 +1,6 @@
 //! What every feature shares and no feature owns: the [`App`] state, the configuration, the one
-//! [`Error`], stored sessions' terms and signer, hosts' policies, providers' webhooks read and
-//! verified, Standard Webhooks signatures, and the JSON forms of amounts, hashes and ids. It
+//! [`Error`], stored sessions' terms and signer, hosts' policies, Standard Webhooks
+//! signatures, and the JSON forms of amounts, hashes and ids. It
 //! imports no feature, no job and not the API.
 
 pub mod app;
@@ -9,7 +9,6 @@ pub mod error;
 pub mod inbox;
 pub mod json;
 pub mod policy;
-pub mod providers;
 pub mod session;
 pub mod signing;
 

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{App, Error};
+use crate::engine::submission::Call;
 use crate::store::{SessionRow, SessionTx, Store};
-use crate::submission::Call;
 
 /// Gas for calls whose cost does not depend on the caller's data (revoke, close, renew); the
 /// devnet measures each under 120,000.

@@ -22,14 +22,14 @@ use utoipa::openapi::schema::{OneOfBuilder, Ref, Schema};
 use utoipa::openapi::RefOr;
 use utoipa::{PartialSchema, ToSchema};
 
+use crate::engine::random::{probe_nonce, random_bytes};
+use crate::engine::submission::Call;
+use crate::engine::vault;
 use crate::kernel::inbox::{Accepted, IntentSigner};
 use crate::kernel::json::{eip55, schema, Amount, Failure, HashOrText};
 use crate::kernel::session::{not_open, parse_id, signer_of};
 use crate::kernel::{App, Error};
-use crate::random::{probe_nonce, random_bytes};
 use crate::store::{OpenStatus, PaymentRow, PaymentStatus, SessionRow, Store};
-use crate::submission::Call;
-use crate::vault;
 
 /// `POST /v1/payments`: what to pay, for the relayer to sign with the custodial key — or, from
 /// a sandbox that holds its own session key, the `PaymentIntent` it signed (a body with a

@@ -30,12 +30,12 @@ use alloy_sol_types::SolCall;
 use bursar_bindings::wallet::{batch, ISessionWallet};
 
 use super::budget::{nonce_used, Budget, InFlight};
+use crate::engine::random::random_bytes;
+use crate::engine::submission::Call;
 use crate::kernel::inbox::{Accepted, IntentSigner, Reply};
 use crate::kernel::session::{parse_id, signer_of, terms_of};
 use crate::kernel::{App, Error};
-use crate::random::random_bytes;
 use crate::store::{now_ms, DbTx, NewPayment, PaymentRow, SessionRow, Store, TxStatus, Unmined};
-use crate::submission::Call;
 use bursar_client::Fees;
 
 /// Payments stored in one database transaction at most.

@@ -3,8 +3,8 @@
 
 use sha2::{Digest, Sha256};
 
+use crate::engine::random::random_bytes;
 use crate::kernel::{App, Error};
-use crate::random::random_bytes;
 use crate::store::SessionRow;
 
 /// Seconds before a session's expiry from which its capability token is checked against the

@@ -26,14 +26,14 @@ pub use view::{chain_state, get, list, ChainState, ChainStatus, SessionView};
 
 use capability::capability_token;
 
+use crate::engine::random::random_bytes;
+use crate::engine::submission::Call;
+use crate::engine::vault;
 use crate::hosts::Host;
 use crate::kernel::json::{is_invisible, schema, session_id_text, Amount, HashOrText};
 use crate::kernel::session::{not_open, parse_id, send, signer_of, stored_terms, StoredTerms};
 use crate::kernel::{App, Error};
-use crate::random::random_bytes;
 use crate::store::{now_ms, NewSession, OpenStatus, SessionRow, SessionTx, Store, TxStatus};
-use crate::submission::Call;
-use crate::vault;
 
 /// `POST /v1/sessions/prepare`: the `openSession` terms (amounts as decimal strings in base
 /// units) and the sandbox they are for.

@@ -168,7 +168,7 @@ async fn signed_intent(
         to,
         amount,
         purpose,
-        nonce: crate::random::probe_nonce(),
+        nonce: crate::engine::random::probe_nonce(),
         deadline: U256::from(app.now(true).await? + ttl),
     };
     let domain = SESSION_WALLET_DOMAIN.at(app.chain_id, app.contracts.wallet);
@@ -286,7 +286,7 @@ async fn pay_exact(
         ));
     }
     let data = reserve.abi_encode();
-    let call = crate::submission::Call {
+    let call = crate::engine::submission::Call {
         signer,
         to: wallet,
         gas_limit: app.gas_for(signer, wallet, &data).await?,

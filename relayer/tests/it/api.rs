@@ -1,9 +1,9 @@
 //! The API over HTTP: health, metrics, host keys (created, checked, scoped, revoked).
 
 use alloy_primitives::Address;
+use bursar_relayer::engine::submission::EngineConfig;
+use bursar_relayer::engine::vault::MasterKey;
 use bursar_relayer::hosts::{self, Scope};
-use bursar_relayer::submission::EngineConfig;
-use bursar_relayer::vault::MasterKey;
 use bursar_relayer::{start, Config, Contracts, Relayer, Settings};
 use serde_json::Value;
 

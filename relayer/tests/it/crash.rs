@@ -17,8 +17,8 @@ use bursar_bindings::token::ITestToken;
 use bursar_bindings::wallet::ISessionWallet;
 use bursar_client::Sender;
 use bursar_deploy::Contract;
-use bursar_relayer::submission::EngineConfig;
-use bursar_relayer::vault::MasterKey;
+use bursar_relayer::engine::submission::EngineConfig;
+use bursar_relayer::engine::vault::MasterKey;
 use bursar_relayer::{hosts, Config, Contracts, Settings};
 use serde_json::{json, Value};
 

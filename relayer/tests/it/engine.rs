@@ -2,8 +2,8 @@
 //! transactions and stuck fees.
 
 use alloy_primitives::{Address, Bytes, U256};
+use bursar_relayer::engine::submission::{Call, Engine, EngineConfig};
 use bursar_relayer::store::TxStatus;
-use bursar_relayer::submission::{Call, Engine, EngineConfig};
 
 use super::*;
 

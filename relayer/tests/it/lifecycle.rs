@@ -6,8 +6,8 @@
 //! stale, replayed, cross-host and oversized ones change nothing.
 
 use base64::Engine;
+use bursar_relayer::engine::vault::MasterKey;
 use bursar_relayer::providers::{self, e2b, vercel, Provider};
-use bursar_relayer::vault::MasterKey;
 use serde_json::{json, Value};
 
 use super::flow::{code, system, system_with, usd, System};

@@ -1,8 +1,8 @@
 //! Custodial session keys and providers' signing secrets in the database: sealed, opened,
 //! rotated all or nothing.
 
+use bursar_relayer::engine::vault::{self, MasterKey, VaultError};
 use bursar_relayer::hosts;
-use bursar_relayer::vault::{self, MasterKey, VaultError};
 
 use super::*;
 

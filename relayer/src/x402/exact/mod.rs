@@ -197,7 +197,7 @@ async fn send(
         return Ok(Err(refusal));
     }
     let (to, data) = e.call();
-    let call = crate::submission::Call {
+    let call = crate::engine::submission::Call {
         signer,
         to,
         gas_limit: app.gas_for(signer, to, &data).await?,

@@ -9,9 +9,6 @@ use serde_json::Value;
 
 use super::{unix_seconds, Lifecycle, ProviderError, Report, Usage};
 
-/// Where Browserbase's API is.
-pub const DEFAULT_URL: &str = "https://api.browserbase.com";
-
 /// The API key header.
 pub const API_KEY: &str = "X-BB-API-Key";
 

@@ -10,9 +10,6 @@ use serde_json::Value;
 
 use super::{Lifecycle, ProviderError, Report, Usage};
 
-/// Where Runloop's API is.
-pub const DEFAULT_URL: &str = "https://api.runloop.ai";
-
 /// The devbox's URL under `base`.
 pub fn url(base: &str, devbox: &str) -> String {
     format!("{}/v1/devboxes/{devbox}", base.trim_end_matches('/'))

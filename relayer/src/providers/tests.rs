@@ -19,7 +19,7 @@ fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
 
 mod e2b {
     use super::*;
-    use crate::kernel::providers::e2b::{sign, verify};
+    use crate::providers::e2b::{sign, verify};
 
     const SECRET: &[u8] = b"e2b-host-secret";
     /// A v2 (snake_case) `killed` delivery, with the run's usage.
@@ -184,7 +184,7 @@ mod e2b {
 
 mod daytona {
     use super::*;
-    use crate::kernel::providers::daytona::verify;
+    use crate::providers::daytona::verify;
 
     const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
     const STOPPED: &str = r#"{"event":"sandbox.state.updated","timestamp":"2026-12-02T18:00:00.000Z","id":"8f2c1e4a-5b6d-4e7f-9a0b-1c2d3e4f5a6b","organizationId":"org-1","oldState":"started","newState":"stopped","updatedAt":"2026-12-02T18:00:00.000Z"}"#;
@@ -286,7 +286,7 @@ mod daytona {
 
 mod vercel {
     use super::*;
-    use crate::kernel::providers::vercel::{sign, verify};
+    use crate::providers::vercel::{sign, verify};
 
     const SECRET: &[u8] = b"vercel-webhook-secret";
     /// A stopped session (the envelope of Vercel's webhooks; see the module's assumptions).

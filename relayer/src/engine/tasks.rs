@@ -221,7 +221,7 @@ mod tests {
         assert!(tasks.all_running());
         let mut registry = Registry::default();
         tasks.register(&mut registry);
-        let text = crate::metrics::encode(&registry);
+        let text = crate::engine::metrics::encode(&registry);
         assert!(
             text.contains("bursar_relayer_task_failures_total{task=\"flaky\"} 2"),
             "{text}"

@@ -15,7 +15,7 @@ use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use sha2::{Digest, Sha256};
 
-use crate::random::random_bytes;
+use crate::engine::random::random_bytes;
 use crate::store::{now_ms, SealedKeyRow, Store, StoreError};
 
 /// Why a master key or a sealed key could not be used.

@@ -32,6 +32,8 @@ use std::time::Duration;
 use http::HeaderMap;
 use serde::Serialize;
 
+use crate::kernel::error::{Error, Refusal};
+
 /// A provider the relayer bridges: by its signed webhooks, or by polling its API.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
@@ -200,6 +202,21 @@ impl ProviderError {
             ProviderError::Stale => "stale_delivery",
             ProviderError::TooLarge => "body_too_large",
             ProviderError::Malformed(_) => "malformed_payload",
+        }
+    }
+}
+
+impl From<ProviderError> for Error {
+    fn from(e: ProviderError) -> Error {
+        let refusal = match e {
+            ProviderError::TooLarge => Refusal::TooLarge,
+            ProviderError::Malformed(_) => Refusal::Malformed,
+            _ => Refusal::Unauthenticated,
+        };
+        Error::Delivery {
+            code: e.code(),
+            message: e.to_string(),
+            refusal,
         }
     }
 }

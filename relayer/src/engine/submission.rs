@@ -68,7 +68,7 @@ impl Default for EngineConfig {
             send: true,
             owner: format!(
                 "engine_{}",
-                alloy_primitives::hex::encode(crate::random::random_bytes::<8>())
+                alloy_primitives::hex::encode(crate::engine::random::random_bytes::<8>())
             ),
             signer_lease: Duration::from_secs(15),
         }
@@ -111,7 +111,7 @@ pub struct Engine {
     /// The ids of the transactions each pass looked at (see [`Engine::touched`]).
     touched: tokio::sync::broadcast::Sender<Arc<[i64]>>,
     /// Latencies and errors, for `/metrics`.
-    metrics: crate::metrics::EngineMetrics,
+    metrics: crate::engine::metrics::EngineMetrics,
 }
 
 /// A call for the engine to send.
@@ -282,7 +282,7 @@ impl Engine {
     }
 
     /// What the engine measured.
-    pub fn metrics(&self) -> &crate::metrics::EngineMetrics {
+    pub fn metrics(&self) -> &crate::engine::metrics::EngineMetrics {
         &self.metrics
     }
 

@@ -1,8 +1,8 @@
 //! Hosts' signing secrets for their providers' webhooks, sealed under the master key.
 
 use super::Provider;
+use crate::engine::vault::{MasterKey, VaultError};
 use crate::store::{now_ms, provider_secret_aad, Store, StoreError};
-use crate::vault::{MasterKey, VaultError};
 
 /// Why a provider secret cannot be set or read.
 #[derive(Debug, thiserror::Error)]
