@@ -6,12 +6,13 @@
 //!
 //! 1. this file: [`start`] builds the [`App`], spawns the [`jobs`] and serves the [`api`];
 //! 2. [`api`] (the only module that names axum) and [`jobs`] (the background loops);
-//! 3. the features: [`x402`], [`lifecycle`], [`metering`], [`settlement`], [`provenance`],
-//!    [`payments`], [`sessions`], [`webhooks`], [`hosts`];
+//! 3. the features: [`x402`], [`lifecycle`], [`providers`], [`metering`], [`settlement`],
+//!    [`provenance`], [`payments`], [`sessions`], [`allowlists`], [`limits`], [`approval`],
+//!    [`webhooks`], [`hosts`];
 //! 4. the [`kernel`]: the shared state, configuration, error, session terms, host policy,
-//!    providers' webhooks, signatures and JSON forms;
-//! 5. [`submission`] (the transaction engine), [`tasks`] (their supervision), [`vault`],
-//!    [`metrics`], [`random`];
+//!    signatures and JSON forms;
+//! 5. the [`engine`]: the transaction engine, task supervision, the vault, metrics and
+//!    randomness;
 //! 6. [`store`], the only place with SQL.
 //!
 //! Its manual is the crate's README.

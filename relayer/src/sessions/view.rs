@@ -7,12 +7,11 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::host_session;
 use crate::hosts::Host;
-use crate::kernel::json::{eip55, schema, Amount};
+use crate::kernel::json::{eip55, schema, session_id_text, Amount};
 use crate::kernel::session::{parse_id, stored_terms};
 use crate::kernel::{App, Error};
-use crate::store::{OpenStatus, SessionRow, WindDown};
+use crate::store::{OpenStatus, SessionRow, Store, WindDown};
 
 /// A session as the API shows it.
 #[derive(Debug, Serialize, ToSchema)]
@@ -298,4 +297,22 @@ async fn charges(app: &App, session_id: &str) -> Result<Vec<Charge>, Error> {
             created_at: c.created_at,
         })
         .collect())
+}
+
+/// The wallet's `sessionState` of session `id` at the latest block.
+pub(super) async fn session_state(
+    app: &App,
+    id: U256,
+) -> Result<<ISessionWallet::sessionStateCall as alloy_sol_types::SolCall>::Return, Error> {
+    let call = ISessionWallet::sessionStateCall { sessionId: id };
+    Ok(app.client.view(None, app.contracts.wallet, call).await?)
+}
+
+/// Session `id` if `host` prepared it (another host's id is not found).
+pub async fn host_session(store: &Store, host: &Host, id: &str) -> Result<SessionRow, Error> {
+    let id = crate::kernel::json::parse_session_id(id).ok_or(Error::NotFound)?;
+    store
+        .session(&session_id_text(id), Some(&host.id))
+        .await?
+        .ok_or(Error::NotFound)
 }
