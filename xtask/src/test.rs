@@ -16,6 +16,11 @@ use crate::{postgres, prebuilt};
 /// workspace test, with a PostgreSQL server for those that run on both databases.
 pub(crate) fn run(build: &BuildArgs) -> Result<()> {
     let root = workspace::root();
+    // Which compiler checked this run (rust-toolchain.toml says why it is not pinned).
+    let rustc = Command::new("rustc").arg("--version").output();
+    if let Ok(out) = rustc {
+        eprintln!("==> toolchain: {}", String::from_utf8_lossy(&out.stdout).trim());
+    }
     crate::floors::check(&root)?;
     let mut env = crate::setup::run(&root)?;
     cargo("format", &["fmt", "--all", "--", "--check"])?;
