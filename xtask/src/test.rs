@@ -19,7 +19,10 @@ pub(crate) fn run(build: &BuildArgs) -> Result<()> {
     // Which compiler checked this run (rust-toolchain.toml says why it is not pinned).
     let rustc = Command::new("rustc").arg("--version").output();
     if let Ok(out) = rustc {
-        eprintln!("==> toolchain: {}", String::from_utf8_lossy(&out.stdout).trim());
+        eprintln!(
+            "==> toolchain: {}",
+            String::from_utf8_lossy(&out.stdout).trim()
+        );
     }
     crate::floors::check(&root)?;
     let mut env = crate::setup::run(&root)?;
