@@ -232,11 +232,7 @@ fn not_mined() -> Error {
 /// The list id creation transaction `tx` made, recorded.
 async fn resolve(app: &App, tx: i64) -> Result<U256, Error> {
     let row = app.store.transaction(tx).await?.ok_or(Error::Internal)?;
-    let hash: B256 = row
-        .mined_hash
-        .as_deref()
-        .and_then(|h| h.parse().ok())
-        .ok_or(Error::Internal)?;
+    let hash = row.mined_hash.ok_or(Error::Internal)?;
     let receipt = app.client.receipt(hash).await?.ok_or(Error::Internal)?;
     let created = receipt
         .events::<ICounterpartyRegistry::ListCreated>(app.contracts.counterparties)

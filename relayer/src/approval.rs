@@ -16,7 +16,6 @@ use bursar_bindings::wallet::ISessionWallet;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::kernel::json::parse_amount;
 use crate::kernel::session::{stored_terms, terms_of, StoredTerms};
 use crate::kernel::{App, Error};
 use crate::limits::{self, Counterparty, TokenInfo};
@@ -243,13 +242,12 @@ async fn pending_link(
         .payment(payment_id, None)
         .await?
         .ok_or(Error::NotFound)?;
-    let pending_id = p.pending_id.clone().ok_or(Error::NotFound)?;
+    let id = p.pending_id.ok_or(Error::NotFound)?;
     let session = app
         .store
         .session(&p.session_id, None)
         .await?
         .ok_or(Error::NotFound)?;
-    let id = parse_amount(&pending_id).map_err(|_| Error::NotFound)?;
     let call = ISessionWallet::pendingPaymentCall { pendingId: id };
     let (held, now) = tokio::try_join!(
         async { Ok(app.client.view(None, app.contracts.wallet, call).await?) },
@@ -264,7 +262,7 @@ async fn pending_link(
     } else {
         Link::Usable
     };
-    Ok((p, session, pending_id, held, link))
+    Ok((p, session, id.to_string(), held, link))
 }
 
 /// The pending payment `payment_id` as its page shows it.

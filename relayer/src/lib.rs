@@ -45,8 +45,9 @@ use std::sync::Arc;
 use bursar_client::Client;
 
 use crate::engine::random::random_bytes;
-use crate::engine::submission::{self, Engine, EngineError};
+use crate::engine::submission::{Engine, EngineError};
 use crate::engine::tasks;
+use crate::kernel::app::{Custody, Process, Wakes};
 use crate::kernel::inbox;
 use crate::store::{Store, StoreError};
 
@@ -126,24 +127,22 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
         engine: engine.clone(),
         chain_id,
         contracts: config.contracts,
-        master_key: config.master_key,
         settings,
-        settled: tokio::sync::watch::channel(0).0,
-        settled_payments: tokio::sync::broadcast::channel(submission::TOUCHED_PASSES).0,
-        payments,
-        webhooks_due: Default::default(),
-        lifecycle_due: Default::default(),
-        deliveries: Default::default(),
-        metering: Default::default(),
-        instance: format!(
-            "inst_{}",
-            alloy_primitives::hex::encode(random_bytes::<8>())
-        ),
-        pay_gas: Default::default(),
-        open_keys: Default::default(),
+        custody: Custody::new(config.master_key),
+        wakes: Wakes::new(),
+        process: Process {
+            instance: format!(
+                "inst_{}",
+                alloy_primitives::hex::encode(random_bytes::<8>())
+            ),
+            payments,
+            metering: Default::default(),
+            pay_gas: Default::default(),
+            deliveries: Default::default(),
+        },
     });
     app.store
-        .heartbeat_instance(&app.instance, store::now_ms())
+        .heartbeat_instance(&app.process.instance, store::now_ms())
         .await?;
     // Every loop runs supervised: one that ends or panics before the stop is noticed,
     // reported by `/health` and started again (see `tasks`).

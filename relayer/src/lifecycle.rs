@@ -21,13 +21,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::engine::random::random_bytes;
+use crate::kernel::json::parse_session_id;
 use crate::kernel::policy::{self, OnPaused, OnTerminated, Policy};
-use crate::kernel::session::{parse_id, send, signer_of};
-use crate::kernel::App;
-use crate::kernel::Error;
+use crate::kernel::session::send;
+use crate::kernel::{App, Error, PassError};
 use crate::providers::{self, Lifecycle, Provider, ProviderError, Report, SecretError};
 use crate::store::{
-    now_ms, NewLifecycleEvent, OpenStatus, SessionRow, SessionTx, Store, TxStatus, WindDown,
+    now_ms, NewLifecycleEvent, OpenStatus, SessionRow, SessionTx, Store, StoreError, TxStatus,
+    WindDown,
 };
 use crate::{sessions, webhooks};
 
@@ -126,7 +127,7 @@ pub async fn receive(
         report: &evidence,
     };
     if !Store::insert_lifecycle_event(&mut db, &new, now).await? {
-        app.deliveries.count(source, "duplicate");
+        app.process.deliveries.count(source, "duplicate");
         return Ok(Received {
             event: None,
             duplicate: true,
@@ -170,14 +171,14 @@ pub async fn receive(
         });
     }
     db.commit().await.map_err(crate::store::StoreError::from)?;
-    app.deliveries.count(source, "accepted");
-    app.settled.send_modify(|n| *n += 1);
-    app.webhooks_due.notify_one();
+    app.process.deliveries.count(source, "accepted");
+    app.wakes.settled.send_modify(|n| *n += 1);
+    app.wakes.webhooks_due.notify_one();
     if effects
         .iter()
         .any(|e| matches!(e.action, "wind_down" | "revoke"))
     {
-        app.lifecycle_due.notify_one();
+        app.wakes.lifecycle_due.notify_one();
     }
     tracing::info!(host = %host_id, source, event = %report.event_id, sandbox = %report.sandbox_id,
         lifecycle, sessions = effects.len(), "lifecycle event");
@@ -267,15 +268,16 @@ pub async fn report(app: &App, row: &SessionRow, req: LifecycleRequest) -> Resul
 /// the relayer is its guardian), close it once it is revoked, expired or lapsed, or, once it is
 /// closed, mark it done. A step already in flight is not sent again, and each is simulated
 /// first: a step the wallet would refuse now is left for a later pass.
-pub async fn wind_down(app: &App) -> Result<(), Error> {
+pub async fn wind_down(app: &App) -> Result<(), PassError> {
     for row in app.store.winding_down().await? {
         // The session pays for what its sandbox used before it is revoked.
         if let Err(e) = crate::metering::charge(app, &row).await {
             tracing::warn!(session = %row.id, error = %e, "metering before winding down failed");
             continue;
         }
-        let id = parse_id(&row.id)?;
-        let signer = signer_of(&row)?;
+        let id = parse_session_id(&row.id)
+            .ok_or_else(|| StoreError::Corrupt(format!("session id {:?}", row.id)))?;
+        let signer = row.signer;
         let wallet = app.contracts.wallet;
         let state = app
             .client
@@ -291,7 +293,7 @@ pub async fn wind_down(app: &App) -> Result<(), Error> {
         };
         if done {
             app.store.wound_down(&row.id).await?;
-            app.settled.send_modify(|n| *n += 1);
+            app.wakes.settled.send_modify(|n| *n += 1);
             tracing::info!(session = %row.id, "session wound down");
             continue;
         }
@@ -333,7 +335,7 @@ pub async fn wind_down(app: &App) -> Result<(), Error> {
 }
 
 /// Whether transaction `tx` may still succeed (not yet mined, or mined successfully).
-async fn in_flight(app: &App, tx: Option<i64>) -> Result<bool, Error> {
+async fn in_flight(app: &App, tx: Option<i64>) -> Result<bool, StoreError> {
     let Some(tx) = tx else { return Ok(false) };
     Ok(match app.store.transaction(tx).await? {
         Some(t) => match t.status {
@@ -357,7 +359,7 @@ pub async fn deliver(
     body: &[u8],
 ) -> Result<Received, Error> {
     let refused = |e: ProviderError| {
-        app.deliveries.count(provider.name(), e.code());
+        app.process.deliveries.count(provider.name(), e.code());
         tracing::info!(host = %host_id, provider = provider.name(), reason = %e, "delivery refused");
         Error::from(e)
     };
@@ -365,7 +367,9 @@ pub async fn deliver(
         return Err(Error::NotFound);
     }
     providers::within_limit(body).map_err(refused)?;
-    let secret = match providers::secret(&app.store, &app.master_key, host_id, provider).await {
+    let secret = match providers::secret(&app.store, &app.custody.master_key, host_id, provider)
+        .await
+    {
         Ok(Some(secret)) => secret,
         Ok(None) => return Err(refused(ProviderError::NotConfigured)),
         Err(SecretError::Store(e)) => return Err(e.into()),
@@ -378,7 +382,7 @@ pub async fn deliver(
     match providers::verify(provider, &secret, headers, body, now).map_err(refused)? {
         Some(report) => receive(app, host_id, provider.name(), &report, None).await,
         None => {
-            app.deliveries.count(provider.name(), "ignored");
+            app.process.deliveries.count(provider.name(), "ignored");
             Ok(Received {
                 event: None,
                 duplicate: false,

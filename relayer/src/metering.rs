@@ -60,7 +60,7 @@ pub async fn charge(app: &App, row: &SessionRow) -> Result<(), Error> {
         return Ok(());
     }
     // One charge at a time in this process: the wind-down waits for a charge in flight.
-    let _one = app.metering.lock().await;
+    let _one = app.process.metering.lock().await;
     // The latest (largest) usage of each run.
     let mut runs: BTreeMap<String, (U256, Value)> = BTreeMap::new();
     for event in app.store.session_lifecycle(&row.id, 1_000).await? {
@@ -85,9 +85,8 @@ pub async fn charge(app: &App, row: &SessionRow) -> Result<(), Error> {
     // What each run was charged, claims being paid included.
     let mut charged: BTreeMap<String, U256> = BTreeMap::new();
     for c in &charges {
-        let metered = U256::from_str_radix(&c.metered, 10).unwrap_or_default();
         let total = charged.entry(c.run.clone()).or_default();
-        *total = (*total).max(metered);
+        *total = (*total).max(c.metered);
     }
     for (run, (cost, usage)) in runs {
         let before = charged.get(&run).copied().unwrap_or_default();
@@ -102,8 +101,8 @@ pub async fn charge(app: &App, row: &SessionRow) -> Result<(), Error> {
         .to_string();
         let claim = ChargeRow {
             run,
-            metered: cost.to_string(),
-            amount: amount.to_string(),
+            metered: cost,
+            amount,
             payment_id: None,
             error_code: None,
             summary,
@@ -111,11 +110,7 @@ pub async fn charge(app: &App, row: &SessionRow) -> Result<(), Error> {
         };
         // Claimed from `before` already: by another process, whose charge stands. What it
         // leaves of this usage is charged by the next call (the next event, the wind-down).
-        if app
-            .store
-            .claim_charge(&row.id, &before.to_string(), &claim)
-            .await?
-        {
+        if app.store.claim_charge(&row.id, before, &claim).await? {
             pay_claim(app, row, claim).await?;
         }
     }
@@ -137,7 +132,7 @@ async fn pay_claim(app: &App, row: &SessionRow, mut claim: ChargeRow) -> Result<
     )));
     let body = PayBody::Custodial(PayRequest {
         to: payee,
-        amount: Amount(U256::from_str_radix(&claim.amount, 10).map_err(|_| Error::Internal)?),
+        amount: Amount(claim.amount),
         purpose: HashOrText {
             hash: keccak256(claim.summary.as_bytes()),
             text: None,

@@ -15,10 +15,12 @@ use utoipa::ToSchema;
 use crate::engine::random::random_bytes;
 use crate::engine::submission::Call;
 use crate::kernel::json::{Amount, Failure, HashOrText};
-use crate::kernel::session::{not_open, parse_id, signer_of};
+use crate::kernel::session::{not_open, parse_id};
 use crate::kernel::App;
 use crate::kernel::Error;
-use crate::store::{now_ms, OpenStatus, ProvenanceRow, SessionRow, Store};
+use crate::store::{
+    now_ms, OpenStatus, ProvenanceOutcome, ProvenanceRow, SessionRow, Store, TxStatus,
+};
 
 /// The registry refuses more parents than this.
 const MAX_PARENTS: usize = 16;
@@ -96,10 +98,12 @@ pub enum ProvenanceStatus {
 
 impl ProvenanceView {
     fn of(p: ProvenanceRow) -> Self {
-        let status = match (p.outcome.as_deref(), p.tx_status.as_str()) {
-            (Some("recorded"), _) => ProvenanceStatus::Recorded,
-            (Some(_), _) | (None, "failed") => ProvenanceStatus::Failed,
-            (None, "signed") => ProvenanceStatus::Queued,
+        let status = match (p.outcome, p.tx_status) {
+            (Some(ProvenanceOutcome::Recorded), _) => ProvenanceStatus::Recorded,
+            (Some(ProvenanceOutcome::Reverted), _) | (None, TxStatus::Failed) => {
+                ProvenanceStatus::Failed
+            }
+            (None, TxStatus::Signed) => ProvenanceStatus::Queued,
             (None, _) => ProvenanceStatus::Submitted,
         };
         ProvenanceView {
@@ -109,7 +113,7 @@ impl ProvenanceView {
             id: p.id,
             session_id: p.session_id,
             record_id: p.record_id,
-            transaction_hash: p.tx_hash,
+            transaction_hash: p.tx_hash.map(|h| h.to_string()),
             block_number: p.block_number,
             created_at: p.created_at,
         }
@@ -140,8 +144,8 @@ pub async fn record(
         ));
     }
     let id = parse_id(&session.id)?;
-    let signer = signer_of(session)?;
-    let key = app.session_key(&session.session_key).await?;
+    let signer = session.signer;
+    let key = app.session_key(session.session_key).await?;
     let registry = app.contracts.receipts;
     let domain = RECEIPT_REGISTRY_DOMAIN.at(app.chain_id, registry);
     let deadline = U256::from(app.now(false).await? + app.settings.intent_ttl.as_secs());

@@ -7,7 +7,7 @@
 use std::collections::hash_map::{Entry, HashMap};
 use std::sync::Arc;
 
-use alloy_primitives::{Address, Bytes, B256, U256};
+use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::SolEvent;
 use bursar_bindings::receipts::IReceiptRegistry;
 use bursar_bindings::wallet::{ISessionWallet, PendingStatus};
@@ -15,27 +15,19 @@ use bursar_client::revert::decode_error;
 use bursar_client::rpc::LogBlocks;
 use serde_json::{json, Value};
 
-use crate::kernel::session::parse_id;
-use crate::kernel::App;
+use crate::kernel::json::parse_session_id;
+use crate::kernel::{App, PassError};
 use crate::payments::PaymentView;
-use crate::store::{OpenStatus, PaymentRow, SessionTx, Store, StoreError, TxRow, TxStatus};
+use crate::store::{
+    OpenStatus, PaymentOutcome, PaymentRow, ProvenanceOutcome, SessionTx, Store, StoreError, TxRow,
+    TxStatus,
+};
 use crate::webhooks;
-
-/// Why a pass failed (it is retried).
-#[derive(Debug, thiserror::Error)]
-pub enum OutcomeError {
-    /// The database.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// The node.
-    #[error(transparent)]
-    Rpc(#[from] bursar_client::rpc::RpcError),
-}
 
 /// One pass: returns how many outcomes it recorded. Each outcome is announced to the host's
 /// webhooks before it is recorded (a payment's in the same database transaction): a crash in
 /// between announces it again under the same message id, never not at all.
-pub async fn settle(app: &App) -> Result<usize, OutcomeError> {
+pub async fn settle(app: &App) -> Result<usize, PassError> {
     Ok(opens(app).await?
         + payments(app).await?
         + decisions(app).await?
@@ -44,7 +36,7 @@ pub async fn settle(app: &App) -> Result<usize, OutcomeError> {
         + provenance(app).await?)
 }
 
-async fn opens(app: &App) -> Result<usize, OutcomeError> {
+async fn opens(app: &App) -> Result<usize, PassError> {
     let opened = app.store.opened_sessions().await?;
     for (id, host, tx_status, receipt_status) in &opened {
         let ok = *tx_status != TxStatus::Failed && *receipt_status == Some(1);
@@ -61,7 +53,7 @@ async fn opens(app: &App) -> Result<usize, OutcomeError> {
     Ok(opened.len())
 }
 
-async fn payments(app: &App) -> Result<usize, OutcomeError> {
+async fn payments(app: &App) -> Result<usize, PassError> {
     let unsettled = app.store.unsettled_payments(256).await?;
     // A batch's payments share their transaction: its receipt is read once.
     let mut receipts: HashMap<i64, Mined> = HashMap::new();
@@ -73,12 +65,12 @@ async fn payments(app: &App) -> Result<usize, OutcomeError> {
         }
         let outcome = match &receipts[&p.transaction_id] {
             Mined::Succeeded(receipt) => {
-                let session = parse_id(&p.session_id).unwrap_or_default();
-                let nonce: U256 = p.intent_nonce.parse().unwrap_or_default();
-                intent_outcome(receipt, app.contracts.wallet, session, nonce)
+                let session = parse_session_id(&p.session_id)
+                    .ok_or_else(|| StoreError::Corrupt(format!("payment {}: session id", p.id)))?;
+                intent_outcome(receipt, app.contracts.wallet, session, p.intent_nonce)
             }
             Mined::Reverted(error) | Mined::Failed(error) => {
-                Outcome::new("reverted").error(error.clone())
+                Outcome::new(PaymentOutcome::Reverted).error(error.clone())
             }
         };
         outcomes.push((p.clone(), outcome));
@@ -101,14 +93,14 @@ fn intent_outcome(
         .into_iter()
         .find(|e| e.sessionId == session && e.nonce == nonce);
     if let Some(e) = executed {
-        return Outcome::new("executed").receipt(e.receiptId);
+        return Outcome::new(PaymentOutcome::Executed).receipt(e.receiptId);
     }
     let pending = receipt
         .events::<ISessionWallet::PaymentPending>(wallet)
         .into_iter()
         .find(|e| e.sessionId == session && e.nonce == nonce);
     if let Some(e) = pending {
-        return Outcome::new("pending").pending(e.pendingId);
+        return Outcome::new(PaymentOutcome::Pending).pending(e.pendingId);
     }
     let failed = receipt
         .events::<ISessionWallet::PaymentFailed>(wallet)
@@ -118,10 +110,10 @@ fn intent_outcome(
         Some(e) => (e.name, Value::Object(e.args)),
         None => no_event(),
     };
-    Outcome::new("reverted").error(error)
+    Outcome::new(PaymentOutcome::Reverted).error(error)
 }
 
-async fn decisions(app: &App) -> Result<usize, OutcomeError> {
+async fn decisions(app: &App) -> Result<usize, PassError> {
     let decided = app.store.decided_payments().await?;
     for (payment, pending_id, tx_id) in &decided {
         let tx = transaction(app, *tx_id).await?;
@@ -131,20 +123,22 @@ async fn decisions(app: &App) -> Result<usize, OutcomeError> {
                 let approved = receipt
                     .events::<ISessionWallet::PaymentApproved>(wallet)
                     .iter()
-                    .any(|e| e.pendingId.to_string() == *pending_id);
+                    .any(|e| e.pendingId == *pending_id);
                 let executed = receipt.events::<ISessionWallet::PaymentExecuted>(wallet);
                 match executed.first() {
-                    Some(e) if approved => Outcome::new("approved").receipt(e.receiptId),
-                    _ => Outcome::new("rejected"),
+                    Some(e) if approved => {
+                        Outcome::new(PaymentOutcome::Approved).receipt(e.receiptId)
+                    }
+                    _ => Outcome::new(PaymentOutcome::Rejected),
                 }
             }
             // The decision did not land: the chain says what became of the payment (another
             // decision, the owner's own transaction, may have landed first).
             Mined::Reverted(error) | Mined::Failed(error) => {
-                held_on_chain(app, payment, pending_id, error).await?
+                held_on_chain(app, payment, *pending_id, error).await?
             }
         };
-        let undecided = outcome.outcome == "pending";
+        let undecided = outcome.outcome == PaymentOutcome::Pending;
         if let Some(row) = app.store.payment(payment, None).await? {
             record_payments(app, vec![(row, outcome)]).await?;
         }
@@ -162,11 +156,9 @@ async fn decisions(app: &App) -> Result<usize, OutcomeError> {
 async fn held_on_chain(
     app: &App,
     payment: &str,
-    pending_id: &str,
+    id: U256,
     error: (String, Value),
-) -> Result<Outcome, OutcomeError> {
-    let corrupt = |what: &str| StoreError::Corrupt(format!("payment {payment}: {what}"));
-    let id: U256 = pending_id.parse().map_err(|_| corrupt("pending id"))?;
+) -> Result<Outcome, PassError> {
     let wallet = app.contracts.wallet;
     let held = app
         .client
@@ -178,10 +170,10 @@ async fn held_on_chain(
         .await?;
     let status = held._6;
     if status == PendingStatus::Rejected as u8 {
-        return Ok(Outcome::new("rejected"));
+        return Ok(Outcome::new(PaymentOutcome::Rejected));
     }
     if status != PendingStatus::Approved as u8 {
-        return Ok(Outcome::new("pending").error(error));
+        return Ok(Outcome::new(PaymentOutcome::Pending).error(error));
     }
     let topics = [
         vec![ISessionWallet::PaymentApproved::SIGNATURE_HASH],
@@ -211,21 +203,21 @@ async fn held_on_chain(
         }
     }
     Ok(match receipt_id {
-        Some(r) => Outcome::new("approved").receipt(r),
-        None => Outcome::new("approved"),
+        Some(r) => Outcome::new(PaymentOutcome::Approved).receipt(r),
+        None => Outcome::new(PaymentOutcome::Approved),
     })
 }
 
 /// What a payment's (or its decision's) receipt said.
 struct Outcome {
-    outcome: &'static str,
-    receipt_id: Option<String>,
-    pending_id: Option<String>,
+    outcome: PaymentOutcome,
+    receipt_id: Option<U256>,
+    pending_id: Option<U256>,
     error: Option<(String, Value)>,
 }
 
 impl Outcome {
-    fn new(outcome: &'static str) -> Self {
+    fn new(outcome: PaymentOutcome) -> Self {
         Outcome {
             outcome,
             receipt_id: None,
@@ -235,13 +227,13 @@ impl Outcome {
     }
     fn receipt(self, id: U256) -> Self {
         Outcome {
-            receipt_id: Some(id.to_string()),
+            receipt_id: Some(id),
             ..self
         }
     }
     fn pending(self, id: U256) -> Self {
         Outcome {
-            pending_id: Some(id.to_string()),
+            pending_id: Some(id),
             ..self
         }
     }
@@ -256,10 +248,7 @@ impl Outcome {
 /// Announces and records payments' outcomes, all in one database transaction: a message is
 /// queued for the host's webhooks if and only if its outcome is recorded, and a pass costs
 /// one commit (one fsync on SQLite) however many payments a batch settled.
-async fn record_payments(
-    app: &App,
-    outcomes: Vec<(PaymentRow, Outcome)>,
-) -> Result<(), OutcomeError> {
+async fn record_payments(app: &App, outcomes: Vec<(PaymentRow, Outcome)>) -> Result<(), PassError> {
     if outcomes.is_empty() {
         return Ok(());
     }
@@ -273,13 +262,17 @@ async fn record_payments(
     let mut db = app.store.begin().await?;
     for (mut p, o) in outcomes {
         let error = o.error.map(|(code, details)| (code, details.to_string()));
-        p.outcome = Some(o.outcome.to_owned());
-        p.receipt_id = o.receipt_id.clone().or(p.receipt_id);
-        p.pending_id = o.pending_id.clone().or(p.pending_id);
+        p.outcome = Some(o.outcome);
+        p.receipt_id = o.receipt_id.or(p.receipt_id);
+        p.pending_id = o.pending_id.or(p.pending_id);
         p.error_code = error.as_ref().map(|e| e.0.clone());
         p.error_details = error.as_ref().map(|e| e.1.clone());
         if let Some(Some(host)) = hosts.get(&p.session_id) {
-            let state = format!("{}:{}", o.outcome, p.error_code.as_deref().unwrap_or(""));
+            let state = format!(
+                "{}:{}",
+                o.outcome.as_str(),
+                p.error_code.as_deref().unwrap_or("")
+            );
             let view = serde_json::to_value(PaymentView::of(app, p.clone())).unwrap_or(Value::Null);
             webhooks::emit_in(&mut db, host, "payment.updated", &p.id, &state, view).await?;
         }
@@ -287,22 +280,22 @@ async fn record_payments(
             &mut db,
             &p.id,
             o.outcome,
-            o.receipt_id.as_deref(),
-            o.pending_id.as_deref(),
+            o.receipt_id,
+            o.pending_id,
             error.as_ref().map(|(c, d)| (c.as_str(), d.as_str())),
         )
         .await?;
-        tracing::info!(payment = %p.id, outcome = o.outcome, "payment settled");
+        tracing::info!(payment = %p.id, outcome = o.outcome.as_str(), "payment settled");
     }
     db.commit().await.map_err(StoreError::from)?;
-    app.webhooks_due.notify_one();
+    app.wakes.webhooks_due.notify_one();
     // Nobody waiting is no error.
-    let _ = app.settled_payments.send(ids);
+    let _ = app.wakes.settled_payments.send(ids);
     Ok(())
 }
 
 /// Revocations and closes the relayer sent: announced once mined (with the refund of a close).
-async fn session_ends(app: &App, which: SessionTx) -> Result<usize, OutcomeError> {
+async fn session_ends(app: &App, which: SessionTx) -> Result<usize, PassError> {
     let ended = app.store.unsettled_session_transactions(which).await?;
     for (id, host, tx_id) in &ended {
         let tx = transaction(app, *tx_id).await?;
@@ -337,7 +330,8 @@ async fn session_ends(app: &App, which: SessionTx) -> Result<usize, OutcomeError
     Ok(ended.len())
 }
 
-async fn provenance(app: &App) -> Result<usize, OutcomeError> {
+async fn provenance(app: &App) -> Result<usize, PassError> {
+    use ProvenanceOutcome::{Recorded, Reverted};
     let unsettled = app.store.unsettled_provenance(256).await?;
     for p in &unsettled {
         let tx = transaction(app, p.transaction_id).await?;
@@ -347,22 +341,23 @@ async fn provenance(app: &App) -> Result<usize, OutcomeError> {
                     .events::<IReceiptRegistry::ProvenanceRecorded>(app.contracts.receipts)
                     .first()
                 {
-                    Some(e) => ("recorded", Some(e.recordId.to_string()), None),
-                    None => ("reverted", None, Some(no_event())),
+                    Some(e) => (Recorded, Some(e.recordId.to_string()), None),
+                    None => (Reverted, None, Some(no_event())),
                 }
             }
-            Mined::Reverted(error) | Mined::Failed(error) => ("reverted", None, Some(error)),
+            Mined::Reverted(error) | Mined::Failed(error) => (Reverted, None, Some(error)),
         };
         let error = error.map(|(code, details)| (code, details.to_string()));
         if let Some(host) = app.store.session_host(&p.session_id).await? {
             let data = json!({
                 "id": p.id,
                 "sessionId": p.session_id,
-                "status": if outcome == "recorded" { "recorded" } else { "failed" },
+                "status": if outcome == Recorded { "recorded" } else { "failed" },
                 "recordId": record_id,
                 "error": error.as_ref().map(|e| e.0.clone()),
             });
-            webhooks::emit(app, &host, "provenance.updated", &p.id, outcome, data).await?;
+            let state = outcome.as_str();
+            webhooks::emit(app, &host, "provenance.updated", &p.id, state, data).await?;
         }
         app.store
             .set_provenance_outcome(
@@ -389,23 +384,22 @@ enum Mined {
     Failed((String, Value)),
 }
 
-async fn transaction(app: &App, id: i64) -> Result<TxRow, OutcomeError> {
+async fn transaction(app: &App, id: i64) -> Result<TxRow, PassError> {
     app.store
         .transaction(id)
         .await?
         .ok_or_else(|| StoreError::Corrupt(format!("transaction {id} is gone")).into())
 }
 
-async fn mined(app: &App, tx: &TxRow) -> Result<Mined, OutcomeError> {
+async fn mined(app: &App, tx: &TxRow) -> Result<Mined, PassError> {
     let corrupt = |what: &str| StoreError::Corrupt(format!("transaction {}: {what}", tx.id));
-    let Some(hash) = tx.mined_hash.as_deref() else {
+    let Some(hash) = tx.mined_hash else {
         let reason = tx.last_error.clone().unwrap_or_default();
         return Ok(Mined::Failed((
             "TransactionFailed".into(),
             serde_json::json!({ "reason": reason }),
         )));
     };
-    let hash: B256 = hash.parse().map_err(|_| corrupt("hash"))?;
     if tx.receipt_status == Some(1) {
         let receipt = app
             .client
@@ -414,13 +408,12 @@ async fn mined(app: &App, tx: &TxRow) -> Result<Mined, OutcomeError> {
             .ok_or_else(|| corrupt("receipt gone"))?;
         return Ok(Mined::Succeeded(receipt));
     }
-    let from: Address = tx.signer.parse().map_err(|_| corrupt("signer"))?;
-    let to: Address = tx.to.parse().map_err(|_| corrupt("to"))?;
-    let data: Bytes = tx.data.parse().map_err(|_| corrupt("data"))?;
-    let block = tx.block_number.unwrap_or_default() as u64;
+    let block = tx
+        .block_number
+        .ok_or_else(|| corrupt("mined without a block"))? as u64;
     let reason = app
         .client
-        .revert_reason(hash, from, to, &data, block)
+        .revert_reason(hash, tx.signer, tx.to, &tx.data, block)
         .await?;
     Ok(Mined::Reverted(
         match reason.as_deref().and_then(|r| decode_error(r)) {
@@ -511,16 +504,16 @@ mod tests {
         );
         let paid = intent_outcome(&r, wallet, s1, U256::from(7));
         assert_eq!(
-            (paid.outcome, paid.receipt_id.as_deref()),
-            ("executed", Some("41"))
+            (paid.outcome, paid.receipt_id),
+            (PaymentOutcome::Executed, Some(U256::from(41)))
         );
         let held = intent_outcome(&r, wallet, s1, U256::from(8));
         assert_eq!(
-            (held.outcome, held.pending_id.as_deref()),
-            ("pending", Some("3"))
+            (held.outcome, held.pending_id),
+            (PaymentOutcome::Pending, Some(U256::from(3)))
         );
         let refused = intent_outcome(&r, wallet, s2, U256::from(7));
-        assert_eq!(refused.outcome, "reverted");
+        assert_eq!(refused.outcome, PaymentOutcome::Reverted);
         let (code, details) = refused.error.unwrap();
         assert_eq!(code, "WalletPeriodBudgetExceeded");
         assert_eq!(details["available"], "4");

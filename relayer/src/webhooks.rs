@@ -20,8 +20,7 @@ use sha2::{Digest, Sha256};
 use crate::engine::random::random_bytes;
 use crate::hosts::Host;
 use crate::kernel::signing::sign;
-use crate::kernel::App;
-use crate::kernel::Error;
+use crate::kernel::{App, Error, PassError};
 use crate::store::{now_ms, DbTx, DeliveryRow, EndpointRow, Store, StoreError};
 
 /// Every event type.
@@ -144,8 +143,8 @@ pub async fn create(app: &App, host: &Host, req: CreateRequest) -> Result<Endpoi
     let id = format!("wh_{}", alloy_primitives::hex::encode(random_bytes::<12>()));
     let secret: [u8; 32] = random_bytes();
     let row = EndpointRow {
-        sealed_secret: app.master_key.seal(&id, &secret),
-        master_key_id: app.master_key.id(),
+        sealed_secret: app.custody.master_key.seal(&id, &secret),
+        master_key_id: app.custody.master_key.id(),
         id,
         host_id: host.id.clone(),
         url: url.to_string(),
@@ -210,7 +209,7 @@ pub async fn replay(app: &App, host: &Host, id: &str, message_id: &str) -> Resul
     {
         return Err(Error::NotFound);
     }
-    app.webhooks_due.notify_one();
+    app.wakes.webhooks_due.notify_one();
     Ok(())
 }
 
@@ -231,7 +230,7 @@ pub async fn emit(
         .emit(host_id, &message_id, event_type, &payload, now_ms())
         .await?;
     if n > 0 {
-        app.webhooks_due.notify_one();
+        app.wakes.webhooks_due.notify_one();
     }
     Ok(())
 }
@@ -277,7 +276,7 @@ fn rfc3339(ms: i64) -> String {
 }
 
 /// One pass over the due deliveries (several at once); returns how many were attempted.
-pub async fn deliver_due(app: &App, http: &reqwest::Client) -> Result<usize, StoreError> {
+pub async fn deliver_due(app: &App, http: &reqwest::Client) -> Result<usize, PassError> {
     let due = app.store.due_deliveries(now_ms(), 32).await?;
     let attempts = due.iter().map(|d| attempt(app, http, d));
     let results = futures_util::future::join_all(attempts).await;
@@ -308,6 +307,7 @@ async fn attempt(app: &App, http: &reqwest::Client, d: &DeliveryRow) -> Result<(
             .await;
     }
     let secret = match app
+        .custody
         .master_key
         .open_sealed(&endpoint.id, &endpoint.sealed_secret)
     {

@@ -64,10 +64,10 @@ pub(crate) struct RelayerArgs {
     #[arg(long, env = "BURSAR_RELAYER_POLL_SECONDS", default_value_t = 15)]
     poll_seconds: u64,
     /// Runloop's API (for a proxy or a test server).
-    #[arg(long, env = "BURSAR_RUNLOOP_URL", default_value = providers::runloop::DEFAULT_URL)]
+    #[arg(long, env = "BURSAR_RUNLOOP_URL", default_value = bursar_relayer::kernel::config::RUNLOOP_URL)]
     runloop_url: String,
     /// Browserbase's API (for a proxy or a test server).
-    #[arg(long, env = "BURSAR_BROWSERBASE_URL", default_value = providers::browserbase::DEFAULT_URL)]
+    #[arg(long, env = "BURSAR_BROWSERBASE_URL", default_value = bursar_relayer::kernel::config::BROWSERBASE_URL)]
     browserbase_url: String,
     /// Let hosts' webhook endpoints be on loopback (127.0.0.0/8, ::1, localhost): for a
     /// devnet whose receivers run on this machine. Link-local, private and other internal

@@ -96,7 +96,7 @@ pub(super) async fn layer(State(s): State<AppState>, req: Request, next: Next) -
                 &caller,
                 &key,
                 &request_hash,
-                &s.instance,
+                &s.process.instance,
                 now_ms(),
                 now_ms() - s.settings.instance_timeout.as_millis() as i64,
             )

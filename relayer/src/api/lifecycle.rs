@@ -36,7 +36,8 @@ pub(super) async fn webhook(
     let body = axum::body::to_bytes(body, providers::MAX_BODY)
         .await
         .map_err(|_| {
-            s.deliveries
+            s.process
+                .deliveries
                 .count(provider.name(), ProviderError::TooLarge.code());
             Error::from(ProviderError::TooLarge)
         })?;

@@ -8,7 +8,7 @@ use prometheus_client::registry::Registry;
 use super::ratelimit::Limiter;
 use crate::engine::metrics::{counts, encode, rows};
 use crate::kernel::App;
-use crate::store::StoreError;
+use crate::store::{PaymentOutcome, StoreError};
 
 /// The metrics in Prometheus' text format.
 pub(super) async fn render(app: &App, limiter: &Limiter) -> Result<String, StoreError> {
@@ -40,7 +40,7 @@ pub(super) async fn render(app: &App, limiter: &Limiter) -> Result<String, Store
             Some((_, total)) => *total += n,
             None => payments.push((status, n)),
         }
-        if let (Some("reverted"), Some(code)) = (row.outcome.as_deref(), row.error_code) {
+        if let (Some(PaymentOutcome::Reverted), Some(code)) = (row.outcome, row.error_code) {
             reverts.push((code, n));
         }
     }
@@ -65,7 +65,7 @@ pub(super) async fn render(app: &App, limiter: &Limiter) -> Result<String, Store
         "status",
         &app.store.delivery_counts().await?,
     );
-    app.deliveries.register(&mut registry);
+    app.process.deliveries.register(&mut registry);
     rows(
         &mut registry,
         "bursar_relayer_lifecycle_events",

@@ -307,11 +307,11 @@ impl Engine {
         let rows = self.store.due_transactions(&owned, now, 256).await?;
         // Each signer's transactions in nonce order, the signers side by side: one signer's
         // node round trips and commits need not wait for another's.
-        let mut by_signer: Vec<(&str, Vec<&TxRow>)> = Vec::new();
+        let mut by_signer: Vec<(Address, Vec<&TxRow>)> = Vec::new();
         for row in &rows {
             match by_signer.iter_mut().find(|(s, _)| *s == row.signer) {
                 Some((_, mine)) => mine.push(row),
-                None => by_signer.push((&row.signer, vec![row])),
+                None => by_signer.push((row.signer, vec![row])),
             }
         }
         let ticks = by_signer.iter().map(|(_, mine)| self.tick_signer(mine));
@@ -435,15 +435,10 @@ impl Engine {
         // The chain's nonce is read before the receipts: if it has passed this transaction's
         // and still no attempt has a receipt, none was mined (one mined in between would have
         // its receipt by then), so "failed" is never said of a transaction that was mined.
-        let signer: Address = row
-            .signer
-            .parse()
-            .map_err(|_| corrupt(row, "signer address"))?;
-        let mined_nonce = self.client.mined_nonce(signer, None).await?;
+        let mined_nonce = self.client.mined_nonce(row.signer, None).await?;
         let attempts = self.store.attempts(row.id).await?;
         for a in &attempts {
-            let hash: B256 = a.hash.parse().map_err(|_| corrupt(row, "attempt hash"))?;
-            if let Some(r) = self.client.receipt(hash).await? {
+            if let Some(r) = self.client.receipt(a.hash).await? {
                 self.metrics
                     .mine_latency
                     .observe((now_ms() - row.created_at) as f64 / 1000.0);
@@ -451,9 +446,9 @@ impl Engine {
                 self.store
                     .mark_mined(
                         row.id,
-                        &a.hash,
+                        a.hash,
                         r.block() as i64,
-                        &r.block_hash.to_string(),
+                        r.block_hash,
                         i64::from(r.succeeded()),
                         next,
                     )
@@ -485,7 +480,7 @@ impl Engine {
         });
         if stuck {
             self.replace(row, newest).await?;
-        } else if !self.node_knows(&newest.hash).await? {
+        } else if !self.node_knows(newest.hash).await? {
             // Dropped from the node's pool (restart, eviction): the same bytes again.
             tracing::info!(id = row.id, hash = %newest.hash, "resending a dropped transaction");
             self.send_raw(&newest.raw).await?;
@@ -503,32 +498,22 @@ impl Engine {
         row: &TxRow,
         newest: &crate::store::AttemptRow,
     ) -> Result<(), EngineError> {
-        let signer: Address = row.signer.parse().map_err(|_| corrupt(row, "signer"))?;
         let key = self
             .signers
-            .get(&signer)
-            .ok_or(EngineError::UnknownSigner(signer))?;
+            .get(&row.signer)
+            .ok_or(EngineError::UnknownSigner(row.signer))?;
         let old = Fees {
-            max_fee_per_gas: newest
-                .max_fee
-                .parse()
-                .map_err(|_| corrupt(row, "max fee"))?,
-            max_priority_fee_per_gas: newest
-                .max_priority_fee
-                .parse()
-                .map_err(|_| corrupt(row, "tip"))?,
+            max_fee_per_gas: newest.max_fee,
+            max_priority_fee_per_gas: newest.max_priority_fee,
         };
         let fees = old.replacement(self.client.fees().await?);
-        let to: Address = row.to.parse().map_err(|_| corrupt(row, "to"))?;
-        let data: Bytes = row.data.parse().map_err(|_| corrupt(row, "data"))?;
-        let value: U256 = row.value.parse().map_err(|_| corrupt(row, "value"))?;
         let attempt = sign(
             key,
             self.chain_id,
             row.nonce as u64,
-            to,
-            &data,
-            value,
+            row.to,
+            &row.data,
+            row.value,
             row.gas_limit as u64,
             fees,
         );
@@ -546,13 +531,9 @@ impl Engine {
     /// A mined transaction: confirmed once deep enough; back to submitted if its receipt is
     /// gone or moved (a reorg).
     async fn confirm(&self, row: &TxRow) -> Result<(), EngineError> {
-        let hash: B256 = row
-            .mined_hash
-            .as_deref()
-            .and_then(|h| h.parse().ok())
-            .ok_or_else(|| corrupt(row, "mined hash"))?;
+        let hash = row.mined_hash.ok_or_else(|| corrupt(row, "mined hash"))?;
         match self.client.receipt(hash).await? {
-            Some(r) if Some(r.block_hash.to_string()) == row.block_hash => {
+            Some(r) if Some(r.block_hash) == row.block_hash => {
                 self.confirm_at(row.id, r.block()).await
             }
             _ => {
@@ -581,11 +562,8 @@ impl Engine {
     }
 
     /// Sends signed bytes; the node already having them (or an earlier attempt) is success.
-    async fn send_raw(&self, raw: &str) -> Result<Sent, EngineError> {
-        let bytes: Bytes = raw
-            .parse()
-            .map_err(|_| EngineError::Store(StoreError::Corrupt("raw transaction".into())))?;
-        match self.client.send_raw_transaction(&bytes).await {
+    async fn send_raw(&self, raw: &Bytes) -> Result<Sent, EngineError> {
+        match self.client.send_raw_transaction(raw).await {
             Ok(_) => Ok(Sent::Accepted),
             Err(RpcError::Node { message, .. }) => {
                 let m = message.to_ascii_lowercase();
@@ -609,7 +587,7 @@ impl Engine {
         }
     }
 
-    async fn node_knows(&self, hash: &str) -> Result<bool, EngineError> {
+    async fn node_knows(&self, hash: B256) -> Result<bool, EngineError> {
         let tx: serde_json::Value = self
             .client
             .request("eth_getTransactionByHash", json!([hash]))
@@ -675,10 +653,10 @@ fn sign(
     };
     let (raw, hash) = key.sign_transaction(tx);
     NewAttempt {
-        hash: hash.to_string(),
-        raw: Bytes::from(raw).to_string(),
-        max_fee: fees.max_fee_per_gas.to_string(),
-        max_priority_fee: fees.max_priority_fee_per_gas.to_string(),
+        hash,
+        raw: Bytes::from(raw),
+        max_fee: fees.max_fee_per_gas,
+        max_priority_fee: fees.max_priority_fee_per_gas,
     }
 }
 

@@ -14,13 +14,13 @@ pub async fn run(app: &App, stop: impl std::future::Future<Output = ()>) {
         match webhooks::deliver_due(app, &http).await {
             Ok(0) => {}
             Ok(_) => {
-                app.settled.send_modify(|n| *n += 1);
+                app.wakes.settled.send_modify(|n| *n += 1);
             }
             Err(e) => tracing::warn!(error = %e, "webhook deliveries failed; retrying"),
         }
         tokio::select! {
             _ = &mut stop => return,
-            _ = app.webhooks_due.notified() => {}
+            _ = app.wakes.webhooks_due.notified() => {}
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
     }

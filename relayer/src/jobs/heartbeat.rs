@@ -14,7 +14,11 @@ pub async fn run(app: &App, stop: impl std::future::Future<Output = ()>) {
             _ = &mut stop => return,
             _ = tokio::time::sleep(every) => {}
         }
-        if let Err(e) = app.store.heartbeat_instance(&app.instance, now_ms()).await {
+        if let Err(e) = app
+            .store
+            .heartbeat_instance(&app.process.instance, now_ms())
+            .await
+        {
             tracing::warn!(error = %e, "instance heartbeat failed");
         }
     }

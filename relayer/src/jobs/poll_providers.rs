@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::kernel::App;
+use crate::kernel::{App, PassError};
 use crate::providers::{browserbase, runloop, secret, Lifecycle, Provider};
 use crate::store::{now_ms, SessionRow};
 
@@ -58,11 +58,7 @@ enum Failure {
 }
 
 /// One round over every polled host and provider.
-async fn poll(
-    app: &App,
-    http: &reqwest::Client,
-    backoff: &mut Backoff,
-) -> Result<(), crate::kernel::Error> {
+async fn poll(app: &App, http: &reqwest::Client, backoff: &mut Backoff) -> Result<(), PassError> {
     for (host_id, name) in app.store.provider_hosts().await? {
         let Ok(provider) = name.parse::<Provider>() else {
             continue;
@@ -75,12 +71,10 @@ async fn poll(
         {
             continue;
         }
-        let Some(api_key) = secret(&app.store, &app.master_key, &host_id, provider)
-            .await
-            .map_err(|e| {
-                tracing::error!(host = %host_id, provider = name, error = %e, "provider key does not open");
-                crate::kernel::Error::Internal
-            })?
+        let opened = secret(&app.store, &app.custody.master_key, &host_id, provider).await;
+        let Some(api_key) = opened.inspect_err(|e| {
+            tracing::error!(host = %host_id, provider = name, error = %e, "provider key does not open");
+        })?
         else {
             continue;
         };
@@ -136,7 +130,7 @@ async fn read(
             .get(browserbase::url(&app.settings.browserbase_url, sandbox))
             .header(browserbase::API_KEY, api_key),
     };
-    let count = |outcome| app.deliveries.count(provider.name(), outcome);
+    let count = |outcome| app.process.deliveries.count(provider.name(), outcome);
     let response = request.send().await.map_err(|e| {
         count("unreachable");
         // Without the URL: reqwest's error names it, and a query could carry a key.

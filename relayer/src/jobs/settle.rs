@@ -14,7 +14,7 @@ pub async fn run(app: &App, stop: impl std::future::Future<Output = ()>) {
         match settlement::settle(app).await {
             Ok(0) => {}
             Ok(_) => {
-                app.settled.send_modify(|n| *n += 1);
+                app.wakes.settled.send_modify(|n| *n += 1);
             }
             Err(e) => tracing::warn!(error = %e, "reading outcomes failed; retrying"),
         }

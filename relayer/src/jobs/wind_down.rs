@@ -17,7 +17,7 @@ pub async fn run(app: &App, stop: impl std::future::Future<Output = ()>) {
         tokio::select! {
             _ = &mut stop => return,
             _ = changes.changed() => {}
-            _ = app.lifecycle_due.notified() => {}
+            _ = app.wakes.lifecycle_due.notified() => {}
             _ = tokio::time::sleep(Duration::from_secs(2)) => {}
         }
     }

@@ -19,7 +19,10 @@ use crate::store::{self, Store, StoreError};
 /// relayer process sharing the database may be the ones moving it.
 pub(crate) const RECHECK: Duration = Duration::from_millis(500);
 
-/// What the API handlers and the background tasks share.
+/// What the API handlers and the background tasks share: the services every request uses
+/// (the database, the node, the engine and its supervised tasks), what the relayer was
+/// configured with, and three groups by role — the keys it keeps, the news it passes between
+/// tasks, and what this process holds in memory.
 pub struct App {
     /// The database.
     pub store: Store,
@@ -27,14 +30,42 @@ pub struct App {
     pub client: Arc<Client>,
     /// The transaction engine.
     pub engine: Arc<Engine>,
+    /// The supervised tasks (the engine, the jobs) and how each is doing.
+    pub tasks: Arc<crate::engine::tasks::Tasks>,
     /// The chain's id.
     pub chain_id: u64,
     /// The contracts.
     pub contracts: Contracts,
-    /// The master key.
-    pub(crate) master_key: MasterKey,
     /// Timeouts and lifetimes.
     pub settings: Settings,
+    /// The custodial keys.
+    pub(crate) custody: Custody,
+    /// News from one task to those waiting on it.
+    pub(crate) wakes: Wakes,
+    /// What this process holds in memory (another process sharing the database has its own).
+    pub(crate) process: Process,
+}
+
+/// The custodial keys: sealed at rest, opened on demand.
+pub(crate) struct Custody {
+    /// The master key the session keys are sealed under.
+    pub(crate) master_key: MasterKey,
+    /// Custodial keys opened so far, by address.
+    pub(crate) open_keys: std::sync::Mutex<std::collections::HashMap<Address, Key>>,
+}
+
+impl Custody {
+    /// Custody under `master_key`, nothing opened yet.
+    pub(crate) fn new(master_key: MasterKey) -> Self {
+        Custody {
+            master_key,
+            open_keys: Default::default(),
+        }
+    }
+}
+
+/// News one task gives those waiting on it.
+pub(crate) struct Wakes {
     /// Bumped after each pass of the settlement that settled something, of webhooks that
     /// attempted a delivery, after each lifecycle event recorded and each session wound down:
     /// what [`App::wait_for`] looks again after.
@@ -42,25 +73,37 @@ pub struct App {
     /// The ids of the payments each pass of the settlement recorded an outcome for: what a
     /// request waiting on one payment listens to (with [`Engine::touched`]).
     pub(crate) settled_payments: tokio::sync::broadcast::Sender<Arc<[String]>>,
-    /// Payments allowed by the contracts' rules, on their way to be checked against their
-    /// sessions' queued payments and stored, a batch at a time.
-    pub(crate) payments: inbox::Queue,
-    /// This process's id among the relayer processes sharing the database.
-    pub(crate) instance: String,
     /// Wakes the webhook deliverer (a new message, a replay).
     pub(crate) webhooks_due: tokio::sync::Notify,
     /// Wakes the wind-down job (a session to wind down).
     pub(crate) lifecycle_due: tokio::sync::Notify,
-    /// Lifecycle deliveries received, for the metrics.
-    pub(crate) deliveries: metrics::Deliveries,
+}
+
+impl Wakes {
+    /// Nothing announced yet.
+    pub(crate) fn new() -> Self {
+        Wakes {
+            settled: tokio::sync::watch::channel(0).0,
+            settled_payments: tokio::sync::broadcast::channel(submission::TOUCHED_PASSES).0,
+            webhooks_due: Default::default(),
+            lifecycle_due: Default::default(),
+        }
+    }
+}
+
+/// What one relayer process holds in memory.
+pub(crate) struct Process {
+    /// This process's id among the relayer processes sharing the database.
+    pub(crate) instance: String,
+    /// Payments allowed by the contracts' rules, on their way to be checked against their
+    /// sessions' queued payments and stored, a batch at a time.
+    pub(crate) payments: inbox::Queue,
     /// Held while metering charges a session: one charge at a time.
     pub(crate) metering: tokio::sync::Mutex<()>,
-    /// Custodial keys opened so far, by address.
-    pub(crate) open_keys: std::sync::Mutex<std::collections::HashMap<String, Key>>,
-    /// The supervised tasks (the engine, the jobs) and how each is doing.
-    pub tasks: Arc<crate::engine::tasks::Tasks>,
     /// Gas limits measured per session on its first payment (later ones cost no more).
     pub(crate) pay_gas: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+    /// Lifecycle deliveries received, for the metrics.
+    pub(crate) deliveries: metrics::Deliveries,
 }
 
 impl App {
@@ -82,7 +125,7 @@ impl App {
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<Option<T>, Error>>,
     {
-        let mut settled = self.settled.subscribe();
+        let mut settled = self.wakes.settled.subscribe();
         let mut engine = self.engine.changes();
         let deadline = tokio::time::Instant::now() + wait;
         loop {
@@ -121,7 +164,7 @@ impl App {
         Fut: std::future::Future<Output = Result<store::PaymentRow, Error>>,
     {
         use tokio::sync::broadcast::error::RecvError;
-        let mut settled = self.settled_payments.subscribe();
+        let mut settled = self.wakes.settled_payments.subscribe();
         let mut touched = self.engine.touched();
         let deadline = tokio::time::Instant::now() + wait;
         loop {
@@ -173,21 +216,28 @@ impl App {
 
     /// The custodial session key with this address, opened (and kept open in memory: a busy
     /// session signs many intents; the sealed copy stays the only one at rest).
-    pub(crate) async fn session_key(&self, address: &str) -> Result<Key, vault::VaultError> {
+    pub(crate) async fn session_key(&self, address: Address) -> Result<Key, vault::VaultError> {
         if let Some(key) = self
+            .custody
             .open_keys
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(address)
+            .get(&address)
         {
             return Ok(key.clone());
         }
-        let key = vault::session_key(&self.store, &self.master_key, address).await?;
-        let mut keys = self.open_keys.lock().unwrap_or_else(|e| e.into_inner());
+        // Sealed under its lowercase hex, as `vault::new_sealed_key` stored it.
+        let stored = format!("{address:#x}");
+        let key = vault::session_key(&self.store, &self.custody.master_key, &stored).await?;
+        let mut keys = self
+            .custody
+            .open_keys
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         if keys.len() >= 10_000 {
             keys.clear();
         }
-        keys.insert(address.to_owned(), key.clone());
+        keys.insert(address, key.clone());
         Ok(key)
     }
 

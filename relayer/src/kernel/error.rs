@@ -135,6 +135,28 @@ impl Error {
     }
 }
 
+/// Why one pass of a background job failed (the job logs it and tries again on its next
+/// pass). Unlike [`Error`] it answers nobody: it keeps the cause whole for the log instead of
+/// mapping it to a status.
+#[derive(Debug, thiserror::Error)]
+pub enum PassError {
+    /// The database.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The node.
+    #[error(transparent)]
+    Rpc(#[from] RpcError),
+    /// The transaction engine.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// The vault: a key or secret that does not open.
+    #[error(transparent)]
+    Vault(#[from] VaultError),
+    /// A step the pass shares with the API refused (its error as a caller would hear it).
+    #[error("{0} ({code})", code = .0.code())]
+    Step(#[from] Error),
+}
+
 impl From<StoreError> for Error {
     fn from(e: StoreError) -> Self {
         // The cause goes to the log; the caller learns only that it may retry.

@@ -152,13 +152,6 @@ impl Failure {
     }
 }
 
-/// A stored (lowercase) address as the API answers it: EIP-55 checksummed.
-pub fn eip55(stored: &str) -> String {
-    stored
-        .parse::<alloy_primitives::Address>()
-        .map_or_else(|_| stored.to_owned(), |a| a.to_checksum(None))
-}
-
 /// Whether `c` is invisible or reorders what follows it: a control character, or one of the
 /// formatting characters that hide text or reverse its direction (bidi overrides and
 /// isolates, zero-width spaces and joiners, the byte-order mark, the soft hyphen). Text shown

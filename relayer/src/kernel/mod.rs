@@ -14,4 +14,4 @@ pub mod signing;
 
 pub use app::App;
 pub use config::{Config, Contracts, Settings};
-pub use error::Error;
+pub use error::{Error, PassError};

@@ -60,7 +60,7 @@ pub(crate) async fn send(
     which: SessionTx,
 ) -> Result<i64, Error> {
     let call = Call {
-        signer: signer_of(row)?,
+        signer: row.signer,
         to,
         data: data.into(),
         value: U256::ZERO,
@@ -78,11 +78,6 @@ pub fn not_open(row: &SessionRow) -> Error {
         "session_not_open",
         format!("session {} is {}, not open", row.id, row.status),
     )
-}
-
-/// The relayer signer a session is pinned to.
-pub fn signer_of(row: &SessionRow) -> Result<Address, Error> {
-    row.signer.parse().map_err(|_| Error::Internal)
 }
 
 /// A stored session id as a number.

@@ -26,8 +26,8 @@ use crate::engine::random::{probe_nonce, random_bytes};
 use crate::engine::submission::Call;
 use crate::engine::vault;
 use crate::kernel::inbox::{Accepted, IntentSigner};
-use crate::kernel::json::{eip55, schema, Amount, Failure, HashOrText};
-use crate::kernel::session::{not_open, parse_id, signer_of};
+use crate::kernel::json::{schema, Amount, Failure, HashOrText};
+use crate::kernel::session::{not_open, parse_id};
 use crate::kernel::{App, Error};
 use crate::store::{OpenStatus, PaymentRow, PaymentStatus, SessionRow, Store};
 
@@ -162,15 +162,15 @@ impl PaymentView {
             error: Failure::stored(p.error_code.as_ref(), p.error_details.as_deref()),
             id: p.id,
             session_id: p.session_id,
-            to: eip55(&p.to),
-            amount: p.amount,
-            purpose: p.purpose,
-            nonce: p.intent_nonce,
+            to: p.to.to_checksum(None),
+            amount: p.amount.to_string(),
+            purpose: p.purpose.to_string(),
+            nonce: p.intent_nonce.to_string(),
             deadline: p.deadline,
-            transaction_hash: p.tx_hash,
+            transaction_hash: p.tx_hash.map(|h| h.to_string()),
             block_number: p.block_number,
-            receipt_id: p.receipt_id,
-            pending_id: p.pending_id,
+            receipt_id: p.receipt_id.map(|r| r.to_string()),
+            pending_id: p.pending_id.map(|p| p.to_string()),
             created_at: p.created_at,
         }
     }
@@ -224,7 +224,7 @@ pub async fn pay(
         intent,
         signer,
         executes: false,
-        sender: signer_of(session)?,
+        sender: session.signer,
         gas: 0,
         request_key: request_key.map(str::to_owned),
     };
@@ -241,7 +241,8 @@ pub async fn pay(
         .await?
         ._0;
     payment.gas = pay_gas(app, session, payment.sender, &probe.abi_encode()).await?;
-    app.payments
+    app.process
+        .payments
         .push(payment)
         .await
         .map(|p| PaymentView::of(app, p))
@@ -254,7 +255,7 @@ pub(crate) async fn custodial_key(
     session: &SessionRow,
     instead: &str,
 ) -> Result<bursar_client::Key, Error> {
-    app.session_key(&session.session_key)
+    app.session_key(session.session_key)
         .await
         .map_err(|e| match e {
             vault::VaultError::Unknown(_) => Error::conflict(
@@ -274,6 +275,7 @@ async fn pay_gas(
     data: &[u8],
 ) -> Result<u64, Error> {
     if let Some(gas) = app
+        .process
         .pay_gas
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -282,7 +284,8 @@ async fn pay_gas(
         return Ok(*gas);
     }
     let gas = app.gas_for(signer, app.contracts.wallet, data).await?;
-    app.pay_gas
+    app.process
+        .pay_gas
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .insert(session.id.clone(), gas);
@@ -478,7 +481,7 @@ pub async fn decide(
         deadline: U256::from(req.deadline),
         signature: req.signature,
     };
-    let signer = signer_of(session)?;
+    let signer = session.signer;
     let data = call.abi_encode();
     let gas_limit = app.gas_for(signer, app.contracts.gateway, &data).await?;
     let ours = app

@@ -33,7 +33,7 @@ use super::budget::{nonce_used, Budget, InFlight};
 use crate::engine::random::random_bytes;
 use crate::engine::submission::Call;
 use crate::kernel::inbox::{Accepted, IntentSigner, Reply};
-use crate::kernel::session::{parse_id, signer_of, terms_of};
+use crate::kernel::session::{parse_id, terms_of};
 use crate::kernel::{App, Error};
 use crate::store::{now_ms, DbTx, NewPayment, PaymentRow, SessionRow, Store, TxStatus, Unmined};
 use bursar_client::Fees;
@@ -212,10 +212,7 @@ impl InFlightPayments {
         }
         // Everything below is read at one block.
         let block = app.client.block_number().await?;
-        let mut signers: Vec<Address> = checked
-            .iter()
-            .map(|s| signer_of(s))
-            .collect::<Result<_, _>>()?;
+        let mut signers: Vec<Address> = checked.iter().map(|s| s.signer).collect();
         signers.sort_unstable();
         signers.dedup();
         let mined = futures_util::future::try_join_all(signers.iter().map(|s| {
@@ -244,7 +241,7 @@ impl InFlightPayments {
         let mut budgets = HashMap::with_capacity(checked.len());
         for (s, (deposit, period)) in checked.into_iter().zip(states) {
             let f = self.sessions.get_mut(&s.id).ok_or(Error::Internal)?;
-            f.settle(mined[&signer_of(s)?], block);
+            f.settle(mined[&s.signer], block);
             f.state = Some((block, deposit, period));
             budgets.insert(s.id.clone(), Budget::left(deposit, period, f));
         }
@@ -300,8 +297,7 @@ impl InFlightPayments {
                 }
                 for (p, (view, tx_nonce)) in payments.iter().zip(stored) {
                     if let Some(f) = self.sessions.get_mut(&p.session.id) {
-                        let intent_nonce = view.intent_nonce.parse().unwrap_or_default();
-                        f.push(*tx_nonce, p.intent.amount, p.executes, intent_nonce);
+                        f.push(*tx_nonce, p.intent.amount, p.executes, view.intent_nonce);
                     }
                 }
             }
@@ -316,9 +312,12 @@ impl InFlightPayments {
 }
 
 fn push_unmined(f: &mut InFlight, u: &Unmined) -> Result<(), Error> {
-    let amount = u.amount.parse().map_err(|_| Error::Internal)?;
-    let intent_nonce = u.intent_nonce.parse().map_err(|_| Error::Internal)?;
-    f.push(u.tx_nonce as u64, amount, u.expect_executed, intent_nonce);
+    f.push(
+        u.tx_nonce as u64,
+        u.amount,
+        u.expect_executed,
+        u.intent_nonce,
+    );
     Ok(())
 }
 
@@ -366,7 +365,7 @@ pub(crate) async fn queue_reservation(
 /// the task's check, it errs only towards accepting.
 async fn check_room(app: &App, session: &SessionRow, amount: U256) -> Result<(), Error> {
     let block = app.client.block_number().await?;
-    let signer = signer_of(session)?;
+    let signer = session.signer;
     let mined = async { Ok::<_, Error>(app.client.mined_nonce(signer, Some(block)).await?) };
     let unmined = async { Ok::<_, Error>(app.store.unmined_payments(&[&session.id]).await?) };
     let (mined, (deposit, period), rows) =
@@ -583,10 +582,10 @@ async fn stage_in(
                 alloy_primitives::hex::encode(random_bytes::<16>())
             ),
             session_id: p.session.id.clone(),
-            to: format!("{:#x}", p.intent.to),
-            amount: p.intent.amount.to_string(),
-            purpose: p.intent.purpose.to_string(),
-            intent_nonce: nonce.to_string(),
+            to: p.intent.to,
+            amount: p.intent.amount,
+            purpose: p.intent.purpose,
+            intent_nonce: U256::from(*nonce),
             deadline: p.intent.deadline.saturating_to(),
             expect_executed: p.executes,
             transaction_id,
@@ -601,10 +600,10 @@ async fn stage_in(
         .map(|(p, r)| NewPayment {
             id: &r.id,
             session_id: &r.session_id,
-            to: &r.to,
-            amount: &r.amount,
-            purpose: &r.purpose,
-            intent_nonce: &r.intent_nonce,
+            to: r.to,
+            amount: r.amount,
+            purpose: r.purpose,
+            intent_nonce: r.intent_nonce,
             deadline: r.deadline,
             expect_executed: r.expect_executed,
             transaction_id: r.transaction_id,

@@ -2,6 +2,7 @@
 
 use super::Provider;
 use crate::engine::vault::{MasterKey, VaultError};
+use crate::kernel::{Error, PassError};
 use crate::store::{now_ms, provider_secret_aad, Store, StoreError};
 
 /// Why a provider secret cannot be set or read.
@@ -29,6 +30,20 @@ pub enum SecretError {
     /// The stored secret does not open under the master key.
     #[error(transparent)]
     Vault(#[from] VaultError),
+}
+
+impl From<SecretError> for PassError {
+    fn from(e: SecretError) -> PassError {
+        match e {
+            SecretError::Store(e) => PassError::Store(e),
+            SecretError::Vault(e) => PassError::Vault(e),
+            // Only setting a secret meets the others.
+            other => {
+                tracing::error!(error = %other, "provider secret");
+                PassError::Step(Error::Internal)
+            }
+        }
+    }
 }
 
 /// Sets host `host_name`'s signing secret for `provider`'s webhooks, sealed under `master`

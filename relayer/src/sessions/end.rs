@@ -10,7 +10,7 @@ use super::view::{host_session, session_state};
 
 use crate::hosts::Host;
 use crate::kernel::json::Amount;
-use crate::kernel::session::{parse_id, send, signer_of, stored_terms};
+use crate::kernel::session::{parse_id, send, stored_terms};
 use crate::kernel::{App, Error};
 use crate::store::{now_ms, SessionTx};
 
@@ -81,7 +81,7 @@ pub async fn revoke(app: &App, host: &Host, id: &str) -> Result<Revoked, Error> 
         RevokedOnChain::NotOpen
     } else if state._0 != SessionStatus::Active as u8 {
         RevokedOnChain::Already
-    } else if terms.guardian != signer_of(&row)? {
+    } else if terms.guardian != row.signer {
         RevokedOnChain::NotGuardian
     } else {
         let call = ISessionWallet::revokeCall { sessionId: session };
@@ -119,7 +119,7 @@ pub async fn close(app: &App, host: &Host, id: &str) -> Result<Closing, Error> {
     };
     let refund = app
         .client
-        .view(Some(signer_of(&row)?), app.contracts.wallet, call.clone())
+        .view(Some(row.signer), app.contracts.wallet, call.clone())
         .await?;
     app.store.revoke_capability(&row.id, now_ms()).await?;
     let tx = send(
@@ -148,7 +148,8 @@ pub async fn close(app: &App, host: &Host, id: &str) -> Result<Closing, Error> {
 async fn mined(app: &App, tx: i64) -> Result<Option<String>, Error> {
     let look = || async {
         let row = app.store.transaction(tx).await?.ok_or(Error::Internal)?;
-        Ok(row.mined_hash.filter(|_| row.receipt_status == Some(1)))
+        let hash = row.mined_hash.filter(|_| row.receipt_status == Some(1));
+        Ok(hash.map(|h| h.to_string()))
     };
     app.wait_for(app.settings.open_wait, look).await
 }

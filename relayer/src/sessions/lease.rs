@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 
 use super::view::session_state;
 
-use crate::kernel::session::{not_open, parse_id, send, signer_of, stored_terms};
+use crate::kernel::session::{not_open, parse_id, send, stored_terms};
 use crate::kernel::{App, Error};
 use crate::store::{now_ms, OpenStatus, SessionRow, SessionTx, TxStatus};
 
@@ -90,7 +90,7 @@ pub async fn renew_lease(app: &App, row: &SessionRow) -> Result<(u64, bool), Err
     };
     // As the keeper the signer renews directly; a refusal (revoked, expired) is the answer.
     app.client
-        .view(Some(signer_of(row)?), app.contracts.wallet, call.clone())
+        .view(Some(row.signer), app.contracts.wallet, call.clone())
         .await?;
     send(
         app,

@@ -16,7 +16,7 @@ use super::capability::capability_token;
 use crate::engine::submission::Call;
 use crate::hosts::Host;
 use crate::kernel::json::schema;
-use crate::kernel::session::{parse_id, signer_of, stored_terms};
+use crate::kernel::session::{parse_id, stored_terms};
 use crate::kernel::{App, Error};
 use crate::store::{OpenStatus, SessionRow, Store};
 
@@ -104,7 +104,7 @@ pub async fn open_prepared(
 ) -> Result<Sent, Error> {
     let terms = stored_terms(row)?.terms()?;
     let call = terms.with_sig_call(owner_signature, permit_signature);
-    let signer = signer_of(row)?;
+    let signer = row.signer;
     let data = call.abi_encode();
     let gas_limit = app.gas_for(signer, app.contracts.gateway, &data).await?;
     let call = Call {
@@ -124,7 +124,8 @@ pub async fn open_prepared(
         .store
         .transaction(tx_id)
         .await?
-        .and_then(|t| t.mined_hash);
+        .and_then(|t| t.mined_hash)
+        .map(|h| h.to_string());
     Ok(Sent {
         session_id: row.id.clone(),
         status,
@@ -209,7 +210,11 @@ async fn approved_on_page(app: &App, host: &Host, row: SessionRow) -> Result<Ope
         return Err(already_opened(&row));
     }
     let transaction_hash = match row.open_transaction {
-        Some(tx) => app.store.transaction(tx).await?.and_then(|t| t.mined_hash),
+        Some(tx) => app
+            .store
+            .transaction(tx)
+            .await?
+            .and_then(|t| t.mined_hash.map(|h| h.to_string())),
         None => None,
     };
     tracing::info!(host = %host.id, session = %row.id, "session registered after its approval page");

@@ -224,7 +224,7 @@ pub async fn prepare(app: &App, host: &Host, req: PrepareRequest) -> Result<Prep
     let (session_key, sealed) = match req.session_key {
         Some(own) => (own, None),
         None => {
-            let (key, sealed) = vault::new_sealed_key(&app.master_key, &host.id);
+            let (key, sealed) = vault::new_sealed_key(&app.custody.master_key, &host.id);
             (key.address(), Some(sealed))
         }
     };

@@ -8,7 +8,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::hosts::Host;
-use crate::kernel::json::{eip55, schema, session_id_text, Amount};
+use crate::kernel::json::{schema, session_id_text, Amount};
 use crate::kernel::session::{parse_id, stored_terms};
 use crate::kernel::{App, Error};
 use crate::store::{OpenStatus, SessionRow, Store, WindDown};
@@ -157,9 +157,9 @@ impl SessionView {
         Ok(SessionView {
             session_id: row.id,
             status: row.status,
-            owner: eip55(&row.owner),
-            session_key: eip55(&row.session_key),
-            lease_keeper: eip55(&row.signer),
+            owner: row.owner.to_checksum(None),
+            session_key: row.session_key.to_checksum(None),
+            lease_keeper: row.signer.to_checksum(None),
             provider: row.provider,
             sandbox_id: row.sandbox_id,
             terms,
@@ -290,8 +290,8 @@ async fn charges(app: &App, session_id: &str) -> Result<Vec<Charge>, Error> {
             purpose: format!("{}", keccak256(c.summary.as_bytes())),
             summary: serde_json::from_str(&c.summary).unwrap_or(Value::Null),
             run: c.run,
-            metered: c.metered,
-            amount: c.amount,
+            metered: c.metered.to_string(),
+            amount: c.amount.to_string(),
             payment_id: c.payment_id,
             error: c.error_code,
             created_at: c.created_at,

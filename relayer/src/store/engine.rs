@@ -1,9 +1,13 @@
 //! The transaction engine's rows: signers with their next nonce, transactions, and the signed
 //! attempts of each.
 
+use alloy_primitives::{Address, Bytes, B256, U256};
 use sqlx::Row;
 
-use super::{placeholders, take_numbers, Counter, DbTx, Store, StoreError, ROWS_PER_INSERT};
+use super::{
+    parsed, parsed_opt, placeholders, take_numbers, Counter, DbTx, Store, StoreError,
+    ROWS_PER_INSERT,
+};
 
 /// Where a transaction is. `signed` → `submitted` → `mined` → `confirmed`, or `failed`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -64,13 +68,13 @@ pub struct NewTransaction {
 #[derive(Clone, Debug)]
 pub struct NewAttempt {
     /// Its hash.
-    pub hash: String,
-    /// The signed EIP-2718 bytes, hex.
-    pub raw: String,
-    /// `maxFeePerGas`, decimal.
-    pub max_fee: String,
-    /// `maxPriorityFeePerGas`, decimal.
-    pub max_priority_fee: String,
+    pub hash: B256,
+    /// The signed EIP-2718 bytes.
+    pub raw: Bytes,
+    /// `maxFeePerGas`.
+    pub max_fee: u128,
+    /// `maxPriorityFeePerGas`.
+    pub max_priority_fee: u128,
 }
 
 /// A stored transaction.
@@ -79,15 +83,15 @@ pub struct TxRow {
     /// Its id.
     pub id: i64,
     /// The signer that sends it.
-    pub signer: String,
+    pub signer: Address,
     /// Its nonce.
     pub nonce: i64,
     /// What it does.
-    pub to: String,
-    /// Calldata, hex.
-    pub data: String,
-    /// Value in wei, decimal.
-    pub value: String,
+    pub to: Address,
+    /// Calldata.
+    pub data: Bytes,
+    /// Value in wei.
+    pub value: U256,
     /// Gas limit.
     pub gas_limit: i64,
     /// Where it is.
@@ -99,11 +103,11 @@ pub struct TxRow {
     /// When the node first accepted it (unix ms).
     pub submitted_at: Option<i64>,
     /// The attempt that was mined.
-    pub mined_hash: Option<String>,
+    pub mined_hash: Option<B256>,
     /// Its block.
     pub block_number: Option<i64>,
     /// That block's hash.
-    pub block_hash: Option<String>,
+    pub block_hash: Option<B256>,
     /// 1: succeeded, 0: reverted.
     pub receipt_status: Option<i64>,
     /// The last error met while sending it.
@@ -116,13 +120,13 @@ pub struct AttemptRow {
     /// 0 for the first, then one more per replacement.
     pub attempt: i64,
     /// Its hash.
-    pub hash: String,
-    /// The signed bytes, hex.
-    pub raw: String,
-    /// `maxFeePerGas`, decimal.
-    pub max_fee: String,
-    /// `maxPriorityFeePerGas`, decimal.
-    pub max_priority_fee: String,
+    pub hash: B256,
+    /// The signed bytes.
+    pub raw: Bytes,
+    /// `maxFeePerGas`.
+    pub max_fee: u128,
+    /// `maxPriorityFeePerGas`.
+    pub max_priority_fee: u128,
 }
 
 const TX_COLUMNS: &str = "id, signer, nonce, to_address, data, value, gas_limit, status, \
@@ -131,19 +135,19 @@ const TX_COLUMNS: &str = "id, signer, nonce, to_address, data, value, gas_limit,
 fn tx_row(r: &sqlx::any::AnyRow) -> Result<TxRow, StoreError> {
     Ok(TxRow {
         id: r.try_get("id")?,
-        signer: r.try_get("signer")?,
+        signer: parsed(r, "signer")?,
         nonce: r.try_get("nonce")?,
-        to: r.try_get("to_address")?,
-        data: r.try_get("data")?,
-        value: r.try_get("value")?,
+        to: parsed(r, "to_address")?,
+        data: parsed(r, "data")?,
+        value: parsed(r, "value")?,
         gas_limit: r.try_get("gas_limit")?,
         status: TxStatus::parse(r.try_get::<String, _>("status")?.as_str())?,
         next_check_at: r.try_get("next_check_at")?,
         created_at: r.try_get("created_at")?,
         submitted_at: r.try_get("submitted_at")?,
-        mined_hash: r.try_get("mined_hash")?,
+        mined_hash: parsed_opt(r, "mined_hash")?,
         block_number: r.try_get("block_number")?,
-        block_hash: r.try_get("block_hash")?,
+        block_hash: parsed_opt(r, "block_hash")?,
         receipt_status: r.try_get("receipt_status")?,
         last_error: r.try_get("last_error")?,
     })
@@ -374,10 +378,10 @@ impl Store {
             .map(|r| {
                 Ok(AttemptRow {
                     attempt: r.try_get("attempt")?,
-                    hash: r.try_get("hash")?,
-                    raw: r.try_get("raw")?,
-                    max_fee: r.try_get("max_fee")?,
-                    max_priority_fee: r.try_get("max_priority_fee")?,
+                    hash: parsed(r, "hash")?,
+                    raw: parsed(r, "raw")?,
+                    max_fee: parsed(r, "max_fee")?,
+                    max_priority_fee: parsed(r, "max_priority_fee")?,
                 })
             })
             .collect()
@@ -407,9 +411,9 @@ impl Store {
     pub async fn mark_mined(
         &self,
         id: i64,
-        hash: &str,
+        hash: B256,
         block_number: i64,
-        block_hash: &str,
+        block_hash: B256,
         receipt_status: i64,
         next_check_at: i64,
     ) -> Result<(), StoreError> {
@@ -419,9 +423,9 @@ impl Store {
              WHERE id = $7",
         )
         .bind(TxStatus::Mined.as_str())
-        .bind(hash)
+        .bind(hash.to_string())
         .bind(block_number)
-        .bind(block_hash)
+        .bind(block_hash.to_string())
         .bind(receipt_status)
         .bind(next_check_at)
         .bind(id)
@@ -485,10 +489,10 @@ async fn insert_attempts(
             q = q
                 .bind(*id)
                 .bind(*attempt)
-                .bind(&a.hash)
-                .bind(&a.raw)
-                .bind(&a.max_fee)
-                .bind(&a.max_priority_fee)
+                .bind(a.hash.to_string())
+                .bind(a.raw.to_string())
+                .bind(a.max_fee.to_string())
+                .bind(a.max_priority_fee.to_string())
                 .bind(now);
         }
         q.execute(&mut **tx).await?;

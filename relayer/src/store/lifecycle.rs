@@ -1,9 +1,10 @@
 //! Sandboxes' lifecycle events, what they did to sessions, and sessions' sandbox state.
 
+use alloy_primitives::U256;
 use sqlx::Row;
 
 use super::sessions::{session_row, SESSION_COLUMNS};
-use super::{DbTx, SessionRow, Store, StoreError};
+use super::{parsed, DbTx, SessionRow, Store, StoreError};
 
 /// A lifecycle event to record.
 pub struct NewLifecycleEvent<'a> {
@@ -241,10 +242,10 @@ impl Store {
 pub struct ChargeRow {
     /// The run charged.
     pub run: String,
-    /// The run's cost charged in all with this charge (decimal).
-    pub metered: String,
-    /// This charge (decimal).
-    pub amount: String,
+    /// The run's cost charged in all with this charge.
+    pub metered: U256,
+    /// This charge.
+    pub amount: U256,
     /// Its payment.
     pub payment_id: Option<String>,
     /// Why it has none. Neither: claimed, and being paid (or its process died paying it).
@@ -262,7 +263,7 @@ impl Store {
     pub async fn claim_charge(
         &self,
         session_id: &str,
-        from: &str,
+        from: U256,
         c: &ChargeRow,
     ) -> Result<bool, StoreError> {
         let done = sqlx::query(
@@ -272,9 +273,9 @@ impl Store {
         )
         .bind(session_id)
         .bind(&c.run)
-        .bind(from)
-        .bind(&c.metered)
-        .bind(&c.amount)
+        .bind(from.to_string())
+        .bind(c.metered.to_string())
+        .bind(c.amount.to_string())
         .bind(&c.payment_id)
         .bind(&c.error_code)
         .bind(&c.summary)
@@ -294,7 +295,7 @@ impl Store {
         )
         .bind(session_id)
         .bind(&c.run)
-        .bind(&c.metered)
+        .bind(c.metered.to_string())
         .bind(&c.payment_id)
         .bind(&c.error_code)
         .execute(&self.pool)
@@ -315,8 +316,8 @@ impl Store {
             .map(|r| {
                 Ok(ChargeRow {
                     run: r.try_get("run")?,
-                    metered: r.try_get("metered")?,
-                    amount: r.try_get("amount")?,
+                    metered: parsed(r, "metered")?,
+                    amount: parsed(r, "amount")?,
                     payment_id: r.try_get("payment_id")?,
                     error_code: r.try_get("error_code")?,
                     summary: r.try_get("summary")?,

@@ -29,8 +29,8 @@ pub use hosts::HostKeyRow;
 pub use idempotency::Claim;
 pub use keys::{provider_secret_aad, SealedKeyRow};
 pub use lifecycle::{ChargeRow, LifecycleRow, NewLifecycleEvent};
-pub use payments::{NewPayment, PaymentRow, PaymentStatus, Unmined};
-pub use provenance::ProvenanceRow;
+pub use payments::{NewPayment, PaymentOutcome, PaymentRow, PaymentStatus, Unmined};
+pub use provenance::{ProvenanceOutcome, ProvenanceRow};
 pub use sessions::{NewSession, OpenStatus, SessionRow, SessionTx, WindDown};
 pub use webhooks::{DeliveryRow, EndpointRow};
 pub use x402::SettlementTurn;
@@ -44,6 +44,30 @@ pub enum StoreError {
     /// A stored value does not parse (the database was edited by hand?).
     #[error("corrupt row: {0}")]
     Corrupt(String),
+}
+
+/// Column `name` of `r`, stored as text (an address, an amount, a hash), parsed: the one place
+/// such a value is read, so a row that leaves the store holds it typed.
+pub(crate) fn parsed<T: std::str::FromStr>(
+    r: &sqlx::any::AnyRow,
+    name: &str,
+) -> Result<T, StoreError> {
+    let text: String = r.try_get(name)?;
+    text.parse()
+        .map_err(|_| StoreError::Corrupt(format!("{name} {text:?}")))
+}
+
+/// [`parsed`] of a column that may be NULL.
+pub(crate) fn parsed_opt<T: std::str::FromStr>(
+    r: &sqlx::any::AnyRow,
+    name: &str,
+) -> Result<Option<T>, StoreError> {
+    let text: Option<String> = r.try_get(name)?;
+    text.map(|t| {
+        t.parse()
+            .map_err(|_| StoreError::Corrupt(format!("{name} {t:?}")))
+    })
+    .transpose()
 }
 
 impl From<sqlx::Error> for StoreError {

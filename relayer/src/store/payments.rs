@@ -1,10 +1,12 @@
 //! Payments: stored with their transactions, their outcomes and the owner's decisions.
 
+use alloy_primitives::{Address, B256, U256};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::{
-    placeholders, take_numbers, Counter, DbTx, Store, StoreError, TxStatus, ROWS_PER_INSERT,
+    parsed, parsed_opt, placeholders, take_numbers, Counter, DbTx, Store, StoreError, TxStatus,
+    ROWS_PER_INSERT,
 };
 
 /// A payment to record with its transaction.
@@ -14,13 +16,13 @@ pub struct NewPayment<'a> {
     /// Its session.
     pub session_id: &'a str,
     /// The payee.
-    pub to: &'a str,
-    /// Base units, decimal.
-    pub amount: &'a str,
+    pub to: Address,
+    /// Base units.
+    pub amount: U256,
     /// The purpose hash.
-    pub purpose: &'a str,
-    /// The intent's nonce, decimal.
-    pub intent_nonce: &'a str,
+    pub purpose: B256,
+    /// The intent's nonce.
+    pub intent_nonce: U256,
     /// The intent's deadline (unix seconds).
     pub deadline: i64,
     /// Whether the simulation executed it (rather than making it pending).
@@ -37,15 +39,57 @@ pub struct NewPayment<'a> {
 pub struct Unmined {
     /// Its session.
     pub session_id: String,
-    /// Base units, decimal.
-    pub amount: String,
+    /// Base units.
+    pub amount: U256,
     /// Whether the simulation executed it (rather than making it pending); a reservation
     /// always does.
     pub expect_executed: bool,
     /// Its transaction's nonce (of the session's signer).
     pub tx_nonce: i64,
-    /// The intent's nonce, decimal.
-    pub intent_nonce: String,
+    /// The intent's nonce.
+    pub intent_nonce: U256,
+}
+
+/// What a payment's transaction did to it, as its receipt's events said.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PaymentOutcome {
+    /// Paid (`PaymentExecuted`).
+    Executed,
+    /// Above the co-sign threshold: waiting for the owner (`PaymentPending`).
+    Pending,
+    /// Paid once the owner approved it.
+    Approved,
+    /// The owner rejected it.
+    Rejected,
+    /// Refused by the wallet, or its transaction failed; the error says why.
+    Reverted,
+}
+
+impl PaymentOutcome {
+    /// Its name in the database, the logs and the webhooks' states.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PaymentOutcome::Executed => "executed",
+            PaymentOutcome::Pending => "pending",
+            PaymentOutcome::Approved => "approved",
+            PaymentOutcome::Rejected => "rejected",
+            PaymentOutcome::Reverted => "reverted",
+        }
+    }
+}
+
+impl std::str::FromStr for PaymentOutcome {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        Ok(match s {
+            "executed" => PaymentOutcome::Executed,
+            "pending" => PaymentOutcome::Pending,
+            "approved" => PaymentOutcome::Approved,
+            "rejected" => PaymentOutcome::Rejected,
+            "reverted" => PaymentOutcome::Reverted,
+            _ => return Err(()),
+        })
+    }
 }
 
 /// A payment with its transaction's progress.
@@ -56,25 +100,25 @@ pub struct PaymentRow {
     /// Its session.
     pub session_id: String,
     /// The payee.
-    pub to: String,
-    /// Base units, decimal.
-    pub amount: String,
+    pub to: Address,
+    /// Base units.
+    pub amount: U256,
     /// The purpose hash.
-    pub purpose: String,
+    pub purpose: B256,
     /// The intent's nonce.
-    pub intent_nonce: String,
+    pub intent_nonce: U256,
     /// The intent's deadline (unix seconds).
     pub deadline: i64,
     /// Whether the simulation at acceptance executed it.
     pub expect_executed: bool,
     /// The engine's transaction.
     pub transaction_id: i64,
-    /// What the receipt said: executed, pending, approved, rejected, reverted.
-    pub outcome: Option<String>,
+    /// What the receipt said, once read.
+    pub outcome: Option<PaymentOutcome>,
     /// The receipt registry's id for an executed payment.
-    pub receipt_id: Option<String>,
+    pub receipt_id: Option<U256>,
     /// The wallet's pending id for a co-signed one.
-    pub pending_id: Option<String>,
+    pub pending_id: Option<U256>,
     /// The contract error a failed one reverted with.
     pub error_code: Option<String>,
     /// Its arguments, JSON.
@@ -84,7 +128,7 @@ pub struct PaymentRow {
     /// The transaction's status (signed, submitted, mined, confirmed, failed).
     pub tx_status: TxStatus,
     /// The mined attempt's hash.
-    pub tx_hash: Option<String>,
+    pub tx_hash: Option<B256>,
     /// Its block.
     pub block_number: Option<i64>,
     /// The transaction's receipt status (1 ok, 0 reverted).
@@ -163,14 +207,15 @@ impl PaymentStatus {
 impl PaymentRow {
     /// Its status, from its outcome and its transaction's progress.
     pub fn status(&self) -> PaymentStatus {
-        match self.outcome.as_deref() {
-            Some("executed" | "approved") if self.tx_status == TxStatus::Confirmed => {
+        use PaymentOutcome::*;
+        match self.outcome {
+            Some(Executed | Approved) if self.tx_status == TxStatus::Confirmed => {
                 PaymentStatus::Confirmed
             }
-            Some("executed" | "approved") => PaymentStatus::Mined,
-            Some("pending") => PaymentStatus::PendingApproval,
-            Some("rejected") => PaymentStatus::Rejected,
-            Some(_) => match self.error_code.as_deref() {
+            Some(Executed | Approved) => PaymentStatus::Mined,
+            Some(Pending) => PaymentStatus::PendingApproval,
+            Some(Rejected) => PaymentStatus::Rejected,
+            Some(Reverted) => match self.error_code.as_deref() {
                 Some("WalletDeadlinePassed" | "WalletPendingExpired") => PaymentStatus::Expired,
                 _ => PaymentStatus::Failed,
             },
@@ -193,21 +238,21 @@ fn payment_row(r: &AnyRow) -> Result<PaymentRow, StoreError> {
     Ok(PaymentRow {
         id: r.try_get("id")?,
         session_id: r.try_get("session_id")?,
-        to: r.try_get("to_address")?,
-        amount: r.try_get("amount")?,
-        purpose: r.try_get("purpose")?,
-        intent_nonce: r.try_get("intent_nonce")?,
+        to: parsed(r, "to_address")?,
+        amount: parsed(r, "amount")?,
+        purpose: parsed(r, "purpose")?,
+        intent_nonce: parsed(r, "intent_nonce")?,
         deadline: r.try_get("deadline")?,
         expect_executed: r.try_get::<i64, _>("expect_executed")? != 0,
         transaction_id: r.try_get("transaction_id")?,
-        outcome: r.try_get("outcome")?,
-        receipt_id: r.try_get("receipt_id")?,
-        pending_id: r.try_get("pending_id")?,
+        outcome: parsed_opt(r, "outcome")?,
+        receipt_id: parsed_opt(r, "receipt_id")?,
+        pending_id: parsed_opt(r, "pending_id")?,
         error_code: r.try_get("error_code")?,
         error_details: r.try_get("error_details")?,
         created_at: r.try_get("created_at")?,
         tx_status: TxStatus::parse(&r.try_get::<String, _>("tx_status")?)?,
-        tx_hash: r.try_get("mined_hash")?,
+        tx_hash: parsed_opt(r, "mined_hash")?,
         block_number: r.try_get("block_number")?,
         receipt_status: r.try_get("receipt_status")?,
     })
@@ -241,10 +286,10 @@ impl Store {
                 q = q
                     .bind(p.id)
                     .bind(p.session_id)
-                    .bind(p.to)
-                    .bind(p.amount)
-                    .bind(p.purpose)
-                    .bind(p.intent_nonce)
+                    .bind(format!("{:#x}", p.to))
+                    .bind(p.amount.to_string())
+                    .bind(p.purpose.to_string())
+                    .bind(p.intent_nonce.to_string())
                     .bind(p.deadline)
                     .bind(i64::from(p.expect_executed))
                     .bind(p.transaction_id)
@@ -420,10 +465,10 @@ impl Store {
             .map(|r| {
                 Ok(Unmined {
                     session_id: r.try_get(0)?,
-                    amount: r.try_get(1)?,
+                    amount: parsed(r, "amount")?,
                     expect_executed: r.try_get::<i64, _>(2)? != 0,
                     tx_nonce: r.try_get(3)?,
-                    intent_nonce: r.try_get(4)?,
+                    intent_nonce: parsed(r, "intent_nonce")?,
                 })
             })
             .collect()
@@ -442,7 +487,7 @@ impl Store {
         rows.iter()
             .map(|r| {
                 let row = PaymentRow {
-                    outcome: r.try_get(0)?,
+                    outcome: parsed_opt(r, "outcome")?,
                     tx_status: TxStatus::parse(&r.try_get::<String, _>(1)?)?,
                     error_code: r.try_get(2)?,
                     ..PaymentRow::default()
@@ -469,9 +514,9 @@ impl Store {
     pub async fn set_payment_outcome(
         db: &mut DbTx,
         id: &str,
-        outcome: &str,
-        receipt_id: Option<&str>,
-        pending_id: Option<&str>,
+        outcome: PaymentOutcome,
+        receipt_id: Option<U256>,
+        pending_id: Option<U256>,
         error: Option<(&str, &str)>,
     ) -> Result<(), StoreError> {
         sqlx::query(
@@ -479,9 +524,9 @@ impl Store {
              pending_id = COALESCE($3, pending_id), error_code = $4, error_details = $5 \
              WHERE id = $6",
         )
-        .bind(outcome)
-        .bind(receipt_id)
-        .bind(pending_id)
+        .bind(outcome.as_str())
+        .bind(receipt_id.map(|r| r.to_string()))
+        .bind(pending_id.map(|p| p.to_string()))
         .bind(error.map(|e| e.0))
         .bind(error.map(|e| e.1))
         .bind(id)
@@ -539,7 +584,7 @@ impl Store {
 
     /// Pending payments whose decision transaction is mined or failed:
     /// `(payment id, pending id, decision transaction id)`.
-    pub async fn decided_payments(&self) -> Result<Vec<(String, String, i64)>, StoreError> {
+    pub async fn decided_payments(&self) -> Result<Vec<(String, U256, i64)>, StoreError> {
         let rows = sqlx::query(
             "SELECT p.id, p.pending_id, p.decision_transaction FROM payments p \
              JOIN transactions t ON t.id = p.decision_transaction \
@@ -548,7 +593,7 @@ impl Store {
         .fetch_all(&self.read)
         .await?;
         rows.iter()
-            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
+            .map(|r| Ok((r.try_get(0)?, parsed(r, "pending_id")?, r.try_get(2)?)))
             .collect()
     }
 }
@@ -568,7 +613,7 @@ mod tests {
     #[test]
     fn a_payments_status_follows_its_outcome_then_its_transaction() {
         let row = |outcome: Option<&str>, tx: TxStatus, error: Option<&str>| PaymentRow {
-            outcome: outcome.map(str::to_owned),
+            outcome: outcome.map(|o: &str| o.parse().unwrap()),
             tx_status: tx,
             error_code: error.map(str::to_owned),
             ..PaymentRow::default()

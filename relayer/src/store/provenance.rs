@@ -1,9 +1,40 @@
 //! Provenance records: stored with their transactions, and their outcomes.
 
+use alloy_primitives::B256;
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{DbTx, Store, StoreError, TxStatus};
+use super::{parsed_opt, DbTx, Store, StoreError, TxStatus};
+
+/// What a provenance record's transaction did, once mined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProvenanceOutcome {
+    /// In the registry (`ProvenanceRecorded`).
+    Recorded,
+    /// Refused, or its transaction failed; the error says why.
+    Reverted,
+}
+
+impl ProvenanceOutcome {
+    /// Its name in the database, the logs and the webhooks' states.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProvenanceOutcome::Recorded => "recorded",
+            ProvenanceOutcome::Reverted => "reverted",
+        }
+    }
+}
+
+impl std::str::FromStr for ProvenanceOutcome {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s {
+            "recorded" => Ok(ProvenanceOutcome::Recorded),
+            "reverted" => Ok(ProvenanceOutcome::Reverted),
+            _ => Err(()),
+        }
+    }
+}
 
 /// A provenance record with its transaction's progress.
 #[derive(Clone, Debug)]
@@ -16,8 +47,8 @@ pub struct ProvenanceRow {
     pub record: String,
     /// The engine's transaction.
     pub transaction_id: i64,
-    /// `recorded` or `reverted`, once mined.
-    pub outcome: Option<String>,
+    /// What its transaction did, once mined.
+    pub outcome: Option<ProvenanceOutcome>,
     /// The registry's record id.
     pub record_id: Option<String>,
     /// The contract error it reverted with.
@@ -29,7 +60,7 @@ pub struct ProvenanceRow {
     /// The transaction's status.
     pub tx_status: TxStatus,
     /// The mined attempt's hash.
-    pub tx_hash: Option<String>,
+    pub tx_hash: Option<B256>,
     /// Its block.
     pub block_number: Option<i64>,
     /// The transaction's receipt status.
@@ -46,13 +77,13 @@ fn provenance_row(r: &AnyRow) -> Result<ProvenanceRow, StoreError> {
         session_id: r.try_get("session_id")?,
         record: r.try_get("record")?,
         transaction_id: r.try_get("transaction_id")?,
-        outcome: r.try_get("outcome")?,
+        outcome: parsed_opt(r, "outcome")?,
         record_id: r.try_get("record_id")?,
         error_code: r.try_get("error_code")?,
         error_details: r.try_get("error_details")?,
         created_at: r.try_get("created_at")?,
         tx_status: TxStatus::parse(&r.try_get::<String, _>("tx_status")?)?,
-        tx_hash: r.try_get("mined_hash")?,
+        tx_hash: parsed_opt(r, "mined_hash")?,
         block_number: r.try_get("block_number")?,
         receipt_status: r.try_get("receipt_status")?,
     })
@@ -135,7 +166,7 @@ impl Store {
     pub async fn set_provenance_outcome(
         &self,
         id: &str,
-        outcome: &str,
+        outcome: ProvenanceOutcome,
         record_id: Option<&str>,
         error: Option<(&str, &str)>,
     ) -> Result<(), StoreError> {
@@ -143,7 +174,7 @@ impl Store {
             "UPDATE provenance SET outcome = $1, record_id = $2, error_code = $3, \
              error_details = $4 WHERE id = $5",
         )
-        .bind(outcome)
+        .bind(outcome.as_str())
         .bind(record_id)
         .bind(error.map(|e| e.0))
         .bind(error.map(|e| e.1))

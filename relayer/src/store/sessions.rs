@@ -1,9 +1,10 @@
 //! Sessions: prepared, opened, their transactions, capability tokens and heartbeats.
 
+use alloy_primitives::Address;
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{DbTx, SealedKeyRow, Store, StoreError, TxStatus};
+use super::{parsed, DbTx, SealedKeyRow, Store, StoreError, TxStatus};
 
 /// Where a session's opening is (its state on chain, revoked or closed, is read from the
 /// chain).
@@ -58,11 +59,11 @@ pub struct SessionRow {
     /// The id `prepare` answered with.
     pub prepared_id: String,
     /// The owner's address.
-    pub owner: String,
+    pub owner: Address,
     /// The custodial session key's address.
-    pub session_key: String,
+    pub session_key: Address,
     /// The relayer signer it is pinned to (its lease keeper).
-    pub signer: String,
+    pub signer: Address,
     /// The `OpenSession` terms, JSON.
     pub terms: String,
     /// The sandbox provider the host named.
@@ -183,9 +184,9 @@ pub(super) fn session_row(r: &AnyRow) -> Result<SessionRow, StoreError> {
         id: r.try_get("id")?,
         host_id: r.try_get("host_id")?,
         prepared_id: r.try_get("prepared_id")?,
-        owner: r.try_get("owner")?,
-        session_key: r.try_get("session_key")?,
-        signer: r.try_get("signer")?,
+        owner: parsed(r, "owner")?,
+        session_key: parsed(r, "session_key")?,
+        signer: parsed(r, "signer")?,
         terms: r.try_get("terms")?,
         provider: r.try_get("provider")?,
         sandbox_id: r.try_get("sandbox_id")?,

@@ -39,7 +39,13 @@ impl Settlement<'_> {
         let dead_before = now - app.settings.instance_timeout.as_millis() as i64;
         let turn = app
             .store
-            .claim_settlement(self.key, self.request_hash, &app.instance, now, dead_before)
+            .claim_settlement(
+                self.key,
+                self.request_hash,
+                &app.process.instance,
+                now,
+                dead_before,
+            )
             .await?;
         let refused = |reason, message: String| {
             Ok(Err(SettleResponse::failed(
@@ -73,7 +79,10 @@ impl Settlement<'_> {
 
     /// Gives the turn back without an outcome: nothing was sent, or the request failed.
     pub(super) async fn forget(&self, app: &App) -> Result<(), Error> {
-        Ok(app.store.forget_settlement(self.key, &app.instance).await?)
+        Ok(app
+            .store
+            .forget_settlement(self.key, &app.process.instance)
+            .await?)
     }
 
     /// Answers `answer`, the outcome this request saw: a `success` only if this request still
@@ -87,7 +96,7 @@ impl Settlement<'_> {
         if answer.success {
             if app
                 .store
-                .answer_settlement(self.key, &app.instance, &answer.transaction)
+                .answer_settlement(self.key, &app.process.instance, &answer.transaction)
                 .await?
             {
                 return Ok(answer);
@@ -102,7 +111,9 @@ impl Settlement<'_> {
             return Ok(SettleResponse::failed(app, why, Some(self.payer)));
         }
         if answer.error_reason.as_deref() == Some("settlement_pending") {
-            app.store.leave_settlement(self.key, &app.instance).await?;
+            app.store
+                .leave_settlement(self.key, &app.process.instance)
+                .await?;
         } else {
             self.forget(app).await?;
         }

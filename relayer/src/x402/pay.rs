@@ -16,7 +16,7 @@ use super::types::{
     SCHEME, VERSION,
 };
 use crate::kernel::json::Amount;
-use crate::kernel::session::{parse_id, signer_of};
+use crate::kernel::session::parse_id;
 use crate::kernel::App;
 use crate::kernel::Error;
 use crate::store::{SessionRow, Store};
@@ -179,7 +179,7 @@ async fn signed_intent(
     let probe = intent.clone().pay_call(sign(&intent));
     let executes = app
         .client
-        .view(Some(signer_of(session)?), app.contracts.wallet, probe)
+        .view(Some(session.signer), app.contracts.wallet, probe)
         .await?
         ._0;
     if !executes {
@@ -272,7 +272,7 @@ async fn pay_exact(
         purpose,
         signature: signature.clone(),
     };
-    let signer = signer_of(session)?;
+    let signer = session.signer;
     // The wallet's rules now: a refusal signs and sends nothing.
     let reserved = app
         .client

@@ -218,7 +218,9 @@ pub(super) async fn settle(app: &App, req: &FacilitatorRequest) -> Result<Settle
     let settled = match payments::get(app, &row, &payment, app.settings.open_wait, None).await {
         Ok(settled) => settled,
         Err(e) => {
-            app.store.leave_settlement(&key, &app.instance).await?;
+            app.store
+                .leave_settlement(&key, &app.process.instance)
+                .await?;
             return Err(e);
         }
     };

@@ -108,7 +108,7 @@ async fn a_dropped_transaction_is_sent_again_and_an_outside_one_is_survived(db: 
     e.tick().await.unwrap();
     assert_eq!(status(&e, id).await, TxStatus::Submitted);
     // The node loses it from its pool.
-    let hash = e.store().attempts(id).await.unwrap()[0].hash.clone();
+    let hash = e.store().attempts(id).await.unwrap()[0].hash;
     let dropped: serde_json::Value = client
         .request("anvil_dropTransaction", serde_json::json!([hash]))
         .await
@@ -174,7 +174,7 @@ async fn a_stuck_transaction_is_replaced_with_higher_fees_and_mined_once(db: Db)
     e.tick().await.unwrap(); // stuck: replaced with fees that cover the new base fee
     let attempts = e.store().attempts(id).await.unwrap();
     assert_eq!(attempts.len(), 2);
-    let cap: u128 = attempts[0].max_fee.parse().unwrap();
+    let cap: u128 = attempts[0].max_fee;
     assert!(
         cap >= u128::from(base),
         "replacement cap {cap} below base fee {base}"
@@ -186,7 +186,7 @@ async fn a_stuck_transaction_is_replaced_with_higher_fees_and_mined_once(db: Db)
     settle(&e, &[id]).await;
     let row = e.store().transaction(id).await.unwrap().unwrap();
     assert_eq!(row.status, TxStatus::Confirmed);
-    assert_eq!(row.mined_hash.as_deref(), Some(attempts[0].hash.as_str()));
+    assert_eq!(row.mined_hash, Some(attempts[0].hash));
     assert_eq!(balance(&client, to).await, U256::from(9));
 }
 
@@ -304,7 +304,7 @@ async fn against_anvil_with_automine_off(db: Db) {
         assert_eq!(status(&e, id).await, TxStatus::Submitted);
     }
     // anvil forgets the first; the engine sends the same bytes again.
-    let first = e.store().attempts(ids[0]).await.unwrap()[0].hash.clone();
+    let first = e.store().attempts(ids[0]).await.unwrap()[0].hash;
     let _: serde_json::Value = client
         .request("anvil_dropTransaction", serde_json::json!([first]))
         .await

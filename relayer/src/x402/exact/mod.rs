@@ -12,7 +12,7 @@
 mod eip3009;
 pub(crate) mod erc7710;
 
-use alloy_primitives::{keccak256, Address, B256, U256};
+use alloy_primitives::{keccak256, Address, U256};
 use alloy_sol_types::SolEvent;
 use bursar_bindings::token::ITestToken::Transfer;
 
@@ -159,7 +159,9 @@ pub(super) async fn settle(app: &App, req: &FacilitatorRequest) -> Result<Settle
             Ok(tx) => tx,
             // Not an engine transaction (an edited row): give the turn back, answer nothing.
             Err(_) => {
-                app.store.leave_settlement(&key, &app.instance).await?;
+                app.store
+                    .leave_settlement(&key, &app.process.instance)
+                    .await?;
                 return Err(Error::Internal);
             }
         },
@@ -179,7 +181,9 @@ pub(super) async fn settle(app: &App, req: &FacilitatorRequest) -> Result<Settle
     match outcome(app, tx, &e).await {
         Ok(answer) => settlement.answer(app, answer).await,
         Err(err) => {
-            app.store.leave_settlement(&key, &app.instance).await?;
+            app.store
+                .leave_settlement(&key, &app.process.instance)
+                .await?;
             Err(err)
         }
     }
@@ -228,9 +232,10 @@ async fn outcome(app: &App, tx: i64, e: &Exact) -> Result<SettleResponse, Error>
         );
         return Ok(SettleResponse::failed(app, why, Some(from)));
     };
-    let hash = mined.mined_hash.unwrap_or_default();
+    // A transaction with a receipt status was mined: it has a hash.
+    let hash = mined.mined_hash.ok_or(Error::Internal)?;
     let failed = |reason: &str, message: &str| SettleResponse {
-        transaction: hash.clone(),
+        transaction: hash.to_string(),
         ..SettleResponse::failed(app, refuse(reason, message), Some(from))
     };
     if mined.receipt_status != Some(1) {
@@ -239,10 +244,7 @@ async fn outcome(app: &App, tx: i64, e: &Exact) -> Result<SettleResponse, Error>
             "the settlement was mined but reverted",
         ));
     }
-    let receipt = match hash.parse::<B256>() {
-        Ok(h) => app.client.receipt(h).await?,
-        Err(_) => None,
-    };
+    let receipt = app.client.receipt(hash).await?;
     let moved = receipt.is_some_and(|r| {
         r.logs.iter().any(|l| {
             l.address == e.asked.asset
@@ -252,7 +254,7 @@ async fn outcome(app: &App, tx: i64, e: &Exact) -> Result<SettleResponse, Error>
         })
     });
     Ok(match moved {
-        true => SettleResponse::settled(app, from, hash),
+        true => SettleResponse::settled(app, from, hash.to_string()),
         false => failed(
             "invalid_exact_evm_transfer_event_mismatch",
             "the settlement did not move the amount from the payer to payTo",
