@@ -20,9 +20,10 @@ pub(crate) struct DemoArgs {
     /// Use this dev chain's JSON-RPC instead of starting a devnet in-process.
     #[arg(long, env = "BURSAR_RPC_URL")]
     rpc: Option<String>,
-    /// Directory of the built contracts.
-    #[arg(long, default_value = "target/contracts")]
-    artifacts: PathBuf,
+    /// Directory of the built contracts (<name>.code, sizes.json): by default
+    /// `target/contracts` when a build is there, else the committed `contracts/artifacts`.
+    #[arg(long)]
+    artifacts: Option<PathBuf>,
     /// Where the demo's deployment record goes (not the committed deployments/).
     #[arg(long, default_value = "target/demo/deployments")]
     deployments: PathBuf,
@@ -249,7 +250,7 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
     let options = DeployOptions {
         record_path: args.deployments.join("devnet.json"),
         network,
-        artifacts_dir: args.artifacts.clone(),
+        artifacts_dir: crate::support::artifacts(args.artifacts.as_deref()),
         git_commit: git_commit(std::path::Path::new(".")),
     };
     let record =

@@ -27,9 +27,10 @@ pub(crate) struct DeployArgs {
     /// File holding the keystore's password (else BURSAR_KEYSTORE_PASSWORD).
     #[arg(long, value_name = "FILE", requires = "keystore")]
     password_file: Option<PathBuf>,
-    /// Directory of the built contracts (<name>.code, sizes.json).
-    #[arg(long, default_value = "target/contracts")]
-    artifacts: PathBuf,
+    /// Directory of the built contracts (<name>.code, sizes.json): by default
+    /// `target/contracts` when a build is there, else the committed `contracts/artifacts`.
+    #[arg(long)]
+    artifacts: Option<PathBuf>,
     /// Build the contracts first (`cargo xtask build-contracts`; needs the source tree).
     #[arg(long)]
     build: bool,
@@ -47,7 +48,7 @@ pub(crate) fn run(args: DeployArgs) -> Result<(), String> {
     let options = DeployOptions {
         record_path: args.deployments.join(format!("{}.json", network.name)),
         network,
-        artifacts_dir: args.artifacts.clone(),
+        artifacts_dir: crate::support::artifacts(args.artifacts.as_deref()),
         git_commit: git_commit(Path::new(".")),
     };
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -129,7 +129,10 @@ fn main() -> std::process::ExitCode {
         Command::Audit(args) => audit::run(args),
         Command::Up(args) => up::run(args),
         Command::Fetch(args) => fetch::run(args),
-        Command::Pay(args) => pay::run(args),
+        Command::Pay(args) => match pay::run(args) {
+            Ok(pay::Paid::Waiting) => return std::process::ExitCode::from(pay::WAITING),
+            paid => paid.map(|_| ()),
+        },
         Command::Limits(args) => limits::run(args),
         Command::Allowlist(args) => allowlist::run(args),
         Command::Faucet(args) => faucet::run(args),

@@ -1,14 +1,29 @@
 //! What the commands share: their runtime and how they read a deployment record.
 
 /// Runs a command's work on a multi-threaded Tokio runtime.
-pub(crate) fn block_on(
-    work: impl std::future::Future<Output = Result<(), String>>,
-) -> Result<(), String> {
+pub(crate) fn block_on<T>(
+    work: impl std::future::Future<Output = Result<T, String>>,
+) -> Result<T, String> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?
         .block_on(work)
+}
+
+/// The contracts to deploy: `given`, else `target/contracts` when a build is there (what
+/// `cargo xtask build-contracts` or `cargo xtask demo` left, the freshest), else the committed
+/// `contracts/artifacts`, which the tests hold to be what the sources build — so a fresh clone
+/// runs `bursar up` with no WASM toolchain at all.
+pub(crate) fn artifacts(given: Option<&std::path::Path>) -> std::path::PathBuf {
+    if let Some(dir) = given {
+        return dir.to_path_buf();
+    }
+    let built = std::path::Path::new("target/contracts");
+    match built.join("sizes.json").exists() {
+        true => built.to_path_buf(),
+        false => "contracts/artifacts".into(),
+    }
 }
 
 /// What the indexer follows in `record`, and the block it starts from.

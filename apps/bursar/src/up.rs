@@ -41,9 +41,10 @@ pub(crate) struct UpArgs {
     /// Where the indexer's API listens.
     #[arg(long, env = "BURSAR_INDEXER_LISTEN", default_value = "127.0.0.1:8548")]
     indexer_listen: SocketAddr,
-    /// Directory of the built contracts.
-    #[arg(long, default_value = "target/contracts")]
-    artifacts: PathBuf,
+    /// Directory of the built contracts (<name>.code, sizes.json): by default
+    /// `target/contracts` when a build is there, else the committed `contracts/artifacts`.
+    #[arg(long)]
+    artifacts: Option<PathBuf>,
     /// The key that deploys the contracts (hex file); on the devnet, its first account.
     #[arg(long, value_name = "FILE")]
     deployer_key_file: Option<PathBuf>,
@@ -119,7 +120,7 @@ async fn up(args: UpArgs) -> Result<(), String> {
             &DeployOptions {
                 record_path: dir.join("deployment.json"),
                 network,
-                artifacts_dir: args.artifacts.clone(),
+                artifacts_dir: crate::support::artifacts(args.artifacts.as_deref()),
                 git_commit: git_commit(Path::new(".")),
             },
             &mut print_progress,

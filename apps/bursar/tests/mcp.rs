@@ -271,15 +271,16 @@ async fn agents_use_the_mcp_tools_through_the_official_clients_over_both_transpo
         assert_eq!(limits["token"]["symbol"], "USDC", "{transport}: {limits}");
     }
 
-    // The README's MCP configuration, as written but for the token, the relayer's port and
-    // where this build's `bursar` is.
-    let readme = std::fs::read_to_string(bursar_e2e::repo_root().join("README.md")).unwrap();
+    // The CLI's README's MCP configuration, as written but for the token, the relayer's port
+    // and where this build's `bursar` is.
+    let readme_path = bursar_e2e::repo_root().join("apps/bursar/README.md");
+    let readme = std::fs::read_to_string(&readme_path).unwrap();
     let block = readme
         .split("<!-- mcp-config")
         .nth(1)
         .and_then(|rest| rest.split("```json").nth(1))
         .and_then(|rest| rest.split("```").next())
-        .expect("the README's MCP configuration block");
+        .unwrap_or_else(|| panic!("the MCP configuration block of {}", readme_path.display()));
     let config = block
         .replace("bct_…", &token)
         .replace("http://127.0.0.1:8549", &format!("http://{}", up.relayer))

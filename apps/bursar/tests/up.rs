@@ -11,7 +11,7 @@ mod support;
 use std::path::Path;
 use std::process::Command;
 
-use support::{bursar, get, scratch, Up};
+use support::{bursar, bursar_exit, get, scratch, Up};
 
 #[test]
 fn bursar_up_serves_a_session_end_to_end_and_restarts_where_it_stopped() {
@@ -261,6 +261,36 @@ fn the_api_documents_hold_for_what_the_services_answer() {
         &token,
     ]);
     assert!(paid.contains("\"confirmed\""), "{paid}");
+    let pay = |to: &str, amount: &str| {
+        bursar_exit(&[
+            "pay",
+            "--to",
+            to,
+            "--amount",
+            amount,
+            "--purpose",
+            "papercuts",
+            "--relayer",
+            &relayer,
+            "--capability-token",
+            &token,
+        ])
+    };
+    // Over the cap the allowlist sets for vendor A (25.00): the refusal names that cap, not
+    // "not allowed" alone.
+    let vendor_a = trial["allowed"][0].as_str().unwrap();
+    let (code, _, said) = pay(vendor_a, "26.00 USDC");
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains("WalletCounterpartyNotAllowed: at most 25.00 USDC per payment to")
+            && said.contains("(asked 26.00 USDC)"),
+        "{said}"
+    );
+    // Above the co-sign threshold (20.00): not paid yet, not refused — its own exit status.
+    let (code, printed, said) = pay(trial["allowed"][1].as_str().unwrap(), "21.00");
+    assert_eq!(code, Some(3), "{printed}{said}");
+    assert!(printed.contains("\"pending_approval\""), "{printed}");
+    assert!(said.contains("/approve/pending/"), "{said}");
     for (name, addr) in [("relayer", &up.relayer), ("indexer", &up.indexer)] {
         let (status, body) = get(addr, "/openapi.json", None);
         assert!(status.contains("200"), "{status}");
@@ -330,4 +360,23 @@ fn the_api_documents_hold_for_what_the_services_answer() {
     // The demo's session is still answered after all that.
     let (status, _) = get(&up.relayer, &format!("/v1/sessions/{session}"), Some(&key));
     assert!(status.contains("200"), "{status}");
+}
+
+/// From a fresh clone's root — the committed `contracts/artifacts`, no `target/` — `bursar up`
+/// deploys the committed contracts: nothing to build first.
+#[test]
+fn a_fresh_clone_comes_up_without_building_the_contracts() {
+    let clone = scratch("bursar-up-fresh-clone");
+    let committed = bursar_e2e::repo_root().join("contracts/artifacts");
+    let into = clone.join("contracts/artifacts");
+    std::fs::create_dir_all(&into).unwrap();
+    for entry in std::fs::read_dir(&committed).unwrap() {
+        let from = entry.unwrap().path();
+        std::fs::copy(&from, into.join(from.file_name().unwrap())).unwrap();
+    }
+    let mut up = Up::start_in(&clone, &clone.join(".bursar"));
+    let (status, _) = up.interrupt();
+    assert!(status.success(), "{}", up.banner);
+    let record = std::fs::read_to_string(clone.join(".bursar/deployment.json")).unwrap();
+    assert!(record.contains("sessionWallet"), "{record}");
 }

@@ -6,6 +6,7 @@
 //! * [`relayer`] — the relayer's API as a sandbox reaches it.
 //! * [`fetch`] — an HTTP request that pays a `402 Payment Required` (x402 v2) and retries.
 //! * [`money`] — amounts as people write and read them (`1.50 USDC`).
+//! * [`rules`] — a contract rule's refusal in words (`… 3.00 USDC left until 14:00 UTC`).
 //! * [`mcp`] — the MCP server of these tools, over stdio (`bursar mcp`) or Streamable HTTP (the
 //!   relayer's `/mcp`).
 //!
@@ -15,3 +16,4 @@ pub mod fetch;
 pub mod mcp;
 pub mod money;
 pub mod relayer;
+pub mod rules;

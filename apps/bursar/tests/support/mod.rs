@@ -30,7 +30,19 @@ impl Up {
     /// `bursar up` with `extra` arguments.
     pub(crate) fn start_with(data: &Path, extra: &[&str]) -> Up {
         let artifacts = bursar_e2e::artifacts_dir();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_bursar"))
+        let artifacts = ["--artifacts", artifacts.to_str().unwrap()];
+        Up::spawn(Command::new(env!("CARGO_BIN_EXE_bursar")), data, &[extra, &artifacts].concat())
+    }
+
+    /// `bursar up` as a newcomer runs it: in `dir`, no `--artifacts`.
+    pub(crate) fn start_in(dir: &Path, data: &Path) -> Up {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_bursar"));
+        command.current_dir(dir);
+        Up::spawn(command, data, &[])
+    }
+
+    fn spawn(mut command: Command, data: &Path, extra: &[&str]) -> Up {
+        let mut child = command
             .args(["up", "--devnet-port", "0"])
             .args(extra)
             .args([
@@ -41,8 +53,6 @@ impl Up {
             ])
             .arg("--data-dir")
             .arg(data)
-            .arg("--artifacts")
-            .arg(artifacts)
             .env_remove("BURSAR_CONFIG")
             .env_remove("BURSAR_RPC_URL")
             .env("RUST_LOG", "warn")
@@ -129,6 +139,21 @@ pub(crate) fn scratch(name: &str) -> PathBuf {
 }
 
 /// Runs `bursar` with `args`; answers its stdout (panics with its stderr when it fails).
+/// Runs `bursar` with `args`, whatever its exit: its exit code, stdout and stderr.
+pub(crate) fn bursar_exit(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_bursar"))
+        .args(args)
+        .env_remove("BURSAR_CONFIG")
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 pub(crate) fn bursar(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_bursar"))
         .args(args)

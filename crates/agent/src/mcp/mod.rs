@@ -38,8 +38,8 @@ use sha2::Digest;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::fetch::{self, Request};
-use crate::money::format_units;
 use crate::relayer::{base_units, bearer, new_key, Ask, Backend, Refusal, Relayer};
+use crate::rules;
 
 /// How long a fetched resource may take to answer.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(60);
@@ -594,14 +594,6 @@ pub fn http_service(tools: Tools, sessions: Arc<LocalSessionManager>) -> HttpSer
     )
 }
 
-fn token(limits: &Value) -> Option<(u8, String)> {
-    let t = &limits["token"];
-    Some((
-        t["decimals"].as_u64()? as u8,
-        t["symbol"].as_str()?.to_owned(),
-    ))
-}
-
 fn tool_error(text: impl Into<String>) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text.into())])
 }
@@ -623,75 +615,13 @@ async fn refused(call: &Call<'_>, refusal: Refusal) -> CallToolResult {
     tool_error(text)
 }
 
-/// A contract rule's refusal in words, its amounts in the token's units:
-/// `WalletPeriodBudgetExceeded: 3.00 USDC left until 14:00 UTC (asked 5.00 USDC)`.
+/// A contract rule's refusal in words ([`rules::explain`]), with the session's limits.
 async fn rule(call: &Call<'_>, code: &str, details: &Value) -> String {
     let limits = call.ask(Ask::Limits).await.ok();
-    let token = limits.as_ref().and_then(token);
-    let money = |key: &str| -> Option<String> {
-        let base = U256::from_str_radix(details[key].as_str()?, 10).ok()?;
-        Some(match &token {
-            Some((decimals, symbol)) => format!("{} {symbol}", format_units(base, *decimals)),
-            None => format!("{base} base units"),
-        })
-    };
-    let asked = money("amount").map_or(String::new(), |a| format!(" (asked {a})"));
-    let refills = limits
-        .as_ref()
-        .and_then(|l| l["period"]["refillsAt"].as_u64())
-        .map_or(String::new(), |t| format!(" until {} UTC", clock(t)));
-    match (code, money("available")) {
-        ("WalletPeriodBudgetExceeded", Some(left)) => {
-            format!("{code}: {left} left{refills}{asked}")
-        }
-        ("WalletInsufficientDeposit", Some(left)) => {
-            format!("{code}: {left} left in the deposit{asked}")
-        }
-        (_, Some(left)) => format!("{code}: at most {left}{asked}"),
-        _ => match (
-            money("cap").or_else(|| money("max")),
-            details["counterparty"].as_str(),
-        ) {
-            (Some(cap), _) => format!("{code}: at most {cap} per payment{asked}"),
-            (None, Some(who)) => {
-                // Allowed, but not this much: the list caps payments to it.
-                let listed = limits.as_ref().and_then(|l| {
-                    l["counterparties"].as_array()?.iter().find(|c| {
-                        c["address"]
-                            .as_str()
-                            .is_some_and(|a| a.eq_ignore_ascii_case(who))
-                    })
-                });
-                match listed.and_then(|c| c["maxPerPayment"]["display"].as_str()) {
-                    Some(cap) => format!("{code}: at most {cap} per payment to {who}{asked}"),
-                    None => format!(
-                        "{code}: {who} is not on the session's allowlist (session_limits lists \
-                         whom it may pay)"
-                    ),
-                }
-            }
-            (None, None) => format!("{code} {details}"),
-        },
-    }
-}
-
-/// `HH:MM` of unix time `t`, UTC.
-fn clock(t: u64) -> String {
-    format!("{:02}:{:02}", (t % 86_400) / 3_600, (t % 3_600) / 60)
+    rules::explain(code, details, limits.as_ref())
 }
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn times_read_as_a_clock() {
-        assert_eq!(clock(0), "00:00");
-        assert_eq!(clock(1_765_029_600), "14:00");
-        assert_eq!(clock(1_765_029_600 + 59 * 60 + 59), "14:59");
-    }
-}
