@@ -25,7 +25,9 @@ pub(crate) fn run(build: &BuildArgs) -> Result<()> {
         );
     }
     crate::floors::check(&root)?;
+    let started = std::time::Instant::now();
     let mut env = crate::setup::run(&root)?;
+    eprintln!("==> setup: {:.0?}", started.elapsed());
     cargo("format", &["fmt", "--all", "--", "--check"])?;
     cargo(
         "lints",
@@ -55,7 +57,9 @@ pub(crate) fn run(build: &BuildArgs) -> Result<()> {
     ]);
     cargo("lints (contracts as deployed)", &contracts)?;
     eprintln!("==> contracts: build-contracts, then the committed artifacts checked against it");
+    let started = std::time::Instant::now();
     build_contracts::run_and_verify(build)?;
+    eprintln!("==> contracts: {:.0?}", started.elapsed());
     env.push((postgres::URL_VAR.into(), postgres::test_url()?));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     cargo_with("tests", &["test", "--workspace"], &env)
@@ -96,11 +100,14 @@ fn cargo(step: &str, args: &[&str]) -> Result<()> {
 
 pub(crate) fn cargo_with(step: &str, args: &[&str], env: &[(&str, &str)]) -> Result<()> {
     eprintln!("==> {step}: cargo {}", args.join(" "));
+    let started = std::time::Instant::now();
     let status = Command::new(env!("CARGO"))
         .args(args)
         .envs(env.iter().copied())
         .status()
         .with_context(|| format!("running cargo {}", args[0]))?;
+    // Each step's time, so a slow CI run says where its minutes went.
+    eprintln!("==> {step}: {:.0?}", started.elapsed());
     if !status.success() {
         bail!("{step} failed (cargo {})", args.join(" "));
     }

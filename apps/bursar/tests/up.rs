@@ -11,7 +11,7 @@ mod support;
 use std::path::Path;
 use std::process::Command;
 
-use support::{bursar, bursar_exit, get, scratch, Up};
+use support::{bursar, bursar_exit, get, rpc, scratch, Up};
 
 #[test]
 fn bursar_up_serves_a_session_end_to_end_and_restarts_where_it_stopped() {
@@ -65,6 +65,29 @@ fn bursar_up_serves_a_session_end_to_end_and_restarts_where_it_stopped() {
         String::from_utf8_lossy(&demo.stderr)
     );
     assert!(story.contains("✔ 16 transactions"), "{story}");
+    // The story waited its budget period out on the wall clock: the shared chain's clock is
+    // where it was, not an hour ahead of everyone else's sessions.
+    let running: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(data.join("up.json")).unwrap()).unwrap();
+    let head = rpc(
+        running["rpc"].as_str().unwrap(),
+        "eth_getBlockByNumber",
+        serde_json::json!(["latest", false]),
+    );
+    let chain_time = u64::from_str_radix(
+        head["timestamp"].as_str().unwrap().trim_start_matches("0x"),
+        16,
+    )
+    .unwrap();
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(
+        chain_time <= wall + 5,
+        "the chain's clock runs {}s ahead",
+        chain_time - wall
+    );
     let (_, sessions) = get(&up.relayer, "/v1/sessions", Some(key));
     let session = sessions
         .split("\"sessionId\":\"")

@@ -98,12 +98,53 @@ pub const DEPOSIT: u64 = 100;
 pub const PER_PAYMENT_CAP: u64 = 30;
 /// What may be spent per period, in whole USDC.
 pub const PERIOD_BUDGET: u64 = 40;
-/// The budget period.
+/// The budget period on a chain of the story's own.
 pub const PERIOD_SECONDS: u64 = 3_600;
 /// Payments above this (whole USDC) wait for the owner.
 pub const CO_SIGN_THRESHOLD: u64 = 20;
 /// The session's lease: the relayer renews it while the sandbox heart-beats.
 pub const LEASE_SECONDS: u64 = 7_200;
+
+/// How the story's time passes: the budget's period, the lease, and whether the story may
+/// move the chain's clock to let a period pass.
+#[derive(Clone, Copy, Debug)]
+pub struct StoryClock {
+    /// The budget period (seconds).
+    pub period: u64,
+    /// The lease (seconds).
+    pub lease: u64,
+    /// Whether the story moves the chain's clock (`evm_setNextBlockTimestamp`) rather than
+    /// waiting for the period to pass.
+    pub warps: bool,
+}
+
+impl StoryClock {
+    /// On a devnet of the story's own: an hour's budget, a 2-hour lease, and the hour passes
+    /// at once.
+    pub const OWN_CHAIN: StoryClock = StoryClock {
+        period: PERIOD_SECONDS,
+        lease: LEASE_SECONDS,
+        warps: true,
+    };
+    /// On a stack others use (`bursar up`): the chain's clock is left alone — moved, it would
+    /// stay ahead of the wall clock for good (a block's time never goes back), and every later
+    /// session's periods and leases would run on it. So the period is a minute and the story
+    /// waits it out.
+    pub const SHARED_CHAIN: StoryClock = StoryClock {
+        period: 60,
+        lease: 120,
+        warps: false,
+    };
+}
+
+/// `seconds` as the story says it: `hour`, `2 h`, `60 s`.
+fn span(seconds: u64) -> String {
+    match seconds {
+        3_600 => "hour".into(),
+        s if s % 3_600 == 0 => format!("{} h", s / 3_600),
+        s => format!("{s} s"),
+    }
+}
 
 /// What the scenario produced, for the audit trail and for tests.
 #[derive(Clone, Debug, Default)]
@@ -146,6 +187,8 @@ pub struct Scenario<'a, N: Narrator> {
     relayer_signer: Address,
     /// The sandbox's capability token.
     token: String,
+    /// How the story's time passes.
+    clock: StoryClock,
     /// The session's custodial key (the relayer holds it).
     session_key: Address,
     /// What the wallet held before this session's deposit (other sessions' escrow, on a stack
@@ -208,6 +251,9 @@ async fn run_with<N: Narrator>(
         _ => vec![actors.relayer.address()],
     };
     let mut s = Scenario::new(client, contracts, actors, relayer_signers, narrator);
+    if running.is_some() {
+        s.clock = StoryClock::SHARED_CHAIN;
+    }
     s.report.first_block = client.block_number().await? + 1;
     s.fund_actors().await?;
     s.host = Some(match running {
@@ -359,6 +405,7 @@ impl<'a, N: Narrator> Scenario<'a, N> {
             receipts: Vec::new(),
             host: None,
             token: String::new(),
+            clock: StoryClock::OWN_CHAIN,
             session_key: Address::ZERO,
             escrow_before: U256::ZERO,
         }
@@ -519,8 +566,8 @@ impl<'a, N: Narrator> Scenario<'a, N> {
         self.check(approval.len() == 1, "the permit's Approval")?;
         self.report.session_id = opened.sessionId;
         self.narrator.note(&format!(
-            "session {}: deposit 100.00, ≤ 30.00 per payment, 40.00 per hour, owner co-signs above 20.00, vendors of list #{}, 2 h lease",
-            crate::audit::session_label(opened.sessionId), self.report.list_id
+            "session {}: deposit 100.00, ≤ 30.00 per payment, 40.00 per {}, owner co-signs above 20.00, vendors of list #{}, {} lease",
+            crate::audit::session_label(opened.sessionId), span(self.clock.period), self.report.list_id, span(self.clock.lease)
         ));
         self.narrator.note(&format!(
             "the sandbox got a capability token; its key {} stays sealed in the relayer",
@@ -540,10 +587,10 @@ impl<'a, N: Narrator> Scenario<'a, N> {
             "deposit": usd(DEPOSIT).to_string(),
             "perPaymentCap": usd(PER_PAYMENT_CAP).to_string(),
             "periodBudget": usd(PERIOD_BUDGET).to_string(),
-            "periodSeconds": PERIOD_SECONDS,
+            "periodSeconds": self.clock.period,
             "coSignThreshold": usd(CO_SIGN_THRESHOLD).to_string(),
             "expiresAt": now + 86_400,
-            "leaseSeconds": LEASE_SECONDS,
+            "leaseSeconds": self.clock.lease,
             "allowlistId": self.report.list_id.to_string(),
             "metadata": "sandbox e2b:sbx_7f3a (research agent)",
             "provider": "e2b",
@@ -559,10 +606,12 @@ impl<'a, N: Narrator> Scenario<'a, N> {
         let path = format!("/v1/sessions/{}/heartbeat", self.session_path());
         let (api, token) = (self.api().0, self.token.clone());
         let beat = self.expect(200, api.post(&path, &token, json!({})).await?)?;
-        self.check(
-            beat["renewalSubmitted"] == true,
-            "the lease (2 h, an hour gone) is renewed",
-        )?;
+        let why = format!(
+            "the lease ({}, a {} gone) is renewed",
+            span(self.clock.lease),
+            span(self.clock.period)
+        );
+        self.check(beat["renewalSubmitted"] == true, &why)?;
         self.narrator.note(&format!(
             "lease ran until {}; renewal sent by the relayer, the session's lease keeper",
             beat["leaseExpiresAt"]
@@ -604,9 +653,10 @@ impl<'a, N: Narrator> Scenario<'a, N> {
                 && r.details["amount"] == usd(18).to_string()
                 && r.details["available"] == usd(13).to_string() =>
             {
-                self.narrator.note(
-                    "refused (422): 18.00 to vendor A — only 13.00 left of this hour's 40.00 (WalletPeriodBudgetExceeded)",
-                )
+                self.narrator.note(&format!(
+                    "refused (422): 18.00 to vendor A — only 13.00 left of this {}'s 40.00 (WalletPeriodBudgetExceeded)",
+                    span(self.clock.period)
+                ))
             }
             other => return Err(self.unexpected("WalletPeriodBudgetExceeded", other.map(|_| ()))),
         }
@@ -615,15 +665,26 @@ impl<'a, N: Narrator> Scenario<'a, N> {
     }
 
     async fn refill(&mut self) -> Result<()> {
-        self.narrator
-            .step("An hour passes; the period budget refills and the agent retries");
-        // From the latest block's time, not the wall clock: quickly mined blocks run ahead.
-        let now = self.client.latest_block().await?.timestamp.to::<u64>();
-        let _: serde_json::Value = self
-            .client
-            .request("evm_setNextBlockTimestamp", json!([now + PERIOD_SECONDS]))
-            .await?;
-        let _: serde_json::Value = self.client.request("evm_mine", json!([])).await?;
+        if self.clock.warps {
+            self.narrator
+                .step("An hour passes; the period budget refills and the agent retries");
+            // From the latest block's time, not the wall clock: quickly mined blocks run ahead.
+            let now = self.client.latest_block().await?.timestamp.to::<u64>();
+            let _: serde_json::Value = self
+                .client
+                .request(
+                    "evm_setNextBlockTimestamp",
+                    json!([now + self.clock.period]),
+                )
+                .await?;
+            let _: serde_json::Value = self.client.request("evm_mine", json!([])).await?;
+        } else {
+            self.narrator.step(&format!(
+                "A period passes ({} on a running stack, whose clock the story leaves alone); the budget refills and the agent retries",
+                span(self.clock.period)
+            ));
+            self.period_refilled().await?;
+        }
         self.expect_view_period_left(usd(PERIOD_BUDGET)).await?;
         let a = self.actors.vendor_a.address();
         let id = self.pay_ok(a, usd(18), "inference: more tokens").await?;
@@ -1157,6 +1218,28 @@ impl<'a, N: Narrator> Scenario<'a, N> {
             crate::money::format_usd(have)
         ));
         Ok(())
+    }
+
+    /// Waits, on the wall clock, until the session's period budget is whole again (a call at
+    /// the head runs in the next block's time, which follows the wall clock).
+    async fn period_refilled(&mut self) -> Result<()> {
+        let whole = usd(PERIOD_BUDGET);
+        let deadline =
+            tokio::time::Instant::now() + std::time::Duration::from_secs(self.clock.period + 30);
+        loop {
+            let call = ISessionWallet::remainingPeriodBudgetCall {
+                sessionId: self.report.session_id,
+            };
+            if self.view(self.contracts.wallet, call).await? == whole {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(ScenarioError::Check(
+                    "the period budget did not refill".into(),
+                ));
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        }
     }
 
     async fn expect_view_period_left(&mut self, want: U256) -> Result<()> {

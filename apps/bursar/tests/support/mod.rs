@@ -31,7 +31,11 @@ impl Up {
     pub(crate) fn start_with(data: &Path, extra: &[&str]) -> Up {
         let artifacts = bursar_e2e::artifacts_dir();
         let artifacts = ["--artifacts", artifacts.to_str().unwrap()];
-        Up::spawn(Command::new(env!("CARGO_BIN_EXE_bursar")), data, &[extra, &artifacts].concat())
+        Up::spawn(
+            Command::new(env!("CARGO_BIN_EXE_bursar")),
+            data,
+            &[extra, &artifacts].concat(),
+        )
     }
 
     /// `bursar up` as a newcomer runs it: in `dir`, no `--artifacts`.
@@ -132,13 +136,33 @@ pub(crate) fn get(addr: &str, path: &str, bearer: Option<&str>) -> (String, Stri
     (head.lines().next().unwrap().to_owned(), body.to_owned())
 }
 
+/// A JSON-RPC call to the node at `url` (`http://host:port`): its `result`.
+pub(crate) fn rpc(url: &str, method: &str, params: serde_json::Value) -> serde_json::Value {
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    let body = serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params })
+        .to_string();
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).expect("read response");
+    let (_, body) = resp.split_once("\r\n\r\n").unwrap();
+    let answer: serde_json::Value = serde_json::from_str(body).expect("JSON-RPC answer");
+    answer["result"].clone()
+}
+
 pub(crate) fn scratch(name: &str) -> PathBuf {
     let dir = bursar_e2e::scratch(name);
     std::fs::remove_dir_all(&dir).ok();
     dir
 }
 
-/// Runs `bursar` with `args`; answers its stdout (panics with its stderr when it fails).
 /// Runs `bursar` with `args`, whatever its exit: its exit code, stdout and stderr.
 pub(crate) fn bursar_exit(args: &[&str]) -> (Option<i32>, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_bursar"))
@@ -154,6 +178,7 @@ pub(crate) fn bursar_exit(args: &[&str]) -> (Option<i32>, String, String) {
     )
 }
 
+/// Runs `bursar` with `args`; answers its stdout (panics with its stderr when it fails).
 pub(crate) fn bursar(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_bursar"))
         .args(args)

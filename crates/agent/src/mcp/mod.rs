@@ -624,4 +624,3 @@ async fn rule(call: &Call<'_>, code: &str, details: &Value) -> String {
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
-
