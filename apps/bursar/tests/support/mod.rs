@@ -180,17 +180,7 @@ pub(crate) fn bursar_exit(args: &[&str]) -> (Option<i32>, String, String) {
 
 /// Runs `bursar` with `args`; answers its stdout (panics with its stderr when it fails).
 pub(crate) fn bursar(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_bursar"))
-        .args(args)
-        .env_remove("BURSAR_CONFIG")
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "bursar {args:?}: {stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (code, stdout, stderr) = bursar_exit(args);
+    assert_eq!(code, Some(0), "bursar {args:?}: {stdout}{stderr}");
     stdout
 }
