@@ -15,6 +15,8 @@ pub(crate) const CONTRACTS: &[&str] = &[
     "session-gateway",
     "counterparty-registry",
     "receipt-registry",
+    "identity-registry",
+    "reputation-registry",
     "test-token",
 ];
 

@@ -15,8 +15,10 @@ use alloy_json_abi::{Error as AbiError, Event, Function, JsonAbi, StateMutabilit
 use crate::compile::Error;
 
 /// Each contract's interface and the bindings file (`contracts/bindings/src/`) defining it.
-pub const BINDINGS: [(&str, &str); 5] = [
+pub const BINDINGS: [(&str, &str); 7] = [
     ("ICounterpartyRegistry", "counterparty.rs"),
+    ("IIdentityRegistry", "erc8004.rs"),
+    ("IReputationRegistry", "erc8004.rs"),
     ("IReceiptRegistry", "receipts.rs"),
     ("ISessionGateway", "gateway.rs"),
     ("ISessionWallet", "wallet.rs"),
@@ -54,11 +56,56 @@ pub fn abi_of(rust_source: &str, path: &Path, interface: &str) -> Result<JsonAbi
         })
         .ok_or_else(|| bad(format!("no `interface {interface}` in a sol! block")))?;
 
+    // The interface's structs: the tuple the parser reads (`(string,bytes)`) and the fields'
+    // names, put on the parsed parameter's components afterwards (the human-readable parser
+    // takes no names inside a tuple).
+    let structs: BTreeMap<String, (String, Vec<String>)> = contract
+        .body
+        .iter()
+        .filter_map(|item| match item {
+            syn_solidity::Item::Struct(s) => {
+                let types: Vec<String> = s.fields.iter().map(|f| f.ty.to_string()).collect();
+                let names = s
+                    .fields
+                    .iter()
+                    .map(|f| f.name.as_ref().map(|n| n.to_string()).unwrap_or_default())
+                    .collect();
+                Some((
+                    s.name.to_string(),
+                    (format!("({})", types.join(",")), names),
+                ))
+            }
+            _ => None,
+        })
+        .collect();
+    let struct_of = |ty: &syn_solidity::Type| {
+        let ty = ty.to_string();
+        let base = ty.split('[').next().unwrap_or_default().to_string();
+        structs.get(&base).map(|s| (base, ty.clone(), s))
+    };
+    let type_of = |ty: &syn_solidity::Type| match struct_of(ty) {
+        Some((base, ty, (tuple, _))) => ty.replacen(&base, tuple, 1),
+        None => ty.to_string(),
+    };
+    let name_components = |parsed: &mut [alloy_json_abi::Param],
+                           list: &syn_solidity::ParameterList| {
+        for (param, declared) in parsed.iter_mut().zip(list.iter()) {
+            if let Some((base, ty, (_, names))) = struct_of(&declared.ty) {
+                param.internal_type = alloy_json_abi::InternalType::parse(&format!(
+                    "struct {interface}.{base}{}",
+                    &ty[base.len()..]
+                ));
+                for (component, name) in param.components.iter_mut().zip(names) {
+                    component.name = name.clone();
+                }
+            }
+        }
+    };
     let params = |list: &syn_solidity::ParameterList| {
         list.iter()
             .map(|p| match &p.name {
-                Some(name) => format!("{} {name}", p.ty),
-                None => p.ty.to_string(),
+                Some(name) => format!("{} {name}", type_of(&p.ty)),
+                None => type_of(&p.ty),
             })
             .collect::<Vec<_>>()
             .join(", ")
@@ -79,6 +126,7 @@ pub fn abi_of(rust_source: &str, path: &Path, interface: &str) -> Result<JsonAbi
                 );
                 let mut function =
                     Function::parse(&text).map_err(|e| bad(format!("`{text}`: {e}")))?;
+                name_components(&mut function.inputs, &f.parameters);
                 function.state_mutability = match f.attributes.mutability() {
                     None => StateMutability::NonPayable,
                     Some(syn_solidity::Mutability::Pure(_)) => StateMutability::Pure,
@@ -110,6 +158,7 @@ pub fn abi_of(rust_source: &str, path: &Path, interface: &str) -> Result<JsonAbi
                     .or_default()
                     .push(event);
             }
+            syn_solidity::Item::Struct(_) => {}
             other => {
                 return Err(bad(format!(
                     "`{}` in `interface {interface}` is not a function, event or error",

@@ -36,3 +36,15 @@ pub fn abi<T: GenerateAbi>() -> String {
 pub fn export(contract: &Contract) -> String {
     contract.export()
 }
+
+/// IdentityRegistry's interface, its `MetadataEntry[]` parameter named as the deployed ABI names
+/// it: Stylus exports a struct argument as an anonymous tuple, which Solidity cannot declare.
+pub fn identity_registry() -> String {
+    abi::<identity_registry::IdentityRegistry>()
+        .replace("(string,bytes)[] memory", "MetadataEntry[] memory")
+        .replacen(
+            "{\n",
+            "{\n    struct MetadataEntry {\n        string metadataKey;\n        bytes metadataValue;\n    }\n\n",
+            1,
+        )
+}

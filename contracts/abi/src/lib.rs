@@ -5,7 +5,8 @@
 //!
 //! * lists the contracts ([`CONTRACTS`]),
 //! * exports each interface in-process ([`Contract::export`], [`export()`]) — the same text the
-//!   contract's `<crate>-abi` binary prints,
+//!   contract's `<crate>-abi` binary prints (IdentityRegistry's with its struct parameter named:
+//!   [`export::identity_registry`]),
 //! * compiles the committed interfaces with solc (solc-js from `tools/solc`, driven by
 //!   foundry-compilers) into standard JSON ABI artifacts ([`compile()`]).
 //!
@@ -63,12 +64,24 @@ impl Contract {
 
 /// The contracts, by interface name. Every Stylus contract crate of the workspace belongs here
 /// (see the note in this crate's Cargo.toml).
-pub const CONTRACTS: [Contract; 5] = [
+pub const CONTRACTS: [Contract; 7] = [
     Contract {
         package: "counterparty-registry",
         interface: "ICounterpartyRegistry",
         file: "solidity/ICounterpartyRegistry.sol",
         abi: export::abi::<counterparty_registry::CounterpartyRegistry>,
+    },
+    Contract {
+        package: "identity-registry",
+        interface: "IIdentityRegistry",
+        file: "solidity/IIdentityRegistry.sol",
+        abi: export::identity_registry,
+    },
+    Contract {
+        package: "reputation-registry",
+        interface: "IReputationRegistry",
+        file: "solidity/IReputationRegistry.sol",
+        abi: export::abi::<reputation_registry::ReputationRegistry>,
     },
     Contract {
         package: "receipt-registry",

@@ -71,6 +71,16 @@ fn all_bindings() -> Vec<Bindings> {
             ICounterpartyRegistryErrors,
             ICounterpartyRegistryEvents
         }),
+        bindings!(erc8004::IIdentityRegistry {
+            IIdentityRegistryCalls,
+            IIdentityRegistryErrors,
+            IIdentityRegistryEvents
+        }),
+        bindings!(erc8004::IReputationRegistry {
+            IReputationRegistryCalls,
+            IReputationRegistryErrors,
+            IReputationRegistryEvents
+        }),
         bindings!(receipts::IReceiptRegistry {
             IReceiptRegistryCalls,
             IReceiptRegistryErrors,

@@ -16,6 +16,7 @@ pub mod arbitrum;
 pub mod counterparty;
 pub mod eip712;
 pub mod erc;
+pub mod erc8004;
 pub mod evm;
 pub mod gateway;
 pub mod receipts;

@@ -32,6 +32,15 @@ pub fn delegate<H: Host + ?Sized>(
 
 /// A static call (no state can change). Returns the return data, or `None` if it reverted.
 pub fn view<H: Host + ?Sized>(vm: &H, target: Address, data: &[u8]) -> Option<Vec<u8>> {
+    static_call(vm, target, data).ok()
+}
+
+/// A static call. Returns the return data, or the revert data (for callers that bubble it).
+pub fn static_call<H: Host + ?Sized>(
+    vm: &H,
+    target: Address,
+    data: &[u8],
+) -> Result<Vec<u8>, Vec<u8>> {
     // SAFETY: a static call cannot write state anywhere; our pending writes are flushed first so
     // that a callee reading them back sees the truth.
     unsafe {
@@ -39,7 +48,6 @@ pub fn view<H: Host + ?Sized>(vm: &H, target: Address, data: &[u8]) -> Option<Ve
             .flush_storage_cache()
             .call(target, data)
     }
-    .ok()
 }
 
 /// Whether `wallet`'s view `selector()` (e.g. `gateway()`) answers with the calling contract's

@@ -14,5 +14,6 @@ pub mod event;
 pub mod nonce;
 pub mod signature;
 pub mod token;
+pub mod upgrade;
 
 pub use eip712::{word, Word};

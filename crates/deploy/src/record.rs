@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use alloy_primitives::{Address, Bytes, B256};
-use bursar_bindings::evm;
+use bursar_bindings::{erc8004, evm};
 use serde::{Deserialize, Serialize};
 
 /// The record's format version; bumped on incompatible changes.
@@ -62,6 +62,8 @@ pub const EVM_CONTRACTS: &[(&str, Address)] = &[
     ("safeMultiSendCallOnly", evm::SAFE_MULTI_SEND_CALL_ONLY),
     ("multicall3", evm::MULTICALL3),
     ("permit2", evm::PERMIT2),
+    ("identityRegistry", erc8004::IDENTITY_REGISTRY),
+    ("reputationRegistry", erc8004::REPUTATION_REGISTRY),
 ];
 
 /// The tools that built the deployed contracts, recorded so auditors can reproduce the code.
@@ -155,6 +157,10 @@ pub struct Deployed {
     pub test_token: Option<Address>,
     /// USDC, where the chain has it (see [`DeploymentRecord::evm`]).
     pub usdc: Option<Address>,
+    /// The ERC-8004 Identity Registry, where the chain has it.
+    pub identity_registry: Option<Address>,
+    /// The ERC-8004 Reputation Registry, where the chain has it.
+    pub reputation_registry: Option<Address>,
     /// The first block any of them was deployed in: where following their events starts.
     pub first_block: u64,
 }
@@ -207,6 +213,8 @@ impl DeploymentRecord {
             receipt_registry: get(Contract::ReceiptRegistry)?,
             test_token: self.address(Contract::TestToken.key()),
             usdc: self.evm.get("usdc").map(|c| c.address),
+            identity_registry: self.evm.get("identityRegistry").map(|c| c.address),
+            reputation_registry: self.evm.get("reputationRegistry").map(|c| c.address),
             first_block: self
                 .contracts
                 .values()

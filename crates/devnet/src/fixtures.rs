@@ -8,6 +8,13 @@
 //! so immutables that name the contract's own address (MultiSend, Permit2's domain) are right;
 //! the Safe contracts then hash to safe-deployments' canonical code hashes.
 //!
+//! The ERC-8004 registries (Identity and Reputation) are Bursar's Stylus programs
+//! (`contracts/identity-registry`, `contracts/reputation-registry`, their committed WASM),
+//! installed as Arbitrum One has them: behind ERC-1967 proxies at the registries' addresses,
+//! initialised by their owner there ([`erc8004::REGISTRY_OWNER`], whose key nobody holds here).
+//! The proxy is [`ERC1967_PROXY_RUNTIME`], the smallest code that does what OpenZeppelin's
+//! `ERC1967Proxy` does after its constructor: delegate everything to the implementation slot.
+//!
 //! USDC is then initialised as Circle initialises it (`initialize`, `initializeV2` to
 //! `initializeV2_2`: "USD Coin", "USDC", 6 decimals, EIP-712 version "2"), its implementation
 //! locked the same way; [`usdc_operator`] (dev account 0) is its owner, master minter, pauser,
@@ -19,6 +26,10 @@ use std::sync::LazyLock;
 
 use alloy_primitives::{Address, Bytes, B256, U256};
 use alloy_sol_types::{SolCall, SolValue};
+use bursar_bindings::erc8004::{
+    self, IIdentityRegistry, IReputationRegistry, IDENTITY_IMPLEMENTATION, IDENTITY_REGISTRY,
+    IMPLEMENTATION_SLOT, REPUTATION_IMPLEMENTATION, REPUTATION_REGISTRY,
+};
 use bursar_bindings::evm::{self, IFiatToken, USDC, USDC_IMPLEMENTATION, USDC_PROXY_ADMIN};
 use serde::Deserialize;
 
@@ -121,6 +132,90 @@ pub fn install(exec: &mut Executor) {
         minterAllowedAmount: U256::MAX,
     };
     run(exec, operator, USDC, &call.abi_encode(), "configureMinter");
+    install_erc8004(exec);
+}
+
+/// The Identity Registry's Stylus program (the committed build of `contracts/identity-registry`).
+pub const IDENTITY_REGISTRY_CODE: &[u8] =
+    include_bytes!("../../../contracts/artifacts/identity_registry.code");
+/// The Reputation Registry's Stylus program.
+pub const REPUTATION_REGISTRY_CODE: &[u8] =
+    include_bytes!("../../../contracts/artifacts/reputation_registry.code");
+
+/// An ERC-1967 proxy's runtime: copy the calldata, `DELEGATECALL` the address in the
+/// implementation slot with all gas, return or revert with what it returned.
+pub const ERC1967_PROXY_RUNTIME: [u8; 58] = {
+    let mut code = [0u8; 58];
+    let head = [0x36, 0x5f, 0x5f, 0x37, 0x5f, 0x5f, 0x36, 0x5f, 0x7f]; // calldatacopy; args; push32
+    let tail = [
+        0x54, 0x5a, 0xf4, // sload(slot), gas, delegatecall
+        0x3d, 0x5f, 0x5f, 0x3e, // returndatacopy(0, 0, returndatasize)
+        0x60, 0x36, 0x57, // jumpi(54, success)
+        0x3d, 0x5f, 0xfd, // revert(0, returndatasize)
+        0x5b, 0x3d, 0x5f, 0xf3, // 54: return(0, returndatasize)
+    ];
+    let mut i = 0;
+    while i < head.len() {
+        code[i] = head[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < 32 {
+        code[i + j] = IMPLEMENTATION_SLOT.0[j];
+        j += 1;
+    }
+    let mut k = 0;
+    while k < tail.len() {
+        code[i + 32 + k] = tail[k];
+        k += 1;
+    }
+    code
+};
+
+/// Installs both ERC-8004 registries: each program activated at its implementation address, a
+/// proxy at the registry's address naming it, then `initialize` through the proxy by the owner.
+fn install_erc8004(exec: &mut Executor) {
+    let registries = [
+        (
+            IDENTITY_REGISTRY,
+            IDENTITY_IMPLEMENTATION,
+            IDENTITY_REGISTRY_CODE,
+        ),
+        (
+            REPUTATION_REGISTRY,
+            REPUTATION_IMPLEMENTATION,
+            REPUTATION_REGISTRY_CODE,
+        ),
+    ];
+    for (proxy, implementation, code) in registries {
+        exec.deploy_program(implementation, code)
+            .unwrap_or_else(|e| {
+                panic!("activating the ERC-8004 registry at {implementation}: {e}")
+            });
+        let state = exec.state_mut();
+        state.set_code(proxy, Bytes::copy_from_slice(&ERC1967_PROXY_RUNTIME));
+        state.set_storage(proxy, IMPLEMENTATION_SLOT, implementation.into_word());
+    }
+    let owner = erc8004::REGISTRY_OWNER;
+    let init = IIdentityRegistry::initializeCall {}.abi_encode();
+    run(
+        exec,
+        owner,
+        IDENTITY_REGISTRY,
+        &init,
+        "IdentityRegistry.initialize",
+    );
+    let init = IReputationRegistry::initializeCall {
+        identityRegistry: IDENTITY_REGISTRY,
+    }
+    .abi_encode();
+    run(
+        exec,
+        owner,
+        REPUTATION_REGISTRY,
+        &init,
+        "ReputationRegistry.initialize",
+    );
 }
 
 /// `initialize` through `initializeV2_2`, as native USDC on Arbitrum One is: "USD Coin",

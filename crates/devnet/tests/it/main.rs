@@ -9,6 +9,7 @@ mod conformance_web3;
 mod counterparty_registry;
 mod cross_world;
 mod differential_anvil;
+mod erc8004;
 mod evm_anvil;
 mod evm_fixtures;
 mod execution;
