@@ -32,6 +32,7 @@ const NPM_TOOLS: &[&str] = &[
     "tools/x402",
     "tools/mcp",
     "tools/browser",
+    "tools/erc8004",
     "crates/web",
     "sdk/typescript",
 ];

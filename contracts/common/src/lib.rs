@@ -7,6 +7,7 @@
 
 extern crate alloc;
 
+pub mod abi;
 pub mod call;
 pub mod calldata;
 pub mod eip712;

@@ -14,11 +14,17 @@ use alloy_sol_types::{SolCall, SolError, SolEvent};
 use bursar_bindings::erc8004::{IIdentityRegistry::*, IMPLEMENTATION_SLOT};
 use stylus_sdk::stylus_core::Host;
 
-use crate::{calldata, event, word};
+use crate::{calldata, event, word, Word};
 
 /// Why an owner or upgrade call reverts: the OpenZeppelin error, ABI-encoded, or a new
 /// implementation's own revert data, bubbled.
 pub type Revert = Vec<u8>;
+
+/// The revert data of the custom error `E` with static arguments `args`: its selector and
+/// words, without alloy's encoder for each error type.
+pub fn error<E: SolError>(args: &[Word]) -> Revert {
+    calldata::encode(E::SELECTOR, args)
+}
 
 /// The implementation the proxy delegates to (zero in the implementation's own storage).
 pub fn implementation<H: Host + ?Sized>(vm: &H) -> Address {
@@ -29,7 +35,7 @@ pub fn implementation<H: Host + ?Sized>(vm: &H) -> Address {
 pub fn only_owner<H: Host + ?Sized>(vm: &H, owner: Address) -> Result<(), Revert> {
     let caller = vm.msg_sender();
     if caller != owner {
-        return Err(OwnableUnauthorizedAccount { account: caller }.abi_encode());
+        return Err(error::<OwnableUnauthorizedAccount>(&[word(caller)]));
     }
     Ok(())
 }
@@ -37,7 +43,7 @@ pub fn only_owner<H: Host + ?Sized>(vm: &H, owner: Address) -> Result<(), Revert
 /// `transferOwnership`'s check: the new owner may not be zero (renounce for that).
 pub fn check_new_owner(new_owner: Address) -> Result<(), Revert> {
     if new_owner.is_zero() {
-        return Err(OwnableInvalidOwner { owner: new_owner }.abi_encode());
+        return Err(error::<OwnableInvalidOwner>(&[word(new_owner)]));
     }
     Ok(())
 }
@@ -56,7 +62,7 @@ pub fn ownership_transferred<H: Host + ?Sized>(vm: &H, previous: Address, new: A
 /// `current` is below `version`.
 pub fn check_initializing(current: u64, version: u64) -> Result<(), Revert> {
     if current >= version {
-        return Err(InvalidInitialization {}.abi_encode());
+        return Err(error::<InvalidInitialization>(&[]));
     }
     Ok(())
 }
@@ -74,7 +80,7 @@ pub fn initialized<H: Host + ?Sized>(vm: &H, version: u64) {
 /// `proxiableUUID()`: the implementation slot, asked of the implementation itself only.
 pub fn proxiable_uuid<H: Host + ?Sized>(vm: &H) -> Result<B256, Revert> {
     if !implementation(vm).is_zero() {
-        return Err(UUPSUnauthorizedCallContext {}.abi_encode());
+        return Err(error::<UUPSUnauthorizedCallContext>(&[]));
     }
     Ok(IMPLEMENTATION_SLOT)
 }
@@ -88,21 +94,20 @@ pub fn upgrade_to_and_call<H: Host + ?Sized>(
     data: &[u8],
 ) -> Result<(), Revert> {
     if implementation(vm).is_zero() {
-        return Err(UUPSUnauthorizedCallContext {}.abi_encode());
+        return Err(error::<UUPSUnauthorizedCallContext>(&[]));
     }
     let selector = proxiableUUIDCall::SELECTOR;
     match crate::call::view(vm, new_implementation, &calldata::encode(selector, &[])) {
         Some(out) if out.len() == 32 => {
             let slot = B256::from_slice(&out);
             if slot != IMPLEMENTATION_SLOT {
-                return Err(UUPSUnsupportedProxiableUUID { slot }.abi_encode());
+                return Err(error::<UUPSUnsupportedProxiableUUID>(&[word(slot)]));
             }
         }
         _ => {
-            return Err(ERC1967InvalidImplementation {
-                implementation: new_implementation,
-            }
-            .abi_encode())
+            return Err(error::<ERC1967InvalidImplementation>(&[word(
+                new_implementation,
+            )]))
         }
     }
     // SAFETY: the implementation slot is no field of any contract's `#[storage]` struct, so the
@@ -118,7 +123,7 @@ pub fn upgrade_to_and_call<H: Host + ?Sized>(
     if !data.is_empty() {
         crate::call::delegate(vm, new_implementation, data)?;
     } else if !vm.msg_value().is_zero() {
-        return Err(ERC1967NonPayable {}.abi_encode());
+        return Err(error::<ERC1967NonPayable>(&[]));
     }
     Ok(())
 }

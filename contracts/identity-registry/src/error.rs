@@ -3,22 +3,22 @@
 //! receiver's own revert data bubbled up.
 
 use alloc::vec::Vec;
-use alloy_sol_types::{Revert, SolError};
+use alloy_sol_types::SolError;
+use bursar_contract_common::{abi, upgrade, Word};
 
 /// The revert data of a failed call.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Failure(pub Vec<u8>);
 
 impl Failure {
+    /// The custom error `E` with its static arguments.
+    pub fn of<E: SolError>(args: &[Word]) -> Self {
+        Failure(upgrade::error::<E>(args))
+    }
+
     /// A failed `require(…, reason)`.
     pub fn require(reason: &str) -> Self {
-        Failure(Revert::from(reason).abi_encode())
-    }
-}
-
-impl<E: SolError> From<E> for Failure {
-    fn from(error: E) -> Self {
-        Failure(error.abi_encode())
+        Failure(abi::revert_reason(reason))
     }
 }
 

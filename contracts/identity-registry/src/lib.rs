@@ -25,13 +25,14 @@ pub mod error;
 use alloc::{string::String, vec::Vec};
 
 use alloy_primitives::{keccak256, Address, FixedBytes, B256, U256, U64};
-use alloy_sol_types::SolCall;
+use alloy_sol_types::{SolCall, SolEvent};
 use bursar_bindings::erc8004::{
     self, reason, IERC721Receiver, IIdentityRegistry::*, AGENT_WALLET_KEY,
     AGENT_WALLET_SET_TYPEHASH, DOMAIN_NAME, DOMAIN_NAME_HASH, DOMAIN_VERSION_HASH,
     MAX_DEADLINE_DELAY,
 };
-use bursar_contract_common::{call, eip712, signature, upgrade, word};
+use bursar_contract_common::abi::{self, Arg};
+use bursar_contract_common::{call, eip712, event, signature, upgrade, word};
 use stylus_sdk::{abi::Bytes, prelude::*, storage::*};
 
 pub use error::Failure;
@@ -45,6 +46,9 @@ const INTERFACES: [[u8; 4]; 4] = [
     [0x5b, 0x5e, 0x13, 0x9f],
     [0x49, 0x06, 0x49, 0x06],
 ];
+
+/// ERC-1271's `isValidSignature(bytes32,bytes)` selector, also its magic answer.
+const IS_VALID_SIGNATURE: [u8; 4] = bursar_bindings::erc::IERC1271::isValidSignatureCall::SELECTOR;
 
 /// The version `initialize` brings the registry to (OZ `reinitializer(2)`).
 const INITIALIZED_VERSION: u64 = 2;
@@ -118,11 +122,12 @@ impl IdentityRegistry {
         self.authorize(owner, agent_id)?;
         self.set_uri(agent_id, &new_uri);
         let updated_by = self.vm().msg_sender();
-        self.vm().log(URIUpdated {
-            agentId: agent_id,
-            newURI: new_uri,
-            updatedBy: updated_by,
-        });
+        event::emit_with(
+            self.vm(),
+            URIUpdated::SIGNATURE_HASH,
+            &[word(agent_id), word(updated_by)],
+            &[Arg::Bytes(new_uri.as_bytes())],
+        );
         Ok(())
     }
 
@@ -158,7 +163,7 @@ impl IdentityRegistry {
         if metadata_key == AGENT_WALLET_KEY {
             return Err(Failure::require(reason::RESERVED_KEY));
         }
-        self.write_metadata(agent_id, metadata_key, metadata_value.to_vec());
+        self.write_metadata(agent_id, metadata_key, &metadata_value);
         Ok(())
     }
 
@@ -222,7 +227,7 @@ impl IdentityRegistry {
         self.write_metadata(
             agent_id,
             String::from(AGENT_WALLET_KEY),
-            new_wallet.to_vec(),
+            new_wallet.as_slice(),
         );
         Ok(())
     }
@@ -237,7 +242,7 @@ impl IdentityRegistry {
     pub fn unset_agent_wallet(&mut self, agent_id: U256) -> Result<()> {
         let owner = self.owner_of(agent_id)?;
         self.authorize(owner, agent_id)?;
-        self.write_metadata(agent_id, String::from(AGENT_WALLET_KEY), Vec::new());
+        self.write_metadata(agent_id, String::from(AGENT_WALLET_KEY), &[]);
         Ok(())
     }
 
@@ -309,7 +314,7 @@ impl IdentityRegistry {
     /// * `ERC721InvalidOwner(0)` — the zero address.
     pub fn balance_of(&self, owner: Address) -> Result<U256> {
         if owner.is_zero() {
-            return Err(ERC721InvalidOwner { owner }.into());
+            return Err(Failure::of::<ERC721InvalidOwner>(&[word(owner)]));
         }
         Ok(self.balances.get(owner))
     }
@@ -321,7 +326,7 @@ impl IdentityRegistry {
     pub fn owner_of(&self, token_id: U256) -> Result<Address> {
         let owner = self.owners.get(token_id);
         if owner.is_zero() {
-            return Err(ERC721NonexistentToken { tokenId: token_id }.into());
+            return Err(Failure::of::<ERC721NonexistentToken>(&[word(token_id)]));
         }
         Ok(owner)
     }
@@ -352,14 +357,15 @@ impl IdentityRegistry {
         let owner = self.owner_of(token_id)?;
         let caller = self.vm().msg_sender();
         if caller != owner && !self.is_approved_for_all(owner, caller) {
-            return Err(ERC721InvalidApprover { approver: caller }.into());
+            return Err(Failure::of::<ERC721InvalidApprover>(&[word(caller)]));
         }
         self.approvals.setter(token_id).set(to);
-        self.vm().log(Approval {
-            owner,
-            approved: to,
-            tokenId: token_id,
-        });
+        event::emit(
+            self.vm(),
+            Approval::SIGNATURE_HASH,
+            &[word(owner), word(to), word(token_id)],
+            &[],
+        );
         Ok(())
     }
 
@@ -372,15 +378,16 @@ impl IdentityRegistry {
     /// `ApprovalForAll(caller, operator, approved)`.
     pub fn set_approval_for_all(&mut self, operator: Address, approved: bool) -> Result<()> {
         if operator.is_zero() {
-            return Err(ERC721InvalidOperator { operator }.into());
+            return Err(Failure::of::<ERC721InvalidOperator>(&[word(operator)]));
         }
         let owner = self.vm().msg_sender();
         self.operators.setter(owner).setter(operator).set(approved);
-        self.vm().log(ApprovalForAll {
-            owner,
-            operator,
-            approved,
-        });
+        event::emit(
+            self.vm(),
+            ApprovalForAll::SIGNATURE_HASH,
+            &[word(owner), word(operator)],
+            &[word(approved)],
+        );
         Ok(())
     }
 
@@ -514,27 +521,24 @@ impl IdentityRegistry {
         let balance = self.balances.get(owner);
         self.balances.setter(owner).set(balance + U256::from(1));
         self.owners.setter(agent_id).set(owner);
-        self.vm().log(Transfer {
-            from: Address::ZERO,
-            to: owner,
-            tokenId: agent_id,
-        });
+        self.log_transfer(Address::ZERO, owner, agent_id);
         self.check_received(Address::ZERO, owner, agent_id, &[])?;
         if let Some(uri) = &uri {
             self.set_uri(agent_id, uri);
         }
         let uri = uri.unwrap_or_default();
-        self.vm().log(Registered {
-            agentId: agent_id,
-            agentURI: uri,
-            owner,
-        });
-        self.log_metadata(agent_id, String::from(AGENT_WALLET_KEY), owner.to_vec());
+        event::emit_with(
+            self.vm(),
+            Registered::SIGNATURE_HASH,
+            &[word(agent_id), word(owner)],
+            &[Arg::Bytes(uri.as_bytes())],
+        );
+        self.log_metadata(agent_id, AGENT_WALLET_KEY, owner.as_slice());
         for (key, value) in metadata {
             if key == AGENT_WALLET_KEY {
                 return Err(Failure::require(reason::RESERVED_KEY));
             }
-            self.write_metadata(agent_id, key, value.to_vec());
+            self.write_metadata(agent_id, key, &value);
         }
         Ok(agent_id)
     }
@@ -542,24 +546,35 @@ impl IdentityRegistry {
     /// `_setTokenURI`: stores the URI and emits ERC-4906's `MetadataUpdate`.
     fn set_uri(&mut self, agent_id: U256, uri: &str) {
         self.uris.setter(agent_id).set_str(uri);
-        self.vm().log(MetadataUpdate { _tokenId: agent_id });
+        event::emit(
+            self.vm(),
+            MetadataUpdate::SIGNATURE_HASH,
+            &[],
+            &[word(agent_id)],
+        );
     }
 
-    fn write_metadata(&mut self, agent_id: U256, key: String, value: Vec<u8>) {
-        self.metadata
-            .setter(agent_id)
-            .setter(key.clone())
-            .set_bytes(&value);
-        self.log_metadata(agent_id, key, value);
+    fn write_metadata(&mut self, agent_id: U256, key: String, value: &[u8]) {
+        self.log_metadata(agent_id, &key, value);
+        self.metadata.setter(agent_id).setter(key).set_bytes(value);
     }
 
-    fn log_metadata(&self, agent_id: U256, key: String, value: Vec<u8>) {
-        self.vm().log(MetadataSet {
-            agentId: agent_id,
-            indexedMetadataKey: keccak256(key.as_bytes()),
-            metadataKey: key,
-            metadataValue: value.into(),
-        });
+    fn log_metadata(&self, agent_id: U256, key: &str, value: &[u8]) {
+        event::emit_with(
+            self.vm(),
+            MetadataSet::SIGNATURE_HASH,
+            &[word(agent_id), word(keccak256(key.as_bytes()))],
+            &[Arg::Bytes(key.as_bytes()), Arg::Bytes(value)],
+        );
+    }
+
+    fn log_transfer(&self, from: Address, to: Address, token_id: U256) {
+        event::emit(
+            self.vm(),
+            Transfer::SIGNATURE_HASH,
+            &[word(from), word(to), word(token_id)],
+            &[],
+        );
     }
 
     fn is_authorized(&self, owner: Address, spender: Address, agent_id: U256) -> bool {
@@ -584,37 +599,31 @@ impl IdentityRegistry {
 
     fn transfer(&mut self, from: Address, to: Address, token_id: U256) -> Result<()> {
         if to.is_zero() {
-            return Err(ERC721InvalidReceiver { receiver: to }.into());
+            return Err(Failure::of::<ERC721InvalidReceiver>(&[word(to)]));
         }
         let owner = self.owner_of(token_id)?;
         let spender = self.vm().msg_sender();
         if !self.is_authorized(owner, spender, token_id) {
-            return Err(ERC721InsufficientApproval {
-                operator: spender,
-                tokenId: token_id,
-            }
-            .into());
+            return Err(Failure::of::<ERC721InsufficientApproval>(&[
+                word(spender),
+                word(token_id),
+            ]));
         }
         if owner != from {
-            return Err(ERC721IncorrectOwner {
-                sender: from,
-                tokenId: token_id,
-                owner,
-            }
-            .into());
+            return Err(Failure::of::<ERC721IncorrectOwner>(&[
+                word(from),
+                word(token_id),
+                word(owner),
+            ]));
         }
         // The wallet was proved by the previous owner: it is not the new owner's.
-        self.write_metadata(token_id, String::from(AGENT_WALLET_KEY), Vec::new());
+        self.write_metadata(token_id, String::from(AGENT_WALLET_KEY), &[]);
         self.approvals.delete(token_id);
         let (from_balance, to_balance) = (self.balances.get(from), self.balances.get(to));
         self.balances.setter(from).set(from_balance - U256::from(1));
         self.balances.setter(to).set(to_balance + U256::from(1));
         self.owners.setter(token_id).set(to);
-        self.vm().log(Transfer {
-            from,
-            to,
-            tokenId: token_id,
-        });
+        self.log_transfer(from, to, token_id);
         Ok(())
     }
 
@@ -632,17 +641,19 @@ impl IdentityRegistry {
             return Ok(());
         }
         let selector = IERC721Receiver::onERC721ReceivedCall::SELECTOR;
-        let call_data = IERC721Receiver::onERC721ReceivedCall {
-            operator: self.vm().msg_sender(),
-            from,
-            tokenId: token_id,
-            data: data.to_vec().into(),
-        }
-        .abi_encode();
+        let call_data = abi::encode_call(
+            selector,
+            &[
+                Arg::Word(word(self.vm().msg_sender())),
+                Arg::Word(word(from)),
+                Arg::Word(word(token_id)),
+                Arg::Bytes(data),
+            ],
+        );
         match call::call(self.vm(), to, &call_data) {
             Ok(out) if out.len() >= 4 && out[..4] == selector => Ok(()),
             Err(revert) if !revert.is_empty() => Err(Failure(revert)),
-            _ => Err(ERC721InvalidReceiver { receiver: to }.into()),
+            _ => Err(Failure::of::<ERC721InvalidReceiver>(&[word(to)])),
         }
     }
 
@@ -659,11 +670,10 @@ impl IdentityRegistry {
         {
             return Ok(true);
         }
-        let call_data = bursar_bindings::erc::IERC1271::isValidSignatureCall {
-            hash: digest,
-            signature: sig.to_vec().into(),
-        }
-        .abi_encode();
+        let call_data = abi::encode_call(
+            IS_VALID_SIGNATURE,
+            &[Arg::Word(word(digest)), Arg::Bytes(sig)],
+        );
         let Some(out) = call::view(self.vm(), wallet, &call_data) else {
             return Ok(false);
         };
@@ -674,7 +684,7 @@ impl IdentityRegistry {
         if out[4..32].iter().any(|b| *b != 0) {
             return Err(Failure(Vec::new()));
         }
-        Ok(out[..4] == bursar_bindings::erc::IERC1271::isValidSignatureCall::SELECTOR)
+        Ok(out[..4] == IS_VALID_SIGNATURE)
     }
 
     fn claim_or_check_owner(&mut self) -> Result<()> {

@@ -27,11 +27,12 @@ pub mod summary;
 use alloc::{string::String, vec::Vec};
 
 use alloy_primitives::{keccak256, Address, B256, U256, U64};
-use alloy_sol_types::SolCall;
+use alloy_sol_types::{SolCall, SolEvent};
 use bursar_bindings::erc8004::{
     self, reason, IIdentityRegistry, IReputationRegistry::*, MAX_ABS_VALUE, MAX_VALUE_DECIMALS,
 };
-use bursar_contract_common::{call, upgrade};
+use bursar_contract_common::abi::Arg;
+use bursar_contract_common::{call, calldata, event, upgrade, word, Word};
 use stylus_sdk::{abi::Bytes, prelude::*, storage::*};
 
 pub use error::Failure;
@@ -154,19 +155,25 @@ impl ReputationRegistry {
         if index == 1 {
             self.clients.setter(agent_id).push(client);
         }
-        self.vm().log(NewFeedback {
-            agentId: agent_id,
-            clientAddress: client,
-            feedbackIndex: index,
-            value,
-            valueDecimals: value_decimals,
-            indexedTag1: keccak256(tag1.as_bytes()),
-            tag1,
-            tag2,
-            endpoint,
-            feedbackURI: feedback_uri,
-            feedbackHash: feedback_hash,
-        });
+        event::emit_with(
+            self.vm(),
+            NewFeedback::SIGNATURE_HASH,
+            &[
+                word(agent_id),
+                word(client),
+                word(keccak256(tag1.as_bytes())),
+            ],
+            &[
+                Arg::Word(word(index)),
+                Arg::Word(signed_word(value)),
+                Arg::Word(word(U256::from(value_decimals))),
+                Arg::Bytes(tag1.as_bytes()),
+                Arg::Bytes(tag2.as_bytes()),
+                Arg::Bytes(endpoint.as_bytes()),
+                Arg::Bytes(feedback_uri.as_bytes()),
+                Arg::Word(word(feedback_hash)),
+            ],
+        );
         Ok(())
     }
 
@@ -187,11 +194,12 @@ impl ReputationRegistry {
             return Err(Failure::require(reason::ALREADY_REVOKED));
         }
         entry.is_revoked.set(true);
-        self.vm().log(FeedbackRevoked {
-            agentId: agent_id,
-            clientAddress: client,
-            feedbackIndex: feedback_index,
-        });
+        event::emit(
+            self.vm(),
+            FeedbackRevoked::SIGNATURE_HASH,
+            &[word(agent_id), word(client), word(feedback_index)],
+            &[],
+        );
         Ok(())
     }
 
@@ -238,14 +246,16 @@ impl ReputationRegistry {
             .setter(index)
             .setter(responder)
             .set(count + U64::from(1));
-        self.vm().log(ResponseAppended {
-            agentId: agent_id,
-            clientAddress: client_address,
-            feedbackIndex: feedback_index,
-            responder,
-            responseURI: response_uri,
-            responseHash: response_hash,
-        });
+        event::emit_with(
+            self.vm(),
+            ResponseAppended::SIGNATURE_HASH,
+            &[word(agent_id), word(client_address), word(responder)],
+            &[
+                Arg::Word(word(feedback_index)),
+                Arg::Bytes(response_uri.as_bytes()),
+                Arg::Word(word(response_hash)),
+            ],
+        );
         Ok(())
     }
 
@@ -453,19 +463,29 @@ impl ReputationRegistry {
     }
 }
 
+/// An `int128` as its ABI word (sign-extended).
+fn signed_word(value: i128) -> Word {
+    let fill = if value < 0 { 0xff } else { 0 };
+    let mut w = [fill; 32];
+    w[16..].copy_from_slice(&value.to_be_bytes());
+    w
+}
+
 impl ReputationRegistry {
     /// The Identity Registry's `isAuthorizedOrOwner(spender, agentId)`; its revert (an unknown
     /// agent) is this call's.
     fn is_authorized_or_owner(&self, spender: Address, agent_id: U256) -> Result<bool> {
-        let data = IIdentityRegistry::isAuthorizedOrOwnerCall {
-            spender,
-            agentId: agent_id,
-        }
-        .abi_encode();
+        let data = calldata::encode(
+            IIdentityRegistry::isAuthorizedOrOwnerCall::SELECTOR,
+            &[word(spender), word(agent_id)],
+        );
         let out =
             call::static_call(self.vm(), self.identity_registry.get(), &data).map_err(Failure)?;
-        IIdentityRegistry::isAuthorizedOrOwnerCall::abi_decode_returns(&out)
-            .map_err(|_| Failure(Vec::new()))
+        // Solidity's decoder: a word holding 0 or 1, else an empty revert.
+        match calldata::decode_word(&out) {
+            Some(w) if w <= U256::from(1) => Ok(w == U256::from(1)),
+            _ => Err(Failure(Vec::new())),
+        }
     }
 
     fn check_index(&self, agent_id: U256, client: Address, feedback_index: u64) -> Result<()> {
