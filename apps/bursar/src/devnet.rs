@@ -47,8 +47,9 @@ pub(crate) struct DevnetArgs {
     /// `--state`. Holds the accounts, program activations, blocks, transactions and receipts.
     #[arg(long, env = "BURSAR_DEVNET_STATE", value_name = "FILE")]
     state: Option<PathBuf>,
-    /// Put Safe 1.4.1, USDC (FiatToken v2.2), Multicall3 and Permit2 in the genesis state at
-    /// their Arbitrum One addresses; dev account 0 owns and mints USDC.
+    /// Put Safe 1.4.1, USDC (FiatToken v2.2), Multicall3, Permit2 and the ERC-8004 Identity and
+    /// Reputation registries in the genesis state at their Arbitrum One addresses; dev account 0
+    /// owns and mints USDC.
     #[arg(long, env = "BURSAR_DEVNET_WITH_EVM_FIXTURES")]
     with_evm_fixtures: bool,
 }
@@ -124,6 +125,13 @@ fn print_banner(args: &DevnetArgs, addr: SocketAddr) {
         for (name, address) in bursar_devnet::fixtures::addresses() {
             out += &format!("{name:<29} {address}\n");
         }
+        out += &format!(
+            "{:<29} {}\n{:<29} {}\n",
+            "ERC-8004 IdentityRegistry",
+            bursar_bindings::erc8004::IDENTITY_REGISTRY,
+            "ERC-8004 ReputationRegistry",
+            bursar_bindings::erc8004::REPUTATION_REGISTRY
+        );
         out += "\n";
     }
     match block_time {
