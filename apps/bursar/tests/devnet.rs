@@ -264,3 +264,184 @@ fn state_file_is_saved_on_exit_and_loaded_on_start() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The Python with the pinned PyPI packages: `$BURSAR_PYTHON`, else `cargo xtask setup`'s venv.
+fn python() -> String {
+    std::env::var("BURSAR_PYTHON").unwrap_or_else(|_| {
+        let home = std::env::var("HOME").expect("HOME");
+        format!("{home}/.cache/bursar/pyenv/bin/python")
+    })
+}
+
+/// Dev account `i`'s private key (the devnet's banner prints them).
+fn key(i: usize) -> String {
+    bursar_devnet::accounts::dev_accounts()[i]
+        .private_key
+        .to_string()
+}
+
+/// Dev account `i`'s address, lowercase.
+fn address(i: usize) -> String {
+    bursar_devnet::accounts::dev_accounts()[i]
+        .address
+        .to_string()
+        .to_lowercase()
+}
+
+/// Runs agent0-sdk's npm (`node`) or PyPI (`python`) client of `tools/erc8004` with one JSON
+/// command; its one JSON line, or its stderr as the error.
+fn agent0(
+    client: &str,
+    dn: &Devnet,
+    command: serde_json::Value,
+) -> Result<serde_json::Value, String> {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let mut command = command;
+    let fields = command.as_object_mut().unwrap();
+    fields.insert("rpc".into(), format!("http://{}", dn.addr).into());
+    fields.insert("chainId".into(), 412346.into());
+    fields.insert(
+        "identity".into(),
+        "0x8004A169FB4a3325136EB29fA0ceB6D2e539a432".into(),
+    );
+    fields.insert(
+        "reputation".into(),
+        "0x8004BAa17C55a88189AE136b182e5fdA19dE9b63".into(),
+    );
+    let (program, script) = match client {
+        "node" => ("node".to_string(), "tools/erc8004/client.mjs"),
+        _ => (python(), "tools/erc8004/client.py"),
+    };
+    let out = Command::new(&program)
+        .arg(format!("{root}/{script}"))
+        .arg(command.to_string())
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e} (cargo xtask setup installs tools/erc8004)"));
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    Ok(serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}")))
+}
+
+/// Serves `body` as JSON at every path until the process ends; returns its address.
+fn serve_json(body: String) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    addr
+}
+
+/// A third-party ERC-8004 client, agent0-sdk 1.7.1 from npm and from PyPI, uses the devnet's
+/// registries unchanged: each reads what the other wrote, and the registries' rules hold
+/// against it.
+#[test]
+fn agent0_sdk_registers_rates_and_reads_agents_on_the_devnet() {
+    use serde_json::json;
+    let dn = Devnet::start(&["--with-evm-fixtures"]);
+    let file = json!({
+        "type": "https://eips.ethereum.org/EIPS/eip-8004#registration-v1",
+        "name": "scout",
+        "description": "Finds datasets",
+        "services": [{"name": "MCP", "endpoint": "https://relayer.example/mcp", "version": "2025-06-18"}],
+        "x402Support": true,
+        "active": true,
+        "registrations": [{"agentId": 0, "agentRegistry": "eip155:412346:0x8004A169FB4a3325136EB29fA0ceB6D2e539a432"}],
+        "supportedTrust": ["reputation"],
+    });
+    let uri = format!("http://{}/agent.json", serve_json(file.to_string()));
+
+    // npm registers (account 1) and proves account 3 as the agent's wallet.
+    let registered = agent0(
+        "node",
+        &dn,
+        json!({"action": "register", "key": key(1), "uri": uri}),
+    )
+    .unwrap();
+    assert_eq!(registered["agentId"], "412346:0", "{registered}");
+    let wallet = agent0(
+        "node",
+        &dn,
+        json!({"action": "setWallet", "key": key(1), "agentId": 0, "walletKey": key(3)}),
+    )
+    .unwrap();
+    assert_eq!(
+        wallet["wallet"].as_str().unwrap().to_lowercase(),
+        address(3)
+    );
+
+    // PyPI reads the agent npm registered: its file, owner and wallet.
+    let loaded = agent0("python", &dn, json!({"action": "load", "agentId": 0})).unwrap();
+    assert_eq!(loaded["name"], "scout", "{loaded}");
+    assert_eq!(
+        loaded["mcpEndpoint"], "https://relayer.example/mcp",
+        "{loaded}"
+    );
+    assert_eq!(loaded["x402Support"], true, "{loaded}");
+    assert_eq!(loaded["owner"].as_str().unwrap().to_lowercase(), address(1));
+    assert_eq!(
+        loaded["agentWallet"].as_str().unwrap().to_lowercase(),
+        address(3)
+    );
+
+    // Two clients rate it, one through each SDK; both SDKs sum them alike (the mean 93.385 at
+    // the fewest decimals on a tie: 93).
+    let a = agent0(
+        "python",
+        &dn,
+        json!({"action": "feedback", "key": key(2), "agentId": 0, "value": "99.77", "tag1": "quality", "endpoint": "https://relayer.example/mcp"}),
+    )
+    .unwrap();
+    assert_eq!(a["index"], 1, "{a}");
+    agent0(
+        "node",
+        &dn,
+        json!({"action": "feedback", "key": key(4), "agentId": 0, "value": 87, "tag1": "speed"}),
+    )
+    .unwrap();
+    for client in ["node", "python"] {
+        let summary = agent0(client, &dn, json!({"action": "summary", "agentId": 0})).unwrap();
+        assert_eq!(summary["count"], 2, "{client}: {summary}");
+        assert_eq!(
+            summary["averageValue"].as_f64(),
+            Some(93.0),
+            "{client}: {summary}"
+        );
+    }
+    let read = agent0(
+        "node",
+        &dn,
+        json!({"action": "readFeedback", "agentId": 0, "client": address(2), "index": 1}),
+    )
+    .unwrap();
+    assert_eq!(read["value"].as_f64(), Some(99.77), "{read}");
+    assert_eq!(read["endpoint"], "https://relayer.example/mcp", "{read}");
+
+    // The owner cannot rate its own agent, through either SDK: Python estimates gas and hears
+    // the reason; npm sends with a fixed gas limit and sees its transaction revert.
+    for (client, says) in [
+        ("python", "Self-feedback not allowed"),
+        ("node", "reverted"),
+    ] {
+        let own = agent0(
+            client,
+            &dn,
+            json!({"action": "feedback", "key": key(1), "agentId": 0, "value": 100}),
+        );
+        let err = own.expect_err("self-feedback is refused");
+        assert!(err.contains(says), "{client}: {err}");
+    }
+    let summary = agent0("node", &dn, json!({"action": "summary", "agentId": 0})).unwrap();
+    assert_eq!(summary["count"], 2, "{summary}");
+}
