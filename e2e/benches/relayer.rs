@@ -438,12 +438,7 @@ async fn accepted_as_users_run_it(db_name: &str, postgres: Option<&str>, total: 
         rpc: chain.client.url().to_string(),
         db: indexer_db.url(),
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-        contracts: bursar_indexer::followed(
-            d.session_wallet,
-            d.session_gateway,
-            d.counterparty_registry,
-            d.receipt_registry,
-        ),
+        contracts: bursar_indexer::followed(d.bursar(), d.agent_registries()),
         // As `bursar up` follows the devnet.
         follow: bursar_indexer::FollowConfig {
             start_block: d.first_block,

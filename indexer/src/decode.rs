@@ -6,6 +6,7 @@
 use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::SolEvent;
 use bursar_bindings::counterparty::ICounterpartyRegistry as Lists;
+use bursar_bindings::erc8004::{IIdentityRegistry as Agents, IReputationRegistry as Feedback};
 use bursar_bindings::evm::IFiatToken as Fiat;
 use bursar_bindings::gateway::ISessionGateway as Gateway;
 use bursar_bindings::receipts::IReceiptRegistry as Receipts;
@@ -71,6 +72,25 @@ impl Json for alloy_primitives::Bytes {
     }
 }
 
+impl Json for String {
+    fn json(&self) -> Value {
+        Value::String(self.clone())
+    }
+}
+
+/// ERC-8004 feedback values: decimal text, as every amount.
+impl Json for i128 {
+    fn json(&self) -> Value {
+        Value::String(self.to_string())
+    }
+}
+
+impl Json for u8 {
+    fn json(&self) -> Value {
+        Value::from(*self)
+    }
+}
+
 impl Json for Vec<U256> {
     fn json(&self) -> Value {
         Value::Array(self.iter().map(Json::json).collect())
@@ -119,6 +139,13 @@ macro_rules! events {
 /// refused intent (`PaymentFailed`) also gets its `reason` decoded, as `error` (the custom
 /// error's name) and `errorArgs`, as the relayer's API reports it.
 pub fn decode(topics: &[B256], data: &[u8]) -> Option<Result<Decoded, String>> {
+    // ERC-721's `Transfer` and `Approval` (the Identity Registry's agents) share ERC-20's
+    // signatures; their ids are a fourth topic.
+    if topics.len() == 4 {
+        if let Some(nft) = decode_nft(topics, data) {
+            return Some(nft);
+        }
+    }
     let mut decoded = decode_event(topics, data)?;
     if let Ok(d) = &mut decoded {
         if d.event == "PaymentFailed" {
@@ -135,6 +162,27 @@ pub fn decode(topics: &[B256], data: &[u8]) -> Option<Result<Decoded, String>> {
         }
     }
     Some(decoded)
+}
+
+/// An ERC-721 `Transfer` or `Approval` (four topics), named as ERC-20's are.
+fn decode_nft(topics: &[B256], data: &[u8]) -> Option<Result<Decoded, String>> {
+    let id = U256::from_be_bytes(topics[3].0).json();
+    let address = |t: &B256| Address::from_word(*t).json();
+    let (event, names) = if topics[0] == <Agents::Transfer as SolEvent>::SIGNATURE_HASH {
+        ("Transfer", ["from", "to"])
+    } else if topics[0] == <Agents::Approval as SolEvent>::SIGNATURE_HASH {
+        ("Approval", ["owner", "approved"])
+    } else {
+        return None;
+    };
+    if !data.is_empty() {
+        return Some(Err(format!("an ERC-721 {event} has no data")));
+    }
+    let mut args = Map::new();
+    args.insert(names[0].into(), address(&topics[1]));
+    args.insert(names[1].into(), address(&topics[2]));
+    args.insert("tokenId".into(), id);
+    Some(Ok(Decoded { event, args }))
 }
 
 events! {
@@ -171,6 +219,20 @@ events! {
         recordId, sessionId, attester, subject, inputs, runtime, policy, uri, parents,
     },
     Receipts::ProvenanceRevoked { recordId, by, reason },
+    // ERC-8004: agents' identities (their ERC-721 `Transfer`s above) and feedback.
+    Agents::Registered { agentId, agentURI, owner },
+    Agents::URIUpdated { agentId, newURI, updatedBy },
+    Agents::MetadataSet { agentId, indexedMetadataKey, metadataKey, metadataValue },
+    Agents::ApprovalForAll { owner, operator, approved },
+    Agents::MetadataUpdate { _tokenId },
+    Feedback::NewFeedback {
+        agentId, clientAddress, feedbackIndex, value, valueDecimals, indexedTag1, tag1, tag2,
+        endpoint, feedbackURI, feedbackHash,
+    },
+    Feedback::FeedbackRevoked { agentId, clientAddress, feedbackIndex },
+    Feedback::ResponseAppended {
+        agentId, clientAddress, feedbackIndex, responder, responseURI, responseHash,
+    },
     // Any ERC-20's, to, from or for a Bursar contract (the follower asks for no others).
     Token::Transfer { from, to, value },
     Token::Approval { owner, spender, value },

@@ -15,6 +15,7 @@
 //! * [`audit`] — signed, hash-chained audit exports and their verification against the chain.
 //! * [`metrics`] — Prometheus metrics.
 
+pub mod agents;
 pub mod api;
 pub mod audit;
 pub mod contracts;
@@ -32,7 +33,7 @@ use std::net::SocketAddr;
 
 use bursar_client::Client;
 
-pub use contracts::{followed, Contracts, CONTRACTS};
+pub use contracts::{followed, Contracts, AGENT_REGISTRIES, CONTRACTS};
 pub use follower::FollowConfig;
 use store::{Store, StoreError};
 

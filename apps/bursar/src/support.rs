@@ -31,12 +31,7 @@ pub(crate) fn followed(
     record: &bursar_deploy::DeploymentRecord,
 ) -> Result<(bursar_indexer::Contracts, u64), String> {
     let d = record.contracts().map_err(|e| e.to_string())?;
-    let contracts = bursar_indexer::followed(
-        d.session_wallet,
-        d.session_gateway,
-        d.counterparty_registry,
-        d.receipt_registry,
-    );
+    let contracts = bursar_indexer::followed(d.bursar(), d.agent_registries());
     Ok((contracts, d.first_block))
 }
 

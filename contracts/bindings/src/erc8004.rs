@@ -11,6 +11,9 @@ use alloy_primitives::{address, Address, B256};
 
 use crate::keccak;
 
+mod summary;
+pub use summary::Summary;
+
 /// The Identity Registry's proxy on Arbitrum One (and on the devnet).
 pub const IDENTITY_REGISTRY: Address = address!("8004A169FB4a3325136EB29fA0ceB6D2e539a432");
 /// The Reputation Registry's proxy on Arbitrum One (and on the devnet).

@@ -22,21 +22,20 @@
 extern crate alloc;
 
 pub mod error;
-pub mod summary;
 
 use alloc::{string::String, vec::Vec};
 
 use alloy_primitives::{keccak256, Address, B256, U256, U64};
 use alloy_sol_types::{SolCall, SolEvent};
 use bursar_bindings::erc8004::{
-    self, reason, IIdentityRegistry, IReputationRegistry::*, MAX_ABS_VALUE, MAX_VALUE_DECIMALS,
+    self, reason, IIdentityRegistry, IReputationRegistry::*, Summary, MAX_ABS_VALUE,
+    MAX_VALUE_DECIMALS,
 };
 use bursar_contract_common::abi::Arg;
 use bursar_contract_common::{call, calldata, event, upgrade, word, Word};
 use stylus_sdk::{abi::Bytes, prelude::*, storage::*};
 
 pub use error::Failure;
-use summary::Summary;
 
 type Result<T, E = Failure> = core::result::Result<T, E>;
 

@@ -165,6 +165,24 @@ pub struct Deployed {
     pub first_block: u64,
 }
 
+impl Deployed {
+    /// The four Bursar contracts: the wallet, the gateway, the counterparty and receipt
+    /// registries.
+    pub fn bursar(&self) -> [Address; 4] {
+        [
+            self.session_wallet,
+            self.session_gateway,
+            self.counterparty_registry,
+            self.receipt_registry,
+        ]
+    }
+
+    /// The ERC-8004 Identity and Reputation registries, where the chain has them.
+    pub fn agent_registries(&self) -> [Option<Address>; 2] {
+        [self.identity_registry, self.reputation_registry]
+    }
+}
+
 impl DeploymentRecord {
     /// The record at `path`, if the file exists.
     pub fn read(path: &Path) -> Result<Option<Self>, RecordError> {

@@ -421,12 +421,7 @@ async fn an_unused_authorization_dies_with_its_window_or_its_session_and_comes_b
 /// An indexer following `w`'s deployment on `db`.
 async fn indexer(w: &World, db: &bursar_e2e::db::Db) -> bursar_indexer::Indexer {
     let d = w.record.contracts().unwrap();
-    let contracts = bursar_indexer::followed(
-        d.session_wallet,
-        d.session_gateway,
-        d.counterparty_registry,
-        d.receipt_registry,
-    );
+    let contracts = bursar_indexer::followed(d.bursar(), d.agent_registries());
     bursar_indexer::start(bursar_indexer::Config {
         rpc: w.client.url().to_string(),
         db: db.url(),

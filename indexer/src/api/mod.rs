@@ -6,6 +6,7 @@
 //! indexed by default), counts canonical rows only unless `includeOrphaned=true`, and labels
 //! each event with its finality (`latest`, `safe` or `finalized`, by the node's block tags).
 
+mod agents;
 mod dto;
 mod error;
 mod openapi;
@@ -98,6 +99,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(records::provenance))
         .routes(routes!(records::record))
         .routes(routes!(records::lineage))
+        .routes(routes!(agents::agent))
 }
 
 /// How far indexing got, how far behind the head, the node's safe and finalized blocks, and

@@ -40,6 +40,7 @@ pub(super) struct ErrorBody {
         (name = "events", description = "Every log of the contracts, decoded."),
         (name = "spend", description = "What was paid, summed."),
         (name = "records", description = "Receipts and provenance records."),
+        (name = "agents", description = "ERC-8004 agents' passports: identity and payment-backed reputation."),
         (name = "service", description = "Health, metrics, this document."),
     ),
     components(schemas(ErrorBody))

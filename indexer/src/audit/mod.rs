@@ -119,8 +119,11 @@ pub struct Exporter {
 impl Exporter {
     /// Exports of `contracts`, followed from `deploy_block` on, signed by `key`.
     pub fn new(key: Key, contracts: &Contracts, deploy_block: u64) -> Self {
+        // A session's timeline is made of the Bursar contracts' events: the manifest names
+        // those (not the ERC-8004 registries, which name no session).
         let contracts = contracts
             .iter()
+            .filter(|(_, name)| crate::contracts::CONTRACTS.contains(name))
             .map(|(a, name)| ((*name).to_owned(), a.to_checksum(None)))
             .collect();
         Exporter {

@@ -3,6 +3,7 @@
 
 mod audit;
 mod crash;
+mod passports;
 mod ranges;
 mod reorgs;
 mod story;
@@ -55,12 +56,7 @@ fn export_key() -> Key {
 /// What the indexer follows in `record`, and the block it starts from.
 pub(crate) fn followed(record: &DeploymentRecord) -> (bursar_indexer::Contracts, u64) {
     let d = record.contracts().unwrap();
-    let contracts = bursar_indexer::followed(
-        d.session_wallet,
-        d.session_gateway,
-        d.counterparty_registry,
-        d.receipt_registry,
-    );
+    let contracts = bursar_indexer::followed(d.bursar(), d.agent_registries());
     (contracts, d.first_block)
 }
 

@@ -85,6 +85,9 @@ pub(super) async fn indexes_the_demo_story(db: Db) {
     spend(&s).await;
     receipts_and_provenance(&s).await;
     export(&s).await;
+    // Registers agent 0 (which `every_path_answers` then asks for).
+    let seed = s.db.url();
+    super::passports::passports(&s.client, &s.indexer, &seed, &s.stored).await;
     every_path_answers(&s).await;
     deeper_than_the_window(&s).await;
     s.indexer.shutdown().await;
@@ -676,7 +679,9 @@ async fn every_path_answers(s: &Story) {
     assert_eq!(status, 200);
     assert_eq!(doc["openapi"], "3.1.0");
     for path in doc["paths"].as_object().unwrap().keys() {
-        let concrete = path.replace("{id}", if path.contains("sessions") { hex } else { "1" });
+        let concrete = path
+            .replace("{id}", if path.contains("sessions") { hex } else { "1" })
+            .replace("{agentId}", "0");
         let r = reqwest12::get(format!("http://{}{concrete}", indexer.addr))
             .await
             .unwrap();

@@ -58,6 +58,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/agents/{agentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An ERC-8004 agent's passport: who owns it, its registration file and wallet, and its
+         *     reputation — the mean of the feedback a Bursar payment backs (its `feedbackHash` is the
+         *     receipt's commitment, its author paid the agent), every other feedback listed apart with
+         *     the reason it is not counted.
+         */
+        get: operations["getAgent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events": {
         parameters: {
             query?: never;
@@ -352,6 +374,51 @@ export interface components {
             /** @description The `cursor` of the next page; null on the last. */
             nextCursor?: string | null;
         };
+        /** @description One feedback and whether it counts. */
+        Feedback: {
+            /** @description Where it is on chain. */
+            chain: components["schemas"]["Chain"];
+            /** @description Its author (`msg.sender` of `giveFeedback`). */
+            client: string;
+            /** @description Whether it counts in the summary. */
+            counted: boolean;
+            /** @description The endpoint rated. */
+            endpoint: string;
+            /** @description What it commits to: for payment-backed feedback, the receipt's commitment. */
+            feedbackHash: string;
+            /** @description Its off-chain document. */
+            feedbackURI: string;
+            /**
+             * Format: int64
+             * @description Its index among the client's feedback on this agent (from 1).
+             */
+            index: number;
+            /**
+             * @description Why not, when it does not: `no_receipt`, `not_paid_to_agent`, `not_the_payer`,
+             *     `owner_paid`, `receipt_used`, `revoked`.
+             */
+            notCounted?: string | null;
+            /** @description The receipt that backs it, when one does. */
+            receiptId?: string | null;
+            /**
+             * Format: int64
+             * @description Responses appended to it.
+             */
+            responses: number;
+            /** @description Revoked by its author. */
+            revoked: boolean;
+            /** @description Tags. */
+            tag1: string;
+            /** @description Tags. */
+            tag2: string;
+            /** @description The value, an integer at `valueDecimals`. */
+            value: string;
+            /**
+             * Format: int32
+             * @description The decimals of `value`.
+             */
+            valueDecimals: number;
+        };
         /** @description How far indexing got, and who signs exports. */
         Health: {
             /**
@@ -416,6 +483,23 @@ export interface components {
             /** @description `SessionOpened`'s arguments: the terms. */
             terms?: Record<string, never> | null;
         };
+        /** @description An agent's passport. */
+        Passport: {
+            /** @description Its ERC-8004 id (decimal). */
+            agentId: string;
+            /** @description Its registration file. */
+            agentURI: string;
+            /** @description Where it is paid (the zero address when unset: a transfer clears it). */
+            agentWallet: string;
+            /** @description Who holds it now. */
+            owner: string;
+            /** @description Its owners in order, from the registrant. */
+            owners: string[];
+            /** @description Its registration. */
+            registered: components["schemas"]["Chain"];
+            /** @description Its reputation. */
+            reputation: components["schemas"]["Reputation"];
+        };
         /** @description A pending payment. */
         PendingView: {
             /** @description What it would pay. */
@@ -472,6 +556,30 @@ export interface components {
             nextCursor?: string | null;
             /** @description In the order they were recorded; each is [`Record`]. */
             records: components["schemas"]["Record"][];
+        };
+        /** @description Feedback on an agent: the summary of what counts, and every entry. */
+        Reputation: {
+            /** @description The clients whose feedback counts: the list to hand `getSummary` for the same figure. */
+            clients: string[];
+            /**
+             * Format: int64
+             * @description How many feedbacks count (payment-backed, unrevoked).
+             */
+            count: number;
+            /**
+             * Format: int32
+             * @description The decimals of `value`.
+             */
+            decimals: number;
+            /** @description Every feedback, in chain order. */
+            feedback: components["schemas"]["Feedback"][];
+            /**
+             * Format: int64
+             * @description How many feedbacks do not count.
+             */
+            notCounted: number;
+            /** @description Their mean, as `getSummary` computes it: an integer at `decimals`. */
+            value: string;
         };
         /** @description A reservation. */
         ReservationView: {
@@ -647,6 +755,37 @@ export interface operations {
                     "application/json": Record<string, never>;
                 };
             };
+        };
+    };
+    getAgent: {
+        parameters: {
+            query?: {
+                /** @description As of this block (default: the last block indexed). */
+                asOfBlock?: number;
+                /** @description As of this unix time: the last block at or before it. */
+                asOfTime?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The agent's ERC-8004 id (decimal). */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The passport */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Passport"];
+                };
+            };
+            400: components["responses"]["InvalidParameter"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listEvents: {

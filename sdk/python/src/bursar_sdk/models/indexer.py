@@ -121,6 +121,58 @@ class EventPage(BaseModel):
     ] = None
 
 
+class Feedback(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    chain: Annotated[Chain, Field(description='Where it is on chain.')]
+    client: Annotated[
+        str, Field(description='Its author (`msg.sender` of `giveFeedback`).')
+    ]
+    counted: Annotated[bool, Field(description='Whether it counts in the summary.')]
+    endpoint: Annotated[str, Field(description='The endpoint rated.')]
+    feedback_hash: Annotated[
+        str,
+        Field(
+            alias='feedbackHash',
+            description="What it commits to: for payment-backed feedback, the receipt's commitment.",
+        ),
+    ]
+    feedback_uri: Annotated[
+        str, Field(alias='feedbackURI', description='Its off-chain document.')
+    ]
+    index: Annotated[
+        int,
+        Field(
+            description="Its index among the client's feedback on this agent (from 1).",
+            ge=0,
+        ),
+    ]
+    not_counted: Annotated[
+        str | None,
+        Field(
+            alias='notCounted',
+            description='Why not, when it does not: `no_receipt`, `not_paid_to_agent`, `not_the_payer`,\n`owner_paid`, `receipt_used`, `revoked`.',
+        ),
+    ] = None
+    receipt_id: Annotated[
+        str | None,
+        Field(
+            alias='receiptId', description='The receipt that backs it, when one does.'
+        ),
+    ] = None
+    responses: Annotated[int, Field(description='Responses appended to it.', ge=0)]
+    revoked: Annotated[bool, Field(description='Revoked by its author.')]
+    tag1: Annotated[str, Field(description='Tags.')]
+    tag2: Annotated[str, Field(description='Tags.')]
+    value: Annotated[
+        str, Field(description='The value, an integer at `valueDecimals`.')
+    ]
+    value_decimals: Annotated[
+        int, Field(alias='valueDecimals', description='The decimals of `value`.', ge=0)
+    ]
+
+
 class Health(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
@@ -256,6 +308,38 @@ class RecordPage(BaseModel):
     ]
 
 
+class Reputation(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    clients: Annotated[
+        list[str],
+        Field(
+            description='The clients whose feedback counts: the list to hand `getSummary` for the same figure.'
+        ),
+    ]
+    count: Annotated[
+        int,
+        Field(
+            description='How many feedbacks count (payment-backed, unrevoked).', ge=0
+        ),
+    ]
+    decimals: Annotated[int, Field(description='The decimals of `value`.', ge=0)]
+    feedback: Annotated[
+        list[Feedback], Field(description='Every feedback, in chain order.')
+    ]
+    not_counted: Annotated[
+        int,
+        Field(alias='notCounted', description='How many feedbacks do not count.', ge=0),
+    ]
+    value: Annotated[
+        str,
+        Field(
+            description='Their mean, as `getSummary` computes it: an integer at `decimals`.'
+        ),
+    ]
+
+
 class ReservationView(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
@@ -384,6 +468,31 @@ class Lineage(BaseModel):
         ),
     ]
     record: Annotated[Record, Field(description='The record.')]
+
+
+class Passport(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    agent_id: Annotated[
+        str, Field(alias='agentId', description='Its ERC-8004 id (decimal).')
+    ]
+    agent_uri: Annotated[
+        str, Field(alias='agentURI', description='Its registration file.')
+    ]
+    agent_wallet: Annotated[
+        str,
+        Field(
+            alias='agentWallet',
+            description='Where it is paid (the zero address when unset: a transfer clears it).',
+        ),
+    ]
+    owner: Annotated[str, Field(description='Who holds it now.')]
+    owners: Annotated[
+        list[str], Field(description='Its owners in order, from the registrant.')
+    ]
+    registered: Annotated[Chain, Field(description='Its registration.')]
+    reputation: Annotated[Reputation, Field(description='Its reputation.')]
 
 
 class SessionState(SessionView):

@@ -1,8 +1,9 @@
-//! `getSummary`'s arithmetic, pure: the mean of fixed-point values of mixed decimals, given at
-//! the decimals most entries use.
+//! ERC-8004 `getSummary`'s arithmetic, pure: the mean of fixed-point values of mixed decimals,
+//! given at the decimals most entries use. The Reputation Registry sums with it on chain and
+//! the indexer over the feedback it counts, so both compute exactly alike.
 
+use crate::erc8004::MAX_VALUE_DECIMALS;
 use alloy_primitives::{I256, U256};
-use bursar_bindings::erc8004::MAX_VALUE_DECIMALS;
 
 /// Sums matching feedback as the deployed registry does: each value scaled to 18 decimals.
 #[derive(Debug)]
@@ -59,8 +60,10 @@ impl Summary {
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
     use super::*;
     use proptest::prelude::*;
+    use std::vec::Vec;
 
     fn summarize(entries: &[(i128, u8)]) -> (u64, i128, u8) {
         let mut s = Summary::default();

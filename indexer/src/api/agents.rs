@@ -1,0 +1,37 @@
+//! Agents' passports (see [`crate::agents`]).
+
+use alloy_primitives::U256;
+use axum::extract::Path;
+use axum::Json;
+
+use super::dto::AsOfQuery;
+use super::error::ApiError;
+use super::params::{id_of, Params};
+use super::state::{QueryMap, Shared};
+use crate::agents::{Agents, Passport};
+
+/// An ERC-8004 agent's passport: who owns it, its registration file and wallet, and its
+/// reputation — the mean of the feedback a Bursar payment backs (its `feedbackHash` is the
+/// receipt's commitment, its author paid the agent), every other feedback listed apart with
+/// the reason it is not counted.
+#[utoipa::path(get, path = "/v1/agents/{agentId}", operation_id = "getAgent", tag = "agents",
+    params(("agentId" = String, Path, description = "The agent's ERC-8004 id (decimal)."), AsOfQuery),
+    responses((status = 200, description = "The passport", body = Passport)))]
+pub(super) async fn agent(
+    s: Shared,
+    Path(agent_id): Path<String>,
+    q: QueryMap,
+) -> Result<Json<Passport>, ApiError> {
+    let id: U256 = id_of(&agent_id, "agentId")?
+        .parse()
+        .expect("id_of answers a decimal");
+    let mut p = Params::from(q.0);
+    let at = p.as_of(&s.store).await?;
+    p.finish()?;
+    let agents = Agents {
+        store: &s.store,
+        metrics: &s.metrics,
+        at: at.block,
+    };
+    Ok(Json(agents.passport(id).await?.ok_or(ApiError::NotFound)?))
+}
