@@ -36,6 +36,45 @@ struct Safe {
 }
 
 impl Safe {
+    /// A new 2-of-3 Safe (SafeL2 1.4.1 behind a proxy, ERC-1271 through its fallback handler),
+    /// created by `relayer` with `salt`.
+    async fn create(client: &Client, relayer: &mut Sender, salt: u8) -> Safe {
+        let owners: Vec<Key> = (1..=3u8)
+            .map(|i| Key::from_bytes(&keccak256([b's', b'a', b'f', b'e', salt, i])).unwrap())
+            .collect();
+        let setup = ISafe::setupCall {
+            owners: owners.iter().map(Key::address).collect(),
+            threshold: U256::from(2),
+            to: Address::ZERO,
+            data: Bytes::new(),
+            fallbackHandler: SAFE_FALLBACK_HANDLER,
+            paymentToken: Address::ZERO,
+            payment: U256::ZERO,
+            paymentReceiver: Address::ZERO,
+        };
+        let create = ISafeProxyFactory::createProxyWithNonceCall {
+            singleton: SAFE_L2,
+            initializer: setup.abi_encode().into(),
+            saltNonce: U256::from(salt),
+        };
+        let r = relayer
+            .transact(client, SAFE_PROXY_FACTORY, &create)
+            .await
+            .unwrap();
+        let safe = Safe {
+            address: decode_events::<ISafeProxyFactory::ProxyCreation>(&r.logs, SAFE_PROXY_FACTORY)
+                [0]
+            .proxy,
+            owners,
+        };
+        let threshold = client
+            .view(None, safe.address, ISafe::getThresholdCall {})
+            .await
+            .unwrap();
+        assert_eq!(threshold, U256::from(2));
+        safe
+    }
+
     /// `hash` signed by `signers` as `checkSignatures` takes it: 65-byte `r ‖ s ‖ v`
     /// signatures, ordered by signer address.
     fn signatures(signers: &[&Key], hash: B256) -> Bytes {
@@ -155,39 +194,7 @@ async fn a_two_of_three_safe_owns_a_session_paid_in_usdc() {
     let agent = Key::from_bytes(&keccak256("safe-owned session agent")).unwrap();
     let vendor = Address::repeat_byte(0xa1);
 
-    // Three owners, two must sign.
-    let owners: Vec<Key> = (1..=3u8)
-        .map(|i| Key::from_bytes(&keccak256([b's', b'a', b'f', b'e', i])).unwrap())
-        .collect();
-    let setup = ISafe::setupCall {
-        owners: owners.iter().map(Key::address).collect(),
-        threshold: U256::from(2),
-        to: Address::ZERO,
-        data: Bytes::new(),
-        fallbackHandler: SAFE_FALLBACK_HANDLER,
-        paymentToken: Address::ZERO,
-        payment: U256::ZERO,
-        paymentReceiver: Address::ZERO,
-    };
-    let create = ISafeProxyFactory::createProxyWithNonceCall {
-        singleton: SAFE_L2,
-        initializer: setup.abi_encode().into(),
-        saltNonce: U256::from(7),
-    };
-    let r = relayer
-        .transact(&client, SAFE_PROXY_FACTORY, &create)
-        .await
-        .unwrap();
-    let safe = Safe {
-        address: decode_events::<ISafeProxyFactory::ProxyCreation>(&r.logs, SAFE_PROXY_FACTORY)[0]
-            .proxy,
-        owners,
-    };
-    let threshold = client
-        .view(None, safe.address, ISafe::getThresholdCall {})
-        .await
-        .unwrap();
-    assert_eq!(threshold, U256::from(2));
+    let safe = Safe::create(&client, &mut relayer, 7).await;
     let [a, b, c] = [&safe.owners[0], &safe.owners[1], &safe.owners[2]];
 
     // USDC for the Safe; a vendor list.
@@ -354,4 +361,116 @@ async fn a_two_of_three_safe_owns_a_session_paid_in_usdc() {
     assert_eq!(usdc_balance(&client, safe.address).await, usd(63));
     assert_eq!(usdc_balance(&client, wallet).await, U256::ZERO);
     assert_eq!(usdc_balance(&client, vendor).await, usd(37));
+}
+
+/// An agent's `agentWallet` is where it is paid: an account that can hold what it earns. A
+/// Safe consents to being one through ERC-1271 (two owners sign the Identity Registry's
+/// `AgentWalletSet`); a signature short of the Safe's threshold is refused. The SessionWallet
+/// never consents: it is one escrow for every session, and a token sent to it names no session
+/// (an ERC-20 transfer carries no memo), so it would be stranded outside every session's
+/// accounting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_safe_consents_to_be_an_agents_wallet_and_the_session_wallet_never_does() {
+    use bursar_bindings::erc8004::{
+        IIdentityRegistry, AGENT_WALLET_SET_TYPEHASH, DOMAIN_NAME_HASH, DOMAIN_VERSION_HASH,
+        IDENTITY_REGISTRY,
+    };
+    let (_devnet, client) = devnet().await;
+    let record = deploy(&client, &scratch("safe-agent-wallet")).await;
+    let session_wallet = record.address("sessionWallet").unwrap();
+    let mut relayer = Sender::new(&client, dev_key(3)).await.unwrap();
+    let mut owner = Sender::new(&client, dev_key(1)).await.unwrap();
+    let safe = Safe::create(&client, &mut relayer, 9).await;
+    let register = IIdentityRegistry::register_1Call {
+        agentURI: "https://host.example/agent.json".into(),
+    };
+    owner
+        .transact(&client, IDENTITY_REGISTRY, &register)
+        .await
+        .unwrap();
+    let agent = U256::ZERO;
+    let deadline = U256::from(client.latest_block().await.unwrap().timestamp.to::<u64>() + 200);
+    let domain = keccak256(
+        (
+            keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"),
+            DOMAIN_NAME_HASH,
+            DOMAIN_VERSION_HASH,
+            U256::from(CHAIN),
+            IDENTITY_REGISTRY,
+        )
+            .abi_encode(),
+    );
+    let owner_address = owner.address();
+    let digest = |wallet: Address| {
+        let hash = keccak256(
+            (
+                AGENT_WALLET_SET_TYPEHASH,
+                agent,
+                wallet,
+                owner_address,
+                deadline,
+            )
+                .abi_encode(),
+        );
+        keccak256([&[0x19, 0x01], domain.as_slice(), hash.as_slice()].concat())
+    };
+    let set = |wallet: Address, signature: Bytes| IIdentityRegistry::setAgentWalletCall {
+        agentId: agent,
+        newWallet: wallet,
+        deadline,
+        signature,
+    };
+    let wallet_of = || {
+        client.view(
+            None,
+            IDENTITY_REGISTRY,
+            IIdentityRegistry::getAgentWalletCall { agentId: agent },
+        )
+    };
+    let [a, b, _] = [&safe.owners[0], &safe.owners[1], &safe.owners[2]];
+
+    // One owner of a 2-of-3 Safe is not the Safe.
+    let short = safe.sign_message(&client, &[a], digest(safe.address)).await;
+    let refused = owner
+        .transact(&client, IDENTITY_REGISTRY, &set(safe.address, short))
+        .await
+        .expect_err("one signature is short of the threshold");
+    let reason = refused.revert_data().cloned().unwrap_or_default();
+    assert_eq!(
+        <alloy_sol_types::Revert as alloy_sol_types::SolError>::abi_decode(&reason)
+            .unwrap()
+            .reason,
+        "invalid wallet sig"
+    );
+    assert_eq!(wallet_of().await.unwrap(), owner_address);
+
+    // Two owners: the Safe consents.
+    let enough = safe
+        .sign_message(&client, &[a, b], digest(safe.address))
+        .await;
+    owner
+        .transact(&client, IDENTITY_REGISTRY, &set(safe.address, enough))
+        .await
+        .unwrap();
+    assert_eq!(wallet_of().await.unwrap(), safe.address);
+
+    // Whatever the owner hands it, the SessionWallet does not vouch for an `AgentWalletSet`.
+    for signature in [
+        Bytes::from(owner.key().sign_hash_rsv(&digest(session_wallet)).to_vec()),
+        Bytes::from(vec![0u8; 96]),
+        Bytes::new(),
+    ] {
+        let refused = owner
+            .transact(&client, IDENTITY_REGISTRY, &set(session_wallet, signature))
+            .await
+            .expect_err("the session wallet never consents");
+        let reason = refused.revert_data().cloned().unwrap_or_default();
+        assert_eq!(
+            <alloy_sol_types::Revert as alloy_sol_types::SolError>::abi_decode(&reason)
+                .unwrap()
+                .reason,
+            "invalid wallet sig"
+        );
+    }
+    assert_eq!(wallet_of().await.unwrap(), safe.address);
 }
