@@ -12,6 +12,7 @@ pub mod call;
 pub mod calldata;
 pub mod eip712;
 pub mod event;
+pub mod failure;
 pub mod nonce;
 pub mod signature;
 pub mod token;
