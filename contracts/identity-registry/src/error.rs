@@ -2,6 +2,8 @@
 //! custom errors, `require` texts as `Error(string)` (`bursar_bindings::erc8004::reason`), and a
 //! receiver's own revert data passed on.
 
+// Named only in the `export-abi` list.
+#[cfg(feature = "export-abi")]
 use bursar_bindings::erc8004::IIdentityRegistry::*;
 
 bursar_contract_common::failure!(
