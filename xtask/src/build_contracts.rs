@@ -96,17 +96,36 @@ fn build(args: &BuildArgs) -> Result<Option<prebuilt::Build>> {
     let out_dir = workspace.join("target").join("contracts");
     fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
 
-    let mut rows = Vec::new();
-    for krate in to_build {
-        rows.push(build_one(
-            &workspace,
-            &toolchain,
-            &wasm_opt_version,
-            &target_dir,
-            &out_dir,
-            krate,
-        ));
-    }
+    // Two lanes side by side, each with its own target directory (cargo locks one per build):
+    // a contract's build ends in a single-threaded LTO link, so one lane leaves a core idle.
+    // The second lane's directory sits inside the first, so whatever keeps one warm keeps both.
+    let lanes: [Vec<&str>; 2] = [
+        to_build.iter().copied().step_by(2).collect(),
+        to_build.iter().copied().skip(1).step_by(2).collect(),
+    ];
+    let lane_dirs = [target_dir.clone(), target_dir.join("lane-2")];
+    let mut built: Vec<Row> = std::thread::scope(|scope| {
+        let running: Vec<_> = lanes
+            .iter()
+            .zip(&lane_dirs)
+            .map(|(lane, dir)| {
+                let (workspace, toolchain, wasm_opt, out) =
+                    (&workspace, &toolchain, &wasm_opt_version, &out_dir);
+                scope.spawn(move || {
+                    lane.iter()
+                        .map(|krate| build_one(workspace, toolchain, wasm_opt, dir, out, krate))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        running
+            .into_iter()
+            .flat_map(|lane| lane.join().expect("a build lane panicked"))
+            .collect()
+    });
+    // Reported in the contracts' order.
+    built.sort_by_key(|r| to_build.iter().position(|k| *k == r.contract));
+    let rows = built;
 
     println!();
     report::print_table(&rows);

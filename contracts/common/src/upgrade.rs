@@ -6,6 +6,8 @@
 //! does. It tells the two contexts apart by the implementation slot instead: read through the
 //! proxy (a delegate call) it names an implementation; in the implementation's own storage it is
 //! empty. `proxiableUUID` answers only in the latter, `upgradeToAndCall` only in the former.
+//!
+//! Non-generic functions are `#[inline]`, compiled only where used (see [`crate::abi`]).
 
 use alloc::vec::Vec;
 use alloy_primitives::{Address, B256, U256};
@@ -41,6 +43,7 @@ pub fn only_owner<H: Host + ?Sized>(vm: &H, owner: Address) -> Result<(), Revert
 }
 
 /// `transferOwnership`'s check: the new owner may not be zero (renounce for that).
+#[inline]
 pub fn check_new_owner(new_owner: Address) -> Result<(), Revert> {
     if new_owner.is_zero() {
         return Err(error::<OwnableInvalidOwner>(&[word(new_owner)]));
@@ -60,6 +63,7 @@ pub fn ownership_transferred<H: Host + ?Sized>(vm: &H, previous: Address, new: A
 
 /// `reinitializer(version)`'s check: `InvalidInitialization()` unless the initialized version
 /// `current` is below `version`.
+#[inline]
 pub fn check_initializing(current: u64, version: u64) -> Result<(), Revert> {
     if current >= version {
         return Err(error::<InvalidInitialization>(&[]));
