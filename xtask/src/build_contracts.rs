@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 use crate::report::{self, Outcome, Row};
 use crate::toolchain::{self, Preference, Toolchain, WASM_TARGET};
@@ -28,26 +28,69 @@ pub(crate) struct BuildArgs {
     pub no_install: bool,
 }
 
-/// `cargo xtask build-contracts`: builds, and when every contract was built by the pinned
-/// compiler, commits the result to [`prebuilt::DIR`] for the demo's first run.
+impl BuildArgs {
+    /// These arguments as `build-contracts` takes them, for a child process.
+    pub(crate) fn to_args(&self) -> Vec<String> {
+        let mut args: Vec<String> = self
+            .contracts
+            .iter()
+            .flat_map(|c| ["-p".to_string(), c.clone()])
+            .collect();
+        if let Some(toolchain) = self.toolchain.to_possible_value() {
+            args.extend(["--toolchain".into(), toolchain.get_name().into()]);
+        }
+        if self.no_install {
+            args.push("--no-install".into());
+        }
+        args
+    }
+}
+
+/// `cargo xtask build-contracts`: builds into `target/contracts/`, and when every contract
+/// was built by the pinned compiler, commits the result to [`prebuilt::DIR`] for the demo's
+/// first run.
 pub(crate) fn run(args: &BuildArgs) -> Result<()> {
-    match build(args)? {
+    let out_dir = workspace::root().join("target").join("contracts");
+    match build(args, &out_dir)? {
         Some(build) => build.record(),
         None => Ok(()),
     }
 }
 
-/// The build, then a check that the committed artifacts are what it made (`cargo xtask test`).
-pub(crate) fn run_and_verify(args: &BuildArgs) -> Result<()> {
-    match build(args)? {
+/// `cargo xtask check-contracts`: the contracts linted as deployed, then built into
+/// `target/contracts-check/` (so that tests reading `target/contracts/` meanwhile are
+/// undisturbed) and the committed artifacts checked against that build.
+pub(crate) fn check(args: &BuildArgs) -> Result<()> {
+    let root = workspace::root();
+    // The workspace build turns on the contracts' `export-abi` feature (the ABI tools use
+    // it), under which they allow `missing_docs` (`#[public]` generates an undocumented
+    // `print_from_args`): lint them on their own, with the SDK's test feature so that
+    // `#[entrypoint]` does not generate its (undocumented) `user_entrypoint` either. In a
+    // target directory of their own, so that this runs beside a workspace build.
+    let lint_dir = root.join("target").join("contracts-lint");
+    let mut lint: Vec<&str> = vec!["clippy", "--lib", "--target-dir"];
+    lint.push(lint_dir.to_str().context("target directory is not UTF-8")?);
+    for c in CONTRACTS.iter().copied() {
+        lint.extend(["-p", c]);
+    }
+    lint.extend([
+        "--features",
+        "stylus-sdk/stylus-test",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    crate::test::cargo_with("lints (contracts as deployed)", &lint, &[])?;
+    let out_dir = root.join("target").join("contracts-check");
+    match build(args, &out_dir)? {
         Some(build) => build.verify(),
         None => Ok(()),
     }
 }
 
-/// Builds the selected contracts into `target/contracts/`; answers the build when it is
-/// complete and made by the pinned compiler (Debian's), the one [`prebuilt`] records.
-fn build(args: &BuildArgs) -> Result<Option<prebuilt::Build>> {
+/// Builds the selected contracts into `out_dir`; answers the build when it is complete and
+/// made by the pinned compiler (Debian's), the one [`prebuilt`] records.
+fn build(args: &BuildArgs, out_dir: &Path) -> Result<Option<prebuilt::Build>> {
     let workspace = workspace::root();
     for name in &args.contracts {
         if !CONTRACTS.contains(&name.as_str()) {
@@ -93,8 +136,7 @@ fn build(args: &BuildArgs) -> Result<Option<prebuilt::Build>> {
     let wasm_opt_version = toolchain::ensure_wasm_opt(!args.no_install)?;
 
     let target_dir = wasm_target_dir(&workspace)?;
-    let out_dir = workspace.join("target").join("contracts");
-    fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
 
     // Two lanes side by side, each with its own target directory (cargo locks one per build):
     // a contract's build ends in a single-threaded LTO link, so one lane leaves a core idle.
@@ -110,7 +152,7 @@ fn build(args: &BuildArgs) -> Result<Option<prebuilt::Build>> {
             .zip(&lane_dirs)
             .map(|(lane, dir)| {
                 let (workspace, toolchain, wasm_opt, out) =
-                    (&workspace, &toolchain, &wasm_opt_version, &out_dir);
+                    (&workspace, &toolchain, &wasm_opt_version, out_dir);
                 scope.spawn(move || {
                     lane.iter()
                         .map(|krate| build_one(workspace, toolchain, wasm_opt, dir, out, krate))
@@ -148,7 +190,7 @@ fn build(args: &BuildArgs) -> Result<Option<prebuilt::Build>> {
         (true, Toolchain::Debian { .. }) => Some(prebuilt::Build {
             rustc: toolchain::debian_rustc_version()?,
             root: workspace,
-            built: out_dir,
+            built: out_dir.to_path_buf(),
         }),
         _ => None,
     })

@@ -6,6 +6,7 @@
 //! BURSAR_WASM_TARGET_DIR=/cache/wasm cargo xtask build-contracts
 //! cargo xtask demo                                 # contracts, then `bursar demo`
 //! cargo xtask test                                 # floors, fmt, clippy, contracts, all tests
+//! cargo xtask check-contracts                      # lint, build, check contracts/artifacts
 //! cargo xtask bench                                # settlement figures side by side
 //! cargo xtask floors                               # crates and modules import down, no circle
 //! cargo xtask cycles                               # import circles between source files
@@ -40,9 +41,12 @@ enum Cmd {
     /// Build every Stylus contract to target/contracts/<crate>.wasm (+ .code), check the
     /// activation rules and the 24,576-byte code limit, and print a size table.
     BuildContracts(build_contracts::BuildArgs),
-    /// Run everything CI runs: `cargo fmt --check`, `cargo clippy -D warnings`,
-    /// `build-contracts`, then the whole workspace's tests.
+    /// Run everything CI runs: `cargo fmt --check`, `cargo clippy -D warnings`, then the whole
+    /// workspace's tests beside `check-contracts`.
     Test(build_contracts::BuildArgs),
+    /// Lint the contracts as deployed, build them into target/contracts-check/ and check the
+    /// committed artifacts (contracts/artifacts) against that build.
+    CheckContracts(build_contracts::BuildArgs),
     /// The main job: the contracts (the committed ones when built from these sources, else
     /// built), then `bursar demo` (devnet in-process, deploy, an agent session end to end, its
     /// audit trail).
@@ -80,6 +84,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Cmd::BuildContracts(args) => build_contracts::run(args),
         Cmd::Test(args) => test::run(args),
+        Cmd::CheckContracts(args) => build_contracts::check(args),
         Cmd::Demo(args) => test::demo(args),
         Cmd::Bench(args) => bench::run(args),
         Cmd::Crash(args) => bench::crash(args),

@@ -7,13 +7,20 @@ use anyhow::{bail, Context, Result};
 
 use crate::build_contracts::{self, BuildArgs};
 use crate::toolchain::Preference;
-use crate::workspace::{self, CONTRACTS};
+use crate::workspace;
 use crate::{postgres, prebuilt};
 
-/// The floors of the dependencies, what the tests need installed ([`crate::setup`]),
-/// formatting and lints, then the contracts as deployable WASM (which enforces the activation
-/// rules and the code-size limit, and gives the devnet tests fresh artifacts), then every
-/// workspace test, with a PostgreSQL server for those that run on both databases.
+/// The floors of the dependencies; what the tests need installed ([`crate::setup`]) beside
+/// formatting and lints; then every workspace test (with a PostgreSQL server for those that
+/// run on both databases) beside `check-contracts`: the contracts linted as deployed, built as
+/// deployable WASM (which enforces the activation rules and the code-size limit) and the
+/// committed artifacts checked against that build.
+///
+/// Side by side because each pair leaves the machine idle where the other works: setup waits on
+/// downloads while clippy computes; the contracts' build is a chain of crates ending in
+/// single-threaded links, and the tests wait on chains, browsers and installs. The tests deploy
+/// the committed artifacts (the contracts' check proves them equal to the sources' build), and
+/// the contracts run at a lower priority so the tests' own build keeps the cores it needs.
 pub(crate) fn run(build: &BuildArgs) -> Result<()> {
     let root = workspace::root();
     // Which compiler checked this run (rust-toolchain.toml says why it is not pinned).
@@ -26,43 +33,68 @@ pub(crate) fn run(build: &BuildArgs) -> Result<()> {
     }
     crate::floors::check(&root)?;
     let started = std::time::Instant::now();
-    let mut env = crate::setup::run(&root)?;
-    eprintln!("==> setup: {:.0?}", started.elapsed());
-    cargo("format", &["fmt", "--all", "--", "--check"])?;
-    cargo(
-        "lints",
-        &[
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--",
-            "-D",
-            "warnings",
-        ],
-    )?;
-    // The workspace build turns on the contracts' `export-abi` feature (the ABI tools use it),
-    // under which they allow `missing_docs` (`#[public]` generates an undocumented
-    // `print_from_args`): lint them again on their own, with the SDK's test feature so that
-    // `#[entrypoint]` does not generate its (undocumented) `user_entrypoint` either.
-    let mut contracts = vec!["clippy", "--lib"];
-    for c in CONTRACTS.iter().copied() {
-        contracts.extend(["-p", c]);
+    let setup = std::thread::spawn({
+        let root = root.clone();
+        move || {
+            let env = crate::setup::run(&root);
+            eprintln!("==> setup: {:.0?}", started.elapsed());
+            env
+        }
+    });
+    let lints = cargo("format", &["fmt", "--all", "--", "--check"]).and_then(|()| {
+        cargo(
+            "lints",
+            &[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        )
+    });
+    let mut env = setup.join().expect("setup panicked")?;
+    lints?;
+
+    if !prebuilt::install(&root, &root.join("target").join("contracts"))? {
+        // Stale artifacts fail the check (which rewrites them for the commit); no test runs
+        // on contracts that are not what the sources build.
+        build_contracts::check(build)?;
+        bail!("{} is older than the contracts' sources", prebuilt::DIR);
     }
-    contracts.extend([
-        "--features",
-        "stylus-sdk/stylus-test",
-        "--",
-        "-D",
-        "warnings",
-    ]);
-    cargo("lints (contracts as deployed)", &contracts)?;
-    eprintln!("==> contracts: build-contracts, then the committed artifacts checked against it");
+    let log = root.join("target").join("check-contracts.log");
+    eprintln!(
+        "==> contracts: check-contracts beside the tests (its output: {})",
+        log.display()
+    );
     let started = std::time::Instant::now();
-    build_contracts::run_and_verify(build)?;
-    eprintln!("==> contracts: {:.0?}", started.elapsed());
+    let output = std::fs::File::create(&log)?;
+    let mut contracts = Command::new("nice")
+        .args(["-n", "10"])
+        .arg(std::env::current_exe().context("finding xtask's executable")?)
+        .arg("check-contracts")
+        .args(build.to_args())
+        .stdout(output.try_clone()?)
+        .stderr(output)
+        .spawn()
+        .context("starting check-contracts")?;
+
     env.push((postgres::URL_VAR.into(), postgres::test_url()?));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    cargo_with("tests", &["test", "--workspace"], &env)
+    let tests = cargo_with("tests", &["test", "--workspace"], &env);
+
+    let checked = contracts.wait().context("waiting for check-contracts")?;
+    eprintln!(
+        "==> contracts (check-contracts) finished after {:.0?}:",
+        started.elapsed()
+    );
+    eprint!("{}", std::fs::read_to_string(&log).unwrap_or_default());
+    tests?;
+    if !checked.success() {
+        bail!("check-contracts failed (its output is above)");
+    }
+    Ok(())
 }
 
 /// Deploys the committed contracts ([`prebuilt`]) when they were built from these sources, or
