@@ -6,7 +6,6 @@
 
 use anyhow::{Context, Result};
 
-use crate::test::cargo_with;
 use crate::{postgres, prebuilt, workspace};
 
 /// `bursar_e2e::SUMMARY_VAR`, where the benches record their figures (xtask does not link
@@ -82,7 +81,7 @@ pub(crate) fn crash(args: &CrashArgs) -> Result<()> {
         env.push((format!("BURSAR_CRASH_{name}"), value.to_string()));
     }
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    cargo_with(
+    crate::workspace::cargo(
         "crash",
         &[
             "test",
@@ -118,7 +117,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
         let mut env: Vec<(&str, &str)> =
             env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         env.extend_from_slice(extra);
-        cargo_with(
+        crate::workspace::cargo(
             &format!("bench {bench}"),
             &["bench", "-p", "bursar-e2e", "--bench", bench],
             &env,

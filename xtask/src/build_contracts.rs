@@ -80,7 +80,7 @@ pub(crate) fn check(args: &BuildArgs) -> Result<()> {
         "-D",
         "warnings",
     ]);
-    crate::test::cargo_with("lints (contracts as deployed)", &lint, &[])?;
+    workspace::cargo("lints (contracts as deployed)", &lint, &[])?;
     let out_dir = root.join("target").join("contracts-check");
     match build(args, &out_dir)? {
         Some(build) => build.verify(),

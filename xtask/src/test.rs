@@ -82,7 +82,7 @@ pub(crate) fn run(build: &BuildArgs) -> Result<()> {
 
     env.push((postgres::URL_VAR.into(), postgres::test_url()?));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let tests = cargo_with("tests", &["test", "--workspace"], &env);
+    let tests = workspace::cargo("tests", &["test", "--workspace"], &env);
 
     let checked = contracts.wait().context("waiting for check-contracts")?;
     eprintln!(
@@ -127,21 +127,5 @@ pub(crate) fn demo(build: &BuildArgs) -> Result<()> {
 }
 
 fn cargo(step: &str, args: &[&str]) -> Result<()> {
-    cargo_with(step, args, &[])
-}
-
-pub(crate) fn cargo_with(step: &str, args: &[&str], env: &[(&str, &str)]) -> Result<()> {
-    eprintln!("==> {step}: cargo {}", args.join(" "));
-    let started = std::time::Instant::now();
-    let status = Command::new(env!("CARGO"))
-        .args(args)
-        .envs(env.iter().copied())
-        .status()
-        .with_context(|| format!("running cargo {}", args[0]))?;
-    // Each step's time, so a slow CI run says where its minutes went.
-    eprintln!("==> {step}: {:.0?}", started.elapsed());
-    if !status.success() {
-        bail!("{step} failed (cargo {})", args.join(" "));
-    }
-    Ok(())
+    workspace::cargo(step, args, &[])
 }

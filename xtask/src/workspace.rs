@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 use crate::toolchain;
 
@@ -51,4 +51,21 @@ pub(crate) fn members(workspace: &Path) -> Result<BTreeMap<String, PathBuf>> {
             Some((name.to_string(), dir.to_path_buf()))
         })
         .collect())
+}
+
+/// Runs `cargo args…` with `env` as one named step of a run, printing its time.
+pub(crate) fn cargo(step: &str, args: &[&str], env: &[(&str, &str)]) -> Result<()> {
+    eprintln!("==> {step}: cargo {}", args.join(" "));
+    let started = std::time::Instant::now();
+    let status = Command::new(env!("CARGO"))
+        .args(args)
+        .envs(env.iter().copied())
+        .status()
+        .with_context(|| format!("running cargo {}", args[0]))?;
+    // Each step's time, so a slow CI run says where its minutes went.
+    eprintln!("==> {step}: {:.0?}", started.elapsed());
+    if !status.success() {
+        bail!("{step} failed (cargo {})", args.join(" "));
+    }
+    Ok(())
 }
