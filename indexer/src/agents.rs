@@ -2,29 +2,23 @@
 //! and its reputation, where only feedback a payment backs is counted.
 //!
 //! ERC-8004's `getSummary` averages the feedback of whichever clients its caller names, so
-//! anyone can fill an agent's record with clients that never dealt with it. Bursar holds the
-//! list that cannot be gamed: receipts. A feedback counts when
-//! - its `feedbackHash` is the on-chain commitment of a Bursar receipt (`keccak256(abi.encode(
-//!   receipt))`, what ReceiptRegistry stores and `verifyReceipt` checks): the proof of payment,
-//!   checkable by anyone without an off-chain file;
-//! - that receipt paid this agent: its payee is or was, before the feedback, the agent's owner
-//!   or its `agentWallet` (a passport keeps the history of the addresses it was paid at);
-//! - the client is the paying side: the receipt's payer (the session's owner) or its session's
-//!   key;
-//! - the payer is not the agent's owner (an owner paying its own agent buys no reputation);
-//! - no earlier feedback named the same receipt (one payment, one rating; two receipts alike in
-//!   every field — session, payer, payee, token, amount, purpose, second — share a commitment
-//!   and so back one rating);
-//! - it is not revoked.
+//! anyone can fill an agent's record with clients that never dealt with it. Bursar's
+//! ReceiptRegistry gives feedback only for a receipt, on the signature of one of its sides, on
+//! the agent at the other side (`contracts/receipt-registry/src/feedback.rs` checks it on
+//! chain: the receipt recorded and not released, the signer its payer's session key or owner or
+//! its payee, the rated side the agent's owner or wallet, the rater's side not the agent's,
+//! once per receipt and side). So a feedback counts when its client is the ReceiptRegistry and
+//! it is not revoked — `getSummary(agent, [ReceiptRegistry], "", "")` gives the same figure, and
+//! any ERC-8004 client can ask it. Each counted entry names its receipt and the side that gave
+//! it; every other feedback is listed apart (`not_paid_for`).
 //!
-//! Everything else is listed apart with the reason it is not counted. [`fold`] is pure and
-//! unit-tested; [`Agents`] reads the events and hands them to it.
+//! [`fold`] is pure and unit-tested; [`Agents`] reads the events and hands them to it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
-use alloy_primitives::{hex, Address, B256, U256};
+use alloy_primitives::{hex, Address, U256};
 use bursar_bindings::erc8004::Summary;
-use bursar_bindings::receipts::{receipt_commitment, Receipt};
+use bursar_bindings::receipts::Receipt;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -105,24 +99,30 @@ pub struct Feedback {
     pub responses: u64,
     /// The receipt that backs it, when one does.
     pub receipt_id: Option<String>,
+    /// Which side of that receipt gave it: `payer` (rating the payee's agent) or `payee`.
+    pub side: Option<&'static str>,
     /// Whether it counts in the summary.
     pub counted: bool,
-    /// Why not, when it does not: `no_receipt`, `not_paid_to_agent`, `not_the_payer`,
-    /// `owner_paid`, `receipt_used`, `revoked`.
+    /// Why not, when it does not: `not_paid_for` (not given through the ReceiptRegistry for
+    /// a receipt), `revoked`.
     pub not_counted: Option<&'static str>,
     /// Where it is on chain.
     pub chain: Chain,
 }
 
-/// A receipt, with the session key of the session that paid it.
+/// Feedback the ReceiptRegistry gave for a receipt (its `ReceiptFeedbackGiven`).
 #[derive(Clone, Debug)]
 pub struct Paid {
-    /// Its id.
+    /// The receipt's id.
     pub receipt_id: String,
     /// The receipt as recorded.
     pub receipt: Receipt,
-    /// The paying session's key.
-    pub session_key: Option<Address>,
+    /// Whether the payee gave it (on the payer's agent).
+    pub by_payee: bool,
+    /// The ReceiptRegistry: the feedback's client.
+    pub registry: Address,
+    /// The feedback's index among the registry's on this agent.
+    pub index: u64,
 }
 
 fn arg<'a>(r: &'a LogRow, name: &str) -> &'a str {
@@ -151,10 +151,8 @@ pub struct Identity {
     registered: LogRow,
     uri: String,
     wallet: Address,
-    /// Its owners in order, each from where it took the agent.
-    owners: Vec<((u64, u64), Address)>,
-    /// Every address it could be paid at, from where it became one: its owners and wallets.
-    payees: Vec<((u64, u64), Address)>,
+    /// Its owners in order, from the registrant.
+    owners: Vec<Address>,
 }
 
 fn position(r: &LogRow) -> (u64, u64) {
@@ -168,13 +166,11 @@ impl Identity {
         let registered = rows
             .iter()
             .find(|r| r.event.as_deref() == Some("Registered"))?;
-        let first = (position(registered), address(registered, "owner"));
         let mut id = Identity {
             registered: registered.clone(),
             uri: arg(registered, "agentURI").to_owned(),
             wallet: Address::ZERO,
-            owners: vec![first],
-            payees: vec![first],
+            owners: vec![address(registered, "owner")],
         };
         for r in rows {
             match r.event.as_deref() {
@@ -185,69 +181,41 @@ impl Identity {
                         20 => Address::from_slice(&value),
                         _ => Address::ZERO,
                     };
-                    if !id.wallet.is_zero() {
-                        id.payees.push((position(r), id.wallet));
-                    }
                 }
                 Some("Transfer") if !address(r, "from").is_zero() => {
-                    let owner = (position(r), address(r, "to"));
-                    id.owners.push(owner);
-                    id.payees.push(owner);
+                    id.owners.push(address(r, "to"));
                 }
                 _ => {}
             }
         }
         Some(id)
     }
-
-    /// Every address the agent could have been paid at.
-    pub fn payees(&self) -> BTreeSet<Address> {
-        self.payees.iter().map(|(_, a)| *a).collect()
-    }
-
-    fn was_payee(&self, who: Address, at: (u64, u64)) -> bool {
-        self.payees
-            .iter()
-            .any(|(since, a)| *a == who && *since <= at)
-    }
-
-    fn owner_at(&self, at: (u64, u64)) -> Address {
-        self.owners
-            .iter()
-            .rfind(|(since, _)| *since <= at)
-            .map_or(self.owners[0].1, |(_, a)| *a)
-    }
 }
 
 /// The passport of agent `agent_id`: its identity, and its feedback (the Reputation Registry's
-/// events about it, in chain order) judged against `receipts` (any; only those naming it
-/// count).
+/// events about it, in chain order), counted where the ReceiptRegistry gave it for a receipt
+/// (`paid`).
 pub fn fold(
     metrics: &Metrics,
     agent_id: &str,
     identity: &Identity,
     reputation: &[LogRow],
-    receipts: &[Paid],
+    paid: &[Paid],
 ) -> Passport {
-    let by_commitment: BTreeMap<B256, &Paid> = receipts
-        .iter()
-        .map(|p| (receipt_commitment(&p.receipt), p))
-        .collect();
-    let mut used = BTreeSet::new();
     let mut entries: Vec<Feedback> = Vec::new();
     for r in reputation {
-        let client = address(r, "clientAddress").to_checksum(None);
+        let client = address(r, "clientAddress");
         let index = number(r, "feedbackIndex");
         let entry = entries
             .iter()
-            .position(|f| f.client == client && f.index == index);
+            .position(|f| f.client == client.to_checksum(None) && f.index == index);
         match (r.event.as_deref(), entry) {
             (Some("NewFeedback"), _) => {
-                let hash: B256 = arg(r, "feedbackHash").parse().unwrap_or_default();
-                let paid = by_commitment.get(&hash).copied();
-                let reason = judge(identity, r, paid, &mut used);
+                let backed = paid
+                    .iter()
+                    .find(|p| p.registry == client && p.index == index);
                 entries.push(Feedback {
-                    client,
+                    client: client.to_checksum(None),
                     index,
                     value: arg(r, "value").to_owned(),
                     value_decimals: number(r, "valueDecimals") as u8,
@@ -258,9 +226,10 @@ pub fn fold(
                     feedback_hash: arg(r, "feedbackHash").to_owned(),
                     revoked: false,
                     responses: 0,
-                    receipt_id: paid.map(|p| p.receipt_id.clone()),
-                    counted: reason.is_none(),
-                    not_counted: reason,
+                    receipt_id: backed.map(|p| p.receipt_id.clone()),
+                    side: backed.map(|p| if p.by_payee { "payee" } else { "payer" }),
+                    counted: backed.is_some(),
+                    not_counted: backed.is_none().then_some("not_paid_for"),
                     chain: chain(metrics, r),
                 });
             }
@@ -284,7 +253,7 @@ pub fn fold(
         clients.insert(f.client.clone());
     }
     let (count, value, decimals) = summary.finish();
-    let owner = identity.owners.last().map_or(Address::ZERO, |(_, a)| *a);
+    let owner = identity.owners.last().copied().unwrap_or_default();
     Passport {
         agent_id: agent_id.to_owned(),
         owner: owner.to_checksum(None),
@@ -294,7 +263,7 @@ pub fn fold(
         owners: identity
             .owners
             .iter()
-            .map(|(_, o)| o.to_checksum(None))
+            .map(|o| o.to_checksum(None))
             .collect(),
         reputation: Reputation {
             count,
@@ -305,33 +274,6 @@ pub fn fold(
             feedback: entries,
         },
     }
-}
-
-/// Why feedback `r` backed by `paid` (if any) does not count, or `None` when it does (then its
-/// receipt is `used`).
-fn judge(
-    identity: &Identity,
-    r: &LogRow,
-    paid: Option<&Paid>,
-    used: &mut BTreeSet<String>,
-) -> Option<&'static str> {
-    let Some(p) = paid else {
-        return Some("no_receipt");
-    };
-    let (client, at) = (address(r, "clientAddress"), position(r));
-    if !identity.was_payee(p.receipt.payee, at) {
-        return Some("not_paid_to_agent");
-    }
-    if client != p.receipt.payer && Some(client) != p.session_key {
-        return Some("not_the_payer");
-    }
-    if p.receipt.payer == identity.owner_at(at) {
-        return Some("owner_paid");
-    }
-    if !used.insert(p.receipt_id.clone()) {
-        return Some("receipt_used");
-    }
-    None
 }
 
 /// Reads passports as of a block.
@@ -375,77 +317,46 @@ impl Agents<'_> {
             return Ok(None);
         };
         let reputation = of(REPUTATION_EVENTS, "ReputationRegistry", "agentId").await?;
-        let receipts = self.receipts_naming(&identity, &reputation).await?;
-        Ok(Some(fold(
-            self.metrics,
-            &id,
-            &identity,
-            &reputation,
-            &receipts,
-        )))
+        let given = of(&["ReceiptFeedbackGiven"], "ReceiptRegistry", "agentId").await?;
+        let paid = self.receipts_of(&given).await?;
+        Ok(Some(fold(self.metrics, &id, &identity, &reputation, &paid)))
     }
 
-    /// The receipts the agent's feedback names: read by payee (each address the agent could
-    /// be paid at), kept when a feedback's hash is their commitment.
-    async fn receipts_naming(
-        &self,
-        identity: &Identity,
-        reputation: &[LogRow],
-    ) -> Result<Vec<Paid>, StoreError> {
-        let hashes: BTreeSet<&str> = reputation
-            .iter()
-            .filter(|r| r.event.as_deref() == Some("NewFeedback"))
-            .map(|r| arg(r, "feedbackHash"))
-            .collect();
-        if hashes.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut rows = Vec::new();
-        for payee in identity.payees() {
-            let filter = LogFilter {
+    /// The receipts behind the ReceiptRegistry's feedback on an agent (`given`: its
+    /// `ReceiptFeedbackGiven` events), each as `ReceiptRecorded` announced it.
+    async fn receipts_of(&self, given: &[LogRow]) -> Result<Vec<Paid>, StoreError> {
+        let mut out = Vec::with_capacity(given.len());
+        for g in given {
+            let recorded = LogFilter {
                 event: Some("ReceiptRecorded".into()),
-                args: vec![("payee".into(), payee.to_checksum(None))],
+                args: vec![("receiptId".into(), arg(g, "receiptId").to_owned())],
                 to_block: Some(self.at),
                 limit: u64::MAX,
                 ..LogFilter::default()
             };
-            rows.extend(self.store.logs(&filter).await?);
-        }
-        let mut out = Vec::new();
-        for r in rows {
-            if r.contract != "ReceiptRegistry" {
+            let rows = self.store.logs(&recorded).await?;
+            let Some(r) = rows.iter().find(|r| r.address == g.address) else {
                 continue;
-            }
-            let receipt = Receipt {
-                sessionId: arg(&r, "sessionId").parse().unwrap_or_default(),
-                payer: address(&r, "payer"),
-                payee: address(&r, "payee"),
-                token: address(&r, "token"),
-                amount: arg(&r, "amount").parse().unwrap_or_default(),
-                purpose: arg(&r, "purpose").parse().unwrap_or_default(),
-                timestamp: number(&r, "timestamp"),
             };
-            let commitment = hex::encode_prefixed(receipt_commitment(&receipt));
-            if !hashes.contains(commitment.as_str()) {
-                continue;
-            }
-            let opened = LogFilter {
-                event: Some("SessionOpened".into()),
-                session_id: r.session_id.clone(),
-                to_block: Some(self.at),
-                limit: 1,
-                ..LogFilter::default()
-            };
-            let session_key = self
-                .store
-                .logs(&opened)
-                .await?
-                .first()
-                .map(|o| address(o, "sessionKey"));
             out.push(Paid {
-                receipt_id: arg(&r, "receiptId").to_owned(),
-                receipt,
-                session_key,
+                receipt_id: arg(g, "receiptId").to_owned(),
+                receipt: Receipt {
+                    sessionId: arg(r, "sessionId").parse().unwrap_or_default(),
+                    payer: address(r, "payer"),
+                    payee: address(r, "payee"),
+                    token: address(r, "token"),
+                    amount: arg(r, "amount").parse().unwrap_or_default(),
+                    purpose: arg(r, "purpose").parse().unwrap_or_default(),
+                    timestamp: number(r, "timestamp"),
+                },
+                by_payee: g
+                    .args
+                    .as_ref()
+                    .and_then(|a| a.get("byPayee"))
+                    .and_then(|v| v.as_bool())
+                    .unwrap_or_default(),
+                registry: g.address.parse().unwrap_or_default(),
+                index: number(g, "feedbackIndex"),
             });
         }
         Ok(out)
@@ -459,8 +370,8 @@ mod tests {
 
     const OWNER: Address = Address::repeat_byte(0x0a);
     const WALLET: Address = Address::repeat_byte(0x0b);
-    const PAYER: Address = Address::repeat_byte(0x0c);
-    const SESSION_KEY: Address = Address::repeat_byte(0x0d);
+    const SYBIL: Address = Address::repeat_byte(0x0c);
+    const REGISTRY: Address = Address::repeat_byte(0x0d);
     const NEXT_OWNER: Address = Address::repeat_byte(0x0e);
 
     fn row(block: u64, event: &str, args: serde_json::Value) -> LogRow {
@@ -495,87 +406,75 @@ mod tests {
         Identity::fold(&rows).unwrap()
     }
 
-    fn paid(id: &str, payer: Address, payee: Address) -> Paid {
+    fn paid(id: &str, index: u64, by_payee: bool) -> Paid {
         Paid {
             receipt_id: id.into(),
-            receipt: Receipt {
-                sessionId: U256::from(1),
-                payer,
-                payee,
-                token: Address::ZERO,
-                amount: U256::from(5),
-                purpose: B256::ZERO,
-                timestamp: 1,
-            },
-            session_key: Some(SESSION_KEY),
+            receipt: Receipt::default(),
+            by_payee,
+            registry: REGISTRY,
+            index,
         }
     }
 
-    fn feedback(block: u64, client: Address, index: u64, value: i128, proof: &Paid) -> LogRow {
+    fn feedback(block: u64, client: Address, index: u64, value: i128) -> LogRow {
         row(
             block,
             "NewFeedback",
             json!({
                 "agentId": "0", "clientAddress": client.to_checksum(None), "feedbackIndex": index,
                 "value": value.to_string(), "valueDecimals": 0, "tag1": "", "tag2": "",
-                "endpoint": "", "feedbackURI": "",
-                "feedbackHash": hex::encode_prefixed(receipt_commitment(&proof.receipt)),
+                "endpoint": "", "feedbackURI": "", "feedbackHash": hex::encode_prefixed([0; 32]),
             }),
         )
     }
 
+    fn about(block: u64, event: &str, client: Address, index: u64) -> LogRow {
+        row(
+            block,
+            event,
+            json!({"agentId": "0", "clientAddress": client.to_checksum(None), "feedbackIndex": index}),
+        )
+    }
+
     #[test]
-    fn only_feedback_backed_by_a_payment_to_the_agent_counts() {
+    fn only_feedback_the_receipt_registry_gave_for_a_receipt_counts() {
         let id = identity();
-        assert_eq!(
-            id.payees(),
-            [OWNER, WALLET, NEXT_OWNER].into_iter().collect()
-        );
-        let to_wallet = paid("1", PAYER, WALLET);
-        let to_stranger = paid("2", PAYER, Address::repeat_byte(0x99));
-        let owner_pays = paid("3", OWNER, WALLET);
-        let by_key = paid("4", PAYER, OWNER);
-        let mut revoked = paid("5", PAYER, WALLET);
-        revoked.receipt.amount = U256::from(6);
         let rows = [
-            feedback(3, PAYER, 1, 80, &to_wallet),
-            feedback(4, PAYER, 2, 10, &to_stranger),
-            feedback(5, OWNER, 1, 100, &owner_pays),
-            feedback(6, SESSION_KEY, 1, 90, &by_key),
-            feedback(7, PAYER, 3, 1, &revoked),
-            row(
-                8,
-                "FeedbackRevoked",
-                json!({"agentId": "0", "clientAddress": PAYER.to_checksum(None), "feedbackIndex": 3}),
-            ),
-            row(
-                8,
-                "ResponseAppended",
-                json!({"agentId": "0", "clientAddress": PAYER.to_checksum(None), "feedbackIndex": 1}),
-            ),
+            feedback(3, REGISTRY, 1, 80),
+            // A client that names no receipt through the registry: a Sybil, or the payer
+            // calling the Reputation Registry itself.
+            feedback(4, SYBIL, 1, 100),
+            feedback(5, REGISTRY, 2, 90),
+            feedback(6, REGISTRY, 3, 1),
+            // The registry's index with no `ReceiptFeedbackGiven` behind it (not ours).
+            feedback(6, REGISTRY, 4, 5),
+            about(8, "FeedbackRevoked", REGISTRY, 3),
+            about(8, "ResponseAppended", REGISTRY, 1),
         ];
-        let receipts = [to_wallet, to_stranger, owner_pays, by_key, revoked];
-        let p = fold(&Metrics::default(), "0", &id, &rows, &receipts);
-        let reasons: Vec<_> = p
-            .reputation
-            .feedback
-            .iter()
-            .map(|f| f.not_counted)
-            .collect();
+        let paid = [paid("1", 1, false), paid("2", 2, true), paid("3", 3, false)];
+        let p = fold(&Metrics::default(), "0", &id, &rows, &paid);
+        let f = &p.reputation.feedback;
+        let reasons: Vec<_> = f.iter().map(|f| f.not_counted).collect();
         assert_eq!(
             reasons,
             [
                 None,
-                Some("not_paid_to_agent"),
-                Some("owner_paid"),
+                Some("not_paid_for"),
                 None,
-                Some("revoked")
+                Some("revoked"),
+                Some("not_paid_for")
             ]
         );
-        // (80 + 90) / 2, from the payer and its session key.
+        assert_eq!((f[0].side, f[2].side), (Some("payer"), Some("payee")));
+        assert_eq!(f[2].receipt_id.as_deref(), Some("2"));
+        assert_eq!(f[1].receipt_id, None);
+        // (80 + 90) / 2, what `getSummary(agent, [registry])` answers.
         assert_eq!((p.reputation.count, p.reputation.value.as_str()), (2, "85"));
-        assert_eq!(p.reputation.feedback[0].responses, 1);
+        assert_eq!(p.reputation.clients, [REGISTRY.to_checksum(None)]);
+        assert_eq!(p.reputation.not_counted, 3);
+        assert_eq!(f[0].responses, 1);
         assert_eq!(p.owner, NEXT_OWNER.to_checksum(None));
+        assert_eq!(p.agent_wallet, WALLET.to_checksum(None));
         assert_eq!(p.owners.len(), 2);
     }
 }

@@ -219,6 +219,8 @@ events! {
         recordId, sessionId, attester, subject, inputs, runtime, policy, uri, parents,
     },
     Receipts::ProvenanceRevoked { recordId, by, reason },
+    Receipts::ReceiptFeedbackGiven { receiptId, agentId, byPayee, giver, feedbackIndex },
+    Receipts::ReceiptFeedbackRevoked { receiptId, agentId, byPayee, feedbackIndex },
     // ERC-8004: agents' identities (their ERC-721 `Transfer`s above) and feedback.
     Agents::Registered { agentId, agentURI, owner },
     Agents::URIUpdated { agentId, newURI, updatedBy },

@@ -99,8 +99,10 @@ pub struct Link {
 }
 
 /// Events that name no session but a record of one: (event, origin event, shared argument).
-const LINKS: [(&str, &str, &str); 3] = [
+const LINKS: [(&str, &str, &str); 5] = [
     ("ReceiptAcknowledged", "ReceiptRecorded", "receiptId"),
+    ("ReceiptFeedbackGiven", "ReceiptRecorded", "receiptId"),
+    ("ReceiptFeedbackRevoked", "ReceiptRecorded", "receiptId"),
     ("ProvenanceRevoked", "ProvenanceRecorded", "recordId"),
     // The token's, when a third party settles an authorization a session reserved.
     ("AuthorizationUsed", "PaymentReserved", "nonce"),

@@ -101,6 +101,12 @@ pub async fn trail(
         }
         AuditEvent::Registry(RegistryEvent::ProvenanceRecorded(p)) => p.sessionId == session_id,
         AuditEvent::Registry(RegistryEvent::ProvenanceRevoked(r)) => records.contains(&r.recordId),
+        AuditEvent::Registry(RegistryEvent::ReceiptFeedbackGiven(g)) => {
+            receipts.contains(&g.receiptId)
+        }
+        AuditEvent::Registry(RegistryEvent::ReceiptFeedbackRevoked(r)) => {
+            receipts.contains(&r.receiptId)
+        }
         AuditEvent::List(l) => list_of(l).is_some() && list_of(l) == list_id,
         _ => false,
     };
@@ -354,6 +360,10 @@ impl fmt::Display for AuditEntry {
                 RegistryEvent::ProvenanceRevoked(e) => write!(
                     f, "ProvenanceRevoked   #{} by {} ({})",
                     e.recordId, short(&e.by), text(&e.reason)
+                ),
+                RegistryEvent::ReceiptFeedbackGiven(e) => write!(
+                    f, "ReceiptFeedback     receipt #{} rates agent #{} (by the {}; feedback #{})",
+                    e.receiptId, e.agentId, if e.byPayee { "payee" } else { "payer" }, e.feedbackIndex
                 ),
                 other => write!(f, "{}", AuditEvent::Registry(other.clone()).name()),
             },

@@ -39,6 +39,16 @@ interface IReceiptRegistry {
 
     function isProvenanceNonceUsed(address attester, uint256 nonce) external view returns (bool);
 
+    function identityRegistry() external view returns (address);
+
+    function reputationRegistry() external view returns (address);
+
+    function giveReceiptFeedback(uint256 receipt_id, uint256 session_id, address payer, address payee, address token, uint256 amount, bytes32 purpose, uint64 timestamp, bool by_payee, uint256 agent_id, int128 value, uint8 value_decimals, string calldata tag1, string calldata tag2, string calldata endpoint, string calldata feedback_uri, uint256 deadline, bytes calldata signature) external returns (uint64);
+
+    function revokeReceiptFeedback(uint256 receipt_id, bool by_payee, uint256 deadline, bytes calldata signature) external;
+
+    function receiptFeedback(uint256 receipt_id, bool by_payee) external view returns (uint256, uint64, address, bool);
+
     function domainSeparator() external view returns (bytes32);
 
     error RegistryUnauthorized(address);
@@ -76,4 +86,20 @@ interface IReceiptRegistry {
     error ProvenanceDuplicateParent(uint256);
 
     error ProvenanceTooManyParents(uint256, uint256);
+
+    error FeedbackUnavailable();
+
+    error FeedbackAlreadyGiven(uint256, bool);
+
+    error FeedbackUnknown(uint256, bool);
+
+    error FeedbackDeadlinePassed(uint256);
+
+    error FeedbackWrongSigner(address);
+
+    error FeedbackNotTheAgent(uint256, address);
+
+    error FeedbackSelfDealing(uint256);
+
+    error FeedbackRefused(bytes);
 }

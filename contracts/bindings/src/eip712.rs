@@ -71,6 +71,28 @@ alloy_sol_types::sol! {
         uint256 deadline;
     }
 
+    /// A payer's (its session key's or owner's) or payee's feedback on the agent on the other
+    /// side of a receipt (`giveReceiptFeedback`).
+    struct ReceiptFeedback {
+        uint256 receiptId;
+        bool byPayee;
+        uint256 agentId;
+        int128 value;
+        uint8 valueDecimals;
+        string tag1;
+        string tag2;
+        string endpoint;
+        string feedbackURI;
+        uint256 deadline;
+    }
+
+    /// The giver's revocation of its feedback on a receipt (`revokeReceiptFeedback`).
+    struct RevokeReceiptFeedback {
+        uint256 receiptId;
+        bool byPayee;
+        uint256 deadline;
+    }
+
     /// EIP-3009 `transferWithAuthorization` of a token like USDC: what an x402 `exact` payment
     /// carries. For a session, `from` is the session wallet and the session key signs it.
     struct TransferWithAuthorization {
@@ -110,6 +132,13 @@ pub const LEASE_RENEWAL_TYPEHASH: B256 =
 pub const PROVENANCE_RECORD_TYPEHASH: B256 = keccak(
     b"ProvenanceRecord(uint256 session,bytes32 subject,bytes32 inputs,bytes32 runtime,bytes32 policy,bytes32 uri,uint256[] parents,uint256 nonce,uint256 deadline)",
 );
+/// Type hash of [`ReceiptFeedback`]: a payer's or payee's signed feedback on a receipt.
+pub const RECEIPT_FEEDBACK_TYPEHASH: B256 = keccak(
+    b"ReceiptFeedback(uint256 receiptId,bool byPayee,uint256 agentId,int128 value,uint8 valueDecimals,string tag1,string tag2,string endpoint,string feedbackURI,uint256 deadline)",
+);
+/// Type hash of [`RevokeReceiptFeedback`]: the giver's signed revocation.
+pub const REVOKE_RECEIPT_FEEDBACK_TYPEHASH: B256 =
+    keccak(b"RevokeReceiptFeedback(uint256 receiptId,bool byPayee,uint256 deadline)");
 /// Type hash of EIP-3009 [`TransferWithAuthorization`], as USDC implements it.
 pub const TRANSFER_WITH_AUTHORIZATION_TYPEHASH: B256 = keccak(
     b"TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)",
@@ -172,7 +201,7 @@ mod tests {
 
     #[test]
     fn typehash_constants_match_the_structs() {
-        let cases: [(alloc::borrow::Cow<'static, str>, B256); 7] = [
+        let cases: [(alloc::borrow::Cow<'static, str>, B256); 9] = [
             (PaymentIntent::eip712_encode_type(), PAYMENT_INTENT_TYPEHASH),
             (OpenSession::eip712_encode_type(), OPEN_SESSION_TYPEHASH),
             (
@@ -185,6 +214,14 @@ mod tests {
                 PROVENANCE_RECORD_TYPEHASH,
             ),
             (Permit::eip712_encode_type(), PERMIT_TYPEHASH),
+            (
+                ReceiptFeedback::eip712_encode_type(),
+                RECEIPT_FEEDBACK_TYPEHASH,
+            ),
+            (
+                RevokeReceiptFeedback::eip712_encode_type(),
+                REVOKE_RECEIPT_FEEDBACK_TYPEHASH,
+            ),
             (
                 TransferWithAuthorization::eip712_encode_type(),
                 TRANSFER_WITH_AUTHORIZATION_TYPEHASH,

@@ -14,6 +14,15 @@ alloy_sol_types::sol! {
     /// `exact`) that was never used is marked released (`releaseReceipt`, by the wallet); it
     /// cannot be acknowledged then. The binder named at construction (the deployer) binds the registry once to the
     /// SessionWallet that names it; after that nobody holds any power over the record.
+    ///
+    /// Feedback backed by payment (ERC-8004): `giveReceiptFeedback` gives the Reputation
+    /// Registry named at construction a feedback on an agent for one receipt, with the receipt's
+    /// commitment as `feedbackHash`; the registry is the feedback's client, so `getSummary(agent,
+    /// [this registry], …)` counts only feedback a payment backs. The payer (its session's key or
+    /// the paying owner) rates the payee's agent, or the payee rates the payer's agent
+    /// (`byPayee`); once per receipt and side, never by the agent's own side, never on a released
+    /// receipt. The giver's EIP-712 `ReceiptFeedback` signature authorizes it, so anyone (a
+    /// relayer) may send it.
     interface IReceiptRegistry {
         function bind(address wallet) external;
         function wallet() external view returns (address);
@@ -35,12 +44,20 @@ alloy_sol_types::sol! {
         function isProvenanceNonceUsed(address attester, uint256 nonce) external view returns (bool);
         function domainSeparator() external view returns (bytes32);
 
+        function identityRegistry() external view returns (address);
+        function reputationRegistry() external view returns (address);
+        function giveReceiptFeedback(uint256 receiptId, uint256 sessionId, address payer, address payee, address token, uint256 amount, bytes32 purpose, uint64 timestamp, bool byPayee, uint256 agentId, int128 value, uint8 valueDecimals, string tag1, string tag2, string endpoint, string feedbackURI, uint256 deadline, bytes signature) external returns (uint64);
+        function revokeReceiptFeedback(uint256 receiptId, bool byPayee, uint256 deadline, bytes signature) external;
+        function receiptFeedback(uint256 receiptId, bool byPayee) external view returns (uint256 agentId, uint64 feedbackIndex, address giver, bool revoked);
+
         event WalletBound(address indexed wallet);
         event ReceiptRecorded(uint256 indexed receiptId, uint256 indexed sessionId, address indexed payee, address payer, address token, uint256 amount, bytes32 purpose, uint64 timestamp);
         event ReceiptAcknowledged(uint256 indexed receiptId, address indexed payee, bytes32 responseHash);
         event ReceiptReleased(uint256 indexed receiptId);
         event ProvenanceRecorded(uint256 indexed recordId, uint256 indexed sessionId, address indexed attester, bytes32 subject, bytes32 inputs, bytes32 runtime, bytes32 policy, bytes32 uri, uint256[] parents);
         event ProvenanceRevoked(uint256 indexed recordId, address indexed by, bytes32 reason);
+        event ReceiptFeedbackGiven(uint256 indexed receiptId, uint256 indexed agentId, bool byPayee, address giver, uint64 feedbackIndex);
+        event ReceiptFeedbackRevoked(uint256 indexed receiptId, uint256 indexed agentId, bool byPayee, uint64 feedbackIndex);
 
         error RegistryUnauthorized(address caller);
         error RegistryAlreadyBound(address wallet);
@@ -60,6 +77,14 @@ alloy_sol_types::sol! {
         error ProvenanceParentRevoked(uint256 parentId);
         error ProvenanceDuplicateParent(uint256 parentId);
         error ProvenanceTooManyParents(uint256 count, uint256 max);
+        error FeedbackUnavailable();
+        error FeedbackAlreadyGiven(uint256 receiptId, bool byPayee);
+        error FeedbackUnknown(uint256 receiptId, bool byPayee);
+        error FeedbackDeadlinePassed(uint256 deadline);
+        error FeedbackWrongSigner(address signer);
+        error FeedbackNotTheAgent(uint256 agentId, address account);
+        error FeedbackSelfDealing(uint256 agentId);
+        error FeedbackRefused(bytes reason);
     }
 
     /// A payment receipt as `ReceiptRecorded` announces it; its ABI encoding is what the

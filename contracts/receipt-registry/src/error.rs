@@ -43,4 +43,24 @@ pub enum RegistryError {
     ProvenanceDuplicateParent(ProvenanceDuplicateParent),
     /// More than `MAX_PARENTS` parents.
     ProvenanceTooManyParents(ProvenanceTooManyParents),
+    /// The registry was constructed without ERC-8004's registries: this chain has none.
+    FeedbackUnavailable(FeedbackUnavailable),
+    /// This side of the receipt gave its feedback already (once per receipt and side, even
+    /// after a revocation).
+    FeedbackAlreadyGiven(FeedbackAlreadyGiven),
+    /// This side of the receipt has no feedback to revoke (none given, or revoked already).
+    FeedbackUnknown(FeedbackUnknown),
+    /// The signed feedback's (or revocation's) deadline has passed.
+    FeedbackDeadlinePassed(FeedbackDeadlinePassed),
+    /// The signature is not the side's: neither the payer's session key nor the paying owner,
+    /// not the payee, not the feedback's giver (`signer`: what it recovers to, or zero).
+    FeedbackWrongSigner(FeedbackWrongSigner),
+    /// The side rated (`account`) is neither the agent's owner nor its `agentWallet`, or the
+    /// agent does not exist.
+    FeedbackNotTheAgent(FeedbackNotTheAgent),
+    /// The giver, or the side it speaks for, is the agent's owner or wallet: an agent cannot
+    /// rate itself through a receipt of its own.
+    FeedbackSelfDealing(FeedbackSelfDealing),
+    /// The Reputation Registry refused the feedback or revocation (`reason`: its revert data).
+    FeedbackRefused(FeedbackRefused),
 }

@@ -12,7 +12,9 @@
 //! it; nobody holds any power over the record after that.
 //! - *provenance records*, EIP-712 signed by a session key and submitted by anyone. The attester
 //!   recorded is the signer, never the submitter; records can be revoked by their attester or the
-//!   session's owner, and `isValid` honours revocation.
+//!   session's owner, and `isValid` honours revocation;
+//! - *feedback backed by payment*: ERC-8004 feedback this registry gives, as the client, for one
+//!   side of one receipt on the agent at the other side (`feedback.rs` says what is checked).
 //!
 //! The ABI, events and errors are declared once in `bursar_bindings::receipts`.
 #![cfg_attr(not(any(test, feature = "export-abi")), no_main)]
@@ -25,9 +27,11 @@
 extern crate alloc;
 
 pub mod error;
+pub mod feedback;
 pub mod provenance;
 pub mod receipt;
 
+use alloc::string::String;
 use alloc::vec::Vec;
 
 use alloy_primitives::{keccak256, Address, B256, U256, U64};
@@ -64,21 +68,32 @@ pub struct ReceiptRegistry {
     records: StorageMap<U256, Record>,
     /// Attester (session key) nonces: an unordered bitmap each.
     nonces: StorageMap<Address, StorageMap<U256, StorageU256>>,
+    /// ERC-8004's registries on this chain (zero where it has none: no feedback then).
+    identity_registry: StorageAddress,
+    reputation_registry: StorageAddress,
 }
 
 #[public]
 impl ReceiptRegistry {
     /// Names the one account that may bind the registry to its wallet (the deployer: contracts
-    /// deployed through StylusDeployer see the deployer contract as their sender).
+    /// deployed through StylusDeployer see the deployer contract as their sender), and ERC-8004's
+    /// Identity and Reputation registries on this chain (zero where there are none).
     ///
     /// # Errors
     /// * [`RegistryUnauthorized`]`(0)` — `binder` is zero.
     #[constructor]
-    pub fn constructor(&mut self, binder: Address) -> Result<()> {
+    pub fn constructor(
+        &mut self,
+        binder: Address,
+        identity_registry: Address,
+        reputation_registry: Address,
+    ) -> Result<()> {
         if binder.is_zero() {
             return Err(RegistryUnauthorized { caller: binder }.into());
         }
         self.binder.set(binder);
+        self.identity_registry.set(identity_registry);
+        self.reputation_registry.set(reputation_registry);
         Ok(())
     }
 
@@ -492,6 +507,108 @@ impl ReceiptRegistry {
     /// Whether `attester` has used `nonce`.
     pub fn is_provenance_nonce_used(&self, attester: Address, nonce: U256) -> bool {
         nonce::is_used(&self.nonces.getter(attester), nonce)
+    }
+
+    /// ERC-8004's Identity Registry this registry's feedback names agents in (zero: none).
+    pub fn identity_registry(&self) -> Address {
+        self.identity_registry.get()
+    }
+
+    /// ERC-8004's Reputation Registry this registry gives feedback to (zero: none).
+    pub fn reputation_registry(&self) -> Address {
+        self.reputation_registry.get()
+    }
+
+    /// Gives ERC-8004 feedback on an agent for one side of a receipt, on the strength of that
+    /// side's EIP-712 `ReceiptFeedback` signature; anyone may submit it. The receipt is quoted
+    /// whole. By the payer (`byPayee` false; signed by the session's key or the paying owner)
+    /// the agent rated must be the payee's; by the payee, the payer's — an agent is its owner or
+    /// its `agentWallet`. This registry is the feedback's client and its `feedbackHash` is the
+    /// receipt's commitment. Returns the feedback's index.
+    ///
+    /// # Errors
+    /// * [`FeedbackUnavailable`] — this chain has no ERC-8004 registries.
+    /// * [`FeedbackDeadlinePassed`], [`FeedbackWrongSigner`].
+    /// * [`ReceiptUnknown`], [`ReceiptMismatch`] — no such receipt, or misquoted.
+    /// * [`ReceiptWasReleased`] — nothing was paid.
+    /// * [`FeedbackAlreadyGiven`] — this side rated this receipt before (revoked or not).
+    /// * [`FeedbackNotTheAgent`] — the other side is neither the agent's owner nor its wallet
+    ///   (or there is no such agent).
+    /// * [`FeedbackSelfDealing`] — the giver or its side is the agent's owner or wallet.
+    /// * [`FeedbackRefused`] — the Reputation Registry's refusal (its revert data).
+    ///
+    /// # Events
+    /// [`ReceiptFeedbackGiven`], after the Reputation Registry's `NewFeedback`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn give_receipt_feedback(
+        &mut self,
+        receipt_id: U256,
+        session_id: U256,
+        payer: Address,
+        payee: Address,
+        token: Address,
+        amount: U256,
+        purpose: B256,
+        timestamp: u64,
+        by_payee: bool,
+        agent_id: U256,
+        value: i128,
+        value_decimals: u8,
+        tag1: String,
+        tag2: String,
+        endpoint: String,
+        feedback_uri: String,
+        deadline: U256,
+        signature: stylus_sdk::abi::Bytes,
+    ) -> Result<u64> {
+        let receipt = feedback::Quoted {
+            id: receipt_id,
+            session_id,
+            payer,
+            payee,
+            token,
+            amount,
+            purpose,
+            timestamp,
+        };
+        let rating = feedback::Rating {
+            by_payee,
+            agent_id,
+            value,
+            value_decimals,
+            tag1,
+            tag2,
+            endpoint,
+            feedback_uri,
+        };
+        self.give_feedback(receipt, rating, deadline, &signature)
+    }
+
+    /// Revokes one side's feedback on a receipt, on the strength of its giver's EIP-712
+    /// `RevokeReceiptFeedback` signature; anyone may submit it.
+    ///
+    /// # Errors
+    /// * [`FeedbackUnavailable`], [`FeedbackDeadlinePassed`].
+    /// * [`FeedbackUnknown`] — this side gave none, or revoked it already.
+    /// * [`FeedbackWrongSigner`] — not signed by the feedback's giver.
+    /// * [`FeedbackRefused`] — the Reputation Registry's refusal.
+    ///
+    /// # Events
+    /// [`ReceiptFeedbackRevoked`], after the Reputation Registry's `FeedbackRevoked`.
+    pub fn revoke_receipt_feedback(
+        &mut self,
+        receipt_id: U256,
+        by_payee: bool,
+        deadline: U256,
+        signature: stylus_sdk::abi::Bytes,
+    ) -> Result<()> {
+        self.revoke_feedback(receipt_id, by_payee, deadline, &signature)
+    }
+
+    /// One side's feedback on a receipt: `(agentId, feedbackIndex, giver, revoked)`; index 0
+    /// when it gave none.
+    pub fn receipt_feedback(&self, receipt_id: U256, by_payee: bool) -> (U256, u64, Address, bool) {
+        self.feedback_of(receipt_id, by_payee)
     }
 
     /// The EIP-712 domain separator ("Bursar Receipt Registry", "1", chain id, this address).

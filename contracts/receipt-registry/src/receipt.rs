@@ -1,7 +1,9 @@
-//! Payment receipts: written by the wallet, acknowledged by the payee.
+//! Payment receipts: written by the wallet, acknowledged by the payee, rated by either side.
 
 use alloc::vec::Vec;
 use stylus_sdk::{prelude::*, storage::*};
+
+use crate::feedback::Given;
 
 /// One receipt: the commitment to its fields (which are in `ReceiptRecorded`), the payee's
 /// acknowledgement (`acknowledged_at == 0` until then), and whether the wallet released it.
@@ -16,4 +18,8 @@ pub struct Receipt {
     pub released_at: StorageU64,
     /// The payee's hash of what it delivered, given with the acknowledgement.
     pub response_hash: StorageB256,
+    /// The payer's feedback on the payee's agent.
+    pub by_payer: Given,
+    /// The payee's feedback on the payer's agent.
+    pub by_payee: Given,
 }

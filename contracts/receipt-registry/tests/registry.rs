@@ -51,7 +51,9 @@ impl Fixture {
         });
         let mut registry = ReceiptRegistry::from(&host);
         host.send_from(BINDER, U256::ZERO);
-        registry.constructor(BINDER).unwrap();
+        registry
+            .constructor(BINDER, Address::ZERO, Address::ZERO)
+            .unwrap();
         registry.bind(WALLET).unwrap();
         let key = TestKey::from_seed(5);
         sessions
@@ -197,12 +199,13 @@ fn only_the_binder_binds_once_and_nobody_rewires_the_record() {
     host.on_call(STRANGER, |_| Ok(Address::repeat_byte(3).abi_encode()));
     let mut r = ReceiptRegistry::from(&host);
     assert_revert(
-        r.constructor(Address::ZERO).map_err(Vec::from),
+        r.constructor(Address::ZERO, Address::ZERO, Address::ZERO)
+            .map_err(Vec::from),
         RegistryUnauthorized {
             caller: Address::ZERO,
         },
     );
-    r.constructor(BINDER).unwrap();
+    r.constructor(BINDER, Address::ZERO, Address::ZERO).unwrap();
     host.send_from(STRANGER, U256::ZERO);
     assert_revert(
         r.bind(WALLET).map_err(Vec::from),

@@ -224,6 +224,9 @@ pub async fn deploy(
     let build = BuildInfo::load(&options.artifacts_dir);
     // Before any transaction: a failing lookup then costs nothing.
     let evm = evm_contracts(client).await?;
+    // The ReceiptRegistry gives ERC-8004 feedback where the chain has the registries.
+    let agent = |key: &str| evm.get(key).map(|c| c.address).unwrap_or_default();
+    let agents = (agent("identityRegistry"), agent("reputationRegistry"));
     let mut record = DeploymentRecord {
         format: FORMAT,
         network: options.network.name.clone(),
@@ -252,7 +255,7 @@ pub async fn deploy(
     let mut reuse = Vec::with_capacity(contracts.len());
     let mut planned: Vec<(Address, Bytes)> = Vec::new();
     for (contract, artifact) in contracts.iter().zip(&artifacts) {
-        let args = constructor_args(*contract, deployer, &contracts, &planned);
+        let args = constructor_args(*contract, deployer, &contracts, &planned, agents);
         let kept = match previous
             .as_ref()
             .and_then(|p| p.contracts.get(contract.key()))
@@ -308,7 +311,7 @@ pub async fn deploy(
     let total = contracts.len();
     let mut addresses: Vec<(Address, Bytes)> = Vec::with_capacity(total);
     for (i, (contract, artifact)) in contracts.iter().zip(&artifacts).enumerate() {
-        let args = constructor_args(*contract, deployer, &contracts, &addresses);
+        let args = constructor_args(*contract, deployer, &contracts, &addresses, agents);
         let entry = if reuse[i] {
             let old = previous.as_ref().unwrap().contracts[contract.key()].clone();
             progress(Progress::Reused {
@@ -364,12 +367,14 @@ pub async fn deploy(
 pub const STYLUS_SDK_VERSION: &str = "0.10.10";
 
 /// The ABI-encoded constructor arguments of `contract`, given the addresses decided so far
-/// (`decided[i]` belongs to `contracts[i]`).
+/// (`decided[i]` belongs to `contracts[i]`) and the chain's ERC-8004 Identity and Reputation
+/// registries (zero where it has none).
 fn constructor_args(
     contract: Contract,
     deployer: Address,
     contracts: &[Contract],
     decided: &[(Address, Bytes)],
+    (identity, reputation): (Address, Address),
 ) -> Bytes {
     let at = |c: Contract| {
         contracts
@@ -381,10 +386,10 @@ fn constructor_args(
     };
     match contract {
         // The token's owner; the binder of the gateway and the registries.
-        Contract::TestToken
-        | Contract::CounterpartyRegistry
-        | Contract::ReceiptRegistry
-        | Contract::SessionGateway => deployer.abi_encode().into(),
+        Contract::TestToken | Contract::CounterpartyRegistry | Contract::SessionGateway => {
+            deployer.abi_encode().into()
+        }
+        Contract::ReceiptRegistry => (deployer, identity, reputation).abi_encode_params().into(),
         Contract::SessionWalletExtension => Bytes::new(),
         Contract::SessionWallet => (
             at(Contract::CounterpartyRegistry),

@@ -6,6 +6,7 @@ mod batch;
 mod deploy;
 mod exact;
 mod lifecycle;
+mod paid_feedback;
 mod safe_owner;
 mod scenario;
 mod world;

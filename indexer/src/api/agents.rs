@@ -11,9 +11,9 @@ use super::state::{QueryMap, Shared};
 use crate::agents::{Agents, Passport};
 
 /// An ERC-8004 agent's passport: who owns it, its registration file and wallet, and its
-/// reputation — the mean of the feedback a Bursar payment backs (its `feedbackHash` is the
-/// receipt's commitment, its author paid the agent), every other feedback listed apart with
-/// the reason it is not counted.
+/// reputation — the mean of the feedback Bursar's ReceiptRegistry gave for a receipt, on the
+/// signature of the side that paid the agent or was paid by it (what `getSummary(agent,
+/// [ReceiptRegistry])` answers on chain), every other feedback listed apart.
 #[utoipa::path(get, path = "/v1/agents/{agentId}", operation_id = "getAgent", tag = "agents",
     params(("agentId" = String, Path, description = "The agent's ERC-8004 id (decimal)."), AsOfQuery),
     responses((status = 200, description = "The passport", body = Passport)))]

@@ -1,12 +1,16 @@
 //! ERC-8004 passports on the demo's chain: a vendor the story paid registers as an agent, and
-//! only feedback its payer backs with that payment's receipt counts — not a copy of the proof
-//! by someone who never paid, not the same receipt twice, not feedback without a receipt.
+//! only feedback the ReceiptRegistry gives for that payment's receipt, on the paying owner's
+//! signature, counts — not a copy of the proof by someone who never paid, not the payer
+//! rating it directly, not the same receipt twice; and the on-chain `getSummary` over the
+//! indexer's client list gives the indexer's figure.
 
 use alloy_primitives::{Address, B256, U256};
+use alloy_sol_types::{SolCall, SolError, SolStruct};
+use bursar_bindings::eip712::{ReceiptFeedback, RECEIPT_REGISTRY_DOMAIN};
 use bursar_bindings::erc8004::{
     IIdentityRegistry, IReputationRegistry, IDENTITY_REGISTRY, REPUTATION_REGISTRY,
 };
-use bursar_bindings::receipts::{receipt_commitment, Receipt};
+use bursar_bindings::receipts::{receipt_commitment, IReceiptRegistry, Receipt};
 use bursar_client::{Client, Key, Sender};
 use bursar_demo::scenario::Actors;
 use bursar_indexer::store::LogRow;
@@ -79,14 +83,58 @@ pub(super) async fn passports(client: &Client, indexer: &Indexer, seed: &str, st
         .unwrap();
     let agent = U256::ZERO;
 
-    // The payer rates it with the receipt: counted. Again with the same receipt: not.
-    let mut payer = funded(client, actors.owner.clone()).await;
-    rate(client, &mut payer, agent, 90, proof).await;
-    rate(client, &mut payer, agent, 100, proof).await;
-    // Someone who never paid copies the proof, or names none: not counted.
+    // Someone who never paid copies the proof; the payer rates it directly: neither counts.
     let mut sybil = funded(client, dev_key(4)).await;
     rate(client, &mut sybil, agent, 1, proof).await;
-    rate(client, &mut sybil, agent, 1, B256::repeat_byte(0x5b)).await;
+    let mut payer = funded(client, actors.owner.clone()).await;
+    rate(client, &mut payer, agent, 100, proof).await;
+
+    // The paying owner rates it through the ReceiptRegistry, for the receipt (the story's
+    // session key is the relayer's custody): counted; the same receipt a second time is refused.
+    let registry: Address = paid[0].address.parse().unwrap();
+    let sale = receipt(paid[0]);
+    let receipt_id: U256 = arg(paid[0], "receiptId").parse().unwrap();
+    let signed = ReceiptFeedback {
+        receiptId: receipt_id,
+        byPayee: false,
+        agentId: agent,
+        value: 90,
+        valueDecimals: 0,
+        tag1: "quality".into(),
+        tag2: String::new(),
+        endpoint: String::new(),
+        feedbackURI: String::new(),
+        deadline: U256::from(u64::MAX),
+    };
+    let chain_id = client.chain_id().await.unwrap();
+    let digest = signed.eip712_signing_hash(&RECEIPT_REGISTRY_DOMAIN.at(chain_id, registry));
+    let give = IReceiptRegistry::giveReceiptFeedbackCall {
+        receiptId: receipt_id,
+        sessionId: sale.sessionId,
+        payer: sale.payer,
+        payee: sale.payee,
+        token: sale.token,
+        amount: sale.amount,
+        purpose: sale.purpose,
+        timestamp: sale.timestamp,
+        byPayee: false,
+        agentId: agent,
+        value: 90,
+        valueDecimals: 0,
+        tag1: signed.tag1.clone(),
+        tag2: String::new(),
+        endpoint: String::new(),
+        feedbackURI: String::new(),
+        deadline: signed.deadline,
+        signature: actors.owner.sign_hash_rsv(&digest).into(),
+    };
+    sybil.transact(client, registry, &give).await.unwrap();
+    let again = sybil.transact(client, registry, &give).await.unwrap_err();
+    let reason = again.revert_data().cloned().unwrap_or_default();
+    assert!(
+        IReceiptRegistry::FeedbackAlreadyGiven::abi_decode(&reason).is_ok(),
+        "{again}"
+    );
 
     synced(indexer, client).await;
     let (status, passport) = get(indexer, "/v1/agents/0").await;
@@ -97,10 +145,10 @@ pub(super) async fn passports(client: &Client, indexer: &Indexer, seed: &str, st
     let reputation = &passport["reputation"];
     assert_eq!(reputation["count"], 1, "{passport}");
     assert_eq!(reputation["value"], "90", "{passport}");
-    assert_eq!(reputation["notCounted"], 3, "{passport}");
+    assert_eq!(reputation["notCounted"], 2, "{passport}");
     assert_eq!(
         reputation["clients"],
-        serde_json::json!([actors.owner.address().to_checksum(None)])
+        serde_json::json!([registry.to_checksum(None)])
     );
     let reasons: Vec<&str> = reputation["feedback"]
         .as_array()
@@ -108,14 +156,29 @@ pub(super) async fn passports(client: &Client, indexer: &Indexer, seed: &str, st
         .iter()
         .map(|f| f["notCounted"].as_str().unwrap_or("counted"))
         .collect();
-    assert_eq!(
-        reasons,
-        ["counted", "receipt_used", "not_the_payer", "no_receipt"]
-    );
-    assert_eq!(
-        reputation["feedback"][0]["receiptId"],
-        arg(paid[0], "receiptId")
-    );
+    assert_eq!(reasons, ["not_paid_for", "not_paid_for", "counted"]);
+    let counted = &reputation["feedback"][2];
+    assert_eq!(counted["receiptId"], arg(paid[0], "receiptId"));
+    assert_eq!(counted["side"], "payer");
+    // What any ERC-8004 client asks the chain, over the indexer's client list: the same.
+    let summary = IReputationRegistry::getSummaryCall {
+        agentId: agent,
+        clientAddresses: vec![registry],
+        tag1: String::new(),
+        tag2: String::new(),
+    };
+    let out = client
+        .call(
+            None,
+            REPUTATION_REGISTRY,
+            &summary.abi_encode(),
+            U256::ZERO,
+            None,
+        )
+        .await
+        .unwrap();
+    let on_chain = IReputationRegistry::getSummaryCall::abi_decode_returns(&out).unwrap();
+    assert_eq!((on_chain.count, on_chain.summaryValue), (1, 90));
     // Unknown agents are 404; a bad id is a 400.
     assert_eq!(get(indexer, "/v1/agents/7").await.0, 404);
     assert_eq!(get(indexer, "/v1/agents/seven").await.0, 400);
