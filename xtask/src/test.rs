@@ -18,9 +18,10 @@ use crate::{postgres, prebuilt};
 ///
 /// Side by side because each pair leaves the machine idle where the other works: setup waits on
 /// downloads while clippy computes; the contracts' build is a chain of crates ending in
-/// single-threaded links, and the tests wait on chains, browsers and installs. The tests deploy
-/// the committed artifacts (the contracts' check proves them equal to the sources' build), and
-/// the contracts run at a lower priority so the tests' own build keeps the cores it needs.
+/// single-threaded links, and the running tests wait on chains, browsers and installs. The
+/// tests deploy the committed artifacts (the contracts' check proves them equal to the sources'
+/// build). The contracts start once the tests are built — beside the tests' build, which keeps
+/// both cores busy, they only slowed it — and run at a lower priority.
 pub(crate) fn run(build: &BuildArgs) -> Result<()> {
     let root = workspace::root();
     // Which compiler checked this run (rust-toolchain.toml says why it is not pinned).
@@ -63,6 +64,10 @@ pub(crate) fn run(build: &BuildArgs) -> Result<()> {
         build_contracts::check(build)?;
         bail!("{} is older than the contracts' sources", prebuilt::DIR);
     }
+    env.push((postgres::URL_VAR.into(), postgres::test_url()?));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    workspace::cargo("tests (build)", &["test", "--workspace", "--no-run"], &env)?;
+
     let log = root.join("target").join("check-contracts.log");
     eprintln!(
         "==> contracts: check-contracts beside the tests (its output: {})",
@@ -80,8 +85,6 @@ pub(crate) fn run(build: &BuildArgs) -> Result<()> {
         .spawn()
         .context("starting check-contracts")?;
 
-    env.push((postgres::URL_VAR.into(), postgres::test_url()?));
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let tests = workspace::cargo("tests", &["test", "--workspace"], &env);
 
     let checked = contracts.wait().context("waiting for check-contracts")?;
