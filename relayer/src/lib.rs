@@ -21,6 +21,7 @@ pub mod allowlists;
 pub mod api;
 pub mod approval;
 pub mod engine;
+pub mod feedback;
 pub mod hosts;
 pub mod jobs;
 pub mod kernel;

@@ -1,7 +1,7 @@
 //! What mined transactions did, read from their receipts: a session's open succeeded or not, a
 //! payment executed (its receipt id), went pending (its pending id) or was refused inside its
 //! batch (the wallet's error from `PaymentFailed`), a provenance record got
-//! its id — or the decoded contract error a transaction reverted with (the call replayed on its
+//! its id, a feedback its index — or the decoded contract error a transaction reverted with (the call replayed on its
 //! block's parent state). Runs after every engine pass that changed something.
 
 use std::collections::hash_map::{Entry, HashMap};
@@ -19,8 +19,8 @@ use crate::kernel::json::parse_session_id;
 use crate::kernel::{App, PassError};
 use crate::payments::PaymentView;
 use crate::store::{
-    OpenStatus, PaymentOutcome, PaymentRow, ProvenanceOutcome, SessionTx, Store, StoreError, TxRow,
-    TxStatus,
+    FeedbackOutcome, OpenStatus, PaymentOutcome, PaymentRow, ProvenanceOutcome, SessionTx, Store,
+    StoreError, TxRow, TxStatus,
 };
 use crate::webhooks;
 
@@ -33,7 +33,8 @@ pub async fn settle(app: &App) -> Result<usize, PassError> {
         + decisions(app).await?
         + session_ends(app, SessionTx::Revoke).await?
         + session_ends(app, SessionTx::Close).await?
-        + provenance(app).await?)
+        + provenance(app).await?
+        + feedback(app).await?)
 }
 
 async fn opens(app: &App) -> Result<usize, PassError> {
@@ -364,6 +365,48 @@ async fn provenance(app: &App) -> Result<usize, PassError> {
                 &p.id,
                 outcome,
                 record_id.as_deref(),
+                error.as_ref().map(|(c, d)| (c.as_str(), d.as_str())),
+            )
+            .await?;
+    }
+    Ok(unsettled.len())
+}
+
+async fn feedback(app: &App) -> Result<usize, PassError> {
+    use FeedbackOutcome::{Given, Reverted};
+    let unsettled = app.store.unsettled_feedback(256).await?;
+    for f in &unsettled {
+        let tx = transaction(app, f.transaction_id).await?;
+        let (outcome, index, error) = match mined(app, &tx).await? {
+            Mined::Succeeded(receipt) => {
+                match receipt
+                    .events::<IReceiptRegistry::ReceiptFeedbackGiven>(app.contracts.receipts)
+                    .first()
+                {
+                    Some(e) => (Given, Some(e.feedbackIndex), None),
+                    None => (Reverted, None, Some(no_event())),
+                }
+            }
+            Mined::Reverted(error) | Mined::Failed(error) => (Reverted, None, Some(error)),
+        };
+        let error = error.map(|(code, details)| (code, details.to_string()));
+        if let Some(host) = app.store.session_host(&f.session_id).await? {
+            let data = json!({
+                "id": f.id,
+                "sessionId": f.session_id,
+                "agentId": f.agent_id.to_string(),
+                "status": if outcome == Given { "given" } else { "failed" },
+                "feedbackIndex": index,
+                "error": error.as_ref().map(|e| e.0.clone()),
+            });
+            let state = outcome.as_str();
+            webhooks::emit(app, &host, "feedback.updated", &f.id, state, data).await?;
+        }
+        app.store
+            .set_feedback_outcome(
+                &f.id,
+                outcome,
+                index,
                 error.as_ref().map(|(c, d)| (c.as_str(), d.as_str())),
             )
             .await?;

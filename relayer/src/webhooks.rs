@@ -7,7 +7,7 @@
 //!
 //! Events: `session.opened`, `session.failed`, `session.revoked`, `session.closed`,
 //! `session.sandbox` (a lifecycle event of the session's sandbox and what it did),
-//! `payment.updated` (every settled payment status), `provenance.updated`. Payloads are
+//! `payment.updated` (every settled payment status), `provenance.updated`, `feedback.updated`. Payloads are
 //! `{type, timestamp, data}`, the timestamp in RFC 3339 as the specification has it.
 
 use std::time::Duration;
@@ -24,7 +24,7 @@ use crate::kernel::{App, Error, PassError};
 use crate::store::{now_ms, DbTx, DeliveryRow, EndpointRow, Store, StoreError};
 
 /// Every event type.
-pub const EVENTS: [&str; 7] = [
+pub const EVENTS: [&str; 8] = [
     "session.opened",
     "session.failed",
     "session.revoked",
@@ -32,6 +32,7 @@ pub const EVENTS: [&str; 7] = [
     "session.sandbox",
     "payment.updated",
     "provenance.updated",
+    "feedback.updated",
 ];
 
 /// The longest a receiver is given to answer.

@@ -17,7 +17,8 @@ pub(crate) struct McpArgs {
     /// and private ones never (a prompt-injected agent must not reach the host's network).
     #[arg(long, env = "BURSAR_FETCH_ALLOW_LOOPBACK")]
     allow_loopback: bool,
-    /// An indexer of the session's contracts, for `session_history`'s on-chain events.
+    /// An indexer of the session's contracts, for `session_history`'s on-chain events and
+    /// `counterparty_reputation`'s passports.
     #[arg(long, env = "BURSAR_INDEXER_URL")]
     indexer: Option<String>,
 }

@@ -152,6 +152,7 @@ async fn agents_use_the_mcp_tools_through_the_official_clients_over_both_transpo
             { "name": "fetch", "arguments": { "url": server.url, "maxAmount": "0.05 USDC" } },
             { "name": "record_provenance", "arguments": { "artifact": "report.pdf", "inputs": "the call's answer", "uri": "s3://reports/1" } },
             { "name": "session_history", "arguments": { "limit": 5 } },
+            { "name": "counterparty_reputation", "arguments": { "agentId": "999" } },
         ]);
         let got = sdk(transport, &up, &token, calls);
         assert_eq!(got["server"]["name"], "bursar", "{transport}: {got}");
@@ -161,9 +162,11 @@ async fn agents_use_the_mcp_tools_through_the_official_clients_over_both_transpo
         assert_eq!(
             names,
             [
+                "counterparty_reputation",
                 "fetch",
                 "pay",
                 "payment_status",
+                "rate_counterparty",
                 "record_provenance",
                 "session_history",
                 "session_limits"
@@ -213,6 +216,10 @@ async fn agents_use_the_mcp_tools_through_the_official_clients_over_both_transpo
             history["events"].as_array().is_some_and(|e| !e.is_empty()),
             "{history}"
         );
+        // The indexer answers for agents too: one nobody registered is said so.
+        let (error, why) = text(&r[7]);
+        assert!(error, "{transport}: {why}");
+        assert!(why.contains("agent 999 is not registered"), "{why}");
 
         // Paid once, and the fetch once: nothing else moved.
         let moved = usdc(&client, payee).await - before;
@@ -224,6 +231,12 @@ async fn agents_use_the_mcp_tools_through_the_official_clients_over_both_transpo
             got["results"][0]["structuredContent"]["status"],
             "confirmed"
         );
+        // The payee holds no ERC-8004 agent: the receipt registry refuses to rate one for it.
+        let rate = json!([{ "name": "rate_counterparty", "arguments": { "paymentId": paid["id"], "agentId": "999", "value": "5" } }]);
+        let got = sdk(transport, &up, &token, rate);
+        let (error, why) = text(&got["results"][0]);
+        assert!(error, "{transport}: {why}");
+        assert!(why.starts_with("FeedbackNotTheAgent"), "{transport}: {why}");
     }
 
     // Above the co-sign threshold (20.00 USDC): it waits for the owner, and the tool says so.
@@ -263,7 +276,7 @@ async fn agents_use_the_mcp_tools_through_the_official_clients_over_both_transpo
     // The Inspector's CLI, both transports.
     for transport in ["stdio", "http"] {
         let listed = inspector(transport, &up, &token, &["--method", "tools/list"]);
-        assert_eq!(listed["tools"].as_array().unwrap().len(), 6, "{listed}");
+        assert_eq!(listed["tools"].as_array().unwrap().len(), 8, "{listed}");
         let call = ["--method", "tools/call", "--tool-name", "session_limits"];
         let limits = inspector(transport, &up, &token, &call);
         let limits: Value =

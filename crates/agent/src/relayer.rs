@@ -64,6 +64,20 @@ pub enum Ask {
         /// Seconds to wait for it to be recorded (0: as it is).
         wait: u64,
     },
+    /// `POST /v1/feedback` with `body`, under idempotency key `key`.
+    Rate {
+        /// `{paymentId, agentId, value, tag1, tag2, endpoint, feedbackUri}`.
+        body: Value,
+        /// Unique per rating the agent means to give.
+        key: String,
+    },
+    /// `GET /v1/feedback/{id}?wait=…`.
+    Feedback {
+        /// `fb_…`.
+        id: String,
+        /// Seconds to wait for it to be given (0: as it is).
+        wait: u64,
+    },
 }
 
 /// Who answers a session's [`Ask`]s.
@@ -329,6 +343,15 @@ impl Backend for Relayer {
                 Ask::Provenance { id, wait } => (
                     Method::GET,
                     format!("/v1/provenance/{id}?wait={wait}"),
+                    None,
+                    None,
+                ),
+                Ask::Rate { body, key } => {
+                    (Method::POST, "/v1/feedback".into(), Some(body), Some(key))
+                }
+                Ask::Feedback { id, wait } => (
+                    Method::GET,
+                    format!("/v1/feedback/{id}?wait={wait}"),
                     None,
                     None,
                 ),

@@ -27,7 +27,7 @@ use super::error::status;
 use super::idempotency::RequestKey;
 use super::state::AppState;
 use crate::kernel::Error;
-use crate::{limits, payments, provenance, x402};
+use crate::{feedback, limits, payments, provenance, x402};
 
 /// The header naming an MCP session.
 const SESSION: &str = "mcp-session-id";
@@ -91,6 +91,13 @@ impl Backend for InProcess {
                 },
                 Ask::Provenance { id, wait: w } => {
                     view(provenance::get(app, session, &id, wait(w)).await)
+                }
+                Ask::Rate { body, key: k } => match body_of(body) {
+                    Ok(body) => view(feedback::rate(app, session, body, Some(&key(&k).0)).await),
+                    Err(e) => Err(e),
+                },
+                Ask::Feedback { id, wait: w } => {
+                    view(feedback::get(app, session, &id, wait(w)).await)
                 }
             };
             answer.map_err(refusal)

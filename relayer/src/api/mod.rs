@@ -1,7 +1,7 @@
 //! The HTTP API: thin axum handlers (extract, call one domain function, return a DTO).
 //!
 //! * [`sessions`] — hosts' session routes and sandboxes' heartbeats.
-//! * [`payments`] — sandboxes' payments and provenance.
+//! * [`payments`] — sandboxes' payments, provenance and feedback.
 //! * [`webhooks`] — hosts' outbound webhook endpoints and deliveries.
 //! * [`lifecycle`] — providers' lifecycle webhooks and hosts' own lifecycle reports.
 //! * [`x402`] — the x402 facilitator, and sandboxes' payments of 402 answers.
@@ -156,6 +156,8 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(payments::host_list))
         .routes(routes!(payments::record_provenance))
         .routes(routes!(payments::get_provenance))
+        .routes(routes!(payments::rate))
+        .routes(routes!(payments::get_feedback))
         .routes(routes!(x402::supported))
         .routes(routes!(x402::verify))
         .routes(routes!(x402::settle))

@@ -11,6 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::extract::{Body, Caller, Params, Sandbox};
 use super::idempotency::RequestKey;
 use super::state::AppState;
+use crate::feedback::{self, FeedbackView, RateRequest};
 use crate::hosts::Scope;
 use crate::kernel::Error;
 use crate::limits::{self, Limits};
@@ -207,5 +208,42 @@ pub(super) async fn get_provenance(
 ) -> Result<Json<ProvenanceView>, Error> {
     Ok(Json(
         provenance::get(&s, &session, &id, duration(q.wait)).await?,
+    ))
+}
+
+/// Rate the agent a payment of this session paid: ERC-8004 feedback that Bursar's
+/// ReceiptRegistry gives for the payment's receipt, signed by the session key (it counts in
+/// `getSummary(agent, [ReceiptRegistry])`). Refused at once with the registry's error: the
+/// payment went to another agent (`FeedbackNotTheAgent`), its receipt was rated before
+/// (`FeedbackAlreadyGiven`), the session's owner owns the agent (`FeedbackSelfDealing`).
+#[utoipa::path(post, path = "/v1/feedback", operation_id = "rateCounterparty",
+    tag = "reputation", request_body = RateRequest, security(("capabilityToken" = [])),
+    responses((status = 202, description = "Accepted and queued", body = FeedbackView)))]
+pub(super) async fn rate(
+    State(s): State<AppState>,
+    Sandbox(session): Sandbox,
+    key: Option<Extension<RequestKey>>,
+    Body(req): Body<RateRequest>,
+) -> Result<(StatusCode, Json<FeedbackView>), Error> {
+    let key = key.as_ref().map(|k| k.0 .0.as_str());
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(feedback::rate(&s, &session, req, key).await?),
+    ))
+}
+
+/// A feedback and its status.
+#[utoipa::path(get, path = "/v1/feedback/{id}", operation_id = "getFeedback",
+    tag = "reputation", params(("id" = String, Path, description = "`fb_…`."), WaitQuery),
+    security(("capabilityToken" = [])),
+    responses((status = 200, description = "The feedback", body = FeedbackView)))]
+pub(super) async fn get_feedback(
+    State(s): State<AppState>,
+    Sandbox(session): Sandbox,
+    Path(id): Path<String>,
+    Params(q): Params<WaitQuery>,
+) -> Result<Json<FeedbackView>, Error> {
+    Ok(Json(
+        feedback::get(&s, &session, &id, duration(q.wait)).await?,
     ))
 }

@@ -4,6 +4,7 @@
 
 mod allowlists;
 mod engine;
+mod feedback;
 mod hosts;
 mod idempotency;
 mod keys;
@@ -25,6 +26,7 @@ pub use bursar_db::{Backend, DbTx};
 
 pub use allowlists::AllowlistRow;
 pub use engine::{AttemptRow, NewAttempt, NewTransaction, TxRow, TxStatus};
+pub use feedback::{FeedbackOutcome, FeedbackRow, NewFeedback};
 pub use hosts::HostKeyRow;
 pub use idempotency::Claim;
 pub use keys::{provider_secret_aad, SealedKeyRow};

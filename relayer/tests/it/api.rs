@@ -185,6 +185,8 @@ async fn the_openapi_document_matches_the_routes(db: Db) {
         "POST /v1/payments",
         "GET /v1/payments/{id}",
         "POST /v1/provenance",
+        "POST /v1/feedback",
+        "GET /v1/feedback/{id}",
         "POST /v1/webhooks",
     ] {
         assert!(

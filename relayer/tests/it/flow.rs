@@ -732,6 +732,63 @@ async fn the_whole_flow(db: Db) {
     assert_eq!(rec["status"], "recorded", "{rec}");
     assert!(rec["recordId"].is_string());
 
+    // Feedback backed by the payment: vendor A holds an ERC-8004 agent, and the sandbox rates
+    // it for the $10 it paid; the receipt registry gives it (the client `getSummary` counts).
+    let agent = agent_held_by(&s, s.vendor_a).await;
+    let rating = json!({
+        "paymentId": paid["id"], "agentId": agent.to_string(), "value": "4.5",
+        "tag1": "quality", "endpoint": "https://vendor-a.example/report",
+    });
+    let (status, fb) = s.post("/v1/feedback", &token, rating.clone()).await;
+    assert_eq!(status, 202, "{fb}");
+    let (status, fb) = s
+        .get(
+            &format!("/v1/feedback/{}?wait=30", fb["id"].as_str().unwrap()),
+            &token,
+        )
+        .await;
+    assert_eq!(status, 200, "{fb}");
+    assert_eq!(
+        (fb["status"].as_str(), fb["feedbackIndex"].as_i64()),
+        (Some("given"), Some(1)),
+        "{fb}"
+    );
+    assert_eq!(fb["rating"]["receiptId"], paid["receiptId"], "{fb}");
+    let receipts = address_of(&s.record, Contract::ReceiptRegistry);
+    let summary = s
+        .client
+        .view(
+            None,
+            bursar_bindings::erc8004::REPUTATION_REGISTRY,
+            bursar_bindings::erc8004::IReputationRegistry::getSummaryCall {
+                agentId: agent,
+                clientAddresses: vec![receipts],
+                tag1: String::new(),
+                tag2: String::new(),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            summary.count,
+            summary.summaryValue,
+            summary.summaryValueDecimals
+        ),
+        (1, 45, 1)
+    );
+    // One payment, one rating; a payment to someone else rates no agent of vendor A's.
+    let (status, e) = s.post("/v1/feedback", &token, rating).await;
+    assert_eq!((status, code(&e)), (422, "FeedbackAlreadyGiven"), "{e}");
+    let (status, e) = s
+        .post(
+            "/v1/feedback",
+            &token,
+            json!({ "paymentId": paid["id"], "agentId": agent.to_string(), "value": "4.5e1" }),
+        )
+        .await;
+    assert_eq!((status, code(&e)), (400, "invalid_request"), "{e}");
+
     // Another host sees none of it.
     assert_eq!(
         s.get(&format!("/v1/sessions/{id}"), &s.stranger).await.0,
@@ -785,6 +842,7 @@ async fn the_whole_flow(db: Db) {
     assert_eq!(of_type("session.opened"), 1);
     assert_eq!(of_type("session.revoked"), 1);
     assert_eq!(of_type("provenance.updated"), 1);
+    assert_eq!(of_type("feedback.updated"), 1);
     // 10 confirmed, 25 pending then rejected, 15 and 15 confirmed.
     assert_eq!(of_type("payment.updated"), 5, "{got:#?}");
     let closed = &got
@@ -819,7 +877,7 @@ async fn the_whole_flow(db: Db) {
     for line in [
         "bursar_relayer_payments{status=\"confirmed\"} 3",
         "bursar_relayer_payments{status=\"rejected\"} 1",
-        "bursar_relayer_webhook_deliveries{status=\"delivered\"} 9",
+        "bursar_relayer_webhook_deliveries{status=\"delivered\"} 10",
         "bursar_relayer_rpc_errors_total 0",
     ] {
         assert!(metrics.contains(line), "{line} not in\n{metrics}");
@@ -1518,3 +1576,28 @@ on_both_databases!(
     sandbox_keys_and_owner_opened_sessions,
     webhooks_are_dead_lettered_and_replayed,
 );
+
+/// An ERC-8004 agent held by `holder` (registered by a dev account, then given to it): a
+/// payment to `holder` pays that agent.
+async fn agent_held_by(s: &System, holder: Address) -> U256 {
+    use bursar_bindings::erc8004::{IIdentityRegistry, IDENTITY_REGISTRY};
+    let mut registrant = Sender::new(&s.client, dev_key(6)).await.unwrap();
+    let register = IIdentityRegistry::register_1Call {
+        agentURI: "https://vendor-a.example/agent.json".into(),
+    };
+    let r = registrant
+        .transact(&s.client, IDENTITY_REGISTRY, &register)
+        .await
+        .unwrap();
+    let agent = r.events::<IIdentityRegistry::Registered>(IDENTITY_REGISTRY)[0].agentId;
+    let give = IIdentityRegistry::transferFromCall {
+        from: registrant.address(),
+        to: holder,
+        tokenId: agent,
+    };
+    registrant
+        .transact(&s.client, IDENTITY_REGISTRY, &give)
+        .await
+        .unwrap();
+    agent
+}

@@ -31,4 +31,12 @@ export class IndexerClient {
   lineage(id: string, depth?: number): Promise<S["Lineage"]> {
     return unwrap(this.#http.GET("/v1/provenance/{id}/lineage", { params: { path: { id }, query: { depth } } }));
   }
+
+  /**
+   * An ERC-8004 agent's passport: owner, wallet, registration file, and its reputation counted
+   * only over feedback a payment backs.
+   */
+  agent(agentId: string, asOf: { asOfBlock?: number; asOfTime?: number } = {}): Promise<S["Passport"]> {
+    return unwrap(this.#http.GET("/v1/agents/{agentId}", { params: { path: { agentId }, query: asOf } }));
+  }
 }

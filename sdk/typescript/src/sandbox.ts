@@ -80,6 +80,20 @@ export class SandboxClient {
     return unwrap(this.#http.GET("/v1/provenance/{id}", { params: { path: { id }, query: { wait } } }));
   }
 
+  /**
+   * Rates the ERC-8004 agent an executed payment of the session's went to (feedback backed by
+   * that payment's receipt), then waits up to `wait` seconds (default 30) for it to be given.
+   */
+  async rate(rating: S["RateRequest"], wait = 30): Promise<S["Feedback"]> {
+    const queued = await unwrap(this.#http.POST("/v1/feedback", { body: rating }));
+    return wait > 0 ? this.feedback(queued.id, wait) : queued;
+  }
+
+  /** A feedback of the session's. */
+  feedback(id: string, wait?: number): Promise<S["Feedback"]> {
+    return unwrap(this.#http.GET("/v1/feedback/{id}", { params: { path: { id }, query: { wait } } }));
+  }
+
   /** The `PAYMENT-SIGNATURE` that pays a 402's `PAYMENT-REQUIRED` (x402 v2) from the session. */
   x402Pay(paymentRequired: string | object): Promise<S["X402Paid"]> {
     return unwrap(this.#http.POST("/v1/x402/pay", { body: { paymentRequired: paymentRequired as object } }));

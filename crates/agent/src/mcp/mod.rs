@@ -1,5 +1,6 @@
 //! The MCP server of an agent's tools (the official Rust SDK, `rmcp`): `session_limits`, `pay`,
-//! `fetch`, `payment_status`, `record_provenance`, `session_history`.
+//! `fetch`, `payment_status`, `record_provenance`, `rate_counterparty`,
+//! `counterparty_reputation`, `session_history`.
 //!
 //! It runs where the agent's MCP client wants it: over stdio in the sandbox (`bursar mcp`, the
 //! token from `BURSAR_CAPABILITY_TOKEN`: the tools ask the relayer's API with it), or over
@@ -195,6 +196,30 @@ pub struct ProvenanceArgs {
     pub uri: Option<String>,
     /// Earlier records (their ids) it derives from.
     pub parents: Option<Vec<String>>,
+}
+
+/// `rate_counterparty`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RateArgs {
+    /// The executed payment (`pay_…`) to the agent rated: its receipt backs the rating.
+    pub payment_id: String,
+    /// The agent's ERC-8004 id (decimal): the payment went to its owner or its wallet.
+    pub agent_id: String,
+    /// The rating, a decimal number (e.g. 90 out of 100, or 4.5 out of 5).
+    pub value: String,
+    /// What is rated (ERC-8004 tag1, e.g. `quality`).
+    pub tag: Option<String>,
+    /// The endpoint rated (the URL paid for).
+    pub endpoint: Option<String>,
+}
+
+/// `counterparty_reputation`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReputationArgs {
+    /// The agent's ERC-8004 id (decimal).
+    pub agent_id: String,
 }
 
 /// `session_history`'s arguments.
@@ -495,6 +520,90 @@ impl Tools {
             Ok(record) if record["status"] == "failed" => CallToolResult::structured_error(record),
             Ok(record) => CallToolResult::structured(record),
             Err(e) => refused(&call, e).await,
+        })
+    }
+
+    /// Rates an agent the session paid.
+    #[tool(
+        description = "Rate an agent this session paid (ERC-8004 feedback given through Bursar's receipt registry, backed by the payment's receipt: only an executed payment to that agent's owner or wallet can back it, once); answers the feedback once on chain.",
+        output_schema = output::feedback(),
+        annotations(title = "Rate a counterparty", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
+    )]
+    async fn rate_counterparty(
+        &self,
+        Parameters(args): Parameters<RateArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let call = self.call(&ctx);
+        let body = json!({
+            "paymentId": args.payment_id,
+            "agentId": args.agent_id,
+            "value": args.value,
+            "tag1": args.tag.unwrap_or_default(),
+            "endpoint": args.endpoint.unwrap_or_default(),
+        });
+        let queued = match call
+            .ask(Ask::Rate {
+                body,
+                key: new_key(),
+            })
+            .await
+        {
+            Ok(queued) => queued,
+            Err(e) => return Ok(refused(&call, e).await),
+        };
+        let id = queued["id"].as_str().unwrap_or_default().to_owned();
+        let ask = Ask::Feedback {
+            id,
+            wait: WAIT_SECONDS,
+        };
+        Ok(match call.ask(ask).await {
+            Ok(given) if given["status"] == "failed" => CallToolResult::structured_error(given),
+            Ok(given) => CallToolResult::structured(given),
+            Err(e) => refused(&call, e).await,
+        })
+    }
+
+    /// An agent's passport, before paying it.
+    #[tool(
+        description = "An agent's ERC-8004 passport from the indexer, to check before paying it: owner, wallet it is paid at, registration file, and its reputation counted only over feedback a real payment backs (count, mean value), with the feedback that does not count listed apart.",
+        output_schema = output::passport(),
+        annotations(title = "Counterparty reputation", read_only_hint = true, open_world_hint = true)
+    )]
+    async fn counterparty_reputation(
+        &self,
+        Parameters(args): Parameters<ReputationArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let Some(indexer) = &self.indexer else {
+            return Ok(tool_error(
+                "no indexer is configured (bursar mcp --indexer, or the relayer's indexer URL)",
+            ));
+        };
+        if args.agent_id.is_empty() || !args.agent_id.bytes().all(|b| b.is_ascii_digit()) {
+            return Ok(tool_error(
+                "agentId is an ERC-8004 agent id: decimal digits",
+            ));
+        }
+        let url = format!(
+            "{}/v1/agents/{}",
+            indexer.trim_end_matches('/'),
+            args.agent_id
+        );
+        let answer = reqwest::Client::new()
+            .get(&url)
+            .timeout(FETCH_TIMEOUT)
+            .send()
+            .await;
+        Ok(match answer {
+            Ok(r) if r.status() == reqwest::StatusCode::NOT_FOUND => tool_error(format!(
+                "agent {} is not registered (as of the indexer's latest block)",
+                args.agent_id
+            )),
+            Ok(r) => match r.json::<Value>().await {
+                Ok(passport) => CallToolResult::structured(passport),
+                Err(e) => tool_error(format!("the indexer's answer: {e}")),
+            },
+            Err(e) => tool_error(format!("the indexer at {indexer}: {e}")),
         })
     }
 

@@ -158,6 +158,39 @@ pub(super) fn provenance() -> Arc<JsonObject> {
     }))
 }
 
+/// `rate_counterparty`.
+pub(super) fn feedback() -> Arc<JsonObject> {
+    object(json!({
+        "type": "object",
+        "properties": {
+            "id": { "type": "string", "description": "fb_…" },
+            "status": { "type": "string", "description": "queued, submitted, given or failed" },
+            "agentId": { "type": "string" },
+            "feedbackIndex": { "type": ["integer", "null"] },
+            "transactionHash": { "type": ["string", "null"] }
+        },
+        "required": ["id", "status", "agentId"]
+    }))
+}
+
+/// `counterparty_reputation`: the indexer's passport.
+pub(super) fn passport() -> Arc<JsonObject> {
+    object(json!({
+        "type": "object",
+        "properties": {
+            "agentId": { "type": "string" },
+            "owner": { "type": "string" },
+            "agentWallet": { "type": "string", "description": "Where it is paid (zero: unset)." },
+            "agentURI": { "type": "string" },
+            "reputation": {
+                "type": "object",
+                "description": "count and value (at decimals) over feedback a payment backs; notCounted: the rest."
+            }
+        },
+        "required": ["agentId", "owner", "reputation"]
+    }))
+}
+
 /// `session_history`.
 pub(super) fn history() -> Arc<JsonObject> {
     object(json!({

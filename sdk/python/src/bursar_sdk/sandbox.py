@@ -63,6 +63,10 @@ class _Sandbox(Api):
         """A provenance record of the session's."""
         return self._get(f"/v1/provenance/{record_id}", m.Provenance, wait=wait)
 
+    def feedback(self, feedback_id: str, wait: int | None = None) -> m.Feedback:
+        """A feedback of the session's."""
+        return self._get(f"/v1/feedback/{feedback_id}", m.Feedback, wait=wait)
+
     def x402_pay(self, payment_required: str | dict[str, Any]) -> m.X402Paid:
         """The ``PAYMENT-SIGNATURE`` that pays a 402's ``PAYMENT-REQUIRED`` (x402 v2)."""
         return self._send("POST", "/v1/x402/pay", m.X402Paid, {"paymentRequired": payment_required})
@@ -87,6 +91,12 @@ class SandboxClient(_Sandbox):
         """Records provenance, then waits up to ``wait`` seconds for it to be recorded."""
         queued = self._send("POST", "/v1/provenance", m.Provenance, record)
         return self.provenance(queued.id, wait) if wait > 0 else queued
+
+    def rate(self, rating: m.RateRequest | dict[str, Any], *, wait: int = 30) -> m.Feedback:
+        """Rates the ERC-8004 agent an executed payment of the session's went to (feedback backed
+        by that payment's receipt), then waits up to ``wait`` seconds for it to be given."""
+        queued = self._send("POST", "/v1/feedback", m.Feedback, rating)
+        return self.feedback(queued.id, wait) if wait > 0 else queued
 
     def fetch(self, method: str, url: str, *, max_amount: int | str | None = None, **kwargs: Any) -> httpx.Response:
         """An HTTP request that pays a ``402 Payment Required`` (x402) from the session, at most
@@ -125,6 +135,11 @@ class AsyncSandboxClient(_Sandbox):
         """As ``SandboxClient.record_provenance``."""
         queued = await self._send("POST", "/v1/provenance", m.Provenance, record)
         return await self.provenance(queued.id, wait) if wait > 0 else queued
+
+    async def rate(self, rating: m.RateRequest | dict[str, Any], *, wait: int = 30) -> m.Feedback:
+        """As ``SandboxClient.rate``."""
+        queued = await self._send("POST", "/v1/feedback", m.Feedback, rating)
+        return await self.feedback(queued.id, wait) if wait > 0 else queued
 
     async def fetch(self, method: str, url: str, *, max_amount: int | str | None = None,
                     **kwargs: Any) -> httpx.Response:

@@ -67,9 +67,9 @@ export interface paths {
         };
         /**
          * An ERC-8004 agent's passport: who owns it, its registration file and wallet, and its
-         *     reputation — the mean of the feedback a Bursar payment backs (its `feedbackHash` is the
-         *     receipt's commitment, its author paid the agent), every other feedback listed apart with
-         *     the reason it is not counted.
+         *     reputation — the mean of the feedback Bursar's ReceiptRegistry gave for a receipt, on the
+         *     signature of the side that paid the agent or was paid by it (what `getSummary(agent,
+         *     [ReceiptRegistry])` answers on chain), every other feedback listed apart.
          */
         get: operations["getAgent"];
         put?: never;
@@ -394,8 +394,8 @@ export interface components {
              */
             index: number;
             /**
-             * @description Why not, when it does not: `no_receipt`, `not_paid_to_agent`, `not_the_payer`,
-             *     `owner_paid`, `receipt_used`, `revoked`.
+             * @description Why not, when it does not: `not_paid_for` (not given through the ReceiptRegistry for
+             *     a receipt), `revoked`.
              */
             notCounted?: string | null;
             /** @description The receipt that backs it, when one does. */
@@ -407,6 +407,8 @@ export interface components {
             responses: number;
             /** @description Revoked by its author. */
             revoked: boolean;
+            /** @description Which side of that receipt gave it: `payer` (rating the payee's agent) or `payee`. */
+            side?: string | null;
             /** @description Tags. */
             tag1: string;
             /** @description Tags. */

@@ -133,6 +133,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/feedback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rate the agent a payment of this session paid: ERC-8004 feedback that Bursar's
+         *     ReceiptRegistry gives for the payment's receipt, signed by the session key (it counts in
+         *     `getSummary(agent, [ReceiptRegistry])`). Refused at once with the registry's error: the
+         *     payment went to another agent (`FeedbackNotTheAgent`), its receipt was rated before
+         *     (`FeedbackAlreadyGiven`), the session's owner owns the agent (`FeedbackSelfDealing`).
+         */
+        post: operations["rateCounterparty"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/feedback/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A feedback and its status. */
+        get: operations["getFeedback"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/host": {
         parameters: {
             query?: never;
@@ -851,6 +891,48 @@ export interface components {
             /** @description The error's arguments by name. */
             details: Record<string, never>;
         };
+        /** @description A feedback as the API shows it. */
+        Feedback: {
+            /** @description The agent rated (ERC-8004 id, decimal). */
+            agentId: string;
+            /**
+             * Format: int64
+             * @description Its block.
+             */
+            blockNumber?: number | null;
+            /**
+             * Format: int64
+             * @description When it was accepted (unix ms).
+             */
+            createdAt: number;
+            error?: components["schemas"]["Failure"] | null;
+            /**
+             * Format: int64
+             * @description Its index among the ReceiptRegistry's feedback on the agent, once given (the
+             *     Reputation Registry's `feedbackIndex` for client = the ReceiptRegistry).
+             */
+            feedbackIndex?: number | null;
+            /** @description `fb_…`. */
+            id: string;
+            /** @description The payment whose receipt backs it. */
+            paymentId: string;
+            /**
+             * @description What was submitted: the receipt's id, the value and its decimals, the tags, endpoint
+             *     and URI.
+             */
+            rating: Record<string, never>;
+            /** @description The session that gave it. */
+            sessionId: string;
+            /** @description Where it is. */
+            status: components["schemas"]["FeedbackStatus"];
+            /** @description The transaction's hash once mined. */
+            transactionHash?: string | null;
+        };
+        /**
+         * @description Where a feedback is.
+         * @enum {string}
+         */
+        FeedbackStatus: "queued" | "submitted" | "given" | "failed";
         /** @description 0x and 64 hex digits (used as is), or text whose keccak-256 is used. */
         HashOrText: string;
         /** @description Whether the relayer can serve. */
@@ -1288,6 +1370,29 @@ export interface components {
          * @enum {string}
          */
         Provider: "e2b" | "daytona" | "vercel" | "runloop" | "browserbase";
+        /** @description `POST /v1/feedback`: rate the agent a payment of this session paid. */
+        RateRequest: {
+            /**
+             * @description The ERC-8004 id of the agent paid (decimal): the payment went to its owner or its
+             *     `agentWallet`.
+             */
+            agentId: components["schemas"]["Amount"];
+            /** @description The endpoint rated (the URL paid for). */
+            endpoint?: string;
+            /** @description An off-chain document with more (ERC-8004's `feedbackURI`). */
+            feedbackUri?: string;
+            /** @description The executed payment (`pay_…`) whose receipt backs the rating. */
+            paymentId: string;
+            /** @description ERC-8004's first tag (what is rated, e.g. `quality`). */
+            tag1?: string;
+            /** @description ERC-8004's second tag. */
+            tag2?: string;
+            /**
+             * @description The rating, a decimal number (`"90"`, `"4.5"`, `"-1"`; at most 18 decimals): ERC-8004's
+             *     `value` at `valueDecimals`.
+             */
+            value: string;
+        };
         /** @description A host's rates (token base units per unit) and who is paid. */
         Rates: {
             /** @description Who is paid (it must be on the session's allowlist, as any payee). */
@@ -1863,6 +1968,76 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Allowlist"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["Refused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    rateCounterparty: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body get the first answer again (`Idempotent-Replayed: true`); another body under the key gets 409 `idempotency_key_reused`. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RateRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted and queued */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Feedback"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["Refused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getFeedback: {
+        parameters: {
+            query?: {
+                /** @description Seconds to wait for a settled status before answering (more than 60 waits 60). */
+                wait?: number;
+            };
+            header?: never;
+            path: {
+                /** @description `fb_…`. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The feedback */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Feedback"];
                 };
             };
             400: components["responses"]["InvalidRequest"];

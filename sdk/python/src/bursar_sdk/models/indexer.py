@@ -152,7 +152,7 @@ class Feedback(BaseModel):
         str | None,
         Field(
             alias='notCounted',
-            description='Why not, when it does not: `no_receipt`, `not_paid_to_agent`, `not_the_payer`,\n`owner_paid`, `receipt_used`, `revoked`.',
+            description='Why not, when it does not: `not_paid_for` (not given through the ReceiptRegistry for\na receipt), `revoked`.',
         ),
     ] = None
     receipt_id: Annotated[
@@ -163,6 +163,12 @@ class Feedback(BaseModel):
     ] = None
     responses: Annotated[int, Field(description='Responses appended to it.', ge=0)]
     revoked: Annotated[bool, Field(description='Revoked by its author.')]
+    side: Annotated[
+        str | None,
+        Field(
+            description="Which side of that receipt gave it: `payer` (rating the payee's agent) or `payee`."
+        ),
+    ] = None
     tag1: Annotated[str, Field(description='Tags.')]
     tag2: Annotated[str, Field(description='Tags.')]
     value: Annotated[

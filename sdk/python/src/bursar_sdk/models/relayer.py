@@ -200,6 +200,13 @@ class Failure(BaseModel):
     ]
 
 
+class FeedbackStatus(StrEnum):
+    queued = 'queued'
+    submitted = 'submitted'
+    given = 'given'
+    failed = 'failed'
+
+
 HashOrText = TypeAliasType(
     "HashOrText",
     Annotated[
@@ -622,6 +629,48 @@ class Provider(StrEnum):
     vercel = 'vercel'
     runloop = 'runloop'
     browserbase = 'browserbase'
+
+
+class RateRequest(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+        populate_by_name=True,
+    )
+    agent_id: Annotated[
+        Amount,
+        Field(
+            alias='agentId',
+            description='The ERC-8004 id of the agent paid (decimal): the payment went to its owner or its\n`agentWallet`.',
+        ),
+    ]
+    endpoint: Annotated[
+        str | None, Field(description='The endpoint rated (the URL paid for).')
+    ] = None
+    feedback_uri: Annotated[
+        str | None,
+        Field(
+            alias='feedbackUri',
+            description="An off-chain document with more (ERC-8004's `feedbackURI`).",
+        ),
+    ] = None
+    payment_id: Annotated[
+        str,
+        Field(
+            alias='paymentId',
+            description='The executed payment (`pay_…`) whose receipt backs the rating.',
+        ),
+    ]
+    tag1: Annotated[
+        str | None,
+        Field(description="ERC-8004's first tag (what is rated, e.g. `quality`)."),
+    ] = None
+    tag2: Annotated[str | None, Field(description="ERC-8004's second tag.")] = None
+    value: Annotated[
+        str,
+        Field(
+            description='The rating, a decimal number (`"90"`, `"4.5"`, `"-1"`; at most 18 decimals): ERC-8004\'s\n`value` at `valueDecimals`.'
+        ),
+    ]
 
 
 class Rates(BaseModel):
@@ -1123,6 +1172,50 @@ class EntriesRequest(BaseModel):
         list[EntryRequest],
         Field(description='The counterparties to set (others are left as they are).'),
     ]
+
+
+class Feedback(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    agent_id: Annotated[
+        str,
+        Field(alias='agentId', description='The agent rated (ERC-8004 id, decimal).'),
+    ]
+    block_number: Annotated[
+        int | None, Field(alias='blockNumber', description='Its block.')
+    ] = None
+    created_at: Annotated[
+        int, Field(alias='createdAt', description='When it was accepted (unix ms).')
+    ]
+    error: Failure | None = None
+    feedback_index: Annotated[
+        int | None,
+        Field(
+            alias='feedbackIndex',
+            description="Its index among the ReceiptRegistry's feedback on the agent, once given (the\nReputation Registry's `feedbackIndex` for client = the ReceiptRegistry).",
+        ),
+    ] = None
+    id: Annotated[str, Field(description='`fb_…`.')]
+    payment_id: Annotated[
+        str, Field(alias='paymentId', description='The payment whose receipt backs it.')
+    ]
+    rating: Annotated[
+        dict[str, Any],
+        Field(
+            description="What was submitted: the receipt's id, the value and its decimals, the tags, endpoint\nand URI."
+        ),
+    ]
+    session_id: Annotated[
+        str, Field(alias='sessionId', description='The session that gave it.')
+    ]
+    status: Annotated[FeedbackStatus, Field(description='Where it is.')]
+    transaction_hash: Annotated[
+        str | None,
+        Field(
+            alias='transactionHash', description="The transaction's hash once mined."
+        ),
+    ] = None
 
 
 class Health(BaseModel):
