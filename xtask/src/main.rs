@@ -16,6 +16,7 @@ mod bench;
 mod build_contracts;
 mod cycles;
 mod floors;
+mod lanes;
 mod postgres;
 mod prebuilt;
 mod report;

@@ -8,11 +8,11 @@ use anyhow::{bail, Context, Result};
 use crate::build_contracts::{self, BuildArgs};
 use crate::toolchain::Preference;
 use crate::workspace;
-use crate::{postgres, prebuilt};
+use crate::{lanes, postgres, prebuilt};
 
 /// The floors of the dependencies; what the tests need installed ([`crate::setup`]) beside
-/// formatting and lints; then every workspace test (with a PostgreSQL server for those that
-/// run on both databases) beside `check-contracts`: the contracts linted as deployed, built as
+/// formatting and lints; then every workspace test, in two lanes ([`lanes`]; with a PostgreSQL
+/// server for those that run on both databases) beside `check-contracts`: the contracts linted as deployed, built as
 /// deployable WASM (which enforces the activation rules and the code-size limit) and the
 /// committed artifacts checked against that build.
 ///
@@ -66,7 +66,7 @@ pub(crate) fn run(build: &BuildArgs) -> Result<()> {
     }
     env.push((postgres::URL_VAR.into(), postgres::test_url()?));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    workspace::cargo("tests (build)", &["test", "--workspace", "--no-run"], &env)?;
+    let tests = lanes::build(&env)?;
 
     let log = root.join("target").join("check-contracts.log");
     eprintln!(
@@ -85,7 +85,7 @@ pub(crate) fn run(build: &BuildArgs) -> Result<()> {
         .spawn()
         .context("starting check-contracts")?;
 
-    let tests = workspace::cargo("tests", &["test", "--workspace"], &env);
+    let tests = lanes::run(tests, &env);
 
     let checked = contracts.wait().context("waiting for check-contracts")?;
     eprintln!(
