@@ -17,6 +17,7 @@
 //!
 //! Its manual is the crate's README.
 
+pub mod agents;
 pub mod allowlists;
 pub mod api;
 pub mod approval;

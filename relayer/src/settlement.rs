@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::SolEvent;
+use bursar_bindings::erc8004::IIdentityRegistry;
 use bursar_bindings::receipts::IReceiptRegistry;
 use bursar_bindings::wallet::{ISessionWallet, PendingStatus};
 use bursar_client::revert::decode_error;
@@ -19,8 +20,8 @@ use crate::kernel::json::parse_session_id;
 use crate::kernel::{App, PassError};
 use crate::payments::PaymentView;
 use crate::store::{
-    FeedbackOutcome, OpenStatus, PaymentOutcome, PaymentRow, ProvenanceOutcome, SessionTx, Store,
-    StoreError, TxRow, TxStatus,
+    now_ms, FeedbackOutcome, OpenStatus, PaymentOutcome, PaymentRow, ProvenanceOutcome, SessionTx,
+    Store, StoreError, TxRow, TxStatus,
 };
 use crate::webhooks;
 
@@ -34,7 +35,8 @@ pub async fn settle(app: &App) -> Result<usize, PassError> {
         + session_ends(app, SessionTx::Revoke).await?
         + session_ends(app, SessionTx::Close).await?
         + provenance(app).await?
-        + feedback(app).await?)
+        + feedback(app).await?
+        + agents(app).await?)
 }
 
 async fn opens(app: &App) -> Result<usize, PassError> {
@@ -367,6 +369,48 @@ async fn provenance(app: &App) -> Result<usize, PassError> {
                 record_id.as_deref(),
                 error.as_ref().map(|(c, d)| (c.as_str(), d.as_str())),
             )
+            .await?;
+    }
+    Ok(unsettled.len())
+}
+
+/// Agents the relayer registers: once `register` is mined, the token is handed to its owner;
+/// once that is mined, the owner holds it.
+async fn agents(app: &App) -> Result<usize, PassError> {
+    let unsettled = app.store.unsettled_agents(64).await?;
+    for a in &unsettled {
+        let which = match a.agent_id {
+            None => a.register_transaction,
+            Some(_) => a.transfer_transaction,
+        };
+        let tx = transaction(app, which.ok_or(StoreError::Corrupt(a.id.clone()))?).await?;
+        let error = match (mined(app, &tx).await?, a.agent_id) {
+            (Mined::Succeeded(receipt), None) => {
+                match receipt
+                    .events::<IIdentityRegistry::Registered>(tx.to)
+                    .first()
+                {
+                    Some(e) => {
+                        crate::agents::hand_over(app, a, e.agentId).await?;
+                        tracing::info!(agent = %a.id, agent_id = %e.agentId, "agent registered");
+                        continue;
+                    }
+                    None => no_event(),
+                }
+            }
+            (Mined::Succeeded(_), Some(agent_id)) => {
+                app.store
+                    .set_agent_outcome(&a.id, Some(now_ms()), None)
+                    .await?;
+                tracing::info!(agent = %a.id, %agent_id, owner = %a.owner, "agent handed over");
+                continue;
+            }
+            (Mined::Reverted(e) | Mined::Failed(e), _) => e,
+        };
+        tracing::warn!(agent = %a.id, error = %error.0, "agent registration failed");
+        let details = error.1.to_string();
+        app.store
+            .set_agent_outcome(&a.id, None, Some((&error.0, &details)))
             .await?;
     }
     Ok(unsettled.len())

@@ -2,6 +2,7 @@
 //!
 //! * [`sessions`] — hosts' session routes and sandboxes' heartbeats.
 //! * [`payments`] — sandboxes' payments, provenance and feedback.
+//! * [`agents`] — ERC-8004 agents registered for owners, and their registration files.
 //! * [`webhooks`] — hosts' outbound webhook endpoints and deliveries.
 //! * [`lifecycle`] — providers' lifecycle webhooks and hosts' own lifecycle reports.
 //! * [`x402`] — the x402 facilitator, and sandboxes' payments of 402 answers.
@@ -11,6 +12,7 @@
 //!   once per request, and their rate limits ([`ratelimit`]).
 //! * [`extract`] — the caller for handlers, and JSON bodies with the API's own errors.
 
+mod agents;
 mod allowlists;
 mod auth;
 mod error;
@@ -98,6 +100,7 @@ pub fn router(state: AppState) -> Router {
         ))
         // Pages and their assets: anonymous, outside the API's idempotency keys.
         .merge(pages::routes())
+        .merge(agents::routes())
         // MCP's requests carry their own ids; only a sandbox's token gets in, and its
         // sessions are bounded.
         .route_service(
@@ -156,6 +159,9 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(payments::host_list))
         .routes(routes!(payments::record_provenance))
         .routes(routes!(payments::get_provenance))
+        .routes(routes!(agents::prepare))
+        .routes(routes!(agents::register))
+        .routes(routes!(agents::get_agent))
         .routes(routes!(payments::rate))
         .routes(routes!(payments::get_feedback))
         .routes(routes!(x402::supported))

@@ -31,6 +31,7 @@ use crate::providers::Provider;
         (name = "allowlists", description = "Hosts' counterparty allowlists, made and edited through the relayer."),
         (name = "payments", description = "Sandboxes pay from their session."),
         (name = "provenance", description = "Sandboxes record what they produced and from what."),
+        (name = "agents", description = "Hosts register ERC-8004 agents for owners, gasless: the relayer serves their registration files."),
         (name = "reputation", description = "Sandboxes rate the agents they paid, for the payment's receipt (ERC-8004 feedback backed by payment)."),
         (name = "x402", description = "Agents pay HTTP 402 APIs; the relayer is an x402 facilitator."),
         (name = "lifecycle", description = "Sandboxes' lifecycles, from providers' webhooks or hosts' reports."),

@@ -2,6 +2,7 @@
 //! PostgreSQL (`postgres://…`), each with its own migrations (`migrations/sqlite`,
 //! `migrations/postgres`); see [`bursar_db`] for how queries mean the same on both.
 
+mod agents;
 mod allowlists;
 mod engine;
 mod feedback;
@@ -24,6 +25,7 @@ use sqlx::Row;
 pub(crate) use bursar_db::{placeholders, ROWS_PER_INSERT};
 pub use bursar_db::{Backend, DbTx};
 
+pub use agents::{AgentRow, NewAgent};
 pub use allowlists::AllowlistRow;
 pub use engine::{AttemptRow, NewAttempt, NewTransaction, TxRow, TxStatus};
 pub use feedback::{FeedbackOutcome, FeedbackRow, NewFeedback};

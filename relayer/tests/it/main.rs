@@ -23,6 +23,7 @@ macro_rules! on_both_databases {
     };
 }
 
+mod agents;
 mod allowlists;
 mod api;
 mod crash;
