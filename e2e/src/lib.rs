@@ -88,6 +88,46 @@ pub fn python() -> PathBuf {
     p
 }
 
+/// agent0-sdk 1.7.1, a third-party ERC-8004 client (`tools/erc8004`): `client` is `node` (npm)
+/// or `python` (PyPI); `command` is the script's JSON (its `action` and fields), run against the
+/// chain at `rpc` with the registries at their Arbitrum One addresses. Its answer, or its error.
+pub fn agent0(
+    client: &str,
+    rpc: &str,
+    command: serde_json::Value,
+) -> Result<serde_json::Value, String> {
+    let mut command = command;
+    let fields = command.as_object_mut().expect("a JSON object");
+    fields.insert("rpc".into(), rpc.into());
+    fields.insert("chainId".into(), 412_346.into());
+    let registries = [
+        ("identity", bursar_bindings::erc8004::IDENTITY_REGISTRY),
+        ("reputation", bursar_bindings::erc8004::REPUTATION_REGISTRY),
+    ];
+    for (name, address) in registries {
+        fields.insert(name.into(), address.to_checksum(None).into());
+    }
+    let (program, script) = match client {
+        "node" => (PathBuf::from("node"), "tools/erc8004/client.mjs"),
+        _ => (python(), "tools/erc8004/client.py"),
+    };
+    let out = Command::new(&program)
+        .arg(repo_root().join(script))
+        .arg(command.to_string())
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (cargo xtask setup installs tools/erc8004)",
+                program.display()
+            )
+        });
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    Ok(serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}")))
+}
+
 /// Runs `program` with `args` and returns what it printed, trimmed; panics (with its errors)
 /// when it fails.
 pub fn run_for_output(program: &Path, args: &[&std::ffi::OsStr]) -> String {

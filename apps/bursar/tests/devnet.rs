@@ -265,14 +265,6 @@ fn state_file_is_saved_on_exit_and_loaded_on_start() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// The Python with the pinned PyPI packages: `$BURSAR_PYTHON`, else `cargo xtask setup`'s venv.
-fn python() -> String {
-    std::env::var("BURSAR_PYTHON").unwrap_or_else(|_| {
-        let home = std::env::var("HOME").expect("HOME");
-        format!("{home}/.cache/bursar/pyenv/bin/python")
-    })
-}
-
 /// Dev account `i`'s private key (the devnet's banner prints them).
 fn key(i: usize) -> String {
     bursar_devnet::accounts::dev_accounts()[i]
@@ -286,42 +278,6 @@ fn address(i: usize) -> String {
         .address
         .to_string()
         .to_lowercase()
-}
-
-/// Runs agent0-sdk's npm (`node`) or PyPI (`python`) client of `tools/erc8004` with one JSON
-/// command; its one JSON line, or its stderr as the error.
-fn agent0(
-    client: &str,
-    dn: &Devnet,
-    command: serde_json::Value,
-) -> Result<serde_json::Value, String> {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-    let mut command = command;
-    let fields = command.as_object_mut().unwrap();
-    fields.insert("rpc".into(), format!("http://{}", dn.addr).into());
-    fields.insert("chainId".into(), 412346.into());
-    fields.insert(
-        "identity".into(),
-        "0x8004A169FB4a3325136EB29fA0ceB6D2e539a432".into(),
-    );
-    fields.insert(
-        "reputation".into(),
-        "0x8004BAa17C55a88189AE136b182e5fdA19dE9b63".into(),
-    );
-    let (program, script) = match client {
-        "node" => ("node".to_string(), "tools/erc8004/client.mjs"),
-        _ => (python(), "tools/erc8004/client.py"),
-    };
-    let out = Command::new(&program)
-        .arg(format!("{root}/{script}"))
-        .arg(command.to_string())
-        .output()
-        .unwrap_or_else(|e| panic!("{program}: {e} (cargo xtask setup installs tools/erc8004)"));
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
-    }
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    Ok(serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}")))
 }
 
 /// Serves `body` as JSON at every path until the process ends; returns its address.
@@ -341,6 +297,15 @@ fn serve_json(body: String) -> String {
         }
     });
     addr
+}
+
+/// agent0-sdk against the devnet `dn`.
+fn agent0(
+    client: &str,
+    dn: &Devnet,
+    command: serde_json::Value,
+) -> Result<serde_json::Value, String> {
+    bursar_e2e::agent0(client, &format!("http://{}", dn.addr), command)
 }
 
 /// A third-party ERC-8004 client, agent0-sdk 1.7.1 from npm and from PyPI, uses the devnet's

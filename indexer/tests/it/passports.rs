@@ -179,6 +179,34 @@ pub(super) async fn passports(client: &Client, indexer: &Indexer, seed: &str, st
         .unwrap();
     let on_chain = IReputationRegistry::getSummaryCall::abi_decode_returns(&out).unwrap();
     assert_eq!((on_chain.count, on_chain.summaryValue), (1, 90));
+    // agent0-sdk (npm), a third-party ERC-8004 client, reads the same feedback: each entry's
+    // value and revocation as the passport lists it, and its own summary over every client
+    // counts them all — the passport counts the one a payment backs.
+    for f in reputation["feedback"].as_array().unwrap() {
+        let read = bursar_e2e::agent0(
+            "node",
+            client.url(),
+            serde_json::json!({
+                "action": "readFeedback", "agentId": 0, "client": f["client"], "index": f["index"],
+            }),
+        )
+        .unwrap();
+        assert_eq!(
+            read["value"].to_string(),
+            f["value"].as_str().unwrap(),
+            "{read} {f}"
+        );
+        assert_eq!(read["revoked"], f["revoked"], "{read} {f}");
+        assert_eq!(read["tags"][0], f["tag1"], "{read} {f}");
+    }
+    let everyone = bursar_e2e::agent0(
+        "node",
+        client.url(),
+        serde_json::json!({ "action": "summary", "agentId": 0 }),
+    )
+    .unwrap();
+    assert_eq!(everyone["count"], 3, "{everyone}");
+
     // Unknown agents are 404; a bad id is a 400.
     assert_eq!(get(indexer, "/v1/agents/7").await.0, 404);
     assert_eq!(get(indexer, "/v1/agents/seven").await.0, 400);

@@ -186,6 +186,9 @@ async fn the_openapi_document_matches_the_routes(db: Db) {
         "GET /v1/payments/{id}",
         "POST /v1/provenance",
         "POST /v1/feedback",
+        "POST /v1/agents/prepare",
+        "POST /v1/agents",
+        "GET /v1/agents/{agentRef}",
         "GET /v1/feedback/{id}",
         "POST /v1/webhooks",
     ] {

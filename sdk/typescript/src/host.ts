@@ -32,6 +32,21 @@ export class HostClient {
     return unwrap(this.#http.POST("/v1/sessions/register", { body: { preparedId } }));
   }
 
+  /** Prepares an ERC-8004 agent for an owner: its registration file and the `RegisterAgent` typed data the owner signs. */
+  prepareAgent(agent: S["PrepareAgentRequest"]): Promise<S["Agent"]> {
+    return unwrap(this.#http.POST("/v1/agents/prepare", { body: agent }));
+  }
+
+  /** Registers a prepared agent with the owner's signature; the relayer pays the gas and hands the agent to the owner. */
+  registerAgent(agentRef: string, ownerSignature: string): Promise<S["Agent"]> {
+    return unwrap(this.#http.POST("/v1/agents", { body: { agentRef, ownerSignature } }));
+  }
+
+  /** An agent the host prepared: `registered` once the owner holds it, with its `agentId`. */
+  getAgent(agentRef: string): Promise<S["Agent"]> {
+    return unwrap(this.#http.GET("/v1/agents/{agentRef}", { params: { path: { agentRef } } }));
+  }
+
   /** The host's sessions, newest first. */
   async listSessions(query: paths["/v1/sessions"]["get"]["parameters"]["query"] = {}): Promise<S["Session"][]> {
     return (await unwrap(this.#http.GET("/v1/sessions", { params: { query } }))).sessions;

@@ -42,7 +42,12 @@ fn deploy_all() -> Deployment {
     chain.deploy("session_wallet", wallet);
 
     for satellite in [token, counterparties, receipts, gateway] {
-        let built = chain.construct(deployer, satellite, &admin.abi_encode());
+        // The ReceiptRegistry also names the chain's ERC-8004 registries (none here).
+        let args = match satellite == receipts {
+            true => (admin, Address::ZERO, Address::ZERO).abi_encode_params(),
+            false => admin.abi_encode(),
+        };
+        let built = chain.construct(deployer, satellite, &args);
         assert!(built.success, "constructor: {built:?}");
     }
     let built = chain.construct(

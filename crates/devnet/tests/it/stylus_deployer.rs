@@ -29,6 +29,11 @@ fn constructor(args: &[u8]) -> Bytes {
     data.into()
 }
 
+/// The ReceiptRegistry's constructor arguments: its binder, and no ERC-8004 registries.
+fn receipt_registry_args(binder: Address) -> Vec<u8> {
+    (binder, Address::ZERO, Address::ZERO).abi_encode_params()
+}
+
 fn deploy_call(bytecode: Vec<u8>, init_data: Bytes, init_value: u64, salt: B256) -> Vec<u8> {
     IStylusDeployer::deployCall {
         bytecode: bytecode.into(),
@@ -139,10 +144,14 @@ fn deploys_every_contract_in_one_transaction() {
         2
     );
 
-    // Constructors with `(address owner)`; value beyond initValue comes back (data fee 0).
+    // Constructors with `(address owner)` (the ReceiptRegistry's also names the chain's ERC-8004
+    // registries: none here); value beyond initValue comes back (data fee 0).
     let mut built = vec![];
     for name in ["test_token", "receipt_registry", "counterparty_registry"] {
-        let init = constructor(&owner.abi_encode());
+        let init = match name {
+            "receipt_registry" => constructor(&receipt_registry_args(owner)),
+            _ => constructor(&owner.abi_encode()),
+        };
         let expected = STYLUS_DEPLOYER_ADDRESS.create(deployer_nonce(&chain));
         let before = chain.state().balance(owner);
         let tx = send(
@@ -303,7 +312,7 @@ fn a_failing_constructor_leaves_no_code_and_no_activation() {
     let receipts = deploy(
         &mut chain,
         "receipt_registry",
-        constructor(&owner.abi_encode()),
+        constructor(&receipt_registry_args(owner)),
     );
     // A zero gateway: the wallet's constructor refuses it.
     let wallet_hash = keccak256(code("session_wallet"));

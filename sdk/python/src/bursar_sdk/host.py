@@ -29,6 +29,21 @@ class _Host(Api):
         """Registers a prepared session the owner opened with their own wallet."""
         return self._send("POST", "/v1/sessions/register", m.Opened, {"preparedId": prepared_id})
 
+    def prepare_agent(self, agent: m.PrepareAgentRequest | dict[str, Any]) -> m.Agent:
+        """An ERC-8004 agent for an owner: its registration file and the ``RegisterAgent`` typed
+        data the owner signs."""
+        return self._send("POST", "/v1/agents/prepare", m.Agent, agent)
+
+    def register_agent(self, agent_ref: str, owner_signature: str) -> m.Agent:
+        """Registers a prepared agent with the owner's signature; the relayer pays the gas and
+        hands the agent to the owner."""
+        body = {"agentRef": agent_ref, "ownerSignature": owner_signature}
+        return self._send("POST", "/v1/agents", m.Agent, body)
+
+    def get_agent(self, agent_ref: str) -> m.Agent:
+        """An agent the host prepared: ``registered`` once the owner holds it."""
+        return self._get(f"/v1/agents/{agent_ref}", m.Agent)
+
     def list_sessions(self, **query: Any) -> list[m.Session]:
         """The host's sessions, newest first (``provider``, ``sandboxId``, ``before``, ``limit``)."""
         return self._get("/v1/sessions", m.Session, "sessions", **query)

@@ -55,6 +55,64 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/agents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Register a prepared agent with its owner's signature (scope: sessions): a relayer signer
+         *     registers it and hands it to the owner, who pays no gas. Answers at once; `GET` it for its
+         *     `agentId` and `registered`.
+         */
+        post: operations["registerAgent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare an ERC-8004 agent for an owner (scope: sessions): its registration file (served by
+         *     the relayer) and the `RegisterAgent` typed data the owner signs in their own wallet.
+         */
+        post: operations["prepareAgent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{agentRef}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An agent the host prepared (scope: read). */
+        get: operations["getAgent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/allowlists": {
         parameters: {
             query?: never;
@@ -655,6 +713,33 @@ export interface components {
     schemas: {
         /** @description An address: 0x and 40 hex digits (answered EIP-55 checksummed). */
         Address: string;
+        /** @description An agent as the API shows it. */
+        Agent: {
+            /** @description Its ERC-8004 id (decimal), once its registration is mined. */
+            agentId?: string | null;
+            /** @description `agt_…`. */
+            agentRef: string;
+            /**
+             * Format: int64
+             * @description When it was prepared (unix ms).
+             */
+            createdAt: number;
+            error?: components["schemas"]["Failure"] | null;
+            /** @description Who holds it (once `registered`). */
+            owner: components["schemas"]["Address"];
+            /** @description The file as the owner consents to it. */
+            registration: Record<string, never>;
+            /** @description Its registration file (what the relayer serves at `registrationUrl`). */
+            registrationUrl: string;
+            /** @description Where it is. */
+            status: components["schemas"]["AgentStatus"];
+            typedData?: components["schemas"]["TypedData"] | null;
+        };
+        /**
+         * @description Where an agent is.
+         * @enum {string}
+         */
+        AgentStatus: "prepared" | "registering" | "transferring" | "registered" | "failed";
         /** @description An allowlist as the API shows it. */
         Allowlist: {
             /** @description Who it lets be paid now. */
@@ -1250,6 +1335,19 @@ export interface components {
             /** @description What a terminated sandbox does to its sessions. */
             onTerminated?: components["schemas"]["OnTerminated"];
         };
+        /** @description `POST /v1/agents/prepare`: an agent for `owner`. */
+        PrepareAgentRequest: {
+            /** @description What it does. */
+            description?: string;
+            /** @description An image's URL. */
+            image?: string | null;
+            /** @description Its name (1 to 64 bytes). */
+            name: string;
+            /** @description Who will hold the agent (an EOA, or a contract that answers ERC-1271 such as a Safe). */
+            owner: components["schemas"]["Address"];
+            /** @description Where others reach it (its MCP server, its web page…). */
+            services?: components["schemas"]["Service"][];
+        };
         /**
          * @description `POST /v1/sessions/prepare`: the `openSession` terms (amounts as decimal strings in base
          *     units) and the sandbox they are for.
@@ -1419,6 +1517,13 @@ export interface components {
             /** @description Where the artifact is (text is hashed; the registry keeps 32 bytes). */
             uri?: components["schemas"]["HashOrText"];
         };
+        /** @description `POST /v1/agents`: the owner's consent to a prepared agent. */
+        RegisterAgentRequest: {
+            /** @description `agt_…`, from prepare. */
+            agentRef: string;
+            /** @description The owner's signature of `typedData` (`eth_signTypedData_v4`). */
+            ownerSignature: string;
+        };
         /** @description `POST /v1/sessions/register`: a prepared session the owner opened with their own wallet. */
         RegisterRequest: {
             /** @description From `prepare`. */
@@ -1448,6 +1553,15 @@ export interface components {
             tags: {
                 [key: string]: string;
             };
+        };
+        /** @description A service the agent offers, as ERC-8004's registration file lists it. */
+        Service: {
+            /** @description Where (a URL). */
+            endpoint: string;
+            /** @description `MCP`, `A2A`, `web`, `OASF`… */
+            name: string;
+            /** @description The protocol's version. */
+            version?: string | null;
         };
         /** @description A session as the API shows it. */
         Session: {
@@ -1809,6 +1923,109 @@ export interface operations {
                 };
             };
             400: components["responses"]["InvalidRequest"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["Refused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    registerAgent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body get the first answer again (`Idempotent-Replayed: true`); another body under the key gets 409 `idempotency_key_reused`. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RegisterAgentRequest"];
+            };
+        };
+        responses: {
+            /** @description Registering */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Agent"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["Refused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    prepareAgent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body get the first answer again (`Idempotent-Replayed: true`); another body under the key gets 409 `idempotency_key_reused`. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PrepareAgentRequest"];
+            };
+        };
+        responses: {
+            /** @description Prepared */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Agent"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["Refused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `agt_…`. */
+                agentRef: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The agent */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Agent"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["Refused"];

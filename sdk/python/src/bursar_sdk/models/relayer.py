@@ -21,6 +21,14 @@ Address = TypeAliasType(
 )
 
 
+class AgentStatus(StrEnum):
+    prepared = 'prepared'
+    registering = 'registering'
+    transferring = 'transferring'
+    registered = 'registered'
+    failed = 'failed'
+
+
 Amount = TypeAliasType(
     "Amount",
     Annotated[
@@ -733,6 +741,23 @@ class RecordRequest(BaseModel):
     ] = None
 
 
+class RegisterAgentRequest(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+        populate_by_name=True,
+    )
+    agent_ref: Annotated[
+        str, Field(alias='agentRef', description='`agt_…`, from prepare.')
+    ]
+    owner_signature: Annotated[
+        str,
+        Field(
+            alias='ownerSignature',
+            description="The owner's signature of `typedData` (`eth_signTypedData_v4`).",
+        ),
+    ]
+
+
 class RegisterRequest(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
@@ -764,6 +789,16 @@ class SandboxTags(BaseModel):
     tags: Annotated[
         dict[str, str], Field(description='`bursar_session` and `bursar_host`.')
     ]
+
+
+class Service(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+        populate_by_name=True,
+    )
+    endpoint: Annotated[str, Field(description='Where (a URL).')]
+    name: Annotated[str, Field(description='`MCP`, `A2A`, `web`, `OASF`…')]
+    version: Annotated[str | None, Field(description="The protocol's version.")] = None
 
 
 class SettleResponse(BaseModel):
@@ -990,6 +1025,37 @@ class X402Request(BaseModel):
     x402_version: Annotated[
         int | None, Field(alias='x402Version', description='2.', ge=0)
     ] = None
+
+
+class Agent(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    agent_id: Annotated[
+        str | None,
+        Field(
+            alias='agentId',
+            description='Its ERC-8004 id (decimal), once its registration is mined.',
+        ),
+    ] = None
+    agent_ref: Annotated[str, Field(alias='agentRef', description='`agt_…`.')]
+    created_at: Annotated[
+        int, Field(alias='createdAt', description='When it was prepared (unix ms).')
+    ]
+    error: Failure | None = None
+    owner: Annotated[Address, Field(description='Who holds it (once `registered`).')]
+    registration: Annotated[
+        dict[str, Any], Field(description='The file as the owner consents to it.')
+    ]
+    registration_url: Annotated[
+        str,
+        Field(
+            alias='registrationUrl',
+            description='Its registration file (what the relayer serves at `registrationUrl`).',
+        ),
+    ]
+    status: Annotated[AgentStatus, Field(description='Where it is.')]
+    typed_data: Annotated[TypedData | None, Field(alias='typedData')] = None
 
 
 class Allowlist(BaseModel):
@@ -1383,6 +1449,26 @@ class Policy(BaseModel):
             alias='onTerminated',
             description='What a terminated sandbox does to its sessions.',
         ),
+    ] = None
+
+
+class PrepareAgentRequest(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+        populate_by_name=True,
+    )
+    description: Annotated[str | None, Field(description='What it does.')] = None
+    image: Annotated[str | None, Field(description="An image's URL.")] = None
+    name: Annotated[str, Field(description='Its name (1 to 64 bytes).')]
+    owner: Annotated[
+        Address,
+        Field(
+            description='Who will hold the agent (an EOA, or a contract that answers ERC-1271 such as a Safe).'
+        ),
+    ]
+    services: Annotated[
+        list[Service] | None,
+        Field(description='Where others reach it (its MCP server, its web page…).'),
     ] = None
 
 
