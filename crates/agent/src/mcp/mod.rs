@@ -507,20 +507,7 @@ impl Tools {
             body,
             key: new_key(),
         };
-        let queued = match call.ask(ask).await {
-            Ok(queued) => queued,
-            Err(e) => return Ok(refused(&call, e).await),
-        };
-        let id = queued["id"].as_str().unwrap_or_default().to_owned();
-        let ask = Ask::Provenance {
-            id,
-            wait: WAIT_SECONDS,
-        };
-        Ok(match call.ask(ask).await {
-            Ok(record) if record["status"] == "failed" => CallToolResult::structured_error(record),
-            Ok(record) => CallToolResult::structured(record),
-            Err(e) => refused(&call, e).await,
-        })
+        Ok(until_on_chain(&call, ask, |id, wait| Ask::Provenance { id, wait }).await)
     }
 
     /// Rates an agent the session paid.
@@ -542,26 +529,11 @@ impl Tools {
             "tag1": args.tag.unwrap_or_default(),
             "endpoint": args.endpoint.unwrap_or_default(),
         });
-        let queued = match call
-            .ask(Ask::Rate {
-                body,
-                key: new_key(),
-            })
-            .await
-        {
-            Ok(queued) => queued,
-            Err(e) => return Ok(refused(&call, e).await),
+        let ask = Ask::Rate {
+            body,
+            key: new_key(),
         };
-        let id = queued["id"].as_str().unwrap_or_default().to_owned();
-        let ask = Ask::Feedback {
-            id,
-            wait: WAIT_SECONDS,
-        };
-        Ok(match call.ask(ask).await {
-            Ok(given) if given["status"] == "failed" => CallToolResult::structured_error(given),
-            Ok(given) => CallToolResult::structured(given),
-            Err(e) => refused(&call, e).await,
-        })
+        Ok(until_on_chain(&call, ask, |id, wait| Ask::Feedback { id, wait }).await)
     }
 
     /// An agent's passport, before paying it.
@@ -632,6 +604,26 @@ impl Tools {
             };
         }
         Ok(CallToolResult::structured(out))
+    }
+}
+
+/// Sends `ask` (it queues something the chain records: a provenance record, a feedback), then
+/// waits up to [`WAIT_SECONDS`] for it with `status(id, wait)`: the record once on chain, an
+/// error result when it failed.
+async fn until_on_chain(
+    call: &Call<'_>,
+    ask: Ask,
+    status: impl FnOnce(String, u64) -> Ask,
+) -> CallToolResult {
+    let queued = match call.ask(ask).await {
+        Ok(queued) => queued,
+        Err(e) => return refused(call, e).await,
+    };
+    let id = queued["id"].as_str().unwrap_or_default().to_owned();
+    match call.ask(status(id, WAIT_SECONDS)).await {
+        Ok(record) if record["status"] == "failed" => CallToolResult::structured_error(record),
+        Ok(record) => CallToolResult::structured(record),
+        Err(e) => refused(call, e).await,
     }
 }
 
