@@ -10,6 +10,8 @@
 //! until a deadline. The relayer checks it (ECDSA, or ERC-1271 for a contract owner such as a
 //! Safe) before it sends anything, and adds only `registrations` to the file it serves.
 
+use std::time::Duration;
+
 use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
 use alloy_sol_types::{SolCall, SolStruct};
 use bursar_bindings::erc::IERC1271;
@@ -309,7 +311,7 @@ pub async fn prepare(app: &App, host: &Host, req: PrepareAgentRequest) -> Result
         deadline: deadline as i64,
     };
     app.store.insert_agent(&new, now_ms()).await?;
-    get(app, host, &id).await
+    get(app, host, &id, Duration::ZERO).await
 }
 
 /// With the owner's consent, registers the prepared agent `req.agent_ref` (a relayer signer
@@ -361,11 +363,11 @@ pub async fn register(
     // never stored.
     if !Store::set_agent_registering(&mut db, &a.id, signer, tx).await? {
         drop(db);
-        return get(app, host, &a.id).await;
+        return get(app, host, &a.id, Duration::ZERO).await;
     }
     app.commit(db).await?;
     tracing::info!(agent = %a.id, owner = %a.owner, "agent registration queued");
-    get(app, host, &a.id).await
+    get(app, host, &a.id, Duration::ZERO).await
 }
 
 /// Whether `signature` is `owner`'s of `digest`: ECDSA for an account, ERC-1271 for a
@@ -393,8 +395,21 @@ async fn signed_by(
         .is_ok_and(|magic| magic.0 == IERC1271::isValidSignatureCall::SELECTOR))
 }
 
-/// Agent `id` of `host`.
-pub async fn get(app: &App, host: &Host, id: &str) -> Result<AgentView, Error> {
+/// Agent `id` of `host`; with `wait`, once the owner holds it or it failed, or when `wait`
+/// passes, whichever is first.
+pub async fn get(app: &App, host: &Host, id: &str, wait: Duration) -> Result<AgentView, Error> {
+    let look = || async {
+        let a = app
+            .store
+            .agent(id, Some(&host.id))
+            .await?
+            .ok_or(Error::NotFound)?;
+        let settled = matches!(status(&a), AgentStatus::Registered | AgentStatus::Failed);
+        Ok(settled.then_some(a))
+    };
+    if let Some(a) = app.wait_for(wait, look).await? {
+        return view(app, a).await;
+    }
     let a = app
         .store
         .agent(id, Some(&host.id))

@@ -11,6 +11,9 @@
 use alloy_primitives::{keccak256, Address, B256, U256};
 use alloy_sol_types::{SolCall, SolEvent};
 use bursar_bindings::counterparty::ICounterpartyRegistry;
+use bursar_bindings::erc8004::{
+    IIdentityRegistry, IReputationRegistry, IDENTITY_REGISTRY, REPUTATION_REGISTRY,
+};
 use bursar_bindings::evm::IFiatToken;
 use bursar_bindings::receipts::{IReceiptRegistry, Receipt as PaymentReceipt};
 use bursar_bindings::wallet::ISessionWallet;
@@ -167,6 +170,8 @@ pub struct Report {
     pub spent: U256,
     /// Every transaction the scenario sent, in order.
     pub transactions: Vec<B256>,
+    /// Vendor A's ERC-8004 agent, which the session rated.
+    pub agent_id: Option<U256>,
 }
 
 /// The scenario's state while it runs.
@@ -197,6 +202,8 @@ pub struct Scenario<'a, N: Narrator> {
     /// The receipts of executed payments, as `ReceiptRecorded` announced them (the registry
     /// keeps only their commitments; a payee restates its receipt to acknowledge it).
     receipts: Vec<PaymentReceipt>,
+    /// The executed payments' ids (`pay_…`), in the order of `receipts`.
+    payment_ids: Vec<String>,
 }
 
 /// A relayer already running (`bursar up`) for the story to use instead of its own.
@@ -273,6 +280,7 @@ async fn run_with<N: Narrator>(
         s.heartbeat().await?;
         s.co_signed_payment().await?;
         s.acknowledge().await?;
+        s.passport().await?;
         s.provenance().await?;
         s.revoke_and_close().await?;
         s.host_webhooks().await
@@ -403,6 +411,7 @@ impl<'a, N: Narrator> Scenario<'a, N> {
             senders: Vec::new(),
             report: Report::default(),
             receipts: Vec::new(),
+            payment_ids: Vec::new(),
             host: None,
             token: String::new(),
             clock: StoryClock::OWN_CHAIN,
@@ -810,6 +819,84 @@ impl<'a, N: Narrator> Scenario<'a, N> {
         Ok(())
     }
 
+    async fn passport(&mut self) -> Result<()> {
+        self.narrator.step(
+            "Vendor A gets an agent passport (ERC-8004) through the relayer, gasless; the agent rates it for what it paid",
+        );
+        let vendor = self.actors.vendor_a.clone();
+        let (api, key) = self.api();
+        let agent = json!({
+            "owner": vendor.address(),
+            "name": "Vendor A",
+            "description": "Completions by the batch",
+            "services": [{ "name": "web", "endpoint": "https://vendor-a.example" }],
+        });
+        let prepared = self.expect(201, api.post("/v1/agents/prepare", &key, agent).await?)?;
+        let consent = json!({
+            "agentRef": prepared["agentRef"],
+            "ownerSignature": crate::host::wallet_sign(&vendor, &prepared["typedData"])?,
+        });
+        self.expect(202, api.post("/v1/agents", &key, consent).await?)?;
+        let path = format!("/v1/agents/{}?wait=30", text(&prepared["agentRef"])?);
+        let registered = self.expect(200, api.get(&path, &key).await?)?;
+        self.check(
+            registered["status"] == "registered",
+            "the relayer registered the agent and handed it to vendor A",
+        )?;
+        let agent_id: U256 = text(&registered["agentId"])?
+            .parse()
+            .map_err(|_| ScenarioError::Check(format!("agentId: {registered}")))?;
+        let holder = self
+            .view(
+                IDENTITY_REGISTRY,
+                IIdentityRegistry::ownerOfCall { tokenId: agent_id },
+            )
+            .await?;
+        self.check(holder == vendor.address(), "vendor A holds the agent")?;
+        self.narrator.note(&format!(
+            "agent #{agent_id} held by vendor A, its file at {}",
+            text(&registered["registrationUrl"])?
+        ));
+
+        // The sandbox rates it for receipt #1: the ReceiptRegistry gives the feedback.
+        let rating = json!({
+            "paymentId": self.payment_ids[0],
+            "agentId": agent_id.to_string(),
+            "value": "4.5",
+            "tag1": "quality",
+        });
+        let token = self.token.clone();
+        let queued = self.expect(202, api.post("/v1/feedback", &token, rating).await?)?;
+        let path = format!("/v1/feedback/{}?wait=30", text(&queued["id"])?);
+        let given = self.expect(200, api.get(&path, &token).await?)?;
+        self.check(given["status"] == "given", "the feedback is on chain")?;
+        let summary = self
+            .view(
+                REPUTATION_REGISTRY,
+                IReputationRegistry::getSummaryCall {
+                    agentId: agent_id,
+                    clientAddresses: vec![self.contracts.receipts],
+                    tag1: String::new(),
+                    tag2: String::new(),
+                },
+            )
+            .await?;
+        self.check(
+            (
+                summary.count,
+                summary.summaryValue,
+                summary.summaryValueDecimals,
+            ) == (1, 45, 1),
+            "getSummary(agent, [ReceiptRegistry]): one paid-for rating, 4.5",
+        )?;
+        self.narrator.note(&format!(
+            "receipt #{} backs a 4.5 on agent #{agent_id}: getSummary over the ReceiptRegistry counts 1, mean 4.5",
+            self.report.receipt_ids[0]
+        ));
+        self.report.agent_id = Some(agent_id);
+        Ok(())
+    }
+
     async fn provenance(&mut self) -> Result<()> {
         self.narrator
             .step("The agent records provenance: a dataset, then a report derived from it");
@@ -988,7 +1075,7 @@ impl<'a, N: Narrator> Scenario<'a, N> {
     /// [`Self::pay`] that must be executed at once; narrates and returns the receipt id.
     async fn pay_ok(&mut self, to: Address, amount: U256, purpose: &str) -> Result<U256> {
         match self.pay(to, amount, purpose).await? {
-            Ok((r, true, receipt_id, _)) => {
+            Ok((r, true, receipt_id, settled)) => {
                 let e = self.event::<ISessionWallet::PaymentExecuted>(&r, self.contracts.wallet)?;
                 let rec =
                     self.event::<IReceiptRegistry::ReceiptRecorded>(&r, self.contracts.receipts)?;
@@ -1000,6 +1087,7 @@ impl<'a, N: Narrator> Scenario<'a, N> {
                     "PaymentExecuted and ReceiptRecorded match the intent",
                 )?;
                 self.receipts.push(PaymentReceipt::from(&rec));
+                self.payment_ids.push(text(&settled["id"])?);
                 let moved = self.events::<IFiatToken::Transfer>(&r, self.contracts.token);
                 self.check(
                     moved.len() == 1

@@ -1,15 +1,13 @@
-//! ERC-8004 passports on the demo's chain: a vendor the story paid registers as an agent, and
-//! only feedback the ReceiptRegistry gives for that payment's receipt, on the paying owner's
-//! signature, counts — not a copy of the proof by someone who never paid, not the payer
-//! rating it directly, not the same receipt twice; and the on-chain `getSummary` over the
-//! indexer's client list gives the indexer's figure.
+//! ERC-8004 passports on the demo's chain: the story gave the vendor it paid an agent through
+//! the relayer, and its session rated it through the ReceiptRegistry for the payment's receipt.
+//! Only that feedback counts — not a copy of the proof by someone who never paid, not the payer
+//! rating it directly, not the same receipt twice; the on-chain `getSummary` over the indexer's
+//! client list gives the indexer's figure, and agent0-sdk reads the same entries.
 
 use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::{SolCall, SolError, SolStruct};
 use bursar_bindings::eip712::{ReceiptFeedback, RECEIPT_REGISTRY_DOMAIN};
-use bursar_bindings::erc8004::{
-    IIdentityRegistry, IReputationRegistry, IDENTITY_REGISTRY, REPUTATION_REGISTRY,
-};
+use bursar_bindings::erc8004::{IReputationRegistry, REPUTATION_REGISTRY};
 use bursar_bindings::receipts::{receipt_commitment, IReceiptRegistry, Receipt};
 use bursar_client::{Client, Key, Sender};
 use bursar_demo::scenario::Actors;
@@ -72,16 +70,10 @@ pub(super) async fn passports(client: &Client, indexer: &Indexer, seed: &str, st
     assert!(!paid.is_empty(), "the story pays vendor A");
     let proof = receipt_commitment(&receipt(paid[0]));
 
-    // The vendor registers: agent 0, owned and paid at its own address.
-    let mut seller = funded(client, actors.vendor_a.clone()).await;
-    let register = IIdentityRegistry::register_1Call {
-        agentURI: "https://vendor-a.example/agent.json".into(),
-    };
-    seller
-        .transact(client, IDENTITY_REGISTRY, &register)
-        .await
-        .unwrap();
+    // The story gave vendor A an agent through the relayer (agent 0, its file served by the
+    // relayer) and its session rated it for the first receipt, through the ReceiptRegistry.
     let agent = U256::ZERO;
+    let registry: Address = paid[0].address.parse().unwrap();
 
     // Someone who never paid copies the proof; the payer rates it directly: neither counts.
     let mut sybil = funded(client, dev_key(4)).await;
@@ -89,16 +81,14 @@ pub(super) async fn passports(client: &Client, indexer: &Indexer, seed: &str, st
     let mut payer = funded(client, actors.owner.clone()).await;
     rate(client, &mut payer, agent, 100, proof).await;
 
-    // The paying owner rates it through the ReceiptRegistry, for the receipt (the story's
-    // session key is the relayer's custody): counted; the same receipt a second time is refused.
-    let registry: Address = paid[0].address.parse().unwrap();
+    // The paying owner cannot rate through the same receipt again: its side has.
     let sale = receipt(paid[0]);
     let receipt_id: U256 = arg(paid[0], "receiptId").parse().unwrap();
     let signed = ReceiptFeedback {
         receiptId: receipt_id,
         byPayee: false,
         agentId: agent,
-        value: 90,
+        value: 100,
         valueDecimals: 0,
         tag1: "quality".into(),
         tag2: String::new(),
@@ -108,7 +98,7 @@ pub(super) async fn passports(client: &Client, indexer: &Indexer, seed: &str, st
     };
     let chain_id = client.chain_id().await.unwrap();
     let digest = signed.eip712_signing_hash(&RECEIPT_REGISTRY_DOMAIN.at(chain_id, registry));
-    let give = IReceiptRegistry::giveReceiptFeedbackCall {
+    let again = IReceiptRegistry::giveReceiptFeedbackCall {
         receiptId: receipt_id,
         sessionId: sale.sessionId,
         payer: sale.payer,
@@ -119,7 +109,7 @@ pub(super) async fn passports(client: &Client, indexer: &Indexer, seed: &str, st
         timestamp: sale.timestamp,
         byPayee: false,
         agentId: agent,
-        value: 90,
+        value: 100,
         valueDecimals: 0,
         tag1: signed.tag1.clone(),
         tag2: String::new(),
@@ -128,23 +118,29 @@ pub(super) async fn passports(client: &Client, indexer: &Indexer, seed: &str, st
         deadline: signed.deadline,
         signature: actors.owner.sign_hash_rsv(&digest).into(),
     };
-    sybil.transact(client, registry, &give).await.unwrap();
-    let again = sybil.transact(client, registry, &give).await.unwrap_err();
-    let reason = again.revert_data().cloned().unwrap_or_default();
+    let refused = sybil.transact(client, registry, &again).await.unwrap_err();
+    let reason = refused.revert_data().cloned().unwrap_or_default();
     assert!(
         IReceiptRegistry::FeedbackAlreadyGiven::abi_decode(&reason).is_ok(),
-        "{again}"
+        "{refused}"
     );
 
     synced(indexer, client).await;
     let (status, passport) = get(indexer, "/v1/agents/0").await;
     assert_eq!(status, 200, "{passport}");
     assert_eq!(passport["owner"], vendor.to_checksum(None).as_str());
-    assert_eq!(passport["agentWallet"], vendor.to_checksum(None).as_str());
-    assert_eq!(passport["agentURI"], "https://vendor-a.example/agent.json");
+    let file = passport["agentURI"].as_str().unwrap();
+    assert!(file.ends_with("/registration.json"), "{passport}");
     let reputation = &passport["reputation"];
     assert_eq!(reputation["count"], 1, "{passport}");
-    assert_eq!(reputation["value"], "90", "{passport}");
+    assert_eq!(
+        (
+            reputation["value"].as_str(),
+            reputation["decimals"].as_u64()
+        ),
+        (Some("45"), Some(1)),
+        "{passport}"
+    );
     assert_eq!(reputation["notCounted"], 2, "{passport}");
     assert_eq!(
         reputation["clients"],
@@ -156,8 +152,8 @@ pub(super) async fn passports(client: &Client, indexer: &Indexer, seed: &str, st
         .iter()
         .map(|f| f["notCounted"].as_str().unwrap_or("counted"))
         .collect();
-    assert_eq!(reasons, ["not_paid_for", "not_paid_for", "counted"]);
-    let counted = &reputation["feedback"][2];
+    assert_eq!(reasons, ["counted", "not_paid_for", "not_paid_for"]);
+    let counted = &reputation["feedback"][0];
     assert_eq!(counted["receiptId"], arg(paid[0], "receiptId"));
     assert_eq!(counted["side"], "payer");
     // What any ERC-8004 client asks the chain, over the indexer's client list: the same.
@@ -178,7 +174,8 @@ pub(super) async fn passports(client: &Client, indexer: &Indexer, seed: &str, st
         .await
         .unwrap();
     let on_chain = IReputationRegistry::getSummaryCall::abi_decode_returns(&out).unwrap();
-    assert_eq!((on_chain.count, on_chain.summaryValue), (1, 90));
+    assert_eq!((on_chain.count, on_chain.summaryValue), (1, 45));
+
     // agent0-sdk (npm), a third-party ERC-8004 client, reads the same feedback: each entry's
     // value and revocation as the passport lists it, and its own summary over every client
     // counts them all — the passport counts the one a payment backs.
@@ -191,11 +188,9 @@ pub(super) async fn passports(client: &Client, indexer: &Indexer, seed: &str, st
             }),
         )
         .unwrap();
-        assert_eq!(
-            read["value"].to_string(),
-            f["value"].as_str().unwrap(),
-            "{read} {f}"
-        );
+        let decimals = f["valueDecimals"].as_u64().unwrap() as i32;
+        let value = f["value"].as_str().unwrap().parse::<f64>().unwrap() / 10f64.powi(decimals);
+        assert_eq!(read["value"].as_f64(), Some(value), "{read} {f}");
         assert_eq!(read["revoked"], f["revoked"], "{read} {f}");
         assert_eq!(read["tags"][0], f["tag1"], "{read} {f}");
     }

@@ -7,7 +7,8 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::Value;
 
-use super::extract::Body;
+use super::extract::{Body, Params};
+use super::payments::{duration, WaitQuery};
 use super::state::AppState;
 use crate::agents::{self, AgentView, PrepareAgentRequest, RegisterAgentRequest};
 use crate::hosts::{Host, Scope};
@@ -48,18 +49,21 @@ pub(super) async fn register(
     ))
 }
 
-/// An agent the host prepared (scope: read).
+/// An agent the host prepared (scope: read); with `wait`, once the owner holds it or it
+/// failed.
 #[utoipa::path(get, path = "/v1/agents/{agentRef}", operation_id = "getAgent",
-    tag = "agents", params(("agentRef" = String, Path, description = "`agt_…`.")),
+    tag = "agents", params(("agentRef" = String, Path, description = "`agt_…`."), WaitQuery),
     security(("hostKey" = [])),
     responses((status = 200, description = "The agent", body = AgentView)))]
 pub(super) async fn get_agent(
     State(s): State<AppState>,
     host: Host,
     Path(agent_ref): Path<String>,
+    Params(q): Params<WaitQuery>,
 ) -> Result<Json<AgentView>, Error> {
     host.require(Scope::Read)?;
-    Ok(Json(agents::get(&s, &host, &agent_ref).await?))
+    let wait = duration(q.wait);
+    Ok(Json(agents::get(&s, &host, &agent_ref, wait).await?))
 }
 
 /// The registration files: anonymous, as ERC-8004 clients fetch them.

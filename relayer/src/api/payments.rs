@@ -58,7 +58,7 @@ pub(super) async fn limits(
 pub(super) struct WaitQuery {
     /// Seconds to wait for a settled status before answering (more than 60 waits 60).
     #[param(maximum = 60)]
-    wait: Option<u64>,
+    pub(super) wait: Option<u64>,
 }
 
 /// A payment's `?wait=SECONDS&until=STATUSES`.
@@ -76,7 +76,7 @@ pub(super) struct PaymentQuery {
     until: Option<String>,
 }
 
-fn duration(wait: Option<u64>) -> Duration {
+pub(super) fn duration(wait: Option<u64>) -> Duration {
     Duration::from_secs(wait.unwrap_or(0).min(60))
 }
 
