@@ -19,11 +19,13 @@ use anyhow::{bail, Context, Result};
 /// cargo's order.
 const LONGEST_FIRST: &[&str] = &[
     "bursar-relayer::it",
+    // 34 s alone, but 5 to 7 minutes beside the others in both two-lane runs so far (cause not
+    // yet found): started early, it overlaps the longest instead of ending the run.
+    "bursar-devnet::it",
     "bursar::up",
     "bursar::pages",
     "bursar::sdk_install",
     "bursar-e2e::it",
-    "bursar-devnet::it",
     "bursar-indexer::it",
     "bursar::sdk",
     "session-wallet::session_wallet",

@@ -32,6 +32,12 @@ async fn agent_session_end_to_end_with_audit_trail() {
     assert!(text.contains("WalletSessionRevoked"), "{text}");
     // Through the relayer: the host's webhooks came back verified.
     assert!(text.contains("webhook session.closed"), "{text}");
+    // Vendor A got a passport, and the session's rating of it counts on chain.
+    assert!(report.agent_id.is_some(), "{text}");
+    assert!(
+        text.contains("getSummary over the ReceiptRegistry counts 1"),
+        "{text}"
+    );
 
     // The trail, from logs alone, tells the same story in chain order.
     let contracts = Contracts::from_record(&record).unwrap();
@@ -62,6 +68,7 @@ async fn agent_session_end_to_end_with_audit_trail() {
             "ReceiptRecorded",
             "PaymentExecuted",
             "ReceiptAcknowledged",
+            "ReceiptFeedbackGiven",
             "ProvenanceRecorded",
             "ProvenanceRecorded",
             "SessionRevoked",

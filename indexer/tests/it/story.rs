@@ -140,6 +140,7 @@ async fn every_log_once_in_order(s: &Story) {
         "SessionClosed",
         "ReceiptRecorded",
         "ReceiptAcknowledged",
+        "ReceiptFeedbackGiven",
         "ProvenanceRecorded",
         "EntrySet",
         "Transfer",
@@ -147,6 +148,16 @@ async fn every_log_once_in_order(s: &Story) {
     ] {
         assert!(events.contains(e), "{e} indexed: {events:?}");
     }
+    // The session's rating joins its timeline through its receipt.
+    let opened = stored
+        .iter()
+        .find(|l| l.event.as_deref() == Some("SessionOpened"))
+        .unwrap();
+    let rated = stored
+        .iter()
+        .find(|l| l.event.as_deref() == Some("ReceiptFeedbackGiven"))
+        .unwrap();
+    assert_eq!(rated.session_id, opened.session_id);
     // Every payment's transfer is the payment's session's, of the same amount to the same
     // payee.
     for paid in stored

@@ -103,7 +103,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An agent the host prepared (scope: read). */
+        /**
+         * An agent the host prepared (scope: read); with `wait`, once the owner holds it or it
+         *     failed.
+         */
         get: operations["getAgent"];
         put?: never;
         post?: never;
@@ -2004,7 +2007,10 @@ export interface operations {
     };
     getAgent: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Seconds to wait for a settled status before answering (more than 60 waits 60). */
+                wait?: number;
+            };
             header?: never;
             path: {
                 /** @description `agt_…`. */
