@@ -170,9 +170,9 @@ async fn identity_registry(app: &App) -> Result<Address, Error> {
     Ok(named)
 }
 
-/// The `RegisterAgent` typed data of `a`, and its digest.
-async fn consent(app: &App, a: &AgentRow) -> Result<(Value, B256), Error> {
-    let registry = identity_registry(app).await?;
+/// The `RegisterAgent` typed data of `a` under the Identity Registry `registry`, and its
+/// digest.
+fn consent(app: &App, a: &AgentRow, registry: Address) -> (Value, B256) {
     let domain = alloy_sol_types::eip712_domain! {
         name: "Bursar Relayer",
         version: "1",
@@ -211,13 +211,13 @@ async fn consent(app: &App, a: &AgentRow) -> Result<(Value, B256), Error> {
             "registration": message.registration, "deadline": a.deadline,
         },
     });
-    Ok((typed, digest))
+    (typed, digest)
 }
 
 async fn view(app: &App, a: AgentRow) -> Result<AgentView, Error> {
     let status = status(&a);
     let typed_data = match status {
-        AgentStatus::Prepared => Some(consent(app, &a).await?.0),
+        AgentStatus::Prepared => Some(consent(app, &a, identity_registry(app).await?).0),
         _ => None,
     };
     Ok(AgentView {
@@ -335,14 +335,14 @@ pub async fn register(
             "the owner's consent window has passed: prepare the agent again",
         ));
     }
-    let (_, digest) = consent(app, &a).await?;
+    let registry = identity_registry(app).await?;
+    let (_, digest) = consent(app, &a, registry);
     if !signed_by(app, a.owner, digest, &req.owner_signature).await? {
         return Err(Error::invalid(
             "ownerSignature",
             "not the owner's signature of the RegisterAgent typed data",
         ));
     }
-    let registry = identity_registry(app).await?;
     let signers = app.engine.signers();
     let signer = signers[usize::from(random_bytes::<1>()[0]) % signers.len()];
     let data = IIdentityRegistry::register_1Call {
