@@ -14,10 +14,10 @@
 //!
 //! [`fold`] is pure and unit-tested; [`Agents`] reads the events and hands them to it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use alloy_primitives::{hex, Address, U256};
-use bursar_bindings::erc8004::Summary;
+use bursar_bindings::erc8004::{session_metadata, Summary};
 use bursar_bindings::receipts::Receipt;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -50,6 +50,99 @@ pub struct Passport {
     pub owners: Vec<String>,
     /// Its reputation.
     pub reputation: Reputation,
+    /// The sessions that ran for it: opened by its owner of the time, whose signed `metadata`
+    /// names it (`"ERC-8004"` and its id), with what each spent.
+    pub sessions: Vec<AgentSession>,
+    /// Sessions whose metadata names it but whose owner did not hold it when they opened:
+    /// not its, and counted nowhere here.
+    pub claimed_by_others: Vec<String>,
+    /// What it was paid: receipts whose payee was its `agentWallet` when paid.
+    pub sales: Vec<Sale>,
+    /// What its sessions produced (provenance records, in chain order).
+    pub provenance: Vec<Produced>,
+    /// Spent by its sessions and earned at its wallet, per token.
+    pub totals: Vec<Total>,
+}
+
+/// A session that ran for an agent.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentSession {
+    /// The session.
+    pub session_id: String,
+    /// Who opened it (the agent's owner then).
+    pub owner: String,
+    /// Its token.
+    pub token: String,
+    /// Its first deposit (base units).
+    pub deposit: String,
+    /// What its receipts add up to (base units).
+    pub spent: String,
+    /// How many receipts it has.
+    pub payments: u64,
+    /// Its opening.
+    pub opened: Chain,
+}
+
+/// A payment an agent received at its wallet.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Sale {
+    /// The receipt.
+    pub receipt_id: String,
+    /// The paying session.
+    pub session_id: String,
+    /// The paying owner.
+    pub payer: String,
+    /// The wallet paid.
+    pub payee: String,
+    /// The token.
+    pub token: String,
+    /// Base units.
+    pub amount: String,
+    /// What for (32 bytes).
+    pub purpose: String,
+    /// Where.
+    pub chain: Chain,
+}
+
+/// A provenance record of one of an agent's sessions.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Produced {
+    /// The record.
+    pub record_id: String,
+    /// Its session.
+    pub session_id: String,
+    /// What was produced (32 bytes).
+    pub subject: String,
+    /// The records it derives from.
+    pub parents: Vec<String>,
+    /// Where.
+    pub chain: Chain,
+}
+
+/// An agent's money in one token.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Total {
+    /// The token.
+    pub token: String,
+    /// Spent by its sessions (base units).
+    pub spent: String,
+    /// Earned at its wallet (base units).
+    pub earned: String,
+}
+
+/// The events of an agent's activity, as [`Agents`] reads them.
+#[derive(Clone, Debug, Default)]
+pub struct Activity {
+    /// `SessionOpened` events whose metadata names the agent.
+    pub opened: Vec<LogRow>,
+    /// `ReceiptRecorded` events of those sessions, and those paid to any wallet it had.
+    pub receipts: Vec<LogRow>,
+    /// `ProvenanceRecorded` events of those sessions.
+    pub records: Vec<LogRow>,
 }
 
 /// Feedback on an agent: the summary of what counts, and every entry.
@@ -150,13 +243,26 @@ fn number(r: &LogRow, name: &str) -> u64 {
 pub struct Identity {
     registered: LogRow,
     uri: String,
-    wallet: Address,
-    /// Its owners in order, from the registrant.
-    owners: Vec<Address>,
+    /// Its owners in order, from the registrant, each from where it took the agent.
+    owners: Vec<(Position, Address)>,
+    /// Its wallets in order, each from where it was set (zero: cleared).
+    wallets: Vec<(Position, Address)>,
 }
 
-fn position(r: &LogRow) -> (u64, u64) {
+/// Where an event is in the chain's order: its block, and its index there.
+type Position = (u64, u64);
+
+fn position(r: &LogRow) -> Position {
     (r.block_number, r.log_index)
+}
+
+/// What `timeline` says at `at`: its last entry from `at` or before (zero before the first).
+fn as_of(timeline: &[(Position, Address)], at: Position) -> Address {
+    timeline
+        .iter()
+        .rev()
+        .find(|(from, _)| *from <= at)
+        .map_or(Address::ZERO, |(_, a)| *a)
 }
 
 impl Identity {
@@ -169,26 +275,36 @@ impl Identity {
         let mut id = Identity {
             registered: registered.clone(),
             uri: arg(registered, "agentURI").to_owned(),
-            wallet: Address::ZERO,
-            owners: vec![address(registered, "owner")],
+            owners: vec![(position(registered), address(registered, "owner"))],
+            wallets: Vec::new(),
         };
         for r in rows {
             match r.event.as_deref() {
                 Some("URIUpdated") => id.uri = arg(r, "newURI").to_owned(),
                 Some("MetadataSet") if arg(r, "metadataKey") == "agentWallet" => {
                     let value = hex::decode(arg(r, "metadataValue")).unwrap_or_default();
-                    id.wallet = match value.len() {
+                    let wallet = match value.len() {
                         20 => Address::from_slice(&value),
                         _ => Address::ZERO,
                     };
+                    id.wallets.push((position(r), wallet));
                 }
                 Some("Transfer") if !address(r, "from").is_zero() => {
-                    id.owners.push(address(r, "to"));
+                    id.owners.push((position(r), address(r, "to")));
                 }
                 _ => {}
             }
         }
         Some(id)
+    }
+
+    /// Every address that was the agent's wallet at some time.
+    pub fn wallets(&self) -> BTreeSet<Address> {
+        self.wallets
+            .iter()
+            .map(|(_, w)| *w)
+            .filter(|w| !w.is_zero())
+            .collect()
     }
 }
 
@@ -201,6 +317,7 @@ pub fn fold(
     identity: &Identity,
     reputation: &[LogRow],
     paid: &[Paid],
+    activity: &Activity,
 ) -> Passport {
     let mut entries: Vec<Feedback> = Vec::new();
     for r in reputation {
@@ -253,17 +370,18 @@ pub fn fold(
         clients.insert(f.client.clone());
     }
     let (count, value, decimals) = summary.finish();
-    let owner = identity.owners.last().copied().unwrap_or_default();
-    Passport {
+    let owner = identity.owners.last().map_or(Address::ZERO, |(_, o)| *o);
+    let wallet = identity.wallets.last().map_or(Address::ZERO, |(_, w)| *w);
+    let mut passport = Passport {
         agent_id: agent_id.to_owned(),
         owner: owner.to_checksum(None),
         agent_uri: identity.uri.clone(),
-        agent_wallet: identity.wallet.to_checksum(None),
+        agent_wallet: wallet.to_checksum(None),
         registered: chain(metrics, &identity.registered),
         owners: identity
             .owners
             .iter()
-            .map(|o| o.to_checksum(None))
+            .map(|(_, o)| o.to_checksum(None))
             .collect(),
         reputation: Reputation {
             count,
@@ -273,7 +391,105 @@ pub fn fold(
             not_counted: entries.iter().filter(|f| !f.counted).count() as u64,
             feedback: entries,
         },
+        sessions: Vec::new(),
+        claimed_by_others: Vec::new(),
+        sales: Vec::new(),
+        provenance: Vec::new(),
+        totals: Vec::new(),
+    };
+    fold_activity(metrics, &mut passport, identity, activity);
+    passport
+}
+
+/// Adds to `passport` its sessions (those opened by the agent's owner of the time whose
+/// metadata names it), what they spent and produced, and what its wallet was paid.
+fn fold_activity(metrics: &Metrics, passport: &mut Passport, identity: &Identity, a: &Activity) {
+    let tag = passport
+        .agent_id
+        .parse()
+        .ok()
+        .and_then(session_metadata)
+        .map(|m| hex::encode_prefixed(m));
+    let mut totals: BTreeMap<String, (U256, U256)> = BTreeMap::new();
+    let mut ours = BTreeSet::new();
+    for r in &a.opened {
+        let session = arg(r, "sessionId").to_owned();
+        if tag.as_deref() != Some(arg(r, "metadata")) || ours.contains(&session) {
+            continue;
+        }
+        let owner = address(r, "owner");
+        if owner.is_zero() || as_of(&identity.owners, position(r)) != owner {
+            passport.claimed_by_others.push(session);
+            continue;
+        }
+        ours.insert(session.clone());
+        passport.sessions.push(AgentSession {
+            session_id: session,
+            owner: owner.to_checksum(None),
+            token: arg(r, "token").to_owned(),
+            deposit: arg(r, "deposit").to_owned(),
+            spent: "0".into(),
+            payments: 0,
+            opened: chain(metrics, r),
+        });
     }
+    let mut seen = BTreeSet::new();
+    for r in &a.receipts {
+        if r.event.as_deref() != Some("ReceiptRecorded") || !seen.insert(position(r)) {
+            continue;
+        }
+        let (session, token) = (arg(r, "sessionId"), arg(r, "token"));
+        let amount: U256 = arg(r, "amount").parse().unwrap_or_default();
+        if let Some(s) = passport
+            .sessions
+            .iter_mut()
+            .find(|s| s.session_id == session)
+        {
+            let spent = s.spent.parse::<U256>().unwrap_or_default() + amount;
+            s.spent = spent.to_string();
+            s.payments += 1;
+            totals.entry(token.to_owned()).or_default().0 += amount;
+        }
+        let payee = address(r, "payee");
+        if !payee.is_zero() && as_of(&identity.wallets, position(r)) == payee {
+            totals.entry(token.to_owned()).or_default().1 += amount;
+            passport.sales.push(Sale {
+                receipt_id: arg(r, "receiptId").to_owned(),
+                session_id: session.to_owned(),
+                payer: arg(r, "payer").to_owned(),
+                payee: payee.to_checksum(None),
+                token: token.to_owned(),
+                amount: amount.to_string(),
+                purpose: arg(r, "purpose").to_owned(),
+                chain: chain(metrics, r),
+            });
+        }
+    }
+    for r in &a.records {
+        if r.event.as_deref() == Some("ProvenanceRecorded") && ours.contains(arg(r, "sessionId")) {
+            let parents = r.args.as_ref().and_then(|a| a.get("parents"));
+            passport.provenance.push(Produced {
+                record_id: arg(r, "recordId").to_owned(),
+                session_id: arg(r, "sessionId").to_owned(),
+                subject: arg(r, "subject").to_owned(),
+                parents: parents
+                    .and_then(|p| p.as_array())
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|p| p.as_str().map(str::to_owned))
+                    .collect(),
+                chain: chain(metrics, r),
+            });
+        }
+    }
+    passport.totals = totals
+        .into_iter()
+        .map(|(token, (spent, earned))| Total {
+            token,
+            spent: spent.to_string(),
+            earned: earned.to_string(),
+        })
+        .collect();
 }
 
 /// Reads passports as of a block.
@@ -319,7 +535,55 @@ impl Agents<'_> {
         let reputation = of(REPUTATION_EVENTS, "ReputationRegistry", "agentId").await?;
         let given = of(&["ReceiptFeedbackGiven"], "ReceiptRegistry", "agentId").await?;
         let paid = self.receipts_of(&given).await?;
-        Ok(Some(fold(self.metrics, &id, &identity, &reputation, &paid)))
+        let activity = self.activity(agent_id, &identity).await?;
+        Ok(Some(fold(
+            self.metrics,
+            &id,
+            &identity,
+            &reputation,
+            &paid,
+            &activity,
+        )))
+    }
+
+    /// The events [`fold_activity`] reads: sessions whose metadata names the agent, their
+    /// receipts and records, and the receipts paid to any wallet it had.
+    async fn activity(&self, agent_id: U256, identity: &Identity) -> Result<Activity, StoreError> {
+        let Some(tag) = session_metadata(agent_id) else {
+            return Ok(Activity::default());
+        };
+        let rows = |event: &str, session: Option<&str>, args: Vec<(String, String)>| {
+            let filter = LogFilter {
+                event: Some(event.to_owned()),
+                session_id: session.map(str::to_owned),
+                args,
+                to_block: Some(self.at),
+                limit: u64::MAX,
+                ..LogFilter::default()
+            };
+            async move { self.store.logs(&filter).await }
+        };
+        let ours = |r: &LogRow, contract: &str| r.contract == contract;
+        let mut a = Activity::default();
+        let metadata = vec![("metadata".to_owned(), hex::encode_prefixed(tag))];
+        a.opened = rows("SessionOpened", None, metadata).await?;
+        a.opened.retain(|r| ours(r, "SessionWallet"));
+        for opened in &a.opened {
+            let session = Some(arg(opened, "sessionId"));
+            a.receipts
+                .extend(rows("ReceiptRecorded", session, Vec::new()).await?);
+            a.records
+                .extend(rows("ProvenanceRecorded", session, Vec::new()).await?);
+        }
+        for wallet in identity.wallets() {
+            let payee = vec![("payee".to_owned(), wallet.to_checksum(None))];
+            a.receipts
+                .extend(rows("ReceiptRecorded", None, payee).await?);
+        }
+        a.receipts.retain(|r| ours(r, "ReceiptRegistry"));
+        a.records.retain(|r| ours(r, "ReceiptRegistry"));
+        a.receipts.sort_by_key(position);
+        Ok(a)
     }
 
     /// The receipts behind the ReceiptRegistry's feedback on an agent (`given`: its
@@ -452,7 +716,14 @@ mod tests {
             about(8, "ResponseAppended", REGISTRY, 1),
         ];
         let paid = [paid("1", 1, false), paid("2", 2, true), paid("3", 3, false)];
-        let p = fold(&Metrics::default(), "0", &id, &rows, &paid);
+        let p = fold(
+            &Metrics::default(),
+            "0",
+            &id,
+            &rows,
+            &paid,
+            &Activity::default(),
+        );
         let f = &p.reputation.feedback;
         let reasons: Vec<_> = f.iter().map(|f| f.not_counted).collect();
         assert_eq!(
@@ -476,5 +747,121 @@ mod tests {
         assert_eq!(p.owner, NEXT_OWNER.to_checksum(None));
         assert_eq!(p.agent_wallet, WALLET.to_checksum(None));
         assert_eq!(p.owners.len(), 2);
+    }
+
+    fn at(block: u64, log: u64, event: &str, args: serde_json::Value) -> LogRow {
+        LogRow {
+            log_index: log,
+            ..row(block, event, args)
+        }
+    }
+
+    fn opened(block: u64, session: &str, owner: Address, agent: u64) -> LogRow {
+        let tag = session_metadata(U256::from(agent)).unwrap();
+        row(
+            block,
+            "SessionOpened",
+            json!({"sessionId": session, "owner": owner.to_checksum(None), "token": "T",
+                "deposit": "100", "metadata": hex::encode_prefixed(tag)}),
+        )
+    }
+
+    fn receipt(block: u64, id: &str, session: &str, payee: Address, amount: u64) -> LogRow {
+        row(
+            block,
+            "ReceiptRecorded",
+            json!({"receiptId": id, "sessionId": session, "payee": payee.to_checksum(None),
+                "payer": SYBIL.to_checksum(None), "token": "T", "amount": amount.to_string(),
+                "purpose": "0x00"}),
+        )
+    }
+
+    #[test]
+    fn an_agents_sessions_are_its_owners_of_the_time_and_its_sales_reach_its_wallet_of_the_time() {
+        // OWNER registers agent 0 (block 1) and sets WALLET (2); at block 9 the agent moves to
+        // NEXT_OWNER, and the registry clears the wallet in the same transaction.
+        let owner = OWNER.to_checksum(None);
+        let id = Identity::fold(&[
+            row(
+                1,
+                "Registered",
+                json!({"agentId": "0", "agentURI": "u", "owner": owner}),
+            ),
+            row(
+                2,
+                "MetadataSet",
+                json!({"agentId": "0", "metadataKey": "agentWallet",
+                "metadataValue": hex::encode_prefixed(WALLET)}),
+            ),
+            at(
+                9,
+                0,
+                "MetadataSet",
+                json!({"agentId": "0", "metadataKey": "agentWallet",
+                "metadataValue": "0x"}),
+            ),
+            at(
+                9,
+                1,
+                "Transfer",
+                json!({"from": owner, "to": NEXT_OWNER.to_checksum(None),
+                "tokenId": "0"}),
+            ),
+        ])
+        .unwrap();
+        let activity = Activity {
+            opened: vec![
+                opened(3, "0xa", OWNER, 0),
+                // Names agent 0 without holding it: a stranger, and the old owner after the
+                // transfer.
+                opened(4, "0xb", SYBIL, 0),
+                opened(10, "0xc", OWNER, 0),
+                opened(11, "0xd", NEXT_OWNER, 0),
+                // Another agent's.
+                opened(5, "0xe", OWNER, 1),
+            ],
+            receipts: vec![
+                receipt(5, "1", "0xa", SYBIL, 5),
+                receipt(6, "2", "0xf", WALLET, 7),
+                // The same event twice (read as the session's and as the wallet's).
+                receipt(6, "2", "0xf", WALLET, 7),
+                receipt(7, "3", "0xb", SYBIL, 100),
+                receipt(12, "4", "0xd", SYBIL, 1),
+                // Paid to the old wallet after the transfer cleared it: not the agent's.
+                receipt(13, "5", "0xf", WALLET, 50),
+            ],
+            records: vec![
+                row(
+                    8,
+                    "ProvenanceRecorded",
+                    json!({"recordId": "1", "sessionId": "0xa",
+                    "subject": "0x01", "parents": []}),
+                ),
+                row(
+                    8,
+                    "ProvenanceRecorded",
+                    json!({"recordId": "2", "sessionId": "0xb",
+                    "subject": "0x02", "parents": ["1"]}),
+                ),
+            ],
+        };
+        let p = fold(&Metrics::default(), "0", &id, &[], &[], &activity);
+        let sessions: Vec<_> = p
+            .sessions
+            .iter()
+            .map(|s| (s.session_id.as_str(), s.spent.as_str(), s.payments))
+            .collect();
+        assert_eq!(sessions, [("0xa", "5", 1), ("0xd", "1", 1)]);
+        assert_eq!(p.claimed_by_others, ["0xb", "0xc"]);
+        let sales: Vec<_> = p.sales.iter().map(|s| s.receipt_id.as_str()).collect();
+        assert_eq!(sales, ["2"]);
+        assert_eq!(p.provenance.len(), 1);
+        assert_eq!(p.provenance[0].record_id, "1");
+        assert_eq!(p.totals.len(), 1);
+        assert_eq!(
+            (p.totals[0].spent.as_str(), p.totals[0].earned.as_str()),
+            ("6", "7")
+        );
+        assert_eq!(p.agent_wallet, Address::ZERO.to_checksum(None));
     }
 }

@@ -170,6 +170,46 @@ async fn identity_registry(app: &App) -> Result<Address, Error> {
     Ok(named)
 }
 
+/// Who holds agent `agent_id` and where it is paid (`agentWallet`, zero when unset), read
+/// together at the latest block; an unknown agent is the caller's mistake in `field`.
+pub async fn holder_and_wallet(
+    app: &App,
+    agent_id: U256,
+    field: &str,
+) -> Result<(Address, Address), Error> {
+    let registry = identity_registry(app).await?;
+    let block = app.client.block_number().await?;
+    let owner = app
+        .client
+        .view_at(
+            None,
+            registry,
+            IIdentityRegistry::ownerOfCall { tokenId: agent_id },
+            Some(block),
+        )
+        .await
+        .map_err(Error::from);
+    let owner = match owner {
+        Err(Error::Contract(e)) if e.name == "ERC721NonexistentToken" => {
+            return Err(Error::invalid(
+                field,
+                format!("there is no agent #{agent_id}"),
+            ))
+        }
+        other => other?,
+    };
+    let wallet = app
+        .client
+        .view_at(
+            None,
+            registry,
+            IIdentityRegistry::getAgentWalletCall { agentId: agent_id },
+            Some(block),
+        )
+        .await?;
+    Ok((owner, wallet))
+}
+
 /// The `RegisterAgent` typed data of `a` under the Identity Registry `registry`, and its
 /// digest.
 fn consent(app: &App, a: &AgentRow, registry: Address) -> (Value, B256) {

@@ -7,7 +7,7 @@
 //! ([`alloy_sol_types::Revert`]); their texts are the `*_REASON` constants here, so the contracts
 //! and their callers spell them once.
 
-use alloy_primitives::{address, Address, B256};
+use alloy_primitives::{address, Address, B256, U256};
 
 use crate::keccak;
 
@@ -50,6 +50,28 @@ pub const IMPLEMENTATION_SLOT: B256 =
 pub const MAX_ABS_VALUE: i128 = 100_000_000_000_000_000_000_000_000_000_000_000_000;
 /// The most decimals a feedback's value may have.
 pub const MAX_VALUE_DECIMALS: u8 = 18;
+
+/// What begins a session's `metadata` that names the agent it runs for (ERC-8004 has no session,
+/// so Bursar's wallet keeps the link in the 32 bytes the owner signs): these 8 bytes, then the
+/// agent's id in the next 24. A hash the host chose begins so by chance once in 2^64.
+pub const SESSION_AGENT_PREFIX: [u8; 8] = *b"ERC-8004";
+
+/// The session `metadata` naming agent `agent_id` (`None`: an id beyond 24 bytes, which no
+/// registry reaches).
+pub fn session_metadata(agent_id: U256) -> Option<B256> {
+    if agent_id >> 192 != U256::ZERO {
+        return None;
+    }
+    let mut word = agent_id.to_be_bytes::<32>();
+    word[..8].copy_from_slice(&SESSION_AGENT_PREFIX);
+    Some(B256::from(word))
+}
+
+/// The agent a session's `metadata` names, if it names one.
+pub fn session_agent(metadata: B256) -> Option<U256> {
+    let (prefix, id) = metadata.0.split_at(8);
+    (prefix == SESSION_AGENT_PREFIX).then(|| U256::from_be_slice(id))
+}
 
 /// The deployed contracts' `require` texts.
 pub mod reason {
@@ -215,6 +237,22 @@ mod tests {
     use super::*;
     use alloy_primitives::{b256, hex};
     use alloy_sol_types::{SolCall, SolEvent};
+
+    #[test]
+    fn a_sessions_metadata_names_its_agent_and_nothing_else_does() {
+        for id in [
+            U256::ZERO,
+            U256::from(7),
+            (U256::from(1) << 192) - U256::from(1),
+        ] {
+            let m = session_metadata(id).unwrap();
+            assert_eq!(&m[..8], b"ERC-8004");
+            assert_eq!(session_agent(m), Some(id));
+        }
+        assert_eq!(session_metadata(U256::from(1) << 192), None);
+        assert_eq!(session_agent(B256::ZERO), None);
+        assert_eq!(session_agent(crate::keccak(b"sandbox e2b:sbx_7f3a")), None);
+    }
 
     /// Selectors and topics the deployed version has (read from its source and agent0-sdk 1.7.1's
     /// ABIs): a typo in a declaration above would change one of them.

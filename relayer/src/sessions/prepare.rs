@@ -4,6 +4,7 @@
 use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::SolValue;
 use bursar_bindings::eip712::{OpenSession, Permit};
+use bursar_bindings::erc8004::session_metadata;
 use bursar_bindings::evm::IFiatToken;
 use bursar_bindings::wallet::session_id;
 use bursar_client::sign;
@@ -65,6 +66,11 @@ pub struct PrepareRequest {
     pub pin_allowlist: bool,
     /// 32 bytes of the host's own (0x-hex), or text whose keccak-256 is used.
     pub metadata: Option<HashOrText>,
+    /// The ERC-8004 agent the session runs for (decimal id), held by `owner`: the session's
+    /// `metadata` names it (`"ERC-8004"` and the id), so the owner's signature binds the
+    /// session to the agent and the indexer lists the session in the agent's passport.
+    /// Instead of `metadata`.
+    pub agent_id: Option<Amount>,
     /// The session key, when the sandbox holds its own and signs its payment intents itself;
     /// by default the relayer makes a custodial one.
     #[schema(value_type = Option<schema::Address>)]
@@ -138,6 +144,21 @@ fn tag_field(provider: &str) -> &'static str {
     }
 }
 
+/// The metadata of a session of `owner`'s agent `agent`: refused unless `owner` holds it now
+/// (the indexer checks it again at the session's opening).
+async fn agent_metadata(app: &App, agent: U256, owner: Address) -> Result<B256, Error> {
+    let metadata = session_metadata(agent)
+        .ok_or_else(|| Error::invalid("agentId", format!("there is no agent #{agent}")))?;
+    let (holder, _) = crate::agents::holder_and_wallet(app, agent, "agentId").await?;
+    if holder != owner {
+        return Err(Error::invalid(
+            "agentId",
+            format!("agent #{agent} is held by {holder}, not by the session's owner {owner}"),
+        ));
+    }
+    Ok(metadata)
+}
+
 /// Prepares a session for `host`: a fresh custodial key, the relayer's signer as lease keeper,
 /// a random owner nonce (which fixes the session id), and the typed data the owner signs.
 pub async fn prepare(app: &App, host: &Host, req: PrepareRequest) -> Result<Prepared, Error> {
@@ -193,6 +214,16 @@ pub async fn prepare(app: &App, host: &Host, req: PrepareRequest) -> Result<Prep
             "allowlistId must be a list's id (below 2^64)",
         ));
     }
+    let metadata = match (req.agent_id, req.metadata) {
+        (Some(_), Some(_)) => {
+            return Err(Error::invalid(
+                "agentId",
+                "agentId and metadata are exclusive: an agent's session's metadata names it",
+            ))
+        }
+        (Some(agent), None) => agent_metadata(app, agent.0, req.owner).await?,
+        (None, metadata) => metadata.map_or(B256::ZERO, |m| m.hash),
+    };
     let allowlist = match req.pin_allowlist {
         true => list + (U256::from(now) << 64),
         false => list,
@@ -216,7 +247,7 @@ pub async fn prepare(app: &App, host: &Host, req: PrepareRequest) -> Result<Prep
         leaseSeconds: req.lease_seconds,
         leaseKeeper: signer,
         allowlistId: allowlist,
-        metadata: req.metadata.map_or(B256::ZERO, |m| m.hash),
+        metadata,
         nonce: owner_nonce,
         deadline: U256::from(deadline),
     };

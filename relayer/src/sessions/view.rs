@@ -2,6 +2,7 @@
 //! lifecycle events and the metering charges.
 
 use alloy_primitives::{keccak256, U256};
+use bursar_bindings::erc8004::session_agent;
 use bursar_bindings::wallet::{ISessionWallet, SessionStatus};
 use serde::Serialize;
 use serde_json::Value;
@@ -38,6 +39,8 @@ pub struct SessionView {
     /// The terms, as the owner signed them (`OpenSession`'s message).
     #[schema(value_type = Object)]
     pub terms: Value,
+    /// The ERC-8004 agent it runs for (decimal id), when its metadata names one.
+    pub agent_id: Option<String>,
     /// Whether the host revoked the capability token.
     pub capability_revoked: bool,
     /// The sandbox's last heartbeat (unix ms).
@@ -153,8 +156,11 @@ pub enum ChainStatus {
 
 impl SessionView {
     fn of(row: SessionRow) -> Result<Self, Error> {
-        let terms = stored_terms(&row)?.typed_data["openSession"]["message"].clone();
+        let stored = stored_terms(&row)?;
+        let agent_id = session_agent(stored.terms()?.metadata).map(|id| id.to_string());
+        let terms = stored.typed_data["openSession"]["message"].clone();
         Ok(SessionView {
+            agent_id,
             session_id: row.id,
             status: row.status,
             owner: row.owner.to_checksum(None),
