@@ -152,7 +152,7 @@ fn registration_url(app: &App, id: &str) -> String {
 
 /// The Identity Registry the ReceiptRegistry names (the chain's ERC-8004 registries), or
 /// `agents_unavailable` where there is none.
-async fn identity_registry(app: &App) -> Result<Address, Error> {
+pub async fn identity_registry(app: &App) -> Result<Address, Error> {
     let named = app
         .client
         .view(

@@ -30,6 +30,10 @@ pub(crate) struct FetchArgs {
     /// session's rules bound it.
     #[arg(long, env = "BURSAR_FETCH_MAX_AMOUNT")]
     max_amount: Option<String>,
+    /// The ERC-8004 agent (its id) this is bought from: only a payment to its `agentWallet`
+    /// is made; a 402 asking to pay anyone else is refused, nothing paid.
+    #[arg(long)]
+    agent: Option<alloy_primitives::U256>,
     /// Write the body to FILE instead of standard output.
     #[arg(short = 'o', long = "output")]
     output: Option<PathBuf>,
@@ -102,6 +106,7 @@ async fn fetch(args: FetchArgs) -> Result<(), String> {
         timeout: Duration::from_secs(args.timeout),
         // The whole body, as curl: this process is the sandbox's own.
         max_body: None,
+        agent: args.agent,
     };
     let answer = bursar_agent::fetch::fetch(&relayer, None, &request, &options).await?;
     if let Some(s) = &answer.settlement {

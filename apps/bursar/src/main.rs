@@ -16,6 +16,7 @@ mod limits;
 mod mcp;
 mod pay;
 mod relayer;
+mod sell;
 mod support;
 mod up;
 
@@ -48,6 +49,9 @@ enum Command {
     /// An HTTP request, curl-like, that pays an x402 `402 Payment Required` from the session
     /// (BURSAR_CAPABILITY_TOKEN) within its rules and `--max-amount`, then retries once.
     Fetch(fetch::FetchArgs),
+    /// Sell a file behind HTTP 402 (x402), paid at the session's ERC-8004 agent's wallet
+    /// (BURSAR_CAPABILITY_TOKEN); serves whoever paid until Ctrl-C.
+    Sell(sell::SellArgs),
     /// A payment from the session (BURSAR_CAPABILITY_TOKEN), for scripts: printed as JSON once
     /// confirmed; a refusal names the session's rule.
     Pay(pay::PayArgs),
@@ -105,6 +109,7 @@ fn main() -> std::process::ExitCode {
         }
         // Curl's manners: the answer on stdout, only what went wrong on stderr.
         Command::Fetch(_)
+        | Command::Sell(_)
         | Command::Pay(_)
         | Command::Limits(_)
         | Command::Mcp(_)
@@ -129,6 +134,7 @@ fn main() -> std::process::ExitCode {
         Command::Audit(args) => audit::run(args),
         Command::Up(args) => up::run(args),
         Command::Fetch(args) => fetch::run(args),
+        Command::Sell(args) => sell::run(args),
         Command::Pay(args) => match pay::run(args) {
             Ok(pay::Paid::Waiting) => return std::process::ExitCode::from(pay::WAITING),
             paid => paid.map(|_| ()),

@@ -237,6 +237,11 @@ impl Api {
         }
     }
 
+    /// Its URL.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
     /// `POST path` with `bearer` and a JSON body: the status and the JSON answer.
     pub async fn post(
         &self,

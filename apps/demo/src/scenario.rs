@@ -11,9 +11,7 @@
 use alloy_primitives::{keccak256, Address, B256, U256};
 use alloy_sol_types::{SolCall, SolEvent};
 use bursar_bindings::counterparty::ICounterpartyRegistry;
-use bursar_bindings::erc8004::{
-    IIdentityRegistry, IReputationRegistry, IDENTITY_REGISTRY, REPUTATION_REGISTRY,
-};
+use bursar_bindings::erc8004::session_metadata;
 use bursar_bindings::evm::IFiatToken;
 use bursar_bindings::receipts::{IReceiptRegistry, Receipt as PaymentReceipt};
 use bursar_bindings::wallet::ISessionWallet;
@@ -26,6 +24,8 @@ pub use crate::contracts::Contracts;
 use crate::error::Result;
 pub use crate::error::ScenarioError;
 use crate::money::usd;
+
+mod agents;
 
 /// Where the narration goes: the CLI prints it, tests collect it.
 pub trait Narrator {
@@ -94,6 +94,19 @@ impl Actors {
 
 /// Gas money the operator gives each actor that sends transactions.
 pub const GAS_MONEY_WEI: u64 = 1_000_000_000_000_000_000;
+
+/// A session's metadata when it runs for no agent: a note on its sandbox.
+const SANDBOX_METADATA: &str = "sandbox e2b:sbx_7f3a (research agent)";
+
+/// A session the story opened.
+struct Opened {
+    /// The sandbox's capability token.
+    token: String,
+    /// Its custodial key.
+    session_key: Address,
+    /// How the wallet announced it.
+    event: ISessionWallet::SessionOpened,
+}
 
 /// The session's deposit, in whole USDC.
 pub const DEPOSIT: u64 = 100;
@@ -170,8 +183,10 @@ pub struct Report {
     pub spent: U256,
     /// Every transaction the scenario sent, in order.
     pub transactions: Vec<B256>,
-    /// Vendor A's ERC-8004 agent, which the session rated.
-    pub agent_id: Option<U256>,
+    /// The two agents with passports: vendor A's data desk and the owner's research agent.
+    pub agents: Option<agents::Passports>,
+    /// The receipt of the research agent's purchase from the data desk.
+    pub purchase_receipt: Option<U256>,
 }
 
 /// The scenario's state while it runs.
@@ -273,6 +288,7 @@ async fn run_with<N: Narrator>(
     let story = async {
         s.vendor_list().await?;
         s.fund_owner().await?;
+        s.passports().await?;
         s.open_session().await?;
         s.pay_within_policy().await?;
         s.refusals().await?;
@@ -280,8 +296,9 @@ async fn run_with<N: Narrator>(
         s.heartbeat().await?;
         s.co_signed_payment().await?;
         s.acknowledge().await?;
-        s.passport().await?;
+        s.sale().await?;
         s.provenance().await?;
+        s.ratings().await?;
         s.revoke_and_close().await?;
         s.host_webhooks().await
     };
@@ -376,7 +393,7 @@ pub async fn prepare_trial(
     let prepared = async {
         s.vendor_list().await?;
         s.mint_deposit(owner).await?;
-        s.prepare(owner).await
+        s.prepare(owner, None, usd(DEPOSIT), "sbx_7f3a").await
     }
     .await;
     if let Some(host) = s.host.take() {
@@ -541,43 +558,28 @@ impl<'a, N: Narrator> Scenario<'a, N> {
             )
             .await?;
         let owner = self.actors.owner.clone();
-        let prepared = self.prepare(owner.address()).await?;
-        let (api, key) = self.api();
-        let typed = &prepared["typedData"];
-        let opened = self.expect(
-            201,
-            api.post(
-                "/v1/sessions",
-                &key,
-                json!({
-                    "preparedId": prepared["preparedId"],
-                    "ownerSignature": crate::host::wallet_sign(&owner, &typed["openSession"])?,
-                    "permitSignature": crate::host::wallet_sign(&owner, &typed["permit"])?,
-                }),
-            )
-            .await?,
-        )?;
-        self.check(opened["status"] == "open", "the session is open")?;
-        self.token = text(&opened["capabilityToken"])?;
-        self.session_key = text(&prepared["sessionKey"])?
-            .parse()
-            .map_err(|_| ScenarioError::Check("sessionKey is an address".into()))?;
-        let r = self.mined(&opened["transactionHash"]).await?;
-        let opened = self.event::<ISessionWallet::SessionOpened>(&r, self.contracts.wallet)?;
+        let agent = self.report.agents.map(|a| a.research);
+        let opened = self
+            .open_for(&owner, agent, usd(DEPOSIT), "sbx_7f3a")
+            .await?;
+        self.token = opened.token;
+        self.session_key = opened.session_key;
+        let e = opened.event;
         self.check(
-            opened.owner == owner.address()
-                && opened.sessionKey == self.session_key
-                && self.relayer_signers.contains(&opened.leaseKeeper),
-            "SessionOpened names the owner, the custodial key and a relayer signer as lease keeper",
+            self.relayer_signers.contains(&e.leaseKeeper),
+            "SessionOpened names a relayer signer as lease keeper",
         )?;
-        self.relayer_signer = opened.leaseKeeper;
-        let approval = self.events::<IFiatToken::Approval>(&r, self.contracts.token);
-        self.check(approval.len() == 1, "the permit's Approval")?;
-        self.report.session_id = opened.sessionId;
+        self.relayer_signer = e.leaseKeeper;
+        self.report.session_id = e.sessionId;
         self.narrator.note(&format!(
             "session {}: deposit 100.00, ≤ 30.00 per payment, 40.00 per {}, owner co-signs above 20.00, vendors of list #{}, {} lease",
-            crate::audit::session_label(opened.sessionId), span(self.clock.period), self.report.list_id, span(self.clock.lease)
+            crate::audit::session_label(e.sessionId), span(self.clock.period), self.report.list_id, span(self.clock.lease)
         ));
+        if let Some(agent) = agent {
+            self.narrator.note(&format!(
+                "it runs for the research agent #{agent}: the metadata the owner signed names it"
+            ));
+        }
         self.narrator.note(&format!(
             "the sandbox got a capability token; its key {} stays sealed in the relayer",
             self.session_key
@@ -587,13 +589,73 @@ impl<'a, N: Narrator> Scenario<'a, N> {
         self.expect_escrow(usd(DEPOSIT)).await
     }
 
-    /// The host prepares the story's session for `owner`: the relayer's answer.
-    async fn prepare(&mut self, owner: Address) -> Result<serde_json::Value> {
+    /// Opens a session of `owner` (for `agent`, if any) with `deposit` through the relayer:
+    /// prepared by the host, the terms and a permit signed in the owner's wallet.
+    async fn open_for(
+        &mut self,
+        owner: &Key,
+        agent: Option<U256>,
+        deposit: U256,
+        sandbox: &str,
+    ) -> Result<Opened> {
+        let prepared = self
+            .prepare(owner.address(), agent, deposit, sandbox)
+            .await?;
+        let (api, key) = self.api();
+        let typed = &prepared["typedData"];
+        let opened = self.expect(
+            201,
+            api.post(
+                "/v1/sessions",
+                &key,
+                json!({
+                    "preparedId": prepared["preparedId"],
+                    "ownerSignature": crate::host::wallet_sign(owner, &typed["openSession"])?,
+                    "permitSignature": crate::host::wallet_sign(owner, &typed["permit"])?,
+                }),
+            )
+            .await?,
+        )?;
+        self.check(opened["status"] == "open", "the session is open")?;
+        let token = text(&opened["capabilityToken"])?;
+        let session_key: Address = text(&prepared["sessionKey"])?
+            .parse()
+            .map_err(|_| ScenarioError::Check("sessionKey is an address".into()))?;
+        let r = self.mined(&opened["transactionHash"]).await?;
+        let event = self.event::<ISessionWallet::SessionOpened>(&r, self.contracts.wallet)?;
+        let metadata = agent
+            .and_then(session_metadata)
+            .unwrap_or_else(|| keccak256(SANDBOX_METADATA));
+        self.check(
+            event.owner == owner.address()
+                && event.sessionKey == session_key
+                && event.deposit == deposit
+                && event.metadata == metadata,
+            "SessionOpened names the owner, the custodial key, the deposit and the metadata",
+        )?;
+        let approval = self.events::<IFiatToken::Approval>(&r, self.contracts.token);
+        self.check(approval.len() == 1, "the permit's Approval")?;
+        Ok(Opened {
+            token,
+            session_key,
+            event,
+        })
+    }
+
+    /// The host prepares a session of `owner` (for `agent`, if any; otherwise its metadata is
+    /// a note on the sandbox) with the story's terms and `deposit`: the relayer's answer.
+    async fn prepare(
+        &mut self,
+        owner: Address,
+        agent: Option<U256>,
+        deposit: U256,
+        sandbox: &str,
+    ) -> Result<serde_json::Value> {
         let now = self.client.latest_block().await?.timestamp.to::<u64>();
-        let terms = json!({
+        let mut terms = json!({
             "owner": owner,
             "token": self.contracts.token,
-            "deposit": usd(DEPOSIT).to_string(),
+            "deposit": deposit.to_string(),
             "perPaymentCap": usd(PER_PAYMENT_CAP).to_string(),
             "periodBudget": usd(PERIOD_BUDGET).to_string(),
             "periodSeconds": self.clock.period,
@@ -601,10 +663,13 @@ impl<'a, N: Narrator> Scenario<'a, N> {
             "expiresAt": now + 86_400,
             "leaseSeconds": self.clock.lease,
             "allowlistId": self.report.list_id.to_string(),
-            "metadata": "sandbox e2b:sbx_7f3a (research agent)",
             "provider": "e2b",
-            "sandboxId": "sbx_7f3a",
+            "sandboxId": sandbox,
         });
+        match agent {
+            Some(agent) => terms["agentId"] = json!(agent.to_string()),
+            None => terms["metadata"] = json!(SANDBOX_METADATA),
+        }
         let (api, key) = self.api();
         self.expect(201, api.post("/v1/sessions/prepare", &key, terms).await?)
     }
@@ -819,96 +884,19 @@ impl<'a, N: Narrator> Scenario<'a, N> {
         Ok(())
     }
 
-    async fn passport(&mut self) -> Result<()> {
-        self.narrator.step(
-            "Vendor A gets an agent passport (ERC-8004) through the relayer, gasless; the agent rates it for what it paid",
-        );
-        let vendor = self.actors.vendor_a.clone();
-        let (api, key) = self.api();
-        let agent = json!({
-            "owner": vendor.address(),
-            "name": "Vendor A",
-            "description": "Completions by the batch",
-            "services": [{ "name": "web", "endpoint": "https://vendor-a.example" }],
-        });
-        let prepared = self.expect(201, api.post("/v1/agents/prepare", &key, agent).await?)?;
-        let consent = json!({
-            "agentRef": prepared["agentRef"],
-            "ownerSignature": crate::host::wallet_sign(&vendor, &prepared["typedData"])?,
-        });
-        self.expect(202, api.post("/v1/agents", &key, consent).await?)?;
-        let path = format!("/v1/agents/{}?wait=30", text(&prepared["agentRef"])?);
-        let registered = self.expect(200, api.get(&path, &key).await?)?;
-        self.check(
-            registered["status"] == "registered",
-            "the relayer registered the agent and handed it to vendor A",
-        )?;
-        let agent_id: U256 = text(&registered["agentId"])?
-            .parse()
-            .map_err(|_| ScenarioError::Check(format!("agentId: {registered}")))?;
-        let holder = self
-            .view(
-                IDENTITY_REGISTRY,
-                IIdentityRegistry::ownerOfCall { tokenId: agent_id },
-            )
-            .await?;
-        self.check(holder == vendor.address(), "vendor A holds the agent")?;
-        self.narrator.note(&format!(
-            "agent #{agent_id} held by vendor A, its file at {}",
-            text(&registered["registrationUrl"])?
-        ));
-
-        // The sandbox rates it for receipt #1: the ReceiptRegistry gives the feedback.
-        let rating = json!({
-            "paymentId": self.payment_ids[0],
-            "agentId": agent_id.to_string(),
-            "value": "4.5",
-            "tag1": "quality",
-        });
-        let token = self.token.clone();
-        let queued = self.expect(202, api.post("/v1/feedback", &token, rating).await?)?;
-        let path = format!("/v1/feedback/{}?wait=30", text(&queued["id"])?);
-        let given = self.expect(200, api.get(&path, &token).await?)?;
-        self.check(given["status"] == "given", "the feedback is on chain")?;
-        let summary = self
-            .view(
-                REPUTATION_REGISTRY,
-                IReputationRegistry::getSummaryCall {
-                    agentId: agent_id,
-                    clientAddresses: vec![self.contracts.receipts],
-                    tag1: String::new(),
-                    tag2: String::new(),
-                },
-            )
-            .await?;
-        self.check(
-            (
-                summary.count,
-                summary.summaryValue,
-                summary.summaryValueDecimals,
-            ) == (1, 45, 1),
-            "getSummary(agent, [ReceiptRegistry]): one paid-for rating, 4.5",
-        )?;
-        self.narrator.note(&format!(
-            "receipt #{} backs a 4.5 on agent #{agent_id}: getSummary over the ReceiptRegistry counts 1, mean 4.5",
-            self.report.receipt_ids[0]
-        ));
-        self.report.agent_id = Some(agent_id);
-        Ok(())
-    }
-
     async fn provenance(&mut self) -> Result<()> {
-        self.narrator
-            .step("The agent records provenance: a dataset, then a report derived from it");
-        let dataset = self
-            .record_provenance(
-                "dataset.parquet",
-                "s3://bursar-demo/dataset.parquet",
-                vec![],
-            )
-            .await?;
+        self.narrator.step(
+            "The research agent records provenance: its report, derived from the dataset it bought",
+        );
+        let dataset = self.report.provenance_ids[0];
+        let who = (self.token.clone(), self.session_key);
         let report = self
-            .record_provenance("report.pdf", "s3://bursar-demo/report.pdf", vec![dataset])
+            .record_provenance(
+                &who,
+                "report.pdf",
+                "s3://bursar-demo/report.pdf",
+                vec![dataset],
+            )
             .await?;
         let parents = self
             .view(
@@ -920,7 +908,7 @@ impl<'a, N: Narrator> Scenario<'a, N> {
             parents == vec![dataset],
             "the report's parent is the dataset",
         )?;
-        self.report.provenance_ids = vec![dataset, report];
+        self.report.provenance_ids.push(report);
         Ok(())
     }
 
@@ -955,16 +943,20 @@ impl<'a, N: Narrator> Scenario<'a, N> {
         self.check(closed["status"] == "closed", "closed on chain")?;
         let r = self.mined(&closed["transactionHash"]).await?;
         let closed = self.event::<ISessionWallet::SessionClosed>(&r, self.contracts.wallet)?;
+        let (spent, refund) = (
+            usd(66) + U256::from(agents::PRICE),
+            usd(34) - U256::from(agents::PRICE),
+        );
         self.check(
-            closed.spent == usd(66) && closed.refund == usd(34),
-            "SessionClosed: spent 66.00, refund 34.00",
+            closed.spent == spent && closed.refund == refund,
+            "SessionClosed: spent 66.50, refund 33.50",
         )?;
         self.report.spent = closed.spent;
         self.report.refund = closed.refund;
         self.narrator
-            .note("closed: 66.00 spent, 34.00 refunded to the owner");
+            .note("closed: 66.50 spent, 33.50 refunded to the owner");
         let owner = self.actors.owner.address();
-        self.expect_balance("owner", owner, usd(34)).await?;
+        self.expect_balance("owner", owner, refund).await?;
         self.expect_escrow(U256::ZERO).await
     }
 
@@ -1107,8 +1099,10 @@ impl<'a, N: Narrator> Scenario<'a, N> {
         }
     }
 
+    /// The sandbox of `who` (capability token, session key) records provenance.
     async fn record_provenance(
         &mut self,
+        (token, session_key): &(String, Address),
         name: &str,
         uri: &str,
         parents: Vec<U256>,
@@ -1121,15 +1115,15 @@ impl<'a, N: Narrator> Scenario<'a, N> {
             "uri": uri,
             "parents": parents.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
         });
-        let (api, token) = (self.api().0, self.token.clone());
-        let queued = self.expect(202, api.post("/v1/provenance", &token, body).await?)?;
+        let api = self.api().0;
+        let queued = self.expect(202, api.post("/v1/provenance", token, body).await?)?;
         let path = format!("/v1/provenance/{}?wait=30", text(&queued["id"])?);
-        let recorded = self.expect(200, api.get(&path, &token).await?)?;
+        let recorded = self.expect(200, api.get(&path, token).await?)?;
         self.check(recorded["status"] == "recorded", "the record is on chain")?;
         let r = self.mined(&recorded["transactionHash"]).await?;
         let e = self.event::<IReceiptRegistry::ProvenanceRecorded>(&r, self.contracts.receipts)?;
         self.check(
-            e.attester == self.session_key && e.parents == parents && e.subject == keccak256(name),
+            e.attester == *session_key && e.parents == parents && e.subject == keccak256(name),
             "ProvenanceRecorded with the session key as attester",
         )?;
         let valid = self

@@ -51,6 +51,42 @@ pub const MAX_ABS_VALUE: i128 = 100_000_000_000_000_000_000_000_000_000_000_000_
 /// The most decimals a feedback's value may have.
 pub const MAX_VALUE_DECIMALS: u8 = 18;
 
+/// The EIP-712 digest `newWallet` signs (ECDSA, or vouches for through ERC-1271) to consent to
+/// being agent `agent_id`'s wallet, set by its `owner` before `deadline`, on the Identity
+/// Registry at `registry` of chain `chain_id`.
+pub fn agent_wallet_set_digest(
+    (chain_id, registry): (u64, Address),
+    agent_id: U256,
+    new_wallet: Address,
+    owner: Address,
+    deadline: U256,
+) -> B256 {
+    use alloy_sol_types::SolValue;
+    let domain = alloy_primitives::keccak256(
+        (
+            crate::keccak(
+                b"EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)",
+            ),
+            DOMAIN_NAME_HASH,
+            DOMAIN_VERSION_HASH,
+            U256::from(chain_id),
+            registry,
+        )
+            .abi_encode(),
+    );
+    let message = alloy_primitives::keccak256(
+        (
+            AGENT_WALLET_SET_TYPEHASH,
+            agent_id,
+            new_wallet,
+            owner,
+            deadline,
+        )
+            .abi_encode(),
+    );
+    alloy_primitives::keccak256([&[0x19, 0x01], domain.as_slice(), message.as_slice()].concat())
+}
+
 /// What begins a session's `metadata` that names the agent it runs for (ERC-8004 has no session,
 /// so Bursar's wallet keeps the link in the 32 bytes the owner signs): these 8 bytes, then the
 /// agent's id in the next 24. A hash the host chose begins so by chance once in 2^64.

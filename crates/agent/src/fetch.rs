@@ -58,6 +58,9 @@ pub struct Options {
     pub timeout: Duration,
     /// The most of a body read (`None`: all of it).
     pub max_body: Option<usize>,
+    /// The ERC-8004 agent the resource is bought from: only an option paying its
+    /// `agentWallet` is paid.
+    pub agent: Option<U256>,
 }
 
 /// Makes `request`, paying a 402 from the session `backend` answers for (`parts`: the request
@@ -88,7 +91,13 @@ pub async fn fetch(
         .map_err(|e| format!("the 402's PAYMENT-REQUIRED header is not x402's: {e}"))?;
     let payment_required = within(required, options.max)?;
     let paid = backend
-        .ask(parts, Ask::X402Pay { payment_required })
+        .ask(
+            parts,
+            Ask::X402Pay {
+                payment_required,
+                agent_id: options.agent.map(|a| a.to_string()),
+            },
+        )
         .await
         .map_err(|e| format!("the relayer did not pay {e}"))?;
     let signature = paid["paymentSignature"]

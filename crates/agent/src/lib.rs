@@ -7,13 +7,17 @@
 //! * [`fetch`] — an HTTP request that pays a `402 Payment Required` (x402 v2) and retries.
 //! * [`money`] — amounts as people write and read them (`1.50 USDC`).
 //! * [`rules`] — a contract rule's refusal in words (`… 3.00 USDC left until 14:00 UTC`).
+//! * [`sell`] — what an agent made, sold behind HTTP 402 and paid at its ERC-8004 agent's
+//!   wallet.
 //! * [`mcp`] — the MCP server of these tools, over stdio (`bursar mcp`) or Streamable HTTP (the
 //!   relayer's `/mcp`).
 //!
-//! `bursar fetch`, `bursar pay` and `bursar limits` are the same operations for a shell.
+//! `bursar fetch`, `bursar pay`, `bursar sell` and `bursar limits` are the same operations for a
+//! shell.
 
 pub mod fetch;
 pub mod mcp;
 pub mod money;
 pub mod relayer;
 pub mod rules;
+pub mod sell;

@@ -49,6 +49,8 @@ pub enum Ask {
     X402Pay {
         /// A 402's `PAYMENT-REQUIRED`, decoded.
         payment_required: Value,
+        /// The ERC-8004 agent meant to be paid (decimal id), if any.
+        agent_id: Option<String>,
     },
     /// `POST /v1/provenance` with `body`, under idempotency key `key`.
     RecordProvenance {
@@ -333,8 +335,14 @@ impl Backend for Relayer {
                     None,
                     None,
                 ),
-                Ask::X402Pay { payment_required } => {
-                    let body = serde_json::json!({ "paymentRequired": payment_required });
+                Ask::X402Pay {
+                    payment_required,
+                    agent_id,
+                } => {
+                    let body = serde_json::json!({
+                        "paymentRequired": payment_required,
+                        "agentId": agent_id,
+                    });
                     (Method::POST, "/v1/x402/pay".into(), Some(body), None)
                 }
                 Ask::RecordProvenance { body, key } => {

@@ -79,8 +79,19 @@ impl Backend for InProcess {
                 Ask::Payments { limit } => payments::list(app, session, Some(limit.into()))
                     .await
                     .map(|p| json!({ "payments": p })),
-                Ask::X402Pay { payment_required } => {
-                    let req = x402::PayRequest { payment_required };
+                Ask::X402Pay {
+                    payment_required,
+                    agent_id,
+                } => {
+                    let id = agent_id.map(|id| alloy_primitives::U256::from_str_radix(&id, 10));
+                    let agent_id = match id.transpose() {
+                        Ok(id) => id.map(crate::kernel::json::Amount),
+                        Err(_) => return Err(refusal(Error::invalid("agentId", "a decimal id"))),
+                    };
+                    let req = x402::PayRequest {
+                        payment_required,
+                        agent_id,
+                    };
                     view(x402::pay(app, session, req).await)
                 }
                 Ask::RecordProvenance { body, key: k } => match body_of(body) {

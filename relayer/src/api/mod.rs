@@ -168,6 +168,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(x402::verify))
         .routes(routes!(x402::settle))
         .routes(routes!(x402::pay))
+        .routes(routes!(x402::offer))
         .routes(routes!(allowlists::create, allowlists::list))
         .routes(routes!(allowlists::get))
         .routes(routes!(allowlists::set_entries))

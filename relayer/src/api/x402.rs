@@ -8,7 +8,8 @@ use super::extract::{Body, Sandbox};
 use super::state::AppState;
 use crate::kernel::Error;
 use crate::x402::{
-    self, FacilitatorRequest, Paid, PayRequest, SettleResponse, Supported, VerifyResponse,
+    self, FacilitatorRequest, Offer, OfferRequest, Paid, PayRequest, SettleResponse, Supported,
+    VerifyResponse,
 };
 
 /// x402 v2 facilitator: the kinds it settles (`bursar-session` and `exact` on this chain).
@@ -53,4 +54,19 @@ pub(super) async fn pay(
     Body(req): Body<PayRequest>,
 ) -> Result<Json<Paid>, Error> {
     Ok(Json(x402::pay(&s, &session, req).await?))
+}
+
+/// Sell something the session's agent made: the `PAYMENT-REQUIRED` of a 402 that is paid at
+/// the agent's `agentWallet` in the session's token (`bursar-session`, and `exact` where the
+/// token has EIP-712), naming the agent (`erc8004-agent` extension); settle through this
+/// relayer's `/x402/verify` and `/x402/settle`.
+#[utoipa::path(post, path = "/v1/x402/offer", operation_id = "x402Offer", tag = "x402",
+    request_body = OfferRequest, security(("capabilityToken" = [])),
+    responses((status = 200, description = "The 402's `PAYMENT-REQUIRED`", body = Offer)))]
+pub(super) async fn offer(
+    State(s): State<AppState>,
+    Sandbox(session): Sandbox,
+    Body(req): Body<OfferRequest>,
+) -> Result<Json<Offer>, Error> {
+    Ok(Json(x402::offer(&s, &session, req).await?))
 }

@@ -23,12 +23,14 @@ use utoipa::ToSchema;
 use crate::kernel::App;
 use crate::kernel::Error;
 
+mod agent;
 mod exact;
 mod once;
 mod pay;
 mod session;
 mod types;
 
+pub use agent::{offer, Offer, OfferRequest, EXTENSION};
 pub use pay::{pay, Paid, PayRequest};
 pub use session::SessionPayment;
 pub use types::{

@@ -29,6 +29,11 @@ pub struct PayRequest {
     /// The `PAYMENT-REQUIRED` header's value (base64 JSON), or the object itself.
     #[schema(value_type = Object)]
     pub payment_required: Value,
+    /// The ERC-8004 agent (decimal id) meant to be paid: only options paying its
+    /// `agentWallet` are paid. A 402 that names an agent (the `erc8004-agent` extension) is
+    /// held to that agent's wallet anyway.
+    #[serde(default)]
+    pub agent_id: Option<Amount>,
 }
 
 /// What `POST /v1/x402/pay` answers.
@@ -77,7 +82,8 @@ impl Method {
 /// chain in the session's token, after the contracts' rules allowed it now (a refusal is the
 /// wallet's error, and nothing is signed or sent).
 pub async fn pay(app: &App, session: &SessionRow, req: PayRequest) -> Result<Paid, Error> {
-    let required = decode_required(req.payment_required)?;
+    let mut required = decode_required(req.payment_required)?;
+    super::agent::paying_the_agent(app, &mut required, req.agent_id.map(|a| a.0)).await?;
     let id = parse_id(&session.id)?;
     let token = crate::kernel::session::terms_of(session)?.token;
     let ours = network(app.chain_id);

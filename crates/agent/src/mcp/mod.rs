@@ -170,6 +170,9 @@ pub struct FetchArgs {
     /// The most to pay if the server answers 402 Payment Required: token units ("0.05 USDC")
     /// or base units (digits or an integer); a higher price is refused and nothing is paid.
     pub max_amount: Option<AmountArg>,
+    /// The ERC-8004 agent (decimal id) this is bought from: the payment goes only to its
+    /// agentWallet, and a 402 asking to pay anyone else is refused.
+    pub agent_id: Option<String>,
 }
 
 /// `payment_status`'s arguments.
@@ -398,6 +401,15 @@ impl Tools {
             },
             None => None,
         };
+        let agent = match args
+            .agent_id
+            .as_deref()
+            .map(|id| U256::from_str_radix(id, 10))
+        {
+            Some(Ok(id)) => Some(id),
+            Some(Err(_)) => return Ok(tool_error("agentId: a decimal id")),
+            None => None,
+        };
         let request = Request {
             method,
             url: args.url.clone(),
@@ -409,6 +421,7 @@ impl Tools {
             policy: self.fetch,
             timeout: FETCH_TIMEOUT,
             max_body: Some(MAX_BODY),
+            agent,
         };
         let answer = match fetch::fetch(call.backend, call.parts, &request, &options).await {
             Ok(answer) => answer,
