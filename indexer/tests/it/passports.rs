@@ -1,8 +1,10 @@
-//! ERC-8004 passports on the demo's chain: the story gave the vendor it paid an agent through
-//! the relayer, and its session rated it through the ReceiptRegistry for the payment's receipt.
-//! Only that feedback counts — not a copy of the proof by someone who never paid, not the payer
+//! ERC-8004 passports on the demo's chain: the story gave vendor A's data desk (agent 0) and the
+//! owner's research agent (agent 1) passports through the relayer; the desk sold the research
+//! agent a dataset, and each side rated the other through the ReceiptRegistry for that receipt.
+//! Only such feedback counts — not a copy of the proof by someone who never paid, not the payer
 //! rating it directly, not the same receipt twice; the on-chain `getSummary` over the indexer's
-//! client list gives the indexer's figure, and agent0-sdk reads the same entries.
+//! client list gives the indexer's figure, and agent0-sdk reads the same entries. Each passport
+//! lists the agent's sessions (their owners held it), what they spent and produced, and the sale.
 
 use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::{SolCall, SolError, SolStruct};
@@ -67,13 +69,11 @@ pub(super) async fn passports(client: &Client, indexer: &Indexer, seed: &str, st
         .filter(|r| r.event.as_deref() == Some("ReceiptRecorded"))
         .filter(|r| arg(r, "payee").parse::<Address>().unwrap() == vendor)
         .collect();
-    assert!(!paid.is_empty(), "the story pays vendor A");
-    let proof = receipt_commitment(&receipt(paid[0]));
-
-    // The story gave vendor A an agent through the relayer (agent 0, its file served by the
-    // relayer) and its session rated it for the first receipt, through the ReceiptRegistry.
+    // The desk's wallet is vendor A's address: the last payment to it is the dataset's sale.
+    let sold = *paid.last().expect("the story pays vendor A");
+    let proof = receipt_commitment(&receipt(sold));
     let agent = U256::ZERO;
-    let registry: Address = paid[0].address.parse().unwrap();
+    let registry: Address = sold.address.parse().unwrap();
 
     // Someone who never paid copies the proof; the payer rates it directly: neither counts.
     let mut sybil = funded(client, dev_key(4)).await;
@@ -82,8 +82,8 @@ pub(super) async fn passports(client: &Client, indexer: &Indexer, seed: &str, st
     rate(client, &mut payer, agent, 100, proof).await;
 
     // The paying owner cannot rate through the same receipt again: its side has.
-    let sale = receipt(paid[0]);
-    let receipt_id: U256 = arg(paid[0], "receiptId").parse().unwrap();
+    let sale = receipt(sold);
+    let receipt_id: U256 = arg(sold, "receiptId").parse().unwrap();
     let signed = ReceiptFeedback {
         receiptId: receipt_id,
         byPayee: false,
@@ -154,8 +154,57 @@ pub(super) async fn passports(client: &Client, indexer: &Indexer, seed: &str, st
         .collect();
     assert_eq!(reasons, ["counted", "not_paid_for", "not_paid_for"]);
     let counted = &reputation["feedback"][0];
-    assert_eq!(counted["receiptId"], arg(paid[0], "receiptId"));
+    assert_eq!(counted["receiptId"], arg(sold, "receiptId"));
     assert_eq!(counted["side"], "payer");
+
+    // The desk's history: its one session (vendor A's, which held it), the dataset it made,
+    // and what its wallet was paid — the sale among them.
+    let sessions = passport["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1, "{passport}");
+    assert_eq!(sessions[0]["owner"], vendor.to_checksum(None).as_str());
+    assert_eq!(sessions[0]["spent"], "0");
+    let dataset = &passport["provenance"][0];
+    assert_eq!(passport["provenance"].as_array().unwrap().len(), 1);
+    let sales = passport["sales"].as_array().unwrap();
+    assert_eq!(sales.len(), paid.len(), "{passport}");
+    let sale_row = sales.last().unwrap();
+    assert_eq!(sale_row["receiptId"], arg(sold, "receiptId"));
+    assert_eq!(sale_row["amount"], "500000");
+    assert_eq!(passport["claimedByOthers"], serde_json::json!([]));
+
+    // The research agent's: the story's session (spent 66.50 over five receipts), the report
+    // derived from the desk's dataset, and the desk's rating of it as payer, counted.
+    let (status, research) = get(indexer, "/v1/agents/1").await;
+    assert_eq!(status, 200, "{research}");
+    assert_eq!(
+        research["owner"],
+        actors.owner.address().to_checksum(None).as_str()
+    );
+    let sessions = research["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1, "{research}");
+    assert_eq!(sessions[0]["sessionId"], arg(sold, "sessionId"));
+    assert_eq!(
+        (
+            sessions[0]["spent"].as_str(),
+            sessions[0]["payments"].as_u64()
+        ),
+        (Some("66500000"), Some(5))
+    );
+    assert_eq!(research["totals"][0]["spent"], "66500000", "{research}");
+    let report = &research["provenance"][0];
+    assert_eq!(
+        report["parents"],
+        serde_json::json!([dataset["recordId"]]),
+        "{research}"
+    );
+    let rated = &research["reputation"];
+    assert_eq!(
+        (rated["count"].as_u64(), rated["value"].as_str()),
+        (Some(1), Some("5")),
+        "{research}"
+    );
+    assert_eq!(rated["feedback"][0]["side"], "payee");
+    assert_eq!(rated["feedback"][0]["receiptId"], arg(sold, "receiptId"));
     // What any ERC-8004 client asks the chain, over the indexer's client list: the same.
     let summary = IReputationRegistry::getSummaryCall {
         agentId: agent,

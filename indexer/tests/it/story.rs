@@ -468,11 +468,12 @@ async fn spend(s: &Story) {
         decimal,
         ..
     } = s;
-    // Spend: the story paid 12 + 18 to one vendor and 15 + 21 to the other.
+    // Spend: the story paid 12 + 18 + 0.50 (the desk's dataset) to vendor A and 15 + 21 to
+    // vendor B.
     let (_, total) = get(indexer, &format!("/v1/spend?session={decimal}")).await;
     assert_eq!(
         total["groups"],
-        json!([{ "total": "66000000", "payments": 4 }]),
+        json!([{ "total": "66500000", "payments": 5 }]),
         "{total}"
     );
     // By counterparty and UTC day: the story's hour-later payments fall on the next day when
@@ -487,7 +488,7 @@ async fn spend(s: &Story) {
     }
     let mut totals: Vec<u64> = per_vendor.values().copied().collect();
     totals.sort();
-    assert_eq!(totals, [30_000_000, 36_000_000], "{by}");
+    assert_eq!(totals, [30_500_000, 36_000_000], "{by}");
     let (vendor, vendor_total) = per_vendor.iter().next().unwrap();
     let (_, one) = get(
         indexer,
@@ -500,7 +501,7 @@ async fn spend(s: &Story) {
     assert_eq!(none["groups"], json!([]));
     let (_, none) = get(indexer, "/v1/spend?toTime=3599").await;
     assert_eq!(none["groups"], json!([]));
-    assert_eq!(spend_both_ways(indexer, hex).await, 4);
+    assert_eq!(spend_both_ways(indexer, hex).await, 5);
 }
 
 /// Receipts with acknowledgements; provenance with lineage and revocation.
@@ -516,11 +517,11 @@ async fn receipts_and_provenance(s: &Story) {
     // Receipts and provenance, with acknowledgements, revocations and lineage.
     let (_, r) = get(indexer, &format!("/v1/receipts?session={hex}")).await;
     let receipts = r["receipts"].as_array().unwrap();
-    assert_eq!(receipts.len(), 4, "{r}");
+    assert_eq!(receipts.len(), 5, "{r}");
     let (_, acked) = get(indexer, "/v1/receipts?acknowledged=true").await;
     let (_, unacked) = get(indexer, "/v1/receipts?acknowledged=false").await;
     assert_eq!(acked["receipts"].as_array().unwrap().len(), 1, "{acked}");
-    assert_eq!(unacked["receipts"].as_array().unwrap().len(), 3);
+    assert_eq!(unacked["receipts"].as_array().unwrap().len(), 4);
     let first = &acked["receipts"][0];
     let (status, one) = get(
         indexer,
@@ -537,21 +538,23 @@ async fn receipts_and_provenance(s: &Story) {
         .unwrap()
         .iter()
         .all(|r| r["payee"] == payee));
+    // The session's one record, the report, derives from the dataset it bought: a record of
+    // the desk's session.
     let (_, p) = get(indexer, &format!("/v1/provenance?session={hex}")).await;
     let records = p["records"].as_array().unwrap();
-    assert_eq!(records.len(), 2, "{p}");
-    let (parent, child) = (
-        records[0]["recordId"].as_str().unwrap().to_owned(),
-        records[1]["recordId"].as_str().unwrap().to_owned(),
-    );
-    assert_eq!(records[1]["parents"], json!([parent.clone()]));
+    assert_eq!(records.len(), 1, "{p}");
+    let child = records[0]["recordId"].as_str().unwrap().to_owned();
+    let parent = records[0]["parents"][0].as_str().unwrap().to_owned();
+    let (_, bought) = get(indexer, &format!("/v1/provenance/{parent}")).await;
+    assert_ne!(bought["sessionId"], hex.as_str(), "{bought}");
     let (_, l) = get(indexer, &format!("/v1/provenance/{child}/lineage")).await;
     assert_eq!(l["lineageValid"], true, "{l}");
     assert_eq!(l["ancestors"][0]["recordId"], parent.as_str());
     let (_, l) = get(indexer, &format!("/v1/provenance/{parent}/lineage")).await;
     assert_eq!(l["descendants"][0]["recordId"], child.as_str(), "{l}");
-    // The owner revokes the parent: the child stays valid on its own, its lineage does not.
-    let owner = Actors::fresh(dev_key(0), &db.url()).owner;
+    // Its maker (vendor A, the desk's owner) revokes the dataset: the report stays valid on
+    // its own, its lineage does not.
+    let owner = Actors::fresh(dev_key(0), &db.url()).vendor_a;
     let mut funder = bursar_client::Sender::new(client, dev_key(3))
         .await
         .unwrap();
