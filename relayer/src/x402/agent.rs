@@ -103,11 +103,16 @@ pub async fn offer(app: &App, session: &SessionRow, req: OfferRequest) -> Result
         ));
     }
     let token = terms_of(session)?.token;
-    let (name, version) = (
+    let eip3009 = IFiatToken::authorizationStateCall {
+        authorizer: Address::ZERO,
+        nonce: Default::default(),
+    };
+    let (name, version, authorizations) = (
         app.client.view(None, token, IFiatToken::nameCall {}).await,
         app.client
             .view(None, token, IFiatToken::versionCall {})
             .await,
+        app.client.view(None, token, eip3009).await,
     );
     let option = |scheme: &str, extra: Option<Value>| Requirements {
         scheme: scheme.to_owned(),
@@ -119,8 +124,9 @@ pub async fn offer(app: &App, session: &SessionRow, req: OfferRequest) -> Result
         extra,
     };
     let mut accepts = vec![option(SCHEME, None)];
-    // `exact` needs the token's EIP-712 name and version: offered when the token has them.
-    if let (Ok(name), Ok(version)) = (name, version) {
+    // `exact` is EIP-3009's `transferWithAuthorization` under the token's EIP-712 name and
+    // version: offered when the token has them all.
+    if let (Ok(name), Ok(version), Ok(_)) = (name, version, authorizations) {
         accepts.push(option(
             EXACT,
             Some(json!({ "name": name, "version": version })),

@@ -63,7 +63,7 @@ pub(super) struct System {
     pub(super) settings: Settings,
 }
 
-fn address_of(record: &DeploymentRecord, c: Contract) -> Address {
+pub(super) fn address_of(record: &DeploymentRecord, c: Contract) -> Address {
     record.address(c.key()).unwrap()
 }
 
