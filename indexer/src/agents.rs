@@ -16,14 +16,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use alloy_primitives::{hex, Address, U256};
+use alloy_primitives::{hex, Address, B256, U256};
 use bursar_bindings::erc8004::{session_metadata, Summary};
-use bursar_bindings::receipts::Receipt;
+use bursar_bindings::receipts::{receipt_commitment, Receipt};
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::metrics::Metrics;
-use crate::records::{chain, Chain};
+use crate::records::{chain, receipt_of, Chain};
 use crate::store::{LogFilter, LogRow, Store, StoreError};
 
 /// The Identity Registry's events about one agent.
@@ -118,6 +118,9 @@ pub struct Produced {
     pub subject: String,
     /// The records it derives from.
     pub parents: Vec<String>,
+    /// The receipt of the purchase it was made from, when its inputs name one (the
+    /// commitment of one of its session's receipts).
+    pub bought_with: Option<String>,
     /// Where.
     pub chain: Chain,
 }
@@ -409,7 +412,7 @@ fn fold_activity(metrics: &Metrics, passport: &mut Passport, identity: &Identity
         .parse()
         .ok()
         .and_then(session_metadata)
-        .map(|m| hex::encode_prefixed(m));
+        .map(hex::encode_prefixed);
     let mut totals: BTreeMap<String, (U256, U256)> = BTreeMap::new();
     let mut ours = BTreeSet::new();
     for r in &a.opened {
@@ -465,8 +468,20 @@ fn fold_activity(metrics: &Metrics, passport: &mut Passport, identity: &Identity
             });
         }
     }
+    let commitments: Vec<(B256, &LogRow)> = a
+        .receipts
+        .iter()
+        .map(|r| (receipt_commitment(&receipt_of(r)), r))
+        .collect();
     for r in &a.records {
         if r.event.as_deref() == Some("ProvenanceRecorded") && ours.contains(arg(r, "sessionId")) {
+            let inputs: B256 = arg(r, "inputs").parse().unwrap_or_default();
+            let bought_with = commitments
+                .iter()
+                .find(|(c, receipt)| {
+                    *c == inputs && arg(receipt, "sessionId") == arg(r, "sessionId")
+                })
+                .map(|(_, receipt)| arg(receipt, "receiptId").to_owned());
             let parents = r.args.as_ref().and_then(|a| a.get("parents"));
             passport.provenance.push(Produced {
                 record_id: arg(r, "recordId").to_owned(),
@@ -478,6 +493,7 @@ fn fold_activity(metrics: &Metrics, passport: &mut Passport, identity: &Identity
                     .flatten()
                     .filter_map(|p| p.as_str().map(str::to_owned))
                     .collect(),
+                bought_with,
                 chain: chain(metrics, r),
             });
         }
@@ -604,15 +620,7 @@ impl Agents<'_> {
             };
             out.push(Paid {
                 receipt_id: arg(g, "receiptId").to_owned(),
-                receipt: Receipt {
-                    sessionId: arg(r, "sessionId").parse().unwrap_or_default(),
-                    payer: address(r, "payer"),
-                    payee: address(r, "payee"),
-                    token: address(r, "token"),
-                    amount: arg(r, "amount").parse().unwrap_or_default(),
-                    purpose: arg(r, "purpose").parse().unwrap_or_default(),
-                    timestamp: number(r, "timestamp"),
-                },
+                receipt: receipt_of(r),
                 by_payee: g
                     .args
                     .as_ref()
@@ -809,6 +817,7 @@ mod tests {
             ),
         ])
         .unwrap();
+        let bought = receipt_commitment(&receipt_of(&receipt(5, "1", "0xa", SYBIL, 5)));
         let activity = Activity {
             opened: vec![
                 opened(3, "0xa", OWNER, 0),
@@ -831,11 +840,12 @@ mod tests {
                 receipt(13, "5", "0xf", WALLET, 50),
             ],
             records: vec![
+                // Made from what receipt 1 bought: its inputs are the receipt's commitment.
                 row(
                     8,
                     "ProvenanceRecorded",
-                    json!({"recordId": "1", "sessionId": "0xa",
-                    "subject": "0x01", "parents": []}),
+                    json!({"recordId": "1", "sessionId": "0xa", "subject": "0x01",
+                    "parents": [], "inputs": hex::encode_prefixed(bought)}),
                 ),
                 row(
                     8,
@@ -857,6 +867,7 @@ mod tests {
         assert_eq!(sales, ["2"]);
         assert_eq!(p.provenance.len(), 1);
         assert_eq!(p.provenance[0].record_id, "1");
+        assert_eq!(p.provenance[0].bought_with.as_deref(), Some("1"));
         assert_eq!(p.totals.len(), 1);
         assert_eq!(
             (p.totals[0].spent.as_str(), p.totals[0].earned.as_str()),

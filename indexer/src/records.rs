@@ -1,10 +1,13 @@
 //! Receipts and provenance records, as their events tell them: a receipt with its
-//! acknowledgement, a record with its revocation, and a record's lineage — its ancestors and
+//! acknowledgement, a record with its revocation and the purchase its inputs name, and a
+//! record's lineage — its ancestors and
 //! descendants, with `lineageValid` false when the record or any ancestor is revoked (the
 //! contract's `isValid` looks at one record only).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use alloy_primitives::B256;
+use bursar_bindings::receipts::{receipt_commitment, Receipt};
 use serde::Serialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
@@ -57,6 +60,29 @@ fn arg<'a>(r: &'a LogRow, name: &str) -> Option<&'a str> {
     r.args.as_ref()?.get(name)?.as_str()
 }
 
+/// The receipt a `ReceiptRecorded` row announces (what its commitment hashes).
+pub fn receipt_of(r: &LogRow) -> Receipt {
+    fn parsed<T: std::str::FromStr + Default>(r: &LogRow, name: &str) -> T {
+        arg(r, name)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_default()
+    }
+    Receipt {
+        sessionId: parsed(r, "sessionId"),
+        payer: parsed(r, "payer"),
+        payee: parsed(r, "payee"),
+        token: parsed(r, "token"),
+        amount: parsed(r, "amount"),
+        purpose: parsed(r, "purpose"),
+        timestamp: r
+            .args
+            .as_ref()
+            .and_then(|a| a.get("timestamp"))
+            .and_then(Value::as_u64)
+            .unwrap_or_default(),
+    }
+}
+
 impl Records<'_> {
     /// The canonical event `event` whose argument `field` is `id`, if any.
     async fn one(&self, event: &str, field: &str, id: &str) -> Result<Option<LogRow>, StoreError> {
@@ -103,11 +129,46 @@ impl Records<'_> {
         let mut v = recorded.args.clone().unwrap_or(Value::Null);
         v["recorded"] = json!(chain(self.metrics, recorded));
         v["valid"] = json!(revoked.is_none());
+        v["purchase"] = self.purchase(recorded).await?;
         v["revocation"] = revoked.map_or(
         Value::Null,
         |r| json!({ "by": arg(&r, "by"), "reason": arg(&r, "reason"), "at": chain(self.metrics, &r) }),
     );
         Ok(v)
+    }
+
+    /// The receipt a record names as its inputs (a session that bought what it produced from
+    /// records that receipt's commitment as `inputs`): `{receiptId, payee, token, amount}`, or
+    /// null.
+    async fn purchase(&self, recorded: &LogRow) -> Result<Value, StoreError> {
+        let (Some(session), Some(inputs)) = (recorded.session_id.clone(), arg(recorded, "inputs"))
+        else {
+            return Ok(Value::Null);
+        };
+        let Ok(inputs) = inputs.parse::<B256>() else {
+            return Ok(Value::Null);
+        };
+        let receipts = self
+            .store
+            .logs(&LogFilter {
+                event: Some("ReceiptRecorded".into()),
+                session_id: Some(session),
+                to_block: Some(self.at),
+                limit: u64::MAX,
+                ..LogFilter::default()
+            })
+            .await?;
+        let bought = receipts
+            .iter()
+            .find(|r| receipt_commitment(&receipt_of(r)) == inputs);
+        Ok(bought.map_or(Value::Null, |r| {
+            json!({
+                "receiptId": arg(r, "receiptId"),
+                "payee": arg(r, "payee"),
+                "token": arg(r, "token"),
+                "amount": arg(r, "amount"),
+            })
+        }))
     }
 
     /// Record `id` (decimal), if recorded.

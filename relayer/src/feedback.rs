@@ -183,32 +183,10 @@ pub async fn rate(
             ));
         }
     }
-    let payment = app
-        .store
-        .payment(&req.payment_id, Some(&session.id))
-        .await?
-        .ok_or_else(|| {
-            Error::invalid(
-                "paymentId",
-                format!("this session has no payment {}", req.payment_id),
-            )
-        })?;
-    let (Some(receipt_id), Some(hash)) = (payment.receipt_id, payment.tx_hash) else {
-        return Err(Error::conflict(
-            "payment_not_executed",
-            format!(
-                "payment {} has no receipt: only an executed payment backs a rating",
-                payment.id
-            ),
-        ));
-    };
-    let registry = app.contracts.receipts;
-    let mined = app.client.receipt(hash).await?.ok_or(Error::Unavailable)?;
-    let receipt = mined
-        .events::<IReceiptRegistry::ReceiptRecorded>(registry)
-        .into_iter()
-        .find(|e| e.receiptId == receipt_id)
-        .ok_or(Error::Internal)?;
+    let (payment, receipt) =
+        crate::payments::executed(app, session, &req.payment_id, "paymentId", "backs a rating")
+            .await?;
+    let (receipt_id, registry) = (receipt.receiptId, app.contracts.receipts);
     let key = custodial_key(
         app,
         session,

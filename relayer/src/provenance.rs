@@ -7,7 +7,7 @@ use std::time::Duration;
 use alloy_primitives::U256;
 use alloy_sol_types::{SolCall, SolStruct};
 use bursar_bindings::eip712::{ProvenanceRecord, RECEIPT_REGISTRY_DOMAIN};
-use bursar_bindings::receipts::IReceiptRegistry;
+use bursar_bindings::receipts::{receipt_commitment, IReceiptRegistry};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use utoipa::ToSchema;
@@ -47,6 +47,12 @@ pub struct RecordRequest {
     #[serde(default)]
     #[schema(max_items = 16)]
     pub parents: Vec<Amount>,
+    /// The payment (`pay_…`) of this session that bought what it was produced from (an
+    /// artifact another agent sold, a parent): `inputs` is then that payment's receipt
+    /// commitment, which the ReceiptRegistry holds, so the record names its purchase on chain.
+    /// Instead of `inputs`.
+    #[serde(default)]
+    pub purchase: Option<String>,
 }
 
 fn zero() -> HashOrText {
@@ -143,6 +149,21 @@ pub async fn record(
             format!("at most {MAX_PARENTS} parents"),
         ));
     }
+    let mut req = req;
+    let mut bought = None;
+    if let Some(payment) = &req.purchase {
+        if req.inputs.text.is_some() || !req.inputs.hash.is_zero() {
+            return Err(Error::invalid(
+                "purchase",
+                "purchase and inputs are exclusive: a bought input is named by its receipt",
+            ));
+        }
+        let (_, receipt) =
+            crate::payments::executed(app, session, payment, "purchase", "names a purchase")
+                .await?;
+        req.inputs.hash = receipt_commitment(&(&receipt).into());
+        bought = Some(receipt.receiptId);
+    }
     let id = parse_id(&session.id)?;
     let signer = session.signer;
     let key = app.session_key(session.session_key).await?;
@@ -190,6 +211,10 @@ pub async fn record(
         "policy": text(&req.policy),
         "uri": text(&req.uri),
         "parents": parents.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+        "purchase": req.purchase.as_ref().map(|p| json!({
+            "paymentId": p,
+            "receiptId": bought.map(|r| r.to_string()),
+        })),
     })
     .to_string();
     let fees = app.engine.fees().await?;

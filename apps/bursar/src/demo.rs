@@ -360,6 +360,13 @@ async fn print_trail(
     for entry in &trail {
         println!("  {entry}");
     }
+    let passports = bursar_demo::passports::read(base, report).await?;
+    if !passports.is_empty() {
+        println!("\n▶ The agents' passports (ERC-8004), from the indexer: the sale on both sides");
+        for line in &passports {
+            println!("  {line}");
+        }
+    }
     println!(
         "\n✔ {} transactions; spent {}, refunded {}; every event and balance checked.",
         report.transactions.len(),

@@ -13,7 +13,7 @@ use alloy_sol_types::{SolCall, SolEvent};
 use bursar_bindings::counterparty::ICounterpartyRegistry;
 use bursar_bindings::erc8004::session_metadata;
 use bursar_bindings::evm::IFiatToken;
-use bursar_bindings::receipts::{IReceiptRegistry, Receipt as PaymentReceipt};
+use bursar_bindings::receipts::{receipt_commitment, IReceiptRegistry, Receipt as PaymentReceipt};
 use bursar_bindings::wallet::ISessionWallet;
 use bursar_client::rpc::{Client, Receipt, RpcLog};
 use bursar_client::{Key, Sender};
@@ -108,6 +108,9 @@ struct Opened {
     event: ISessionWallet::SessionOpened,
 }
 
+/// What vendor A's data desk sells its dataset for: 0.50 USDC, in base units.
+pub const DATASET_PRICE: u64 = 500_000;
+
 /// The session's deposit, in whole USDC.
 pub const DEPOSIT: u64 = 100;
 /// The largest single payment, in whole USDC.
@@ -162,6 +165,15 @@ fn span(seconds: u64) -> String {
     }
 }
 
+/// The story's two agents (ERC-8004 ids).
+#[derive(Clone, Copy, Debug)]
+pub struct Passports {
+    /// Vendor A's data desk: sells datasets, paid at vendor A's address.
+    pub desk: U256,
+    /// The owner's research agent: the story's session runs for it.
+    pub research: U256,
+}
+
 /// What the scenario produced, for the audit trail and for tests.
 #[derive(Clone, Debug, Default)]
 pub struct Report {
@@ -184,7 +196,7 @@ pub struct Report {
     /// Every transaction the scenario sent, in order.
     pub transactions: Vec<B256>,
     /// The two agents with passports: vendor A's data desk and the owner's research agent.
-    pub agents: Option<agents::Passports>,
+    pub agents: Option<Passports>,
     /// The receipt of the research agent's purchase from the data desk.
     pub purchase_receipt: Option<U256>,
 }
@@ -219,6 +231,16 @@ pub struct Scenario<'a, N: Narrator> {
     receipts: Vec<PaymentReceipt>,
     /// The executed payments' ids (`pay_…`), in the order of `receipts`.
     payment_ids: Vec<String>,
+    /// The research agent's purchase from the data desk.
+    purchase: Option<Purchase>,
+}
+
+/// A payment that bought something, as a record made from it names it.
+#[derive(Clone, Debug)]
+struct Purchase {
+    payment_id: String,
+    receipt_id: U256,
+    receipt: PaymentReceipt,
 }
 
 /// A relayer already running (`bursar up`) for the story to use instead of its own.
@@ -429,6 +451,7 @@ impl<'a, N: Narrator> Scenario<'a, N> {
             report: Report::default(),
             receipts: Vec::new(),
             payment_ids: Vec::new(),
+            purchase: None,
             host: None,
             token: String::new(),
             clock: StoryClock::OWN_CHAIN,
@@ -890,12 +913,17 @@ impl<'a, N: Narrator> Scenario<'a, N> {
         );
         let dataset = self.report.provenance_ids[0];
         let who = (self.token.clone(), self.session_key);
+        let purchase = self
+            .purchase
+            .clone()
+            .ok_or_else(|| ScenarioError::Check("nothing was bought".into()))?;
         let report = self
             .record_provenance(
                 &who,
                 "report.pdf",
                 "s3://bursar-demo/report.pdf",
                 vec![dataset],
+                Some(&purchase),
             )
             .await?;
         let parents = self
@@ -944,8 +972,8 @@ impl<'a, N: Narrator> Scenario<'a, N> {
         let r = self.mined(&closed["transactionHash"]).await?;
         let closed = self.event::<ISessionWallet::SessionClosed>(&r, self.contracts.wallet)?;
         let (spent, refund) = (
-            usd(66) + U256::from(agents::PRICE),
-            usd(34) - U256::from(agents::PRICE),
+            usd(66) + U256::from(DATASET_PRICE),
+            usd(34) - U256::from(DATASET_PRICE),
         );
         self.check(
             closed.spent == spent && closed.refund == refund,
@@ -1106,8 +1134,9 @@ impl<'a, N: Narrator> Scenario<'a, N> {
         name: &str,
         uri: &str,
         parents: Vec<U256>,
+        purchase: Option<&Purchase>,
     ) -> Result<U256> {
-        let body = json!({
+        let mut body = json!({
             "artifact": name,
             "inputs": format!("inputs of {name}"),
             "runtime": "image sha256:4be1… python 3.12",
@@ -1115,6 +1144,15 @@ impl<'a, N: Narrator> Scenario<'a, N> {
             "uri": uri,
             "parents": parents.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
         });
+        // Made from what it bought: the record's inputs name the purchase's receipt.
+        let inputs = match purchase {
+            Some(p) => {
+                body["purchase"] = json!(p.payment_id);
+                body.as_object_mut().map(|b| b.remove("inputs"));
+                receipt_commitment(&p.receipt)
+            }
+            None => keccak256(format!("inputs of {name}")),
+        };
         let api = self.api().0;
         let queued = self.expect(202, api.post("/v1/provenance", token, body).await?)?;
         let path = format!("/v1/provenance/{}?wait=30", text(&queued["id"])?);
@@ -1123,7 +1161,10 @@ impl<'a, N: Narrator> Scenario<'a, N> {
         let r = self.mined(&recorded["transactionHash"]).await?;
         let e = self.event::<IReceiptRegistry::ProvenanceRecorded>(&r, self.contracts.receipts)?;
         self.check(
-            e.attester == *session_key && e.parents == parents && e.subject == keccak256(name),
+            e.attester == *session_key
+                && e.parents == parents
+                && e.subject == keccak256(name)
+                && e.inputs == inputs,
             "ProvenanceRecorded with the session key as attester",
         )?;
         let valid = self
@@ -1136,13 +1177,17 @@ impl<'a, N: Narrator> Scenario<'a, N> {
             .await?;
         self.check(valid, "the record is valid")?;
         self.narrator.note(&format!(
-            "record #{}: {name} attested by the session key{}",
+            "record #{}: {name} attested by the session key{}{}",
             e.recordId,
             if parents.is_empty() {
                 String::new()
             } else {
                 format!(", derived from #{}", parents[0])
-            }
+            },
+            purchase.map_or(String::new(), |p| format!(
+                ", bought with receipt #{} (its inputs: the receipt's commitment)",
+                p.receipt_id
+            )),
         ));
         Ok(e.recordId)
     }

@@ -197,6 +197,20 @@ pub(super) async fn passports(client: &Client, indexer: &Indexer, seed: &str, st
         serde_json::json!([dataset["recordId"]]),
         "{research}"
     );
+    // Its inputs name the purchase: the sale's receipt, here and in the record's own view.
+    assert_eq!(report["boughtWith"], arg(sold, "receiptId"), "{research}");
+    let path = format!("/v1/provenance/{}", report["recordId"].as_str().unwrap());
+    let (_, record) = get(indexer, &path).await;
+    assert_eq!(
+        record["purchase"]["receiptId"],
+        arg(sold, "receiptId"),
+        "{record}"
+    );
+    assert_eq!(
+        record["purchase"]["payee"],
+        vendor.to_checksum(None).as_str()
+    );
+    assert_eq!(dataset["boughtWith"], serde_json::Value::Null);
     let rated = &research["reputation"];
     assert_eq!(
         (rated["count"].as_u64(), rated["value"].as_str()),

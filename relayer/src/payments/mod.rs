@@ -15,6 +15,7 @@ use std::time::Duration;
 use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::SolCall;
 use bursar_bindings::eip712::PaymentIntent;
+use bursar_bindings::receipts::IReceiptRegistry;
 use bursar_bindings::wallet::ISessionWallet;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -512,4 +513,34 @@ pub async fn decide(
         approve: req.approve,
         payment_id: ours.map(|p| p.id),
     })
+}
+
+/// Payment `id` of `session` and the receipt it was executed with (as `ReceiptRecorded`
+/// announced it, read from its transaction): refused, naming `field`, when the session has no
+/// such payment or it has no receipt (not executed) — it is what `what` needs.
+pub async fn executed(
+    app: &App,
+    session: &SessionRow,
+    id: &str,
+    field: &str,
+    what: &str,
+) -> Result<(PaymentRow, IReceiptRegistry::ReceiptRecorded), Error> {
+    let payment = app
+        .store
+        .payment(id, Some(&session.id))
+        .await?
+        .ok_or_else(|| Error::invalid(field, format!("this session has no payment {id}")))?;
+    let (Some(receipt_id), Some(hash)) = (payment.receipt_id, payment.tx_hash) else {
+        return Err(Error::conflict(
+            "payment_not_executed",
+            format!("payment {id} has no receipt: only an executed payment {what}"),
+        ));
+    };
+    let mined = app.client.receipt(hash).await?.ok_or(Error::Unavailable)?;
+    let receipt = mined
+        .events::<IReceiptRegistry::ReceiptRecorded>(app.contracts.receipts)
+        .into_iter()
+        .find(|e| e.receiptId == receipt_id)
+        .ok_or(Error::Internal)?;
+    Ok((payment, receipt))
 }

@@ -731,6 +731,26 @@ async fn the_whole_flow(db: Db) {
     assert_eq!(status, 200, "{rec}");
     assert_eq!(rec["status"], "recorded", "{rec}");
     assert!(rec["recordId"].is_string());
+    // A record made from what a payment bought names it: its inputs are the receipt's
+    // commitment. Not with inputs of its own, nor with another session's or no payment.
+    let bought = json!({ "artifact": "summary.md", "purchase": paid["id"] });
+    let (status, rec) = s.post("/v1/provenance", &token, bought).await;
+    assert_eq!(status, 202, "{rec}");
+    assert_eq!(
+        rec["record"]["purchase"]["receiptId"], paid["receiptId"],
+        "{rec}"
+    );
+    for refused in [
+        json!({ "artifact": "x", "purchase": paid["id"], "inputs": "mine" }),
+        json!({ "artifact": "x", "purchase": "pay_0000" }),
+    ] {
+        let (status, e) = s.post("/v1/provenance", &token, refused).await;
+        assert_eq!(
+            (status, e["details"]["field"].as_str()),
+            (400, Some("purchase")),
+            "{e}"
+        );
+    }
 
     // Feedback backed by the payment: vendor A holds an ERC-8004 agent, and the sandbox rates
     // it for the $10 it paid; the receipt registry gives it (the client `getSummary` counts).
@@ -841,7 +861,7 @@ async fn the_whole_flow(db: Db) {
     let of_type = |t: &str| got.iter().filter(|(_, p)| p["type"] == t).count();
     assert_eq!(of_type("session.opened"), 1);
     assert_eq!(of_type("session.revoked"), 1);
-    assert_eq!(of_type("provenance.updated"), 1);
+    assert_eq!(of_type("provenance.updated"), 2);
     assert_eq!(of_type("feedback.updated"), 1);
     // 10 confirmed, 25 pending then rejected, 15 and 15 confirmed.
     assert_eq!(of_type("payment.updated"), 5, "{got:#?}");
@@ -877,7 +897,7 @@ async fn the_whole_flow(db: Db) {
     for line in [
         "bursar_relayer_payments{status=\"confirmed\"} 3",
         "bursar_relayer_payments{status=\"rejected\"} 1",
-        "bursar_relayer_webhook_deliveries{status=\"delivered\"} 10",
+        "bursar_relayer_webhook_deliveries{status=\"delivered\"} 11",
         "bursar_relayer_rpc_errors_total 0",
     ] {
         assert!(metrics.contains(line), "{line} not in\n{metrics}");

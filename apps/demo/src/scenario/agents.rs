@@ -20,22 +20,12 @@ use bursar_bindings::wallet::ISessionWallet;
 use bursar_client::Key;
 use serde_json::json;
 
-use super::{text, Narrator, Scenario};
+use super::{text, Narrator, Passports, Purchase, Scenario, DATASET_PRICE as PRICE};
 use crate::error::{Result, ScenarioError};
 use crate::money::usd;
 
-/// The story's two agents (ERC-8004 ids).
-#[derive(Clone, Copy, Debug)]
-pub struct Passports {
-    /// Vendor A's data desk: sells datasets, paid at vendor A's address.
-    pub desk: U256,
-    /// The owner's research agent: the story's session runs for it.
-    pub research: U256,
-}
-
-/// What the data desk sells, and for how much (0.50 USDC).
+/// What the data desk sells.
 const DATASET: &[u8] = b"vendor,price\nmodel-api,0.012\ngpu-cloud,2.10\n";
-pub(super) const PRICE: u64 = 500_000;
 
 impl<N: Narrator> Scenario<'_, N> {
     pub(super) async fn passports(&mut self) -> Result<()> {
@@ -167,7 +157,13 @@ impl<N: Narrator> Scenario<'_, N> {
         ));
         let seller = (desk.token.clone(), desk.session_key);
         let dataset = self
-            .record_provenance(&seller, "dataset.csv", "s3://vendor-a/dataset.csv", vec![])
+            .record_provenance(
+                &seller,
+                "dataset.csv",
+                "s3://vendor-a/dataset.csv",
+                vec![],
+                None,
+            )
             .await?;
         self.report.provenance_ids.push(dataset);
 
@@ -247,9 +243,15 @@ impl<N: Narrator> Scenario<'_, N> {
             .flatten()
             .find(|p| p["receiptId"] == json!(receipt.receiptId.to_string()))
             .ok_or_else(|| ScenarioError::Check(format!("the purchase is not listed: {listed}")))?;
-        self.payment_ids.push(text(&payment["id"])?);
-        self.receipts
-            .push(bursar_bindings::receipts::Receipt::from(&receipt));
+        let payment_id = text(&payment["id"])?;
+        let paid = bursar_bindings::receipts::Receipt::from(&receipt);
+        self.payment_ids.push(payment_id.clone());
+        self.receipts.push(paid.clone());
+        self.purchase = Some(Purchase {
+            payment_id,
+            receipt_id: receipt.receiptId,
+            receipt: paid,
+        });
         self.report.receipt_ids.push(receipt.receiptId);
         self.report.purchase_receipt = Some(receipt.receiptId);
         self.narrator.note(&format!(
