@@ -142,6 +142,32 @@ async fn usdc_pays_by_authorization_and_multicall3_batches_reads() {
         .find(|l| l.topics[0].0 == IFiatToken::AuthorizationUsed::SIGNATURE_HASH.0)
         .expect("AuthorizationUsed");
     assert_eq!(used.topics[2].0, nonce.0);
+    // A call through USDC's proxy (a delegatecall keeps 1/64 of the gas back): the estimate
+    // is enough, and within 1/64 of the least that is.
+    let pay = IFiatToken::transferCall {
+        to: payee,
+        value: U256::from(1u64),
+    };
+    let call = |gas: Option<u64>| {
+        let mut tx = json!({ "from": payer, "to": USDC, "data": Bytes::from(pay.abi_encode()) });
+        if let Some(gas) = gas {
+            tx["gas"] = json!(format!("{gas:#x}"));
+        }
+        tx
+    };
+    let estimate = rpc(&p, "eth_estimateGas", json!([call(None)])).await;
+    let estimate =
+        u64::from_str_radix(estimate.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    let at = |gas: u64| p.request::<_, Value>("eth_call", json!([call(Some(gas)), "latest"]));
+    assert!(
+        at(estimate).await.is_ok(),
+        "the estimate {estimate} suffices"
+    );
+    assert!(
+        at(estimate * 63 / 64 - 1).await.is_err(),
+        "{estimate} is within 1/64 of the least that suffices"
+    );
+
     // Replaying it is refused by USDC's own check.
     let replay =
         json!({ "from": relayer.address, "to": USDC, "data": Bytes::from(transfer.abi_encode()) });
