@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
-use alloy_sol_types::{SolCall, SolStruct};
+use alloy_sol_types::{SolCall, SolError, SolStruct};
 use bursar_bindings::erc::IERC1271;
 use bursar_bindings::erc8004::IIdentityRegistry;
 use bursar_bindings::receipts::IReceiptRegistry;
@@ -187,10 +187,11 @@ pub async fn holder_and_wallet(
             IIdentityRegistry::ownerOfCall { tokenId: agent_id },
             Some(block),
         )
-        .await
-        .map_err(Error::from);
+        .await;
+    // An unknown agent reverts with ERC-721's error, which is the caller's mistake.
+    let unknown = IIdentityRegistry::ERC721NonexistentToken::SELECTOR;
     let owner = match owner {
-        Err(Error::Contract(e)) if e.name == "ERC721NonexistentToken" => {
+        Err(e) if e.revert_data().is_some_and(|d| d.starts_with(&unknown)) => {
             return Err(Error::invalid(
                 field,
                 format!("there is no agent #{agent_id}"),

@@ -122,7 +122,7 @@ async fn the_sdks_are_current_and_work_against_bursar_up() {
         ("X402_PRICE", PRICE.to_string()),
     ];
     let printed = tokio::task::block_in_place(|| npx(&dir, &["vitest", "run"], &env));
-    assert!(printed.contains("Tests  16 passed"), "{printed}");
+    assert!(printed.contains("Tests  17 passed"), "{printed}");
     assert!(!printed.contains(key.trim()), "the host key was printed");
     let pytest = tokio::task::block_in_place(|| {
         Command::new(&python)
@@ -145,6 +145,6 @@ async fn the_sdks_are_current_and_work_against_bursar_up() {
     let printed = String::from_utf8_lossy(&pytest.stdout).into_owned()
         + &String::from_utf8_lossy(&pytest.stderr);
     assert!(pytest.status.success(), "{printed}");
-    assert!(printed.contains("13 passed"), "{printed}");
+    assert!(printed.contains("14 passed"), "{printed}");
     assert!(!printed.contains(key.trim()), "the host key was printed");
 }

@@ -119,6 +119,18 @@ def test_x402_fetch_within_max(world, devnet):
     assert devnet.balance(payee) - before == int(env("X402_PRICE"))
 
 
+def test_buys_only_from_the_agent_meant_and_sells_only_for_an_agent(world, devnet):
+    sandbox, payee, url = world["sandbox"], world["payee"], env("X402_URL")
+    before = devnet.balance(payee)
+    with pytest.raises(BursarError) as e:
+        sandbox.fetch("GET", url, agent_id="999")
+    assert e.value.code == "invalid_request"
+    assert devnet.balance(payee) == before
+    with pytest.raises(BursarError) as e:
+        sandbox.x402_offer({"amount": "1000", "url": "https://sandbox.example/report"})
+    assert (e.value.status, e.value.code) == (409, "session_has_no_agent")
+
+
 def test_webhooks_verify(world):
     headers, body = delivery("payment.updated")
     assert verify_webhook(world["secret"], body, headers)["type"] == "payment.updated"

@@ -19,6 +19,11 @@ export interface PayRequest {
 export interface FetchOptions {
   /** The most a 402 may cost: base units, or the token's units (`"0.05 USDC"`). */
   maxAmount?: bigint | string;
+  /**
+   * The ERC-8004 agent (decimal id) this is bought from: only an option paying its
+   * `agentWallet` is paid; a 402 asking to pay anyone else is refused, nothing paid.
+   */
+  agentId?: string;
 }
 
 /** What a sandbox does over the relayer's API, with its session's capability token (`bct_…`). */
@@ -94,9 +99,23 @@ export class SandboxClient {
     return unwrap(this.#http.GET("/v1/feedback/{id}", { params: { path: { id }, query: { wait } } }));
   }
 
-  /** The `PAYMENT-SIGNATURE` that pays a 402's `PAYMENT-REQUIRED` (x402 v2) from the session. */
-  x402Pay(paymentRequired: string | object): Promise<S["X402Paid"]> {
-    return unwrap(this.#http.POST("/v1/x402/pay", { body: { paymentRequired: paymentRequired as object } }));
+  /**
+   * The `PAYMENT-SIGNATURE` that pays a 402's `PAYMENT-REQUIRED` (x402 v2) from the session;
+   * with `agentId`, only to that ERC-8004 agent's `agentWallet`.
+   */
+  x402Pay(paymentRequired: string | object, agentId?: string): Promise<S["X402Paid"]> {
+    return unwrap(
+      this.#http.POST("/v1/x402/pay", { body: { paymentRequired: paymentRequired as object, agentId } }),
+    );
+  }
+
+  /**
+   * What the session's ERC-8004 agent sells: the `PAYMENT-REQUIRED` of a 402 paid at the
+   * agent's `agentWallet`, to answer requests for `url` with; verify and settle each payment
+   * at the relayer's `/x402/verify` and `/x402/settle`.
+   */
+  x402Offer(offer: S["OfferRequest"]): Promise<S["Offer"]> {
+    return unwrap(this.#http.POST("/v1/x402/offer", { body: offer }));
   }
 
   /**
@@ -122,7 +141,7 @@ export class SandboxClient {
       }
       offer = { ...offer, accepts };
     }
-    const { paymentSignature } = await this.x402Pay(offer);
+    const { paymentSignature } = await this.x402Pay(offer, options.agentId);
     const headers = new Headers(init.headers);
     headers.set("PAYMENT-SIGNATURE", paymentSignature);
     return this.#fetch(input, { ...init, headers });

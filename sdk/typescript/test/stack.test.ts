@@ -145,6 +145,18 @@ stack("against bursar up", () => {
     expect((await balance(payee)) - before).toBe(BigInt(env("X402_PRICE")));
   });
 
+  it("buys only from the agent meant, and sells only for an agent", async () => {
+    const url = env("X402_URL");
+    const before = await balance(payee);
+    // No agent #999 holds the server's payTo: nothing paid.
+    await expect(sandbox.fetch(url, {}, { agentId: "999" })).rejects.toMatchObject({ code: "invalid_request" });
+    expect(await balance(payee)).toBe(before);
+    await expect(sandbox.x402Offer({ amount: "1000", url: "https://sandbox.example/report" })).rejects.toMatchObject({
+      status: 409,
+      code: "session_has_no_agent",
+    });
+  });
+
   it("webhook deliveries verify, and a tampered one does not", async () => {
     const d = await delivery("payment.updated");
     const event = verifyWebhook(secret, d.body, d.headers);

@@ -67,9 +67,16 @@ class _Sandbox(Api):
         """A feedback of the session's."""
         return self._get(f"/v1/feedback/{feedback_id}", m.Feedback, wait=wait)
 
-    def x402_pay(self, payment_required: str | dict[str, Any]) -> m.X402Paid:
-        """The ``PAYMENT-SIGNATURE`` that pays a 402's ``PAYMENT-REQUIRED`` (x402 v2)."""
-        return self._send("POST", "/v1/x402/pay", m.X402Paid, {"paymentRequired": payment_required})
+    def x402_pay(self, payment_required: str | dict[str, Any], agent_id: str | None = None) -> m.X402Paid:
+        """The ``PAYMENT-SIGNATURE`` that pays a 402's ``PAYMENT-REQUIRED`` (x402 v2); with
+        ``agent_id``, only to that ERC-8004 agent's ``agentWallet``."""
+        body = {"paymentRequired": payment_required, "agentId": agent_id}
+        return self._send("POST", "/v1/x402/pay", m.X402Paid, body)
+
+    def x402_offer(self, offer: m.OfferRequest | dict[str, Any]) -> m.Offer:
+        """What the session's ERC-8004 agent sells: the ``PAYMENT-REQUIRED`` of a 402 paid at the
+        agent's ``agentWallet``; verify and settle payments at the relayer's ``/x402/*``."""
+        return self._send("POST", "/v1/x402/offer", m.Offer, offer)
 
 
 class SandboxClient(_Sandbox):
@@ -98,9 +105,11 @@ class SandboxClient(_Sandbox):
         queued = self._send("POST", "/v1/feedback", m.Feedback, rating)
         return self.feedback(queued.id, wait) if wait > 0 else queued
 
-    def fetch(self, method: str, url: str, *, max_amount: int | str | None = None, **kwargs: Any) -> httpx.Response:
+    def fetch(self, method: str, url: str, *, max_amount: int | str | None = None,
+              agent_id: str | None = None, **kwargs: Any) -> httpx.Response:
         """An HTTP request that pays a ``402 Payment Required`` (x402) from the session, at most
-        ``max_amount``, and retries once with the payment."""
+        ``max_amount`` (and, with ``agent_id``, only to that ERC-8004 agent's wallet), and retries
+        once with the payment."""
         with httpx.Client(timeout=60) as web:
             first = web.request(method, url, **kwargs)
             required = first.headers.get("payment-required")
@@ -108,7 +117,7 @@ class SandboxClient(_Sandbox):
                 return first
             limits = self.limits() if _needs_limits(max_amount) else None
             most = None if max_amount is None else _base_units(max_amount, limits)
-            paid = self.x402_pay(_within(required, most))
+            paid = self.x402_pay(_within(required, most), agent_id)
             headers = {**kwargs.pop("headers", {}), "PAYMENT-SIGNATURE": paid.payment_signature}
             return web.request(method, url, headers=headers, **kwargs)
 
@@ -142,7 +151,7 @@ class AsyncSandboxClient(_Sandbox):
         return await self.feedback(queued.id, wait) if wait > 0 else queued
 
     async def fetch(self, method: str, url: str, *, max_amount: int | str | None = None,
-                    **kwargs: Any) -> httpx.Response:
+                    agent_id: str | None = None, **kwargs: Any) -> httpx.Response:
         """As ``SandboxClient.fetch``."""
         async with httpx.AsyncClient(timeout=60) as web:
             first = await web.request(method, url, **kwargs)
@@ -151,7 +160,7 @@ class AsyncSandboxClient(_Sandbox):
                 return first
             limits = await self.limits() if _needs_limits(max_amount) else None
             most = None if max_amount is None else _base_units(max_amount, limits)
-            paid = await self.x402_pay(_within(required, most))
+            paid = await self.x402_pay(_within(required, most), agent_id)
             headers = {**kwargs.pop("headers", {}), "PAYMENT-SIGNATURE": paid.payment_signature}
             return await web.request(method, url, headers=headers, **kwargs)
 

@@ -285,6 +285,26 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description A session that ran for an agent. */
+        AgentSession: {
+            /** @description Its first deposit (base units). */
+            deposit: string;
+            /** @description Its opening. */
+            opened: components["schemas"]["Chain"];
+            /** @description Who opened it (the agent's owner then). */
+            owner: string;
+            /**
+             * Format: int64
+             * @description How many receipts it has.
+             */
+            payments: number;
+            /** @description The session. */
+            sessionId: string;
+            /** @description What its receipts add up to (base units). */
+            spent: string;
+            /** @description Its token. */
+            token: string;
+        };
         /** @description The block an answer is as of. */
         AsOfView: {
             /**
@@ -493,14 +513,30 @@ export interface components {
             agentURI: string;
             /** @description Where it is paid (the zero address when unset: a transfer clears it). */
             agentWallet: string;
+            /**
+             * @description Sessions whose metadata names it but whose owner did not hold it when they opened:
+             *     not its, and counted nowhere here.
+             */
+            claimedByOthers: string[];
             /** @description Who holds it now. */
             owner: string;
             /** @description Its owners in order, from the registrant. */
             owners: string[];
+            /** @description What its sessions produced (provenance records, in chain order). */
+            provenance: components["schemas"]["Produced"][];
             /** @description Its registration. */
             registered: components["schemas"]["Chain"];
             /** @description Its reputation. */
             reputation: components["schemas"]["Reputation"];
+            /** @description What it was paid: receipts whose payee was its `agentWallet` when paid. */
+            sales: components["schemas"]["Sale"][];
+            /**
+             * @description The sessions that ran for it: opened by its owner of the time, whose signed `metadata`
+             *     names it (`"ERC-8004"` and its id), with what each spent.
+             */
+            sessions: components["schemas"]["AgentSession"][];
+            /** @description Spent by its sessions and earned at its wallet, per token. */
+            totals: components["schemas"]["Total"][];
         };
         /** @description A pending payment. */
         PendingView: {
@@ -532,6 +568,24 @@ export interface components {
              * @description Its start (unix seconds).
              */
             start: number;
+        };
+        /** @description A provenance record of one of an agent's sessions. */
+        Produced: {
+            /**
+             * @description The receipt of the purchase it was made from, when its inputs name one (the
+             *     commitment of one of its session's receipts).
+             */
+            boughtWith?: string | null;
+            /** @description Where. */
+            chain: components["schemas"]["Chain"];
+            /** @description The records it derives from. */
+            parents: string[];
+            /** @description The record. */
+            recordId: string;
+            /** @description Its session. */
+            sessionId: string;
+            /** @description What was produced (32 bytes). */
+            subject: string;
         };
         /**
          * @description A receipt: `ReceiptRecorded`'s arguments (receiptId, sessionId, payer, payee, token,
@@ -606,6 +660,25 @@ export interface components {
              */
             validBefore: number;
         };
+        /** @description A payment an agent received at its wallet. */
+        Sale: {
+            /** @description Base units. */
+            amount: string;
+            /** @description Where. */
+            chain: components["schemas"]["Chain"];
+            /** @description The wallet paid. */
+            payee: string;
+            /** @description The paying owner. */
+            payer: string;
+            /** @description What for (32 bytes). */
+            purpose: string;
+            /** @description The receipt. */
+            receiptId: string;
+            /** @description The paying session. */
+            sessionId: string;
+            /** @description The token. */
+            token: string;
+        };
         /** @description A page of sessions. */
         SessionPage: {
             /** @description The `cursor` of the next page; null on the last. */
@@ -658,6 +731,15 @@ export interface components {
             groupBy: string[];
             /** @description One per group: its keys (as `groupBy` names them), `total` (base units) and `payments`. */
             groups: Record<string, never>[];
+        };
+        /** @description An agent's money in one token. */
+        Total: {
+            /** @description Earned at its wallet (base units). */
+            earned: string;
+            /** @description Spent by its sessions (base units). */
+            spent: string;
+            /** @description The token. */
+            token: string;
         };
     };
     responses: {

@@ -635,6 +635,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/x402/offer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sell something the session's agent made: the `PAYMENT-REQUIRED` of a 402 that is paid at
+         *     the agent's `agentWallet` in the session's token (`bursar-session`, and `exact` where the
+         *     token has EIP-712), naming the agent (`erc8004-agent` extension); settle through this
+         *     relayer's `/x402/verify` and `/x402/settle`.
+         */
+        post: operations["x402Offer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/x402/pay": {
         parameters: {
             query?: never;
@@ -1207,6 +1229,33 @@ export interface components {
             /** @description In the token's units with its symbol: `1.50 USDC`. */
             display: string;
         };
+        /** @description What `POST /v1/x402/offer` answers. */
+        Offer: {
+            /** @description The agent paid (decimal id). */
+            agentId: string;
+            /** @description Its wallet: every option's `payTo`. */
+            payTo: string;
+            /** @description The same, decoded (x402's `PaymentRequired`). */
+            paymentRequired: Record<string, never>;
+            /** @description The `PAYMENT-REQUIRED` header of the 402 to answer with (base64 JSON). */
+            paymentRequiredHeader: string;
+        };
+        /** @description `POST /v1/x402/offer`: what the seller's session sells. */
+        OfferRequest: {
+            /** @description The price, in base units of the session's token. */
+            amount: components["schemas"]["Amount"];
+            /** @description What it is. */
+            description?: string | null;
+            /**
+             * Format: int64
+             * @description How long a payment for it stays valid (seconds; default 120).
+             */
+            maxTimeoutSeconds?: number | null;
+            /** @description Its media type. */
+            mimeType?: string | null;
+            /** @description Where it is served (the URL the buyer requests; its payment's purpose names it). */
+            url: string;
+        };
         /**
          * @description What a paused sandbox does to its sessions.
          * @enum {string}
@@ -1356,6 +1405,7 @@ export interface components {
          *     units) and the sandbox they are for.
          */
         PrepareRequest: {
+            agentId?: components["schemas"]["Amount"] | null;
             /** @description The counterparty allowlist the session may pay (the CounterpartyRegistry's list id). */
             allowlistId: components["schemas"]["Amount"];
             /** @description Payments above this wait for the owner (0: none do). */
@@ -1515,6 +1565,13 @@ export interface components {
             parents?: components["schemas"]["Amount"][];
             /** @description The policy it ran under. */
             policy?: components["schemas"]["HashOrText"];
+            /**
+             * @description The payment (`pay_…`) of this session that bought what it was produced from (an
+             *     artifact another agent sold, a parent): `inputs` is then that payment's receipt
+             *     commitment, which the ReceiptRegistry holds, so the record names its purchase on chain.
+             *     Instead of `inputs`.
+             */
+            purchase?: string | null;
             /** @description The runtime (image, model, code version). */
             runtime?: components["schemas"]["HashOrText"];
             /** @description Where the artifact is (text is hashed; the registry keeps 32 bytes). */
@@ -1568,6 +1625,8 @@ export interface components {
         };
         /** @description A session as the API shows it. */
         Session: {
+            /** @description The ERC-8004 agent it runs for (decimal id), when its metadata names one. */
+            agentId?: string | null;
             /** @description Whether the host revoked the capability token. */
             capabilityRevoked: boolean;
             chain?: components["schemas"]["ChainState"] | null;
@@ -1741,6 +1800,7 @@ export interface components {
         };
         /** @description `POST /v1/x402/pay`: a 402 answer's payment requirements. */
         X402PayRequest: {
+            agentId?: components["schemas"]["Amount"] | null;
             /** @description The `PAYMENT-REQUIRED` header's value (base64 JSON), or the object itself. */
             paymentRequired: Record<string, never>;
         };
@@ -3223,6 +3283,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["Refused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    x402Offer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body get the first answer again (`Idempotent-Replayed: true`); another body under the key gets 409 `idempotency_key_reused`. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OfferRequest"];
+            };
+        };
+        responses: {
+            /** @description The 402's `PAYMENT-REQUIRED` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Offer"];
+                };
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];

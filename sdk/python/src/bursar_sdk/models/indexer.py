@@ -268,6 +268,24 @@ class PeriodView(BaseModel):
     start: Annotated[int, Field(description='Its start (unix seconds).', ge=0)]
 
 
+class Produced(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    bought_with: Annotated[
+        str | None,
+        Field(
+            alias='boughtWith',
+            description="The receipt of the purchase it was made from, when its inputs name one (the\ncommitment of one of its session's receipts).",
+        ),
+    ] = None
+    chain: Annotated[Chain, Field(description='Where.')]
+    parents: Annotated[list[str], Field(description='The records it derives from.')]
+    record_id: Annotated[str, Field(alias='recordId', description='The record.')]
+    session_id: Annotated[str, Field(alias='sessionId', description='Its session.')]
+    subject: Annotated[str, Field(description='What was produced (32 bytes).')]
+
+
 class Receipt(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
@@ -376,6 +394,22 @@ class ReservationView(BaseModel):
     ]
 
 
+class Sale(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    amount: Annotated[str, Field(description='Base units.')]
+    chain: Annotated[Chain, Field(description='Where.')]
+    payee: Annotated[str, Field(description='The wallet paid.')]
+    payer: Annotated[str, Field(description='The paying owner.')]
+    purpose: Annotated[str, Field(description='What for (32 bytes).')]
+    receipt_id: Annotated[str, Field(alias='receiptId', description='The receipt.')]
+    session_id: Annotated[
+        str, Field(alias='sessionId', description='The paying session.')
+    ]
+    token: Annotated[str, Field(description='The token.')]
+
+
 class SessionPage(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
@@ -450,6 +484,30 @@ class Spend(BaseModel):
     ]
 
 
+class Total(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    earned: Annotated[str, Field(description='Earned at its wallet (base units).')]
+    spent: Annotated[str, Field(description='Spent by its sessions (base units).')]
+    token: Annotated[str, Field(description='The token.')]
+
+
+class AgentSession(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    deposit: Annotated[str, Field(description='Its first deposit (base units).')]
+    opened: Annotated[Chain, Field(description='Its opening.')]
+    owner: Annotated[str, Field(description="Who opened it (the agent's owner then).")]
+    payments: Annotated[int, Field(description='How many receipts it has.', ge=0)]
+    session_id: Annotated[str, Field(alias='sessionId', description='The session.')]
+    spent: Annotated[
+        str, Field(description='What its receipts add up to (base units).')
+    ]
+    token: Annotated[str, Field(description='Its token.')]
+
+
 class Lineage(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
@@ -493,12 +551,41 @@ class Passport(BaseModel):
             description='Where it is paid (the zero address when unset: a transfer clears it).',
         ),
     ]
+    claimed_by_others: Annotated[
+        list[str],
+        Field(
+            alias='claimedByOthers',
+            description='Sessions whose metadata names it but whose owner did not hold it when they opened:\nnot its, and counted nowhere here.',
+        ),
+    ]
     owner: Annotated[str, Field(description='Who holds it now.')]
     owners: Annotated[
         list[str], Field(description='Its owners in order, from the registrant.')
     ]
+    provenance: Annotated[
+        list[Produced],
+        Field(
+            description='What its sessions produced (provenance records, in chain order).'
+        ),
+    ]
     registered: Annotated[Chain, Field(description='Its registration.')]
     reputation: Annotated[Reputation, Field(description='Its reputation.')]
+    sales: Annotated[
+        list[Sale],
+        Field(
+            description='What it was paid: receipts whose payee was its `agentWallet` when paid.'
+        ),
+    ]
+    sessions: Annotated[
+        list[AgentSession],
+        Field(
+            description='The sessions that ran for it: opened by its owner of the time, whose signed `metadata`\nnames it (`"ERC-8004"` and its id), with what each spent.'
+        ),
+    ]
+    totals: Annotated[
+        list[Total],
+        Field(description='Spent by its sessions and earned at its wallet, per token.'),
+    ]
 
 
 class SessionState(SessionView):

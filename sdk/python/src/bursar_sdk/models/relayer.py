@@ -424,6 +424,60 @@ class Money(BaseModel):
     ]
 
 
+class Offer(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    agent_id: Annotated[
+        str, Field(alias='agentId', description='The agent paid (decimal id).')
+    ]
+    pay_to: Annotated[
+        str, Field(alias='payTo', description="Its wallet: every option's `payTo`.")
+    ]
+    payment_required: Annotated[
+        dict[str, Any],
+        Field(
+            alias='paymentRequired',
+            description="The same, decoded (x402's `PaymentRequired`).",
+        ),
+    ]
+    payment_required_header: Annotated[
+        str,
+        Field(
+            alias='paymentRequiredHeader',
+            description='The `PAYMENT-REQUIRED` header of the 402 to answer with (base64 JSON).',
+        ),
+    ]
+
+
+class OfferRequest(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+        populate_by_name=True,
+    )
+    amount: Annotated[
+        Amount, Field(description="The price, in base units of the session's token.")
+    ]
+    description: Annotated[str | None, Field(description='What it is.')] = None
+    max_timeout_seconds: Annotated[
+        int | None,
+        Field(
+            alias='maxTimeoutSeconds',
+            description='How long a payment for it stays valid (seconds; default 120).',
+            ge=0,
+        ),
+    ] = None
+    mime_type: Annotated[
+        str | None, Field(alias='mimeType', description='Its media type.')
+    ] = None
+    url: Annotated[
+        str,
+        Field(
+            description="Where it is served (the URL the buyer requests; its payment's purpose names it)."
+        ),
+    ]
+
+
 class OnPaused(StrEnum):
     hold_lease = 'hold_lease'
     record = 'record'
@@ -542,6 +596,7 @@ class PrepareRequest(BaseModel):
         extra='forbid',
         populate_by_name=True,
     )
+    agent_id: Annotated[Amount | None, Field(alias='agentId')] = None
     allowlist_id: Annotated[
         Amount,
         Field(
@@ -728,6 +783,12 @@ class RecordRequest(BaseModel):
     ] = None
     policy: Annotated[
         HashOrText | None, Field(description='The policy it ran under.')
+    ] = None
+    purchase: Annotated[
+        str | None,
+        Field(
+            description="The payment (`pay_…`) of this session that bought what it was produced from (an\nartifact another agent sold, a parent): `inputs` is then that payment's receipt\ncommitment, which the ReceiptRegistry holds, so the record names its purchase on chain.\nInstead of `inputs`."
+        ),
     ] = None
     runtime: Annotated[
         HashOrText | None,
@@ -995,6 +1056,7 @@ class X402PayRequest(BaseModel):
         extra='forbid',
         populate_by_name=True,
     )
+    agent_id: Annotated[Amount | None, Field(alias='agentId')] = None
     payment_required: Annotated[
         dict[str, Any],
         Field(
@@ -1541,6 +1603,13 @@ class Session(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
     )
+    agent_id: Annotated[
+        str | None,
+        Field(
+            alias='agentId',
+            description='The ERC-8004 agent it runs for (decimal id), when its metadata names one.',
+        ),
+    ] = None
     capability_revoked: Annotated[
         bool,
         Field(
