@@ -345,6 +345,12 @@ async fn an_agent_sells_at_its_wallet_and_buyers_pay_no_other(db: Db) {
         (409, "x402_not_the_agents_wallet"),
         "{e}"
     );
+    let (status, e) = pay(elsewhere.clone(), Some(U256::from(999))).await;
+    assert_eq!(
+        (status, e["details"]["field"].as_str()),
+        (400, Some("agentId")),
+        "{e}"
+    );
     let (status, _) = pay(elsewhere, None).await;
     assert_eq!(
         status, 200,
