@@ -215,7 +215,21 @@ async function explore() {
   const search = await open(input.searchUrl);
   await check("explorer-search", search);
   const found = await search.page.$$eval("tbody a", (links) => links.map((a) => a.getAttribute("href")));
-  return { events, charts, lineage, state, stateThen, served, files, found };
+  let agent = null;
+  if (input.agentUrl) {
+    // The session page links the agent it runs for; its page tells the agent's story.
+    const link = await page.$eval('a[href^="/ui/agents/"]', (a) => a.getAttribute("href")).catch(() => null);
+    const shown = await open(input.agentUrl);
+    await check("explorer-agent", shown);
+    const agentText = (selector) => text(shown.page, selector);
+    agent = {
+      link,
+      owner: await agentText('[data-agent="owner"]'),
+      reputation: await agentText('[data-agent="reputation"]'),
+      tables: await tables(shown.page, "main table"),
+    };
+  }
+  return { events, charts, lineage, state, stateThen, served, files, found, agent };
 }
 
 const tables = (page, selector) =>

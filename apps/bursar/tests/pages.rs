@@ -484,8 +484,18 @@ fn demo_session(stack: &Stack) -> String {
         "--data-dir",
         stack.data.to_str().unwrap(),
     ]);
-    let (_, sessions) = get(&stack.up.relayer, "/v1/sessions", Some(&stack.key));
+    // The research agent's (the data desk's, which sold it a dataset, is the other).
+    let (_, sessions) = get(
+        &stack.up.relayer,
+        "/v1/sessions?sandboxId=sbx_7f3a",
+        Some(&stack.key),
+    );
     let sessions: Value = serde_json::from_str(&sessions).unwrap();
+    assert_eq!(
+        sessions["sessions"].as_array().map(Vec::len),
+        Some(1),
+        "{sessions}"
+    );
     sessions["sessions"][0]["sessionId"]
         .as_str()
         .unwrap()
@@ -545,6 +555,7 @@ fn an_auditor_reads_and_verifies_a_session_in_the_explorer() {
         "url": format!("http://{indexer}/ui/sessions/{session}"),
         "asOfUrl": format!("http://{indexer}/ui/sessions/{session}?asOfBlock={opened_at}"),
         "searchUrl": format!("http://{indexer}/ui/sessions?q={owner}"),
+        "agentUrl": format!("http://{indexer}/ui/agents/1"),
         "tamperRow": 3,
     }));
     // Every event of the timeline, in order.
@@ -572,11 +583,12 @@ fn an_auditor_reads_and_verifies_a_session_in_the_explorer() {
     for c in charts {
         assert!(c["inked"].as_u64().unwrap() > 500, "an empty canvas: {c}");
     }
-    // The story's two provenance records and the edge from the first to the second.
+    // The session's record (the report) first, then its ancestor (the dataset the desk's
+    // session made, which the report was made from): one edge, from the dataset to the report.
     let lineage = &r["lineage"];
     assert_eq!(lineage["nodes"].as_array().unwrap().len(), 2, "{r:#}");
     let nodes = lineage["nodes"].as_array().unwrap();
-    assert_eq!(lineage["edges"], json!([[nodes[0], nodes[1]]]), "{r:#}");
+    assert_eq!(lineage["edges"], json!([[nodes[1], nodes[0]]]), "{r:#}");
     assert_eq!(lineage["valid"], "valid", "{r:#}");
     // As of the opening block nothing was spent; by now the story's payments were.
     assert!(
@@ -610,6 +622,44 @@ fn an_auditor_reads_and_verifies_a_session_in_the_explorer() {
     );
     let (status, _) = get(indexer, &format!("/ui/sessions?q={session}"), None);
     assert!(status.contains("303"), "{status}");
+
+    // The session runs for the research agent (#1): its page lists the session and the
+    // report it made from the dataset it bought, and the desk's paid-for rating of it.
+    let agent = &r["agent"];
+    assert_eq!(agent["link"], "/ui/agents/1", "{r:#}");
+    assert_eq!(agent["owner"], owner, "{r:#}");
+    assert!(
+        agent["reputation"]
+            .as_str()
+            .unwrap()
+            .starts_with("5 from 1 paid-for rating"),
+        "{r:#}"
+    );
+    let table = |id: &str| {
+        agent["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["caption"].as_str().unwrap().starts_with(id))
+            .unwrap_or_else(|| panic!("no table {id}: {r:#}"))["rows"]
+            .clone()
+    };
+    let sessions = table("Sessions that ran for it");
+    assert_eq!(sessions.as_array().unwrap().len(), 1, "{r:#}");
+    assert!(sessions[0][3].as_str().unwrap().ends_with("USDC"), "{r:#}");
+    let feedback = table("Feedback in chain order");
+    assert_eq!(feedback[0][5], "yes", "{r:#}");
+    assert!(
+        feedback[0][4].as_str().unwrap().contains("(its payee)"),
+        "{r:#}"
+    );
+    let records = table("What its sessions produced");
+    assert!(
+        records[0][3].as_str().unwrap().starts_with("receipt #"),
+        "{r:#}"
+    );
+    let (status, _) = get(indexer, "/ui/agents/99", None);
+    assert!(status.contains("404"), "{status}");
 }
 
 #[test]
@@ -756,8 +806,8 @@ fn a_host_sees_its_fleet_in_the_console() {
     };
     assert_eq!(
         caption("Sessions")["rows"].as_array().unwrap().len(),
-        2,
-        "the story's and the trial's: {r:#}"
+        3,
+        "the story's two (the research agent's and the data desk's) and the trial's: {r:#}"
     );
     let payments = caption("Payments")["rows"].as_array().unwrap();
     assert!(payments.iter().any(|p| p[1] == "confirmed"), "{r:#}");

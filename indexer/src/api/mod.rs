@@ -6,6 +6,7 @@
 //! indexed by default), counts canonical rows only unless `includeOrphaned=true`, and labels
 //! each event with its finality (`latest`, `safe` or `finalized`, by the node's block tags).
 
+mod agent_page;
 mod agents;
 mod dto;
 mod error;

@@ -1,7 +1,8 @@
 //! The audit explorer (HTML, with [`bursar_web`]'s layout): `/ui/sessions` finds sessions by
 //! id, owner, session key, counterparty or sandbox; `/ui/sessions/{id}` tells one's story as
 //! of a block — policy, state, every event with its finality, spend charts, receipts, the
-//! provenance lineage drawn as a graph — and checks its audit export in the browser.
+//! provenance lineage drawn as a graph — and checks its audit export in the browser;
+//! `/ui/agents/{id}` shows an ERC-8004 agent ([`super::agent_page`]).
 
 use std::collections::BTreeMap;
 
@@ -12,6 +13,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::Router;
 use bursar_agent::money::format_units;
+use bursar_bindings::erc8004::session_agent;
 use bursar_bindings::evm::IFiatToken;
 use bursar_web::format::{abbreviate, duration, short, time};
 use bursar_web::{data_block, notice, page, Page};
@@ -25,7 +27,7 @@ use super::state::{AppState, QueryMap, Shared};
 use crate::explorer::{self, Node, Query, Story};
 use crate::store::LogRow;
 
-const SERVICE: &str = "Bursar audit explorer";
+pub(super) const SERVICE: &str = "Bursar audit explorer";
 
 /// The explorer's routes.
 pub(super) fn routes() -> Router<AppState> {
@@ -35,14 +37,16 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/ui", get(|| async { Redirect::to("/ui/sessions") }))
         .route("/ui/sessions", get(sessions))
         .route("/ui/sessions/{id}", get(session))
+        .route("/ui/agents/{id}", get(super::agent_page::agent))
 }
 
-fn error_page(e: ApiError) -> Response {
+/// The page of error `e` about a `what` (session, agent).
+pub(super) fn error_page(e: ApiError, what: &str) -> Response {
     let (status, title, text) = match e {
         ApiError::NotFound => (
             StatusCode::NOT_FOUND,
             "Not found",
-            "No session with this id was opened by the last block indexed.".to_owned(),
+            format!("No {what} with this id was there by the last block indexed."),
         ),
         ApiError::BadParameter { name, message } => (
             StatusCode::BAD_REQUEST,
@@ -59,13 +63,13 @@ fn error_page(e: ApiError) -> Response {
 }
 
 /// A token's symbol and decimals, as it reports them (base units when it does not).
-struct Token {
+pub(super) struct Token {
     symbol: String,
     decimals: u8,
 }
 
 impl Token {
-    async fn of(s: &AppState, token: Option<Address>) -> Token {
+    pub(super) async fn of(s: &AppState, token: Option<Address>) -> Token {
         let Some(token) = token else {
             return Token::units();
         };
@@ -86,7 +90,7 @@ impl Token {
         }
     }
 
-    fn text(&self, amount: U256) -> String {
+    pub(super) fn text(&self, amount: U256) -> String {
         format!("{} {}", format_units(amount, self.decimals), self.symbol)
     }
 
@@ -100,7 +104,7 @@ fn amount(v: &Value) -> U256 {
     v.as_str().and_then(|a| a.parse().ok()).unwrap_or_default()
 }
 
-fn search_form(q: &str) -> Markup {
+pub(super) fn search_form(q: &str) -> Markup {
     html! {
         form.inline method="get" action="/ui/sessions" role="search" {
             label for="q" { "Find sessions" }
@@ -116,11 +120,11 @@ async fn sessions(s: Shared, q: QueryMap) -> Response {
     let query = Query::parse(&text);
     let at = match s.store.checkpoint().await {
         Ok(c) => c.map_or(0, |(n, _)| n),
-        Err(e) => return error_page(e.into()),
+        Err(e) => return error_page(e.into(), "session"),
     };
     let found = match explorer::search(&s.store, &query, at).await {
         Ok(found) => found,
-        Err(e) => return error_page(e.into()),
+        Err(e) => return error_page(e.into(), "session"),
     };
     if let (Query::Session(id), [one]) = (&query, found.as_slice()) {
         if one.session_id.as_deref() == Some(id) {
@@ -164,7 +168,7 @@ async fn sessions(s: Shared, q: QueryMap) -> Response {
 async fn session(s: Shared, Path(id): Path<String>, q: QueryMap) -> Response {
     match session_html(&s, &id, q).await {
         Ok(html) => page(StatusCode::OK, html),
-        Err(e) => error_page(e),
+        Err(e) => error_page(e, "session"),
     }
 }
 
@@ -305,7 +309,13 @@ fn policy(terms: &Value, token: &Token) -> Markup {
                 "#" (list)
                 @if pinned_at == 0 { ", live" } @else { ", pinned as of " (time(pinned_at)) }
             }
-            dt { "Metadata" } dd { code { (terms["metadata"].as_str().unwrap_or_default()) } }
+            dt { "Metadata" } dd {
+                @let metadata = terms["metadata"].as_str().unwrap_or_default();
+                code { (metadata) }
+                @if let Some(agent) = metadata.parse().ok().and_then(session_agent) {
+                    " — runs for " a href={ "/ui/agents/" (agent) } { "agent #" (agent) }
+                }
+            }
         }
     }
 }
