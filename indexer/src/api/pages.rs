@@ -2,7 +2,7 @@
 //! id, owner, session key, counterparty or sandbox; `/ui/sessions/{id}` tells one's story as
 //! of a block — policy, state, every event with its finality, spend charts, receipts, the
 //! provenance lineage drawn as a graph — and checks its audit export in the browser;
-//! `/ui/agents/{id}` shows an ERC-8004 agent ([`super::agent_page`]).
+//! `/ui/agents/{id}` shows an ERC-8004 agent (`agent_page.rs`, with these pages' parts).
 
 use std::collections::BTreeMap;
 
@@ -37,7 +37,6 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/ui", get(|| async { Redirect::to("/ui/sessions") }))
         .route("/ui/sessions", get(sessions))
         .route("/ui/sessions/{id}", get(session))
-        .route("/ui/agents/{id}", get(super::agent_page::agent))
 }
 
 /// The page of error `e` about a `what` (session, agent).
