@@ -72,7 +72,7 @@ pub fn router(state: AppState) -> Router {
             }),
         )
         .merge(pages::routes())
-        .route("/ui/agents/{id}", axum::routing::get(agent_page::agent))
+        .route("/ui/agents/{id}", get(agent_page::agent))
         .with_state(state)
 }
 
