@@ -497,6 +497,97 @@ pub(crate) async fn hand_over(app: &App, a: &AgentRow, agent_id: U256) -> Result
             gas_limit,
         })
         .await?;
-    Store::set_agent_registered(&mut db, &a.id, agent_id, tx).await?;
+    Store::set_agent_handover(&mut db, &a.id, agent_id, tx).await?;
     app.commit(db).await
+}
+
+/// The most hand-overs sent for one agent.
+pub(crate) const MAX_HANDOVERS: i64 = 3;
+
+/// What becomes of an agent whose hand-over did not land, by who holds it now.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum AfterHandOver {
+    /// Its owner: an earlier hand-over landed after all.
+    Held,
+    /// The relayer's signer still: send it again.
+    Again,
+    /// Not again: why.
+    Stuck(String),
+}
+
+/// The pure rule after a hand-over of `a` (sent `attempts` times) did not land.
+pub(crate) fn after_failed_hand_over(a: &AgentRow, holder: Address) -> AfterHandOver {
+    let signer = a.signer.unwrap_or_default();
+    match holder {
+        h if h == a.owner => AfterHandOver::Held,
+        h if h == signer && a.handover_attempts < MAX_HANDOVERS => AfterHandOver::Again,
+        h if h == signer => AfterHandOver::Stuck(format!(
+            "the relayer's signer {signer} still holds it after {} hand-overs",
+            a.handover_attempts
+        )),
+        h => AfterHandOver::Stuck(format!(
+            "{h} holds it: neither its owner nor the relayer's signer"
+        )),
+    }
+}
+
+/// Who holds agent `agent_id` now.
+pub(crate) async fn holder(app: &App, agent_id: U256) -> Result<Address, Error> {
+    Ok(holder_and_wallet(app, agent_id, "agentId").await?.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(attempts: i64) -> AgentRow {
+        AgentRow {
+            id: "agt_1".into(),
+            host_id: "host_1".into(),
+            owner: Address::repeat_byte(0x0a),
+            registration: "{}".into(),
+            deadline: 0,
+            signer: Some(Address::repeat_byte(0x5e)),
+            register_transaction: Some(1),
+            register_status: None,
+            agent_id: Some(U256::from(7)),
+            transfer_transaction: Some(2),
+            transfer_status: None,
+            handover_attempts: attempts,
+            registered_at: None,
+            error_code: None,
+            error_details: None,
+            created_at: 0,
+        }
+    }
+
+    #[test]
+    fn a_hand_over_that_did_not_land_is_sent_again_while_the_signer_holds_the_agent() {
+        let (owner, signer) = (Address::repeat_byte(0x0a), Address::repeat_byte(0x5e));
+        assert_eq!(
+            after_failed_hand_over(&agent(1), owner),
+            AfterHandOver::Held
+        );
+        assert_eq!(
+            after_failed_hand_over(&agent(1), signer),
+            AfterHandOver::Again
+        );
+        assert_eq!(
+            after_failed_hand_over(&agent(MAX_HANDOVERS - 1), signer),
+            AfterHandOver::Again
+        );
+        let AfterHandOver::Stuck(why) = after_failed_hand_over(&agent(MAX_HANDOVERS), signer)
+        else {
+            panic!("sent again past the limit");
+        };
+        assert!(why.contains("still holds it after 3 hand-overs"), "{why}");
+        let stranger = Address::repeat_byte(0x77);
+        let AfterHandOver::Stuck(why) = after_failed_hand_over(&agent(1), stranger) else {
+            panic!("sent again while a stranger holds it");
+        };
+        assert!(
+            why.contains("neither its owner nor the relayer's signer"),
+            "{why}"
+        );
+    }
 }

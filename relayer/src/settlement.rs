@@ -405,7 +405,26 @@ async fn agents(app: &App) -> Result<usize, PassError> {
                 tracing::info!(agent = %a.id, %agent_id, owner = %a.owner, "agent handed over");
                 continue;
             }
-            (Mined::Reverted(e) | Mined::Failed(e), _) => e,
+            // The hand-over did not land: the chain says who holds the agent.
+            (Mined::Reverted(e) | Mined::Failed(e), Some(agent_id)) => {
+                use crate::agents::AfterHandOver::{Again, Held, Stuck};
+                let holder = crate::agents::holder(app, agent_id).await?;
+                match crate::agents::after_failed_hand_over(a, holder) {
+                    Held => {
+                        app.store
+                            .set_agent_outcome(&a.id, Some(now_ms()), None)
+                            .await?;
+                        continue;
+                    }
+                    Again => {
+                        tracing::warn!(agent = %a.id, error = %e.0, "agent hand-over did not land; sending it again");
+                        crate::agents::hand_over(app, a, agent_id).await?;
+                        continue;
+                    }
+                    Stuck(why) => (e.0, json!({ "handover": why, "error": e.1 })),
+                }
+            }
+            (Mined::Reverted(e) | Mined::Failed(e), None) => e,
         };
         tracing::warn!(agent = %a.id, error = %error.0, "agent registration failed");
         let details = error.1.to_string();

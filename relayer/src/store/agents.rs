@@ -31,6 +31,8 @@ pub struct AgentRow {
     pub transfer_transaction: Option<i64>,
     /// Its status.
     pub transfer_status: Option<TxStatus>,
+    /// How many hand-overs were sent.
+    pub handover_attempts: i64,
     /// When the owner held it (unix ms).
     pub registered_at: Option<i64>,
     /// Why it failed.
@@ -57,7 +59,8 @@ pub struct NewAgent<'a> {
 
 const AGENT_COLUMNS: &str = "a.id, a.host_id, a.owner, a.registration, a.deadline, a.signer, \
     a.register_transaction, r.status AS register_status, a.agent_id, a.transfer_transaction, \
-    t.status AS transfer_status, a.registered_at, a.error_code, a.error_details, a.created_at";
+    t.status AS transfer_status, a.handover_attempts, a.registered_at, a.error_code, \
+    a.error_details, a.created_at";
 
 const AGENT_FROM: &str = "FROM agents a \
     LEFT JOIN transactions r ON r.id = a.register_transaction \
@@ -82,6 +85,7 @@ fn agent_row(r: &AnyRow) -> Result<AgentRow, StoreError> {
         agent_id: parsed_opt(r, "agent_id")?,
         transfer_transaction: r.try_get("transfer_transaction")?,
         transfer_status: status(r, "transfer_status")?,
+        handover_attempts: r.try_get::<i64, _>("handover_attempts")?,
         registered_at: r.try_get("registered_at")?,
         error_code: r.try_get("error_code")?,
         error_details: r.try_get("error_details")?,
@@ -159,16 +163,17 @@ impl Store {
         rows.iter().map(agent_row).collect()
     }
 
-    /// Records the agent's id and its hand-over's transaction, inside `db`.
-    pub async fn set_agent_registered(
+    /// Records the agent's id and its (next) hand-over's transaction, inside `db`.
+    pub async fn set_agent_handover(
         db: &mut DbTx,
         id: &str,
         agent_id: U256,
         transfer: i64,
     ) -> Result<(), StoreError> {
         sqlx::query(
-            "UPDATE agents SET agent_id = $1, transfer_transaction = $2 \
-             WHERE id = $3 AND agent_id IS NULL",
+            "UPDATE agents SET agent_id = $1, transfer_transaction = $2, \
+             handover_attempts = handover_attempts + 1 \
+             WHERE id = $3 AND (agent_id IS NULL OR agent_id = $1)",
         )
         .bind(agent_id.to_string())
         .bind(transfer)
