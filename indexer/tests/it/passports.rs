@@ -76,8 +76,17 @@ pub(super) async fn passports(client: &Client, indexer: &Indexer, seed: &str, st
     let registry: Address = sold.address.parse().unwrap();
 
     // Someone who never paid copies the proof; the payer rates it directly: neither counts.
-    let mut sybil = funded(client, dev_key(4)).await;
-    rate(client, &mut sybil, agent, 1, proof).await;
+    // The Sybil rates through agent0-sdk (npm), a third-party ERC-8004 client: its write shows
+    // in the passport, not counted.
+    let sybil_key = alloy_primitives::hex::encode_prefixed(
+        bursar_devnet::accounts::dev_accounts()[4].private_key,
+    );
+    bursar_e2e::agent0(
+        "node",
+        client.url(),
+        serde_json::json!({ "action": "feedback", "key": sybil_key, "agentId": 0, "value": 1, "tag1": "quality" }),
+    )
+    .unwrap();
     let mut payer = funded(client, actors.owner.clone()).await;
     rate(client, &mut payer, agent, 100, proof).await;
 
@@ -118,6 +127,7 @@ pub(super) async fn passports(client: &Client, indexer: &Indexer, seed: &str, st
         deadline: signed.deadline,
         signature: actors.owner.sign_hash_rsv(&digest).into(),
     };
+    let mut sybil = funded(client, dev_key(4)).await;
     let refused = sybil.transact(client, registry, &again).await.unwrap_err();
     let reason = refused.revert_data().cloned().unwrap_or_default();
     assert!(
@@ -264,6 +274,20 @@ pub(super) async fn passports(client: &Client, indexer: &Indexer, seed: &str, st
     )
     .unwrap();
     assert_eq!(everyone["count"], 3, "{everyone}");
+
+    // And on the research agent: one feedback, the desk's 5 as payee, as the passport says.
+    let research_summary = bursar_e2e::agent0(
+        "node",
+        client.url(),
+        serde_json::json!({ "action": "summary", "agentId": 1 }),
+    )
+    .unwrap();
+    assert_eq!(research_summary["count"], 1, "{research_summary}");
+    assert_eq!(
+        research_summary["averageValue"].as_f64(),
+        Some(5.0),
+        "{research_summary}"
+    );
 
     // Unknown agents are 404; a bad id is a 400.
     assert_eq!(get(indexer, "/v1/agents/7").await.0, 404);
