@@ -13,7 +13,7 @@ use alloy_primitives::U256;
 use alloy_sol_types::{SolCall, SolStruct};
 use bursar_bindings::eip712::{ReceiptFeedback, RECEIPT_REGISTRY_DOMAIN};
 use bursar_bindings::erc8004::{MAX_ABS_VALUE, MAX_VALUE_DECIMALS};
-use bursar_bindings::receipts::IReceiptRegistry;
+use bursar_bindings::receipts::give_receipt_feedback;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use utoipa::ToSchema;
@@ -21,7 +21,6 @@ use utoipa::ToSchema;
 use crate::engine::random::random_bytes;
 use crate::engine::submission::Call;
 use crate::kernel::json::{Amount, Failure};
-use crate::kernel::session::parse_id;
 use crate::kernel::{App, Error};
 use crate::payments::custodial_key;
 use crate::store::{
@@ -209,27 +208,7 @@ pub async fn rate(
     };
     let domain = RECEIPT_REGISTRY_DOMAIN.at(app.chain_id, registry);
     let signature = key.sign_hash_rsv(&signed.eip712_signing_hash(&domain));
-    let call = IReceiptRegistry::giveReceiptFeedbackCall {
-        receiptId: receipt_id,
-        sessionId: parse_id(&session.id)?,
-        payer: receipt.payer,
-        payee: receipt.payee,
-        token: receipt.token,
-        amount: receipt.amount,
-        purpose: receipt.purpose,
-        timestamp: receipt.timestamp,
-        byPayee: false,
-        agentId: agent_id,
-        value,
-        valueDecimals: decimals,
-        tag1: signed.tag1,
-        tag2: signed.tag2,
-        endpoint: signed.endpoint,
-        feedbackURI: signed.feedbackURI,
-        deadline,
-        signature: signature.into(),
-    }
-    .abi_encode();
+    let call = give_receipt_feedback(&(&receipt).into(), signed, signature.into()).abi_encode();
     // The registry's rules now: a refusal is answered with its error, nothing stored.
     let gas_limit = app.gas_for(session.signer, registry, &call).await?;
     let rating = json!({

@@ -108,6 +108,35 @@ pub fn receipt_commitment(receipt: &Receipt) -> B256 {
     keccak256(receipt.abi_encode())
 }
 
+/// `giveReceiptFeedback` of `signed` (one side's EIP-712 `ReceiptFeedback`) for `receipt`,
+/// restated as recorded, with that side's `signature`.
+pub fn give_receipt_feedback(
+    receipt: &Receipt,
+    signed: crate::eip712::ReceiptFeedback,
+    signature: alloy_primitives::Bytes,
+) -> IReceiptRegistry::giveReceiptFeedbackCall {
+    IReceiptRegistry::giveReceiptFeedbackCall {
+        receiptId: signed.receiptId,
+        sessionId: receipt.sessionId,
+        payer: receipt.payer,
+        payee: receipt.payee,
+        token: receipt.token,
+        amount: receipt.amount,
+        purpose: receipt.purpose,
+        timestamp: receipt.timestamp,
+        byPayee: signed.byPayee,
+        agentId: signed.agentId,
+        value: signed.value,
+        valueDecimals: signed.valueDecimals,
+        tag1: signed.tag1,
+        tag2: signed.tag2,
+        endpoint: signed.endpoint,
+        feedbackURI: signed.feedbackURI,
+        deadline: signed.deadline,
+        signature,
+    }
+}
+
 impl From<&IReceiptRegistry::ReceiptRecorded> for Receipt {
     fn from(e: &IReceiptRegistry::ReceiptRecorded) -> Self {
         Self {

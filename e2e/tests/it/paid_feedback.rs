@@ -13,7 +13,8 @@ use bursar_bindings::erc8004::{
     IIdentityRegistry, IReputationRegistry, IDENTITY_REGISTRY, REPUTATION_REGISTRY,
 };
 use bursar_bindings::receipts::{
-    receipt_commitment, IReceiptRegistry, IReceiptRegistry::IReceiptRegistryErrors as R, Receipt,
+    give_receipt_feedback, receipt_commitment, IReceiptRegistry,
+    IReceiptRegistry::IReceiptRegistryErrors as R, Receipt,
 };
 use bursar_client::rpc::Receipt as TxReceipt;
 use bursar_client::sender::SendError;
@@ -52,26 +53,7 @@ async fn feedback(
     };
     let domain = RECEIPT_REGISTRY_DOMAIN.at(CHAIN, w.registry);
     let signature = signer.sign_hash_rsv(&signed.eip712_signing_hash(&domain));
-    IReceiptRegistry::giveReceiptFeedbackCall {
-        receiptId: *id,
-        sessionId: receipt.sessionId,
-        payer: receipt.payer,
-        payee: receipt.payee,
-        token: receipt.token,
-        amount: receipt.amount,
-        purpose: receipt.purpose,
-        timestamp: receipt.timestamp,
-        byPayee: by_payee,
-        agentId: agent,
-        value,
-        valueDecimals: 0,
-        tag1: signed.tag1,
-        tag2: signed.tag2,
-        endpoint: signed.endpoint,
-        feedbackURI: signed.feedbackURI,
-        deadline: signed.deadline,
-        signature: signature.into(),
-    }
+    give_receipt_feedback(receipt, signed, signature.into())
 }
 
 /// The relayer sends `call` to the ReceiptRegistry (anyone may: the signature authorizes it).

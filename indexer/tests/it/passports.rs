@@ -10,7 +10,9 @@ use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::{SolCall, SolError, SolStruct};
 use bursar_bindings::eip712::{ReceiptFeedback, RECEIPT_REGISTRY_DOMAIN};
 use bursar_bindings::erc8004::{IReputationRegistry, REPUTATION_REGISTRY};
-use bursar_bindings::receipts::{receipt_commitment, IReceiptRegistry, Receipt};
+use bursar_bindings::receipts::{
+    give_receipt_feedback, receipt_commitment, IReceiptRegistry, Receipt,
+};
 use bursar_client::{Client, Key, Sender};
 use bursar_demo::scenario::Actors;
 use bursar_indexer::store::LogRow;
@@ -107,26 +109,7 @@ pub(super) async fn passports(client: &Client, indexer: &Indexer, seed: &str, st
     };
     let chain_id = client.chain_id().await.unwrap();
     let digest = signed.eip712_signing_hash(&RECEIPT_REGISTRY_DOMAIN.at(chain_id, registry));
-    let again = IReceiptRegistry::giveReceiptFeedbackCall {
-        receiptId: receipt_id,
-        sessionId: sale.sessionId,
-        payer: sale.payer,
-        payee: sale.payee,
-        token: sale.token,
-        amount: sale.amount,
-        purpose: sale.purpose,
-        timestamp: sale.timestamp,
-        byPayee: false,
-        agentId: agent,
-        value: 100,
-        valueDecimals: 0,
-        tag1: signed.tag1.clone(),
-        tag2: String::new(),
-        endpoint: String::new(),
-        feedbackURI: String::new(),
-        deadline: signed.deadline,
-        signature: actors.owner.sign_hash_rsv(&digest).into(),
-    };
+    let again = give_receipt_feedback(&sale, signed, actors.owner.sign_hash_rsv(&digest).into());
     let mut sybil = funded(client, dev_key(4)).await;
     let refused = sybil.transact(client, registry, &again).await.unwrap_err();
     let reason = refused.revert_data().cloned().unwrap_or_default();

@@ -15,7 +15,7 @@ use bursar_bindings::erc8004::{
     agent_wallet_set_digest, IIdentityRegistry, IReputationRegistry, IDENTITY_REGISTRY,
     REPUTATION_REGISTRY,
 };
-use bursar_bindings::receipts::IReceiptRegistry;
+use bursar_bindings::receipts::{give_receipt_feedback, IReceiptRegistry};
 use bursar_bindings::wallet::ISessionWallet;
 use bursar_client::Key;
 use serde_json::json;
@@ -327,26 +327,7 @@ impl<N: Narrator> Scenario<'_, N> {
         let chain_id = self.client.chain_id().await?;
         let domain = RECEIPT_REGISTRY_DOMAIN.at(chain_id, self.contracts.receipts);
         let signature = vendor.sign_hash_rsv(&signed.eip712_signing_hash(&domain));
-        let call = IReceiptRegistry::giveReceiptFeedbackCall {
-            receiptId: receipt_id,
-            sessionId: sale.sessionId,
-            payer: sale.payer,
-            payee: sale.payee,
-            token: sale.token,
-            amount: sale.amount,
-            purpose: sale.purpose,
-            timestamp: sale.timestamp,
-            byPayee: true,
-            agentId: agents.research,
-            value: signed.value,
-            valueDecimals: signed.valueDecimals,
-            tag1: signed.tag1.clone(),
-            tag2: String::new(),
-            endpoint: String::new(),
-            feedbackURI: String::new(),
-            deadline,
-            signature: signature.into(),
-        };
+        let call = give_receipt_feedback(&sale, signed, signature.into());
         let r = self
             .send(
                 &vendor,
