@@ -12,6 +12,10 @@
 //! any ERC-8004 client can ask it. Each counted entry names its receipt and the side that gave
 //! it; every other feedback is listed apart (`not_paid_for`).
 //!
+//! The passport also tells the agent's history: the sessions that ran for it (their signed
+//! metadata names it, and their owner held it when they opened), what they spent and produced,
+//! and what its wallet was paid while it was its wallet ([`Activity`]).
+//!
 //! [`fold`] is pure and unit-tested; [`Agents`] reads the events and hands them to it.
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -83,10 +83,11 @@ async fn serve(args: DevnetArgs) -> Result<(), String> {
         let head = lock(&handle.chain).block_number();
         tracing::info!(path = %path.display(), head, "state loaded");
     }
+    let stop = shutdown_signal();
     print_banner(&args, handle.addr);
     tracing::info!(addr = %handle.addr, chain_id = args.chain_id, block_time = ?args.block_time, "devnet started");
 
-    let signal = shutdown_signal().await;
+    let signal = stop.await;
     tracing::info!(signal, "shutting down");
     let chain = Arc::clone(&handle.chain);
     handle.shutdown().await;
@@ -143,26 +144,36 @@ fn print_banner(args: &DevnetArgs, addr: SocketAddr) {
     println!("{out}");
 }
 
-/// Waits for Ctrl-C or (on Unix) SIGTERM; returns the signal's name.
-pub(crate) async fn shutdown_signal() -> &'static str {
+/// Ctrl-C or (on Unix) SIGTERM, awaited by the future answered: its name. The handlers are
+/// installed when this is called, not when the future is first polled, so a service that
+/// announces itself afterwards cannot be killed by a signal sent on the announcement.
+pub(crate) fn shutdown_signal() -> impl std::future::Future<Output = &'static str> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => tokio::select! {
-                _ = tokio::signal::ctrl_c() => "SIGINT",
-                _ = term.recv() => "SIGTERM",
-            },
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot watch SIGTERM; Ctrl-C only");
-                let _ = tokio::signal::ctrl_c().await;
-                "SIGINT"
+        let installed = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        );
+        async move {
+            match installed {
+                (Ok(mut int), Ok(mut term)) => tokio::select! {
+                    _ = int.recv() => "SIGINT",
+                    _ = term.recv() => "SIGTERM",
+                },
+                (_, Err(e)) | (Err(e), _) => {
+                    tracing::warn!(error = %e, "cannot watch SIGTERM; Ctrl-C only");
+                    let _ = tokio::signal::ctrl_c().await;
+                    "SIGINT"
+                }
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
-        "Ctrl-C"
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+            "Ctrl-C"
+        }
     }
 }

@@ -91,13 +91,14 @@ pub(crate) fn run(args: IndexerArgs) -> Result<(), String> {
         })
         .await
         .map_err(|e| e.to_string())?;
+        let stop = crate::devnet::shutdown_signal();
         println!("Indexer API on http://{} (Ctrl-C to stop)", indexer.addr);
         println!(
             "Audit exports signed by {signer} (key in {})",
             args.signing_key_file.display()
         );
         let bar = progress_bar(&indexer, start_block, window);
-        crate::devnet::shutdown_signal().await;
+        stop.await;
         if let Some(bar) = bar {
             bar.abort();
         }

@@ -223,8 +223,9 @@ async fn serve(args: RelayerArgs) -> Result<(), String> {
     })
     .await
     .map_err(|e| e.to_string())?;
+    let stop = crate::devnet::shutdown_signal();
     println!("Relayer API on http://{} (Ctrl-C to stop)", relayer.addr);
-    crate::devnet::shutdown_signal().await;
+    stop.await;
     relayer.shutdown().await;
     Ok(())
 }

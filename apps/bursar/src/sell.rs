@@ -70,13 +70,14 @@ async fn sell(args: SellArgs) -> Result<(), String> {
     .await
     .map_err(|e| format!("the relayer wrote no offer: {e}"))?;
     let (agent, wallet) = listing.seller();
+    let stop = crate::devnet::shutdown_signal();
     // Stdout is line-buffered: the line is flushed by `println!`, and a script waits for it.
     println!(
         "selling {name} at {url} for {price} base units, paid to agent #{agent}'s wallet {wallet}"
     );
     listing
         .serve(listener, async {
-            crate::devnet::shutdown_signal().await;
+            stop.await;
         })
         .await
         .map_err(|e| format!("serving {url}: {e}"))

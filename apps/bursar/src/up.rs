@@ -201,7 +201,8 @@ async fn up(args: UpArgs) -> Result<(), String> {
         }
     };
 
-    // 5. Where everything is.
+    // 5. Where everything is (a signal from then on stops it all cleanly).
+    let stop = crate::devnet::shutdown_signal();
     let relayer_url = format!("http://{}", relayer.addr);
     let indexer_url = format!("http://{}", indexer.addr);
     let up = json!({
@@ -226,7 +227,7 @@ async fn up(args: UpArgs) -> Result<(), String> {
         &host_key,
     );
 
-    let signal = crate::devnet::shutdown_signal().await;
+    let signal = stop.await;
     println!("\n▶ {signal}: stopping the relayer, the indexer and the chain");
     let _ = std::fs::remove_file(&up_file);
     relayer.shutdown().await;

@@ -64,7 +64,7 @@ fn bursar_up_serves_a_session_end_to_end_and_restarts_where_it_stopped() {
         "{story}\n{}",
         String::from_utf8_lossy(&demo.stderr)
     );
-    assert!(story.contains("✔ 16 transactions"), "{story}");
+    assert!(story.contains("✔ 22 transactions"), "{story}");
     // The story waited its budget period out on the wall clock: the shared chain's clock is
     // where it was, not an hour ahead of everyone else's sessions.
     let running: serde_json::Value =
