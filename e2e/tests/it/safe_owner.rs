@@ -371,10 +371,7 @@ async fn a_two_of_three_safe_owns_a_session_paid_in_usdc() {
 /// accounting.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_safe_consents_to_be_an_agents_wallet_and_the_session_wallet_never_does() {
-    use bursar_bindings::erc8004::{
-        IIdentityRegistry, AGENT_WALLET_SET_TYPEHASH, DOMAIN_NAME_HASH, DOMAIN_VERSION_HASH,
-        IDENTITY_REGISTRY,
-    };
+    use bursar_bindings::erc8004::{agent_wallet_set_digest, IIdentityRegistry, IDENTITY_REGISTRY};
     let (_devnet, client) = devnet().await;
     let record = deploy(&client, &scratch("safe-agent-wallet")).await;
     let session_wallet = record.address("sessionWallet").unwrap();
@@ -390,29 +387,15 @@ async fn a_safe_consents_to_be_an_agents_wallet_and_the_session_wallet_never_doe
         .unwrap();
     let agent = U256::ZERO;
     let deadline = U256::from(client.latest_block().await.unwrap().timestamp.to::<u64>() + 200);
-    let domain = keccak256(
-        (
-            keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"),
-            DOMAIN_NAME_HASH,
-            DOMAIN_VERSION_HASH,
-            U256::from(CHAIN),
-            IDENTITY_REGISTRY,
-        )
-            .abi_encode(),
-    );
     let owner_address = owner.address();
     let digest = |wallet: Address| {
-        let hash = keccak256(
-            (
-                AGENT_WALLET_SET_TYPEHASH,
-                agent,
-                wallet,
-                owner_address,
-                deadline,
-            )
-                .abi_encode(),
-        );
-        keccak256([&[0x19, 0x01], domain.as_slice(), hash.as_slice()].concat())
+        agent_wallet_set_digest(
+            (CHAIN, IDENTITY_REGISTRY),
+            agent,
+            wallet,
+            owner_address,
+            deadline,
+        )
     };
     let set = |wallet: Address, signature: Bytes| IIdentityRegistry::setAgentWalletCall {
         agentId: agent,

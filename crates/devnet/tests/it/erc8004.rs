@@ -5,9 +5,9 @@
 use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
 use alloy_sol_types::{Revert, SolCall, SolError, SolEvent, SolValue};
 use bursar_bindings::erc8004::{
-    reason, IIdentityRegistry as I, IIdentityRegistry::MetadataEntry, IReputationRegistry as R,
-    AGENT_WALLET_SET_TYPEHASH, DOMAIN_NAME_HASH, DOMAIN_VERSION_HASH, IDENTITY_IMPLEMENTATION,
-    IDENTITY_REGISTRY, IMPLEMENTATION_SLOT, REGISTRY_OWNER, REPUTATION_REGISTRY,
+    agent_wallet_set_digest, reason, IIdentityRegistry as I, IIdentityRegistry::MetadataEntry,
+    IReputationRegistry as R, IDENTITY_IMPLEMENTATION, IDENTITY_REGISTRY, IMPLEMENTATION_SLOT,
+    REGISTRY_OWNER, REPUTATION_REGISTRY,
 };
 use bursar_devnet::accounts::dev_accounts;
 use bursar_devnet::exec::{CallOutcome, Executor};
@@ -100,32 +100,15 @@ fn wallet_signature(
     owner: Address,
     deadline: u64,
 ) -> Bytes {
-    let domain = keccak256(
-        (
-            bursar_contract_common_domain_typehash(),
-            DOMAIN_NAME_HASH,
-            DOMAIN_VERSION_HASH,
-            U256::from(chain.exec.block_mut().chain_id),
-            IDENTITY_REGISTRY,
-        )
-            .abi_encode(),
+    let chain_id = chain.exec.block_mut().chain_id;
+    let digest = agent_wallet_set_digest(
+        (chain_id, IDENTITY_REGISTRY),
+        agent,
+        wallet,
+        owner,
+        U256::from(deadline),
     );
-    let hash = keccak256(
-        (
-            AGENT_WALLET_SET_TYPEHASH,
-            agent,
-            wallet,
-            owner,
-            U256::from(deadline),
-        )
-            .abi_encode(),
-    );
-    let digest = keccak256([&[0x19, 0x01], domain.as_slice(), hash.as_slice()].concat());
     Bytes::copy_from_slice(&dev_accounts()[signer].sign_hash(digest))
-}
-
-fn bursar_contract_common_domain_typehash() -> B256 {
-    keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)")
 }
 
 #[test]
