@@ -15,9 +15,8 @@ use maud::{html, Markup};
 
 use super::error::ApiError;
 use super::pages::{error_page, search_form, Token, SERVICE};
-use super::params::{id_of, Params};
 use super::state::{AppState, QueryMap, Shared};
-use crate::agents::{Agents, Feedback, Passport};
+use crate::agents::{Feedback, Passport};
 
 /// `GET /ui/agents/{id}`.
 pub(super) async fn agent(s: Shared, Path(id): Path<String>, q: QueryMap) -> Response {
@@ -63,16 +62,7 @@ fn running_means(feedback: &[Feedback]) -> Vec<Option<f64>> {
 }
 
 async fn agent_html(s: &AppState, id: &str, q: QueryMap) -> Result<String, ApiError> {
-    let agent_id: U256 = id_of(id, "id")?.parse().expect("id_of answers a decimal");
-    let mut p = Params::from(q.0);
-    let at = p.as_of(&s.store).await?;
-    p.finish()?;
-    let agents = Agents {
-        store: &s.store,
-        metrics: &s.metrics,
-        at: at.block,
-    };
-    let passport = agents.passport(agent_id).await?.ok_or(ApiError::NotFound)?;
+    let (passport, at) = super::agents::passport_as_of(s, id, "id", q).await?;
     let mut tokens: BTreeMap<String, Token> = BTreeMap::new();
     let named = passport.sessions.iter().map(|s| &s.token);
     for t in named.chain(passport.sales.iter().map(|s| &s.token)) {
@@ -88,7 +78,7 @@ async fn agent_html(s: &AppState, id: &str, q: QueryMap) -> Result<String, ApiEr
     };
     let body = html! {
         (search_form(""))
-        p { "Agent " strong { "#" (passport.agent_id) } ", as of block " (at.block) "." }
+        p { "Agent " strong { "#" (passport.agent_id) } ", as of block " (at) "." }
         h2 { "Identity" }
         (identity(&passport))
         h2 { "Reputation" }

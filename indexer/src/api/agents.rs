@@ -7,7 +7,7 @@ use axum::Json;
 use super::dto::AsOfQuery;
 use super::error::ApiError;
 use super::params::{id_of, Params};
-use super::state::{QueryMap, Shared};
+use super::state::{AppState, QueryMap, Shared};
 use crate::agents::{Agents, Passport};
 
 /// An ERC-8004 agent's passport: who owns it, its registration file and wallet, and its
@@ -22,7 +22,18 @@ pub(super) async fn agent(
     Path(agent_id): Path<String>,
     q: QueryMap,
 ) -> Result<Json<Passport>, ApiError> {
-    let id: U256 = id_of(&agent_id, "agentId")?
+    Ok(Json(passport_as_of(&s, &agent_id, "agentId", q).await?.0))
+}
+
+/// Agent `agent_id`'s (the path parameter `field`) passport as of the block `q` asks for, and
+/// that block: what the API and the explorer's page answer.
+pub(super) async fn passport_as_of(
+    s: &AppState,
+    agent_id: &str,
+    field: &str,
+    q: QueryMap,
+) -> Result<(Passport, u64), ApiError> {
+    let id: U256 = id_of(agent_id, field)?
         .parse()
         .expect("id_of answers a decimal");
     let mut p = Params::from(q.0);
@@ -33,5 +44,6 @@ pub(super) async fn agent(
         metrics: &s.metrics,
         at: at.block,
     };
-    Ok(Json(agents.passport(id).await?.ok_or(ApiError::NotFound)?))
+    let passport = agents.passport(id).await?.ok_or(ApiError::NotFound)?;
+    Ok((passport, at.block))
 }

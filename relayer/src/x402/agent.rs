@@ -66,14 +66,10 @@ pub struct Offer {
     pub pay_to: String,
 }
 
-/// The agent `session` runs for, if its metadata names one.
-fn agent_of(session: &SessionRow) -> Result<Option<U256>, Error> {
-    Ok(session_agent(terms_of(session)?.metadata))
-}
-
 /// The 402 that sells `req` for `session`'s agent, paid at its wallet in the session's token.
 pub async fn offer(app: &App, session: &SessionRow, req: OfferRequest) -> Result<Offer, Error> {
-    let Some(agent) = agent_of(session)? else {
+    let terms = terms_of(session)?;
+    let Some(agent) = session_agent(terms.metadata) else {
         return Err(Error::conflict(
             "session_has_no_agent",
             "this session runs for no agent: prepare it with agentId to sell for one",
@@ -102,7 +98,7 @@ pub async fn offer(app: &App, session: &SessionRow, req: OfferRequest) -> Result
             format!("agent #{agent} has no agentWallet: its owner sets one (setAgentWallet, with the wallet's consent) to be paid"),
         ));
     }
-    let token = terms_of(session)?.token;
+    let token = terms.token;
     let eip3009 = IFiatToken::authorizationStateCall {
         authorizer: Address::ZERO,
         nonce: Default::default(),
