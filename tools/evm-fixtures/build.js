@@ -33,7 +33,11 @@ const PACKAGES = {
   opBedrock: ['@eth-optimism/contracts-bedrock@0.17.3', 'sha512-cHPO7ntWeOBDLO7ZFFSZGI1D7CDqf4loRbRVJrFIsqLEz+hysWIqA0e3dv2GnrjVeuYePBfI2NTBEG4uwz9bQQ=='],
   // Uniswap's Permit2 sources, as v4-periphery carries them (lib/permit2).
   v4Periphery: ['@uniswap/v4-periphery@1.0.3', 'sha512-JxLL0Djv9XcMvI2PatEnWrCrxuEaYNVhHxstndBOP+aJfh1XLg5ec8SDZ0xyoVfg2ElJTvuKpBgnu90bNValsg=='],
+  // The libraries Bursar's own x402 contracts (contracts/x402) build on.
+  oz5: ['@openzeppelin/contracts@5.5.0', 'sha512-R8hq4zmKKWP2c7OxeRgAcjZwvF5W0Qq2OIX7degrtdM52Q9xYr4MLJdUAVPKGUewNJ1qo+M6YiZLLnNUnjP/gg=='],
 };
+// Bursar's x402 contracts, written from x402's specification (no package ships them).
+const X402 = path.join(HERE, '../../contracts/x402/src');
 
 function fetchPackage([spec, integrity]) {
   const dir = path.join(CACHE, spec.replace(/[@/]/g, '_'));
@@ -179,6 +183,25 @@ function main() {
   fixtures.Permit2 = entry(p2Build, PACKAGES.v4Periphery[0] + ' (lib/permit2)', 'src/Permit2.sol', 'Permit2', {
     address: '0x000000000022D473030F116dDEE9F6B43aC78BA3',
   });
+
+  // x402's batch-settlement escrow, its two deposit collectors and the `upto` Permit2 proxy:
+  // Bursar's sources (contracts/x402), at the addresses x402 deploys them to on every chain.
+  // Compiled as x402 builds its own (solc 0.8.28, Cancun, 200 runs); checked by behaviour, not
+  // bytes: x402's official packages run against them (tools/x402, the e2e tests).
+  const oz5 = fetchPackage(PACKAGES.oz5);
+  const resolveX402 = (p) => p.startsWith('@openzeppelin/contracts/')
+    ? path.join(oz5, p.slice('@openzeppelin/contracts/'.length)) : path.join(X402, p);
+  const X402_CONTRACTS = [
+    ['x402BatchSettlement.sol', 'x402BatchSettlement', '0x4020074e9dF2ce1deE5A9C1b5c3f541D02a10003'],
+    ['ERC3009DepositCollector.sol', 'ERC3009DepositCollector', '0x4020806089470a89826cB9fB1f4059150b550004'],
+    ['Permit2DepositCollector.sol', 'Permit2DepositCollector', '0x4020425FAf3B746C082C2f942b4E5159887B0005'],
+    ['x402UptoPermit2Proxy.sol', 'x402UptoPermit2Proxy', '0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002'],
+  ];
+  const x402Build = compile('solc-0.8.28', X402_CONTRACTS.map(([u]) => u), resolveX402,
+    { optimizer: { enabled: true, runs: 200 }, evmVersion: 'cancun', metadata: { bytecodeHash: 'none' } });
+  for (const [unit, name, address] of X402_CONTRACTS) {
+    fixtures[name] = entry(x402Build, 'contracts/x402 (Bursar), ' + PACKAGES.oz5[0], unit, name, { address });
+  }
 
   const text = JSON.stringify({ generatedBy: 'tools/evm-fixtures/build.js', contracts: fixtures }, null, 1) + '\n';
   fs.mkdirSync(path.dirname(OUT), { recursive: true });

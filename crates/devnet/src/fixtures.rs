@@ -1,6 +1,8 @@
 //! The EVM fixtures (`ChainConfig::evm_fixtures`, `bursar devnet --with-evm-fixtures`): Safe
 //! 1.4.1, USDC (FiatToken v2.2 behind its proxy), Multicall3 and Permit2, installed in the
-//! genesis state at the addresses of [`bursar_bindings::evm`] — those they have on Arbitrum One.
+//! genesis state at the addresses of [`bursar_bindings::evm`] — those they have on Arbitrum One;
+//! and x402's batch-settlement escrow, its deposit collectors and its `upto` proxy at x402's
+//! addresses ([`bursar_bindings::x402`]), built from Bursar's sources (`contracts/x402`).
 //!
 //! Their code is `fixtures/evm.json`, which `tools/evm-fixtures/build.js` compiles from the
 //! registry packages with the solc-js versions their authors used (a test rebuilds it and
@@ -31,6 +33,7 @@ use bursar_bindings::erc8004::{
     IMPLEMENTATION_SLOT, REPUTATION_IMPLEMENTATION, REPUTATION_REGISTRY,
 };
 use bursar_bindings::evm::{self, IFiatToken, USDC, USDC_IMPLEMENTATION, USDC_PROXY_ADMIN};
+use bursar_bindings::x402;
 use serde::Deserialize;
 
 use crate::accounts::dev_accounts;
@@ -90,6 +93,10 @@ pub fn addresses() -> Vec<(&'static str, Address)> {
         ("SignatureChecker", evm::USDC_SIGNATURE_CHECKER),
         ("FiatTokenV2_2", USDC_IMPLEMENTATION),
         ("FiatTokenProxy", USDC),
+        ("x402BatchSettlement", x402::BATCH_SETTLEMENT),
+        ("ERC3009DepositCollector", x402::ERC3009_DEPOSIT_COLLECTOR),
+        ("Permit2DepositCollector", x402::PERMIT2_DEPOSIT_COLLECTOR),
+        ("x402UptoPermit2Proxy", x402::UPTO_PERMIT2_PROXY),
     ]
 }
 
@@ -364,5 +371,52 @@ mod tests {
             bursar_bindings::evm::IMulticall3::getChainIdCall {},
         );
         assert_eq!(id, U256::from(exec.block().chain_id));
+    }
+
+    /// x402's contracts hash channels and vouchers as x402's packages do off chain (EIP-712
+    /// under the escrow's domain, here computed by alloy as viem computes it).
+    #[test]
+    fn x402_contracts_hash_what_x402s_clients_sign() {
+        use bursar_bindings::x402::{IX402BatchSettlement as Bs, IX402UptoPermit2Proxy as Upto};
+        let mut exec = Executor::new();
+        install(&mut exec);
+        let chain_id = exec.block().chain_id;
+        let config = x402::ChannelConfig {
+            payer: Address::repeat_byte(1),
+            payerAuthorizer: Address::repeat_byte(2),
+            receiver: Address::repeat_byte(3),
+            receiverAuthorizer: Address::repeat_byte(4),
+            token: USDC,
+            withdrawDelay: alloy_primitives::aliases::U40::from(900u32),
+            salt: B256::repeat_byte(5),
+        };
+        let id = view(
+            &mut exec,
+            x402::BATCH_SETTLEMENT,
+            Bs::getChannelIdCall {
+                config: config.clone(),
+            },
+        );
+        assert_eq!(id, x402::channel_id(&config, chain_id));
+        let digest = view(
+            &mut exec,
+            x402::BATCH_SETTLEMENT,
+            Bs::getVoucherDigestCall {
+                channelId: id,
+                maxClaimableAmount: 1234,
+            },
+        );
+        assert_eq!(digest, x402::voucher_digest(id, 1234, chain_id));
+        let permit2 = view(&mut exec, x402::UPTO_PERMIT2_PROXY, Upto::PERMIT2Call {});
+        assert_eq!(permit2, evm::PERMIT2);
+        let typehash = view(
+            &mut exec,
+            x402::UPTO_PERMIT2_PROXY,
+            Upto::WITNESS_TYPEHASHCall {},
+        );
+        assert_eq!(
+            typehash,
+            keccak256("Witness(address to,address facilitator,uint256 validAfter)")
+        );
     }
 }
