@@ -1,5 +1,6 @@
 //! x402's official packages (`tools/x402`, pinned) beside the devnet: a resource server built
-//! with `@x402/express` and the official `@x402/fetch` client, run with node.
+//! with `@x402/express` and the official `@x402/fetch` client, run with node, in any of the
+//! EVM schemes x402 ships (`exact`, `batch-settlement`, `upto`).
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -34,8 +35,33 @@ pub enum Facilitator {
     At(String),
 }
 
-/// `tools/x402/server.mjs`: an `@x402/express` server charging `amount` USDC (x402's `exact`,
-/// EIP-3009) to `pay_to` for `GET /report`; killed when dropped.
+/// The x402 scheme a resource server asks for.
+#[derive(Clone, Copy, Debug)]
+pub enum Scheme {
+    /// `exact`: one EIP-3009 authorization per request.
+    Exact,
+    /// `batch-settlement`: a channel deposit, then a cumulative voucher per request.
+    BatchSettlement,
+    /// `upto`: a Permit2 authorization of the price, of which the server settles part.
+    Upto {
+        /// What the server settles of each authorization.
+        charge: U256,
+    },
+}
+
+impl Scheme {
+    /// Its name in x402's messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheme::Exact => "exact",
+            Scheme::BatchSettlement => "batch-settlement",
+            Scheme::Upto { .. } => "upto",
+        }
+    }
+}
+
+/// `tools/x402/server.mjs`: an `@x402/express` server charging `amount` USDC to `pay_to` for
+/// `GET /report` in one of x402's schemes; killed when dropped.
 pub struct OfficialServer {
     _node: tokio::process::Child,
     /// `http://127.0.0.1:<port>/report`.
@@ -43,10 +69,22 @@ pub struct OfficialServer {
 }
 
 impl OfficialServer {
-    /// Starts it against the chain `client` talks to; panics when the packages are missing.
+    /// Starts an `exact` one against the chain `client` talks to; panics when the packages
+    /// are missing.
     pub async fn start(
         client: &Client,
         facilitator: Facilitator,
+        pay_to: Address,
+        amount: U256,
+    ) -> Self {
+        Self::start_scheme(client, facilitator, Scheme::Exact, pay_to, amount).await
+    }
+
+    /// Starts one asking for `scheme`.
+    pub async fn start_scheme(
+        client: &Client,
+        facilitator: Facilitator,
+        scheme: Scheme,
         pay_to: Address,
         amount: U256,
     ) -> Self {
@@ -63,8 +101,12 @@ impl OfficialServer {
             .env("ASSET", USDC.to_string())
             .env("PAY_TO", pay_to.to_string())
             .env("AMOUNT", amount.to_string())
+            .env("SCHEME", scheme.name())
             .stdout(Stdio::piped())
             .kill_on_drop(true);
+        if let Scheme::Upto { charge } = scheme {
+            node.env("CHARGE", charge.to_string());
+        }
         match facilitator {
             Facilitator::Official(i) => node
                 .env("FACILITATOR", "official")
@@ -96,4 +138,56 @@ impl OfficialServer {
         }
         req.send().await.expect("GET the resource")
     }
+
+    /// A `batch-settlement` server's channel manager, once: claims every voucher it holds,
+    /// settles, refunds the channels. Answers `{claims, settled, refunds}` as x402's manager
+    /// reports them.
+    pub async fn settle_channels(&self) -> serde_json::Value {
+        let url = self.url.replace("/report", "/channels/settle");
+        let response = reqwest::Client::new()
+            .post(url)
+            .send()
+            .await
+            .expect("POST /channels/settle");
+        let status = response.status();
+        let body: serde_json::Value = response.json().await.expect("JSON");
+        assert!(status.is_success(), "the channel manager failed: {body}");
+        body
+    }
+}
+
+/// `tools/x402/client.mjs`: x402's own `@x402/fetch` client, paying `url` `calls` times in
+/// `scheme` from dev account `payer`. Answers each request's `{status, body, paymentResponse}`.
+pub async fn official_client(
+    client: &Client,
+    scheme: Scheme,
+    payer: usize,
+    url: &str,
+    calls: usize,
+) -> Vec<serde_json::Value> {
+    let tools = tools().expect("x402's packages are not installed: run cargo xtask setup");
+    let out = tokio::process::Command::new("node")
+        .arg(tools.join("client.mjs"))
+        .env("URL", url)
+        .env("RPC_URL", client.url())
+        .env(
+            "CHAIN_ID",
+            client.chain_id().await.expect("chain id").to_string(),
+        )
+        .env("ASSET", USDC.to_string())
+        .env("PAYER_KEY", dev_key_hex(payer))
+        .env("SCHEME", scheme.name())
+        .env("CALLS", calls.to_string())
+        .output()
+        .await
+        .expect("run node");
+    assert!(
+        out.status.success(),
+        "x402's client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON line per request"))
+        .collect()
 }

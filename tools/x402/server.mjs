@@ -1,21 +1,32 @@
 // An x402 resource server built only from x402's official packages, as a vendor would build
-// one: @x402/express's payment middleware asks for `exact` in the given token, and its
-// facilitator is either the official exact EVM facilitator (@x402/evm) running in this process
-// against the chain, or another facilitator over HTTP (Bursar's).
+// one: @x402/express's payment middleware asks for SCHEME in the given token, and its
+// facilitator is either the official EVM facilitator of that scheme (@x402/evm) running in
+// this process against the chain, or another facilitator over HTTP (Bursar's).
 //
-// Environment: RPC_URL, CHAIN_ID, ASSET, PAY_TO, AMOUNT (base units), and FACILITATOR:
-// "official" (then FACILITATOR_KEY, the key its settlements are sent from) or a facilitator's
-// base URL. Serves `GET /report` behind the payment on 127.0.0.1 and prints `{"port": N}` as
-// its first stdout line once it is listening; a failed settlement is told on stderr.
+// Environment: RPC_URL, CHAIN_ID, ASSET, PAY_TO, AMOUNT (base units), SCHEME ("exact", the
+// default; "batch-settlement"; "upto", which settles CHARGE of at most AMOUNT), and
+// FACILITATOR: "official" (then FACILITATOR_KEY, the key its transactions are sent from and,
+// for batch-settlement, its receiver authorizer) or a facilitator's base URL. Serves
+// `GET /report` behind the payment on 127.0.0.1 and prints `{"port": N}` as its first stdout
+// line once it is listening; a failed settlement is told on stderr. With batch-settlement,
+// `POST /channels/settle` runs x402's channel manager once — claim every voucher, settle, refund
+// the channels — and answers what it did.
 import express from "express";
 import { createWalletClient, defineChain, http, publicActions } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { x402Facilitator } from "@x402/core/facilitator";
 import { HTTPFacilitatorClient } from "@x402/core/server";
-import { x402ResourceServer, paymentMiddleware } from "@x402/express";
+import { x402ResourceServer, paymentMiddleware, setSettlementOverrides } from "@x402/express";
 import { toFacilitatorEvmSigner } from "@x402/evm";
 import { registerExactEvmScheme } from "@x402/evm/exact/facilitator";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
+import { BatchSettlementEvmScheme as BatchFacilitator } from "@x402/evm/batch-settlement/facilitator";
+import {
+  BatchSettlementChannelManager,
+  BatchSettlementEvmScheme as BatchServer,
+} from "@x402/evm/batch-settlement/server";
+import { UptoEvmScheme as UptoFacilitator } from "@x402/evm/upto/facilitator";
+import { UptoEvmScheme as UptoServer } from "@x402/evm/upto/server";
 
 const env = (name) => {
   const value = process.env[name];
@@ -24,6 +35,7 @@ const env = (name) => {
 };
 const rpc = env("RPC_URL");
 const network = `eip155:${env("CHAIN_ID")}`;
+const scheme = process.env.SCHEME ?? "exact";
 
 function officialFacilitator() {
   const chain = defineChain({
@@ -43,7 +55,13 @@ function officialFacilitator() {
     sendTransaction: (a) => client.sendTransaction(a),
     waitForTransactionReceipt: (a) => client.waitForTransactionReceipt(a),
   });
-  const facilitator = registerExactEvmScheme(new x402Facilitator(), { signer, networks: [network] });
+  const facilitator =
+    scheme === "exact"
+      ? registerExactEvmScheme(new x402Facilitator(), { signer, networks: [network] })
+      : new x402Facilitator().register(
+          network,
+          scheme === "upto" ? new UptoFacilitator(signer) : new BatchFacilitator(signer, account),
+        );
   // The resource server takes a facilitator client; the official facilitator in process is one.
   return {
     verify: (payload, requirements) => facilitator.verify(payload, requirements),
@@ -55,7 +73,12 @@ function officialFacilitator() {
 const which = env("FACILITATOR");
 const facilitator =
   which === "official" ? officialFacilitator() : new HTTPFacilitatorClient({ url: which });
-const server = new x402ResourceServer(facilitator).register(network, new ExactEvmScheme());
+const serverScheme = {
+  exact: () => new ExactEvmScheme(),
+  upto: () => new UptoServer(),
+  "batch-settlement": () => new BatchServer(env("PAY_TO")),
+}[scheme]();
+const server = new x402ResourceServer(facilitator).register(network, serverScheme);
 server.onSettleFailure(async (failure) => {
   console.error("settlement failed:", failure.error?.message ?? failure);
 });
@@ -67,7 +90,7 @@ app.use(
       "GET /report": {
         accepts: [
           {
-            scheme: "exact",
+            scheme,
             network,
             payTo: env("PAY_TO"),
             price: {
@@ -85,7 +108,30 @@ app.use(
     server,
   ),
 );
-app.get("/report", (_req, res) => res.json({ report: "all quiet" }));
+app.get("/report", (_req, res) => {
+  if (scheme === "upto") setSettlementOverrides(res, { amount: env("CHARGE") });
+  res.json({ report: "all quiet" });
+});
+
+if (scheme === "batch-settlement") {
+  const manager = new BatchSettlementChannelManager({
+    scheme: serverScheme,
+    facilitator,
+    receiver: env("PAY_TO"),
+    token: env("ASSET"),
+    network,
+  });
+  app.post("/channels/settle", async (_req, res) => {
+    try {
+      const claims = await manager.claim();
+      const settled = await manager.settle();
+      const refunds = await manager.refund();
+      res.json({ claims, settled, refunds });
+    } catch (e) {
+      res.status(500).json({ error: e instanceof Error ? e.message : String(e) });
+    }
+  });
+}
 
 const listener = app.listen(0, "127.0.0.1", () => {
   console.log(JSON.stringify({ port: listener.address().port }));

@@ -3,8 +3,10 @@
 //! proxy. The devnet installs Bursar's builds of them (`contracts/x402`, Solidity written from
 //! x402's specification); on Arbitrum One they are x402's.
 
-use alloy_primitives::{address, Address, B256};
-use alloy_sol_types::{Eip712Domain, SolStruct};
+use alloc::vec::Vec;
+
+use alloy_primitives::{address, keccak256, Address, B256, U256};
+use alloy_sol_types::{Eip712Domain, SolStruct, SolValue};
 
 /// `x402BatchSettlement`: payment channels, claims in batches, settlement by receiver.
 pub const BATCH_SETTLEMENT: Address = address!("4020074e9dF2ce1deE5A9C1b5c3f541D02a10003");
@@ -60,6 +62,18 @@ alloy_sol_types::sol! {
     /// The permit witness of a Permit2 deposit: the channel it funds.
     struct DepositWitness {
         bytes32 channelId;
+    }
+
+    /// EIP-3009's `ReceiveWithAuthorization`, signed under the token's domain: how a deposit
+    /// through [`ERC3009_DEPOSIT_COLLECTOR`] is authorized (`to` is the collector, the nonce
+    /// [`erc3009_deposit_nonce`]).
+    struct ReceiveWithAuthorization {
+        address from;
+        address to;
+        uint256 value;
+        uint256 validAfter;
+        uint256 validBefore;
+        bytes32 nonce;
     }
 
     /// x402BatchSettlement, as x402's packages and Bursar call it.
@@ -124,6 +138,11 @@ alloy_sol_types::sol! {
         error ZeroRefund();
     }
 
+    /// How the escrow takes a deposit: it calls the collector the depositor names.
+    interface IDepositCollector {
+        function collect(address payer, address token, uint256 amount, bytes32 channelId, bytes collectorData) external;
+    }
+
     /// x402UptoPermit2Proxy: settles at most what the payer permitted, by the facilitator it named.
     interface IX402UptoPermit2Proxy {
         struct TokenPermissions {
@@ -180,4 +199,27 @@ pub fn voucher_digest(channel_id: B256, max_claimable: u128, chain_id: u64) -> B
         maxClaimableAmount: max_claimable,
     }
     .eip712_signing_hash(&batch_settlement_domain(chain_id))
+}
+
+/// The EIP-3009 nonce of a deposit into `channel_id` through [`ERC3009_DEPOSIT_COLLECTOR`]:
+/// `keccak256(abi.encode(channelId, salt))`, so an authorization funds one channel only.
+pub fn erc3009_deposit_nonce(channel_id: B256, salt: U256) -> B256 {
+    keccak256((channel_id, salt).abi_encode_params())
+}
+
+/// The `collectorData` of a deposit through [`ERC3009_DEPOSIT_COLLECTOR`]: `abi.encode(
+/// validAfter, validBefore, salt, signature)`.
+pub fn erc3009_collector_data(
+    valid_after: U256,
+    valid_before: U256,
+    salt: U256,
+    signature: &[u8],
+) -> Vec<u8> {
+    (
+        valid_after,
+        valid_before,
+        salt,
+        alloy_primitives::Bytes::copy_from_slice(signature),
+    )
+        .abi_encode_params()
 }

@@ -10,3 +10,4 @@ mod paid_feedback;
 mod safe_owner;
 mod scenario;
 mod world;
+mod x402_channels;
