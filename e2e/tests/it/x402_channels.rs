@@ -42,7 +42,11 @@ async fn mint(client: &Client, to: Address, amount: U256) {
 /// `(balance, totalClaimed)` of a channel.
 async fn channel(client: &Client, id: B256) -> (u128, u128) {
     let c = client
-        .view(None, BATCH_SETTLEMENT, Escrow::channelsCall { channelId: id })
+        .view(
+            None,
+            BATCH_SETTLEMENT,
+            Escrow::channelsCall { channelId: id },
+        )
         .await
         .unwrap();
     (c.balance, c.totalClaimed)
@@ -97,7 +101,11 @@ async fn x402s_batch_settlement_packages_run_unchanged_against_the_devnet() {
         let paid = &a["paymentResponse"];
         assert_eq!(paid["success"], true, "call {i}: {a}");
         let charged = base_units(&paid["extra"]["channelState"]["chargedCumulativeAmount"]);
-        assert_eq!(charged, PRICE as u128 * (i as u128 + 1), "call {i}: cumulative");
+        assert_eq!(
+            charged,
+            PRICE as u128 * (i as u128 + 1),
+            "call {i}: cumulative"
+        );
         if paid["transaction"].as_str().is_some_and(|t| !t.is_empty()) {
             deposits += 1;
         }
@@ -223,13 +231,8 @@ impl Channel {
             config: self.config.clone(),
             amount,
             collector: ERC3009_DEPOSIT_COLLECTOR,
-            collectorData: x402::erc3009_collector_data(
-                U256::ZERO,
-                valid_before,
-                salt,
-                &signature,
-            )
-            .into(),
+            collectorData: x402::erc3009_collector_data(U256::ZERO, valid_before, salt, &signature)
+                .into(),
         }
     }
 
@@ -247,7 +250,12 @@ impl Channel {
     }
 
     async fn now(&self) -> u64 {
-        self.client.latest_block().await.unwrap().timestamp.to::<u64>()
+        self.client
+            .latest_block()
+            .await
+            .unwrap()
+            .timestamp
+            .to::<u64>()
     }
 
     /// The escrow's invariant for this one channel and receiver: it holds exactly what was
@@ -319,14 +327,22 @@ async fn the_escrow_refuses_what_x402_refuses() {
         voucherClaims: vec![c.claim(&key, cents(150), cents(150))],
     };
     assert!(matches!(
-        escrow_error(c.authorizer.transact(&client, BATCH_SETTLEMENT, &beyond_deposit).await),
+        escrow_error(
+            c.authorizer
+                .transact(&client, BATCH_SETTLEMENT, &beyond_deposit)
+                .await
+        ),
         EscrowError::ClaimExceedsBalance(_)
     ));
     let beyond_voucher = Escrow::claimCall {
         voucherClaims: vec![c.claim(&key, cents(20), cents(30))],
     };
     assert!(matches!(
-        escrow_error(c.authorizer.transact(&client, BATCH_SETTLEMENT, &beyond_voucher).await),
+        escrow_error(
+            c.authorizer
+                .transact(&client, BATCH_SETTLEMENT, &beyond_voucher)
+                .await
+        ),
         EscrowError::ClaimExceedsCeiling(_)
     ));
     let forger = Key::from_bytes(&keccak256("forger")).unwrap();
@@ -334,7 +350,11 @@ async fn the_escrow_refuses_what_x402_refuses() {
         voucherClaims: vec![c.claim(&forger, cents(20), cents(20))],
     };
     assert!(matches!(
-        escrow_error(c.authorizer.transact(&client, BATCH_SETTLEMENT, &forged).await),
+        escrow_error(
+            c.authorizer
+                .transact(&client, BATCH_SETTLEMENT, &forged)
+                .await
+        ),
         EscrowError::InvalidSignature(_)
     ));
     let good = Escrow::claimCall {
@@ -372,7 +392,11 @@ async fn the_escrow_refuses_what_x402_refuses() {
         amount: cents(80),
     };
     assert!(matches!(
-        escrow_error(stranger.transact(&client, BATCH_SETTLEMENT, &initiate).await),
+        escrow_error(
+            stranger
+                .transact(&client, BATCH_SETTLEMENT, &initiate)
+                .await
+        ),
         EscrowError::InvalidChannel(_)
     ));
     c.payer
@@ -448,11 +472,19 @@ async fn the_escrow_refuses_what_x402_refuses() {
     };
     let authorizer_key = c.authorizer.key().clone();
     assert!(matches!(
-        escrow_error(stranger.transact(&client, BATCH_SETTLEMENT, &refund(1, &authorizer_key)).await),
+        escrow_error(
+            stranger
+                .transact(&client, BATCH_SETTLEMENT, &refund(1, &authorizer_key))
+                .await
+        ),
         EscrowError::InvalidRefundNonce(_)
     ));
     assert!(matches!(
-        escrow_error(stranger.transact(&client, BATCH_SETTLEMENT, &refund(0, &forger)).await),
+        escrow_error(
+            stranger
+                .transact(&client, BATCH_SETTLEMENT, &refund(0, &forger))
+                .await
+        ),
         EscrowError::InvalidSignature(_)
     ));
     let payer_before = usdc(&client, c.payer.address()).await;
@@ -466,7 +498,11 @@ async fn the_escrow_refuses_what_x402_refuses() {
     );
     // Spent: the same signed refund cannot be sent twice.
     assert!(matches!(
-        escrow_error(stranger.transact(&client, BATCH_SETTLEMENT, &refund(0, &authorizer_key)).await),
+        escrow_error(
+            stranger
+                .transact(&client, BATCH_SETTLEMENT, &refund(0, &authorizer_key))
+                .await
+        ),
         EscrowError::InvalidRefundNonce(_)
     ));
     c.assert_conserved().await;

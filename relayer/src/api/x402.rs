@@ -12,11 +12,12 @@ use crate::x402::{
     VerifyResponse,
 };
 
-/// x402 v2 facilitator: the kinds it settles (`bursar-session` and `exact` on this chain).
+/// x402 v2 facilitator: the kinds it settles (`bursar-session`, `exact` and `batch-settlement`
+/// on this chain).
 #[utoipa::path(get, path = "/x402/supported", operation_id = "x402Supported", tag = "x402",
     responses((status = 200, description = "The kinds", body = Supported)))]
-pub(super) async fn supported(State(s): State<AppState>) -> Json<Supported> {
-    Json(x402::supported(&s))
+pub(super) async fn supported(State(s): State<AppState>) -> Result<Json<Supported>, Error> {
+    Ok(Json(x402::supported(&s).await?))
 }
 
 /// x402 v2 facilitator: verify a `bursar-session` payment (signature and every session rule)

@@ -198,7 +198,23 @@ pub async fn session_key(
     })
 }
 
-/// Re-seals every session key, webhook secret and provider secret under `new` (each must open under `old`); all
+/// The relayer's own key for `purpose`, made and sealed the first time any relayer process on
+/// this database asks (every later ask, from any process, opens that one).
+pub async fn relayer_key(
+    store: &Store,
+    master: &MasterKey,
+    purpose: &str,
+) -> Result<Key, VaultError> {
+    let (_, mine) = new_sealed_key(master, purpose);
+    let row = store.relayer_key(purpose, &mine, now_ms()).await?;
+    let secret = master.open(&row)?;
+    Key::from_bytes(&B256::from(secret)).ok_or(VaultError::Sealed {
+        address: row.address,
+        master_key_id: master.id(),
+    })
+}
+
+/// Re-seals every session key, relayer key, webhook secret and provider secret under `new` (each must open under `old`); all
 /// or nothing.
 pub async fn rotate(store: &Store, old: &MasterKey, new: &MasterKey) -> Result<usize, VaultError> {
     let mut failure = None;

@@ -52,6 +52,8 @@ pub(crate) struct Custody {
     pub(crate) master_key: MasterKey,
     /// Custodial keys opened so far, by address.
     pub(crate) open_keys: std::sync::Mutex<std::collections::HashMap<Address, Key>>,
+    /// The relayer's own keys opened so far, by purpose.
+    pub(crate) own_keys: std::sync::Mutex<std::collections::HashMap<&'static str, Key>>,
 }
 
 impl Custody {
@@ -60,6 +62,7 @@ impl Custody {
         Custody {
             master_key,
             open_keys: Default::default(),
+            own_keys: Default::default(),
         }
     }
 }
@@ -238,6 +241,31 @@ impl App {
             keys.clear();
         }
         keys.insert(address, key.clone());
+        Ok(key)
+    }
+
+    /// The relayer's own key for `purpose` (made the first time; the same in every process
+    /// sharing the database), opened and kept open.
+    pub(crate) async fn relayer_key(
+        &self,
+        purpose: &'static str,
+    ) -> Result<Key, vault::VaultError> {
+        let own = |c: &Custody| {
+            c.own_keys
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(purpose)
+                .cloned()
+        };
+        if let Some(key) = own(&self.custody) {
+            return Ok(key);
+        }
+        let key = vault::relayer_key(&self.store, &self.custody.master_key, purpose).await?;
+        self.custody
+            .own_keys
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(purpose, key.clone());
         Ok(key)
     }
 

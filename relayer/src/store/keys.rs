@@ -1,4 +1,4 @@
-//! Sealed custodial session keys.
+//! Sealed custodial session keys, and the relayer's own keys for a purpose.
 
 use sqlx::Row;
 
@@ -63,7 +63,35 @@ impl Store {
         row.as_ref().map(sealed_row).transpose()
     }
 
-    /// Re-seals every sealed secret (session keys and webhook secrets): `reseal` gets each
+    /// Stores `row` as the key for `purpose` unless one is stored already; answers the one
+    /// stored (this one, or another process's that came first).
+    pub async fn relayer_key(
+        &self,
+        purpose: &str,
+        row: &SealedKeyRow,
+        now: i64,
+    ) -> Result<SealedKeyRow, StoreError> {
+        sqlx::query(
+            "INSERT INTO relayer_keys (purpose, address, sealed, master_key_id, created_at) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (purpose) DO NOTHING",
+        )
+        .bind(purpose)
+        .bind(&row.address)
+        .bind(&row.sealed)
+        .bind(&row.master_key_id)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        let stored = sqlx::query(
+            "SELECT address, purpose, sealed, master_key_id FROM relayer_keys WHERE purpose = $1",
+        )
+        .bind(purpose)
+        .fetch_one(&self.pool)
+        .await?;
+        sealed_row(&stored)
+    }
+
+    /// Re-seals every sealed secret (session keys, relayer keys and webhook secrets): `reseal` gets each
     /// one's associated data (the key's address, the endpoint's id) and sealed text and returns
     /// its new sealing, stored with `master_key_id`; all rows change in one database
     /// transaction, or none does. Returns how many were re-sealed.
@@ -80,6 +108,19 @@ impl Store {
         for (address, sealed) in &keys {
             sqlx::query(
                 "UPDATE session_keys SET sealed = $1, master_key_id = $2 WHERE address = $3",
+            )
+            .bind(reseal(address, sealed)?)
+            .bind(master_key_id)
+            .bind(address)
+            .execute(&mut *tx)
+            .await?;
+        }
+        let own: Vec<(String, String)> = sqlx::query_as("SELECT address, sealed FROM relayer_keys")
+            .fetch_all(&mut *tx)
+            .await?;
+        for (address, sealed) in &own {
+            sqlx::query(
+                "UPDATE relayer_keys SET sealed = $1, master_key_id = $2 WHERE address = $3",
             )
             .bind(reseal(address, sealed)?)
             .bind(master_key_id)
@@ -118,7 +159,7 @@ impl Store {
             .await?;
         }
         tx.commit().await?;
-        Ok(keys.len() + secrets.len() + providers.len())
+        Ok(keys.len() + own.len() + secrets.len() + providers.len())
     }
 }
 

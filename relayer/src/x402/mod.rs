@@ -11,8 +11,9 @@
 //! * Facilitator side ([`supported`], [`verify`], [`settle`]: `GET /x402/supported`,
 //!   `POST /x402/verify`, `POST /x402/settle`, x402's bodies): `bursar-session` payments
 //!   ([`session`]) and `exact` EIP-3009 payments from any payer, account or contract
-//!   ([`exact`]); checked against the chain at the latest block, settled through the
-//!   transaction engine and answered once mined.
+//!   ([`exact`]), and `batch-settlement` channels into x402's escrow for any payer, with the
+//!   relayer as their receiver authorizer ([`batch`]); checked against the chain at the latest
+//!   block, settled through the transaction engine and answered once mined.
 
 use std::collections::BTreeMap;
 
@@ -24,13 +25,16 @@ use crate::kernel::App;
 use crate::kernel::Error;
 
 mod agent;
+mod batch;
 mod exact;
 mod once;
 mod pay;
 mod session;
+mod signature;
 mod types;
 
 pub use agent::{offer, Offer, OfferRequest, EXTENSION};
+pub use batch::BATCH;
 pub use pay::{pay, Paid, PayRequest};
 pub use session::SessionPayment;
 pub use types::{
@@ -56,21 +60,21 @@ pub struct Supported {
 pub struct Kind {
     /// 2.
     pub x402_version: u32,
-    /// `bursar-session` or `exact`.
+    /// `bursar-session`, `exact` or `batch-settlement`.
     pub scheme: &'static str,
     /// CAIP-2.
     pub network: String,
-    /// `bursar-session`'s: `{wallet}`.
+    /// `bursar-session`'s: `{wallet}`; `batch-settlement`'s: `{receiverAuthorizer}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub extra: Option<Value>,
 }
 
 /// `GET /x402/supported`.
-pub fn supported(app: &App) -> Supported {
+pub async fn supported(app: &App) -> Result<Supported, Error> {
     let signers: Vec<String> = app.engine.signers().iter().map(|a| a.to_string()).collect();
     let network = network(app.chain_id);
-    Supported {
+    Ok(Supported {
         kinds: vec![
             Kind {
                 x402_version: VERSION,
@@ -81,19 +85,25 @@ pub fn supported(app: &App) -> Supported {
             Kind {
                 x402_version: VERSION,
                 scheme: EXACT,
-                network,
+                network: network.clone(),
                 extra: None,
+            },
+            Kind {
+                x402_version: VERSION,
+                scheme: BATCH,
+                network,
+                extra: Some(batch::supported_extra(app).await?),
             },
         ],
         extensions: Vec::new(),
         signers: BTreeMap::from([("eip155:*".to_owned(), signers)]),
-    }
+    })
 }
 
 fn unsupported(scheme: &str) -> Refusal {
     refuse(
         "unsupported_scheme",
-        format!("this facilitator settles {SCHEME} and {EXACT}, not {scheme:?}"),
+        format!("this facilitator settles {SCHEME}, {EXACT} and {BATCH}, not {scheme:?}"),
     )
 }
 
@@ -130,6 +140,7 @@ pub async fn verify(app: &App, body: Value) -> Result<VerifyResponse, Error> {
     let payer = match req.payment_requirements.scheme.as_str() {
         SCHEME => session::check(app, &req).await?.map(|c| c.payer),
         EXACT => exact::verify(app, &req).await?,
+        BATCH => return batch::verify(app, &req).await,
         other => Err(unsupported(other)),
     };
     Ok(payer.map_or_else(VerifyResponse::refused, VerifyResponse::valid))
@@ -145,6 +156,7 @@ pub async fn settle(app: &App, body: Value) -> Result<SettleResponse, Error> {
     match req.payment_requirements.scheme.as_str() {
         SCHEME => session::settle(app, &req).await,
         EXACT => exact::settle(app, &req).await,
+        BATCH => batch::settle(app, &req).await,
         other => Ok(SettleResponse::failed(app, unsupported(other), None)),
     }
 }

@@ -118,9 +118,13 @@ pub struct VerifyResponse {
     /// Why not, in words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub invalid_message: Option<String>,
-    /// The session key that signed.
+    /// Whose money it is: the session key that signed, the `exact` or channel payer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payer: Option<String>,
+    /// Scheme-specific facts (`batch-settlement`: the channel's state).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub extra: Option<Value>,
 }
 
 /// What `settle` answers.
@@ -142,6 +146,14 @@ pub struct SettleResponse {
     pub transaction: String,
     /// CAIP-2.
     pub network: String,
+    /// What was settled, in base units, when a scheme settles another amount than asked
+    /// (`batch-settlement`'s deposits and refunds, what a `settle` sent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub amount: Option<String>,
+    /// Scheme-specific facts (`batch-settlement`: the channel's state after it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub extra: Option<Value>,
 }
 
 /// The chain as CAIP-2.
@@ -183,6 +195,7 @@ impl VerifyResponse {
             invalid_reason: None,
             invalid_message: None,
             payer: Some(payer.to_string()),
+            extra: None,
         }
     }
 
@@ -192,6 +205,7 @@ impl VerifyResponse {
             invalid_reason: Some(reason),
             invalid_message: Some(message),
             payer: None,
+            extra: None,
         }
     }
 }
@@ -205,6 +219,8 @@ impl SettleResponse {
             payer: Some(payer.to_string()),
             transaction,
             network: network(app.chain_id),
+            amount: None,
+            extra: None,
         }
     }
 
@@ -216,6 +232,8 @@ impl SettleResponse {
             payer: payer.map(|p| p.to_string()),
             transaction: String::new(),
             network: network(app.chain_id),
+            amount: None,
+            extra: None,
         }
     }
 }

@@ -36,6 +36,7 @@ mod once;
 mod receiver;
 mod vault;
 mod x402;
+mod x402_channels;
 mod x402_exact;
 
 use std::sync::Arc;

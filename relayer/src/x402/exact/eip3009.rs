@@ -5,17 +5,16 @@
 //! reserved under the session's rules); a failed simulation is explained by the token's
 //! `authorizationState` and `balanceOf`, with x402's codes.
 
-use alloy_primitives::{Address, Bytes, Signature, B256, U256};
+use alloy_primitives::{Address, Bytes, B256, U256};
 use alloy_sol_types::{Eip712Domain, SolError, SolStruct};
 use bursar_bindings::eip712::TransferWithAuthorization;
-use bursar_bindings::erc::IERC1271;
 use bursar_bindings::evm::IFiatToken;
-use bursar_bindings::wallet::ERC1271_MAGIC_VALUE;
 use serde::Deserialize;
 
 use crate::kernel::json::Amount;
 use crate::kernel::App;
 use crate::kernel::Error;
+use crate::x402::signature::{signed_by, Signer};
 use crate::x402::types::{refuse, Asked, FacilitatorRequest, Refusal};
 
 /// The slack x402's facilitator leaves before `validBefore` (seconds): an authorization that
@@ -136,29 +135,15 @@ pub(super) async fn check(
     asset: Address,
     signer: Address,
 ) -> Result<Result<(), Refusal>, Error> {
-    let from = a.message.from;
-    let code = app.client.code(from).await?;
-    let signed = if code.is_empty() {
-        a.signature.len() == 65
-            && Signature::from_raw(&a.signature)
-                .ok()
-                .and_then(|s| s.recover_address_from_prehash(&a.digest).ok())
-                == Some(from)
-    } else {
-        let ask = IERC1271::isValidSignatureCall {
-            hash: a.digest,
-            signature: a.signature.clone(),
-        };
-        // A revert is a "no", as it is for the token.
-        matches!(app.client.view(None, from, ask).await, Ok(m) if m.0 == ERC1271_MAGIC_VALUE)
-    };
+    let (signed, by) = signed_by(app, a.message.from, a.digest, &a.signature).await?;
     if !signed {
         return Ok(Err(refuse(
             "invalid_exact_evm_signature",
-            if code.is_empty() {
-                "the signature is not the payer's"
-            } else {
-                "the payer contract does not vouch for this authorization (ERC-1271)"
+            match by {
+                Signer::Account => "the signature is not the payer's",
+                Signer::Contract => {
+                    "the payer contract does not vouch for this authorization (ERC-1271)"
+                }
             },
         )));
     }

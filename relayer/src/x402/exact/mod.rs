@@ -12,14 +12,14 @@
 mod eip3009;
 pub(crate) mod erc7710;
 
-use alloy_primitives::{keccak256, Address, U256};
+use alloy_primitives::{keccak256, Address};
 use alloy_sol_types::SolEvent;
 use bursar_bindings::token::ITestToken::Transfer;
 
 use super::types::{network, refuse, Asked, FacilitatorRequest, Refusal, SettleResponse};
 use crate::kernel::App;
 use crate::kernel::Error;
-use crate::x402::once::{Settlement, Turn};
+use crate::x402::once::{mined, queue, signer_for, Settlement};
 
 /// A payment of the server's requirements, by its method.
 enum Payment {
@@ -116,13 +116,6 @@ async fn parse(app: &App, req: &FacilitatorRequest) -> Result<Result<Exact, Refu
     Ok(payment.map(|payment| Exact { asked, payment }))
 }
 
-/// The signer a payer's settlements go out from: the same one for the same payer, so its
-/// payments are settled in order.
-fn signer_for(app: &App, payer: Address) -> Address {
-    let signers = app.engine.signers();
-    signers[usize::from(payer[19]) % signers.len()]
-}
-
 /// `POST /x402/verify` for `exact`: the payer when the payment would settle now.
 pub(super) async fn verify(
     app: &App,
@@ -153,40 +146,9 @@ pub(super) async fn settle(app: &App, req: &FacilitatorRequest) -> Result<Settle
         used: "invalid_exact_evm_nonce_already_used",
         payer: e.payer(),
     };
-    let tx = match settlement.take(app).await? {
-        Err(answer) => return Ok(answer),
-        Ok(Turn::Wait(sent)) => match sent.parse() {
-            Ok(tx) => tx,
-            // Not an engine transaction (an edited row): give the turn back, answer nothing.
-            Err(_) => {
-                app.store
-                    .leave_settlement(&key, &app.process.instance)
-                    .await?;
-                return Err(Error::Internal);
-            }
-        },
-        Ok(Turn::Send) => match send(app, &e, &settlement).await {
-            Ok(Ok(tx)) => tx,
-            // Nothing was sent: a later `settle` checks afresh.
-            Ok(Err(refusal)) => {
-                settlement.forget(app).await?;
-                return Ok(SettleResponse::failed(app, refusal, Some(e.payer())));
-            }
-            Err(err) => {
-                settlement.forget(app).await?;
-                return Err(err);
-            }
-        },
-    };
-    match outcome(app, tx, &e).await {
-        Ok(answer) => settlement.answer(app, answer).await,
-        Err(err) => {
-            app.store
-                .leave_settlement(&key, &app.process.instance)
-                .await?;
-            Err(err)
-        }
-    }
+    settlement
+        .run(app, send(app, &e, &settlement), |tx| outcome(app, tx, &e))
+        .await
 }
 
 /// Checks `e` on chain, then queues its settlement, recorded as `settlement`'s in the same
@@ -201,16 +163,7 @@ async fn send(
         return Ok(Err(refusal));
     }
     let (to, data) = e.call();
-    let call = crate::engine::submission::Call {
-        signer,
-        to,
-        gas_limit: app.gas_for(signer, to, &data).await?,
-        data: data.into(),
-        value: U256::ZERO,
-    };
-    let (mut db, tx) = app.queue(&call).await?;
-    settlement.sent(&mut db, &tx.to_string()).await?;
-    app.commit(db).await?;
+    let tx = queue(app, settlement, signer, to, data).await?;
     tracing::info!(payer = %e.payer(), to = %e.asked.pay_to, amount = %e.asked.amount, transaction = tx, "x402 exact payment queued");
     Ok(Ok(tx))
 }
@@ -219,26 +172,15 @@ async fn send(
 /// succeeded and moved the asset from the payer to `payTo`.
 async fn outcome(app: &App, tx: i64, e: &Exact) -> Result<SettleResponse, Error> {
     let from = e.payer();
-    let mined = app
-        .wait_for(app.settings.open_wait, || async {
-            let row = app.store.transaction(tx).await?;
-            Ok(row.filter(|t| t.receipt_status.is_some()))
-        })
-        .await?;
-    let Some(mined) = mined else {
-        let why = refuse(
-            "settlement_pending",
-            format!("the transfer (transaction {tx}) is not mined yet: settle again to hear"),
-        );
-        return Ok(SettleResponse::failed(app, why, Some(from)));
+    let (hash, succeeded) = match mined(app, tx, Some(from)).await? {
+        Ok(mined) => mined,
+        Err(pending) => return Ok(pending),
     };
-    // A transaction with a receipt status was mined: it has a hash.
-    let hash = mined.mined_hash.ok_or(Error::Internal)?;
     let failed = |reason: &str, message: &str| SettleResponse {
         transaction: hash.to_string(),
         ..SettleResponse::failed(app, refuse(reason, message), Some(from))
     };
-    if mined.receipt_status != Some(1) {
+    if !succeeded {
         return Ok(failed(
             "invalid_exact_evm_transaction_failed",
             "the settlement was mined but reverted",
