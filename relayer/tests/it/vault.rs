@@ -20,6 +20,13 @@ async fn session_keys_are_sealed_and_rotation_is_all_or_nothing(db: Db) {
     let b = vault::new_session_key(&store, &old, &host.id)
         .await
         .unwrap();
+    // The relayer's own key for a purpose: made once, the same to every later ask (another
+    // process's would find it), and another purpose has another.
+    let own = vault::relayer_key(&store, &old, "purpose").await.unwrap();
+    let again = vault::relayer_key(&store, &old, "purpose").await.unwrap();
+    assert_eq!(own.address(), again.address());
+    let other = vault::relayer_key(&store, &old, "another").await.unwrap();
+    assert_ne!(own.address(), other.address());
     let addr = |k: &Key| format!("{:#x}", k.address());
     assert_eq!(
         vault::session_key(&store, &old, &addr(&a))
@@ -32,7 +39,10 @@ async fn session_keys_are_sealed_and_rotation_is_all_or_nothing(db: Db) {
     let row = store.session_key(&addr(&a)).await.unwrap().unwrap();
     assert_eq!(row.master_key_id, old.id());
 
-    assert_eq!(vault::rotate(&store, &old, &new).await.unwrap(), 2);
+    assert_eq!(vault::rotate(&store, &old, &new).await.unwrap(), 4);
+    let rotated = vault::relayer_key(&store, &new, "purpose").await.unwrap();
+    assert_eq!(rotated.address(), own.address(), "rotation keeps the key, sealed anew");
+    assert!(vault::relayer_key(&store, &old, "purpose").await.is_err());
     assert!(matches!(
         vault::session_key(&store, &old, &addr(&b)).await,
         Err(VaultError::Sealed { .. })
