@@ -131,6 +131,28 @@ async fn x402s_batch_settlement_packages_run_unchanged_against_the_devnet() {
     assert_eq!(usdc(&client, BATCH_SETTLEMENT).await, U256::ZERO);
     assert_eq!(channel(&client, id).await, (spent, spent));
     assert_eq!(receiver(&client, vendor).await, (spent, spent));
+
+    // What each transaction cost: x402's facilitator sends `settle` with 120,000 gas and a
+    // sponsored deposit with 300,000, so the escrow must fit in them.
+    let gas = |tx: &serde_json::Value| {
+        let hash: B256 = tx.as_str().unwrap().parse().unwrap();
+        let client = &client;
+        async move {
+            client
+                .receipt(hash)
+                .await
+                .unwrap()
+                .unwrap()
+                .gas_used
+                .to::<u64>()
+        }
+    };
+    let deposit = gas(&answers[0]["paymentResponse"]["transaction"]).await;
+    let claim = gas(&done["claims"][0]["transaction"]).await;
+    let settle = gas(&done["settled"]["transaction"]).await;
+    let refund = gas(&done["refunds"][0]["transaction"]).await;
+    eprintln!("x402 batch-settlement gas: deposit {deposit}, claim {claim}, settle {settle}, refund {refund}");
+    assert!(settle < 120_000 && deposit < 300_000, "{settle} {deposit}");
 }
 
 #[tokio::test]

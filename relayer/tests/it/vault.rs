@@ -41,7 +41,11 @@ async fn session_keys_are_sealed_and_rotation_is_all_or_nothing(db: Db) {
 
     assert_eq!(vault::rotate(&store, &old, &new).await.unwrap(), 4);
     let rotated = vault::relayer_key(&store, &new, "purpose").await.unwrap();
-    assert_eq!(rotated.address(), own.address(), "rotation keeps the key, sealed anew");
+    assert_eq!(
+        rotated.address(),
+        own.address(),
+        "rotation keeps the key, sealed anew"
+    );
     assert!(vault::relayer_key(&store, &old, "purpose").await.is_err());
     assert!(matches!(
         vault::session_key(&store, &old, &addr(&b)).await,

@@ -702,7 +702,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** x402 v2 facilitator: the kinds it settles (`bursar-session` and `exact` on this chain). */
+        /**
+         * x402 v2 facilitator: the kinds it settles (`bursar-session`, `exact` and `batch-settlement`
+         *     on this chain).
+         */
         get: operations["x402Supported"];
         put?: never;
         post?: never;
@@ -1099,11 +1102,11 @@ export interface components {
         };
         /** @description A kind of payment this facilitator settles. */
         Kind: {
-            /** @description `bursar-session`'s: `{wallet}`. */
+            /** @description `bursar-session`'s: `{wallet}`; `batch-settlement`'s: `{receiverAuthorizer}`. */
             extra?: Record<string, never> | null;
             /** @description CAIP-2. */
             network: string;
-            /** @description `bursar-session` or `exact`. */
+            /** @description `bursar-session`, `exact` or `batch-settlement`. */
             scheme: string;
             /**
              * Format: int32
@@ -1675,10 +1678,17 @@ export interface components {
         };
         /** @description What `settle` answers. */
         SettleResponse: {
+            /**
+             * @description What was settled, in base units, when a scheme settles another amount than asked
+             *     (`batch-settlement`'s deposits and refunds, what a `settle` sent).
+             */
+            amount?: string | null;
             /** @description Why not, in words. */
             errorMessage?: string | null;
             /** @description Why not. */
             errorReason?: string | null;
+            /** @description Scheme-specific facts (`batch-settlement`: the channel's state after it). */
+            extra?: Record<string, never> | null;
             /** @description CAIP-2. */
             network: string;
             /** @description The session key that signed. */
@@ -1754,13 +1764,15 @@ export interface components {
         };
         /** @description What `verify` answers. */
         VerifyResponse: {
+            /** @description Scheme-specific facts (`batch-settlement`: the channel's state). */
+            extra?: Record<string, never> | null;
             /** @description Why not, in words. */
             invalidMessage?: string | null;
             /** @description Why not: a stable code (a contract error's name when the wallet refuses). */
             invalidReason?: string | null;
             /** @description Whether settling it would pay. */
             isValid: boolean;
-            /** @description The session key that signed. */
+            /** @description Whose money it is: the session key that signed, the `exact` or channel payer. */
             payer?: string | null;
         };
         /** @description An endpoint as the API shows it. */

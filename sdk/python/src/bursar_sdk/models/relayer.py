@@ -292,10 +292,15 @@ class Kind(BaseModel):
         populate_by_name=True,
     )
     extra: Annotated[
-        dict[str, Any] | None, Field(description="`bursar-session`'s: `{wallet}`.")
+        dict[str, Any] | None,
+        Field(
+            description="`bursar-session`'s: `{wallet}`; `batch-settlement`'s: `{receiverAuthorizer}`."
+        ),
     ] = None
     network: Annotated[str, Field(description='CAIP-2.')]
-    scheme: Annotated[str, Field(description='`bursar-session` or `exact`.')]
+    scheme: Annotated[
+        str, Field(description='`bursar-session`, `exact` or `batch-settlement`.')
+    ]
     x402_version: Annotated[int, Field(alias='x402Version', description='2.', ge=0)]
 
 
@@ -866,11 +871,23 @@ class SettleResponse(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
     )
+    amount: Annotated[
+        str | None,
+        Field(
+            description="What was settled, in base units, when a scheme settles another amount than asked\n(`batch-settlement`'s deposits and refunds, what a `settle` sent)."
+        ),
+    ] = None
     error_message: Annotated[
         str | None, Field(alias='errorMessage', description='Why not, in words.')
     ] = None
     error_reason: Annotated[
         str | None, Field(alias='errorReason', description='Why not.')
+    ] = None
+    extra: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description="Scheme-specific facts (`batch-settlement`: the channel's state after it)."
+        ),
     ] = None
     network: Annotated[str, Field(description='CAIP-2.')]
     payer: Annotated[str | None, Field(description='The session key that signed.')] = (
@@ -972,6 +989,12 @@ class VerifyResponse(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
     )
+    extra: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description="Scheme-specific facts (`batch-settlement`: the channel's state)."
+        ),
+    ] = None
     invalid_message: Annotated[
         str | None, Field(alias='invalidMessage', description='Why not, in words.')
     ] = None
@@ -985,9 +1008,12 @@ class VerifyResponse(BaseModel):
     is_valid: Annotated[
         bool, Field(alias='isValid', description='Whether settling it would pay.')
     ]
-    payer: Annotated[str | None, Field(description='The session key that signed.')] = (
-        None
-    )
+    payer: Annotated[
+        str | None,
+        Field(
+            description='Whose money it is: the session key that signed, the `exact` or channel payer.'
+        ),
+    ] = None
 
 
 class Webhook(BaseModel):
