@@ -204,6 +204,8 @@ events! {
     Wallet::RefundClaimed { owner, token, to, amount },
     Wallet::PaymentReserved { sessionId, to, receiptId, amount, purpose, nonce, digest, validBefore },
     Wallet::ReservationReleased { sessionId, to, receiptId, digest, amount },
+    Wallet::DepositConfirmed { sessionId, channelId, amount, deposited },
+    Wallet::ChannelCredited { sessionId, channelId, amount, credited },
     Gateway::GatewayBound { wallet },
     Lists::ListCreated { listId, owner },
     Lists::ListOwnershipTransferred { listId, previousOwner, newOwner },

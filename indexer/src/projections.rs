@@ -203,6 +203,15 @@ impl Session {
                         r.released = true;
                     }
                 }
+                "ChannelCredited" => {
+                    // An x402 channel gave back part of its deposits: not spent after all;
+                    // a closed session's owner got it back.
+                    let a = amount(args, "amount");
+                    s.spent = s.spent.saturating_sub(a);
+                    if let Some(refunded) = s.refunded.as_mut() {
+                        *refunded = refunded.saturating_add(a);
+                    }
+                }
                 "AuthorizationUsed" => {
                     // Already counted as spent when reserved: the token only moves now.
                     let nonce = text(args, "nonce");

@@ -247,6 +247,8 @@ fn wallet_session(e: &WalletEvent) -> Option<U256> {
         WalletEvent::RefundDeferred(e) => e.sessionId,
         WalletEvent::PaymentReserved(e) => e.sessionId,
         WalletEvent::ReservationReleased(e) => e.sessionId,
+        WalletEvent::DepositConfirmed(e) => e.sessionId,
+        WalletEvent::ChannelCredited(e) => e.sessionId,
         WalletEvent::RefundClaimed(_) => return None,
     })
 }
@@ -261,6 +263,11 @@ fn list_of(e: &ListEvent) -> Option<U256> {
         ListEvent::EntryRemoved(e) => e.listId,
         ListEvent::WalletBound(_) => return None,
     })
+}
+
+fn short_hash(h: &B256) -> String {
+    let s = h.to_string();
+    format!("{}…{}", &s[..6], &s[s.len() - 4..])
 }
 
 fn short(a: &Address) -> String {
@@ -342,6 +349,14 @@ impl fmt::Display for AuditEntry {
                 WalletEvent::ReservationReleased(e) => write!(
                     f, "ReservationReleased {} unused (receipt #{})",
                     format_usd(e.amount), e.receiptId
+                ),
+                WalletEvent::DepositConfirmed(e) => write!(
+                    f, "DepositConfirmed    {} into x402 channel {} ({} in all)",
+                    format_usd(e.amount), short_hash(&e.channelId), format_usd(e.deposited)
+                ),
+                WalletEvent::ChannelCredited(e) => write!(
+                    f, "ChannelCredited     {} back from x402 channel {} ({} in all)",
+                    format_usd(e.amount), short_hash(&e.channelId), format_usd(e.credited)
                 ),
             },
             AuditEvent::Registry(r) => match r {

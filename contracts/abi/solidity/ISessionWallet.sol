@@ -67,6 +67,18 @@ interface ISessionWallet {
 
     function reservation(bytes32 digest) external view returns (uint256, uint256, uint64, uint256);
 
+    function reserveDeposit(uint256 session_id, address receiver, address receiver_authorizer, uint64 withdraw_delay, uint256 value, uint256 valid_before, bytes32 purpose, bytes calldata signature) external returns (bool, uint256);
+
+    function confirmDeposit(uint256 session_id, address receiver, address receiver_authorizer, uint64 withdraw_delay, uint256 value, uint256 valid_before, bytes32 purpose) external returns (uint256);
+
+    function releaseDeposit(uint256 session_id, address receiver, address receiver_authorizer, uint64 withdraw_delay, uint256 value, uint256 valid_before, bytes32 purpose) external returns (uint256);
+
+    function creditChannel(uint256 session_id, address receiver, address receiver_authorizer, uint64 withdraw_delay) external returns (uint256);
+
+    function withdrawChannel(uint256 session_id, address receiver, address receiver_authorizer, uint64 withdraw_delay) external;
+
+    function channel(bytes32 channel_id) external view returns (uint256, uint256);
+
     error WalletUnauthorized(address);
 
     error WalletUnknownSession(uint256);

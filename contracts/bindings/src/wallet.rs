@@ -46,6 +46,14 @@ alloy_sol_types::sol! {
         function isValidSignature(bytes32 hash, bytes signature) external view returns (bytes4);
         function reservation(bytes32 digest) external view returns (uint256, uint256, uint64, uint256);
 
+        // ---- x402 batch-settlement channels (the wallet as payer) -------------------------
+        function reserveDeposit(uint256 sessionId, address receiver, address receiverAuthorizer, uint64 withdrawDelay, uint256 value, uint256 validBefore, bytes32 purpose, bytes signature) external returns (bool, uint256);
+        function confirmDeposit(uint256 sessionId, address receiver, address receiverAuthorizer, uint64 withdrawDelay, uint256 value, uint256 validBefore, bytes32 purpose) external returns (uint256);
+        function releaseDeposit(uint256 sessionId, address receiver, address receiverAuthorizer, uint64 withdrawDelay, uint256 value, uint256 validBefore, bytes32 purpose) external returns (uint256);
+        function creditChannel(uint256 sessionId, address receiver, address receiverAuthorizer, uint64 withdrawDelay) external returns (uint256);
+        function withdrawChannel(uint256 sessionId, address receiver, address receiverAuthorizer, uint64 withdrawDelay) external;
+        function channel(bytes32 channelId) external view returns (uint256, uint256);
+
         // ---- views -----------------------------------------------------------------------
         function sessionTerms(uint256 sessionId) external view returns (address, address, address, address, uint256, uint256, uint64, uint256, uint64, uint64, uint64, address, uint256);
         function sessionState(uint256 sessionId) external view returns (uint8, uint256, uint256, uint256, uint256, uint64, uint64);
@@ -78,6 +86,8 @@ alloy_sol_types::sol! {
         event RefundDeferred(uint256 indexed sessionId, address indexed owner, address indexed token, uint256 amount);
         event RefundClaimed(address indexed owner, address indexed token, address to, uint256 amount);
         event PaymentReserved(uint256 indexed sessionId, address indexed to, uint256 indexed receiptId, uint256 amount, bytes32 purpose, bytes32 nonce, bytes32 digest, uint64 validBefore);
+        event DepositConfirmed(uint256 indexed sessionId, bytes32 indexed channelId, uint256 amount, uint256 deposited);
+        event ChannelCredited(uint256 indexed sessionId, bytes32 indexed channelId, uint256 amount, uint256 credited);
         event ReservationReleased(uint256 indexed sessionId, address indexed to, uint256 indexed receiptId, bytes32 digest, uint256 amount);
 
         // ---- errors ----------------------------------------------------------------------
@@ -130,6 +140,50 @@ pub fn authorization_nonce(
     alloy_primitives::keccak256(
         (session_id, to, value, valid_after, valid_before, purpose).abi_encode(),
     )
+}
+
+/// The x402 `batch-settlement` channel a session pays `receiver` through, as `reserveDeposit`
+/// and its relatives build it: the wallet its payer, the session key its payer authorizer, the
+/// session's token, the session id its salt.
+pub fn x402_channel(
+    wallet: alloy_primitives::Address,
+    session_key: alloy_primitives::Address,
+    token: alloy_primitives::Address,
+    session_id: alloy_primitives::U256,
+    receiver: alloy_primitives::Address,
+    receiver_authorizer: alloy_primitives::Address,
+    withdraw_delay: u64,
+) -> crate::x402::ChannelConfig {
+    crate::x402::ChannelConfig {
+        payer: wallet,
+        payerAuthorizer: session_key,
+        receiver,
+        receiverAuthorizer: receiver_authorizer,
+        token,
+        withdrawDelay: alloy_primitives::aliases::U40::from(withdraw_delay & 0xff_ffff_ffff),
+        salt: alloy_primitives::B256::from(session_id),
+    }
+}
+
+/// The ERC-3009 salt of a session's channel deposit of `value`, reserved until `valid_before`
+/// for `purpose`: [`authorization_nonce`] of it with `validAfter` zero (the escrow's nonce is
+/// then `keccak256(abi.encode(channelId, salt))`, [`crate::x402::erc3009_deposit_nonce`]).
+pub fn x402_deposit_salt(
+    session_id: alloy_primitives::U256,
+    receiver: alloy_primitives::Address,
+    value: alloy_primitives::U256,
+    valid_before: alloy_primitives::U256,
+    purpose: alloy_primitives::B256,
+) -> alloy_primitives::U256 {
+    let nonce = authorization_nonce(
+        session_id,
+        receiver,
+        value,
+        alloy_primitives::U256::ZERO,
+        valid_before,
+        purpose,
+    );
+    alloy_primitives::U256::from_be_bytes(nonce.0)
 }
 
 /// What `isValidSignature` answers for a digest it vouches for (ERC-1271's magic value, the
@@ -243,6 +297,9 @@ pub enum InvalidParameter {
     Execution = 12,
     /// `payBatch`'s `intents` is empty or not a whole number of records.
     Batch = 13,
+    /// An x402 channel the session cannot pay into: a withdraw delay outside x402's range
+    /// (15 minutes to 30 days) or ending after the session's expiry, or nothing to withdraw.
+    Channel = 14,
 }
 
 impl InvalidParameter {
@@ -264,6 +321,7 @@ impl InvalidParameter {
             Delegation,
             Execution,
             Batch,
+            Channel,
         ]
         .into_iter()
         .find(|p| *p as u8 == code)

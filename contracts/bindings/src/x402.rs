@@ -20,6 +20,19 @@ pub const UPTO_PERMIT2_PROXY: Address = address!("4020A4f3b7b90ccA423B9fabCc0CE5
 /// A channel's shortest withdraw delay (15 minutes) and longest (30 days), in seconds.
 pub const WITHDRAW_DELAY_RANGE: core::ops::RangeInclusive<u64> = 900..=2_592_000;
 
+/// `keccak256` of the escrow's EIP-712 domain name, "x402 Batch Settlement".
+pub const DOMAIN_NAME_HASH: B256 = crate::keccak(b"x402 Batch Settlement");
+/// `keccak256` of its domain version, "1".
+pub const DOMAIN_VERSION_HASH: B256 = crate::keccak(b"1");
+/// Type hash of [`ChannelConfig`]: a channel's id is its EIP-712 hash.
+pub const CHANNEL_CONFIG_TYPEHASH: B256 = crate::keccak(
+    b"ChannelConfig(address payer,address payerAuthorizer,address receiver,address receiverAuthorizer,address token,uint40 withdrawDelay,bytes32 salt)",
+);
+/// Type hash of EIP-3009 [`ReceiveWithAuthorization`], as USDC implements it.
+pub const RECEIVE_WITH_AUTHORIZATION_TYPEHASH: B256 = crate::keccak(
+    b"ReceiveWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)",
+);
+
 alloy_sol_types::sol! {
     #![sol(all_derives)]
 
@@ -222,4 +235,25 @@ pub fn erc3009_collector_data(
         alloy_primitives::Bytes::copy_from_slice(signature),
     )
         .abi_encode_params()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_constants_are_the_types_hashes() {
+        assert_eq!(
+            keccak256(ChannelConfig::eip712_encode_type().as_bytes()),
+            CHANNEL_CONFIG_TYPEHASH
+        );
+        assert_eq!(
+            keccak256(ReceiveWithAuthorization::eip712_encode_type().as_bytes()),
+            RECEIVE_WITH_AUTHORIZATION_TYPEHASH
+        );
+        let domain = batch_settlement_domain(7);
+        assert_eq!(domain.name.as_deref(), Some("x402 Batch Settlement"));
+        assert_eq!(keccak256("x402 Batch Settlement"), DOMAIN_NAME_HASH);
+        assert_eq!(keccak256("1"), DOMAIN_VERSION_HASH);
+    }
 }

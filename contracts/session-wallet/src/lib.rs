@@ -17,6 +17,7 @@
 extern crate alloc;
 
 mod batch;
+pub mod channel;
 pub mod error;
 pub mod pending;
 pub mod reservation;
@@ -79,6 +80,8 @@ pub struct SessionWallet {
     /// EIP-3009 authorizations reserved for third parties to settle, by their digest under
     /// the token's domain (see `reserve`).
     reservations: StorageMap<B256, Reservation>,
+    /// x402 `batch-settlement` channels the sessions pay into, by channel id (see `channel`).
+    channels: StorageMap<B256, channel::Channel>,
 }
 
 #[public]
@@ -695,6 +698,152 @@ impl SessionWallet {
             r.valid_before.get().to(),
             U256::from(r.receipt.get().to::<u64>()),
         )
+    }
+
+    /// Reserves a deposit into an x402 `batch-settlement` channel for a third party (x402's
+    /// facilitator) to send: the EIP-3009 `receiveWithAuthorization(from = this wallet, to =
+    /// x402's ERC-3009 collector, value, validAfter = 0, validBefore, nonce)` the collector
+    /// takes when `x402BatchSettlement.deposit` is sent for the channel (payer: this wallet;
+    /// payer authorizer: the session key; receiver, receiver authorizer, withdraw delay as
+    /// given; token: the session's; salt: `bytes32(sessionId)`). Its nonce is
+    /// `keccak256(abi.encode(channelId, salt))`, x402's, with the salt derived as `reserve`'s
+    /// nonce (from `sessionId, receiver, value, 0, validBefore, purpose`). The session key signs
+    /// the authorization's digest under the token's domain; the deposit is checked by every
+    /// rule a `pay` to the receiver is checked by, counted as spent and given a receipt, and
+    /// `isValidSignature` vouches for it until `validBefore`. Above the co-sign threshold it
+    /// waits for the owner. Returns `(true, receiptId)` or `(false, pendingId)`.
+    ///
+    /// # Errors
+    /// * [`WalletInvalidParameter`]`(Authorization)` — as `reserve`.
+    /// * [`WalletInvalidParameter`]`(Channel)` — a withdraw delay outside 900 s to 30 days or
+    ///   ending after the session's expiry.
+    /// * As `reserve`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn reserve_deposit(
+        &mut self,
+        session_id: U256,
+        receiver: Address,
+        receiver_authorizer: Address,
+        withdraw_delay: u64,
+        value: U256,
+        valid_before: U256,
+        purpose: B256,
+        signature: Bytes,
+    ) -> Result<(bool, U256)> {
+        self.reserve_deposit_signed(
+            session_id,
+            receiver,
+            receiver_authorizer,
+            withdraw_delay,
+            value,
+            valid_before,
+            purpose,
+            &signature,
+        )
+    }
+
+    /// Counts a reserved deposit the token says it used (`authorizationState`) as in its
+    /// channel; the wallet no longer vouches for it. Anyone may call it, with what
+    /// `reserveDeposit` was given. Returns the channel's confirmed deposits.
+    ///
+    /// # Errors
+    /// * [`WalletUnknownReservation`] — no such deposit reserved, or confirmed or released.
+    /// * [`WalletReservationLive`] — the token has not used it (yet).
+    /// * [`WalletCallFailed`] — the token failed.
+    ///
+    /// # Events
+    /// [`DepositConfirmed`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn confirm_deposit(
+        &mut self,
+        session_id: U256,
+        receiver: Address,
+        receiver_authorizer: Address,
+        withdraw_delay: u64,
+        value: U256,
+        valid_before: U256,
+        purpose: B256,
+    ) -> Result<U256> {
+        self.confirm_channel_deposit(
+            session_id,
+            receiver,
+            receiver_authorizer,
+            withdraw_delay,
+            value,
+            valid_before,
+            purpose,
+        )
+    }
+
+    /// `release` for a reserved deposit that was never used and no longer can be.
+    ///
+    /// # Errors
+    /// As `release`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn release_deposit(
+        &mut self,
+        session_id: U256,
+        receiver: Address,
+        receiver_authorizer: Address,
+        withdraw_delay: u64,
+        value: U256,
+        valid_before: U256,
+        purpose: B256,
+    ) -> Result<U256> {
+        self.release_channel_deposit(
+            session_id,
+            receiver,
+            receiver_authorizer,
+            withdraw_delay,
+            value,
+            valid_before,
+            purpose,
+        )
+    }
+
+    /// Credits the session with what its channel returned (the escrow's refunds and
+    /// withdrawals pay this wallet): its confirmed deposits less what the escrow still holds
+    /// for it, less what was credited before. Taken off the session's `spent`, or refunded to
+    /// the owner of a closed session. Anyone may call it; returns the amount credited now.
+    ///
+    /// # Errors
+    /// * [`WalletCallFailed`] — the escrow could not be read.
+    ///
+    /// # Events
+    /// [`ChannelCredited`] (and [`RefundDeferred`] when a closed session's owner cannot be paid).
+    pub fn credit_channel(
+        &mut self,
+        session_id: U256,
+        receiver: Address,
+        receiver_authorizer: Address,
+        withdraw_delay: u64,
+    ) -> Result<U256> {
+        self.credit_channel_returns(session_id, receiver, receiver_authorizer, withdraw_delay)
+    }
+
+    /// The payer's way out of a channel the receiver does not refund: starts the escrow's
+    /// withdrawal of everything unclaimed, or finalizes the one started once its delay has
+    /// passed (the money returns to this wallet: `creditChannel` then credits it). The owner
+    /// or guardian may call it at any time; anyone once the session can no longer pay.
+    ///
+    /// # Errors
+    /// * [`WalletUnknownSession`] — no such session.
+    /// * [`WalletUnauthorized`] — another caller while the session can pay.
+    /// * [`WalletInvalidParameter`]`(Channel)` — nothing unclaimed to withdraw.
+    /// * [`WalletCallFailed`] — the escrow refused (its delay has not passed…).
+    pub fn withdraw_channel(
+        &mut self,
+        session_id: U256,
+        receiver: Address,
+        receiver_authorizer: Address,
+        withdraw_delay: u64,
+    ) -> Result<()> {
+        self.withdraw_from_channel(session_id, receiver, receiver_authorizer, withdraw_delay)
+    }
+
+    /// A channel's `(deposited, credited)`: deposits confirmed into it, returns credited.
+    pub fn channel(&self, channel_id: B256) -> (U256, U256) {
+        self.channel_totals(channel_id)
     }
 }
 

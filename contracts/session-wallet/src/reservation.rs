@@ -47,7 +47,7 @@ pub struct Reservation {
 
 /// The authorization's EIP-3009 nonce, derived from everything else it says and the purpose
 /// (as `bursar_bindings::wallet::authorization_nonce`): one nonce, one authorization.
-fn authorization_nonce(
+pub(crate) fn authorization_nonce(
     session_id: U256,
     to: Address,
     value: U256,
@@ -93,8 +93,37 @@ impl SessionWallet {
             return Err(WalletError::invalid(InvalidParameter::Authorization));
         }
         let nonce = authorization_nonce(session_id, to, value, valid_after, valid_before, purpose);
-        let digest =
-            self.authorization_digest(token, to, value, valid_after, valid_before, nonce)?;
+        let digest = self.authorization_digest(
+            token,
+            TRANSFER_WITH_AUTHORIZATION_TYPEHASH,
+            to,
+            value,
+            valid_after,
+            valid_before,
+            nonce,
+        )?;
+        self.reserve_digest(
+            session_id, to, value, before, purpose, nonce, digest, signature,
+        )
+    }
+
+    /// Reserves the authorization of `value` with EIP-3009 `nonce` whose digest under the
+    /// token's domain is `digest`, paying `to` under the session's rules (the caller checked
+    /// the token and the window, and derived the nonce): `reserve` and `reserveDeposit`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn reserve_digest(
+        &mut self,
+        session_id: U256,
+        to: Address,
+        value: U256,
+        before: u64,
+        purpose: B256,
+        nonce: B256,
+        digest: B256,
+        signature: &[u8],
+    ) -> Result<(bool, U256)> {
+        let now = self.vm().block_timestamp();
+        let token = self.sessions.getter(session_id).token.get();
         if !self.reservations.getter(digest).session_id.get().is_zero() {
             return Err(WalletNonceUsed {
                 nonce: U256::from_be_bytes(nonce.0),
@@ -168,15 +197,35 @@ impl SessionWallet {
         valid_before: U256,
         purpose: B256,
     ) -> Result<U256> {
-        let now = self.vm().block_timestamp();
         let token = self.sessions.getter(session_id).token.get();
         // Unknown and native sessions have no reservations: nothing to compute a digest for.
         if token == token::NATIVE {
             return Err(WalletError::invalid(InvalidParameter::Authorization));
         }
         let nonce = authorization_nonce(session_id, to, value, valid_after, valid_before, purpose);
-        let digest =
-            self.authorization_digest(token, to, value, valid_after, valid_before, nonce)?;
+        let digest = self.authorization_digest(
+            token,
+            TRANSFER_WITH_AUTHORIZATION_TYPEHASH,
+            to,
+            value,
+            valid_after,
+            valid_before,
+            nonce,
+        )?;
+        self.release_digest(session_id, to, nonce, digest)
+    }
+
+    /// Releases the reservation `digest` (EIP-3009 `nonce`) of a session paying `to`, once
+    /// it can no longer be used and never was: `release` and `releaseDeposit`.
+    pub(crate) fn release_digest(
+        &mut self,
+        session_id: U256,
+        to: Address,
+        nonce: B256,
+        digest: B256,
+    ) -> Result<U256> {
+        let now = self.vm().block_timestamp();
+        let token = self.sessions.getter(session_id).token.get();
         let (amount, before, receipt) = {
             let r = self.reservations.getter(digest);
             (
@@ -226,7 +275,7 @@ impl SessionWallet {
     }
 
     /// The token's `authorizationState(this wallet, nonce)`: whether it used the authorization.
-    fn authorization_used(&self, token: Address, nonce: B256) -> Result<bool> {
+    pub(crate) fn authorization_used(&self, token: Address, nonce: B256) -> Result<bool> {
         let this = self.vm().contract_address();
         let data = calldata::encode(
             IFiatToken::authorizationStateCall::SELECTOR,
@@ -258,11 +307,13 @@ impl SessionWallet {
         }
     }
 
-    /// The EIP-712 digest of `TransferWithAuthorization(from = this wallet, …)` under
-    /// `token`'s domain, as the token computes it (its `DOMAIN_SEPARATOR()`).
-    fn authorization_digest(
+    /// The EIP-712 digest of an EIP-3009 authorization from this wallet (`typehash`: transfer
+    /// or receive) under `token`'s domain, as the token computes it (its `DOMAIN_SEPARATOR()`).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn authorization_digest(
         &self,
         token: Address,
+        typehash: B256,
         to: Address,
         value: U256,
         valid_after: U256,
@@ -277,7 +328,7 @@ impl SessionWallet {
         Ok(typed_data_hash(
             B256::new(separator.to_be_bytes()),
             hash_words(&[
-                word(TRANSFER_WITH_AUTHORIZATION_TYPEHASH),
+                word(typehash),
                 word(this),
                 word(to),
                 word(value),

@@ -358,6 +358,35 @@ fn extension_call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Option<Out
         Outcome::Ok(words(&[word(w.gateway())]))
     } else if s == sel::<extensionCall>() {
         Outcome::Ok(words(&[word(w.extension())]))
+    } else if s == sel::<reserveDepositCall>() {
+        let r = w.reserve_deposit_signed(
+            a.u256(0)?,
+            a.address(1)?,
+            a.address(2)?,
+            a.u64(3)?,
+            a.u256(4)?,
+            a.u256(5)?,
+            a.b256(6)?,
+            a.bytes(7)?,
+        );
+        Outcome::from(r.map(|(reserved, id)| words(&[word(reserved), word(id)])))
+    } else if s == sel::<confirmDepositCall>() || s == sel::<releaseDepositCall>() {
+        let (id, to, by, delay) = (a.u256(0)?, a.address(1)?, a.address(2)?, a.u64(3)?);
+        let (value, before, purpose) = (a.u256(4)?, a.u256(5)?, a.b256(6)?);
+        one(if s == sel::<confirmDepositCall>() {
+            w.confirm_channel_deposit(id, to, by, delay, value, before, purpose)
+        } else {
+            w.release_channel_deposit(id, to, by, delay, value, before, purpose)
+        }
+        .map(word))
+    } else if s == sel::<creditChannelCall>() {
+        let r = w.credit_channel_returns(a.u256(0)?, a.address(1)?, a.address(2)?, a.u64(3)?);
+        one(r.map(word))
+    } else if s == sel::<withdrawChannelCall>() {
+        unit(w.withdraw_from_channel(a.u256(0)?, a.address(1)?, a.address(2)?, a.u64(3)?))
+    } else if s == sel::<channelCall>() {
+        let (deposited, credited) = w.channel_totals(a.b256(0)?);
+        Outcome::Ok(words(&[word(deposited), word(credited)]))
     } else if s == sel::<sessionIdCall>() {
         Outcome::Ok(words(&[word(SessionWallet::session_id(
             a.address(0)?,
@@ -625,6 +654,55 @@ mod tests {
             .abi_encode(),
             reservationCall {
                 digest: B256::repeat_byte(4),
+            }
+            .abi_encode(),
+            reserveDepositCall {
+                sessionId: session,
+                receiver: VENDOR,
+                receiverAuthorizer: a,
+                withdrawDelay: 900,
+                value: U256::from(30),
+                validBefore: U256::from(T0 + 600),
+                purpose: B256::repeat_byte(3),
+                signature: Bytes::from(vec![7; 65]),
+            }
+            .abi_encode(),
+            confirmDepositCall {
+                sessionId: session,
+                receiver: VENDOR,
+                receiverAuthorizer: a,
+                withdrawDelay: 900,
+                value: U256::from(30),
+                validBefore: U256::from(T0 + 600),
+                purpose: B256::repeat_byte(3),
+            }
+            .abi_encode(),
+            releaseDepositCall {
+                sessionId: session,
+                receiver: VENDOR,
+                receiverAuthorizer: a,
+                withdrawDelay: 900,
+                value: U256::from(30),
+                validBefore: U256::from(T0 + 600),
+                purpose: B256::repeat_byte(3),
+            }
+            .abi_encode(),
+            creditChannelCall {
+                sessionId: session,
+                receiver: VENDOR,
+                receiverAuthorizer: a,
+                withdrawDelay: 900,
+            }
+            .abi_encode(),
+            withdrawChannelCall {
+                sessionId: session,
+                receiver: VENDOR,
+                receiverAuthorizer: a,
+                withdrawDelay: 900,
+            }
+            .abi_encode(),
+            channelCall {
+                channelId: B256::repeat_byte(5),
             }
             .abi_encode(),
         ]

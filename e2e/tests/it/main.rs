@@ -11,3 +11,4 @@ mod safe_owner;
 mod scenario;
 mod world;
 mod x402_channels;
+mod x402_payer;
