@@ -170,6 +170,7 @@ pub async fn start(config: Config) -> Result<Relayer, StartError> {
     job!("wind_down", jobs::wind_down::run);
     job!("poll_providers", jobs::poll_providers::run);
     job!("heartbeat", jobs::heartbeat::run);
+    job!("x402_channels", jobs::x402_channels::run);
     // The inbox outlives a failed run of its job: the next run takes what arrived meanwhile.
     let inbox = Arc::new(tokio::sync::Mutex::new(queued_payments));
     handles.push(tasks.spawn("queue_payments", {

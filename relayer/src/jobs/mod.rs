@@ -8,6 +8,7 @@
 //! * [`wind_down`] — terminated sandboxes' sessions revoked and closed.
 //! * [`poll_providers`] — providers without webhooks (Runloop, Browserbase) polled.
 //! * [`heartbeat`] — this process's heartbeat among the relayers sharing the database.
+//! * [`x402_channels`] — sessions' x402 channel deposits confirmed or released, returns credited.
 
 pub mod deliver_webhooks;
 pub mod heartbeat;
@@ -15,3 +16,4 @@ pub mod poll_providers;
 pub mod queue_payments;
 pub mod settle;
 pub mod wind_down;
+pub mod x402_channels;

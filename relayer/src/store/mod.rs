@@ -4,6 +4,7 @@
 
 mod agents;
 mod allowlists;
+mod channels;
 mod engine;
 mod feedback;
 mod hosts;
@@ -27,6 +28,7 @@ pub use bursar_db::{Backend, DbTx};
 
 pub use agents::{AgentRow, NewAgent};
 pub use allowlists::AllowlistRow;
+pub use channels::{ChannelRow, DepositRow, DepositStatus, VoucherRow};
 pub use engine::{AttemptRow, NewAttempt, NewTransaction, TxRow, TxStatus};
 pub use feedback::{FeedbackOutcome, FeedbackRow, NewFeedback};
 pub use hosts::HostKeyRow;

@@ -5,9 +5,10 @@
 //!   `PAYMENT-REQUIRED` value and answers the `PAYMENT-SIGNATURE` value to retry with, after
 //!   the contracts' rules allowed the payment now (nothing is signed otherwise). It pays under
 //!   Bursar's own scheme, `bursar-session`, when offered (one transaction: a `PaymentIntent`
-//!   signed by the session key, settled by the wallet's `pay`); otherwise x402's `exact`, the
-//!   session wallet being the payer of an EIP-3009 authorization it reserved under the same
-//!   rules and vouches for (ERC-1271) when the token asks.
+//!   signed by the session key, settled by the wallet's `pay`); else x402's `batch-settlement`
+//!   ([`channel`]: vouchers on a channel the session wallet deposited into under its rules);
+//!   otherwise x402's `exact`, the session wallet being the payer of an EIP-3009 authorization
+//!   it reserved under the same rules and vouches for (ERC-1271) when the token asks.
 //! * Facilitator side ([`supported`], [`verify`], [`settle`]: `GET /x402/supported`,
 //!   `POST /x402/verify`, `POST /x402/settle`, x402's bodies): `bursar-session` payments
 //!   ([`session`]) and `exact` EIP-3009 payments from any payer, account or contract
@@ -26,16 +27,20 @@ use crate::kernel::Error;
 
 mod agent;
 mod batch;
+mod channel;
 mod exact;
 mod once;
 mod pay;
+mod payment;
 mod session;
 mod signature;
 mod types;
 
 pub use agent::{offer, Offer, OfferRequest, EXTENSION};
 pub use batch::BATCH;
-pub use pay::{pay, Paid, PayRequest};
+pub use channel::settle_deposits;
+pub use pay::{pay, PayRequest};
+pub use payment::Paid;
 pub use session::SessionPayment;
 pub use types::{
     network, purpose, FacilitatorRequest, PaymentPayload, PaymentRequired, Requirements, Resource,

@@ -1,25 +1,22 @@
 //! The agent's side: `POST /v1/x402/pay`.
 
-use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
+use alloy_primitives::{keccak256, Address, Bytes, U256};
 use alloy_sol_types::{SolCall, SolStruct};
-use base64::Engine as _;
 use bursar_bindings::eip712::{PaymentIntent, TransferWithAuthorization, SESSION_WALLET_DOMAIN};
 use bursar_bindings::evm::IFiatToken;
 use bursar_bindings::wallet::{authorization_nonce, ISessionWallet};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::exact::erc7710;
+use super::payment::{asked, next_intent_nonce, paid, reservation_mined, Paid};
 use super::session::SessionPayment;
-use super::types::{
-    decode_required, network, purpose, PaymentPayload, PaymentRequired, Requirements, EXACT,
-    SCHEME, VERSION,
-};
+use super::types::{decode_required, network, PaymentRequired, Requirements, EXACT, SCHEME};
 use crate::kernel::json::Amount;
 use crate::kernel::session::parse_id;
 use crate::kernel::App;
 use crate::kernel::Error;
-use crate::store::{SessionRow, Store};
+use crate::store::SessionRow;
 
 /// `POST /v1/x402/pay`: a 402 answer's payment requirements.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -36,23 +33,14 @@ pub struct PayRequest {
     pub agent_id: Option<Amount>,
 }
 
-/// What `POST /v1/x402/pay` answers.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-#[schema(as = X402Paid)]
-pub struct Paid {
-    /// The `PAYMENT-SIGNATURE` header to retry the request with.
-    pub payment_signature: String,
-    /// The same, decoded (x402's `PaymentPayload`).
-    #[schema(value_type = Object)]
-    pub payment_payload: PaymentPayload,
-}
-
 /// How a payment of one of a 402's options is made, cheapest first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Method {
     /// `bursar-session`: a `PaymentIntent` the facilitator pays with the wallet's `pay`.
     Session,
+    /// `batch-settlement`: a voucher on a channel the session deposited into (no
+    /// transaction per call; a deposit, reserved first, every ten calls or so).
+    Channel,
     /// `exact` through ERC-7710: the same intent, redeemed through the gateway (one
     /// transaction, the facilitator's).
     Delegation,
@@ -71,6 +59,7 @@ impl Method {
             .and_then(Value::as_str);
         match (r.scheme.as_str(), transfer) {
             (SCHEME, _) => Some(Method::Session),
+            (super::BATCH, None | Some("eip3009")) => Some(Method::Channel),
             (EXACT, Some(erc7710::METHOD)) => Some(Method::Delegation),
             (EXACT, None | Some("eip3009")) => Some(Method::Reservation),
             _ => None,
@@ -101,13 +90,16 @@ pub async fn pay(app: &App, session: &SessionRow, req: PayRequest) -> Result<Pai
             .collect();
         return Err(Error::conflict(
             "x402_no_bursar_option",
-            format!("the resource accepts neither {SCHEME} nor {EXACT} (EIP-3009 or ERC-7710) on {ours} in this session's token {token} (it offers: {})", offered.join("; ")),
+            format!("the resource accepts neither {SCHEME}, {} (EIP-3009 deposits) nor {EXACT} (EIP-3009 or ERC-7710) on {ours} in this session's token {token} (it offers: {})", super::BATCH, offered.join("; ")),
         ));
     };
     let accepted = accepted.clone();
     let payload = match method {
         Method::Reservation => {
             return pay_exact(app, session, (id, token), required, accepted).await
+        }
+        Method::Channel => {
+            return super::channel::pay_channel(app, session, (id, token), required, accepted).await
         }
         Method::Session => {
             let (intent, signature) = signed_intent(app, session, id, &required, &accepted).await?;
@@ -135,23 +127,6 @@ pub async fn pay(app: &App, session: &SessionRow, req: PayRequest) -> Result<Pai
     let paid = paid(required, accepted, payload)?;
     tracing::info!(session = %session.id, method = ?method, "x402 payment signed");
     Ok(paid)
-}
-
-/// The `PAYMENT-SIGNATURE` answer of `payload` for `accepted` of `required`.
-fn paid(required: PaymentRequired, accepted: Requirements, payload: Value) -> Result<Paid, Error> {
-    let payload = PaymentPayload {
-        x402_version: VERSION,
-        resource: Some(required.resource),
-        accepted,
-        payload,
-        extensions: required.extensions,
-    };
-    let header = base64::engine::general_purpose::STANDARD
-        .encode(serde_json::to_vec(&payload).map_err(|_| Error::Internal)?);
-    Ok(Paid {
-        payment_signature: header,
-        payment_payload: payload,
-    })
 }
 
 /// A `PaymentIntent` of `accepted` from `session`, signed by its custodial key under the
@@ -197,28 +172,6 @@ async fn signed_intent(
     intent.nonce = U256::from(next_intent_nonce(app, session).await?);
     let signature = sign(&intent);
     Ok((intent, signature))
-}
-
-/// The payee, amount and [`purpose`] of `accepted`.
-fn asked(url: &str, accepted: &Requirements) -> Result<(Address, U256, B256), Error> {
-    let invalid = |field: &str, what: &str| Error::invalid(field, what.to_owned());
-    let to: Address = accepted
-        .pay_to
-        .parse()
-        .map_err(|_| invalid("paymentRequired.accepts.payTo", "payTo is not an address"))?;
-    let amount = U256::from_str_radix(&accepted.amount, 10).map_err(|_| {
-        invalid(
-            "paymentRequired.accepts.amount",
-            "amount is not a decimal integer",
-        )
-    })?;
-    let purpose = purpose(url, accepted).ok_or_else(|| {
-        invalid(
-            "paymentRequired.accepts",
-            "asset, payTo or amount does not parse",
-        )
-    })?;
-    Ok((to, amount, purpose))
 }
 
 /// Pays x402's `exact` requirements from `session`: the session wallet is the payer (`from`)
@@ -302,29 +255,7 @@ async fn pay_exact(
     // Sent after the session's payments already queued: refused now if they leave too little.
     let tx =
         crate::payments::queue::queue_reservation(app, session, &call, value, intent_nonce).await?;
-    let mined = app
-        .wait_for(app.settings.open_wait, || async {
-            let row = app.store.transaction(tx).await?;
-            Ok(row.filter(|t| t.receipt_status.is_some()))
-        })
-        .await?;
-    match mined.and_then(|t| t.receipt_status) {
-        Some(1) => {}
-        Some(_) => {
-            return Err(Error::conflict(
-                "x402_reservation_failed",
-                "the reservation was mined but reverted: the session changed meanwhile",
-            ))
-        }
-        // Not a 503: a retry would reserve (and spend) again. The queued reservation still
-        // lands; unused, anyone may release it after `validBefore`.
-        None => {
-            return Err(Error::conflict(
-                "x402_reservation_pending",
-                format!("the reservation (transaction {tx}) is not mined yet; it stays reserved until {valid_before}, then can be released"),
-            ))
-        }
-    }
+    reservation_mined(app, tx, valid_before).await?;
     let payload = json!({
         "signature": signature,
         "authorization": {
@@ -339,12 +270,4 @@ async fn pay_exact(
     let paid = paid(required, accepted, payload)?;
     tracing::info!(session = %session.id, %to, %value, "x402 exact authorization reserved");
     Ok(paid)
-}
-
-/// `session`'s next intent nonce, taken (never given twice).
-async fn next_intent_nonce(app: &App, session: &SessionRow) -> Result<u64, Error> {
-    let mut db = app.store.begin().await?;
-    let nonce = Store::take_intent_nonces(&mut db, &[session.id.as_str()]).await?[0];
-    db.commit().await.map_err(crate::store::StoreError::from)?;
-    Ok(nonce)
 }

@@ -79,7 +79,10 @@ fn voucher(kind: &str, config: &ChannelConfig, chain_id: u64, ceiling: u128, key
     })
 }
 
-on_both_databases!(bursars_facilitator_runs_x402s_batch_settlement_and_refuses_what_it_must,);
+on_both_databases!(
+    bursars_facilitator_runs_x402s_batch_settlement_and_refuses_what_it_must,
+    a_session_pays_x402s_batch_settlement_server_with_vouchers,
+);
 
 async fn bursars_facilitator_runs_x402s_batch_settlement_and_refuses_what_it_must(db: Db) {
     let system = system(db).await;
@@ -309,4 +312,113 @@ async fn bursars_facilitator_runs_x402s_batch_settlement_and_refuses_what_it_mus
     let refused = post(s, "settle", &ask(refund)).await;
     assert_eq!(refused["success"], false);
     assert_eq!(usdc(s, BATCH_SETTLEMENT).await, U256::ZERO, "nothing moved");
+}
+
+/// The session's `(deposit, spent)` on chain.
+async fn deposit_and_spent(s: &System, session: &str) -> (U256, U256) {
+    let wallet = s.record.address("sessionWallet").unwrap();
+    let id: U256 = session.parse().unwrap();
+    let state = s
+        .client
+        .view(
+            None,
+            wallet,
+            bursar_bindings::wallet::ISessionWallet::sessionStateCall { sessionId: id },
+        )
+        .await
+        .unwrap();
+    (state._1, state._2)
+}
+
+/// An agent pays twelve calls of x402's own batch-settlement server from its session: a
+/// deposit the wallet reserved under the session's rules, then vouchers the session key
+/// signs, a top-up when the channel runs low. x402's channel manager then claims, settles and
+/// refunds; the relayer confirms the deposits and credits the refund to the session, which has
+/// spent exactly what the calls cost, with its escrow whole.
+async fn a_session_pays_x402s_batch_settlement_server_with_vouchers(db: Db) {
+    let system = system(db).await;
+    let s = &system;
+    let wallet = s.record.address("sessionWallet").unwrap();
+    let mut minter = bursar_client::Sender::new(&s.client, dev_key(0))
+        .await
+        .unwrap();
+    let mint = IFiatToken::mintCall {
+        to: s.owner.address(),
+        amount: usd(100),
+    };
+    minter.transact(&s.client, USDC, &mint).await.unwrap();
+    let (session, token) = s.open_session(json!({ "token": USDC })).await;
+    let server = OfficialServer::start_scheme(
+        &s.client,
+        Facilitator::Official(5),
+        Scheme::BatchSettlement,
+        s.vendor_b,
+        U256::from(PRICE),
+    )
+    .await;
+    let calls = 12;
+    let mut kinds = Vec::new();
+    for i in 0..calls {
+        let unpaid = server.get(None).await;
+        assert_eq!(unpaid.status(), 402, "call {i}");
+        let required = unpaid.headers()["payment-required"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let (status, paid) = s
+            .post(
+                "/v1/x402/pay",
+                &token,
+                json!({ "paymentRequired": required }),
+            )
+            .await;
+        assert_eq!(status, 200, "call {i}: {paid}");
+        kinds.push(
+            paid["paymentPayload"]["payload"]["type"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+        let served = server
+            .get(Some(paid["paymentSignature"].as_str().unwrap()))
+            .await;
+        assert_eq!(served.status(), 200, "call {i}: {:?}", served.headers());
+    }
+    // A deposit of ten calls with the first voucher, a top-up with the eleventh.
+    assert_eq!(kinds[0], "deposit");
+    assert_eq!(kinds[10], "deposit");
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "deposit").count(),
+        2,
+        "{kinds:?}"
+    );
+    let (deposit, spent) = deposit_and_spent(s, &session).await;
+    assert_eq!(
+        spent,
+        U256::from(20 * PRICE),
+        "the deposits are spent when reserved"
+    );
+    assert_eq!(
+        usdc(s, wallet).await,
+        deposit - spent,
+        "the deposits left the wallet"
+    );
+
+    // x402's channel manager claims the last voucher, sweeps, refunds the rest.
+    let done = server.settle_channels().await;
+    assert_eq!(done["claims"][0]["vouchers"], 1, "{done}");
+    assert_eq!(done["refunds"].as_array().unwrap().len(), 1, "{done}");
+    let cost = U256::from(calls as u64 * PRICE);
+    assert_eq!(usdc(s, s.vendor_b).await, cost);
+    // The relayer confirms the deposits and credits the refund: the session spent the calls.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while deposit_and_spent(s, &session).await.1 != cost {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the refund was never credited"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(usdc(s, wallet).await, deposit - cost, "the escrow is whole");
+    assert_eq!(usdc(s, BATCH_SETTLEMENT).await, U256::ZERO);
 }

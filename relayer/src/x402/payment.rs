@@ -1,0 +1,99 @@
+//! What every way of paying a 402 shares: the requirements' payee, amount and purpose, the
+//! session's intent nonces, a reservation waited for, the `PAYMENT-SIGNATURE` answer.
+
+use alloy_primitives::{Address, B256, U256};
+use base64::Engine as _;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::types::{purpose, PaymentPayload, PaymentRequired, Requirements, VERSION};
+use crate::kernel::App;
+use crate::kernel::Error;
+use crate::store::{SessionRow, Store};
+
+/// What `POST /v1/x402/pay` answers.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = X402Paid)]
+pub struct Paid {
+    /// The `PAYMENT-SIGNATURE` header to retry the request with.
+    pub payment_signature: String,
+    /// The same, decoded (x402's `PaymentPayload`).
+    #[schema(value_type = Object)]
+    pub payment_payload: PaymentPayload,
+}
+
+/// The `PAYMENT-SIGNATURE` answer of `payload` for `accepted` of `required`.
+pub(super) fn paid(
+    required: PaymentRequired,
+    accepted: Requirements,
+    payload: Value,
+) -> Result<Paid, Error> {
+    let payload = PaymentPayload {
+        x402_version: VERSION,
+        resource: Some(required.resource),
+        accepted,
+        payload,
+        extensions: required.extensions,
+    };
+    let header = base64::engine::general_purpose::STANDARD
+        .encode(serde_json::to_vec(&payload).map_err(|_| Error::Internal)?);
+    Ok(Paid {
+        payment_signature: header,
+        payment_payload: payload,
+    })
+}
+
+/// The payee, amount and [`purpose`] of `accepted`.
+pub(super) fn asked(url: &str, accepted: &Requirements) -> Result<(Address, U256, B256), Error> {
+    let invalid = |field: &str, what: &str| Error::invalid(field, what.to_owned());
+    let to: Address = accepted
+        .pay_to
+        .parse()
+        .map_err(|_| invalid("paymentRequired.accepts.payTo", "payTo is not an address"))?;
+    let amount = U256::from_str_radix(&accepted.amount, 10).map_err(|_| {
+        invalid(
+            "paymentRequired.accepts.amount",
+            "amount is not a decimal integer",
+        )
+    })?;
+    let purpose = purpose(url, accepted).ok_or_else(|| {
+        invalid(
+            "paymentRequired.accepts",
+            "asset, payTo or amount does not parse",
+        )
+    })?;
+    Ok((to, amount, purpose))
+}
+
+/// Waits for reservation `tx` (good until `valid_before`) to be mined: refused when it
+/// reverted or is not mined within the open wait.
+pub(super) async fn reservation_mined(app: &App, tx: i64, valid_before: U256) -> Result<(), Error> {
+    let mined = app
+        .wait_for(app.settings.open_wait, || async {
+            let row = app.store.transaction(tx).await?;
+            Ok(row.filter(|t| t.receipt_status.is_some()))
+        })
+        .await?;
+    match mined.and_then(|t| t.receipt_status) {
+        Some(1) => Ok(()),
+        Some(_) => Err(Error::conflict(
+            "x402_reservation_failed",
+            "the reservation was mined but reverted: the session changed meanwhile",
+        )),
+        // Not a 503: a retry would reserve (and spend) again. The queued reservation still
+        // lands; unused, anyone may release it after `validBefore`.
+        None => Err(Error::conflict(
+            "x402_reservation_pending",
+            format!("the reservation (transaction {tx}) is not mined yet; it stays reserved until {valid_before}, then can be released"),
+        )),
+    }
+}
+
+/// `session`'s next intent nonce, taken (never given twice).
+pub(super) async fn next_intent_nonce(app: &App, session: &SessionRow) -> Result<u64, Error> {
+    let mut db = app.store.begin().await?;
+    let nonce = Store::take_intent_nonces(&mut db, &[session.id.as_str()]).await?[0];
+    db.commit().await.map_err(crate::store::StoreError::from)?;
+    Ok(nonce)
+}
