@@ -19,7 +19,10 @@
 //!   through EIP-3009 (a reservation, then the facilitator's transfer) with a resource server
 //!   built from x402's official packages (`tools/x402`) and x402's own facilitator or
 //!   Bursar's; `exact` through ERC-7710 and `bursar-session` (which no official package
-//!   implements: the server's part is played here with x402's bodies) through Bursar's.
+//!   implements: the server's part is played here with x402's bodies) through Bursar's;
+//!   `batch-settlement` (vouchers on a channel the session deposited into) with x402's own
+//!   server and either facilitator, with the transactions and gas per call once x402's channel
+//!   manager has claimed, swept and refunded.
 //!
 //! SQLite always; PostgreSQL too when `BURSAR_TEST_POSTGRES_URL` is set (`cargo xtask
 //! postgres` prints it).
@@ -28,6 +31,7 @@
 //! cargo bench -p bursar-e2e --bench relayer
 //! BENCH_ACCEPT=4000 BENCH_CONFIRM=400 BENCH_X402=200 cargo bench -p bursar-e2e --bench relayer
 //! BENCH_ONLY=x402 cargo bench -p bursar-e2e --bench relayer
+//! BENCH_ONLY=x402 BENCH_X402_CHANNEL=1000 cargo bench -p bursar-e2e --bench relayer
 //! ```
 
 use std::net::SocketAddr;
@@ -730,6 +734,79 @@ async fn x402_with(chain: &Chain, r: Running, db_name: &str, n: usize) {
             latencies.push(at.elapsed());
         }
         report(label, latencies);
+    }
+    // x402's batch-settlement: an official server and client flow paid from the session (a
+    // deposit reserved under its rules, then vouchers), x402's channel manager claiming,
+    // sweeping and refunding once at the end: transactions per channel, not per call.
+    let channels = [
+        (
+            "batch-settlement, official server + x402's facilitator",
+            Facilitator::Official(5),
+        ),
+        (
+            "batch-settlement, official server + Bursar's facilitator",
+            Facilitator::At(format!("{}/x402", r.base)),
+        ),
+    ];
+    for (label, facilitator) in channels.into_iter().filter(|_| tools().is_some()) {
+        let scheme = bursar_e2e::x402::Scheme::BatchSettlement;
+        let server =
+            OfficialServer::start_scheme(&chain.client, facilitator, scheme, chain.payee, amount)
+                .await;
+        // A run long enough to show transactions per channel, not per call.
+        let n = env("BENCH_X402_CHANNEL", 1_000);
+        let mut latencies = Vec::with_capacity(n);
+        let mut sent = Vec::new();
+        for _ in 0..n {
+            let unpaid = server.get(None).await;
+            let required = unpaid.headers()["payment-required"]
+                .to_str()
+                .expect("text")
+                .to_owned();
+            let at = Instant::now();
+            let paid = pay(Value::String(required)).await;
+            let signature = paid["paymentSignature"].as_str().expect("signature");
+            let served = server.get(Some(signature)).await;
+            assert_eq!(served.status().as_u16(), 200, "{:?}", served.headers());
+            latencies.push(at.elapsed());
+            let response = served.headers()["payment-response"].as_bytes().to_vec();
+            let response: Value = serde_json::from_slice(
+                &base64::Engine::decode(&base64::engine::general_purpose::STANDARD, response)
+                    .expect("base64"),
+            )
+            .expect("json");
+            if let Some(tx) = response["transaction"].as_str().filter(|t| !t.is_empty()) {
+                sent.push(tx.to_owned());
+            }
+        }
+        let deposits = sent.len();
+        report(label, latencies);
+        let done = server.settle_channels().await;
+        for tx in [
+            &done["claims"][0]["transaction"],
+            &done["settled"]["transaction"],
+            &done["refunds"][0]["transaction"],
+        ] {
+            sent.extend(tx.as_str().map(str::to_owned));
+        }
+        let mut gas = 0u64;
+        for tx in &sent {
+            let hash: B256 = tx.parse().expect("hash");
+            let receipt = chain
+                .client
+                .receipt(hash)
+                .await
+                .expect("receipt")
+                .expect("mined");
+            gas += receipt.gas_used.to::<u64>();
+        }
+        // Each deposit is also the wallet's reservation, sent by the relayer before it.
+        let transactions = sent.len() + deposits;
+        println!(
+            "x402 ({db_name}) {label:<52} {n} calls in {transactions} transactions ({deposits} deposits with their reservations, a claim, a sweep, a refund): {:.0} calls per transaction, {:.0} escrow gas per call",
+            n as f64 / transactions as f64,
+            gas as f64 / n as f64,
+        );
     }
     // The server's part, with x402's bodies: verify, then settle, at Bursar's facilitator.
     let chain_id = chain.client.chain_id().await.expect("chain id");

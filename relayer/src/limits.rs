@@ -119,6 +119,25 @@ pub struct Limits {
     pub expires_at: u64,
     /// The lease, renewed while the sandbox heart-beats; null without one.
     pub lease: Option<Lease>,
+    /// The x402 `batch-settlement` channels it pays into.
+    pub x402_channels: Vec<X402Channel>,
+}
+
+/// An x402 `batch-settlement` channel the session pays into (`POST /v1/x402/pay`).
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct X402Channel {
+    /// Its id in x402's escrow.
+    pub channel_id: String,
+    /// Who it pays (EIP-55).
+    pub receiver: String,
+    /// Deposited into it (reserved and not released), counted as spent from the session.
+    pub deposited: Money,
+    /// Vouched for so far: what the receiver may claim in all.
+    pub vouched: Money,
+    /// Deposited and not vouched for: what the next calls spend, or what comes back to the
+    /// session when the server refunds.
+    pub unvouched: Money,
 }
 
 /// A session's lease.
@@ -135,11 +154,23 @@ pub struct Lease {
 pub async fn limits(app: &App, session: &SessionRow) -> Result<Limits, Error> {
     let terms = terms_of(session)?;
     let id = parse_id(&session.id)?;
-    let (state, token, counterparties) = tokio::try_join!(
+    let channels = async { Ok::<_, Error>(app.store.channels_of(&session.id).await?) };
+    let (state, token, counterparties, channels) = tokio::try_join!(
         chain_state(app, id),
         token_info(app, terms.token),
         counterparties_of(app, terms.allowlistId),
+        channels,
     )?;
+    let x402_channels = channels
+        .into_iter()
+        .map(|c| X402Channel {
+            channel_id: c.channel_id.to_string(),
+            receiver: c.receiver.to_checksum(None),
+            deposited: token.money(c.deposited),
+            vouched: token.money(c.signed),
+            unvouched: token.money(c.deposited.saturating_sub(c.signed)),
+        })
+        .collect();
     let counterparties = show(counterparties, &token);
     let (list_id, pinned_at) = allowlist(terms.allowlistId);
     let positive = |amount: U256| (!amount.is_zero()).then(|| token.money(amount));
@@ -167,6 +198,7 @@ pub async fn limits(app: &App, session: &SessionRow) -> Result<Limits, Error> {
             seconds: terms.leaseSeconds,
             expires_at: state.lease_expires_at,
         }),
+        x402_channels,
         token,
     })
 }

@@ -338,10 +338,12 @@ fn an_owner_approves_a_session_and_a_payment_in_their_own_wallet() {
         r["terms"]["payee"].as_str().unwrap().contains("model-api"),
         "{r:#}"
     );
-    let settled = |id: &str| {
+    // The owner's decision lands after the page answers (the relayer sends it): wait for the
+    // status it leads to, not for any settled one (`pending_approval` is one).
+    let settled = |id: &str, until: &str| {
         let (_, body) = get(
             &stack.up.relayer,
-            &format!("/v1/payments/{id}?wait=30"),
+            &format!("/v1/payments/{id}?wait=30&until={until}"),
             Some(&token),
         );
         serde_json::from_str::<Value>(&body).unwrap()["status"]
@@ -349,7 +351,7 @@ fn an_owner_approves_a_session_and_a_payment_in_their_own_wallet() {
             .unwrap()
             .to_owned()
     };
-    assert_eq!(settled(&rejected), "rejected");
+    assert_eq!(settled(&rejected, "rejected"), "rejected");
     // A decided payment's link asks for no decision and takes none.
     let decided = format!("/approve/pending/{rejected}");
     let (status, body) = get(
@@ -379,7 +381,7 @@ fn an_owner_approves_a_session_and_a_payment_in_their_own_wallet() {
         json!({ "scenario": "decide-pending", "url": link, "wallet": stack.wallet(&owner), "approve": true, "name": "approve-payment" }),
     );
     assert_eq!(r["ok"], true, "{r:#}");
-    assert_eq!(settled(&approved), "confirmed");
+    assert_eq!(settled(&approved, "confirmed"), "confirmed");
 
     // A link past its deadline shows that, and offers nothing to sign.
     let late = stack.prepare(&owner);

@@ -52,12 +52,21 @@ pub struct Channel {
     pub credited: StorageU128,
 }
 
-/// A channel of a session, as the escrow identifies it.
-struct Terms {
-    session_id: U256,
-    receiver: Address,
-    receiver_authorizer: Address,
-    withdraw_delay: u64,
+/// A channel of a session, as the wallet's functions name it (the rest of its config is the
+/// session's).
+pub(crate) struct Terms {
+    pub(crate) session_id: U256,
+    pub(crate) receiver: Address,
+    pub(crate) receiver_authorizer: Address,
+    pub(crate) withdraw_delay: u64,
+}
+
+/// A deposit into a channel, as `reserveDeposit` is given it.
+pub(crate) struct Deposit {
+    pub(crate) channel: Terms,
+    pub(crate) value: U256,
+    pub(crate) valid_before: U256,
+    pub(crate) purpose: B256,
 }
 
 impl SessionWallet {
@@ -90,14 +99,10 @@ impl SessionWallet {
         typed_data_hash(domain, hash_words(&fields))
     }
 
-    /// A deposit's EIP-3009 nonce and digest: `receiveWithAuthorization` to the collector.
-    fn deposit_authorization(
-        &self,
-        t: &Terms,
-        value: U256,
-        valid_before: U256,
-        purpose: B256,
-    ) -> Result<(B256, B256, B256)> {
+    /// A deposit's channel id, EIP-3009 nonce and digest: `receiveWithAuthorization` to the
+    /// collector.
+    fn deposit_authorization(&self, d: &Deposit) -> Result<(B256, B256, B256)> {
+        let (t, value, valid_before, purpose) = (&d.channel, d.value, d.valid_before, d.purpose);
         let config = self.channel_config(t);
         let id = self.channel_id(&config);
         let salt = crate::reservation::authorization_nonce(
@@ -123,67 +128,40 @@ impl SessionWallet {
     }
 
     /// `reserveDeposit`, with the signature borrowed.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn reserve_deposit_signed(
         &mut self,
-        session_id: U256,
-        receiver: Address,
-        receiver_authorizer: Address,
-        withdraw_delay: u64,
-        value: U256,
-        valid_before: U256,
-        purpose: B256,
+        d: &Deposit,
         signature: &[u8],
     ) -> Result<(bool, U256)> {
         let now = self.vm().block_timestamp();
+        let session_id = d.channel.session_id;
         let (token, session_end) = {
             let s = self.sessions.getter(session_id);
             (s.token.get(), s.expires_at.get().to::<u64>())
         };
-        let before = valid_before.saturating_to::<u64>();
+        let before = d.valid_before.saturating_to::<u64>();
         if token == bursar_contract_common::token::NATIVE
             || before <= now
-            || valid_before > U256::from(session_end)
+            || d.valid_before > U256::from(session_end)
         {
             self.sessions.getter(session_id).ensure_open(session_id)?;
             return Err(WalletError::invalid(InvalidParameter::Authorization));
         }
-        if !x402::WITHDRAW_DELAY_RANGE.contains(&withdraw_delay)
-            || now.saturating_add(withdraw_delay) > session_end
-        {
+        let delay = d.channel.withdraw_delay;
+        if !x402::WITHDRAW_DELAY_RANGE.contains(&delay) || now.saturating_add(delay) > session_end {
             return Err(WalletError::invalid(InvalidParameter::Channel));
         }
-        let t = Terms {
-            session_id,
-            receiver,
-            receiver_authorizer,
-            withdraw_delay,
-        };
-        let (_, nonce, digest) = self.deposit_authorization(&t, value, valid_before, purpose)?;
+        let (_, nonce, digest) = self.deposit_authorization(d)?;
+        let to = d.channel.receiver;
         self.reserve_digest(
-            session_id, receiver, value, before, purpose, nonce, digest, signature,
+            session_id, to, d.value, before, d.purpose, nonce, digest, signature,
         )
     }
 
     /// `confirmDeposit`.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn confirm_channel_deposit(
-        &mut self,
-        session_id: U256,
-        receiver: Address,
-        receiver_authorizer: Address,
-        withdraw_delay: u64,
-        value: U256,
-        valid_before: U256,
-        purpose: B256,
-    ) -> Result<U256> {
-        let t = Terms {
-            session_id,
-            receiver,
-            receiver_authorizer,
-            withdraw_delay,
-        };
-        let (id, nonce, digest) = self.deposit_authorization(&t, value, valid_before, purpose)?;
+    pub(crate) fn confirm_channel_deposit(&mut self, d: &Deposit) -> Result<U256> {
+        let session_id = d.channel.session_id;
+        let (id, nonce, digest) = self.deposit_authorization(d)?;
         let (amount, live_until, receipt) = {
             let r = self.reservations.getter(digest);
             (r.amount.get(), r.valid_before.get(), r.receipt.get())
@@ -218,25 +196,9 @@ impl SessionWallet {
     }
 
     /// `releaseDeposit`.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn release_channel_deposit(
-        &mut self,
-        session_id: U256,
-        receiver: Address,
-        receiver_authorizer: Address,
-        withdraw_delay: u64,
-        value: U256,
-        valid_before: U256,
-        purpose: B256,
-    ) -> Result<U256> {
-        let t = Terms {
-            session_id,
-            receiver,
-            receiver_authorizer,
-            withdraw_delay,
-        };
-        let (_, nonce, digest) = self.deposit_authorization(&t, value, valid_before, purpose)?;
-        self.release_digest(session_id, receiver, nonce, digest)
+    pub(crate) fn release_channel_deposit(&mut self, d: &Deposit) -> Result<U256> {
+        let (_, nonce, digest) = self.deposit_authorization(d)?;
+        self.release_digest(d.channel.session_id, d.channel.receiver, nonce, digest)
     }
 
     /// The escrow's `(balance, totalClaimed)` of a channel.
@@ -252,20 +214,9 @@ impl SessionWallet {
     }
 
     /// `creditChannel`.
-    pub(crate) fn credit_channel_returns(
-        &mut self,
-        session_id: U256,
-        receiver: Address,
-        receiver_authorizer: Address,
-        withdraw_delay: u64,
-    ) -> Result<U256> {
-        let t = Terms {
-            session_id,
-            receiver,
-            receiver_authorizer,
-            withdraw_delay,
-        };
-        let id = self.channel_id(&self.channel_config(&t));
+    pub(crate) fn credit_channel_returns(&mut self, t: &Terms) -> Result<U256> {
+        let session_id = t.session_id;
+        let id = self.channel_id(&self.channel_config(t));
         let (balance, _) = self.escrow_channel(id)?;
         let (deposited, credited) = {
             let c = self.channels.getter(id);
@@ -308,13 +259,8 @@ impl SessionWallet {
     }
 
     /// `withdrawChannel`.
-    pub(crate) fn withdraw_from_channel(
-        &mut self,
-        session_id: U256,
-        receiver: Address,
-        receiver_authorizer: Address,
-        withdraw_delay: u64,
-    ) -> Result<()> {
+    pub(crate) fn withdraw_from_channel(&mut self, t: &Terms) -> Result<()> {
+        let session_id = t.session_id;
         let now = self.vm().block_timestamp();
         let caller = self.vm().msg_sender();
         {
@@ -330,13 +276,7 @@ impl SessionWallet {
                 return Err(WalletUnauthorized { caller }.into());
             }
         }
-        let t = Terms {
-            session_id,
-            receiver,
-            receiver_authorizer,
-            withdraw_delay,
-        };
-        let config = self.channel_config(&t);
+        let config = self.channel_config(t);
         let id = self.channel_id(&config);
         let pending = {
             let data = calldata::encode(

@@ -730,16 +730,19 @@ impl SessionWallet {
         purpose: B256,
         signature: Bytes,
     ) -> Result<(bool, U256)> {
-        self.reserve_deposit_signed(
+        let channel = channel::Terms {
             session_id,
             receiver,
             receiver_authorizer,
             withdraw_delay,
+        };
+        let d = channel::Deposit {
+            channel,
             value,
             valid_before,
             purpose,
-            &signature,
-        )
+        };
+        self.reserve_deposit_signed(&d, &signature)
     }
 
     /// Counts a reserved deposit the token says it used (`authorizationState`) as in its
@@ -764,15 +767,18 @@ impl SessionWallet {
         valid_before: U256,
         purpose: B256,
     ) -> Result<U256> {
-        self.confirm_channel_deposit(
+        let channel = channel::Terms {
             session_id,
             receiver,
             receiver_authorizer,
             withdraw_delay,
+        };
+        self.confirm_channel_deposit(&channel::Deposit {
+            channel,
             value,
             valid_before,
             purpose,
-        )
+        })
     }
 
     /// `release` for a reserved deposit that was never used and no longer can be.
@@ -790,15 +796,18 @@ impl SessionWallet {
         valid_before: U256,
         purpose: B256,
     ) -> Result<U256> {
-        self.release_channel_deposit(
+        let channel = channel::Terms {
             session_id,
             receiver,
             receiver_authorizer,
             withdraw_delay,
+        };
+        self.release_channel_deposit(&channel::Deposit {
+            channel,
             value,
             valid_before,
             purpose,
-        )
+        })
     }
 
     /// Credits the session with what its channel returned (the escrow's refunds and
@@ -818,7 +827,12 @@ impl SessionWallet {
         receiver_authorizer: Address,
         withdraw_delay: u64,
     ) -> Result<U256> {
-        self.credit_channel_returns(session_id, receiver, receiver_authorizer, withdraw_delay)
+        self.credit_channel_returns(&channel::Terms {
+            session_id,
+            receiver,
+            receiver_authorizer,
+            withdraw_delay,
+        })
     }
 
     /// The payer's way out of a channel the receiver does not refund: starts the escrow's
@@ -838,7 +852,12 @@ impl SessionWallet {
         receiver_authorizer: Address,
         withdraw_delay: u64,
     ) -> Result<()> {
-        self.withdraw_from_channel(session_id, receiver, receiver_authorizer, withdraw_delay)
+        self.withdraw_from_channel(&channel::Terms {
+            session_id,
+            receiver,
+            receiver_authorizer,
+            withdraw_delay,
+        })
     }
 
     /// A channel's `(deposited, credited)`: deposits confirmed into it, returns credited.

@@ -283,6 +283,26 @@ fn wallet_call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Option<Outcom
     }))
 }
 
+/// The channel of a session the x402 channel functions name in their first four arguments.
+fn channel(a: &Args) -> Decoded<crate::channel::Terms> {
+    Ok(crate::channel::Terms {
+        session_id: a.u256(0)?,
+        receiver: a.address(1)?,
+        receiver_authorizer: a.address(2)?,
+        withdraw_delay: a.u64(3)?,
+    })
+}
+
+/// A deposit into that channel: the next three arguments.
+fn deposit(a: &Args) -> Decoded<crate::channel::Deposit> {
+    Ok(crate::channel::Deposit {
+        channel: channel(a)?,
+        value: a.u256(4)?,
+        valid_before: a.u256(5)?,
+        purpose: a.b256(6)?,
+    })
+}
+
 /// The extension's functions, as [`wallet_call`].
 fn extension_call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Option<Outcome>> {
     let one = |r: crate::Result<Word>| Outcome::from(r.map(|v| words(&[v])));
@@ -359,31 +379,16 @@ fn extension_call(w: &mut SessionWallet, s: u32, a: &Args) -> Decoded<Option<Out
     } else if s == sel::<extensionCall>() {
         Outcome::Ok(words(&[word(w.extension())]))
     } else if s == sel::<reserveDepositCall>() {
-        let r = w.reserve_deposit_signed(
-            a.u256(0)?,
-            a.address(1)?,
-            a.address(2)?,
-            a.u64(3)?,
-            a.u256(4)?,
-            a.u256(5)?,
-            a.b256(6)?,
-            a.bytes(7)?,
-        );
+        let r = w.reserve_deposit_signed(&deposit(a)?, a.bytes(7)?);
         Outcome::from(r.map(|(reserved, id)| words(&[word(reserved), word(id)])))
-    } else if s == sel::<confirmDepositCall>() || s == sel::<releaseDepositCall>() {
-        let (id, to, by, delay) = (a.u256(0)?, a.address(1)?, a.address(2)?, a.u64(3)?);
-        let (value, before, purpose) = (a.u256(4)?, a.u256(5)?, a.b256(6)?);
-        one(if s == sel::<confirmDepositCall>() {
-            w.confirm_channel_deposit(id, to, by, delay, value, before, purpose)
-        } else {
-            w.release_channel_deposit(id, to, by, delay, value, before, purpose)
-        }
-        .map(word))
+    } else if s == sel::<confirmDepositCall>() {
+        one(w.confirm_channel_deposit(&deposit(a)?).map(word))
+    } else if s == sel::<releaseDepositCall>() {
+        one(w.release_channel_deposit(&deposit(a)?).map(word))
     } else if s == sel::<creditChannelCall>() {
-        let r = w.credit_channel_returns(a.u256(0)?, a.address(1)?, a.address(2)?, a.u64(3)?);
-        one(r.map(word))
+        one(w.credit_channel_returns(&channel(a)?).map(word))
     } else if s == sel::<withdrawChannelCall>() {
-        unit(w.withdraw_from_channel(a.u256(0)?, a.address(1)?, a.address(2)?, a.u64(3)?))
+        unit(w.withdraw_from_channel(&channel(a)?))
     } else if s == sel::<channelCall>() {
         let (deposited, credited) = w.channel_totals(a.b256(0)?);
         Outcome::Ok(words(&[word(deposited), word(credited)]))

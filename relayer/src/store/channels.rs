@@ -122,8 +122,8 @@ impl Store {
         rows.iter().map(channel_row).collect()
     }
 
-    /// Channels something was deposited into, least recently touched first: those whose
-    /// returns may need crediting.
+    /// Channels something was deposited into, least recently changed or looked at first:
+    /// those whose returns may need crediting.
     pub async fn channels_with_returns(&self, limit: i64) -> Result<Vec<ChannelRow>, StoreError> {
         let rows = sqlx::query(&format!(
             "SELECT {CHANNEL_COLUMNS} FROM x402_channels WHERE deposited <> '0' \
@@ -133,6 +133,16 @@ impl Store {
         .fetch_all(&self.read)
         .await?;
         rows.iter().map(channel_row).collect()
+    }
+
+    /// Marks a channel looked at now (`channels_with_returns` takes the others first).
+    pub async fn touch_channel(&self, id: B256, now: i64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE x402_channels SET updated_at = $1 WHERE channel_id = $2")
+            .bind(now)
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 
     /// Records `channel` (nothing deposited or signed) unless it is known.
@@ -153,42 +163,41 @@ impl Store {
         Ok(())
     }
 
-    /// Moves a channel's deposited total from `old` to `new` if it still is `old` (another
-    /// request may have moved it): whether it did.
-    async fn swap_deposited(
+    /// Moves a channel's deposited total to `to(total)`, the total read and written in `db`
+    /// (compared when written: another process may move it between).
+    async fn move_deposited(
         db: &mut super::DbTx,
         id: B256,
-        old: U256,
-        new: U256,
+        to: impl Fn(U256) -> U256,
         now: i64,
-    ) -> Result<bool, StoreError> {
-        let moved = sqlx::query(
-            "UPDATE x402_channels SET deposited = $1, updated_at = $2 \
-             WHERE channel_id = $3 AND deposited = $4",
-        )
-        .bind(new.to_string())
-        .bind(now)
-        .bind(id.to_string())
-        .bind(old.to_string())
-        .execute(&mut **db)
-        .await?
-        .rows_affected();
-        Ok(moved == 1)
+    ) -> Result<(), StoreError> {
+        loop {
+            let row = sqlx::query("SELECT deposited FROM x402_channels WHERE channel_id = $1")
+                .bind(id.to_string())
+                .fetch_one(&mut **db)
+                .await?;
+            let old: U256 = parsed(&row, "deposited")?;
+            let moved = sqlx::query(
+                "UPDATE x402_channels SET deposited = $1, updated_at = $2 \
+                 WHERE channel_id = $3 AND deposited = $4",
+            )
+            .bind(to(old).to_string())
+            .bind(now)
+            .bind(id.to_string())
+            .bind(old.to_string())
+            .execute(&mut **db)
+            .await?
+            .rows_affected();
+            if moved == 1 {
+                return Ok(());
+            }
+        }
     }
 
     /// Records a deposit reserved into its channel, adding it to the channel's total.
     pub async fn add_deposit(&self, d: &DepositRow, now: i64) -> Result<(), StoreError> {
         let mut db = self.begin().await?;
-        loop {
-            let row = sqlx::query("SELECT deposited FROM x402_channels WHERE channel_id = $1")
-                .bind(d.channel_id.to_string())
-                .fetch_one(&mut *db)
-                .await?;
-            let old: U256 = parsed(&row, "deposited")?;
-            if Self::swap_deposited(&mut db, d.channel_id, old, old + d.amount, now).await? {
-                break;
-            }
-        }
+        Self::move_deposited(&mut db, d.channel_id, |old| old + d.amount, now).await?;
         sqlx::query(
             "INSERT INTO x402_deposits (digest, channel_id, amount, valid_before, purpose, status, \
              created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
@@ -214,7 +223,7 @@ impl Store {
         )
         .bind(DepositStatus::Reserved.as_str())
         .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await?;
         rows.iter().map(deposit_row).collect()
     }
@@ -236,17 +245,8 @@ impl Store {
                 .await?
                 .rows_affected();
         if changed == 1 && status == DepositStatus::Released {
-            loop {
-                let row = sqlx::query("SELECT deposited FROM x402_channels WHERE channel_id = $1")
-                    .bind(d.channel_id.to_string())
-                    .fetch_one(&mut *db)
-                    .await?;
-                let old: U256 = parsed(&row, "deposited")?;
-                let new = old.saturating_sub(d.amount);
-                if Self::swap_deposited(&mut db, d.channel_id, old, new, now).await? {
-                    break;
-                }
-            }
+            let less = |old: U256| old.saturating_sub(d.amount);
+            Self::move_deposited(&mut db, d.channel_id, less, now).await?;
         }
         db.commit().await?;
         Ok(())

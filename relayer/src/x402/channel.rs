@@ -5,12 +5,13 @@
 //! A call is a voucher for everything signed on the channel so far plus the price, which the
 //! session key signs once the relayer has checked the call against the session's rules: live,
 //! within the per-payment cap, below the co-sign threshold, the receiver allowed for the price.
-//! When the channel holds too little for it, the call carries a deposit first: ten calls'
-//! worth (or the server's `minDeposit`), within the cap, the co-sign threshold and the deposit
-//! left, reserved on chain by the wallet under every rule of the session (`reserveDeposit`:
-//! allowlist, cap, budget, a receipt) before anything is signed. So the chain bounds what the
-//! receiver can ever take — the deposits, each a payment under the session's rules — and the
-//! relayer bounds each call. Each call is recorded (`x402_vouchers`): its receipt.
+//! When the channel holds too little for it, the call carries a deposit first: a thousand
+//! calls' worth (or the server's `minDeposit`), within the cap, the co-sign threshold and the
+//! deposit left, reserved on chain by the wallet under every rule of the session
+//! (`reserveDeposit`: allowlist, cap, budget, a receipt) before anything is signed. So the
+//! chain bounds what the receiver can ever take — the deposits, each a payment under the
+//! session's rules — and the relayer bounds each call. Each call is recorded
+//! (`x402_vouchers`): its receipt.
 //!
 //! [`settle_deposits`] (the `x402_channels` job) follows the deposits: confirmed into their
 //! channel once the token used them, released once they lapsed unused, and the session
@@ -24,14 +25,16 @@ use bursar_bindings::wallet::{x402_channel, x402_deposit_salt, ISessionWallet};
 use bursar_bindings::x402::{self, ChannelConfig, IX402BatchSettlement, BATCH_SETTLEMENT};
 use serde_json::{json, Value};
 
-use super::payment::{asked, next_intent_nonce, paid, reservation_mined, Paid};
+use super::payment::{asked, next_intent_nonce, paid, reservation_mined, token_digest, Paid};
 use super::types::{PaymentRequired, Requirements};
 use crate::kernel::App;
 use crate::kernel::Error;
 use crate::store::{now_ms, ChannelRow, DepositRow, DepositStatus, SessionRow, VoucherRow};
 
-/// A deposit is this many calls' worth, unless the server asks for more (`minDeposit`).
-const CALLS_PER_DEPOSIT: u64 = 10;
+/// A deposit is this many calls' worth (within the session's limits), unless the server asks
+/// for more (`minDeposit`): a channel then takes a handful of transactions however many calls
+/// it pays, and what is not spent comes back when the server refunds.
+const CALLS_PER_DEPOSIT: u64 = 1_000;
 
 /// How many times a call retries when another call on the same channel moved it first.
 const ATTEMPTS: usize = 8;
@@ -112,6 +115,9 @@ pub(super) async fn pay_channel(
         signed: U256::ZERO,
     };
     app.store.open_channel(&row, now_ms()).await?;
+    // A deposit reserved for this call goes with its voucher, even when another call on the
+    // channel signed first and this one tries again.
+    let mut deposit = None;
     for _ in 0..ATTEMPTS {
         let current = app
             .store
@@ -119,11 +125,10 @@ pub(super) async fn pay_channel(
             .await?
             .ok_or(Error::Internal)?;
         let cumulative = current.signed + a.price;
-        let deposit = if cumulative > current.deposited {
-            Some(reserve_deposit(app, session, id, &terms, &a, &current, cumulative).await?)
-        } else {
-            None
-        };
+        if deposit.is_none() && cumulative > current.deposited {
+            let reserved = reserve_deposit(app, session, id, &terms, &a, &current, cumulative);
+            deposit = Some(reserved.await?);
+        }
         let voucher = VoucherRow {
             cumulative,
             amount: a.price,
@@ -280,18 +285,8 @@ async fn reserve_deposit(
         validBefore: valid_before,
         nonce: x402::erc3009_deposit_nonce(channel.channel_id, salt),
     };
-    let separator = app
-        .client
-        .view(None, token, IFiatToken::DOMAIN_SEPARATORCall {})
-        .await?;
-    let digest = keccak256(
-        [
-            &[0x19, 0x01][..],
-            separator.as_slice(),
-            alloy_sol_types::SolStruct::eip712_hash_struct(&message).as_slice(),
-        ]
-        .concat(),
-    );
+    let hash_struct = alloy_sol_types::SolStruct::eip712_hash_struct(&message);
+    let digest = token_digest(app, token, hash_struct).await?;
     let key = crate::payments::custodial_key(app, session, "sign x402 deposits itself").await?;
     let signature: Bytes = key.sign_hash_rsv(&digest).into();
     let reserve = ISessionWallet::reserveDepositCall {
@@ -411,7 +406,11 @@ pub async fn settle_deposits(app: &App) -> Result<usize, Error> {
         queued += 1;
         touched.push((channel, id, session.signer));
     }
+    // A hundred channels a pass, the least recently looked at first.
     for channel in app.store.channels_with_returns(100).await? {
+        app.store
+            .touch_channel(channel.channel_id, now_ms())
+            .await?;
         let Some(session) = app.store.session(&channel.session_id, None).await? else {
             continue;
         };

@@ -1,15 +1,14 @@
 //! The agent's side: `POST /v1/x402/pay`.
 
-use alloy_primitives::{keccak256, Address, Bytes, U256};
+use alloy_primitives::{Address, Bytes, U256};
 use alloy_sol_types::{SolCall, SolStruct};
 use bursar_bindings::eip712::{PaymentIntent, TransferWithAuthorization, SESSION_WALLET_DOMAIN};
-use bursar_bindings::evm::IFiatToken;
 use bursar_bindings::wallet::{authorization_nonce, ISessionWallet};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::exact::erc7710;
-use super::payment::{asked, next_intent_nonce, paid, reservation_mined, Paid};
+use super::payment::{asked, next_intent_nonce, paid, reservation_mined, token_digest, Paid};
 use super::session::SessionPayment;
 use super::types::{decode_required, network, PaymentRequired, Requirements, EXACT, SCHEME};
 use crate::kernel::json::Amount;
@@ -207,18 +206,7 @@ async fn pay_exact(
         validBefore: valid_before,
         nonce,
     };
-    let separator = app
-        .client
-        .view(None, token, IFiatToken::DOMAIN_SEPARATORCall {})
-        .await?;
-    let digest = keccak256(
-        [
-            &[0x19, 0x01][..],
-            separator.as_slice(),
-            message.eip712_hash_struct().as_slice(),
-        ]
-        .concat(),
-    );
+    let digest = token_digest(app, token, message.eip712_hash_struct()).await?;
     let key =
         crate::payments::custodial_key(app, session, "sign the x402 authorization itself").await?;
     let signature: Bytes = key.sign_hash_rsv(&digest).into();

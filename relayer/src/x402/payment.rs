@@ -1,8 +1,9 @@
 //! What every way of paying a 402 shares: the requirements' payee, amount and purpose, the
 //! session's intent nonces, a reservation waited for, the `PAYMENT-SIGNATURE` answer.
 
-use alloy_primitives::{Address, B256, U256};
+use alloy_primitives::{keccak256, Address, B256, U256};
 use base64::Engine as _;
+use bursar_bindings::evm::IFiatToken;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -96,4 +97,26 @@ pub(super) async fn next_intent_nonce(app: &App, session: &SessionRow) -> Result
     let nonce = Store::take_intent_nonces(&mut db, &[session.id.as_str()]).await?[0];
     db.commit().await.map_err(crate::store::StoreError::from)?;
     Ok(nonce)
+}
+
+/// The EIP-712 digest of a struct (its `hashStruct`) under `token`'s own domain, as the token
+/// computes it (its `DOMAIN_SEPARATOR()`): what an EIP-3009 authorization from the session
+/// wallet is signed over.
+pub(super) async fn token_digest(
+    app: &App,
+    token: Address,
+    hash_struct: B256,
+) -> Result<B256, Error> {
+    let separator = app
+        .client
+        .view(None, token, IFiatToken::DOMAIN_SEPARATORCall {})
+        .await?;
+    Ok(keccak256(
+        [
+            &[0x19, 0x01][..],
+            separator.as_slice(),
+            hash_struct.as_slice(),
+        ]
+        .concat(),
+    ))
 }

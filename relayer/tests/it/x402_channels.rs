@@ -331,8 +331,9 @@ async fn deposit_and_spent(s: &System, session: &str) -> (U256, U256) {
 }
 
 /// An agent pays twelve calls of x402's own batch-settlement server from its session: a
-/// deposit the wallet reserved under the session's rules, then vouchers the session key
-/// signs, a top-up when the channel runs low. x402's channel manager then claims, settles and
+/// deposit the wallet reserved under the session's rules (five calls' worth: the session's
+/// co-sign threshold bounds it), then vouchers the session key signs, a top-up whenever the
+/// channel runs low. x402's channel manager then claims, settles and
 /// refunds; the relayer confirms the deposits and credits the refund to the session, which has
 /// spent exactly what the calls cost, with its escrow whole.
 async fn a_session_pays_x402s_batch_settlement_server_with_vouchers(db: Db) {
@@ -347,7 +348,9 @@ async fn a_session_pays_x402s_batch_settlement_server_with_vouchers(db: Db) {
         amount: usd(100),
     };
     minter.transact(&s.client, USDC, &mint).await.unwrap();
-    let (session, token) = s.open_session(json!({ "token": USDC })).await;
+    let threshold = 5 * PRICE;
+    let terms = json!({ "token": USDC, "coSignThreshold": threshold.to_string() });
+    let (session, token) = s.open_session(terms).await;
     let server = OfficialServer::start_scheme(
         &s.client,
         Facilitator::Official(5),
@@ -384,19 +387,30 @@ async fn a_session_pays_x402s_batch_settlement_server_with_vouchers(db: Db) {
             .await;
         assert_eq!(served.status(), 200, "call {i}: {:?}", served.headers());
     }
-    // A deposit of ten calls with the first voucher, a top-up with the eleventh.
-    assert_eq!(kinds[0], "deposit");
-    assert_eq!(kinds[10], "deposit");
-    assert_eq!(
-        kinds.iter().filter(|k| *k == "deposit").count(),
-        2,
-        "{kinds:?}"
-    );
+    // A deposit of five calls with the first voucher, top-ups with the sixth and eleventh.
+    let deposits: Vec<usize> = (0..calls).filter(|i| kinds[*i] == "deposit").collect();
+    assert_eq!(deposits, [0, 5, 10], "{kinds:?}");
     let (deposit, spent) = deposit_and_spent(s, &session).await;
     assert_eq!(
         spent,
-        U256::from(20 * PRICE),
+        U256::from(3 * threshold),
         "the deposits are spent when reserved"
+    );
+    // The agent sees its channel in its limits: deposited, vouched for, what is left.
+    let (status, limits) = s.get("/v1/limits", &token).await;
+    assert_eq!(status, 200, "{limits}");
+    let channel = &limits["x402Channels"][0];
+    assert_eq!(
+        channel["receiver"],
+        s.vendor_b.to_checksum(None),
+        "{limits}"
+    );
+    assert_eq!(channel["deposited"]["amount"], (3 * threshold).to_string());
+    let vouched = calls as u64 * PRICE;
+    assert_eq!(channel["vouched"]["amount"], vouched.to_string());
+    assert_eq!(
+        channel["unvouched"]["amount"],
+        (3 * threshold - vouched).to_string()
     );
     assert_eq!(
         usdc(s, wallet).await,

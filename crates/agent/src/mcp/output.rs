@@ -100,7 +100,21 @@ pub(super) fn limits() -> Arc<JsonObject> {
                     "required": ["address"]
                 }
             },
-            "expiresAt": { "type": "integer" }
+            "expiresAt": { "type": "integer" },
+            "x402Channels": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "channelId": { "type": "string" },
+                        "receiver": { "type": "string" },
+                        "deposited": money(),
+                        "vouched": money(),
+                        "unvouched": money()
+                    },
+                    "required": ["channelId", "receiver", "deposited", "vouched", "unvouched"]
+                }
+            }
         },
         "required": ["sessionId", "canPay", "token", "remainingDeposit", "counterparties",
                      "expiresAt"]

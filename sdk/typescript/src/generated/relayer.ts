@@ -1216,6 +1216,8 @@ export interface components {
              * @description Payments start at this time (unix seconds).
              */
             validAfter: number;
+            /** @description The x402 `batch-settlement` channels it pays into. */
+            x402Channels: components["schemas"]["X402Channel"][];
         };
         /** @description A counterparty on a list. */
         Listed: {
@@ -1802,6 +1804,22 @@ export interface components {
             events?: string[] | null;
             /** @description Where to deliver (http or https, reaching public addresses only). */
             url: string;
+        };
+        /** @description An x402 `batch-settlement` channel the session pays into (`POST /v1/x402/pay`). */
+        X402Channel: {
+            /** @description Its id in x402's escrow. */
+            channelId: string;
+            /** @description Deposited into it (reserved and not released), counted as spent from the session. */
+            deposited: components["schemas"]["Money"];
+            /** @description Who it pays (EIP-55). */
+            receiver: string;
+            /**
+             * @description Deposited and not vouched for: what the next calls spend, or what comes back to the
+             *     session when the server refunds.
+             */
+            unvouched: components["schemas"]["Money"];
+            /** @description Vouched for so far: what the receiver may claim in all. */
+            vouched: components["schemas"]["Money"];
         };
         /** @description What `POST /v1/x402/pay` answers. */
         X402Paid: {

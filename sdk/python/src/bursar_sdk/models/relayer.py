@@ -1057,6 +1057,32 @@ class WebhookRequest(BaseModel):
     ]
 
 
+class X402Channel(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    channel_id: Annotated[
+        str, Field(alias='channelId', description="Its id in x402's escrow.")
+    ]
+    deposited: Annotated[
+        Money,
+        Field(
+            description='Deposited into it (reserved and not released), counted as spent from the session.'
+        ),
+    ]
+    receiver: Annotated[str, Field(description='Who it pays (EIP-55).')]
+    unvouched: Annotated[
+        Money,
+        Field(
+            description='Deposited and not vouched for: what the next calls spend, or what comes back to the\nsession when the server refunds.'
+        ),
+    ]
+    vouched: Annotated[
+        Money,
+        Field(description='Vouched for so far: what the receiver may claim in all.'),
+    ]
+
+
 class X402Paid(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
@@ -1457,6 +1483,13 @@ class Limits(BaseModel):
             alias='validAfter',
             description='Payments start at this time (unix seconds).',
             ge=0,
+        ),
+    ]
+    x402_channels: Annotated[
+        list[X402Channel],
+        Field(
+            alias='x402Channels',
+            description='The x402 `batch-settlement` channels it pays into.',
         ),
     ]
 
