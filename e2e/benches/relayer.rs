@@ -782,13 +782,18 @@ async fn x402_with(chain: &Chain, r: Running, db_name: &str, n: usize) {
         let deposits = sent.len();
         report(label, latencies);
         let done = server.settle_channels().await;
-        for tx in [
+        // The claim and the sweep; the refund when something was left to return.
+        let after = [
             &done["claims"][0]["transaction"],
             &done["settled"]["transaction"],
             &done["refunds"][0]["transaction"],
-        ] {
-            sent.extend(tx.as_str().map(str::to_owned));
-        }
+        ];
+        let after: Vec<String> = after
+            .iter()
+            .filter_map(|t| t.as_str().map(str::to_owned))
+            .collect();
+        let refunded = after.len() == 3;
+        sent.extend(after);
         let mut gas = 0u64;
         for tx in &sent {
             let hash: B256 = tx.parse().expect("hash");
@@ -803,7 +808,8 @@ async fn x402_with(chain: &Chain, r: Running, db_name: &str, n: usize) {
         // Each deposit is also the wallet's reservation, sent by the relayer before it.
         let transactions = sent.len() + deposits;
         println!(
-            "x402 ({db_name}) {label:<52} {n} calls in {transactions} transactions ({deposits} deposits with their reservations, a claim, a sweep, a refund): {:.0} calls per transaction, {:.0} escrow gas per call",
+            "x402 ({db_name}) {label:<52} {n} calls in {transactions} transactions ({deposits} deposit(s) and their reservations, a claim, a sweep{}): {:.0} calls per transaction, {:.0} gas per call in the escrow's transactions",
+            if refunded { ", a refund" } else { "; nothing left to refund" },
             n as f64 / transactions as f64,
             gas as f64 / n as f64,
         );

@@ -10,7 +10,7 @@
 // `GET /report` behind the payment on 127.0.0.1 and prints `{"port": N}` as its first stdout
 // line once it is listening; a failed settlement is told on stderr. With batch-settlement,
 // `POST /channels/settle` runs x402's channel manager once — claim every voucher, settle, refund
-// the channels — and answers what it did.
+// the channels — and answers what it did (`refunds: {error}` when a refund was refused).
 import express from "express";
 import { createWalletClient, defineChain, http, publicActions } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
@@ -125,7 +125,14 @@ if (scheme === "batch-settlement") {
     try {
       const claims = await manager.claim();
       const settled = await manager.settle();
-      const refunds = await manager.refund();
+      // x402's manager asks a refund of every channel, even one with nothing left (which
+      // the escrow refuses): told apart, not fatal.
+      let refunds;
+      try {
+        refunds = await manager.refund();
+      } catch (e) {
+        refunds = { error: e instanceof Error ? e.message : String(e) };
+      }
       res.json({ claims, settled, refunds });
     } catch (e) {
       res.status(500).json({ error: e instanceof Error ? e.message : String(e) });
