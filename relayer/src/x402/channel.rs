@@ -25,7 +25,7 @@ use bursar_bindings::wallet::{x402_channel, x402_deposit_salt, ISessionWallet};
 use bursar_bindings::x402::{self, ChannelConfig, IX402BatchSettlement, BATCH_SETTLEMENT};
 use serde_json::{json, Value};
 
-use super::payment::{asked, next_intent_nonce, paid, reservation_mined, token_digest, Paid};
+use super::payment::{asked, next_intent_nonce, paid, reserve, token_digest, Paid};
 use super::types::{PaymentRequired, Requirements};
 use crate::kernel::App;
 use crate::kernel::Error;
@@ -289,7 +289,7 @@ async fn reserve_deposit(
     let digest = token_digest(app, token, hash_struct).await?;
     let key = crate::payments::custodial_key(app, session, "sign x402 deposits itself").await?;
     let signature: Bytes = key.sign_hash_rsv(&digest).into();
-    let reserve = ISessionWallet::reserveDepositCall {
+    let call = ISessionWallet::reserveDepositCall {
         sessionId: id,
         receiver: a.receiver,
         receiverAuthorizer: a.authorizer,
@@ -299,30 +299,16 @@ async fn reserve_deposit(
         purpose,
         signature: signature.clone(),
     };
-    let signer = session.signer;
-    // The wallet's rules now: a refusal is its error, and nothing is sent.
-    if !app
-        .client
-        .view(Some(signer), wallet, reserve.clone())
-        .await?
-        ._0
-    {
-        return Err(Error::conflict(
-            "x402_needs_approval",
-            "the deposit is above the session's co-sign threshold: an x402 payment cannot wait for the owner",
-        ));
-    }
-    let data = reserve.abi_encode();
-    let call = crate::engine::submission::Call {
-        signer,
-        to: wallet,
-        gas_limit: app.gas_for(signer, wallet, &data).await?,
-        data: data.into(),
-        value: U256::ZERO,
-    };
-    let tx = crate::payments::queue::queue_reservation(app, session, &call, amount, intent_nonce)
-        .await?;
-    reservation_mined(app, tx, valid_before).await?;
+    let reserved = |r: &ISessionWallet::reserveDepositReturn| r._0;
+    reserve(
+        app,
+        session,
+        call,
+        reserved,
+        (amount, intent_nonce),
+        valid_before,
+    )
+    .await?;
     let row = DepositRow {
         digest,
         channel_id: channel.channel_id,

@@ -1,14 +1,14 @@
 //! The agent's side: `POST /v1/x402/pay`.
 
 use alloy_primitives::{Address, Bytes, U256};
-use alloy_sol_types::{SolCall, SolStruct};
+use alloy_sol_types::SolStruct;
 use bursar_bindings::eip712::{PaymentIntent, TransferWithAuthorization, SESSION_WALLET_DOMAIN};
 use bursar_bindings::wallet::{authorization_nonce, ISessionWallet};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::exact::erc7710;
-use super::payment::{asked, next_intent_nonce, paid, reservation_mined, token_digest, Paid};
+use super::payment::{asked, next_intent_nonce, paid, reserve, token_digest, Paid};
 use super::session::SessionPayment;
 use super::types::{decode_required, network, PaymentRequired, Requirements, EXACT, SCHEME};
 use crate::kernel::json::Amount;
@@ -210,7 +210,7 @@ async fn pay_exact(
     let key =
         crate::payments::custodial_key(app, session, "sign the x402 authorization itself").await?;
     let signature: Bytes = key.sign_hash_rsv(&digest).into();
-    let reserve = ISessionWallet::reserveCall {
+    let call = ISessionWallet::reserveCall {
         sessionId: id,
         to,
         value,
@@ -219,31 +219,16 @@ async fn pay_exact(
         purpose,
         signature: signature.clone(),
     };
-    let signer = session.signer;
-    // The wallet's rules now: a refusal signs and sends nothing.
-    let reserved = app
-        .client
-        .view(Some(signer), wallet, reserve.clone())
-        .await?
-        ._0;
-    if !reserved {
-        return Err(Error::conflict(
-            "x402_needs_approval",
-            "the amount is above the session's co-sign threshold: an x402 payment cannot wait for the owner",
-        ));
-    }
-    let data = reserve.abi_encode();
-    let call = crate::engine::submission::Call {
-        signer,
-        to: wallet,
-        gas_limit: app.gas_for(signer, wallet, &data).await?,
-        data: data.into(),
-        value: U256::ZERO,
-    };
-    // Sent after the session's payments already queued: refused now if they leave too little.
-    let tx =
-        crate::payments::queue::queue_reservation(app, session, &call, value, intent_nonce).await?;
-    reservation_mined(app, tx, valid_before).await?;
+    let reserved = |r: &ISessionWallet::reserveReturn| r._0;
+    reserve(
+        app,
+        session,
+        call,
+        reserved,
+        (value, intent_nonce),
+        valid_before,
+    )
+    .await?;
     let payload = json!({
         "signature": signature,
         "authorization": {

@@ -2,12 +2,14 @@
 //! session's intent nonces, a reservation waited for, the `PAYMENT-SIGNATURE` answer.
 
 use alloy_primitives::{keccak256, Address, B256, U256};
+use alloy_sol_types::SolCall;
 use base64::Engine as _;
 use bursar_bindings::evm::IFiatToken;
 use serde::Serialize;
 use serde_json::Value;
 
 use super::types::{purpose, PaymentPayload, PaymentRequired, Requirements, VERSION};
+use crate::engine::submission::Call;
 use crate::kernel::App;
 use crate::kernel::Error;
 use crate::store::{SessionRow, Store};
@@ -67,9 +69,37 @@ pub(super) fn asked(url: &str, accepted: &Requirements) -> Result<(Address, U256
     Ok((to, amount, purpose))
 }
 
-/// Waits for reservation `tx` (good until `valid_before`) to be mined: refused when it
-/// reverted or is not mined within the open wait.
-pub(super) async fn reservation_mined(app: &App, tx: i64, valid_before: U256) -> Result<(), Error> {
+/// Sends `call`, a reservation from `session` (`reserve` or `reserveDeposit`) of `amount`
+/// under the session's intent nonce `intent_nonce`, good until `valid_before`: simulated first
+/// with the wallet's rules (a refusal is the wallet's error and nothing is sent; `reserved`
+/// tells a reservation from a payment held for the owner, which an x402 payment cannot wait
+/// for), queued after the session's payments, and answered once mined.
+pub(super) async fn reserve<C: SolCall>(
+    app: &App,
+    session: &SessionRow,
+    call: C,
+    reserved: impl Fn(&C::Return) -> bool,
+    (amount, intent_nonce): (U256, u64),
+    valid_before: U256,
+) -> Result<(), Error> {
+    let (signer, wallet) = (session.signer, app.contracts.wallet);
+    let data = call.abi_encode();
+    if !reserved(&app.client.view(Some(signer), wallet, call).await?) {
+        return Err(Error::conflict(
+            "x402_needs_approval",
+            "the amount is above the session's co-sign threshold: an x402 payment cannot wait for the owner",
+        ));
+    }
+    let call = Call {
+        signer,
+        to: wallet,
+        gas_limit: app.gas_for(signer, wallet, &data).await?,
+        data: data.into(),
+        value: U256::ZERO,
+    };
+    // Sent after the session's payments already queued: refused now if they leave too little.
+    let tx = crate::payments::queue::queue_reservation(app, session, &call, amount, intent_nonce)
+        .await?;
     let mined = app
         .wait_for(app.settings.open_wait, || async {
             let row = app.store.transaction(tx).await?;
